@@ -1,4 +1,4 @@
-//go:build tools
+//go:build imlabdeps
 
 // Package deps pins the project's chosen libraries in go.mod while the code
 // that uses them is being written; it is never built.
