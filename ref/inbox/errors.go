@@ -1,0 +1,51 @@
+package inbox
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// MySQL error numbers the write path reacts to.
+const (
+	ErrNoDupEntry     = 1062 // ER_DUP_ENTRY
+	ErrNoLockWait     = 1205 // ER_LOCK_WAIT_TIMEOUT
+	ErrNoDeadlock     = 1213 // ER_LOCK_DEADLOCK
+	ErrNoQueryTimeout = 1969 // MariaDB ER_STATEMENT_TIMEOUT
+)
+
+// DupKey tells whether err is a duplicate-key error (1062) and names the key
+// without its table prefix: "PRIMARY", "uk_uid_msg", "uk_sender_client"...
+// It reads MariaDB ("for key 'PRIMARY'") and MySQL 8 ("for key
+// 'offline_msg.PRIMARY'") messages alike.
+func DupKey(err error) (string, bool) {
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) || me.Number != ErrNoDupEntry {
+		return "", false
+	}
+	msg := me.Message
+	i := strings.LastIndex(msg, "for key '")
+	if i < 0 {
+		return "", true
+	}
+	key := msg[i+len("for key '"):]
+	if j := strings.IndexByte(key, '\''); j >= 0 {
+		key = key[:j]
+	}
+	if j := strings.LastIndexByte(key, '.'); j >= 0 {
+		key = key[j+1:]
+	}
+	return key, true
+}
+
+// Retryable tells whether a transaction that failed with err should be run
+// again from the start: deadlock (1213, the server rolled it back) or lock
+// wait timeout (1205).
+func Retryable(err error) bool {
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) {
+		return false
+	}
+	return me.Number == ErrNoDeadlock || me.Number == ErrNoLockWait
+}

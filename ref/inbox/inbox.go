@@ -1,0 +1,625 @@
+// Package inbox owns the fenced, idempotent writes of offline_msg rows: the
+// per-user seq fence (seq_fence), stale-seq detection, and telling a
+// (uid, seq) PRIMARY collision apart from a (uid, msg_id) duplicate.
+//
+// Write algorithm (WriteTx, inside the caller's READ COMMITTED transaction):
+//  1. upsert the seq_fence rows of the distinct uids (ascending) and lock them
+//     with SELECT uid, max_seq ... FOR UPDATE;
+//  2. drop the (uid, msg_id) pairs that are already delivered (Dedup, read
+//     after the lock, so a committed row of a racing writer is seen);
+//  3. allocate seqs: one Next per uid for its count, the uid's items in input
+//     order; any uid whose first seq is <= its max_seq is stale: the fence is
+//     counted (imlab_seq_fence_raised_total{reason="stale"}), the allocator is
+//     raised to max_seq, and the uid is allocated again (bounded rounds);
+//  4. multi-row INSERT offline_msg (plain INSERT). On 1062 the key name is
+//     read: PRIMARY means the fence was behind the table (restored rows): the
+//     fence is raised from MAX(seq) (reason="pk_collision") and the rows are
+//     allocated again; uk_uid_msg means the row already exists: it is dropped
+//     (idempotent) and the rest is written again;
+//  5. UPDATE seq_fence max_seq to each uid's new top.
+//
+// Because a uid's fence row stays locked from step 1 to COMMIT, seqs are
+// committed in increasing order per uid and each new entry's PrevSeq is the
+// uid's highest committed seq before it.
+//
+// It must not read inboxes for clients or talk to Kafka. Dedup strategies
+// other than the native uk_uid_msg one plug in through Dedup.
+package inbox
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"imlab/ref/model"
+	"imlab/ref/seqalloc"
+)
+
+// Item is one recipient's inbox row to write.
+type Item struct {
+	UID       uint64
+	MsgID     uint64
+	ConvID    uint64
+	ConvType  model.ConvType
+	ConvSeq   uint64
+	SenderUID uint64
+	CreatedAt time.Time
+	Content   string // carried into the returned entry, not stored here
+}
+
+// Config bounds a Writer.
+type Config struct {
+	// MaxItems bounds one WriteTx call.
+	MaxItems int
+	// MaxRounds bounds re-allocations within one WriteTx (stale seqs,
+	// PRIMARY collisions, uk_uid_msg duplicates).
+	MaxRounds int
+	// MaxAttempts bounds whole-transaction attempts of Write (deadlock,
+	// lock wait timeout).
+	MaxAttempts int
+	// InsertChunk is the most rows one INSERT statement carries.
+	InsertChunk int
+	// Dedup filters already-delivered items; nil means UKUidMsg.
+	Dedup Dedup
+}
+
+// DefaultConfig: 50k items per call, 8 rounds, 5 attempts, 2000 rows per INSERT.
+func DefaultConfig() Config {
+	return Config{MaxItems: 50_000, MaxRounds: 8, MaxAttempts: 5, InsertChunk: 2000}
+}
+
+// Validate checks the limits.
+func (c Config) Validate() error {
+	switch {
+	case c.MaxItems < 1:
+		return fmt.Errorf("inbox: MaxItems %d must be >= 1", c.MaxItems)
+	case c.MaxRounds < 1:
+		return fmt.Errorf("inbox: MaxRounds %d must be >= 1", c.MaxRounds)
+	case c.MaxAttempts < 1:
+		return fmt.Errorf("inbox: MaxAttempts %d must be >= 1", c.MaxAttempts)
+	case c.InsertChunk < 1 || c.InsertChunk > 10_000:
+		return fmt.Errorf("inbox: InsertChunk %d out of range 1..10000", c.InsertChunk)
+	}
+	return nil
+}
+
+// Dedup decides which items are already delivered. Fresh runs inside the
+// write transaction, after the uids' fence rows are locked, and returns the
+// items still to write, in input order. Whatever it answers, a uk_uid_msg
+// collision at INSERT time is still treated as "already there".
+type Dedup interface {
+	Name() string
+	Fresh(ctx context.Context, tx *sql.Tx, items []Item) ([]Item, error)
+}
+
+// UKUidMsg is the native dedup: the (uid, msg_id) unique key of offline_msg.
+type UKUidMsg struct{}
+
+// Name implements Dedup.
+func (UKUidMsg) Name() string { return "uk_uid_msg" }
+
+// Fresh implements Dedup: one point lookup per pair on uk_uid_msg.
+func (UKUidMsg) Fresh(ctx context.Context, tx *sql.Tx, items []Item) ([]Item, error) {
+	return existing(ctx, tx, items)
+}
+
+type pair struct{ uid, msgID uint64 }
+
+const lookupChunk = 500
+
+// existing drops items whose (uid, msg_id) row exists.
+func existing(ctx context.Context, tx *sql.Tx, items []Item) ([]Item, error) {
+	found := make(map[pair]bool)
+	for start := 0; start < len(items); start += lookupChunk {
+		end := min(start+lookupChunk, len(items))
+		var sb strings.Builder
+		args := make([]any, 0, 2*(end-start))
+		sb.WriteString("SELECT uid, msg_id FROM offline_msg WHERE ")
+		for i := start; i < end; i++ {
+			if i > start {
+				sb.WriteString(" OR ")
+			}
+			sb.WriteString("(uid = ? AND msg_id = ?)")
+			args = append(args, items[i].UID, items[i].MsgID)
+		}
+		rows, err := tx.QueryContext(ctx, sb.String(), args...)
+		if err != nil {
+			return nil, fmt.Errorf("inbox: dedup lookup: %w", err)
+		}
+		for rows.Next() {
+			var p pair
+			if err := rows.Scan(&p.uid, &p.msgID); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("inbox: dedup scan: %w", err)
+			}
+			found[p] = true
+		}
+		if err := rows.Close(); err != nil {
+			return nil, fmt.Errorf("inbox: dedup rows: %w", err)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("inbox: dedup rows: %w", err)
+		}
+	}
+	if len(found) == 0 {
+		return items, nil
+	}
+	out := make([]Item, 0, len(items)-len(found))
+	for _, it := range items {
+		if !found[pair{it.UID, it.MsgID}] {
+			out = append(out, it)
+		}
+	}
+	return out, nil
+}
+
+// Writer writes fenced inbox rows. It is safe for concurrent use.
+type Writer struct {
+	alloc  seqalloc.Allocator
+	cfg    Config
+	dedup  Dedup
+	raised *prometheus.CounterVec
+}
+
+// NewWriter returns a Writer over alloc. reg may be nil (no metrics
+// exported); a collector already registered on reg is shared.
+func NewWriter(alloc seqalloc.Allocator, cfg Config, reg prometheus.Registerer) (*Writer, error) {
+	if alloc == nil {
+		return nil, errors.New("inbox: nil allocator")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	d := cfg.Dedup
+	if d == nil {
+		d = UKUidMsg{}
+	}
+	raised := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "imlab_seq_fence_raised_total",
+		Help: "Allocator proposals refused by the persisted seq fence (stale) or by a (uid,seq) primary-key collision.",
+	}, []string{"allocator", "reason"})
+	raised, err := registerCounterVec(reg, raised)
+	if err != nil {
+		return nil, err
+	}
+	return &Writer{alloc: alloc, cfg: cfg, dedup: d, raised: raised}, nil
+}
+
+func registerCounterVec(reg prometheus.Registerer, c *prometheus.CounterVec) (*prometheus.CounterVec, error) {
+	if reg == nil {
+		return c, nil
+	}
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if ex, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
+				return ex, nil
+			}
+		}
+		return nil, fmt.Errorf("inbox: register metric: %w", err)
+	}
+	return c, nil
+}
+
+// Allocator is the writer's seq allocator.
+func (w *Writer) Allocator() seqalloc.Allocator { return w.alloc }
+
+// Dedup is the writer's dedup strategy.
+func (w *Writer) Dedup() Dedup { return w.dedup }
+
+// FenceRaised is the fence counter for reason ("stale", "pk_collision")
+// of this writer's allocator (tests and reports read it).
+func (w *Writer) FenceRaised(reason string) prometheus.Counter {
+	return w.raised.WithLabelValues(w.alloc.Name(), reason)
+}
+
+// WriteTx writes items inside tx (READ COMMITTED expected) and returns the
+// new entries only, with Seq and PrevSeq set, grouped by uid ascending and in
+// seq order within a uid. Items whose (uid, msg_id) row already exists are
+// skipped and not returned. Items of one uid get increasing seqs in input
+// order. On error the caller must roll tx back; Retryable tells whether the
+// whole transaction may be run again.
+func (w *Writer) WriteTx(ctx context.Context, tx *sql.Tx, items []Item) ([]model.InboxEntry, error) {
+	return w.write(ctx, tx, items, true)
+}
+
+// WriteFreshTx is WriteTx for items whose msg_ids were created inside this
+// same transaction (the send path): they cannot exist yet, so the Dedup
+// lookup is skipped. A uk_uid_msg collision is still handled as a duplicate.
+func (w *Writer) WriteFreshTx(ctx context.Context, tx *sql.Tx, items []Item) ([]model.InboxEntry, error) {
+	return w.write(ctx, tx, items, false)
+}
+
+// Write runs WriteTx in its own READ COMMITTED transaction, retrying the
+// whole transaction on deadlock or lock wait timeout (MaxAttempts).
+func (w *Writer) Write(ctx context.Context, db *sql.DB, items []Item) ([]model.InboxEntry, error) {
+	var lastErr error
+	for attempt := 0; attempt < w.cfg.MaxAttempts; attempt++ {
+		if attempt > 0 {
+			if err := sleepCtx(ctx, backoff(attempt)); err != nil {
+				return nil, fmt.Errorf("%w: inbox write: %v (last error: %v)", model.ErrUnavailable, err, lastErr)
+			}
+		}
+		entries, err := w.writeOnce(ctx, db, items)
+		if err == nil {
+			return entries, nil
+		}
+		lastErr = err
+		if !Retryable(err) {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("%w: inbox write gave up after %d attempts: %v", model.ErrUnavailable, w.cfg.MaxAttempts, lastErr)
+}
+
+func (w *Writer) writeOnce(ctx context.Context, db *sql.DB, items []Item) ([]model.InboxEntry, error) {
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return nil, fmt.Errorf("inbox: begin: %w", err)
+	}
+	entries, err := w.WriteTx(ctx, tx, items)
+	if err != nil {
+		_ = tx.Rollback()
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("inbox: commit: %w", err)
+	}
+	return entries, nil
+}
+
+func backoff(attempt int) time.Duration {
+	d := time.Duration(1<<min(attempt, 6)) * time.Millisecond
+	return d + time.Duration(time.Now().UnixNano()%int64(d))
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func validItems(items []Item, maxItems int) error {
+	if len(items) > maxItems {
+		return fmt.Errorf("%w: %d inbox items in one write (max %d)", model.ErrTooLarge, len(items), maxItems)
+	}
+	for i, it := range items {
+		if it.UID == 0 || it.MsgID == 0 || it.ConvID == 0 {
+			return fmt.Errorf("%w: inbox item %d: uid, msg_id and conv_id must be non-zero", model.ErrInvalid, i)
+		}
+		if it.ConvType != model.ConvSingle && it.ConvType != model.ConvGroup {
+			return fmt.Errorf("%w: inbox item %d: conv_type %d", model.ErrInvalid, i, it.ConvType)
+		}
+	}
+	return nil
+}
+
+func (w *Writer) write(ctx context.Context, tx *sql.Tx, items []Item, precheck bool) ([]model.InboxEntry, error) {
+	if len(items) == 0 {
+		return nil, nil
+	}
+	if err := validItems(items, w.cfg.MaxItems); err != nil {
+		return nil, err
+	}
+	// The same (uid, msg_id) twice in one call is written once.
+	items = uniqueItems(items)
+	uids := distinctUIDs(items)
+
+	fence, err := lockFence(ctx, tx, uids)
+	if err != nil {
+		return nil, err
+	}
+	if precheck {
+		if items, err = w.dedup.Fresh(ctx, tx, items); err != nil {
+			return nil, err
+		}
+		if len(items) == 0 {
+			return nil, nil
+		}
+	}
+
+	var seqs []uint64
+	for round := 0; ; round++ {
+		if round >= w.cfg.MaxRounds {
+			return nil, fmt.Errorf("%w: inbox: no clean seq allocation after %d rounds", model.ErrUnavailable, w.cfg.MaxRounds)
+		}
+		if len(items) == 0 {
+			return nil, nil
+		}
+		seqs, err = w.allocate(ctx, items, fence)
+		if err != nil {
+			return nil, err
+		}
+		err = insertRows(ctx, tx, items, seqs, w.cfg.InsertChunk)
+		if err == nil {
+			break
+		}
+		key, dup := DupKey(err)
+		switch {
+		case dup && key == "PRIMARY":
+			if err := w.raiseFromTable(ctx, tx, fence, distinctUIDs(items)); err != nil {
+				return nil, err
+			}
+		case dup && key == "uk_uid_msg":
+			if items, err = existing(ctx, tx, items); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, fmt.Errorf("inbox: insert offline_msg: %w", err)
+		}
+	}
+
+	entries := make([]model.InboxEntry, len(items))
+	for i, it := range items {
+		entries[i] = model.InboxEntry{
+			UID: it.UID, Seq: seqs[i], MsgID: it.MsgID, ConvID: it.ConvID, ConvType: it.ConvType,
+			ConvSeq: it.ConvSeq, SenderUID: it.SenderUID, CreatedAt: it.CreatedAt, Content: it.Content,
+		}
+	}
+	sort.Slice(entries, func(i, j int) bool {
+		if entries[i].UID != entries[j].UID {
+			return entries[i].UID < entries[j].UID
+		}
+		return entries[i].Seq < entries[j].Seq
+	})
+	tops := make(map[uint64]uint64)
+	for i := range entries {
+		e := &entries[i]
+		if i == 0 || entries[i-1].UID != e.UID {
+			e.PrevSeq = fence[e.UID]
+		} else {
+			e.PrevSeq = entries[i-1].Seq
+		}
+		tops[e.UID] = e.Seq
+	}
+	if err := raiseFence(ctx, tx, tops); err != nil {
+		return nil, err
+	}
+	return entries, nil
+}
+
+func uniqueItems(items []Item) []Item {
+	seen := make(map[pair]struct{}, len(items))
+	out := items[:0:0]
+	for _, it := range items {
+		p := pair{it.UID, it.MsgID}
+		if _, ok := seen[p]; ok {
+			continue
+		}
+		seen[p] = struct{}{}
+		out = append(out, it)
+	}
+	return out
+}
+
+func distinctUIDs(items []Item) []uint64 {
+	set := make(map[uint64]struct{}, len(items))
+	for _, it := range items {
+		set[it.UID] = struct{}{}
+	}
+	uids := make([]uint64, 0, len(set))
+	for u := range set {
+		uids = append(uids, u)
+	}
+	sort.Slice(uids, func(i, j int) bool { return uids[i] < uids[j] })
+	return uids
+}
+
+func uidList(sb *strings.Builder, uids []uint64) {
+	for i, u := range uids {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(strconv.FormatUint(u, 10))
+	}
+}
+
+// lockFence creates missing fence rows and locks all of them, ascending.
+func lockFence(ctx context.Context, tx *sql.Tx, uids []uint64) (map[uint64]uint64, error) {
+	now := time.Now().UTC().Format("2006-01-02 15:04:05.000")
+	var sb strings.Builder
+	sb.WriteString("INSERT INTO seq_fence (uid, max_seq, updated_at) VALUES ")
+	for i, u := range uids {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteByte('(')
+		sb.WriteString(strconv.FormatUint(u, 10))
+		sb.WriteString(",0,'")
+		sb.WriteString(now)
+		sb.WriteString("')")
+	}
+	sb.WriteString(" ON DUPLICATE KEY UPDATE uid = uid")
+	if _, err := tx.ExecContext(ctx, sb.String()); err != nil {
+		return nil, fmt.Errorf("inbox: upsert seq_fence: %w", err)
+	}
+	sb.Reset()
+	sb.WriteString("SELECT uid, max_seq FROM seq_fence WHERE uid IN (")
+	uidList(&sb, uids)
+	sb.WriteString(") ORDER BY uid FOR UPDATE")
+	rows, err := tx.QueryContext(ctx, sb.String())
+	if err != nil {
+		return nil, fmt.Errorf("inbox: lock seq_fence: %w", err)
+	}
+	defer rows.Close()
+	fence := make(map[uint64]uint64, len(uids))
+	for rows.Next() {
+		var uid, max uint64
+		if err := rows.Scan(&uid, &max); err != nil {
+			return nil, fmt.Errorf("inbox: scan seq_fence: %w", err)
+		}
+		fence[uid] = max
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("inbox: read seq_fence: %w", err)
+	}
+	if len(fence) != len(uids) {
+		return nil, fmt.Errorf("inbox: locked %d of %d seq_fence rows", len(fence), len(uids))
+	}
+	return fence, nil
+}
+
+// allocate proposes seqs for items (parallel slice) and refuses any uid
+// whose first seq is not above its fence, raising the allocator.
+func (w *Writer) allocate(ctx context.Context, items []Item, fence map[uint64]uint64) ([]uint64, error) {
+	want := make(map[uint64]int)
+	for _, it := range items {
+		want[it.UID]++
+	}
+	firsts := make(map[uint64]uint64, len(want))
+	for round := 0; len(want) > 0; round++ {
+		if round >= w.cfg.MaxRounds {
+			return nil, fmt.Errorf("%w: inbox: allocator %s stayed below the fence after %d raises", model.ErrUnavailable, w.alloc.Name(), w.cfg.MaxRounds)
+		}
+		got, err := w.alloc.NextMany(ctx, want)
+		if err != nil {
+			return nil, fmt.Errorf("%w: inbox: allocate seqs: %v", model.ErrUnavailable, err)
+		}
+		for uid := range want {
+			first, ok := got[uid]
+			if !ok {
+				return nil, fmt.Errorf("inbox: allocator %s gave no seq for uid %d", w.alloc.Name(), uid)
+			}
+			if first <= fence[uid] {
+				w.raised.WithLabelValues(w.alloc.Name(), "stale").Inc()
+				if err := w.alloc.Raise(ctx, uid, fence[uid]); err != nil {
+					return nil, fmt.Errorf("%w: inbox: raise allocator: %v", model.ErrUnavailable, err)
+				}
+				continue
+			}
+			firsts[uid] = first
+			delete(want, uid)
+		}
+	}
+	seqs := make([]uint64, len(items))
+	for i, it := range items {
+		seqs[i] = firsts[it.UID]
+		firsts[it.UID]++
+	}
+	return seqs, nil
+}
+
+// raiseFromTable handles a (uid, seq) PRIMARY collision: the fence was
+// behind the rows in the table, so it is raised to MAX(seq) (in memory; the
+// final UPDATE persists it) and the allocator above it.
+func (w *Writer) raiseFromTable(ctx context.Context, tx *sql.Tx, fence map[uint64]uint64, uids []uint64) error {
+	var sb strings.Builder
+	sb.WriteString("SELECT uid, MAX(seq) FROM offline_msg WHERE uid IN (")
+	uidList(&sb, uids)
+	sb.WriteString(") GROUP BY uid")
+	rows, err := tx.QueryContext(ctx, sb.String())
+	if err != nil {
+		return fmt.Errorf("inbox: read max seq after collision: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var uid, max uint64
+		if err := rows.Scan(&uid, &max); err != nil {
+			return fmt.Errorf("inbox: scan max seq: %w", err)
+		}
+		if max > fence[uid] {
+			fence[uid] = max
+			w.raised.WithLabelValues(w.alloc.Name(), "pk_collision").Inc()
+			if err := w.alloc.Raise(ctx, uid, max); err != nil {
+				return fmt.Errorf("%w: inbox: raise allocator: %v", model.ErrUnavailable, err)
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("inbox: read max seq: %w", err)
+	}
+	return nil
+}
+
+// insertRows writes the rows; with more than one statement a savepoint makes
+// a failed attempt leave nothing behind.
+func insertRows(ctx context.Context, tx *sql.Tx, items []Item, seqs []uint64, chunk int) error {
+	multi := len(items) > chunk
+	if multi {
+		if _, err := tx.ExecContext(ctx, "SAVEPOINT inbox_insert"); err != nil {
+			return fmt.Errorf("inbox: savepoint: %w", err)
+		}
+	}
+	for start := 0; start < len(items); start += chunk {
+		end := min(start+chunk, len(items))
+		var sb strings.Builder
+		sb.Grow(64 + (end-start)*96)
+		sb.WriteString("INSERT INTO offline_msg (uid, seq, msg_id, conv_id, conv_type, sender_uid, created_at) VALUES ")
+		for i := start; i < end; i++ {
+			it := items[i]
+			if i > start {
+				sb.WriteByte(',')
+			}
+			sb.WriteByte('(')
+			sb.WriteString(strconv.FormatUint(it.UID, 10))
+			sb.WriteByte(',')
+			sb.WriteString(strconv.FormatUint(seqs[i], 10))
+			sb.WriteByte(',')
+			sb.WriteString(strconv.FormatUint(it.MsgID, 10))
+			sb.WriteByte(',')
+			sb.WriteString(strconv.FormatUint(it.ConvID, 10))
+			sb.WriteByte(',')
+			sb.WriteString(strconv.FormatUint(uint64(it.ConvType), 10))
+			sb.WriteByte(',')
+			sb.WriteString(strconv.FormatUint(it.SenderUID, 10))
+			sb.WriteString(",'")
+			sb.WriteString(it.CreatedAt.UTC().Format("2006-01-02 15:04:05.000"))
+			sb.WriteString("')")
+		}
+		if _, err := tx.ExecContext(ctx, sb.String()); err != nil {
+			if multi {
+				if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT inbox_insert"); rerr != nil {
+					return fmt.Errorf("inbox: rollback to savepoint: %v (after %w)", rerr, err)
+				}
+			}
+			return err
+		}
+	}
+	if multi {
+		if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT inbox_insert"); err != nil {
+			return fmt.Errorf("inbox: release savepoint: %w", err)
+		}
+	}
+	return nil
+}
+
+// raiseFence persists each uid's new top seq.
+func raiseFence(ctx context.Context, tx *sql.Tx, tops map[uint64]uint64) error {
+	if len(tops) == 0 {
+		return nil
+	}
+	uids := make([]uint64, 0, len(tops))
+	for u := range tops {
+		uids = append(uids, u)
+	}
+	sort.Slice(uids, func(i, j int) bool { return uids[i] < uids[j] })
+	var sb strings.Builder
+	sb.WriteString("UPDATE seq_fence SET max_seq = CASE uid")
+	for _, u := range uids {
+		sb.WriteString(" WHEN ")
+		sb.WriteString(strconv.FormatUint(u, 10))
+		sb.WriteString(" THEN ")
+		sb.WriteString(strconv.FormatUint(tops[u], 10))
+	}
+	sb.WriteString(" ELSE max_seq END, updated_at = '")
+	sb.WriteString(time.Now().UTC().Format("2006-01-02 15:04:05.000"))
+	sb.WriteString("' WHERE uid IN (")
+	uidList(&sb, uids)
+	sb.WriteString(")")
+	if _, err := tx.ExecContext(ctx, sb.String()); err != nil {
+		return fmt.Errorf("inbox: raise seq_fence: %w", err)
+	}
+	return nil
+}
