@@ -1,0 +1,236 @@
+package send
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"imlab/ref/inbox"
+	"imlab/ref/model"
+)
+
+const lookupChunk = 500
+
+// lookupSent finds the stored answers of batch's (sender, client_msg_id).
+func lookupSent(ctx context.Context, tx *sql.Tx, batch []*Pending) (map[dupKey]model.SendResult, error) {
+	var found map[dupKey]model.SendResult
+	for start := 0; start < len(batch); start += lookupChunk {
+		end := min(start+lookupChunk, len(batch))
+		var sb strings.Builder
+		args := make([]any, 0, 2*(end-start))
+		sb.WriteString("SELECT sender_uid, client_msg_id, msg_id, conv_id, conv_seq, created_at FROM msg_content WHERE ")
+		for i := start; i < end; i++ {
+			if i > start {
+				sb.WriteString(" OR ")
+			}
+			sb.WriteString("(sender_uid = ? AND client_msg_id = ?)")
+			args = append(args, batch[i].Req.SenderUID, batch[i].Req.ClientMsgID)
+		}
+		rows, err := tx.QueryContext(ctx, sb.String(), args...)
+		if err != nil {
+			return nil, fmt.Errorf("send: dedupe lookup: %w", err)
+		}
+		for rows.Next() {
+			var k dupKey
+			var r model.SendResult
+			if err := rows.Scan(&k.sender, &k.client, &r.MsgID, &r.ConvID, &r.ConvSeq, &r.ServerTime); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("send: dedupe scan: %w", err)
+			}
+			r.ServerTime = r.ServerTime.UTC()
+			if found == nil {
+				found = make(map[dupKey]model.SendResult)
+			}
+			found[k] = r
+		}
+		if err := rows.Close(); err != nil {
+			return nil, fmt.Errorf("send: dedupe rows: %w", err)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("send: dedupe rows: %w", err)
+		}
+	}
+	return found, nil
+}
+
+// advanceConvSeqs takes len(msgs of conv) conv_seqs per conversation in one
+// upsert (rows locked in ascending conv_id order) and hands them out in
+// batch order.
+func advanceConvSeqs(ctx context.Context, tx *sql.Tx, batch []*Pending) error {
+	counts := make(map[uint64]uint64)
+	for _, p := range batch {
+		counts[p.Msg.ConvID]++
+	}
+	convs := make([]uint64, 0, len(counts))
+	for c := range counts {
+		convs = append(convs, c)
+	}
+	sort.Slice(convs, func(i, j int) bool { return convs[i] < convs[j] })
+
+	var sb strings.Builder
+	sb.WriteString("INSERT INTO conv_counter (conv_id, max_seq) VALUES ")
+	for i, c := range convs {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteByte('(')
+		sb.WriteString(strconv.FormatUint(c, 10))
+		sb.WriteByte(',')
+		sb.WriteString(strconv.FormatUint(counts[c], 10))
+		sb.WriteByte(')')
+	}
+	sb.WriteString(" ON DUPLICATE KEY UPDATE max_seq = max_seq + CASE conv_id")
+	for _, c := range convs {
+		sb.WriteString(" WHEN ")
+		sb.WriteString(strconv.FormatUint(c, 10))
+		sb.WriteString(" THEN ")
+		sb.WriteString(strconv.FormatUint(counts[c], 10))
+	}
+	sb.WriteString(" ELSE 0 END")
+	if _, err := tx.ExecContext(ctx, sb.String()); err != nil {
+		return fmt.Errorf("send: advance conv_counter: %w", err)
+	}
+	sb.Reset()
+	sb.WriteString("SELECT conv_id, max_seq FROM conv_counter WHERE conv_id IN (")
+	for i, c := range convs {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(strconv.FormatUint(c, 10))
+	}
+	sb.WriteString(")")
+	rows, err := tx.QueryContext(ctx, sb.String())
+	if err != nil {
+		return fmt.Errorf("send: read conv_counter: %w", err)
+	}
+	defer rows.Close()
+	next := make(map[uint64]uint64, len(convs))
+	for rows.Next() {
+		var c, max uint64
+		if err := rows.Scan(&c, &max); err != nil {
+			return fmt.Errorf("send: scan conv_counter: %w", err)
+		}
+		next[c] = max - counts[c] + 1
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("send: read conv_counter: %w", err)
+	}
+	if len(next) != len(convs) {
+		return fmt.Errorf("send: read %d of %d conv_counter rows", len(next), len(convs))
+	}
+	for _, p := range batch {
+		p.Msg.ConvSeq = next[p.Msg.ConvID]
+		next[p.Msg.ConvID]++
+	}
+	return nil
+}
+
+// contentChunkBytes bounds one msg_content INSERT statement.
+const contentChunkBytes = 1 << 20
+
+func insertContent(ctx context.Context, tx *sql.Tx, batch []*Pending) error {
+	for start := 0; start < len(batch); {
+		end, size := start, 0
+		for end < len(batch) && (end == start || size+len(batch[end].Msg.Content)+len(batch[end].Msg.ClientMsgID) < contentChunkBytes) {
+			size += len(batch[end].Msg.Content) + len(batch[end].Msg.ClientMsgID) + 64
+			end++
+		}
+		var sb strings.Builder
+		args := make([]any, 0, 3*(end-start))
+		sb.WriteString("INSERT INTO msg_content (msg_id, conv_id, conv_type, conv_seq, sender_uid, client_msg_id, content, created_at) VALUES ")
+		for i := start; i < end; i++ {
+			m := batch[i].Msg
+			if i > start {
+				sb.WriteByte(',')
+			}
+			sb.WriteByte('(')
+			sb.WriteString(strconv.FormatUint(m.MsgID, 10))
+			sb.WriteByte(',')
+			sb.WriteString(strconv.FormatUint(m.ConvID, 10))
+			sb.WriteByte(',')
+			sb.WriteString(strconv.FormatUint(uint64(m.ConvType), 10))
+			sb.WriteByte(',')
+			sb.WriteString(strconv.FormatUint(m.ConvSeq, 10))
+			sb.WriteByte(',')
+			sb.WriteString(strconv.FormatUint(m.SenderUID, 10))
+			sb.WriteString(",?,?,'")
+			sb.WriteString(m.CreatedAt.Format("2006-01-02 15:04:05.000"))
+			sb.WriteString("')")
+			args = append(args, m.ClientMsgID, []byte(m.Content))
+		}
+		if _, err := tx.ExecContext(ctx, sb.String(), args...); err != nil {
+			return fmt.Errorf("send: insert msg_content: %w", err)
+		}
+		start = end
+	}
+	return nil
+}
+
+func createGroupTx(ctx context.Context, db *sql.DB, groupID uint64, sorted []uint64, hash []byte) error {
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return fmt.Errorf("%w: create group: begin: %v", model.ErrUnavailable, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit it is a no-op
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	_, err = tx.ExecContext(ctx, `INSERT INTO im_group (group_id, member_count, member_hash, created_at) VALUES (?, ?, ?, ?)`,
+		groupID, len(sorted), hash, now)
+	if key, dup := inbox.DupKey(err); dup && key == "PRIMARY" {
+		_ = tx.Rollback()
+		var stored []byte
+		if err := db.QueryRowContext(ctx, `SELECT member_hash FROM im_group WHERE group_id = ?`, groupID).Scan(&stored); err != nil {
+			return fmt.Errorf("%w: create group: read existing: %v", model.ErrUnavailable, err)
+		}
+		if string(stored) != string(hash) {
+			return fmt.Errorf("%w: group %d exists with other members", model.ErrConflict, groupID)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%w: create group: %v", model.ErrUnavailable, err)
+	}
+	var sb strings.Builder
+	sb.WriteString("INSERT INTO group_member (group_id, uid, joined_at) VALUES ")
+	ts := now.Format("2006-01-02 15:04:05.000")
+	for i, u := range sorted {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, "(%d,%d,'%s')", groupID, u, ts)
+	}
+	if _, err := tx.ExecContext(ctx, sb.String()); err != nil {
+		return fmt.Errorf("%w: create group members: %v", model.ErrUnavailable, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("%w: create group: commit: %v", model.ErrUnavailable, err)
+	}
+	return nil
+}
+
+func loadMembers(ctx context.Context, db *sql.DB, groupID uint64) ([]uint64, error) {
+	rows, err := db.QueryContext(ctx, `SELECT uid FROM group_member WHERE group_id = ? ORDER BY uid`, groupID)
+	if err != nil {
+		return nil, fmt.Errorf("%w: load group members: %v", model.ErrUnavailable, err)
+	}
+	defer rows.Close()
+	var out []uint64
+	for rows.Next() {
+		var u uint64
+		if err := rows.Scan(&u); err != nil {
+			return nil, fmt.Errorf("%w: scan group member: %v", model.ErrUnavailable, err)
+		}
+		out = append(out, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("%w: load group members: %v", model.ErrUnavailable, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: group %d", model.ErrNotFound, groupID)
+	}
+	return out, nil
+}
+

@@ -1,0 +1,91 @@
+package send
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"imlab/ref/model"
+)
+
+type metrics struct {
+	sends     *prometheus.CounterVec
+	ackLat    *prometheus.HistogramVec
+	batchSize prometheus.Histogram
+}
+
+func newMetrics(reg prometheus.Registerer) (metrics, error) {
+	m := metrics{
+		sends: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "imlab_send_total",
+			Help: "Sends by ack policy and result (ok, duplicate, invalid, forbidden, not_found, too_large, unavailable, error).",
+		}, []string{"policy", "result"}),
+		ackLat: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "imlab_ack_latency_seconds",
+			Help:    "Time from Send to its ACK (or error), by ack policy.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}, []string{"policy"}),
+		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "imlab_send_batch_size",
+			Help:    "Messages per group-commit batch.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 12),
+		}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	var err error
+	if m.sends, err = register(reg, m.sends); err != nil {
+		return m, err
+	}
+	if m.ackLat, err = register(reg, m.ackLat); err != nil {
+		return m, err
+	}
+	if m.batchSize, err = register(reg, m.batchSize); err != nil {
+		return m, err
+	}
+	return m, nil
+}
+
+// register registers c, or returns the collector of the same name already
+// registered (several services may share a process registry).
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if ex, ok := are.ExistingCollector.(C); ok {
+				return ex, nil
+			}
+		}
+		return c, fmt.Errorf("send: register metric: %w", err)
+	}
+	return c, nil
+}
+
+func resultLabel(res model.SendResult, err error) string {
+	switch {
+	case err == nil && res.Duplicate:
+		return "duplicate"
+	case err == nil:
+		return "ok"
+	case errors.Is(err, model.ErrInvalid):
+		return "invalid"
+	case errors.Is(err, model.ErrForbidden):
+		return "forbidden"
+	case errors.Is(err, model.ErrNotFound):
+		return "not_found"
+	case errors.Is(err, model.ErrTooLarge):
+		return "too_large"
+	case errors.Is(err, model.ErrUnavailable):
+		return "unavailable"
+	default:
+		return "error"
+	}
+}
+
+func (m metrics) observe(policy string, start time.Time, res model.SendResult, err error) {
+	m.sends.WithLabelValues(policy, resultLabel(res, err)).Inc()
+	m.ackLat.WithLabelValues(policy).Observe(time.Since(start).Seconds())
+}

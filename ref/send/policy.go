@@ -1,0 +1,106 @@
+package send
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"imlab/ref/inbox"
+	"imlab/ref/model"
+)
+
+// Pending is one accepted send inside a batch. The batcher fills Msg
+// (msg_id, conv_seq, created_at) before the policy's InTx runs.
+type Pending struct {
+	Req model.SendRequest
+	// Msg is the message as stored: MsgID, ConvID, ConvType, ConvSeq,
+	// SenderUID, ClientMsgID, Content, CreatedAt.
+	Msg model.Message
+	// Recipients are the uids whose inboxes get the message, ascending; the
+	// sender is one of them (1:1: {to_uid, sender}; group: all members).
+	Recipients []uint64
+
+	start time.Time
+	ctx   context.Context
+	done  chan outcome
+	dups  []*Pending // same (sender, client_msg_id) later in the batch
+}
+
+// Policy is the ack-policy seam. The batcher owns queues, batching, the
+// transaction, dedupe, conv_seq and msg_content; a Policy adds what its ACK
+// promises:
+//
+//   - InTx runs inside the batch's READ COMMITTED transaction, after the
+//     msg_content rows are inserted (when StoresContent), under the lock
+//     order conv_counter then seq_fence; it returns the inbox entries it
+//     committed (strict) or nil. An error rolls the batch back: Retryable
+//     errors (inbox.Retryable) retry the batch, others fail it (a batch of
+//     more than one is then retried message by message, so one bad message
+//     does not fail its batch-mates).
+//   - AfterCommit runs after COMMIT and before the ACK is released (publish
+//     to Kafka for "queue"; wake a relay for "outbox"; nothing for
+//     "strict"). A non-nil error fails every send of the batch with
+//     ErrUnavailable (the rows stay committed; a retry finds them by
+//     client_msg_id).
+//   - StoresContent false means the transaction writes no msg_content (the
+//     unsafe "queue" policy): the batch transaction then only advances
+//     conv_counter and runs InTx, and dedupe by client_msg_id covers only
+//     one batch.
+//
+// Policies other than strict ("store", "outbox", "queue") live in
+// ref/fanout and are handed in through Config.Policies.
+type Policy interface {
+	Name() string
+	StoresContent() bool
+	InTx(ctx context.Context, tx *sql.Tx, batch []*Pending) ([]model.InboxEntry, error)
+	AfterCommit(ctx context.Context, batch []*Pending) error
+}
+
+// Strict is the seed-000 policy: msg_content and every recipient's
+// offline_msg row (the sender's own inbox included) committed before ACK.
+type Strict struct {
+	w *inbox.Writer
+}
+
+// NewStrict returns the strict policy writing through w.
+func NewStrict(w *inbox.Writer) (*Strict, error) {
+	if w == nil {
+		return nil, errors.New("send: strict policy needs an inbox writer")
+	}
+	return &Strict{w: w}, nil
+}
+
+// Name implements Policy.
+func (*Strict) Name() string { return "strict" }
+
+// StoresContent implements Policy.
+func (*Strict) StoresContent() bool { return true }
+
+// InTx implements Policy: one fenced inbox write for the whole batch.
+func (p *Strict) InTx(ctx context.Context, tx *sql.Tx, batch []*Pending) ([]model.InboxEntry, error) {
+	return p.w.WriteFreshTx(ctx, tx, InboxItems(batch))
+}
+
+// AfterCommit implements Policy (nothing to do).
+func (*Strict) AfterCommit(context.Context, []*Pending) error { return nil }
+
+// InboxItems lists one inbox item per (message, recipient), messages in
+// batch order (conv_seq order within a conversation).
+func InboxItems(batch []*Pending) []inbox.Item {
+	n := 0
+	for _, p := range batch {
+		n += len(p.Recipients)
+	}
+	items := make([]inbox.Item, 0, n)
+	for _, p := range batch {
+		m := p.Msg
+		for _, uid := range p.Recipients {
+			items = append(items, inbox.Item{
+				UID: uid, MsgID: m.MsgID, ConvID: m.ConvID, ConvType: m.ConvType, ConvSeq: m.ConvSeq,
+				SenderUID: m.SenderUID, CreatedAt: m.CreatedAt, Content: m.Content,
+			})
+		}
+	}
+	return items
+}
