@@ -1,0 +1,252 @@
+package schedule
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Iter turns a Shape into the sequence of intended send times over a run of
+// a given duration: the next intended time is the previous one plus
+// 1/rate at that time. It is not safe for concurrent use (the pacer owns it).
+type Iter struct {
+	shape Shape
+	dur   float64
+	t     float64 // ns from start of the next tick
+	idx   uint64
+}
+
+// idleStep is how far the iterator moves when the rate is zero.
+const idleStep = float64(time.Millisecond)
+
+// NewIter returns an iterator over [0, dur).
+func NewIter(shape Shape, dur time.Duration) *Iter {
+	return &Iter{shape: shape, dur: float64(dur)}
+}
+
+// Next returns the next tick's index (from 1) and intended offset, or
+// ok=false when the run's duration is exhausted.
+func (it *Iter) Next() (idx uint64, at time.Duration, ok bool) {
+	for it.t < it.dur {
+		r := it.shape.Rate(time.Duration(it.t))
+		if r <= 0 {
+			it.t += idleStep
+			continue
+		}
+		at = time.Duration(it.t)
+		it.t += 1e9 / r
+		it.idx++
+		return it.idx, at, true
+	}
+	return 0, 0, false
+}
+
+// Count returns how many ticks a shape yields over dur (it iterates).
+func Count(shape Shape, dur time.Duration) uint64 {
+	it := NewIter(shape, dur)
+	var n uint64
+	for {
+		if _, _, ok := it.Next(); !ok {
+			return n
+		}
+		n++
+	}
+}
+
+// Config tunes the pacer.
+type Config struct {
+	// Workers started up front.
+	Workers int
+	// MaxWorkers bounds the pool; when every worker is busy and the pool is
+	// at this size, the pacer waits and the following sends start late.
+	MaxWorkers int
+	// LateAfter: a send that starts more than this after its intended time
+	// is counted late.
+	LateAfter time.Duration
+	// Grace: ticks that could not start before duration+Grace are not sent
+	// and are counted missed.
+	Grace time.Duration
+	// SpinWindow: the pacer yields in a loop instead of sleeping for the
+	// last SpinWindow before each tick (the runtime's sleep resolution is
+	// about 1 ms when idle). 0 sleeps only.
+	SpinWindow time.Duration
+}
+
+// DefaultConfig is sized for tens of thousands of sends per second.
+func DefaultConfig() Config {
+	return Config{
+		Workers:    64,
+		MaxWorkers: 20_000,
+		LateAfter:  time.Millisecond,
+		Grace:      5 * time.Second,
+		SpinWindow: 2 * time.Millisecond,
+	}
+}
+
+// Validate checks the limits.
+func (c Config) Validate() error {
+	switch {
+	case c.Workers < 1 || c.Workers > c.MaxWorkers:
+		return fmt.Errorf("%w: workers %d must be in 1..max_workers", ErrInvalid, c.Workers)
+	case c.MaxWorkers > 1_000_000:
+		return fmt.Errorf("%w: max_workers %d above 1000000", ErrInvalid, c.MaxWorkers)
+	case c.LateAfter <= 0:
+		return fmt.Errorf("%w: late_after must be > 0", ErrInvalid)
+	case c.Grace < 0:
+		return fmt.Errorf("%w: grace must be >= 0", ErrInvalid)
+	case c.SpinWindow < 0 || c.SpinWindow > 50*time.Millisecond:
+		return fmt.Errorf("%w: spin_window must be in 0..50ms", ErrInvalid)
+	}
+	return nil
+}
+
+// Tick is one intended send.
+type Tick struct {
+	Idx      uint64
+	Intended time.Duration // offset from the run start
+}
+
+// Handler performs one send. worker identifies the calling goroutine
+// (0 ≤ worker < MaxWorkers); started is the offset at which the worker took
+// the tick. The handler runs on the worker goroutine and may block.
+type Handler func(worker int, t Tick, started time.Duration)
+
+// Stats counts what the pacer did.
+type Stats struct {
+	Scheduled uint64 // ticks the shape produced (started + missed)
+	Started   uint64 // ticks handed to a worker
+	Late      uint64 // started more than LateAfter after intended
+	Missed    uint64 // never started: past duration+Grace, or the run was cancelled
+	Canceled  bool   // ctx ended before the schedule did
+	Workers   int    // pool size at the end
+}
+
+// Live counters readable while Run is going.
+type Live struct {
+	Started atomic.Uint64
+	Late    atomic.Uint64
+	Missed  atomic.Uint64
+	Workers atomic.Int64
+}
+
+// Run paces it from start and calls h for every tick on a pool of worker
+// goroutines. It returns when every tick was started or counted missed and
+// every handler returned. live, if not nil, is updated as it goes.
+func Run(ctx context.Context, cfg Config, it *Iter, start time.Time, live *Live, h Handler) (Stats, error) {
+	if err := cfg.Validate(); err != nil {
+		return Stats{}, err
+	}
+	if live == nil {
+		live = &Live{}
+	}
+	hard := start.Add(time.Duration(it.dur) + cfg.Grace)
+	ch := make(chan Tick)
+	var wg sync.WaitGroup
+	workers := 0
+	worker := func(id int, first *Tick) {
+		defer wg.Done()
+		do := func(t Tick) {
+			started := time.Since(start)
+			live.Started.Add(1)
+			if started-t.Intended > cfg.LateAfter {
+				live.Late.Add(1)
+			}
+			h(id, t, started)
+		}
+		if first != nil {
+			do(*first)
+		}
+		for t := range ch {
+			do(t)
+		}
+	}
+	spawn := func(first *Tick) {
+		wg.Add(1)
+		go worker(workers, first)
+		workers++
+		live.Workers.Store(int64(workers))
+	}
+	for range cfg.Workers {
+		spawn(nil)
+	}
+
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	var st Stats
+	missRest := func() {
+		live.Missed.Add(1)
+		for {
+			if _, _, ok := it.Next(); !ok {
+				return
+			}
+			live.Missed.Add(1)
+		}
+	}
+loop:
+	for {
+		idx, at, ok := it.Next()
+		if !ok {
+			break
+		}
+		due := start.Add(at)
+		for {
+			d := time.Until(due)
+			if d <= 0 {
+				break
+			}
+			if d <= cfg.SpinWindow {
+				runtime.Gosched()
+				if ctx.Err() != nil {
+					st.Canceled = true
+					missRest()
+					break loop
+				}
+				continue
+			}
+			timer.Reset(d - cfg.SpinWindow)
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+				st.Canceled = true
+				missRest()
+				break loop
+			}
+		}
+		tick := Tick{Idx: idx, Intended: at}
+		if !time.Now().Before(hard) {
+			missRest()
+			break
+		}
+		select {
+		case ch <- tick:
+			continue
+		default:
+		}
+		if workers < cfg.MaxWorkers {
+			spawn(&tick)
+			continue
+		}
+		timer.Reset(time.Until(hard))
+		select {
+		case ch <- tick:
+		case <-timer.C:
+			missRest()
+			break loop
+		case <-ctx.Done():
+			st.Canceled = true
+			missRest()
+			break loop
+		}
+	}
+	close(ch)
+	wg.Wait()
+	st.Started = live.Started.Load()
+	st.Late = live.Late.Load()
+	st.Missed = live.Missed.Load()
+	st.Scheduled = st.Started + st.Missed
+	st.Workers = workers
+	return st, nil
+}
