@@ -13,10 +13,10 @@ import (
 
 func TestParse(t *testing.T) {
 	good := map[string]Shape{
-		"const:5000":                              Constant{PerSec: 5000},
-		"steps:1000@10s,5000@20s":                 Steps{Steps: []Step{{10 * time.Second, 1000}, {20 * time.Second, 5000}}},
+		"const:5000":                               Constant{PerSec: 5000},
+		"steps:1000@10s,5000@20s":                  Steps{Steps: []Step{{10 * time.Second, 1000}, {20 * time.Second, 5000}}},
 		"burst:base=5000,peak=50000,at=5s,len=10s": Burst{Base: 5000, Peak: 50000, At: 5 * time.Second, Len: 10 * time.Second},
-		"sine:mean=5000,amp=2000,period=30s":      Sine{Mean: 5000, Amp: 2000, Period: 30 * time.Second},
+		"sine:mean=5000,amp=2000,period=30s":       Sine{Mean: 5000, Amp: 2000, Period: 30 * time.Second},
 	}
 	for spec, want := range good {
 		got, err := Parse(spec)
