@@ -1,0 +1,662 @@
+// Package pull owns the read side of the inbox (seed 000): sync/pull by
+// seq cursor (never OFFSET), conv/pull on idx_uid_conv, sync/ack with a
+// monotonic cursor that can never pass what the device was served, the
+// served high-water mark, the per-uid pull rate limit, and the explicit
+// "latest N + unread summary" answer past the unread threshold.
+//
+// MySQL is the truth: sync_cursor (the cursor), sync_served (the highest
+// seq returned to each device), offline_msg/msg_content (the inbox),
+// seq_fence (the highest committed seq). The hot cache (ref/hotcache) answers
+// pages it can prove equal to MySQL's; a page that reaches the cache's top is
+// checked against seq_fence.max_seq before it may say "nothing more", so a
+// cache that missed a hook (a crash between COMMIT and the hook) costs a
+// MySQL read, never a message.
+//
+// It must not write inbox rows, message bodies or the fence.
+package pull
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"imlab/ref/hotcache"
+	"imlab/ref/model"
+)
+
+// Config tunes the read path. Every limit is enforced on input.
+type Config struct {
+	// MaxLimit bounds sync/pull's limit (seed: 500).
+	MaxLimit int
+	// DefaultLimit is used when a caller passes limit 0.
+	DefaultLimit int
+	// MaxConvLimit bounds conv/pull's limit (seed: 50).
+	MaxConvLimit int
+	// DefaultConvLimit is used when ConvPull gets limit 0.
+	DefaultConvLimit int
+	// RateLimit is pulls (sync and conv together) per second per uid (seed: 5).
+	RateLimit float64
+	// RateBurst is how many pulls may go at once before the rate applies.
+	RateBurst int
+	// UnreadThreshold: past this many unread (seq > cursor) a pull without
+	// full=true gets the truncated answer (seed: 100000).
+	UnreadThreshold uint64
+	// TruncatedLatest is how many newest messages a truncated answer holds
+	// (seed: 500).
+	TruncatedLatest int
+	// SummaryMaxConvs bounds a truncated answer's summary (the conversations
+	// with the newest unread first).
+	SummaryMaxConvs int
+	// CheckFence makes a cache page that reaches the ZSet's top compare the
+	// top with seq_fence.max_seq (one primary-key read) before answering
+	// "no more". Turning it off trades a bounded staleness after a lost hook
+	// (until the uid's next commit) for that read.
+	CheckFence bool
+	// QueryTimeout bounds each MySQL statement.
+	QueryTimeout time.Duration
+	// RateLimitTimeout bounds the Redis rate-limit call; past it (or on a
+	// Redis error) the local limiter decides.
+	RateLimitTimeout time.Duration
+	// LocalLimiterMaxUIDs bounds the local (fallback) limiter's memory; when
+	// full it forgets every uid (fail open).
+	LocalLimiterMaxUIDs int
+	// Logger receives degraded-mode warnings (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns the seed's values.
+func DefaultConfig() Config {
+	return Config{
+		MaxLimit:            model.MaxPullLimit,
+		DefaultLimit:        100,
+		MaxConvLimit:        model.MaxConvPullLimit,
+		DefaultConvLimit:    model.MaxConvPullLimit,
+		RateLimit:           5,
+		RateBurst:           10,
+		UnreadThreshold:     100000,
+		TruncatedLatest:     500,
+		SummaryMaxConvs:     1000,
+		CheckFence:          true,
+		QueryTimeout:        10 * time.Second,
+		RateLimitTimeout:    200 * time.Millisecond,
+		LocalLimiterMaxUIDs: 100000,
+	}
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	bad := func(msg string) error { return fmt.Errorf("%w: pull: %s", model.ErrInvalid, msg) }
+	switch {
+	case c.MaxLimit < 1 || c.MaxLimit > 10000:
+		return bad("MaxLimit must be in 1..10000")
+	case c.DefaultLimit < 1 || c.DefaultLimit > c.MaxLimit:
+		return bad("DefaultLimit must be in 1..MaxLimit")
+	case c.MaxConvLimit < 1 || c.MaxConvLimit > 10000:
+		return bad("MaxConvLimit must be in 1..10000")
+	case c.DefaultConvLimit < 1 || c.DefaultConvLimit > c.MaxConvLimit:
+		return bad("DefaultConvLimit must be in 1..MaxConvLimit")
+	case !(c.RateLimit > 0) || c.RateLimit > 1e6:
+		return bad("RateLimit must be in (0, 1e6]")
+	case c.RateBurst < 1 || c.RateBurst > 1e6:
+		return bad("RateBurst must be in 1..1e6")
+	case c.UnreadThreshold < 1:
+		return bad("UnreadThreshold must be >= 1")
+	case c.TruncatedLatest < 1 || c.TruncatedLatest > 10000:
+		return bad("TruncatedLatest must be in 1..10000")
+	case c.SummaryMaxConvs < 1:
+		return bad("SummaryMaxConvs must be >= 1")
+	case c.QueryTimeout <= 0 || c.RateLimitTimeout <= 0:
+		return bad("timeouts must be > 0")
+	case c.LocalLimiterMaxUIDs < 1:
+		return bad("LocalLimiterMaxUIDs must be >= 1")
+	}
+	return nil
+}
+
+// Service is the read path. Safe for concurrent use; it owns no goroutines.
+type Service struct {
+	db      *sql.DB
+	cache   *hotcache.Cache
+	cfg     Config
+	log     *slog.Logger
+	latency *prometheus.HistogramVec // imlab_pull_latency_seconds{kind,source}
+	reqs    *prometheus.CounterVec   // imlab_cache_requests_total{cache,result}
+	limiter *limiter
+}
+
+// Latency label values.
+const (
+	KindSync = "sync"
+	KindConv = "conv"
+	KindAck  = "ack"
+
+	SourceCache     = "cache"
+	SourceMySQL     = "mysql"
+	SourceTruncated = "truncated"
+)
+
+// New builds the service. cache may be nil (every read goes to MySQL and
+// the rate limiter is local only); reg may be nil.
+func New(db *sql.DB, cache *hotcache.Cache, cfg Config, reg prometheus.Registerer) (*Service, error) {
+	if db == nil {
+		return nil, fmt.Errorf("%w: pull: nil db", model.ErrInvalid)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	latency := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "imlab_pull_latency_seconds",
+		Help:    "Read path latency by kind (sync, conv, ack) and source (cache, mysql, truncated).",
+		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
+	}, []string{"kind", "source"})
+	if reg != nil {
+		if err := reg.Register(latency); err != nil {
+			return nil, fmt.Errorf("pull: register metrics: %w", err)
+		}
+	}
+	reqs, err := hotcache.CacheRequests(reg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{db: db, cache: cache, cfg: cfg, log: cfg.Logger, latency: latency, reqs: reqs}
+	s.limiter = newLimiter(s)
+	return s, nil
+}
+
+// Config returns the configuration in use.
+func (s *Service) Config() Config { return s.cfg }
+
+func (s *Service) observe(kind, source string, start time.Time) {
+	s.latency.WithLabelValues(kind, source).Observe(time.Since(start).Seconds())
+}
+
+func (s *Service) qctx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.cfg.QueryTimeout)
+}
+
+func checkDevice(uid uint64, did string) error {
+	if uid == 0 || uid > model.MaxUID {
+		return fmt.Errorf("%w: uid must be in 1..%d", model.ErrInvalid, model.MaxUID)
+	}
+	if did == "" || len(did) > model.MaxDeviceIDLen {
+		return fmt.Errorf("%w: device id must be 1..%d bytes", model.ErrInvalid, model.MaxDeviceIDLen)
+	}
+	return nil
+}
+
+func dbErr(what string, err error) error {
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("pull: %s: %w", what, err)
+	}
+	return fmt.Errorf("%w: pull: %s: %v", model.ErrUnavailable, what, err)
+}
+
+// Pull answers one page of uid's inbox after cursor (nil: the device's
+// stored cursor), at most limit entries (0: DefaultLimit). Past the unread
+// threshold and without full it answers the newest TruncatedLatest entries
+// and a per-conversation summary, with Truncated set. The served high-water
+// mark is raised to the last returned seq before the page is returned.
+func (s *Service) Pull(ctx context.Context, uid uint64, did string, cursor *uint64, limit int, full bool) (model.PullResult, error) {
+	start := time.Now()
+	if err := checkDevice(uid, did); err != nil {
+		return model.PullResult{}, err
+	}
+	switch {
+	case limit == 0:
+		limit = s.cfg.DefaultLimit
+	case limit < 0:
+		return model.PullResult{}, fmt.Errorf("%w: limit must be >= 1", model.ErrInvalid)
+	case limit > s.cfg.MaxLimit:
+		return model.PullResult{}, fmt.Errorf("%w: limit %d exceeds the page limit %d", model.ErrInvalid, limit, s.cfg.MaxLimit)
+	}
+	if err := s.limiter.allow(ctx, uid); err != nil {
+		return model.PullResult{}, err
+	}
+	var cur uint64
+	if cursor != nil {
+		cur = *cursor
+	} else {
+		c, err := s.Cursor(ctx, uid, did)
+		if err != nil {
+			return model.PullResult{}, err
+		}
+		cur = c
+	}
+
+	res, fence, ok := s.fromCache(ctx, uid, cur, limit, full)
+	if !ok {
+		var err error
+		res, err = s.fromMySQL(ctx, uid, cur, limit, full, fence)
+		if err != nil {
+			return model.PullResult{}, err
+		}
+	}
+	if len(res.Msgs) > 0 {
+		if err := s.MarkServed(ctx, uid, did, res.NextCursor); err != nil {
+			return model.PullResult{}, err
+		}
+	}
+	source := res.Source
+	if res.Truncated {
+		source = SourceTruncated
+	}
+	s.observe(KindSync, source, start)
+	return res, nil
+}
+
+// fenceUnknown marks "seq_fence not read yet".
+const fenceUnknown = ^uint64(0)
+
+// fromCache serves the page from the hot cache when it can prove it equal
+// to MySQL's. It returns the fence if it read it (else fenceUnknown).
+func (s *Service) fromCache(ctx context.Context, uid, cur uint64, limit int, full bool) (model.PullResult, uint64, bool) {
+	fence := fenceUnknown
+	if s.cache == nil || cur >= hotcache.MaxSeq {
+		return model.PullResult{}, fence, false
+	}
+	sp, err := s.cache.Span(ctx, uid, cur, limit+1)
+	if err != nil || !sp.Covered {
+		return model.PullResult{}, fence, false
+	}
+	if !full && uint64(sp.Above) > s.cfg.UnreadThreshold {
+		return model.PullResult{}, fence, false
+	}
+	refs := sp.Refs
+	hasMore := len(refs) > limit
+	if hasMore {
+		refs = refs[:limit]
+	} else if s.cfg.CheckFence {
+		f, err := s.readFence(ctx, uid)
+		if err != nil {
+			return model.PullResult{}, fence, false
+		}
+		fence = f
+		if f > sp.Top {
+			// The set lags the truth (a hook not applied yet, or lost).
+			s.reqs.WithLabelValues("inbox", "stale").Inc()
+			return model.PullResult{}, fence, false
+		}
+	}
+	entries, missing, err := s.cache.Fill(ctx, uid, refs)
+	if err != nil {
+		return model.PullResult{}, fence, false
+	}
+	if len(missing) > 0 {
+		seqs := make([]uint64, len(missing))
+		for i, m := range missing {
+			seqs[i] = entries[m].Seq
+		}
+		rows, err := s.rowsBySeq(ctx, uid, seqs)
+		if err != nil {
+			return model.PullResult{}, fence, false
+		}
+		filled := make([]model.InboxEntry, 0, len(missing))
+		for _, m := range missing {
+			e, ok := rows[entries[m].Seq]
+			if !ok || e.MsgID != entries[m].MsgID {
+				// The set names a row MySQL no longer has (retention) or
+				// disagrees with it: drop the set and read MySQL.
+				s.reqs.WithLabelValues("inbox", "disagrees").Inc()
+				_ = s.cache.Invalidate(ctx, uid)
+				return model.PullResult{}, fence, false
+			}
+			entries[m] = e
+			filled = append(filled, e)
+		}
+		_ = s.cache.SetMessages(ctx, filled)
+	}
+	res := model.PullResult{Msgs: entries, HasMore: hasMore, NextCursor: cur, Source: SourceCache}
+	if len(entries) > 0 {
+		res.NextCursor = entries[len(entries)-1].Seq
+	}
+	return res, fence, true
+}
+
+func (s *Service) fromMySQL(ctx context.Context, uid, cur uint64, limit int, full bool, fence uint64) (model.PullResult, error) {
+	if !full {
+		if fence == fenceUnknown {
+			f, err := s.readFence(ctx, uid)
+			if err != nil {
+				return model.PullResult{}, err
+			}
+			fence = f
+		}
+		if fence > cur && fence-cur > s.cfg.UnreadThreshold {
+			n, err := s.countAbove(ctx, uid, cur, s.cfg.UnreadThreshold+1)
+			if err != nil {
+				return model.PullResult{}, err
+			}
+			if n > s.cfg.UnreadThreshold {
+				return s.truncated(ctx, uid, cur)
+			}
+		}
+	}
+	qctx, cancel := s.qctx(ctx)
+	defer cancel()
+	rows, err := s.db.QueryContext(qctx, selectEntries+` WHERE o.uid = ? AND o.seq > ? ORDER BY o.seq LIMIT ?`, uid, cur, limit+1)
+	if err != nil {
+		return model.PullResult{}, dbErr("pull query", err)
+	}
+	entries, err := scanEntries(rows, uid, limit+1)
+	if err != nil {
+		return model.PullResult{}, dbErr("pull scan", err)
+	}
+	res := model.PullResult{HasMore: len(entries) > limit, NextCursor: cur, Source: SourceMySQL}
+	if res.HasMore {
+		entries = entries[:limit]
+	} else if s.cache != nil && cur < hotcache.MaxSeq {
+		// The page holds every row above cur: it is a valid suffix.
+		if err := s.cache.RebuildFloor(ctx, uid, entries, cur); err != nil {
+			s.log.Debug("pull: cache rebuild failed", "uid", uid, "err", err)
+		}
+	}
+	res.Msgs = entries
+	if len(entries) > 0 {
+		res.NextCursor = entries[len(entries)-1].Seq
+	}
+	return res, nil
+}
+
+// truncated answers the newest TruncatedLatest entries above cur and the
+// per-conversation unread summary, from one consistent snapshot.
+func (s *Service) truncated(ctx context.Context, uid, cur uint64) (model.PullResult, error) {
+	qctx, cancel := s.qctx(ctx)
+	defer cancel()
+	tx, err := s.db.BeginTx(qctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	if err != nil {
+		return model.PullResult{}, dbErr("truncated begin", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	rows, err := tx.QueryContext(qctx, selectEntries+` WHERE o.uid = ? AND o.seq > ? ORDER BY o.seq DESC LIMIT ?`, uid, cur, s.cfg.TruncatedLatest)
+	if err != nil {
+		return model.PullResult{}, dbErr("truncated query", err)
+	}
+	entries, err := scanEntries(rows, uid, s.cfg.TruncatedLatest)
+	if err != nil {
+		return model.PullResult{}, dbErr("truncated scan", err)
+	}
+	for i, j := 0, len(entries)-1; i < j; i, j = i+1, j-1 {
+		entries[i], entries[j] = entries[j], entries[i]
+	}
+	srows, err := tx.QueryContext(qctx, `SELECT conv_id, MIN(conv_type), COUNT(*), MIN(seq), MAX(seq)
+		FROM offline_msg WHERE uid = ? AND seq > ? GROUP BY conv_id ORDER BY MAX(seq) DESC LIMIT ?`,
+		uid, cur, s.cfg.SummaryMaxConvs)
+	if err != nil {
+		return model.PullResult{}, dbErr("summary query", err)
+	}
+	var summary []model.ConvSummary
+	for srows.Next() {
+		var c model.ConvSummary
+		if err := srows.Scan(&c.ConvID, &c.ConvType, &c.Unread, &c.MinSeq, &c.MaxSeq); err != nil {
+			srows.Close()
+			return model.PullResult{}, dbErr("summary scan", err)
+		}
+		summary = append(summary, c)
+	}
+	if err := srows.Err(); err != nil {
+		return model.PullResult{}, dbErr("summary rows", err)
+	}
+	srows.Close()
+	if err := tx.Commit(); err != nil {
+		return model.PullResult{}, dbErr("truncated commit", err)
+	}
+	res := model.PullResult{Msgs: entries, NextCursor: cur, Truncated: true, Summary: summary, Source: SourceMySQL}
+	if len(entries) > 0 {
+		res.NextCursor = entries[len(entries)-1].Seq
+	}
+	return res, nil
+}
+
+// selectEntries reads inbox rows joined with their bodies. created_at is the
+// message's (msg_content), so the cache and MySQL answer the same bytes;
+// the inbox row's own time is used only when the body is missing.
+const selectEntries = `SELECT o.seq, o.msg_id, o.conv_id, o.conv_type, o.sender_uid,
+	COALESCE(c.created_at, o.created_at), c.conv_seq, c.content
+	FROM offline_msg o LEFT JOIN msg_content c ON c.msg_id = o.msg_id`
+
+func scanEntries(rows *sql.Rows, uid uint64, capHint int) ([]model.InboxEntry, error) {
+	defer rows.Close()
+	out := make([]model.InboxEntry, 0, min(capHint, 512))
+	for rows.Next() {
+		var (
+			e       model.InboxEntry
+			convSeq sql.NullInt64
+			content []byte
+		)
+		if err := rows.Scan(&e.Seq, &e.MsgID, &e.ConvID, &e.ConvType, &e.SenderUID, &e.CreatedAt, &convSeq, &content); err != nil {
+			return nil, err
+		}
+		e.UID = uid
+		e.CreatedAt = e.CreatedAt.UTC()
+		if convSeq.Valid {
+			e.ConvSeq = uint64(convSeq.Int64)
+			e.Content = string(content)
+		} else {
+			e.Missing = true
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// rowsBySeq reads uid's inbox rows with the given seqs (primary key).
+func (s *Service) rowsBySeq(ctx context.Context, uid uint64, seqs []uint64) (map[uint64]model.InboxEntry, error) {
+	qctx, cancel := s.qctx(ctx)
+	defer cancel()
+	var b strings.Builder
+	b.WriteString(selectEntries)
+	b.WriteString(` WHERE o.uid = ? AND o.seq IN (`)
+	args := make([]any, 0, 1+len(seqs))
+	args = append(args, uid)
+	for i, q := range seqs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('?')
+		args = append(args, q)
+	}
+	b.WriteByte(')')
+	rows, err := s.db.QueryContext(qctx, b.String(), args...)
+	if err != nil {
+		return nil, dbErr("rows by seq", err)
+	}
+	entries, err := scanEntries(rows, uid, len(seqs))
+	if err != nil {
+		return nil, dbErr("rows by seq scan", err)
+	}
+	out := make(map[uint64]model.InboxEntry, len(entries))
+	for _, e := range entries {
+		out[e.Seq] = e
+	}
+	return out, nil
+}
+
+// readFence is seq_fence.max_seq (0 when the uid never had a message).
+func (s *Service) readFence(ctx context.Context, uid uint64) (uint64, error) {
+	qctx, cancel := s.qctx(ctx)
+	defer cancel()
+	var f uint64
+	err := s.db.QueryRowContext(qctx, `SELECT max_seq FROM seq_fence WHERE uid = ?`, uid).Scan(&f)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, dbErr("fence read", err)
+	}
+	return f, nil
+}
+
+// countAbove counts uid's rows with seq > cur, stopping at bound.
+func (s *Service) countAbove(ctx context.Context, uid, cur, bound uint64) (uint64, error) {
+	qctx, cancel := s.qctx(ctx)
+	defer cancel()
+	var n uint64
+	err := s.db.QueryRowContext(qctx, `SELECT COUNT(*) FROM (SELECT 1 FROM offline_msg WHERE uid = ? AND seq > ? ORDER BY seq LIMIT ?) t`, uid, cur, bound).Scan(&n)
+	if err != nil {
+		return 0, dbErr("unread count", err)
+	}
+	return n, nil
+}
+
+// ConvPull answers one page of one conversation in uid's inbox: entries of
+// convID with seq > cursor (inbox seq), at most limit (0: DefaultConvLimit,
+// max MaxConvLimit). It does not raise the served mark: a conversation page
+// is not the whole inbox below its last seq, so it must not let the device
+// ack past other conversations' messages.
+func (s *Service) ConvPull(ctx context.Context, uid uint64, did string, convID, cursor uint64, limit int) (model.PullResult, error) {
+	start := time.Now()
+	if err := checkDevice(uid, did); err != nil {
+		return model.PullResult{}, err
+	}
+	if _, _, _, err := model.ParseConvID(convID); err != nil {
+		return model.PullResult{}, err
+	}
+	switch {
+	case limit == 0:
+		limit = s.cfg.DefaultConvLimit
+	case limit < 0:
+		return model.PullResult{}, fmt.Errorf("%w: limit must be >= 1", model.ErrInvalid)
+	case limit > s.cfg.MaxConvLimit:
+		return model.PullResult{}, fmt.Errorf("%w: limit %d exceeds the conversation page limit %d", model.ErrInvalid, limit, s.cfg.MaxConvLimit)
+	}
+	if err := s.limiter.allow(ctx, uid); err != nil {
+		return model.PullResult{}, err
+	}
+	qctx, cancel := s.qctx(ctx)
+	defer cancel()
+	rows, err := s.db.QueryContext(qctx, selectEntries+` WHERE o.uid = ? AND o.conv_id = ? AND o.seq > ? ORDER BY o.seq LIMIT ?`, uid, convID, cursor, limit+1)
+	if err != nil {
+		return model.PullResult{}, dbErr("conv pull query", err)
+	}
+	entries, err := scanEntries(rows, uid, limit+1)
+	if err != nil {
+		return model.PullResult{}, dbErr("conv pull scan", err)
+	}
+	res := model.PullResult{HasMore: len(entries) > limit, NextCursor: cursor, Source: SourceMySQL}
+	if res.HasMore {
+		entries = entries[:limit]
+	}
+	res.Msgs = entries
+	if len(entries) > 0 {
+		res.NextCursor = entries[len(entries)-1].Seq
+	}
+	s.observe(KindConv, SourceMySQL, start)
+	return res, nil
+}
+
+// MarkServed raises the device's served high-water mark to seq (GREATEST;
+// never lowers it). Pull calls it for every non-empty page; the api layer
+// calls it for seqs pushed over WebSocket before acking them.
+func (s *Service) MarkServed(ctx context.Context, uid uint64, did string, seq uint64) error {
+	if err := checkDevice(uid, did); err != nil {
+		return err
+	}
+	if seq == 0 {
+		return nil
+	}
+	qctx, cancel := s.qctx(ctx)
+	defer cancel()
+	_, err := s.db.ExecContext(qctx, `INSERT INTO sync_served (uid, device_id, served_seq, updated_at) VALUES (?, ?, ?, ?)
+		ON DUPLICATE KEY UPDATE updated_at = IF(VALUES(served_seq) > served_seq, VALUES(updated_at), updated_at),
+		served_seq = GREATEST(served_seq, VALUES(served_seq))`, uid, did, seq, time.Now().UTC())
+	if err != nil {
+		return dbErr("mark served", err)
+	}
+	return nil
+}
+
+// Served is the device's served high-water mark (0 if never served).
+func (s *Service) Served(ctx context.Context, uid uint64, did string) (uint64, error) {
+	if err := checkDevice(uid, did); err != nil {
+		return 0, err
+	}
+	qctx, cancel := s.qctx(ctx)
+	defer cancel()
+	var v uint64
+	err := s.db.QueryRowContext(qctx, `SELECT served_seq FROM sync_served WHERE uid = ? AND device_id = ?`, uid, did).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, dbErr("served read", err)
+	}
+	return v, nil
+}
+
+// Ack advances the device's cursor to pullSeq (GREATEST: an older ack
+// arriving late changes nothing) and returns the stored cursor, which is >=
+// pullSeq. An ack beyond the device's served mark is refused with
+// ErrCursorAhead and changes nothing.
+func (s *Service) Ack(ctx context.Context, uid uint64, did string, pullSeq uint64) (uint64, error) {
+	start := time.Now()
+	if err := checkDevice(uid, did); err != nil {
+		return 0, err
+	}
+	served, err := s.Served(ctx, uid, did)
+	if err != nil {
+		return 0, err
+	}
+	if pullSeq > served {
+		return 0, fmt.Errorf("%w: pull_seq %d is beyond the highest seq served to this device (%d)", model.ErrCursorAhead, pullSeq, served)
+	}
+	qctx, cancel := s.qctx(ctx)
+	defer cancel()
+	if _, err := s.db.ExecContext(qctx, `INSERT INTO sync_cursor (uid, device_id, pull_seq, updated_at) VALUES (?, ?, ?, ?)
+		ON DUPLICATE KEY UPDATE updated_at = IF(VALUES(pull_seq) > pull_seq, VALUES(updated_at), updated_at),
+		pull_seq = GREATEST(pull_seq, VALUES(pull_seq))`, uid, did, pullSeq, time.Now().UTC()); err != nil {
+		return 0, dbErr("ack", err)
+	}
+	stored, err := s.dbCursor(ctx, uid, did)
+	if err != nil {
+		return 0, err
+	}
+	if s.cache != nil {
+		_ = s.cache.SetCursor(ctx, uid, did, stored)
+	}
+	s.observe(KindAck, SourceMySQL, start)
+	return stored, nil
+}
+
+// Cursor is the device's stored cursor: the cache, else sync_cursor (0 when
+// the device never acked).
+func (s *Service) Cursor(ctx context.Context, uid uint64, did string) (uint64, error) {
+	if err := checkDevice(uid, did); err != nil {
+		return 0, err
+	}
+	if s.cache != nil {
+		if v, ok, err := s.cache.GetCursor(ctx, uid, did); err == nil && ok {
+			return v, nil
+		}
+	}
+	v, err := s.dbCursor(ctx, uid, did)
+	if err != nil {
+		return 0, err
+	}
+	if s.cache != nil {
+		_ = s.cache.SetCursor(ctx, uid, did, v)
+	}
+	return v, nil
+}
+
+func (s *Service) dbCursor(ctx context.Context, uid uint64, did string) (uint64, error) {
+	qctx, cancel := s.qctx(ctx)
+	defer cancel()
+	var v uint64
+	err := s.db.QueryRowContext(qctx, `SELECT pull_seq FROM sync_cursor WHERE uid = ? AND device_id = ?`, uid, did).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, dbErr("cursor read", err)
+	}
+	return v, nil
+}
