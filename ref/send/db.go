@@ -233,4 +233,3 @@ func loadMembers(ctx context.Context, db *sql.DB, groupID uint64) ([]uint64, err
 	}
 	return out, nil
 }
-
