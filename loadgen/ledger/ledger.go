@@ -1,0 +1,491 @@
+// Package ledger owns the on-disk record of a load run: every send attempt
+// and its outcome (with the ACK's msg_id, conv_id and conv_seq when there is
+// one), the population (devices, groups) from which recipients follow, every
+// delivery each device stored, every cursor each device acknowledged, and the
+// witness pulls made after the final drain.
+//
+// Format: a run directory holds shard files ledger-NNN.bin. Each starts with
+// the 8-byte magic "IMLEDG01", a uvarint length and a JSON Header, then
+// records: one tag byte (kind in the low nibble, a sub-kind in the high
+// nibble) followed by uvarint / zigzag-varint fields. Fields that move
+// slowly are delta-coded against the previous record of the shard (tick,
+// intended time, msg_id, time of observation, each device's last seq), and
+// conversation ids are replaced by a per-shard dictionary index (a conv
+// record defines the next index the first time an id appears). A shard ends
+// with an end record holding its record count; a shard cut short (a crash)
+// reads up to its last whole record and is reported as truncated.
+//
+// A shard is an append-only log written through a buffered writer; its
+// methods serialize on a mutex so several goroutines may share a shard, and
+// the records of one goroutine keep their order. The ledger must not know
+// about HTTP or about what the checker concludes.
+package ledger
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// Magic opens every shard file.
+const Magic = "IMLEDG01"
+
+// MaxShards bounds the number of shard files of a run.
+const MaxShards = 4096
+
+// MaxGroupMembers bounds a group record (the contract's limit).
+const MaxGroupMembers = 500
+
+// maxDIDLen bounds a device id.
+const maxDIDLen = 64
+
+// ErrCorrupt marks a shard that cannot be decoded.
+var ErrCorrupt = errors.New("ledger: corrupt")
+
+// ErrInvalid marks a bad argument.
+var ErrInvalid = errors.New("ledger: invalid")
+
+// Kind is a record kind (low nibble of the tag byte).
+type Kind uint8
+
+// Record kinds.
+const (
+	KindDevice   Kind = 1
+	KindGroup    Kind = 2
+	KindAttempt  Kind = 3
+	KindDelivery Kind = 4
+	KindCursor   Kind = 5
+	KindWitness  Kind = 6
+	KindEnd      Kind = 7
+	kindConv     Kind = 8
+)
+
+// Outcome of a send attempt, in Jepsen's terms.
+type Outcome uint8
+
+// Outcomes.
+const (
+	OK      Outcome = 1 // ACKed: the server promised it
+	Fail    Outcome = 2 // definitely not done (a 4xx refusal)
+	Unknown Outcome = 3 // timeout, connection error, 5xx: may or may not have happened
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case OK:
+		return "ok"
+	case Fail:
+		return "fail"
+	case Unknown:
+		return "unknown"
+	}
+	return fmt.Sprintf("outcome(%d)", uint8(o))
+}
+
+// Via tells how a device got a message.
+type Via uint8
+
+// Delivery paths.
+const (
+	Push Via = 1 // WebSocket frame
+	Pull Via = 2 // sync/pull page
+)
+
+// DeviceKind is a device's behaviour in the population.
+type DeviceKind uint8
+
+// Device behaviours.
+const (
+	Online  DeviceKind = 1 // WebSocket for the whole run
+	Offline DeviceKind = 2 // comes back now and then and pulls to the end
+	Crashy  DeviceKind = 3 // pulls like Offline but crashes before acking, or before storing
+)
+
+func (k DeviceKind) String() string {
+	switch k {
+	case Online:
+		return "online"
+	case Offline:
+		return "offline"
+	case Crashy:
+		return "crashy"
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// CursorStatus tells what became of a cursor acknowledgement.
+type CursorStatus uint8
+
+// Cursor statuses. Accepted and Sent (over WebSocket, no answer) count as
+// the device's claim; Refused does not.
+const (
+	Accepted CursorStatus = 1
+	Refused  CursorStatus = 2
+	Sent     CursorStatus = 3
+)
+
+// Header is the JSON header of a shard.
+type Header struct {
+	RunID         string `json:"run_id"`
+	Shard         int    `json:"shard"`
+	StartUnixNano int64  `json:"start_unix_nano"`
+}
+
+// Device is one member of the population.
+type Device struct {
+	Dev  uint32
+	UID  uint64
+	Kind DeviceKind
+	DID  string
+}
+
+// Group is a group conversation's membership.
+type Group struct {
+	GroupID uint64
+	Members []uint64
+}
+
+// Attempt is one logical send (retries of the same client_msg_id included).
+type Attempt struct {
+	Tick     uint64 // the pacer's index; the client_msg_id derives from it
+	Dev      uint32 // sending device
+	ConvType uint8  // 1 = 1:1, 2 = group
+	Target   uint64 // to_uid (1:1) or group_id
+	Intended time.Duration
+	Started  time.Duration
+	Ended    time.Duration
+	Outcome  Outcome
+	Tries    uint8
+	Status   uint16 // last HTTP status, 0 for a transport error; not kept (200) when OK
+	MsgID    uint64 // OK only
+	ConvID   uint64 // OK only
+	ConvSeq  uint64 // OK only
+}
+
+// Delivery is a message that a device stored.
+type Delivery struct {
+	Dev     uint32
+	Via     Via
+	Seq     uint64
+	MsgID   uint64
+	ConvID  uint64
+	ConvSeq uint64
+	Tick    uint64        // from the content; 0 if the content is not this run's
+	At      time.Duration // kept to the microsecond
+}
+
+// Cursor is an acknowledgement of a device's cursor.
+type Cursor struct {
+	Dev    uint32
+	Seq    uint64
+	Status CursorStatus
+	At     time.Duration // kept to the microsecond
+}
+
+// Witness is one inbox entry seen by the checker's full pull of a uid.
+type Witness struct {
+	UID     uint64
+	Seq     uint64
+	MsgID   uint64
+	ConvID  uint64
+	ConvSeq uint64
+}
+
+// Record is one decoded record; Kind says which field is set.
+type Record struct {
+	Kind     Kind
+	Device   Device
+	Group    Group
+	Attempt  Attempt
+	Delivery Delivery
+	Cursor   Cursor
+	Witness  Witness
+	Count    uint64 // KindEnd: records in the shard before it
+}
+
+// state is the delta-coding context shared by writer and reader.
+type state struct {
+	prevTick     uint64
+	prevDTick    uint64
+	prevIntended int64
+	prevMsgID    uint64
+	prevAt       int64
+	devSeq       map[uint32]uint64
+}
+
+func newState() state { return state{devSeq: map[uint32]uint64{}} }
+
+// Shard is one append-only ledger file.
+type Shard struct {
+	mu    sync.Mutex
+	f     *os.File
+	bw    *bufio.Writer
+	buf   []byte
+	st    state
+	convs map[uint64]uint64
+	n     uint64
+	err   error
+}
+
+// Ledger is the set of shards of one run.
+type Ledger struct {
+	dir    string
+	shards []*Shard
+}
+
+// ShardPath names shard i in dir.
+func ShardPath(dir string, i int) string {
+	return filepath.Join(dir, fmt.Sprintf("ledger-%03d.bin", i))
+}
+
+// Create makes n shard files in dir (created if needed). Existing ledger
+// files are refused so a run never appends to another's.
+func Create(dir, runID string, start time.Time, n int) (*Ledger, error) {
+	if n < 1 || n > MaxShards {
+		return nil, fmt.Errorf("%w: shards %d must be in 1..%d", ErrInvalid, n, MaxShards)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	l := &Ledger{dir: dir}
+	for i := range n {
+		f, err := os.OpenFile(ShardPath(dir, i), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			l.Close()
+			return nil, fmt.Errorf("ledger: %w", err)
+		}
+		s := &Shard{f: f, bw: bufio.NewWriterSize(f, 256<<10), st: newState(), convs: map[uint64]uint64{}}
+		hdr, _ := json.Marshal(Header{RunID: runID, Shard: i, StartUnixNano: start.UnixNano()})
+		s.bw.WriteString(Magic)
+		s.buf = binary.AppendUvarint(s.buf[:0], uint64(len(hdr)))
+		s.bw.Write(s.buf)
+		if _, err := s.bw.Write(hdr); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("ledger: %w", err)
+		}
+		l.shards = append(l.shards, s)
+	}
+	return l, nil
+}
+
+// Shards returns how many shards the ledger has.
+func (l *Ledger) Shards() int { return len(l.shards) }
+
+// Shard returns shard i mod Shards().
+func (l *Ledger) Shard(i int) *Shard { return l.shards[i%len(l.shards)] }
+
+// Flush pushes buffered records of every shard to the files.
+func (l *Ledger) Flush() error {
+	var errs []error
+	for _, s := range l.shards {
+		s.mu.Lock()
+		if s.err == nil {
+			if err := s.bw.Flush(); err != nil {
+				s.err = err
+			}
+		}
+		errs = append(errs, s.err)
+		s.mu.Unlock()
+	}
+	return errors.Join(errs...)
+}
+
+// Close writes each shard's end record, flushes, syncs and closes. It
+// returns the first error any shard met.
+func (l *Ledger) Close() error {
+	var errs []error
+	for _, s := range l.shards {
+		errs = append(errs, s.close())
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Shard) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		return s.err
+	}
+	if s.err == nil {
+		s.buf = append(s.buf[:0], byte(KindEnd))
+		s.buf = binary.AppendUvarint(s.buf, s.n)
+		s.bw.Write(s.buf)
+		if err := s.bw.Flush(); err != nil {
+			s.err = err
+		} else if err := s.f.Sync(); err != nil {
+			s.err = err
+		}
+	}
+	if err := s.f.Close(); err != nil && s.err == nil {
+		s.err = err
+	}
+	s.f = nil
+	if s.err != nil {
+		return fmt.Errorf("ledger: %w", s.err)
+	}
+	return nil
+}
+
+// Err returns the first write error of the shard.
+func (s *Shard) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+func zz(d int64) uint64 { return uint64(d<<1) ^ uint64(d>>63) }
+
+func unzz(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
+
+func (s *Shard) uv(v uint64) { s.buf = binary.AppendUvarint(s.buf, v) }
+func (s *Shard) sv(d int64)  { s.buf = binary.AppendUvarint(s.buf, zz(d)) }
+func (s *Shard) tag(k Kind, sub uint8) {
+	s.buf = append(s.buf[:0], byte(k)|sub<<4)
+}
+
+// conv returns the dictionary index of id, first writing a conv record
+// when id is new to the shard.
+func (s *Shard) conv(id uint64) uint64 {
+	if ix, ok := s.convs[id]; ok {
+		return ix
+	}
+	ix := uint64(len(s.convs))
+	s.convs[id] = ix
+	var b [1 + binary.MaxVarintLen64]byte
+	b[0] = byte(kindConv)
+	n := binary.PutUvarint(b[1:], id)
+	s.bw.Write(b[:1+n])
+	return ix
+}
+
+func (s *Shard) emit() {
+	if s.f == nil {
+		if s.err == nil {
+			s.err = errors.New("write after close")
+		}
+		return
+	}
+	if _, err := s.bw.Write(s.buf); err != nil && s.err == nil {
+		s.err = err
+	}
+	s.n++
+}
+
+// Device appends a device record.
+func (s *Shard) Device(d Device) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	did := d.DID
+	if len(did) > maxDIDLen {
+		did = did[:maxDIDLen]
+	}
+	s.tag(KindDevice, uint8(d.Kind))
+	s.uv(uint64(d.Dev))
+	s.uv(d.UID)
+	s.uv(uint64(len(did)))
+	s.buf = append(s.buf, did...)
+	s.emit()
+}
+
+// Group appends a group record. Members beyond MaxGroupMembers are an error.
+func (s *Shard) Group(g Group) error {
+	if len(g.Members) > MaxGroupMembers {
+		return fmt.Errorf("%w: group %d has %d members (max %d)", ErrInvalid, g.GroupID, len(g.Members), MaxGroupMembers)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tag(KindGroup, 0)
+	s.uv(g.GroupID)
+	s.uv(uint64(len(g.Members)))
+	for _, m := range g.Members {
+		s.uv(m)
+	}
+	s.emit()
+	return nil
+}
+
+// Attempt appends a send attempt.
+func (s *Shard) Attempt(a Attempt) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ix uint64
+	if a.Outcome == OK {
+		ix = s.conv(a.ConvID)
+	}
+	s.tag(KindAttempt, uint8(a.Outcome))
+	s.sv(int64(a.Tick - s.st.prevTick))
+	s.st.prevTick = a.Tick
+	s.uv(uint64(a.Dev))
+	s.uv(uint64(a.ConvType))
+	s.uv(a.Target)
+	s.sv(int64(a.Intended) - s.st.prevIntended)
+	s.st.prevIntended = int64(a.Intended)
+	s.sv(int64(a.Started - a.Intended))
+	s.sv(int64(a.Ended - a.Started))
+	s.uv(uint64(a.Tries))
+	if a.Outcome != OK {
+		s.uv(uint64(a.Status))
+	} else {
+		s.sv(int64(a.MsgID - s.st.prevMsgID))
+		s.st.prevMsgID = a.MsgID
+		s.uv(ix)
+		s.uv(a.ConvSeq)
+	}
+	s.emit()
+}
+
+// Delivery appends a stored message. The records of one device must come
+// from one goroutine at a time (their order is the device's order).
+func (s *Shard) Delivery(d Delivery) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ix := s.conv(d.ConvID)
+	s.tag(KindDelivery, uint8(d.Via))
+	s.uv(uint64(d.Dev))
+	s.sv(int64(d.Seq - s.st.devSeq[d.Dev]))
+	s.st.devSeq[d.Dev] = d.Seq
+	s.sv(int64(d.MsgID - s.st.prevMsgID))
+	s.st.prevMsgID = d.MsgID
+	s.uv(ix)
+	s.uv(d.ConvSeq)
+	s.sv(int64(d.Tick - s.st.prevDTick))
+	s.st.prevDTick = d.Tick
+	at := d.At.Microseconds()
+	s.sv(at - s.st.prevAt)
+	s.st.prevAt = at
+	s.emit()
+}
+
+// Cursor appends a cursor acknowledgement.
+func (s *Shard) Cursor(c Cursor) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tag(KindCursor, uint8(c.Status))
+	s.uv(uint64(c.Dev))
+	s.uv(c.Seq)
+	at := c.At.Microseconds()
+	s.sv(at - s.st.prevAt)
+	s.st.prevAt = at
+	s.emit()
+}
+
+// Witness appends one inbox entry seen by a witness pull.
+func (s *Shard) Witness(w Witness) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ix := s.conv(w.ConvID)
+	s.tag(KindWitness, 0)
+	s.uv(w.UID)
+	s.uv(w.Seq)
+	s.sv(int64(w.MsgID - s.st.prevMsgID))
+	s.st.prevMsgID = w.MsgID
+	s.uv(ix)
+	s.uv(w.ConvSeq)
+	s.emit()
+}

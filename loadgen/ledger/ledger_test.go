@@ -1,0 +1,239 @@
+package ledger
+
+import (
+	"errors"
+	"math/rand/v2"
+	"os"
+	"reflect"
+	"testing"
+	"time"
+)
+
+func sampleRecords(r *rand.Rand, n int) []Record {
+	var out []Record
+	out = append(out,
+		Record{Kind: KindDevice, Device: Device{Dev: 0, UID: 1, Kind: Online, DID: "d0"}},
+		Record{Kind: KindDevice, Device: Device{Dev: 7, UID: 1<<31 - 1, Kind: Crashy, DID: "crashy-7"}},
+		Record{Kind: KindGroup, Group: Group{GroupID: 1<<62 - 1, Members: []uint64{1, 5, 1 << 31}}},
+	)
+	msg := uint64(1) << 50
+	for i := 0; i < n; i++ {
+		msg += uint64(r.IntN(1 << 20))
+		conv := uint64(1)<<63 | uint64(r.IntN(50))<<31 | uint64(r.IntN(50))
+		switch r.IntN(5) {
+		case 0, 1:
+			a := Attempt{Tick: uint64(i + 1), Dev: uint32(r.IntN(1000)), ConvType: 1, Target: uint64(r.IntN(1 << 31)),
+				Intended: time.Duration(i) * 20 * time.Microsecond, Tries: uint8(r.IntN(3) + 1), Status: 200}
+			a.Started = a.Intended + time.Duration(r.IntN(2000))
+			a.Ended = a.Started + time.Duration(r.IntN(5e6))
+			a.Outcome = Outcome(r.IntN(3) + 1)
+			if a.Outcome == OK {
+				a.MsgID, a.ConvID, a.ConvSeq = msg, conv, uint64(r.IntN(1e6))
+			} else {
+				a.Status = uint16(r.IntN(600))
+			}
+			out = append(out, Record{Kind: KindAttempt, Attempt: a})
+		case 2, 3:
+			out = append(out, Record{Kind: KindDelivery, Delivery: Delivery{Dev: uint32(r.IntN(1000)), Via: Via(r.IntN(2) + 1),
+				Seq: uint64(r.IntN(1e9)), MsgID: msg - uint64(r.IntN(1000)), ConvID: conv, ConvSeq: uint64(r.IntN(1e6)),
+				Tick: uint64(r.IntN(i + 1)), At: time.Duration(r.Int64N(int64(time.Hour))).Truncate(time.Microsecond)}})
+		case 4:
+			if r.IntN(2) == 0 {
+				out = append(out, Record{Kind: KindCursor, Cursor: Cursor{Dev: uint32(r.IntN(1000)), Seq: uint64(r.IntN(1e9)),
+					Status: CursorStatus(r.IntN(3) + 1), At: time.Duration(r.Int64N(int64(time.Hour))).Truncate(time.Microsecond)}})
+			} else {
+				out = append(out, Record{Kind: KindWitness, Witness: Witness{UID: uint64(r.IntN(1 << 31)), Seq: uint64(r.IntN(1e9)),
+					MsgID: msg, ConvID: conv, ConvSeq: uint64(r.IntN(1e6))}})
+			}
+		}
+	}
+	return out
+}
+
+func write(t *testing.T, s *Shard, rec Record) {
+	t.Helper()
+	switch rec.Kind {
+	case KindDevice:
+		s.Device(rec.Device)
+	case KindGroup:
+		if err := s.Group(rec.Group); err != nil {
+			t.Fatal(err)
+		}
+	case KindAttempt:
+		s.Attempt(rec.Attempt)
+	case KindDelivery:
+		s.Delivery(rec.Delivery)
+	case KindCursor:
+		s.Cursor(rec.Cursor)
+	case KindWitness:
+		s.Witness(rec.Witness)
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Create(dir, "run-1", time.Unix(100, 5), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	want := make([][]Record, 3)
+	for i, rec := range sampleRecords(r, 5000) {
+		sh := i % 3
+		write(t, l.Shard(sh), rec)
+		want[sh] = append(want[sh], rec)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got := make([][]Record, 3)
+	infos, err := ReadDir(dir, func(shard int, r *Record) error {
+		got[shard] = append(got[shard], *r)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if !infos[i].Closed || infos[i].Truncated || infos[i].Header.RunID != "run-1" || infos[i].Header.Shard != i ||
+			infos[i].Header.StartUnixNano != time.Unix(100, 5).UnixNano() || infos[i].Records != uint64(len(want[i])) {
+			t.Fatalf("shard %d info %+v", i, infos[i])
+		}
+		if len(got[i]) != len(want[i]) {
+			t.Fatalf("shard %d: %d records, want %d", i, len(got[i]), len(want[i]))
+		}
+		for j := range want[i] {
+			if !reflect.DeepEqual(got[i][j], want[i][j]) {
+				t.Fatalf("shard %d record %d:\n got %+v\nwant %+v", i, j, got[i][j], want[i][j])
+			}
+		}
+	}
+	if _, err := Create(dir, "run-2", time.Now(), 1); err == nil {
+		t.Fatal("Create over an existing ledger must fail")
+	}
+}
+
+// TestTruncated: a shard cut anywhere reads up to its last whole record.
+func TestTruncated(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Create(dir, "r", time.Now(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := sampleRecords(rand.New(rand.NewPCG(3, 4)), 300)
+	for _, rec := range recs {
+		write(t, l.Shard(0), rec)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	full, err := os.ReadFile(ShardPath(dir, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev := uint64(0)
+	for _, cut := range []int{len(full) - 1, len(full) - 7, len(full) / 2, len(full) / 3, len(full) / 10} {
+		if err := os.WriteFile(ShardPath(dir, 0), full[:cut], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var n uint64
+		infos, err := ReadDir(dir, func(_ int, r *Record) error {
+			if !reflect.DeepEqual(*r, recs[n]) {
+				t.Fatalf("cut %d: record %d differs", cut, n)
+			}
+			n++
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("cut %d: %v", cut, err)
+		}
+		if !infos[0].Truncated || infos[0].Closed || n != infos[0].Records || n > uint64(len(recs)) {
+			t.Fatalf("cut %d: info %+v read %d", cut, infos[0], n)
+		}
+		if prev != 0 && n > prev {
+			t.Fatalf("cut %d: read more (%d) than a longer prefix (%d)", cut, n, prev)
+		}
+		prev = n
+	}
+	if err := os.WriteFile(ShardPath(dir, 0), []byte("NOTALEDGER"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadDir(dir, func(int, *Record) error { return nil }); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("bad magic: %v", err)
+	}
+	if _, err := ReadDir(t.TempDir(), func(int, *Record) error { return nil }); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("empty dir: %v", err)
+	}
+}
+
+func TestLimits(t *testing.T) {
+	if _, err := Create(t.TempDir(), "r", time.Now(), 0); !errors.Is(err, ErrInvalid) {
+		t.Fatal(err)
+	}
+	l, err := Create(t.TempDir(), "r", time.Now(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := l.Shard(0).Group(Group{GroupID: 1, Members: make([]uint64, MaxGroupMembers+1)}); !errors.Is(err, ErrInvalid) {
+		t.Fatal(err)
+	}
+}
+
+// TestSizePerMessage measures the ledger's bytes per sent message for a
+// realistic 1:1 mix at 50k/s: the attempt with its ACK, its deliveries to
+// both parties' devices (2 devices each), and a cursor ack every 20
+// deliveries. A 10-minute run at 50k/s is 30M messages.
+func TestSizePerMessage(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Create(dir, "r", time.Now(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const users, msgs = 10000, 200000
+	r := rand.New(rand.NewPCG(5, 6))
+	userSeq := make([]uint64, users)
+	convSeq := map[uint64]uint64{}
+	sh := l.Shard(0)
+	msg := uint64(1) << 60
+	deliveries := 0
+	for i := 0; i < msgs; i++ {
+		at := time.Duration(i) * 20 * time.Microsecond
+		from, to := r.IntN(users), r.IntN(users-1)
+		if to >= from {
+			to++
+		}
+		lo, hi := min(from, to), max(from, to)
+		conv := uint64(1)<<63 | uint64(lo+1)<<31 | uint64(hi+1)
+		convSeq[conv]++
+		msg += uint64(r.IntN(200) + 1)
+		sh.Attempt(Attempt{Tick: uint64(i + 1), Dev: uint32(from * 2), ConvType: 1, Target: uint64(to + 1), Intended: at,
+			Started: at + time.Duration(r.IntN(30000)), Ended: at + time.Duration(r.IntN(3e6)+30000), Outcome: OK, Tries: 1,
+			Status: 200, MsgID: msg, ConvID: conv, ConvSeq: convSeq[conv]})
+		for _, u := range []int{from, to} {
+			userSeq[u]++
+			for d := 0; d < 2; d++ {
+				dev := uint32(u*2 + d)
+				sh.Delivery(Delivery{Dev: dev, Via: Push, Seq: userSeq[u], MsgID: msg, ConvID: conv, ConvSeq: convSeq[conv],
+					Tick: uint64(i + 1), At: at + time.Duration(r.IntN(5e6))})
+				deliveries++
+				if deliveries%20 == 0 {
+					sh.Cursor(Cursor{Dev: dev, Seq: userSeq[u], Status: Sent, At: at + 5*time.Millisecond})
+				}
+			}
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(ShardPath(dir, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := float64(fi.Size()) / msgs
+	t.Logf("ledger: %.1f bytes per 1:1 message with 4 deliveries; a 10-minute run at 50k/s (30M messages) ≈ %.1f GiB",
+		per, per*30e6/(1<<30))
+	if per > 160 {
+		t.Fatalf("ledger too large: %.1f bytes per message", per)
+	}
+}

@@ -1,0 +1,275 @@
+package ledger
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+)
+
+// ShardInfo describes one shard file after reading.
+type ShardInfo struct {
+	Path      string
+	Header    Header
+	Records   uint64
+	Bytes     int64
+	Closed    bool // the end record was found and its count matched
+	Truncated bool // the file ended inside a record or without an end record
+}
+
+// maxHeaderLen bounds a shard header.
+const maxHeaderLen = 1 << 16
+
+// Files lists the shard files of a run directory in order.
+func Files(dir string) ([]string, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "ledger-*.bin"))
+	if err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	sort.Strings(files)
+	return files, nil
+}
+
+// ReadDir decodes every shard of dir in turn and calls fn for each record
+// (the Record is reused between calls; copy what you keep). A shard cut
+// short is read up to its last whole record and reported Truncated; a
+// record that cannot be decoded is ErrCorrupt.
+func ReadDir(dir string, fn func(shard int, r *Record) error) ([]ShardInfo, error) {
+	files, err := Files(dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%w: no ledger-*.bin in %s", ErrInvalid, dir)
+	}
+	infos := make([]ShardInfo, 0, len(files))
+	for i, p := range files {
+		info, err := ReadFile(p, func(r *Record) error { return fn(i, r) })
+		infos = append(infos, info)
+		if err != nil {
+			return infos, err
+		}
+	}
+	return infos, nil
+}
+
+// ReadFile decodes one shard file.
+func ReadFile(path string, fn func(r *Record) error) (ShardInfo, error) {
+	info := ShardInfo{Path: path}
+	f, err := os.Open(path)
+	if err != nil {
+		return info, fmt.Errorf("ledger: %w", err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil {
+		info.Bytes = fi.Size()
+	}
+	d := &decoder{r: bufio.NewReaderSize(f, 256<<10), st: newState()}
+	magic := make([]byte, len(Magic))
+	if _, err := io.ReadFull(d.r, magic); err != nil || string(magic) != Magic {
+		return info, fmt.Errorf("%w: %s: bad magic", ErrCorrupt, path)
+	}
+	hl, err := binary.ReadUvarint(d.r)
+	if err != nil || hl > maxHeaderLen {
+		return info, fmt.Errorf("%w: %s: bad header length", ErrCorrupt, path)
+	}
+	hb := make([]byte, hl)
+	if _, err := io.ReadFull(d.r, hb); err != nil {
+		return info, fmt.Errorf("%w: %s: short header", ErrCorrupt, path)
+	}
+	if err := json.Unmarshal(hb, &info.Header); err != nil {
+		return info, fmt.Errorf("%w: %s: header: %v", ErrCorrupt, path, err)
+	}
+	var rec Record
+	for {
+		err := d.next(&rec)
+		if errors.Is(err, io.EOF) {
+			info.Truncated = true // no end record
+			return info, nil
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			info.Truncated = true
+			return info, nil
+		}
+		if err != nil {
+			return info, fmt.Errorf("%w: %s: record %d: %v", ErrCorrupt, path, info.Records, err)
+		}
+		if rec.Kind == KindEnd {
+			info.Closed = rec.Count == info.Records
+			if !info.Closed {
+				return info, fmt.Errorf("%w: %s: end record counts %d, read %d", ErrCorrupt, path, rec.Count, info.Records)
+			}
+			return info, nil
+		}
+		info.Records++
+		if err := fn(&rec); err != nil {
+			return info, err
+		}
+	}
+}
+
+type decoder struct {
+	r     *bufio.Reader
+	st    state
+	convs []uint64
+}
+
+func (d *decoder) uv() (uint64, error) {
+	v, err := binary.ReadUvarint(d.r)
+	if errors.Is(err, io.EOF) {
+		return 0, io.ErrUnexpectedEOF // inside a record
+	}
+	return v, err
+}
+
+func (d *decoder) sv() (int64, error) {
+	u, err := d.uv()
+	return unzz(u), err
+}
+
+func (d *decoder) conv(ix uint64) (uint64, error) {
+	if ix >= uint64(len(d.convs)) {
+		return 0, fmt.Errorf("conv index %d undefined", ix)
+	}
+	return d.convs[ix], nil
+}
+
+// next decodes one record into r. io.EOF means a clean end between records.
+func (d *decoder) next(r *Record) error {
+	for {
+		tag, err := d.r.ReadByte()
+		if err != nil {
+			return err // io.EOF between records
+		}
+		k, sub := Kind(tag&0x0f), tag>>4
+		if k == kindConv {
+			id, err := d.uv()
+			if err != nil {
+				return err
+			}
+			d.convs = append(d.convs, id)
+			continue
+		}
+		*r = Record{Kind: k}
+		var e errs
+		switch k {
+		case KindDevice:
+			r.Device.Kind = DeviceKind(sub)
+			r.Device.Dev = uint32(e.u(d))
+			r.Device.UID = e.u(d)
+			n := e.u(d)
+			if e.err == nil && n > maxDIDLen {
+				return fmt.Errorf("device id length %d", n)
+			}
+			if e.err == nil {
+				b := make([]byte, n)
+				if _, err := io.ReadFull(d.r, b); err != nil {
+					return io.ErrUnexpectedEOF
+				}
+				r.Device.DID = string(b)
+			}
+		case KindGroup:
+			r.Group.GroupID = e.u(d)
+			n := e.u(d)
+			if e.err == nil && n > MaxGroupMembers {
+				return fmt.Errorf("group of %d members", n)
+			}
+			for i := uint64(0); i < n && e.err == nil; i++ {
+				r.Group.Members = append(r.Group.Members, e.u(d))
+			}
+		case KindAttempt:
+			a := &r.Attempt
+			a.Outcome = Outcome(sub)
+			d.st.prevTick += uint64(e.s(d))
+			a.Tick = d.st.prevTick
+			a.Dev = uint32(e.u(d))
+			a.ConvType = uint8(e.u(d))
+			a.Target = e.u(d)
+			d.st.prevIntended += e.s(d)
+			a.Intended = time.Duration(d.st.prevIntended)
+			a.Started = a.Intended + time.Duration(e.s(d))
+			a.Ended = a.Started + time.Duration(e.s(d))
+			a.Tries = uint8(e.u(d))
+			if a.Outcome != OK {
+				a.Status = uint16(e.u(d))
+			} else {
+				a.Status = 200
+				d.st.prevMsgID += uint64(e.s(d))
+				a.MsgID = d.st.prevMsgID
+				a.ConvID = e.c(d)
+				a.ConvSeq = e.u(d)
+			}
+		case KindDelivery:
+			v := &r.Delivery
+			v.Via = Via(sub)
+			v.Dev = uint32(e.u(d))
+			v.Seq = d.st.devSeq[v.Dev] + uint64(e.s(d))
+			d.st.devSeq[v.Dev] = v.Seq
+			d.st.prevMsgID += uint64(e.s(d))
+			v.MsgID = d.st.prevMsgID
+			v.ConvID = e.c(d)
+			v.ConvSeq = e.u(d)
+			d.st.prevDTick += uint64(e.s(d))
+			v.Tick = d.st.prevDTick
+			d.st.prevAt += e.s(d)
+			v.At = time.Duration(d.st.prevAt) * time.Microsecond
+		case KindCursor:
+			c := &r.Cursor
+			c.Status = CursorStatus(sub)
+			c.Dev = uint32(e.u(d))
+			c.Seq = e.u(d)
+			d.st.prevAt += e.s(d)
+			c.At = time.Duration(d.st.prevAt) * time.Microsecond
+		case KindWitness:
+			w := &r.Witness
+			w.UID = e.u(d)
+			w.Seq = e.u(d)
+			d.st.prevMsgID += uint64(e.s(d))
+			w.MsgID = d.st.prevMsgID
+			w.ConvID = e.c(d)
+			w.ConvSeq = e.u(d)
+		case KindEnd:
+			r.Count = e.u(d)
+		default:
+			return fmt.Errorf("unknown record kind %d", k)
+		}
+		return e.err
+	}
+}
+
+// errs keeps the first decoding error so field reads stay linear.
+type errs struct{ err error }
+
+func (e *errs) u(d *decoder) uint64 {
+	if e.err != nil {
+		return 0
+	}
+	v, err := d.uv()
+	e.err = err
+	return v
+}
+
+func (e *errs) s(d *decoder) int64 {
+	if e.err != nil {
+		return 0
+	}
+	v, err := d.sv()
+	e.err = err
+	return v
+}
+
+func (e *errs) c(d *decoder) uint64 {
+	ix := e.u(d)
+	if e.err != nil {
+		return 0
+	}
+	id, err := d.conv(ix)
+	e.err = err
+	return id
+}
