@@ -1,0 +1,122 @@
+// Package api is the HTTP surface of the reference server: fasthttp routes,
+// strict JSON in and out, the named limits, the mapping of model.Err*
+// sentinels to statuses, /metrics, /healthz and the /v1/ws upgrade.
+//
+// It owns no business rule: it authenticates, parses, bounds and encodes,
+// and calls ref/send, ref/pull and ref/push through the small interfaces in
+// config.go. It must not touch storage.
+//
+// # Authentication
+//
+// Every /v1 route needs "Authorization: Bearer <token>" (ref/auth: HS256,
+// claims uid and did). Missing or bad tokens get 401 unauthenticated with
+// WWW-Authenticate: Bearer. The caller's uid and did come only from the
+// token: no route takes a uid, so a token for uid A can never read,
+// acknowledge or receive uid B's inbox. /metrics and /healthz are open.
+//
+// # Routes
+//
+//	POST /v1/msg/send     {"client_msg_id":"c-1","conv_type":1,"to_uid":2,"content":"hi"}
+//	                      {"client_msg_id":"c-2","conv_type":2,"group_id":7,"content":"hi"}
+//	                      -> {"msg_id","conv_id","conv_seq","server_time"} (unix ms);
+//	                      a retried client_msg_id gets the first answer.
+//	GET  /v1/sync/pull    ?cursor=&limit=&full=  cursor absent: the device's stored
+//	                      cursor; limit 1..500 (default 100); full=1 asks for the whole
+//	                      backlog even past the unread threshold.
+//	                      -> {"msgs":[item...],"has_more","next_cursor"}
+//	                         (+ "truncated":true,"summary":[{"conv_id","conv_type",
+//	                         "unread","min_seq","max_seq"}] past the threshold)
+//	                      item = {"seq","msg_id","conv_id","conv_type","conv_seq",
+//	                         "sender_uid","created_at" (unix ms),"content"}
+//	                         (+ "missing":true when the body is gone; content "")
+//	                      Header X-Imlab-Source: cache|mysql (informational).
+//	POST /v1/sync/ack     {"pull_seq":123} -> {"pull_seq"} the stored cursor
+//	                      (monotonic); 409 cursor_beyond_served past what the device
+//	                      was served.
+//	GET  /v1/conv/pull    ?conv_id=&cursor=&limit=  conv_id required; cursor is the
+//	                      inbox seq (default 0); limit 1..50 (default 20). Answer as
+//	                      sync/pull.
+//	POST /v1/group/create {"group_id":7,"members":[1,2,3]} 1..500 members -> {}
+//	                      (idempotent for the same members; 409 conflict otherwise).
+//	GET  /v1/history, POST /v1/msg/revoke, /v1/msg/delete, /v1/conv/clear:
+//	                      mounted from ref/history through Deps.History; absent:
+//	                      501 not_implemented.
+//	GET  /v1/ws           WebSocket (see below).
+//	GET  /metrics         Prometheus text of the process registry.
+//	GET  /healthz         200 {"status":"ok"}; 503 {"status":"shutting_down"} once
+//	                      shutdown began.
+//
+// Query strings are strict: parameters outside a route's list, repeated
+// parameters, and values that are not unsigned decimal integers get 400.
+// Bodies are strict: one JSON object, unknown fields, wrong types and
+// trailing data get 400 invalid_argument. Routes without a body ignore it.
+//
+// # Errors
+//
+// Every failure is {"error":{"code":"...","message":"..."}}:
+//
+//	400 invalid_argument      bad JSON, field, query, page size
+//	401 unauthenticated       missing/invalid token
+//	403 permission_denied     e.g. sending to a group one is not in
+//	404 not_found             unknown route or object
+//	405 method_not_allowed    (Allow header says which)
+//	409 conflict              e.g. a group re-created with other members
+//	409 cursor_beyond_served  ack past the device's served high-water
+//	413 too_large             body > MaxBodyBytes, content > 4096 bytes
+//	429 rate_limited          Retry-After header (whole seconds, >= 1) and
+//	                          "retry_after_ms" in the error object
+//	501 not_implemented       route whose service this process does not run
+//	503 unavailable           backend down, timeout, shutting down (generic
+//	                          message; the detail is logged)
+//	500 internal              anything else (generic message; detail logged)
+//
+// A panic in a handler is recovered, answered 500 and counted in
+// imlab_http_panics_total; it never reaches the client or the process.
+//
+// # Limits
+//
+//	MaxBodyBytes            32 KiB per request body and per ws client frame
+//	model.MaxPullLimit      500 (sync/pull limit)
+//	model.MaxConvPullLimit  50 (conv/pull limit)
+//	model.MaxGroupMembers   500
+//	model.MaxContentLen     4096 bytes (413)
+//	model.MaxClientMsgIDLen 64 bytes
+//	auth.MaxTokenLen        2048 bytes
+//	Config.RequestTimeout   per request / ws frame service call (default 10 s)
+//	Config.Concurrency      requests in flight (fasthttp answers 503 beyond)
+//	per-uid pull rate       enforced by ref/pull, surfaced as 429
+//
+// # WebSocket /v1/ws
+//
+// Authenticated like every /v1 route (the Authorization header on the
+// upgrade request). The device is subscribed to the push hub before the 101
+// answer, so a client that pulls after connecting misses nothing between
+// its pull and its first pushed frame.
+//
+// Server frames:
+//
+//	{"type":"msg",...pull item fields}       a pushed message (from ref/push)
+//	{"type":"send_ack","client_msg_id",...send answer}
+//	{"type":"acked","pull_seq":N}            the stored cursor after an ack
+//	{"type":"error"[,"client_msg_id"],"error":{"code","message"[,"retry_after_ms"]}}
+//
+// Client frames (text or binary, JSON, at most MaxBodyBytes; larger frames
+// close the connection with 1009):
+//
+//	{"type":"ack","pull_seq":N}   if N <= the highest seq pushed on this
+//	                              connection, the served high-water is raised
+//	                              to N first; then the cursor is acked (refused
+//	                              past what was served, as over HTTP).
+//	{"type":"send",...send body}  as POST /v1/msg/send; answered send_ack or error.
+//
+// Frames are served in order, one at a time per connection. The server pings
+// every WSConfig.PingInterval and drops a connection silent for PongWait. It
+// closes with 1008 and the hub's reason when the hub drops the subscription
+// (slow consumer, replaced connection) and with 1001 on shutdown.
+//
+// # Metrics
+//
+// imlab_http_requests_total{route,code}, imlab_http_request_duration_seconds{route},
+// imlab_http_panics_total, imlab_ws_client_frames_total{type,result}. The
+// services register their own.
+package api
