@@ -1,0 +1,225 @@
+package fanout
+
+import (
+	"context"
+	"errors"
+		"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"imlab/internal/testenv"
+	"imlab/ref/model"
+)
+
+func testProducer(t testing.TB, brokers []string) *Producer {
+	t.Helper()
+	cfg := DefaultProducerConfig()
+	cfg.Brokers = brokers
+	p, err := NewProducer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+func eventRecord(t testing.TB, topic string, ev Event) *kgo.Record {
+	t.Helper()
+	b, err := ev.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &kgo.Record{Topic: topic, Key: ShardKey(ev.ConvID), Value: b, Timestamp: ev.SentAt}
+}
+
+func testConsumerConfig(brokers []string, tp Topics) ConsumerConfig {
+	cfg := DefaultConsumerConfig()
+	cfg.Brokers = brokers
+	cfg.Topic = tp.Fanout
+	cfg.DLQTopic = tp.DLQ
+	cfg.Group = testenv.RandomName("g_")
+	cfg.BackoffBase = 5 * time.Millisecond
+	cfg.BackoffMax = 20 * time.Millisecond
+	cfg.SessionTimeout = 6 * time.Second
+	return cfg
+}
+
+type seen struct {
+	mu      sync.Mutex
+	convSeq map[uint64][]uint64 // conv → conv_seqs in handling order
+	calls   map[uint64]int      // msg_id → Handle calls that included it
+}
+
+func (s *seen) handler(fail func(Event) error) Handler {
+	return HandlerFunc(func(ctx context.Context, ds []Delivery) error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, d := range ds {
+			s.calls[d.Event.MsgID]++
+			if fail != nil {
+				if err := fail(d.Event); err != nil {
+					return err
+				}
+			}
+		}
+		for _, d := range ds {
+			s.convSeq[d.Event.ConvID] = append(s.convSeq[d.Event.ConvID], d.Event.ConvSeq)
+		}
+		return nil
+	})
+}
+
+func runConsumer(t testing.TB, cfg ConsumerConfig, h Handler, dlq *Producer) (stop func()) {
+	t.Helper()
+	c, err := NewConsumer(cfg, h, dlq, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	return func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("consumer: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Errorf("consumer did not stop")
+		}
+	}
+}
+
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestConsumerOrderRetryDLQ: every record is handled; within a conversation
+// in conv_seq order; a delivery that always fails goes to the dead-letter
+// topic after at most 5 attempts with its reason and does not block its
+// partition; a bad payload is dead-lettered at once.
+func TestConsumerOrderRetryDLQ(t *testing.T) {
+	c := newCluster(t)
+	brokers := c.ListenAddrs()
+	tp := testTopics()
+	ensureTopics(t, brokers, tp)
+	p := testProducer(t, brokers)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	const convs, perConv = 40, 25
+	const poison = uint64(7_000_013)
+	var recs []*kgo.Record
+	msg := uint64(7_000_000)
+	for s := 1; s <= perConv; s++ {
+		for cv := 1; cv <= convs; cv++ {
+			msg++
+			recs = append(recs, eventRecord(t, tp.Fanout, Event{MsgID: msg, ConvID: uint64(cv), ConvSeq: uint64(s),
+				SenderUID: 5, SentAt: time.Now()}))
+		}
+	}
+	bad := &kgo.Record{Topic: tp.Fanout, Key: ShardKey(3), Value: []byte("not an event")}
+	recs = append(recs, bad)
+	if err := p.PublishSync(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+
+	s := &seen{convSeq: map[uint64][]uint64{}, calls: map[uint64]int{}}
+	errPoison := errors.New("poison")
+	cfg := testConsumerConfig(brokers, tp)
+	cfg.MaxBatch = 16
+	stop := runConsumer(t, cfg, s.handler(func(e Event) error {
+		if e.MsgID == poison {
+			return errPoison
+		}
+		return nil
+	}), p)
+	defer stop()
+
+	waitFor(t, 30*time.Second, "all conversations handled", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		n := 0
+		for _, v := range s.convSeq {
+			n += len(v)
+		}
+		return n >= convs*perConv-1
+	})
+	s.mu.Lock()
+	for cv, seqs := range s.convSeq {
+		last := uint64(0)
+		for _, q := range seqs {
+			if q <= last {
+				t.Errorf("conv %d: conv_seq %d handled after %d", cv, q, last)
+			}
+			last = q
+		}
+	}
+	if n := s.calls[poison]; n < 1 || n > 5 {
+		t.Errorf("poison delivery tried %d times, want 1..5", n)
+	}
+	s.mu.Unlock()
+
+	// The dead-letter topic holds the poison event and the bad payload.
+	got := readAll(t, ctx, brokers, tp.DLQ, 2)
+	reasons := map[string]string{}
+	for _, r := range got {
+		var reason, attempts string
+		for _, h := range r.Headers {
+			switch h.Key {
+			case HeaderDLQReason:
+				reason = string(h.Value)
+			case HeaderDLQAttempts:
+				attempts = string(h.Value)
+			}
+		}
+		if ev, err := UnmarshalEvent(r.Value); err == nil {
+			reasons[strconv.FormatUint(ev.MsgID, 10)] = reason + " after " + attempts
+			if a, _ := strconv.Atoi(attempts); a < 1 || a > 5 {
+				t.Errorf("dead letter attempts %q", attempts)
+			}
+		} else {
+			reasons["bad"] = reason
+		}
+	}
+	if _, ok := reasons[strconv.FormatUint(poison, 10)]; !ok {
+		t.Errorf("poison not dead-lettered: %v", reasons)
+	}
+	if r, ok := reasons["bad"]; !ok || !strings.Contains(r, model.ErrInvalid.Error()) {
+		t.Errorf("bad payload not dead-lettered with a reason: %v", reasons)
+	}
+	t.Logf("dead letters: %v", reasons)
+}
+
+func readAll(t testing.TB, ctx context.Context, brokers []string, topic string, want int) []*kgo.Record {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	var out []*kgo.Record
+	for len(out) < want {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of %d records from %s", len(out), want, topic)
+		}
+		out = append(out, fs.Records()...)
+	}
+	return out
+}

@@ -1,0 +1,50 @@
+package fanout
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"imlab/internal/testenv"
+)
+
+// newCluster starts a private one-broker kfake cluster for a test.
+func newCluster(t testing.TB) *kfake.Cluster {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DefaultNumPartitions(DefaultPartitions))
+	if err != nil {
+		t.Fatalf("kfake: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// testTopics returns unique topic names for a test.
+func testTopics() Topics {
+	t := DefaultTopics()
+	t.Fanout = testenv.RandomName("fan_")
+	t.DLQ = t.Fanout + "_dlq"
+	return t
+}
+
+func adminClient(t testing.TB, brokers []string) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+func ensureTopics(t testing.TB, brokers []string, tp Topics) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := EnsureTopics(ctx, adminClient(t, brokers), tp); err != nil {
+		t.Fatal(err)
+	}
+}
