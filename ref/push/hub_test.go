@@ -1,0 +1,366 @@
+package push_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"imlab/ref/model"
+	"imlab/ref/push"
+)
+
+func ent(uid, seq, prev uint64) model.InboxEntry {
+	return model.InboxEntry{UID: uid, Seq: seq, PrevSeq: prev, MsgID: 1000 + seq, ConvID: 5, ConvType: model.ConvSingle,
+		ConvSeq: seq, SenderUID: 2, CreatedAt: time.UnixMilli(1700000000123).UTC(), Content: "hi"}
+}
+
+func chain(uid, from, to uint64) []model.InboxEntry {
+	var out []model.InboxEntry
+	for s := from; s <= to; s++ {
+		out = append(out, ent(uid, s, s-1))
+	}
+	return out
+}
+
+func newHub(t *testing.T, mut func(*push.Config)) (*push.Hub, *prometheus.Registry) {
+	t.Helper()
+	cfg := push.DefaultConfig()
+	if mut != nil {
+		mut(&cfg)
+	}
+	reg := prometheus.NewRegistry()
+	h, err := push.New(cfg, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	return h, reg
+}
+
+func decode(t *testing.T, b []byte) push.Item {
+	t.Helper()
+	var it push.Item
+	if err := json.Unmarshal(b, &it); err != nil {
+		t.Fatalf("frame %s: %v", b, err)
+	}
+	return it
+}
+
+// recv reads n frames (or fails after a timeout) and returns their seqs.
+func recv(t *testing.T, s *push.Subscription, n int) []push.Item {
+	t.Helper()
+	var out []push.Item
+	deadline := time.After(5 * time.Second)
+	for len(out) < n {
+		select {
+		case b, ok := <-s.C:
+			if !ok {
+				t.Fatalf("subscription closed (%s) after %d of %d frames", s.Reason(), len(out), n)
+			}
+			out = append(out, decode(t, b))
+		case <-deadline:
+			t.Fatalf("got %d of %d frames", len(out), n)
+		}
+	}
+	return out
+}
+
+func seqsOf(items []push.Item) []uint64 {
+	out := make([]uint64, len(items))
+	for i, it := range items {
+		out[i] = it.Seq
+	}
+	return out
+}
+
+func TestFrameShape(t *testing.T) {
+	e := ent(7, 12, 10)
+	e.Content = "a\"b\\c\n\x01<>&\u2028é😀"
+	b := push.EncodeEntry(e)
+	if !json.Valid(b) {
+		t.Fatalf("invalid JSON %s", b)
+	}
+	it := decode(t, b)
+	want := push.Item{Type: "msg", Seq: 12, PrevSeq: 10, MsgID: 1012, ConvID: 5, ConvType: 1, ConvSeq: 12, SenderUID: 2,
+		CreatedAt: 1700000000123, Content: e.Content}
+	if it != want {
+		t.Fatalf("got %+v\nwant %+v", it, want)
+	}
+	// A pull item is the same object without type and prev_seq.
+	var m map[string]any
+	if err := json.Unmarshal(push.AppendItem(nil, e), &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"seq", "msg_id", "conv_id", "conv_type", "conv_seq", "sender_uid", "created_at", "content"} {
+		if _, ok := m[k]; !ok {
+			t.Fatalf("item lacks %q: %v", k, m)
+		}
+	}
+	if len(m) != 8 {
+		t.Fatalf("item has extra fields: %v", m)
+	}
+	// Invalid UTF-8 becomes U+FFFD; missing bodies are marked.
+	e.Content = "x\xffy"
+	e.Missing = true
+	it = decode(t, push.AppendItem(nil, e))
+	if it.Content != "x\ufffdy" || !it.Missing {
+		t.Fatalf("got %+v", it)
+	}
+	// Large ids keep their precision (1:1 conv ids use bit 63).
+	e.ConvID = 1<<63 | 3<<31 | 4
+	it = decode(t, push.AppendItem(nil, e))
+	if it.ConvID != e.ConvID {
+		t.Fatalf("conv id %d, want %d", it.ConvID, e.ConvID)
+	}
+}
+
+func TestOrderAcrossOutOfOrderBatches(t *testing.T) {
+	ctx := context.Background()
+	h, _ := newHub(t, func(c *push.Config) { c.ReorderWindow = 5 * time.Second })
+	s, err := h.Subscribe(1, "phone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Committed(ctx, chain(1, 1, 1))
+	// batch C, then B, then A: each waits for its predecessor
+	h.Committed(ctx, chain(1, 8, 9))
+	h.Committed(ctx, chain(1, 5, 7))
+	if got := len(s.C); got != 1 {
+		t.Fatalf("%d frames queued before the chain closed, want 1", got)
+	}
+	h.Committed(ctx, chain(1, 2, 4))
+	items := recv(t, s, 9)
+	for i, it := range items {
+		if it.Seq != uint64(i+1) || it.PrevSeq != uint64(i) {
+			t.Fatalf("frame %d: seq %d prev %d", i, it.Seq, it.PrevSeq)
+		}
+	}
+	if s.MaxPushed() != 9 {
+		t.Fatalf("MaxPushed %d", s.MaxPushed())
+	}
+}
+
+func TestWindowFlushesGapInOrder(t *testing.T) {
+	ctx := context.Background()
+	h, reg := newHub(t, func(c *push.Config) { c.ReorderWindow = 30 * time.Millisecond })
+	s, _ := h.Subscribe(2, "d")
+	h.Committed(ctx, chain(2, 1, 2))
+	// 3..4 never arrive in time; 7 arrives before 5..6
+	h.Committed(ctx, []model.InboxEntry{ent(2, 7, 6)})
+	h.Committed(ctx, chain(2, 5, 6)[:2])
+	start := time.Now()
+	items := recv(t, s, 5)
+	if got := seqsOf(items); !equal(got, []uint64{1, 2, 5, 6, 7}) {
+		t.Fatalf("order %v", got)
+	}
+	if time.Since(start) < 20*time.Millisecond {
+		t.Fatal("gap flushed before the window")
+	}
+	if items[2].PrevSeq != 4 {
+		t.Fatalf("flushed frame lost its prev_seq: %+v", items[2])
+	}
+	// The late batch is dropped, counted, and later entries flow.
+	h.Committed(ctx, chain(2, 3, 4))
+	h.Committed(ctx, chain(2, 8, 8))
+	if it := recv(t, s, 1); it[0].Seq != 8 {
+		t.Fatalf("got %d", it[0].Seq)
+	}
+	if v := dropped(t, reg, push.DropLateFrame); v != 2 {
+		t.Fatalf("late frames counted %v, want 2", v)
+	}
+}
+
+func TestReorderBufferIsBounded(t *testing.T) {
+	ctx := context.Background()
+	h, _ := newHub(t, func(c *push.Config) { c.ReorderWindow = 10 * time.Second; c.ReorderMax = 4 })
+	s, _ := h.Subscribe(3, "d")
+	h.Committed(ctx, chain(3, 1, 1))
+	for seq := uint64(10); seq < 15; seq++ { // 5 out-of-chain entries: the 5th overflows
+		h.Committed(ctx, []model.InboxEntry{ent(3, seq, seq-1)})
+	}
+	if got := seqsOf(recv(t, s, 6)); !equal(got, []uint64{1, 10, 11, 12, 13, 14}) {
+		t.Fatalf("order %v", got)
+	}
+}
+
+func TestSlowConsumerIsClosedOthersContinue(t *testing.T) {
+	ctx := context.Background()
+	h, reg := newHub(t, func(c *push.Config) { c.QueueSize = 4 })
+	slow, _ := h.Subscribe(4, "tablet")
+	fast, _ := h.Subscribe(4, "phone")
+	done := make(chan []push.Item)
+	go func() {
+		var got []push.Item
+		for b := range fast.C {
+			var it push.Item
+			_ = json.Unmarshal(b, &it)
+			got = append(got, it)
+			if len(got) == 10 {
+				break
+			}
+		}
+		done <- got
+	}()
+	for seq := uint64(1); seq <= 10; seq++ {
+		h.Committed(ctx, []model.InboxEntry{ent(4, seq, seq-1)})
+		time.Sleep(2 * time.Millisecond) // let the fast reader keep up
+	}
+	select {
+	case <-slow.Done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("slow subscription not closed")
+	}
+	if slow.Reason() != push.ReasonSlowConsumer {
+		t.Fatalf("reason %q", slow.Reason())
+	}
+	n := 0
+	for range slow.C { // what was queued stays readable, then C is closed
+		n++
+	}
+	if n != 4 {
+		t.Fatalf("slow sub kept %d frames, want its queue of 4", n)
+	}
+	got := <-done
+	if s := seqsOf(got); len(s) != 10 || s[0] != 1 || s[9] != 10 {
+		t.Fatalf("fast sub got %v", s)
+	}
+	if v := dropped(t, reg, push.ReasonSlowConsumer); v != 1 {
+		t.Fatalf("slow_consumer drops %v", v)
+	}
+	if v := gauge(t, reg, "imlab_ws_connections"); v != 1 {
+		t.Fatalf("connections %v, want 1", v)
+	}
+}
+
+func TestReplaceCloseAndShutdown(t *testing.T) {
+	h, reg := newHub(t, nil)
+	a, _ := h.Subscribe(5, "d")
+	b, _ := h.Subscribe(5, "d")
+	<-a.Done
+	if a.Reason() != push.ReasonReplaced || b.Reason() != "" {
+		t.Fatalf("reasons %q %q", a.Reason(), b.Reason())
+	}
+	b.Close()
+	b.Close()
+	if b.Reason() != push.ReasonClosed {
+		t.Fatalf("reason %q", b.Reason())
+	}
+	c, _ := h.Subscribe(5, "e")
+	if v := gauge(t, reg, "imlab_ws_connections"); v != 1 {
+		t.Fatalf("connections %v", v)
+	}
+	h.Close()
+	<-c.Done
+	if c.Reason() != push.ReasonShutdown {
+		t.Fatalf("reason %q", c.Reason())
+	}
+	if _, err := h.Subscribe(5, "f"); !errors.Is(err, model.ErrUnavailable) {
+		t.Fatalf("subscribe after close: %v", err)
+	}
+	h.Committed(context.Background(), chain(5, 1, 3)) // no panic, no effect
+	if _, err := h.Subscribe(0, "x"); !errors.Is(err, model.ErrInvalid) {
+		t.Fatal(err)
+	}
+}
+
+// TestConcurrentOrdering: many committers per uid whose hooks race; every
+// subscription must see strictly increasing seqs, and with a generous window
+// every seq.
+func TestConcurrentOrdering(t *testing.T) {
+	ctx := context.Background()
+	h, _ := newHub(t, func(c *push.Config) { c.QueueSize = 4096; c.ReorderWindow = 2 * time.Second })
+	const users, perUser = 8, 300
+	subs := make([]*push.Subscription, users)
+	for u := range users {
+		s, err := h.Subscribe(uint64(u+1), "d")
+		if err != nil {
+			t.Fatal(err)
+		}
+		subs[u] = s
+	}
+	// establish each chain with seq 1, then race the rest
+	for u := range users {
+		h.Committed(ctx, chain(uint64(u+1), 1, 1))
+	}
+	var wg sync.WaitGroup
+	for u := range users {
+		for w := range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := rand.New(rand.NewPCG(uint64(u), uint64(w)))
+				// worker w owns batches w, w+3, ...: seqs 2+10k .. 11+10k
+				for k := w; k*10+2 <= perUser; k += 3 {
+					from := uint64(k*10 + 2)
+					if rng.IntN(2) == 0 {
+						time.Sleep(time.Duration(rng.IntN(200)) * time.Microsecond)
+					}
+					h.Committed(ctx, chain(uint64(u+1), from, from+9))
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	for u, s := range subs {
+		items := recv(t, s, perUser+1)
+		for i, it := range items {
+			if it.Seq != uint64(i+1) {
+				t.Fatalf("uid %d frame %d has seq %d", u+1, i, it.Seq)
+			}
+		}
+	}
+}
+
+func dropped(t *testing.T, reg *prometheus.Registry, reason string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "imlab_ws_dropped_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "reason" && l.GetValue() == reason {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}
+
+func equal(a, b []uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
