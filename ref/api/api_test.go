@@ -383,10 +383,10 @@ func TestPullParsingAndEncoding(t *testing.T) {
 	if c := calls[0]; c.cursor == nil || *c.cursor != 3 || c.limit != 2 || !c.full {
 		t.Fatalf("call 0 %+v", c)
 	}
-	if c := calls[1]; c.cursor != nil || c.limit != DefaultPullLimit || c.full {
+	if c := calls[1]; c.cursor != nil || c.limit != 0 || c.full {
 		t.Fatalf("call 1 %+v", c)
 	}
-	if c := calls[2]; c.kind != "conv" || c.conv != 7 || *c.cursor != 11 || c.limit != DefaultConvPullLimit {
+	if c := calls[2]; c.kind != "conv" || c.conv != 7 || *c.cursor != 11 || c.limit != 0 {
 		t.Fatalf("call 2 %+v", c)
 	}
 	if c := calls[3]; c.cursor == nil || *c.cursor != 0 || c.limit != 500 || c.full {

@@ -19,10 +19,6 @@ const (
 	// body (4096 content bytes, each JSON-escaped to at most 6 bytes) and a
 	// group of 500 members.
 	MaxBodyBytes = 32 << 10
-	// DefaultPullLimit is the page size of GET /v1/sync/pull without limit=.
-	DefaultPullLimit = 100
-	// DefaultConvPullLimit is the page size of GET /v1/conv/pull without limit=.
-	DefaultConvPullLimit = 20
 )
 
 // Sender is the write side the API calls (ref/send.Service satisfies it).

@@ -21,7 +21,8 @@
 //	                      -> {"msg_id","conv_id","conv_seq","server_time"} (unix ms);
 //	                      a retried client_msg_id gets the first answer.
 //	GET  /v1/sync/pull    ?cursor=&limit=&full=  cursor absent: the device's stored
-//	                      cursor; limit 1..500 (default 100); full=1 asks for the whole
+//	                      cursor; limit 1..500 (absent: the read path's default,
+//	                      pull.Config.DefaultLimit, 100); full=1 asks for the whole
 //	                      backlog even past the unread threshold.
 //	                      -> {"msgs":[item...],"has_more","next_cursor"}
 //	                         (+ "truncated":true,"summary":[{"conv_id","conv_type",
@@ -34,7 +35,8 @@
 //	                      (monotonic); 409 cursor_beyond_served past what the device
 //	                      was served.
 //	GET  /v1/conv/pull    ?conv_id=&cursor=&limit=  conv_id required; cursor is the
-//	                      inbox seq (default 0); limit 1..50 (default 20). Answer as
+//	                      inbox seq (default 0); limit 1..50 (absent: the read
+//	                      path's default, pull.Config.DefaultConvLimit, 50). Answer as
 //	                      sync/pull.
 //	POST /v1/group/create {"group_id":7,"members":[1,2,3]} 1..500 members -> {}
 //	                      (idempotent for the same members; 409 conflict otherwise).

@@ -60,7 +60,7 @@ func (s *Server) handlePull(ctx context.Context, c Caller, r *Request) (any, err
 	} else if ok {
 		cursor = &v
 	}
-	limit, err := q.Limit(DefaultPullLimit, model.MaxPullLimit)
+	limit, err := q.Limit(model.MaxPullLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +92,7 @@ func (s *Server) handleConvPull(ctx context.Context, c Caller, r *Request) (any,
 	if err != nil {
 		return nil, err
 	}
-	limit, err := q.Limit(DefaultConvPullLimit, model.MaxConvPullLimit)
+	limit, err := q.Limit(model.MaxConvPullLimit)
 	if err != nil {
 		return nil, err
 	}

@@ -92,14 +92,15 @@ func (q Query) RequiredUint64(name string) (uint64, error) {
 	return v, nil
 }
 
-// Limit parses limit= in 1..max, def when absent.
-func (q Query) Limit(def, max int) (int, error) {
+// Limit parses limit= in 1..max; absent is 0, which the services read as
+// their configured default page size.
+func (q Query) Limit(max int) (int, error) {
 	v, ok, err := q.Uint64("limit")
 	if err != nil {
 		return 0, err
 	}
 	if !ok {
-		return def, nil
+		return 0, nil
 	}
 	if v < 1 || v > uint64(max) {
 		return 0, fmt.Errorf("%w: limit must be in 1..%d, got %d", model.ErrInvalid, max, v)

@@ -1,0 +1,157 @@
+package server
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"imlab/ref/api"
+	"imlab/ref/auth"
+	"imlab/ref/hotcache"
+	"imlab/ref/inbox"
+	"imlab/ref/model"
+	"imlab/ref/pull"
+	"imlab/ref/push"
+	"imlab/ref/send"
+	"imlab/ref/seqalloc"
+)
+
+// Allocator names.
+const (
+	AllocatorRedis   = "redis"
+	AllocatorSegment = "segment"
+)
+
+// RoleAll expands to every registered role, in registry order.
+const RoleAll = "all"
+
+// MySQLConfig sizes the database pool.
+type MySQLConfig struct {
+	MaxOpenConns    int
+	MaxIdleConns    int
+	ConnMaxLifetime time.Duration
+	ConnMaxIdleTime time.Duration
+	// PingTimeout bounds the first connection check.
+	PingTimeout time.Duration
+}
+
+// RedisConfig sizes the Redis client.
+type RedisConfig struct {
+	PoolSize     int
+	DialTimeout  time.Duration
+	ReadTimeout  time.Duration
+	WriteTimeout time.Duration
+	PingTimeout  time.Duration
+	// KeyPrefix goes in front of every key (rkeys.Keys.Prefix): "" in
+	// production (the seed's exact key names); tests and labs sharing one
+	// Redis set it.
+	KeyPrefix string
+}
+
+// Config is everything one process needs. Start from DefaultConfig.
+type Config struct {
+	// Listen is the API address (host:port; port 0 picks a free one).
+	Listen string
+	// Roles this process runs: names from the role registry, or "all".
+	Roles []string
+	// Allocator is the per-user seq allocator: "redis" or "segment".
+	Allocator string
+	// Migrate applies the schema migrations at start.
+	Migrate bool
+	// ShutdownTimeout bounds the graceful stop (drain HTTP, close ws, drain
+	// send batches).
+	ShutdownTimeout time.Duration
+
+	MySQL    MySQLConfig
+	Redis    RedisConfig
+	Auth     auth.Config
+	API      api.Config
+	Send     send.Config
+	Pull     pull.Config
+	Push     push.Config
+	HotCache hotcache.Config
+	Inbox    inbox.Config
+	Segment  seqalloc.SegmentConfig
+
+	// Logger receives the process's logs (nil: slog.Default()).
+	Logger *slog.Logger
+}
+
+// DefaultConfig is one all-in-one process on 127.0.0.1:8080 with the Redis
+// allocator, the strict policy and the seed's limits. Auth.Secret is empty:
+// Validate refuses it until a secret is set.
+func DefaultConfig() Config {
+	return Config{
+		Listen:          "127.0.0.1:8080",
+		Roles:           []string{RoleAll},
+		Allocator:       AllocatorRedis,
+		Migrate:         true,
+		ShutdownTimeout: 30 * time.Second,
+		MySQL: MySQLConfig{
+			MaxOpenConns:    64,
+			MaxIdleConns:    64,
+			ConnMaxLifetime: 30 * time.Minute,
+			ConnMaxIdleTime: 5 * time.Minute,
+			PingTimeout:     10 * time.Second,
+		},
+		Redis: RedisConfig{
+			PoolSize:     128,
+			DialTimeout:  2 * time.Second,
+			ReadTimeout:  2 * time.Second,
+			WriteTimeout: 2 * time.Second,
+			PingTimeout:  5 * time.Second,
+		},
+		Auth:     auth.DefaultConfig(),
+		API:      api.DefaultConfig(),
+		Send:     send.DefaultConfig(),
+		Pull:     pull.DefaultConfig(),
+		Push:     push.DefaultConfig(),
+		HotCache: hotcache.DefaultConfig(),
+		Inbox:    inbox.DefaultConfig(),
+		Segment:  seqalloc.DefaultSegmentConfig(),
+	}
+}
+
+// Validate checks every field and every part's config. Role names are
+// checked against the registry by Start.
+func (c Config) Validate() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: server: %s", model.ErrInvalid, fmt.Sprintf(format, a...))
+	}
+	if c.Listen == "" {
+		return bad("listen address is required")
+	}
+	if len(c.Roles) == 0 {
+		return bad("at least one role is required")
+	}
+	switch c.Allocator {
+	case AllocatorRedis, AllocatorSegment:
+	default:
+		return bad("allocator %q (want redis or segment)", c.Allocator)
+	}
+	if c.ShutdownTimeout <= 0 {
+		return bad("shutdown timeout must be > 0")
+	}
+	if c.MySQL.MaxOpenConns < 1 || c.MySQL.MaxIdleConns < 0 || c.MySQL.MaxIdleConns > c.MySQL.MaxOpenConns {
+		return bad("mysql pool: need 1 <= max open, 0 <= max idle <= max open")
+	}
+	if c.MySQL.ConnMaxLifetime < 0 || c.MySQL.ConnMaxIdleTime < 0 || c.MySQL.PingTimeout <= 0 {
+		return bad("mysql timeouts: lifetimes >= 0, ping timeout > 0")
+	}
+	if c.Redis.PoolSize < 1 || c.Redis.DialTimeout <= 0 || c.Redis.ReadTimeout <= 0 || c.Redis.WriteTimeout <= 0 || c.Redis.PingTimeout <= 0 {
+		return bad("redis: pool size >= 1 and positive timeouts")
+	}
+	// The send pool must not starve: every committer holds one connection.
+	if c.MySQL.MaxOpenConns < c.Send.Shards+1 {
+		return bad("mysql max open conns %d must exceed send shards %d", c.MySQL.MaxOpenConns, c.Send.Shards)
+	}
+	for name, v := range map[string]interface{ Validate() error }{
+		"auth": c.Auth, "api": c.API, "send": c.Send, "pull": c.Pull, "push": c.Push,
+		"hotcache": c.HotCache, "inbox": c.Inbox, "segment": c.Segment,
+	} {
+		if err := v.Validate(); err != nil {
+			return fmt.Errorf("server: %s config: %w", name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,485 @@
+// Package server wires one reference-server process from its Config: it
+// opens the MySQL pool and the Redis client, applies the schema (optional),
+// builds the write path (allocator -> inbox.Writer -> send.Service with the
+// hot cache and the push hub as commit hooks), the read path (pull.Service)
+// and the HTTP surface (ref/api), runs the configured roles, and stops all
+// of it in order.
+//
+// Roles are a registry (Roles: name -> start function, in start order) so
+// that other roles (relay, consumer, reconciler) plug in without touching
+// the wiring; "all" runs every registered role in one process. A role gets
+// the Process, whose shared parts are built once, on first use (Core), and
+// closed by the Process after every role has stopped.
+//
+// Shutdown order (Stop, or Run's context cancelled):
+//  1. roles in reverse start order (the api role: stop accepting, finish
+//     in-flight requests, close every WebSocket with 1001);
+//  2. send.Service.Close (no new sends; queued batches are committed and
+//     answered);
+//  3. the push hub (remaining subscriptions end "shutdown");
+//  4. the Redis client and the MySQL pool.
+//
+// It holds no business logic and must not be imported by the services it
+// wires.
+package server
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+
+	"imlab/ref/api"
+	"imlab/ref/auth"
+	"imlab/ref/hotcache"
+	"imlab/ref/inbox"
+	"imlab/ref/model"
+	"imlab/ref/pull"
+	"imlab/ref/push"
+	"imlab/ref/rkeys"
+	"imlab/ref/schema"
+	"imlab/ref/send"
+	"imlab/ref/seqalloc"
+)
+
+// Backends says where the servers are (compose.Backends carries the same).
+type Backends struct {
+	MySQLDSN     string
+	RedisAddr    string
+	KafkaBrokers []string
+	MongoURI     string
+}
+
+// RoleFunc starts a role and returns how to stop it. It must not block
+// beyond start-up; stop must return by the context's deadline.
+type RoleFunc func(ctx context.Context, p *Process) (stop func(context.Context) error, err error)
+
+// Role is one registry entry.
+type Role struct {
+	Name  string
+	Start RoleFunc
+}
+
+// Roles is the role registry, in start order.
+type Roles []Role
+
+// DefaultRoles is the registry of this package: the api role. Other
+// packages' roles are appended by the binary (cmd/imlab).
+func DefaultRoles() Roles {
+	return Roles{{Name: "api", Start: StartAPI}}
+}
+
+// Names lists the registered role names.
+func (r Roles) Names() []string {
+	out := make([]string, len(r))
+	for i, x := range r {
+		out[i] = x.Name
+	}
+	return out
+}
+
+// resolve turns the configured names into registry entries, in registry
+// order; "all" selects every role.
+func (r Roles) resolve(names []string) (Roles, error) {
+	want := map[string]bool{}
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		if n == RoleAll {
+			for _, x := range r {
+				want[x.Name] = true
+			}
+			continue
+		}
+		found := false
+		for _, x := range r {
+			if x.Name == n {
+				found = true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("%w: server: unknown role %q (known: %s, all)", model.ErrInvalid, n, strings.Join(r.Names(), ", "))
+		}
+		want[n] = true
+	}
+	var out Roles
+	seen := map[string]bool{}
+	for _, x := range r {
+		if x.Start == nil || x.Name == "" || seen[x.Name] {
+			return nil, fmt.Errorf("%w: server: role registry entry %q is malformed or repeated", model.ErrInvalid, x.Name)
+		}
+		seen[x.Name] = true
+		if want[x.Name] {
+			out = append(out, x)
+		}
+	}
+	return out, nil
+}
+
+// Process is one running process: its config, clients, metrics registry and
+// the shared services built on first use.
+type Process struct {
+	Cfg      Config
+	Backends Backends
+	DB       *sql.DB
+	Redis    *redis.Client
+	Keys     rkeys.Keys
+	Registry *prometheus.Registry
+	Log      *slog.Logger
+	Auth     *auth.Authority
+
+	// SendPolicies are extra ack policies (ref/fanout) handed to the send
+	// service; a role that provides one appends it before the first Core
+	// call (roles start in registry order).
+	SendPolicies []send.Policy
+	// SendHooks are extra commit hooks for the send service, same rule.
+	SendHooks []send.CommitHook
+
+	coreOnce sync.Once
+	core     *Core
+	coreErr  error
+
+	mu      sync.Mutex
+	apiAddr net.Addr
+	stops   []namedStop
+	stopped bool
+	done    chan struct{}
+	stopErr error
+}
+
+type namedStop struct {
+	name string
+	fn   func(context.Context) error
+}
+
+// Core is the shared write and read path of the process.
+type Core struct {
+	Allocator seqalloc.Allocator
+	Writer    *inbox.Writer
+	Cache     *hotcache.Cache
+	Hub       *push.Hub
+	Send      *send.Service
+	Pull      *pull.Service
+}
+
+// Core builds (once) and returns the shared services.
+func (p *Process) Core(ctx context.Context) (*Core, error) {
+	p.coreOnce.Do(func() { p.core, p.coreErr = p.buildCore(ctx) })
+	return p.core, p.coreErr
+}
+
+func (p *Process) buildCore(ctx context.Context) (*Core, error) {
+	cfg := p.Cfg
+	var alloc seqalloc.Allocator
+	switch cfg.Allocator {
+	case AllocatorSegment:
+		alloc = seqalloc.NewSegment(p.DB, cfg.Segment)
+	default:
+		alloc = seqalloc.NewRedis(p.Redis, p.Keys)
+	}
+	w, err := inbox.NewWriter(alloc, cfg.Inbox, p.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("server: inbox writer: %w", err)
+	}
+	hc := cfg.HotCache
+	hc.Logger = p.Log
+	cache, err := hotcache.New(p.Redis, p.Keys, hc, p.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("server: hot cache: %w", err)
+	}
+	hub, err := push.New(cfg.Push, p.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("server: push hub: %w", err)
+	}
+	sc := cfg.Send
+	sc.Policies = append(append([]send.Policy(nil), sc.Policies...), p.SendPolicies...)
+	hooks := append([]send.CommitHook{cache, hub}, p.SendHooks...)
+	snd, err := send.New(ctx, sc, p.DB, w, p.Registry, hooks...)
+	if err != nil {
+		hub.Close()
+		return nil, fmt.Errorf("server: send: %w", err)
+	}
+	pc := cfg.Pull
+	pc.Logger = p.Log
+	pl, err := pull.New(p.DB, cache, pc, p.Registry)
+	if err != nil {
+		_ = snd.Close()
+		hub.Close()
+		return nil, fmt.Errorf("server: pull: %w", err)
+	}
+	return &Core{Allocator: alloc, Writer: w, Cache: cache, Hub: hub, Send: snd, Pull: pl}, nil
+}
+
+// APIAddr is the address the api role listens on (nil without it).
+func (p *Process) APIAddr() net.Addr {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.apiAddr
+}
+
+// Done is closed when the process has stopped.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Start opens the clients, migrates (if configured) and starts the
+// configured roles of registry. On error everything started is stopped.
+func Start(ctx context.Context, cfg Config, b Backends, registry Roles) (p *Process, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	roles, err := registry.resolve(cfg.Roles)
+	if err != nil {
+		return nil, err
+	}
+	if b.MySQLDSN == "" || b.RedisAddr == "" {
+		return nil, fmt.Errorf("%w: server: a MySQL DSN and a Redis address are required", model.ErrInvalid)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	authority, err := auth.New(cfg.Auth)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(collectors.NewGoCollector()); err != nil {
+		return nil, fmt.Errorf("server: register go collector: %w", err)
+	}
+	if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
+		return nil, fmt.Errorf("server: register process collector: %w", err)
+	}
+	p = &Process{
+		Cfg: cfg, Backends: b, Keys: rkeys.Keys{Prefix: cfg.Redis.KeyPrefix},
+		Registry: reg, Log: log, Auth: authority, done: make(chan struct{}),
+	}
+	defer func() {
+		if err != nil {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+			defer cancel()
+			if serr := p.Stop(sctx); serr != nil {
+				err = errors.Join(err, serr)
+			}
+			p = nil
+		}
+	}()
+
+	db, err := OpenMySQL(ctx, b.MySQLDSN, cfg.MySQL)
+	if err != nil {
+		return p, err
+	}
+	p.DB = db
+	p.onStop("mysql", func(context.Context) error { return db.Close() })
+	rdb, err := OpenRedis(ctx, b.RedisAddr, cfg.Redis)
+	if err != nil {
+		return p, err
+	}
+	p.Redis = rdb
+	p.onStop("redis", func(context.Context) error { return rdb.Close() })
+	if cfg.Migrate {
+		applied, err := schema.Migrate(ctx, db)
+		if err != nil {
+			return p, fmt.Errorf("server: migrate: %w", err)
+		}
+		if len(applied) > 0 {
+			log.Info("server: schema migrated", "applied", applied)
+		}
+	}
+	// The core is closed after every role: register its stop now, it
+	// closes only what was built.
+	p.onStop("core", p.closeCore)
+	for _, r := range roles {
+		stop, err := r.Start(ctx, p)
+		if err != nil {
+			return p, fmt.Errorf("server: start role %s: %w", r.Name, err)
+		}
+		if stop != nil {
+			p.onStop("role "+r.Name, stop)
+		}
+		log.Info("server: role started", "role", r.Name)
+	}
+	return p, nil
+}
+
+func (p *Process) onStop(name string, fn func(context.Context) error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stops = append(p.stops, namedStop{name, fn})
+}
+
+func (p *Process) closeCore(context.Context) error {
+	if p.core == nil {
+		return nil
+	}
+	err := p.core.Send.Close()
+	p.core.Hub.Close()
+	if err != nil {
+		return fmt.Errorf("send: %w", err)
+	}
+	return nil
+}
+
+// Stop stops every role (newest first), then the core, then the clients,
+// bounded by ctx. It is safe to call more than once; later calls return the
+// first result.
+func (p *Process) Stop(ctx context.Context) error {
+	p.mu.Lock()
+	if p.stopped {
+		p.mu.Unlock()
+		<-p.done
+		return p.stopErr
+	}
+	p.stopped = true
+	stops := p.stops
+	p.stops = nil
+	p.mu.Unlock()
+	var errs []error
+	for i := len(stops) - 1; i >= 0; i-- {
+		if err := stops[i].fn(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("stop %s: %w", stops[i].name, err))
+		}
+	}
+	p.stopErr = errors.Join(errs...)
+	close(p.done)
+	return p.stopErr
+}
+
+// Run starts the process with the default registry and blocks until ctx is
+// cancelled, then stops it within cfg.ShutdownTimeout.
+func Run(ctx context.Context, cfg Config, b Backends) error {
+	return RunRoles(ctx, cfg, b, DefaultRoles(), nil)
+}
+
+// RunRoles is Run with a given registry; ready (optional) is called once
+// every role has started.
+func RunRoles(ctx context.Context, cfg Config, b Backends, registry Roles, ready func(*Process)) error {
+	p, err := Start(ctx, cfg, b, registry)
+	if err != nil {
+		return err
+	}
+	if ready != nil {
+		ready(p)
+	}
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+	defer cancel()
+	return p.Stop(sctx)
+}
+
+// StartAPI is the api role: it builds the core and serves the HTTP surface
+// on cfg.Listen.
+func StartAPI(ctx context.Context, p *Process) (func(context.Context) error, error) {
+	core, err := p.Core(ctx)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := api.New(p.Cfg.API, api.Deps{
+		Auth:     p.Auth,
+		Send:     core.Send,
+		Pull:     core.Pull,
+		Hub:      hubAdapter{core.Hub},
+		Encoder:  push.AppendItem,
+		Registry: p.Registry,
+		Logger:   p.Log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("api: %w", err)
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", p.Cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("api: listen %s: %w", p.Cfg.Listen, err)
+	}
+	p.mu.Lock()
+	p.apiAddr = ln.Addr()
+	p.mu.Unlock()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	return func(ctx context.Context) error {
+		err := srv.Shutdown(ctx)
+		if serr := <-served; serr != nil {
+			err = errors.Join(err, serr)
+		}
+		return err
+	}, nil
+}
+
+// hubAdapter presents *push.Hub as api.Hub.
+type hubAdapter struct{ h *push.Hub }
+
+func (a hubAdapter) Subscribe(uid uint64, did string) (api.Subscription, error) {
+	s, err := a.h.Subscribe(uid, did)
+	if err != nil {
+		return nil, err
+	}
+	return subAdapter{s}, nil
+}
+
+type subAdapter struct{ *push.Subscription }
+
+func (s subAdapter) Frames() <-chan []byte { return s.C }
+
+// MySQLDSN normalizes a go-sql-driver DSN: parseTime=true, loc=UTC,
+// interpolateParams=true.
+func MySQLDSN(dsn string) (string, error) {
+	c, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return "", fmt.Errorf("%w: server: mysql dsn: %v", model.ErrInvalid, err)
+	}
+	if c.DBName == "" {
+		return "", fmt.Errorf("%w: server: mysql dsn names no database", model.ErrInvalid)
+	}
+	c.ParseTime = true
+	c.Loc = time.UTC
+	c.InterpolateParams = true
+	return c.FormatDSN(), nil
+}
+
+// OpenMySQL opens and pings the pool.
+func OpenMySQL(ctx context.Context, dsn string, cfg MySQLConfig) (*sql.DB, error) {
+	norm, err := MySQLDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("mysql", norm)
+	if err != nil {
+		return nil, fmt.Errorf("server: open mysql: %w", err)
+	}
+	db.SetMaxOpenConns(cfg.MaxOpenConns)
+	db.SetMaxIdleConns(cfg.MaxIdleConns)
+	db.SetConnMaxLifetime(cfg.ConnMaxLifetime)
+	db.SetConnMaxIdleTime(cfg.ConnMaxIdleTime)
+	pctx, cancel := context.WithTimeout(ctx, cfg.PingTimeout)
+	defer cancel()
+	if err := db.PingContext(pctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%w: server: mysql ping: %v", model.ErrUnavailable, err)
+	}
+	return db, nil
+}
+
+// OpenRedis opens and pings the client.
+func OpenRedis(ctx context.Context, addr string, cfg RedisConfig) (*redis.Client, error) {
+	rdb := redis.NewClient(&redis.Options{
+		Addr:         addr,
+		PoolSize:     cfg.PoolSize,
+		DialTimeout:  cfg.DialTimeout,
+		ReadTimeout:  cfg.ReadTimeout,
+		WriteTimeout: cfg.WriteTimeout,
+	})
+	pctx, cancel := context.WithTimeout(ctx, cfg.PingTimeout)
+	defer cancel()
+	if err := rdb.Ping(pctx).Err(); err != nil {
+		rdb.Close()
+		return nil, fmt.Errorf("%w: server: redis ping %s: %v", model.ErrUnavailable, addr, err)
+	}
+	return rdb, nil
+}
