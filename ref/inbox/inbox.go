@@ -3,8 +3,9 @@
 // (uid, seq) PRIMARY collision apart from a (uid, msg_id) duplicate.
 //
 // Write algorithm (WriteTx, inside the caller's READ COMMITTED transaction):
-//  1. upsert the seq_fence rows of the distinct uids (ascending) and lock them
-//     with SELECT uid, max_seq ... FOR UPDATE;
+//  1. lock the seq_fence rows of the distinct uids (ascending) with SELECT
+//     uid, max_seq ... FOR UPDATE, creating the missing ones first (upsert,
+//     then lock them too);
 //  2. drop the (uid, msg_id) pairs that are already delivered (Dedup, read
 //     after the lock, so a committed row of a racing writer is seen);
 //  3. allocate seqs: one Next per uid for its count, the uid's items in input
@@ -426,12 +427,27 @@ func uidList(sb *strings.Builder, uids []uint64) {
 	}
 }
 
-// lockFence creates missing fence rows and locks all of them, ascending.
+// lockFence locks the uids' fence rows in ascending uid order and returns
+// their max_seq. Rows that do not exist yet (a uid's first message) are
+// created and then locked.
 func lockFence(ctx context.Context, tx *sql.Tx, uids []uint64) (map[uint64]uint64, error) {
+	fence := make(map[uint64]uint64, len(uids))
+	if err := selectFence(ctx, tx, uids, fence); err != nil {
+		return nil, err
+	}
+	if len(fence) == len(uids) {
+		return fence, nil
+	}
+	missing := make([]uint64, 0, len(uids)-len(fence))
+	for _, u := range uids {
+		if _, ok := fence[u]; !ok {
+			missing = append(missing, u)
+		}
+	}
 	now := time.Now().UTC().Format("2006-01-02 15:04:05.000")
 	var sb strings.Builder
 	sb.WriteString("INSERT INTO seq_fence (uid, max_seq, updated_at) VALUES ")
-	for i, u := range uids {
+	for i, u := range missing {
 		if i > 0 {
 			sb.WriteByte(',')
 		}
@@ -441,34 +457,41 @@ func lockFence(ctx context.Context, tx *sql.Tx, uids []uint64) (map[uint64]uint6
 		sb.WriteString(now)
 		sb.WriteString("')")
 	}
+	// A row created meanwhile by another writer is kept as it is (and locked).
 	sb.WriteString(" ON DUPLICATE KEY UPDATE uid = uid")
 	if _, err := tx.ExecContext(ctx, sb.String()); err != nil {
-		return nil, fmt.Errorf("inbox: upsert seq_fence: %w", err)
+		return nil, fmt.Errorf("inbox: create seq_fence rows: %w", err)
 	}
-	sb.Reset()
-	sb.WriteString("SELECT uid, max_seq FROM seq_fence WHERE uid IN (")
-	uidList(&sb, uids)
-	sb.WriteString(") ORDER BY uid FOR UPDATE")
-	rows, err := tx.QueryContext(ctx, sb.String())
-	if err != nil {
-		return nil, fmt.Errorf("inbox: lock seq_fence: %w", err)
-	}
-	defer rows.Close()
-	fence := make(map[uint64]uint64, len(uids))
-	for rows.Next() {
-		var uid, max uint64
-		if err := rows.Scan(&uid, &max); err != nil {
-			return nil, fmt.Errorf("inbox: scan seq_fence: %w", err)
-		}
-		fence[uid] = max
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("inbox: read seq_fence: %w", err)
+	if err := selectFence(ctx, tx, missing, fence); err != nil {
+		return nil, err
 	}
 	if len(fence) != len(uids) {
 		return nil, fmt.Errorf("inbox: locked %d of %d seq_fence rows", len(fence), len(uids))
 	}
 	return fence, nil
+}
+
+func selectFence(ctx context.Context, tx *sql.Tx, uids []uint64, fence map[uint64]uint64) error {
+	var sb strings.Builder
+	sb.WriteString("SELECT uid, max_seq FROM seq_fence WHERE uid IN (")
+	uidList(&sb, uids)
+	sb.WriteString(") ORDER BY uid FOR UPDATE")
+	rows, err := tx.QueryContext(ctx, sb.String())
+	if err != nil {
+		return fmt.Errorf("inbox: lock seq_fence: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var uid, max uint64
+		if err := rows.Scan(&uid, &max); err != nil {
+			return fmt.Errorf("inbox: scan seq_fence: %w", err)
+		}
+		fence[uid] = max
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("inbox: read seq_fence: %w", err)
+	}
+	return nil
 }
 
 // allocate proposes seqs for items (parallel slice) and refuses any uid

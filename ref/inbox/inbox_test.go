@@ -202,7 +202,13 @@ func TestRedisCounterSetBack(t *testing.T) {
 	w := newWriter(t, seqalloc.NewRedis(r.Client, r.Keys), reg)
 	led := &ledger{}
 	s := newStreamer(m.DB, []uint64{11, 12}, led)
-	s.run(t, w, 1200)
+	// A counter with history: the stream starts at seq 1001.
+	for _, u := range s.uids {
+		if err := r.Client.Set(ctx, r.Keys.SeqCounter(u), 1000, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.run(t, w, 100)
 	// Failover to a replica 1000 increments behind.
 	for _, u := range s.uids {
 		if err := r.Client.DecrBy(ctx, r.Keys.SeqCounter(u), 1000).Err(); err != nil {

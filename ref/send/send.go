@@ -9,8 +9,10 @@
 // (MaxBatchRows inbox rows) gathered for at most MaxWait and commits them in
 // ONE READ COMMITTED transaction:
 //
-//  1. dedupe: SELECT msg_content by (sender_uid, client_msg_id); found ones
-//     are answered with the stored row (Duplicate=true);
+//  1. dedupe: a (sender_uid, client_msg_id) already stored makes the
+//     msg_content INSERT fail on uk_sender_client; the batch is then rolled
+//     back and run again with a SELECT of the stored rows first, whose
+//     answers go out with Duplicate=true (optimistic: no lookup per batch);
 //  2. conv_counter advanced for each conversation (ascending conv_id) and
 //     read back: dense conv_seq, no hole if the batch rolls back;
 //  3. msg_content multi-row INSERT;
@@ -19,9 +21,9 @@
 //  5. COMMIT; then Policy.AfterCommit, then every CommitHook, then the ACKs.
 //
 // Deadlock (1213) and lock wait timeout (1205) retry the batch (MaxAttempts);
-// a duplicate client_msg_id committed meanwhile by another process (1062 on
-// uk_sender_client) rolls back and retries, and step 1 then answers it with
-// the stored row. Any other error retries the batch's messages one by one,
+// a duplicate client_msg_id (a retry, or a concurrent copy committed by
+// another process: 1062 on uk_sender_client) rolls back and retries, and
+// step 1 then answers it with the stored row. Any other error retries the batch's messages one by one,
 // so a single bad message does not fail its batch-mates.
 //
 // The ack-policy seam is the Policy interface (policy.go): ref/fanout adds
@@ -428,6 +430,10 @@ var errDupRace = errors.New("send: duplicate client_msg_id committed concurrentl
 // have been answered as duplicates on the way) and the last error.
 func (s *Service) runBatch(batch []*Pending) ([]*Pending, error) {
 	var lastErr error
+	// Dedupe is optimistic: the first attempt relies on uk_sender_client to
+	// reject a (sender, client_msg_id) already stored; only after such a
+	// rejection does an attempt look the stored answers up first.
+	lookup := false
 	for attempt := 0; attempt < s.cfg.MaxAttempts; attempt++ {
 		if attempt > 0 {
 			t := time.NewTimer(time.Duration(attempt) * time.Millisecond)
@@ -438,7 +444,10 @@ func (s *Service) runBatch(batch []*Pending) ([]*Pending, error) {
 				return batch, fmt.Errorf("%w: send service closed", model.ErrUnavailable)
 			}
 		}
-		rest, err := s.attempt(batch)
+		rest, err := s.attempt(batch, lookup)
+		if errors.Is(err, errDupRace) {
+			lookup = true
+		}
 		if err == nil {
 			return nil, nil
 		}
@@ -455,9 +464,10 @@ func (s *Service) runBatch(batch []*Pending) ([]*Pending, error) {
 	return batch, fmt.Errorf("%w: batch gave up after %d attempts: %v", model.ErrUnavailable, s.cfg.MaxAttempts, lastErr)
 }
 
-// attempt runs one transaction for batch. On a retryable error it returns
-// the Pendings still unanswered.
-func (s *Service) attempt(batch []*Pending) (rest []*Pending, err error) {
+// attempt runs one transaction for batch (looking stored answers up first
+// when lookup is set). On a retryable error it returns the Pendings still
+// unanswered.
+func (s *Service) attempt(batch []*Pending, lookup bool) (rest []*Pending, err error) {
 	ctx, cancel := context.WithTimeout(s.bgCtx, s.cfg.TxTimeout)
 	defer cancel()
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
@@ -472,7 +482,7 @@ func (s *Service) attempt(batch []*Pending) (rest []*Pending, err error) {
 
 	work := batch
 	var found map[dupKey]model.SendResult
-	if s.policy.StoresContent() {
+	if lookup && s.policy.StoresContent() {
 		found, err = lookupSent(ctx, tx, work)
 		if err != nil {
 			return batch, err

@@ -3,9 +3,15 @@ package seqalloc
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 // SegmentConfig configures the segment allocator.
@@ -150,17 +156,127 @@ func (s *Segment) Next(ctx context.Context, uid uint64, n int) (uint64, error) {
 	return first, nil
 }
 
-// NextMany implements Allocator (reserving only where a segment ran out).
+// NextMany implements Allocator: uids whose local segment can serve are
+// answered locally; the others get new segments from one short
+// transaction (one upsert, one read-back), whatever their number.
 func (s *Segment) NextMany(ctx context.Context, want map[uint64]int) (map[uint64]uint64, error) {
-	out := make(map[uint64]uint64, len(want))
+	uids := make([]uint64, 0, len(want))
 	for uid, n := range want {
-		first, err := s.Next(ctx, uid, n)
-		if err != nil {
+		if err := checkArgs(uid, n); err != nil {
 			return nil, err
 		}
-		out[uid] = first
+		uids = append(uids, uid)
+	}
+	sort.Slice(uids, func(i, j int) bool { return uids[i] < uids[j] })
+	// Lock the uids' states in ascending order (every multi-uid caller does,
+	// so callers cannot deadlock on each other).
+	states := make([]*segState, len(uids))
+	for i, uid := range uids {
+		states[i] = s.state(uid)
+		states[i].mu.Lock()
+	}
+	defer func() {
+		for _, st := range states {
+			st.mu.Unlock()
+		}
+	}()
+	var need []int
+	for i, st := range states {
+		n := uint64(want[uids[i]])
+		if st.next == 0 || st.next > st.max || st.max-st.next+1 < n {
+			need = append(need, i)
+		}
+	}
+	if len(need) > 0 {
+		if err := s.reserveMany(ctx, uids, states, want, need); err != nil {
+			return nil, err
+		}
+	}
+	out := make(map[uint64]uint64, len(uids))
+	for i, st := range states {
+		out[uids[i]] = st.next
+		st.next += uint64(want[uids[i]])
 	}
 	return out, nil
+}
+
+// reserveMany reserves new segments for states[need[...]] (ascending uids)
+// in one transaction: the upsert locks and advances each row, the SELECT
+// reads back the values this transaction wrote.
+func (s *Segment) reserveMany(ctx context.Context, uids []uint64, states []*segState, want map[uint64]int, need []int) error {
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		err := s.reserveManyOnce(ctx, uids, states, want, need)
+		if err == nil {
+			return nil
+		}
+		lastErr = err
+		var me *mysql.MySQLError
+		if !errors.As(err, &me) || (me.Number != 1213 && me.Number != 1205) {
+			return err
+		}
+	}
+	return lastErr
+}
+
+func (s *Segment) reserveManyOnce(ctx context.Context, uids []uint64, states []*segState, want map[uint64]int, need []int) error {
+	sizes := make([]uint64, len(need))
+	now := time.Now().UTC().Format("2006-01-02 15:04:05.000")
+	var ins, floorCase, sizeCase, in strings.Builder
+	ins.WriteString("INSERT INTO seq_segment (uid, reserved_max, updated_at) VALUES ")
+	for k, i := range need {
+		st := states[i]
+		size := max(s.cfg.Size, uint64(want[uids[i]]))
+		sizes[k] = size
+		u := strconv.FormatUint(uids[i], 10)
+		if k > 0 {
+			ins.WriteByte(',')
+			in.WriteByte(',')
+		}
+		fmt.Fprintf(&ins, "(%s,%d,'%s')", u, st.floor+size, now)
+		fmt.Fprintf(&floorCase, " WHEN %s THEN %d", u, st.floor)
+		fmt.Fprintf(&sizeCase, " WHEN %s THEN %d", u, size)
+		in.WriteString(u)
+	}
+	fmt.Fprintf(&ins, " ON DUPLICATE KEY UPDATE reserved_max = GREATEST(reserved_max, CASE uid%s ELSE 0 END) + CASE uid%s ELSE 0 END, updated_at = '%s'",
+		floorCase.String(), sizeCase.String(), now)
+
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return fmt.Errorf("seqalloc: reserve segments: begin: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after Commit
+	if _, err := tx.ExecContext(ctx, ins.String()); err != nil {
+		return fmt.Errorf("seqalloc: reserve %d segments: %w", len(need), err)
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT uid, reserved_max FROM seq_segment WHERE uid IN ("+in.String()+")")
+	if err != nil {
+		return fmt.Errorf("seqalloc: read reserved segments: %w", err)
+	}
+	tops := make(map[uint64]uint64, len(need))
+	for rows.Next() {
+		var uid, top uint64
+		if err := rows.Scan(&uid, &top); err != nil {
+			rows.Close()
+			return fmt.Errorf("seqalloc: scan reserved segments: %w", err)
+		}
+		tops[uid] = top
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("seqalloc: read reserved segments: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("seqalloc: reserve segments: commit: %w", err)
+	}
+	for k, i := range need {
+		top, ok := tops[uids[i]]
+		if !ok || top < sizes[k] {
+			return fmt.Errorf("seqalloc: segment of uid %d read back as %d", uids[i], top)
+		}
+		states[i].next, states[i].max = top-sizes[k]+1, top
+	}
+	return nil
 }
 
 // Raise implements Allocator: the local segment is dropped and the next

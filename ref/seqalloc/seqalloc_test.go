@@ -150,3 +150,41 @@ func TestSegmentConcurrentUnique(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestSegmentNextMany(t *testing.T) {
+	m := testenv.NewMySQL(t)
+	ctx := context.Background()
+	a := seqalloc.NewSegment(m.DB, seqalloc.SegmentConfig{Size: 10, MaxUIDs: 100})
+	if _, err := a.Next(ctx, 1, 8); err != nil { // uid 1: 1..8 used, 9..10 left
+		t.Fatal(err)
+	}
+	if err := a.Raise(ctx, 3, 50); err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.NextMany(ctx, map[uint64]int{1: 2, 2: 3, 3: 1, 4: 25})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// uid 1 served locally (9), uid 2 new segment (1), uid 3 above its floor
+	// (51), uid 4 needs more than a segment (a range of 25: 1..25).
+	if got[1] != 9 || got[2] != 1 || got[3] != 51 || got[4] != 1 {
+		t.Fatalf("NextMany = %v", got)
+	}
+	got, err = a.NextMany(ctx, map[uint64]int{1: 1, 2: 7, 4: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// uid 1 exhausted -> 11..20; uid 2 has 4..10 left; uid 4's 25-range is used up -> 26..35.
+	if got[1] != 11 || got[2] != 4 || got[4] != 26 {
+		t.Fatalf("second NextMany = %v", got)
+	}
+	// Another process's segments never overlap.
+	b := seqalloc.NewSegment(m.DB, seqalloc.SegmentConfig{Size: 10, MaxUIDs: 100})
+	got, err = b.NextMany(ctx, map[uint64]int{1: 1, 2: 1, 3: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[1] != 21 || got[2] != 11 || got[3] != 61 {
+		t.Fatalf("other process NextMany = %v", got)
+	}
+}

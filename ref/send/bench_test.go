@@ -1,0 +1,177 @@
+package send_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"imlab/internal/testenv"
+	"imlab/ref/inbox"
+	"imlab/ref/model"
+	"imlab/ref/msgid"
+	"imlab/ref/send"
+	"imlab/ref/seqalloc"
+)
+
+// benchUsers is the user population of the 1:1 benchmarks.
+const benchUsers = 100_000
+
+// benchSenders is the number of concurrent senders (b.RunParallel goroutines).
+const benchSenders = 512
+
+// BenchmarkSendStrict1to1 measures ACKed strict 1:1 sends per second through
+// the group-commit batcher on the real MariaDB (msg_content + 2 fenced
+// offline_msg rows per message), with each allocator.
+func BenchmarkSendStrict1to1(b *testing.B) {
+	for _, kind := range []string{"redis", "segment"} {
+		b.Run(kind, func(b *testing.B) {
+			m := testenv.NewMySQL(b)
+			r := testenv.NewRedis(b)
+			var alloc seqalloc.Allocator
+			if kind == "redis" {
+				alloc = seqalloc.NewRedis(r.Client, r.Keys)
+			} else {
+				alloc = seqalloc.NewSegment(m.DB, seqalloc.DefaultSegmentConfig())
+			}
+			w, err := inbox.NewWriter(alloc, inbox.DefaultConfig(), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cfg := benchConfig()
+			s, err := send.New(context.Background(), cfg, m.DB, w, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			var seq atomic.Uint64
+			var failed atomic.Int64
+			ctx := context.Background()
+			b.SetParallelism(benchSenders / max(1, runtimeProcs()))
+			b.ResetTimer()
+			start := time.Now()
+			b.RunParallel(func(pb *testing.PB) {
+				rng := rand.New(rand.NewPCG(seq.Add(1), 7))
+				for pb.Next() {
+					n := seq.Add(1)
+					from := 1 + rng.Uint64N(benchUsers)
+					to := 1 + rng.Uint64N(benchUsers)
+					if to == from {
+						to = from%benchUsers + 1
+					}
+					_, err := s.Send(ctx, model.SendRequest{SenderUID: from, DeviceID: "d", ClientMsgID: "b" + strconv.FormatUint(n, 10),
+						ConvType: model.ConvSingle, ToUID: to, Content: "benchmark message body of some sixty-four bytes, roughly."})
+					if err != nil {
+						failed.Add(1)
+					}
+				}
+			})
+			el := time.Since(start)
+			b.StopTimer()
+			if f := failed.Load(); f > 0 {
+				b.Fatalf("%d sends failed", f)
+			}
+			b.ReportMetric(float64(b.N)/el.Seconds(), "msgs/s")
+		})
+	}
+}
+
+func benchConfig() send.Config {
+	cfg := send.DefaultConfig()
+	cfg.QueueSize = benchSenders
+	return cfg
+}
+
+// BenchmarkRawBatchedInsert writes the same rows as BenchmarkSendStrict1to1
+// (one msg_content row and two offline_msg rows per message) with plain
+// multi-row INSERTs, batches of rawBatch messages in one transaction each,
+// rawWorkers goroutines: the ceiling the send path is compared with.
+func BenchmarkRawBatchedInsert(b *testing.B) {
+	const rawBatch, rawWorkers = 256, 4
+	m := testenv.NewMySQL(b)
+	ids, err := msgid.New(1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var next atomic.Int64
+	var seqs [rawWorkers]uint64
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, rawWorkers)
+	for w := 0; w < rawWorkers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 9))
+			for {
+				lo := next.Add(rawBatch) - rawBatch
+				if lo >= int64(b.N) {
+					return
+				}
+				n := int(min(int64(rawBatch), int64(b.N)-lo))
+				if err := rawBatchInsert(m.DB, ids, rng, n, w, &seqs[w]); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	el := time.Since(start)
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/el.Seconds(), "msgs/s")
+}
+
+func rawBatchInsert(db *sql.DB, ids *msgid.Generator, rng *rand.Rand, n, worker int, seq *uint64) error {
+	now := time.Now().UTC().Format("2006-01-02 15:04:05.000")
+	var content, inboxSQL strings.Builder
+	content.WriteString("INSERT INTO msg_content (msg_id, conv_id, conv_type, conv_seq, sender_uid, client_msg_id, content, created_at) VALUES ")
+	inboxSQL.WriteString("INSERT INTO offline_msg (uid, seq, msg_id, conv_id, conv_type, sender_uid, created_at) VALUES ")
+	for i := 0; i < n; i++ {
+		id := ids.Next()
+		from := 1 + rng.Uint64N(benchUsers)
+		to := 1 + rng.Uint64N(benchUsers)
+		if to == from {
+			to = from%benchUsers + 1
+		}
+		conv, _ := model.SingleConvID(from, to)
+		if i > 0 {
+			content.WriteByte(',')
+			inboxSQL.WriteByte(',')
+		}
+		fmt.Fprintf(&content, "(%d,%d,1,%d,%d,'b%d','benchmark message body of some sixty-four bytes, roughly.','%s')", id, conv, id, from, id, now)
+		// Seqs unique per worker range (uids are random; the raw baseline does not fence).
+		*seq++
+		s1 := uint64(worker)<<40 | *seq
+		*seq++
+		s2 := uint64(worker)<<40 | *seq
+		fmt.Fprintf(&inboxSQL, "(%d,%d,%d,%d,1,%d,'%s'),(%d,%d,%d,%d,1,%d,'%s')", from, s1, id, conv, from, now, to, s2, id, conv, from, now)
+	}
+	tx, err := db.Begin()
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Exec(content.String()); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if _, err := tx.Exec(inboxSQL.String()); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+func runtimeProcs() int { return runtime.GOMAXPROCS(0) }

@@ -1,0 +1,466 @@
+package send_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"imlab/internal/testenv"
+	"imlab/ref/inbox"
+	"imlab/ref/model"
+	"imlab/ref/send"
+	"imlab/ref/seqalloc"
+)
+
+type env struct {
+	db  *sql.DB
+	rdb *testenv.Redis
+}
+
+func newEnv(t *testing.T) *env {
+	return &env{db: testenv.NewMySQL(t).DB, rdb: testenv.NewRedis(t)}
+}
+
+// service starts a strict Service; node must differ per "process".
+func (e *env) service(t *testing.T, node uint16, mut func(*send.Config), hooks ...send.CommitHook) *send.Service {
+	t.Helper()
+	w, err := inbox.NewWriter(seqalloc.NewRedis(e.rdb.Client, e.rdb.Keys), inbox.DefaultConfig(), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := send.DefaultConfig()
+	cfg.Node = node
+	if mut != nil {
+		mut(&cfg)
+	}
+	s, err := send.New(context.Background(), cfg, e.db, w, prometheus.NewRegistry(), hooks...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func one(from, to uint64, cid string) model.SendRequest {
+	return model.SendRequest{SenderUID: from, DeviceID: "d", ClientMsgID: cid, ConvType: model.ConvSingle, ToUID: to, Content: "hi " + cid}
+}
+
+func grp(from, gid uint64, cid string) model.SendRequest {
+	return model.SendRequest{SenderUID: from, DeviceID: "d", ClientMsgID: cid, ConvType: model.ConvGroup, GroupID: gid, Content: "g " + cid}
+}
+
+// inboxOf maps msg_id -> seq for uid.
+func inboxOf(t *testing.T, db *sql.DB, uid uint64) map[uint64]uint64 {
+	t.Helper()
+	rows, err := db.Query(`SELECT msg_id, seq FROM offline_msg WHERE uid = ?`, uid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[uint64]uint64{}
+	for rows.Next() {
+		var id, seq uint64
+		if err := rows.Scan(&id, &seq); err != nil {
+			t.Fatal(err)
+		}
+		out[id] = seq
+	}
+	return out
+}
+
+func TestSendStrict1to1(t *testing.T) {
+	e := newEnv(t)
+	var mu sync.Mutex
+	var hooked []model.InboxEntry
+	s := e.service(t, 1, nil, send.HookFunc(func(_ context.Context, es []model.InboxEntry) {
+		mu.Lock()
+		hooked = append(hooked, es...)
+		mu.Unlock()
+	}))
+	ctx := context.Background()
+	r1, err := s.Send(ctx, one(1, 2, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := s.Send(ctx, one(2, 1, "a")) // other sender, same client id: a different message
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, _ := model.SingleConvID(1, 2)
+	if r1.ConvID != conv || r2.ConvID != conv || r1.ConvSeq != 1 || r2.ConvSeq != 2 || r1.Duplicate || r2.Duplicate {
+		t.Fatalf("results %+v %+v", r1, r2)
+	}
+	if r1.MsgID == r2.MsgID || r1.ServerTime.IsZero() {
+		t.Fatalf("msg ids %d %d, time %v", r1.MsgID, r2.MsgID, r1.ServerTime)
+	}
+	// Both inboxes (the sender's own too) hold both messages, seq 1 then 2.
+	for _, uid := range []uint64{1, 2} {
+		in := inboxOf(t, e.db, uid)
+		if in[r1.MsgID] != 1 || in[r2.MsgID] != 2 || len(in) != 2 {
+			t.Fatalf("inbox of %d = %v", uid, in)
+		}
+	}
+	var content string
+	var convSeq uint64
+	if err := e.db.QueryRow(`SELECT content, conv_seq FROM msg_content WHERE msg_id = ?`, r2.MsgID).Scan(&content, &convSeq); err != nil || content != "hi a" || convSeq != 2 {
+		t.Fatalf("msg_content = %q %d, %v", content, convSeq, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(hooked) != 4 {
+		t.Fatalf("hook saw %d entries, want 4", len(hooked))
+	}
+	for _, h := range hooked {
+		if h.Seq != h.PrevSeq+1 || h.Content == "" {
+			t.Fatalf("hook entry %+v", h)
+		}
+	}
+	// Bad input changes nothing.
+	if _, err := s.Send(ctx, one(1, 1, "self")); !errors.Is(err, model.ErrInvalid) {
+		t.Fatalf("self send: %v", err)
+	}
+	big := one(1, 2, "big")
+	big.Content = string(make([]byte, model.MaxContentLen+1))
+	if _, err := s.Send(ctx, big); !errors.Is(err, model.ErrTooLarge) {
+		t.Fatalf("big send: %v", err)
+	}
+}
+
+// Retries and concurrent duplicates, in one process and across two, get the
+// first answer; exactly one message and one inbox row per recipient exist.
+func TestIdempotentSend(t *testing.T) {
+	e := newEnv(t)
+	procs := []*send.Service{e.service(t, 1, nil), e.service(t, 2, nil)}
+	ctx := context.Background()
+	first, err := procs[0].Send(ctx, one(5, 6, "x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := procs[1].Send(ctx, one(5, 6, "x"))
+	if err != nil || !again.Duplicate || again.MsgID != first.MsgID || again.ConvSeq != first.ConvSeq || !again.ServerTime.Equal(first.ServerTime) {
+		t.Fatalf("retry = %+v, %v; first %+v", again, err, first)
+	}
+
+	const keys, copies = 20, 6
+	res := make([][]model.SendResult, keys)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for k := 0; k < keys; k++ {
+		res[k] = make([]model.SendResult, copies)
+		for c := 0; c < copies; c++ {
+			wg.Add(1)
+			go func(k, c int) {
+				defer wg.Done()
+				r, err := procs[c%2].Send(ctx, one(7, uint64(8+k%3), fmt.Sprint("k", k)))
+				if err != nil {
+					t.Errorf("send k%d copy %d: %v", k, c, err)
+				}
+				mu.Lock()
+				res[k][c] = r
+				mu.Unlock()
+			}(k, c)
+		}
+	}
+	wg.Wait()
+	for k := 0; k < keys; k++ {
+		fresh := 0
+		for c := 0; c < copies; c++ {
+			if res[k][c].MsgID != res[k][0].MsgID || res[k][c].ConvSeq != res[k][0].ConvSeq || !res[k][c].ServerTime.Equal(res[k][0].ServerTime) {
+				t.Errorf("k%d: answers differ: %+v vs %+v", k, res[k][c], res[k][0])
+			}
+			if !res[k][c].Duplicate {
+				fresh++
+			}
+		}
+		if fresh != 1 {
+			t.Errorf("k%d: %d answers not marked duplicate, want 1", k, fresh)
+		}
+	}
+	var n int
+	if err := e.db.QueryRow(`SELECT COUNT(*) FROM msg_content WHERE sender_uid = 7`).Scan(&n); err != nil || n != keys {
+		t.Fatalf("msg_content rows = %d, %v; want %d", n, err, keys)
+	}
+	if got := len(inboxOf(t, e.db, 7)); got != keys {
+		t.Fatalf("sender inbox rows = %d, want %d", got, keys)
+	}
+}
+
+// conv_seq is dense per conversation under concurrency from two processes,
+// and every ACKed message has an inbox row for every recipient.
+func TestConvSeqDenseAndAckedRows(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	procs := []*send.Service{
+		e.service(t, 1, func(c *send.Config) { c.Shards = 3; c.MaxBatch = 16 }),
+		e.service(t, 2, func(c *send.Config) { c.Shards = 2; c.MaxWait = 0 }),
+	}
+	if err := procs[0].CreateGroup(ctx, 900, []uint64{100, 101, 102, 103}); err != nil {
+		t.Fatal(err)
+	}
+	type ack struct {
+		req model.SendRequest
+		res model.SendResult
+	}
+	var mu sync.Mutex
+	var acks []ack
+	var wg sync.WaitGroup
+	for w := 0; w < 12; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < 40; i++ {
+				var req model.SendRequest
+				cid := fmt.Sprintf("w%d-%d", w, i)
+				switch i % 3 {
+				case 0:
+					req = grp(uint64(100+w%4), 900, cid)
+				default:
+					req = one(uint64(100+w%4), uint64(104+i%2), cid)
+				}
+				r, err := procs[w%2].Send(ctx, req)
+				if err != nil {
+					t.Errorf("send %s: %v", cid, err)
+					return
+				}
+				mu.Lock()
+				acks = append(acks, ack{req, r})
+				mu.Unlock()
+			}
+		}(w)
+	}
+	wg.Wait()
+	perConv := map[uint64][]uint64{}
+	inboxes := map[uint64]map[uint64]uint64{}
+	for _, a := range acks {
+		perConv[a.res.ConvID] = append(perConv[a.res.ConvID], a.res.ConvSeq)
+		var rcpt []uint64
+		if a.req.ConvType == model.ConvGroup {
+			rcpt = []uint64{100, 101, 102, 103}
+		} else {
+			rcpt = []uint64{a.req.SenderUID, a.req.ToUID}
+		}
+		for _, u := range rcpt {
+			if inboxes[u] == nil {
+				inboxes[u] = inboxOf(t, e.db, u)
+			}
+			if _, ok := inboxes[u][a.res.MsgID]; !ok {
+				t.Errorf("ACKed msg %d has no inbox row for uid %d", a.res.MsgID, u)
+			}
+		}
+	}
+	for conv, seqs := range perConv {
+		sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
+		for i, s := range seqs {
+			if s != uint64(i+1) {
+				t.Fatalf("conv %d: conv_seqs %v not dense 1..%d", conv, seqs, len(seqs))
+			}
+		}
+		var max uint64
+		if err := e.db.QueryRow(`SELECT max_seq FROM conv_counter WHERE conv_id = ?`, conv).Scan(&max); err != nil || max != uint64(len(seqs)) {
+			t.Fatalf("conv %d counter %d, %v; want %d", conv, max, err, len(seqs))
+		}
+	}
+	// Per-uid seqs are unique (the primary key says so) and fenced.
+	for u, in := range inboxes {
+		var fence, top uint64
+		if err := e.db.QueryRow(`SELECT f.max_seq, (SELECT MAX(seq) FROM offline_msg WHERE uid = f.uid) FROM seq_fence f WHERE f.uid = ?`, u).Scan(&fence, &top); err != nil || fence != top {
+			t.Fatalf("uid %d fence %d top %d (%d rows), %v", u, fence, top, len(in), err)
+		}
+	}
+}
+
+func TestGroups(t *testing.T) {
+	e := newEnv(t)
+	s := e.service(t, 1, nil)
+	ctx := context.Background()
+	many := make([]uint64, model.MaxGroupMembers+1)
+	for i := range many {
+		many[i] = uint64(i + 1)
+	}
+	bad := []struct {
+		gid     uint64
+		members []uint64
+	}{{0, []uint64{1}}, {1 << 62, []uint64{1}}, {5, nil}, {5, many}, {5, []uint64{1, 0}}, {5, []uint64{1, 2, 1}}, {5, []uint64{model.MaxUID + 1}}}
+	for _, b := range bad {
+		if err := s.CreateGroup(ctx, b.gid, b.members); !errors.Is(err, model.ErrInvalid) {
+			t.Errorf("CreateGroup(%d, %d members) = %v, want ErrInvalid", b.gid, len(b.members), err)
+		}
+	}
+	var n int
+	if err := e.db.QueryRow(`SELECT COUNT(*) FROM im_group`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("bad input created %d groups (%v)", n, err)
+	}
+	if err := s.CreateGroup(ctx, 5, many[:model.MaxGroupMembers]); err != nil {
+		t.Fatalf("500 members: %v", err)
+	}
+	if err := s.CreateGroup(ctx, 7, []uint64{3, 1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateGroup(ctx, 7, []uint64{2, 3, 1}); err != nil {
+		t.Fatalf("same set again: %v", err)
+	}
+	if err := s.CreateGroup(ctx, 7, []uint64{1, 2}); !errors.Is(err, model.ErrConflict) {
+		t.Fatalf("other set: %v, want ErrConflict", err)
+	}
+	m, err := s.Members(ctx, 7)
+	if err != nil || fmt.Sprint(m) != "[1 2 3]" {
+		t.Fatalf("members = %v, %v", m, err)
+	}
+	if _, err := s.Members(ctx, 8); !errors.Is(err, model.ErrNotFound) {
+		t.Fatalf("members of missing group: %v", err)
+	}
+	if _, err := s.Send(ctx, grp(1, 8, "nf")); !errors.Is(err, model.ErrNotFound) {
+		t.Fatalf("send to missing group: %v", err)
+	}
+	if _, err := s.Send(ctx, grp(9, 7, "forb")); !errors.Is(err, model.ErrForbidden) {
+		t.Fatalf("send by non-member: %v", err)
+	}
+	r, err := s.Send(ctx, grp(2, 7, "ok"))
+	if err != nil || r.ConvID != 7 || r.ConvSeq != 1 {
+		t.Fatalf("group send = %+v, %v", r, err)
+	}
+	for _, u := range []uint64{1, 2, 3} {
+		if _, ok := inboxOf(t, e.db, u)[r.MsgID]; !ok {
+			t.Fatalf("member %d has no row", u)
+		}
+	}
+	// A 500-member group message writes 500 rows.
+	r, err = s.Send(ctx, grp(250, 5, "big"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.db.QueryRow(`SELECT COUNT(*) FROM offline_msg WHERE msg_id = ?`, r.MsgID).Scan(&n); err != nil || n != 500 {
+		t.Fatalf("rows for 500-member message = %d, %v", n, err)
+	}
+	conv12, _ := model.SingleConvID(1, 2)
+	for _, c := range []struct {
+		conv, uid uint64
+		want      bool
+	}{{7, 1, true}, {7, 9, false}, {8, 1, false}, {conv12, 1, true}, {conv12, 2, true}, {conv12, 3, false}} {
+		got, err := s.IsMember(ctx, c.conv, c.uid)
+		if err != nil || got != c.want {
+			t.Errorf("IsMember(%d, %d) = %v, %v; want %v", c.conv, c.uid, got, err, c.want)
+		}
+	}
+	if _, err := s.IsMember(ctx, 0, 1); !errors.Is(err, model.ErrInvalid) {
+		t.Errorf("IsMember(conv 0): %v", err)
+	}
+}
+
+// poison is a strict policy that refuses any batch holding a "poison" message.
+type poison struct{ *send.Strict }
+
+func (p poison) InTx(ctx context.Context, tx *sql.Tx, batch []*send.Pending) ([]model.InboxEntry, error) {
+	for _, b := range batch {
+		if b.Msg.Content == "poison" {
+			return nil, fmt.Errorf("%w: poisoned message", model.ErrInvalid)
+		}
+	}
+	return p.Strict.InTx(ctx, tx, batch)
+}
+
+func (poison) Name() string { return "poison" }
+
+func TestBadItemFailsAlone(t *testing.T) {
+	e := newEnv(t)
+	w, err := inbox.NewWriter(seqalloc.NewRedis(e.rdb.Client, e.rdb.Keys), inbox.DefaultConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := send.NewStrict(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := send.DefaultConfig()
+	cfg.Policy, cfg.Policies = "poison", []send.Policy{poison{st}}
+	cfg.Shards, cfg.MaxWait = 1, 100*time.Millisecond
+	reg := prometheus.NewRegistry()
+	s, err := send.New(context.Background(), cfg, e.db, nil, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			req := one(uint64(20+i), 40, fmt.Sprint("p", i))
+			if i == 3 {
+				req.Content = "poison"
+			}
+			_, errs[i] = s.Send(ctx, req)
+		}(i)
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if (i == 3) != (err != nil) {
+			t.Errorf("send %d: %v", i, err)
+		}
+	}
+	if !errors.Is(errs[3], model.ErrInvalid) {
+		t.Errorf("poison error %v, want ErrInvalid", errs[3])
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var batches uint64
+	for _, mf := range mfs {
+		if mf.GetName() == "imlab_send_batch_size" {
+			batches = mf.GetMetric()[0].GetHistogram().GetSampleCount()
+		}
+	}
+	if batches == 0 || batches > 4 {
+		t.Errorf("batch count %d: the sends were not batched together", batches)
+	}
+	// The conversation of the failed batch has no hole: 7 messages, conv_seq 1..7 across convs.
+	var holes int
+	if err := e.db.QueryRow(`SELECT COUNT(*) FROM conv_counter c WHERE c.max_seq <> (SELECT COUNT(*) FROM msg_content m WHERE m.conv_id = c.conv_id)`).Scan(&holes); err != nil || holes != 0 {
+		t.Fatalf("conv_counter ahead of msg_content in %d convs (%v)", holes, err)
+	}
+}
+
+func TestCloseDrainsAndRefuses(t *testing.T) {
+	e := newEnv(t)
+	s := e.service(t, 1, func(c *send.Config) { c.Shards = 1; c.MaxWait = 20 * time.Millisecond })
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make([]error, 20)
+	for i := range errs {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			_, errs[i] = s.Send(ctx, one(uint64(60+i), 99, "c"))
+		}(i)
+	}
+	time.Sleep(5 * time.Millisecond)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	ok := 0
+	for _, err := range errs {
+		if err == nil {
+			ok++
+		} else if !errors.Is(err, model.ErrUnavailable) {
+			t.Errorf("send during close: %v", err)
+		}
+	}
+	var n int
+	if err := e.db.QueryRow(`SELECT COUNT(*) FROM msg_content`).Scan(&n); err != nil || n != ok {
+		t.Fatalf("%d ACKed but %d stored (%v)", ok, n, err)
+	}
+	if _, err := s.Send(ctx, one(1, 2, "late")); !errors.Is(err, model.ErrUnavailable) {
+		t.Fatalf("send after close: %v", err)
+	}
+}
