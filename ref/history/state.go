@@ -97,9 +97,11 @@ func (s *Store) minSeq(ctx context.Context, convID, uid uint64) (uint64, error) 
 // raiseMinSeq raises uid's watermark to at least target in one write and
 // returns the watermark in force.
 func (s *Store) raiseMinSeq(ctx context.Context, convID, uid, target uint64) (uint64, error) {
+	id := userStateID(convID, uid)
+	defer s.docLock(id)() // $max is a read-modify-replace on FerretDB v1
 	var st userState
 	err := s.users.FindOneAndUpdate(ctx,
-		bson.D{{Key: "_id", Value: userStateID(convID, uid)}},
+		bson.D{{Key: "_id", Value: id}},
 		bson.D{{Key: "$max", Value: bson.D{{Key: "min_seq", Value: int64(target)}}}},
 		options.FindOneAndUpdate().SetUpsert(true).SetReturnDocument(options.After),
 	).Decode(&st)
