@@ -369,9 +369,13 @@ func RunRoles(ctx context.Context, cfg Config, b Backends, registry Roles, ready
 		ready(p)
 	}
 	<-ctx.Done()
+	p.Log.Info("server: stopping", "timeout", cfg.ShutdownTimeout)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancel()
-	return p.Stop(sctx)
+	start := time.Now()
+	err = p.Stop(sctx)
+	p.Log.Info("server: stopped", "took", time.Since(start).Round(time.Millisecond), "err", err)
+	return err
 }
 
 // StartAPI is the api role: it builds the core and serves the HTTP surface

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"imlab/ref/auth"
+)
+
+// Environment variables the server subcommands read (a flag given on the
+// command line wins over its variable).
+const (
+	envListen    = "IMLAB_LISTEN"
+	envSecret    = "IMLAB_SECRET"
+	envMySQLDSN  = "IMLAB_MYSQL_DSN"
+	envRedisAddr = "IMLAB_REDIS_ADDR"
+	envAllocator = "IMLAB_ALLOCATOR"
+	envPolicy    = "IMLAB_POLICY"
+	envRoles     = "IMLAB_ROLES"
+	envBackends  = "IMLAB_BACKENDS"
+	envLogLevel  = "IMLAB_LOG_LEVEL"
+)
+
+// fromEnv returns the flag's value, or the environment variable's when
+// the flag was not given and the variable is set.
+func fromEnv(fs *pflag.FlagSet, flag, env string) string {
+	v, _ := fs.GetString(flag)
+	if fs.Changed(flag) {
+		return v
+	}
+	if e, ok := os.LookupEnv(env); ok && e != "" {
+		return e
+	}
+	return v
+}
+
+// secretFrom resolves --secret / IMLAB_SECRET. With allowDev, an unset
+// secret falls back to auth.DevSecret and a warning goes to w.
+func secretFrom(cmd *cobra.Command, allowDev bool, w io.Writer) (string, error) {
+	s := fromEnv(cmd.Flags(), "secret", envSecret)
+	if s != "" {
+		return s, nil
+	}
+	if !allowDev {
+		return "", fmt.Errorf("no secret: set %s or --secret (at least %d bytes)", envSecret, auth.MinSecretLen)
+	}
+	fmt.Fprintf(w, "WARNING: %s is not set: using the well-known lab secret; anyone can mint tokens for this server\n", envSecret)
+	return auth.DevSecret, nil
+}
+
+func newLogger(cmd *cobra.Command) (*slog.Logger, error) {
+	lvl := fromEnv(cmd.Flags(), "log-level", envLogLevel)
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(lvl)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", lvl)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+}
+
+// redactDSN hides a DSN's password for printing.
+func redactDSN(dsn string) string {
+	c, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return "(unparsable DSN)"
+	}
+	if c.Passwd != "" {
+		c.Passwd = "xxx"
+	}
+	return c.FormatDSN()
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

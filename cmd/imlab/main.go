@@ -1,0 +1,45 @@
+// Command imlab is the lab's one binary: the reference server (ref, up),
+// its tools (migrate, token) and the lab's subcommands. Each subcommand
+// lives in its own file; main only assembles them.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newRootCmd().ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "imlab:", err)
+		os.Exit(1)
+	}
+}
+
+// subcommands lists every subcommand constructor; a new subcommand adds
+// its file and one line here.
+var subcommands = []func() *cobra.Command{
+	newRefCmd,
+	newUpCmd,
+	newMigrateCmd,
+	newTokenCmd,
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "imlab",
+		Short:         "Performance lab and chaos harness around a reference IM message pipeline",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	for _, c := range subcommands {
+		root.AddCommand(c())
+	}
+	return root
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/spf13/cobra"
+
+	"imlab/ref/server"
+)
+
+// newUpCmd: imlab up starts the backends, runs every role in one process,
+// prints where everything is, then "imlab ready: http://HOST:PORT", and
+// runs until SIGINT/SIGTERM.
+func newUpCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Start backends and the whole reference server in one process (the laptop mode)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
+			secret, err := secretFrom(cmd, true, errw)
+			if err != nil {
+				return err
+			}
+			cfg, err := serveConfig(cmd, secret)
+			if err != nil {
+				return err
+			}
+			be, err := startBackends(ctx, cmd, server.Backends{
+				MySQLDSN:  "root@tcp(127.0.0.1:3306)/imlab",
+				RedisAddr: "127.0.0.1:6379",
+			})
+			if err != nil {
+				return err
+			}
+			defer stopBackends(cfg, be)
+			return server.RunRoles(ctx, cfg, be.Backends, roles(), func(p *server.Process) {
+				fmt.Fprintf(out, "backends (%s):\n", be.Mode)
+				parts := make([]string, 0, len(be.Kinds))
+				for k := range be.Kinds {
+					parts = append(parts, k)
+				}
+				sort.Strings(parts)
+				where := map[string]string{"mysql": redactDSN(be.MySQLDSN), "redis": be.RedisAddr}
+				for _, k := range parts {
+					fmt.Fprintf(out, "  %-8s %-40s %s\n", k, be.Kinds[k], where[k])
+				}
+				for _, w := range be.Warnings {
+					fmt.Fprintf(out, "WARNING: %s\n", w)
+				}
+				if len(be.Embedded) > 0 {
+					fmt.Fprintf(out, "WARNING: %v run embedded in-process stand-ins: correct but slow; figures from this run are not capacity figures\n", be.Embedded)
+				}
+				addr := reachable(p.APIAddr())
+				fmt.Fprintln(out, "endpoints:")
+				for _, e := range endpointLines(addr) {
+					fmt.Fprintf(out, "  %-8s %s\n", e[0], e[1])
+				}
+				fmt.Fprintf(out, "roles: %v  allocator: %s  policy: %s\n", cfg.Roles, cfg.Allocator, cfg.Send.Policy)
+				fmt.Fprintln(out, "token:  imlab token --uid 1 --did phone")
+				fmt.Fprintf(out, "imlab ready: http://%s\n", addr)
+			})
+		},
+	}
+	addServeFlags(cmd, "auto")
+	return cmd
+}
