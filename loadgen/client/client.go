@@ -1,0 +1,326 @@
+// Package client is the lab's side of the HTTP + WebSocket contract: it
+// mints lab tokens, sends messages, pulls, acknowledges cursors, creates
+// groups, and speaks the /v1/ws frames. It knows the JSON shapes of the
+// contract and nothing of the server's internals (it must not import ref/...),
+// and it decides nothing: callers classify outcomes and retry.
+package client
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/valyala/fasthttp"
+)
+
+// ErrInvalid marks a bad configuration or argument.
+var ErrInvalid = errors.New("client: invalid")
+
+// Limits of the contract the client enforces before sending.
+const (
+	MaxPullLimit   = 500
+	MaxGroupSize   = 500
+	MinSecretLen   = 16
+	maxRetryAfter  = 60 * time.Second
+	maxErrBodySize = 512
+)
+
+// Config for a Client.
+type Config struct {
+	// Target is the server's base URL, e.g. http://127.0.0.1:8080.
+	Target string
+	// Secret signs lab tokens (IMLAB_SECRET).
+	Secret string
+	// MaxConns bounds the HTTP connection pool.
+	MaxConns int
+	// Timeout bounds one HTTP exchange.
+	Timeout time.Duration
+}
+
+// DefaultConfig returns a pool sized for tens of thousands of requests per second.
+func DefaultConfig() Config {
+	return Config{MaxConns: 512, Timeout: 5 * time.Second}
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	u, err := url.Parse(c.Target)
+	switch {
+	case err != nil || u.Scheme != "http" || u.Host == "":
+		return fmt.Errorf("%w: target %q must be http://host:port", ErrInvalid, c.Target)
+	case len(c.Secret) < MinSecretLen:
+		return fmt.Errorf("%w: secret must be at least %d bytes", ErrInvalid, MinSecretLen)
+	case c.MaxConns < 1 || c.MaxConns > 100_000:
+		return fmt.Errorf("%w: max_conns %d must be in 1..100000", ErrInvalid, c.MaxConns)
+	case c.Timeout <= 0:
+		return fmt.Errorf("%w: timeout must be > 0", ErrInvalid)
+	}
+	return nil
+}
+
+// Client talks to one server. It is safe for concurrent use.
+type Client struct {
+	cfg    Config
+	host   string
+	hc     *fasthttp.HostClient
+	secret []byte
+}
+
+// New returns a Client.
+func New(cfg Config) (*Client, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	u, _ := url.Parse(cfg.Target)
+	return &Client{
+		cfg:    cfg,
+		host:   u.Host,
+		secret: []byte(cfg.Secret),
+		hc: &fasthttp.HostClient{
+			Addr:                          u.Host,
+			MaxConns:                      cfg.MaxConns,
+			ReadTimeout:                   cfg.Timeout,
+			WriteTimeout:                  cfg.Timeout,
+			MaxIdleConnDuration:           time.Minute,
+			NoDefaultUserAgentHeader:      true,
+			DisableHeaderNamesNormalizing: true,
+			MaxConnWaitTimeout:            cfg.Timeout,
+		},
+	}, nil
+}
+
+// Host returns host:port of the target.
+func (c *Client) Host() string { return c.host }
+
+// Close releases idle connections.
+func (c *Client) Close() { c.hc.CloseIdleConnections() }
+
+type claims struct {
+	UID uint64 `json:"uid"`
+	DID string `json:"did"`
+	jwt.RegisteredClaims
+}
+
+// Token mints a lab token (HS256, claims uid and did, issued now, no expiry).
+func (c *Client) Token(uid uint64, did string) (string, error) {
+	return MintToken(c.secret, uid, did)
+}
+
+// MintToken signs a lab token with secret.
+func MintToken(secret []byte, uid uint64, did string) (string, error) {
+	if uid == 0 || did == "" || len(did) > 64 {
+		return "", fmt.Errorf("%w: token for uid %d did %q", ErrInvalid, uid, did)
+	}
+	cl := claims{UID: uid, DID: did}
+	cl.IssuedAt = jwt.NewNumericDate(time.Now().Add(-time.Second))
+	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, cl).SignedString(secret)
+	if err != nil {
+		return "", fmt.Errorf("client: sign token: %w", err)
+	}
+	return s, nil
+}
+
+// SendReq is the body of POST /v1/msg/send (and of a WebSocket send frame).
+type SendReq struct {
+	ClientMsgID string `json:"client_msg_id"`
+	ConvType    uint8  `json:"conv_type"`
+	ToUID       uint64 `json:"to_uid,omitempty"`
+	GroupID     uint64 `json:"group_id,omitempty"`
+	Content     string `json:"content"`
+}
+
+// appendJSON writes the request body without reflection.
+func (r *SendReq) appendJSON(b []byte) []byte {
+	b = append(b, `{"client_msg_id":`...)
+	b = strconv.AppendQuote(b, r.ClientMsgID)
+	b = append(b, `,"conv_type":`...)
+	b = strconv.AppendUint(b, uint64(r.ConvType), 10)
+	if r.ConvType == 2 {
+		b = append(b, `,"group_id":`...)
+		b = strconv.AppendUint(b, r.GroupID, 10)
+	} else {
+		b = append(b, `,"to_uid":`...)
+		b = strconv.AppendUint(b, r.ToUID, 10)
+	}
+	b = append(b, `,"content":`...)
+	b = strconv.AppendQuote(b, r.Content)
+	return append(b, '}')
+}
+
+// SendAck is the answer to a send.
+type SendAck struct {
+	MsgID      uint64 `json:"msg_id"`
+	ConvID     uint64 `json:"conv_id"`
+	ConvSeq    uint64 `json:"conv_seq"`
+	ServerTime int64  `json:"server_time"`
+}
+
+// Msg is one inbox entry (pull item or push frame fields).
+type Msg struct {
+	Seq       uint64 `json:"seq"`
+	MsgID     uint64 `json:"msg_id"`
+	ConvID    uint64 `json:"conv_id"`
+	ConvType  uint8  `json:"conv_type"`
+	ConvSeq   uint64 `json:"conv_seq"`
+	SenderUID uint64 `json:"sender_uid"`
+	CreatedAt int64  `json:"created_at"`
+	Content   string `json:"content"`
+}
+
+// PullResp is the answer of GET /v1/sync/pull.
+type PullResp struct {
+	Msgs       []Msg           `json:"msgs"`
+	HasMore    bool            `json:"has_more"`
+	NextCursor uint64          `json:"next_cursor"`
+	Truncated  bool            `json:"truncated"`
+	Summary    json.RawMessage `json:"summary,omitempty"`
+}
+
+// Error is a non-2xx answer, or a transport failure (Status 0).
+type Error struct {
+	Status     int
+	Code       string
+	Message    string
+	RetryAfter time.Duration
+	Err        error // transport error when Status is 0
+}
+
+func (e *Error) Error() string {
+	if e.Status == 0 {
+		return fmt.Sprintf("transport: %v", e.Err)
+	}
+	return fmt.Sprintf("http %d %s: %s", e.Status, e.Code, e.Message)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Definite tells whether the server certainly did not act on the request:
+// a 4xx answer other than 408 (timeout) and 429 (retry later, nothing done).
+func (e *Error) Definite() bool {
+	return e.Status >= 400 && e.Status < 500 && e.Status != 408
+}
+
+func (c *Client) do(method, path, token string, body []byte, out any) error {
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.Header.SetMethod(method)
+	req.SetRequestURI(path)
+	req.Header.SetHost(c.host)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != nil {
+		req.Header.SetContentType("application/json")
+		req.SetBodyRaw(body)
+	}
+	if err := c.hc.DoTimeout(req, resp, c.cfg.Timeout); err != nil {
+		return &Error{Err: err}
+	}
+	st := resp.StatusCode()
+	if st/100 != 2 {
+		return apiError(resp)
+	}
+	if out != nil {
+		if err := json.Unmarshal(resp.Body(), out); err != nil {
+			return &Error{Status: st, Code: "bad_body", Message: err.Error()}
+		}
+	}
+	return nil
+}
+
+func apiError(resp *fasthttp.Response) *Error {
+	e := &Error{Status: resp.StatusCode()}
+	var body struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	b := resp.Body()
+	if json.Unmarshal(b, &body) == nil && body.Error.Code != "" {
+		e.Code, e.Message = body.Error.Code, body.Error.Message
+	} else {
+		if len(b) > maxErrBodySize {
+			b = b[:maxErrBodySize]
+		}
+		e.Message = string(bytes.TrimSpace(b))
+	}
+	if ra := resp.Header.Peek("Retry-After"); len(ra) > 0 {
+		if s, err := strconv.ParseFloat(strings.TrimSpace(string(ra)), 64); err == nil && s >= 0 {
+			e.RetryAfter = min(time.Duration(s*float64(time.Second)), maxRetryAfter)
+		}
+	}
+	return e
+}
+
+// Send posts one message. A non-nil error is an *Error.
+func (c *Client) Send(token string, r *SendReq) (SendAck, error) {
+	var ack SendAck
+	buf := r.appendJSON(make([]byte, 0, 96+len(r.Content)))
+	err := c.do(fasthttp.MethodPost, "/v1/msg/send", token, buf, &ack)
+	return ack, err
+}
+
+// PullOpts selects a page.
+type PullOpts struct {
+	Cursor    uint64
+	UseCursor bool // false: the server uses the device's stored cursor
+	Limit     int
+	Full      bool // page the whole backlog even past the unread threshold
+}
+
+// Pull fetches one page.
+func (c *Client) Pull(token string, o PullOpts) (PullResp, error) {
+	if o.Limit < 1 || o.Limit > MaxPullLimit {
+		return PullResp{}, fmt.Errorf("%w: pull limit %d must be in 1..%d", ErrInvalid, o.Limit, MaxPullLimit)
+	}
+	b := make([]byte, 0, 64)
+	b = append(b, "/v1/sync/pull?limit="...)
+	b = strconv.AppendInt(b, int64(o.Limit), 10)
+	if o.UseCursor {
+		b = append(b, "&cursor="...)
+		b = strconv.AppendUint(b, o.Cursor, 10)
+	}
+	if o.Full {
+		b = append(b, "&full=1"...)
+	}
+	var pr PullResp
+	err := c.do(fasthttp.MethodGet, string(b), token, nil, &pr)
+	return pr, err
+}
+
+// Ack acknowledges a device's cursor; it returns the server's cursor.
+func (c *Client) Ack(token string, pullSeq uint64) (uint64, error) {
+	var out struct {
+		PullSeq uint64 `json:"pull_seq"`
+	}
+	body := strconv.AppendUint([]byte(`{"pull_seq":`), pullSeq, 10)
+	err := c.do(fasthttp.MethodPost, "/v1/sync/ack", token, append(body, '}'), &out)
+	return out.PullSeq, err
+}
+
+// CreateGroup creates (idempotently) a group.
+func (c *Client) CreateGroup(token string, groupID uint64, members []uint64) error {
+	if len(members) > MaxGroupSize {
+		return fmt.Errorf("%w: group of %d members (max %d)", ErrInvalid, len(members), MaxGroupSize)
+	}
+	body, _ := json.Marshal(struct {
+		GroupID uint64   `json:"group_id"`
+		Members []uint64 `json:"members"`
+	}{groupID, members})
+	return c.do(fasthttp.MethodPost, "/v1/group/create", token, body, nil)
+}
+
+// Post sends a raw JSON body to path; used to measure the client's own
+// ceiling against a no-op endpoint.
+func (c *Client) Post(path, token string, body []byte) error {
+	return c.do(fasthttp.MethodPost, path, token, body, nil)
+}

@@ -1,0 +1,186 @@
+// Package loadgen drives a target server through the lab's HTTP + WebSocket
+// contract with open-loop load (loadgen/schedule), simulates a population of
+// users with several devices each (online on WebSocket, offline devices that
+// come back and pull to the end, crashy devices that lose what they pulled or
+// crash before acknowledging), writes every attempt, ACK, delivery and cursor
+// to the run's ledger (loadgen/ledger), drains every device at the end, takes
+// a witness pull of every inbox, and writes a JSON run summary with
+// per-second figures. The checker (loadgen/checker) judges the ledger.
+//
+// It owns the goroutines it starts (pacer workers, one per device, the
+// reporter) and stops them all before Run returns. It talks to the server
+// only through loadgen/client and must not import ref/....
+package loadgen
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"imlab/loadgen/client"
+	"imlab/loadgen/schedule"
+)
+
+// ErrInvalid marks a bad configuration.
+var ErrInvalid = errors.New("loadgen: invalid")
+
+// Named limits.
+const (
+	MaxUsers          = 1_000_000
+	MaxDevicesPerUser = 16
+	MaxGroupSize      = 500
+	MaxGroups         = 100_000
+	MaxContentSize    = 4096
+	MaxUID            = 1<<31 - 1
+	maxRetries        = 10
+)
+
+// SizeWeight is one bucket of the group size distribution.
+type SizeWeight struct {
+	Size   int
+	Weight float64
+}
+
+// ParseSizes reads "3:50,20:30,100:15,500:5" (size:weight,...).
+func ParseSizes(s string) ([]SizeWeight, error) {
+	var out []SizeWeight
+	for _, p := range strings.Split(s, ",") {
+		a, b, ok := strings.Cut(strings.TrimSpace(p), ":")
+		n, err1 := strconv.Atoi(a)
+		w, err2 := strconv.ParseFloat(b, 64)
+		if !ok || err1 != nil || err2 != nil || n < 2 || n > MaxGroupSize || w <= 0 {
+			return nil, fmt.Errorf("%w: group size %q: want size:weight with size in 2..%d", ErrInvalid, p, MaxGroupSize)
+		}
+		out = append(out, SizeWeight{n, w})
+	}
+	return out, nil
+}
+
+// Population describes the simulated users.
+type Population struct {
+	Users          int
+	DevicesPerUser int
+	UIDBase        uint64 // uids are UIDBase .. UIDBase+Users-1; use a range fresh to the server
+	GroupBase      uint64 // group ids are GroupBase .. GroupBase+Groups-1
+	// Fractions of devices; the rest are Offline.
+	Online, Crashy float64
+	Groups         int
+	GroupSizes     []SizeWeight
+	GroupShare     float64 // fraction of sends that go to a group
+	// ComeBackEvery: offline and crashy devices come back and pull to the
+	// end this often (each with its own phase); they always do at the end.
+	ComeBackEvery time.Duration
+	// CrashEvery: a crashy device crashes on every Nth non-empty page,
+	// alternately before storing and before acknowledging.
+	CrashEvery int
+}
+
+// Config of a run.
+type Config struct {
+	Target   string
+	Secret   string
+	Shape    schedule.Shape
+	Duration time.Duration
+	Pop      Population
+	Pacer    schedule.Config
+	Conns    int           // HTTP connection pool
+	Timeout  time.Duration // one HTTP exchange
+	Retries  int           // resends of a send whose outcome is unknown (same client_msg_id)
+	// ContentSize pads message bodies to at least this many bytes.
+	ContentSize int
+	PullLimit   int
+	AckEvery    time.Duration // how often an online device acknowledges its chain
+	Settle      time.Duration // wait after the last send before the final drain
+	DrainTimeout time.Duration
+	Shards      int // ledger shards
+	RunDir      string
+	Seed        uint64
+	// CeilingFor: measure the generator's own ceiling against an in-process
+	// no-op endpoint for this long before the run (0 skips).
+	CeilingFor time.Duration
+	// Progress receives a line per second (nil: none).
+	Progress io.Writer
+}
+
+// DefaultConfig returns a small, valid run against target.
+func DefaultConfig(target, secret, runDir string) Config {
+	return Config{
+		Target: target, Secret: secret, RunDir: runDir,
+		Shape:    schedule.Constant{PerSec: 1000},
+		Duration: 10 * time.Second,
+		Pop: Population{
+			Users: 100, DevicesPerUser: 2, UIDBase: 1, GroupBase: 1,
+			Online: 0.6, Crashy: 0.1, Groups: 10,
+			GroupSizes: []SizeWeight{{3, 50}, {20, 30}, {100, 15}, {500, 5}},
+			GroupShare: 0.2, ComeBackEvery: 5 * time.Second, CrashEvery: 2,
+		},
+		Pacer:        schedule.DefaultConfig(),
+		Conns:        256,
+		Timeout:      5 * time.Second,
+		Retries:      2,
+		ContentSize:  64,
+		PullLimit:    200,
+		AckEvery:     100 * time.Millisecond,
+		Settle:       2 * time.Second,
+		DrainTimeout: 60 * time.Second,
+		Shards:       8,
+		Seed:         1,
+		CeilingFor:   2 * time.Second,
+	}
+}
+
+// Validate checks every limit.
+func (c Config) Validate() error {
+	p := c.Pop
+	cc := client.DefaultConfig()
+	cc.Target, cc.Secret, cc.MaxConns, cc.Timeout = c.Target, c.Secret, c.Conns, c.Timeout
+	if err := cc.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if err := c.Pacer.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	switch {
+	case c.Shape == nil:
+		return fmt.Errorf("%w: no rate shape", ErrInvalid)
+	case c.Duration <= 0 || c.Duration > 24*time.Hour:
+		return fmt.Errorf("%w: duration must be in (0, 24h]", ErrInvalid)
+	case p.Users < 2 || p.Users > MaxUsers:
+		return fmt.Errorf("%w: users %d must be in 2..%d", ErrInvalid, p.Users, MaxUsers)
+	case p.DevicesPerUser < 1 || p.DevicesPerUser > MaxDevicesPerUser:
+		return fmt.Errorf("%w: devices per user %d must be in 1..%d", ErrInvalid, p.DevicesPerUser, MaxDevicesPerUser)
+	case p.UIDBase < 1 || p.UIDBase+uint64(p.Users)-1 > MaxUID:
+		return fmt.Errorf("%w: uids %d..%d must be in 1..%d", ErrInvalid, p.UIDBase, p.UIDBase+uint64(p.Users)-1, MaxUID)
+	case p.Online < 0 || p.Crashy < 0 || p.Online+p.Crashy > 1:
+		return fmt.Errorf("%w: online and crashy fractions must be >= 0 and sum to <= 1", ErrInvalid)
+	case p.Groups < 0 || p.Groups > MaxGroups:
+		return fmt.Errorf("%w: groups %d must be in 0..%d", ErrInvalid, p.Groups, MaxGroups)
+	case p.Groups > 0 && (p.GroupBase < 1 || len(p.GroupSizes) == 0):
+		return fmt.Errorf("%w: groups need a group base >= 1 and a size distribution", ErrInvalid)
+	case p.GroupShare < 0 || p.GroupShare > 1 || (p.GroupShare > 0 && p.Groups == 0):
+		return fmt.Errorf("%w: group share must be in 0..1 and needs groups", ErrInvalid)
+	case p.ComeBackEvery < 0:
+		return fmt.Errorf("%w: come-back period must be >= 0", ErrInvalid)
+	case p.CrashEvery < 1:
+		return fmt.Errorf("%w: crash-every must be >= 1", ErrInvalid)
+	case c.Retries < 0 || c.Retries > maxRetries:
+		return fmt.Errorf("%w: retries must be in 0..%d", ErrInvalid, maxRetries)
+	case c.ContentSize < 0 || c.ContentSize > MaxContentSize:
+		return fmt.Errorf("%w: content size must be in 0..%d", ErrInvalid, MaxContentSize)
+	case c.PullLimit < 1 || c.PullLimit > client.MaxPullLimit:
+		return fmt.Errorf("%w: pull limit must be in 1..%d", ErrInvalid, client.MaxPullLimit)
+	case c.AckEvery <= 0 || c.Settle < 0 || c.DrainTimeout <= 0 || c.CeilingFor < 0:
+		return fmt.Errorf("%w: ack-every and drain timeout must be > 0, settle and ceiling >= 0", ErrInvalid)
+	case c.RunDir == "":
+		return fmt.Errorf("%w: no run directory", ErrInvalid)
+	}
+	for _, sw := range p.GroupSizes {
+		if sw.Size < 2 || sw.Size > MaxGroupSize || sw.Weight <= 0 {
+			return fmt.Errorf("%w: group size %d weight %g", ErrInvalid, sw.Size, sw.Weight)
+		}
+	}
+	return nil
+}

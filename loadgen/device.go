@@ -1,0 +1,281 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"imlab/loadgen/client"
+	"imlab/loadgen/ledger"
+)
+
+// device is one simulated (uid, did). Its goroutine (run) owns all its
+// state; an online device also owns one WebSocket reader goroutine per
+// connection, which it stops by closing the connection.
+type device struct {
+	r     *runner
+	idx   uint32
+	uid   uint64
+	did   string
+	kind  ledger.DeviceKind
+	token string
+	phase time.Duration
+
+	chain    uint64 // every inbox seq <= chain is stored (as far as the device knows)
+	hasChain bool
+	acked    uint64
+	pages    int
+	crashes  int
+}
+
+// frameQueue bounds the frames read ahead of the device.
+const frameQueue = 1024
+
+func (d *device) shard() *ledger.Shard { return d.r.led.Shard(int(d.idx)) }
+
+func (d *device) now() time.Duration { return time.Since(d.r.start) }
+
+func (d *device) run(ctx context.Context, drain <-chan struct{}) {
+	if d.kind == ledger.Online {
+		d.online(ctx, drain)
+		return
+	}
+	d.puller(ctx, drain)
+}
+
+// store records a message the device keeps.
+func (d *device) store(m *client.Msg, via ledger.Via) {
+	tick, intended, ours := d.r.parseContent(m.Content)
+	at := d.now()
+	if ours && m.Seq > d.chain {
+		d.r.m.lane(int(d.idx)).record(hE2E, at-intended)
+	}
+	d.shard().Delivery(ledger.Delivery{Dev: d.idx, Via: via, Seq: m.Seq, MsgID: m.MsgID, ConvID: m.ConvID, ConvSeq: m.ConvSeq, Tick: tick, At: at})
+	d.r.m.deliv.Add(1)
+}
+
+// page pulls one page (re-pulling with full=1 if the server truncated it).
+func (d *device) page(ctx context.Context, explicit bool) (client.PullResp, error) {
+	o := client.PullOpts{Limit: d.r.cfg.PullLimit, Cursor: d.chain, UseCursor: explicit}
+	pr, err := d.r.pull(ctx, d.token, o)
+	if err == nil && pr.Truncated {
+		o.Full = true
+		pr, err = d.r.pull(ctx, d.token, o)
+	}
+	return pr, err
+}
+
+// catchUp pulls from the chain's end (or, with no chain yet, from the
+// stored cursor) until the server has no more, storing in seq order.
+// With until > 0 it stops once the chain reaches until.
+func (d *device) catchUp(ctx context.Context, until uint64) error {
+	for {
+		pr, err := d.page(ctx, d.hasChain)
+		if err != nil {
+			return err
+		}
+		for i := range pr.Msgs {
+			m := &pr.Msgs[i]
+			if d.hasChain && m.Seq <= d.chain {
+				continue
+			}
+			d.store(m, ledger.Pull)
+			d.chain = max(d.chain, m.Seq)
+		}
+		if !d.hasChain {
+			d.hasChain = true
+			d.chain = max(d.chain, pr.NextCursor)
+		}
+		if !pr.HasMore || (until > 0 && d.chain >= until) {
+			return nil
+		}
+	}
+}
+
+// ackHTTP acknowledges the chain over HTTP and records the answer.
+func (d *device) ackHTTP(seq uint64) {
+	if seq == 0 || seq <= d.acked {
+		return
+	}
+	_, err := d.r.cl.Ack(d.token, seq)
+	st := ledger.Accepted
+	if err != nil {
+		st = ledger.Refused
+		var ce *client.Error
+		if !errors.As(err, &ce) || ce.Status != 409 {
+			d.r.fail("device %d ack %d: %v", d.idx, seq, err)
+		}
+	} else {
+		d.acked = seq
+	}
+	d.shard().Cursor(ledger.Cursor{Dev: d.idx, Seq: seq, Status: st, At: d.now()})
+}
+
+// online keeps a WebSocket open, stores frames in chain order (filling
+// gaps by pulling), acknowledges its chain every AckEvery, reconnects and
+// pulls after a close, and on drain pulls to the end and acknowledges.
+func (d *device) online(ctx context.Context, drain <-chan struct{}) {
+	backoff := 10 * time.Millisecond
+	for ctx.Err() == nil {
+		select {
+		case <-drain:
+			d.final(ctx)
+			return
+		default:
+		}
+		ws, err := d.r.cl.DialWS(ctx, d.token)
+		if err != nil {
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+				return
+			}
+			backoff = min(backoff*2, time.Second)
+			continue
+		}
+		backoff = 10 * time.Millisecond
+		frames := make(chan client.Frame, frameQueue)
+		go func() {
+			defer close(frames)
+			for {
+				f, err := ws.Read(time.Time{})
+				if err != nil {
+					return
+				}
+				frames <- f
+			}
+		}()
+		done := d.connected(ctx, ws, frames, drain)
+		ws.Close()
+		for range frames { // the reader ends once the connection is closed
+		}
+		if done {
+			return
+		}
+	}
+}
+
+func (d *device) connected(ctx context.Context, ws *client.WS, frames <-chan client.Frame, drain <-chan struct{}) (done bool) {
+	if err := d.catchUp(ctx, 0); err != nil {
+		if ctx.Err() == nil {
+			d.r.fail("device %d catch-up: %v", d.idx, err)
+		}
+		return ctx.Err() != nil
+	}
+	tk := time.NewTicker(d.r.cfg.AckEvery)
+	defer tk.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return true
+		case <-drain:
+			d.final(ctx)
+			return true
+		case <-tk.C:
+			if d.chain > d.acked {
+				if ws.Ack(d.chain) != nil {
+					return false
+				}
+				d.acked = d.chain
+				d.shard().Cursor(ledger.Cursor{Dev: d.idx, Seq: d.chain, Status: ledger.Sent, At: d.now()})
+			}
+		case f, ok := <-frames:
+			if !ok {
+				return false // closed by the server (slow, restart): reconnect and pull
+			}
+			if f.Type != "msg" || f.Seq <= d.chain {
+				continue // not a message, or one already stored
+			}
+			if f.PrevSeq > d.chain {
+				if err := d.catchUp(ctx, f.Seq); err != nil {
+					if ctx.Err() == nil {
+						d.r.fail("device %d gap fill: %v", d.idx, err)
+					}
+					return ctx.Err() != nil
+				}
+				if f.Seq <= d.chain {
+					continue
+				}
+			}
+			d.store(&f.Msg, ledger.Push)
+			d.chain = f.Seq
+		}
+	}
+}
+
+// final pulls to the end from the chain and acknowledges it.
+func (d *device) final(ctx context.Context) {
+	if err := d.catchUp(ctx, 0); err != nil {
+		d.r.fail("device %d final drain: %v", d.idx, err)
+		return
+	}
+	d.ackHTTP(d.chain)
+}
+
+// puller comes back every ComeBackEvery (from its own phase) and at the
+// drain, and pulls to the end from its stored cursor.
+func (d *device) puller(ctx context.Context, drain <-chan struct{}) {
+	every := d.r.cfg.Pop.ComeBackEvery
+	next := d.phase
+	for {
+		var wake <-chan time.Time
+		if every > 0 {
+			wake = time.After(time.Until(d.r.start.Add(next)))
+		}
+		select {
+		case <-wake:
+			d.visit(ctx, false)
+			next += every
+		case <-drain:
+			d.visit(ctx, true)
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// maxCrashesPerVisit bounds a crashy device's restarts within one visit.
+const maxCrashesPerVisit = 2
+
+// visit pulls pages from the stored cursor, storing then acknowledging
+// each. A crashy device, on every CrashEvery-th non-empty page (not during
+// the final drain), crashes: alternately before storing the page (it must
+// get it again) and after storing but before acknowledging (duplicates
+// follow). A crash restarts the device, which pulls from the stored cursor.
+func (d *device) visit(ctx context.Context, final bool) {
+	crashes := 0
+	for ctx.Err() == nil {
+		pr, err := d.page(ctx, false)
+		if err != nil {
+			if ctx.Err() == nil {
+				d.r.fail("device %d pull: %v", d.idx, err)
+			}
+			return
+		}
+		if len(pr.Msgs) > 0 && d.kind == ledger.Crashy && !final && crashes < maxCrashesPerVisit {
+			d.pages++
+			if d.pages%d.r.cfg.Pop.CrashEvery == 0 {
+				crashes++
+				d.crashes++
+				if d.crashes%2 == 0 {
+					for i := range pr.Msgs {
+						d.store(&pr.Msgs[i], ledger.Pull)
+						d.chain = max(d.chain, pr.Msgs[i].Seq)
+					}
+				}
+				continue
+			}
+		}
+		for i := range pr.Msgs {
+			d.store(&pr.Msgs[i], ledger.Pull)
+			d.chain = max(d.chain, pr.Msgs[i].Seq)
+		}
+		if len(pr.Msgs) > 0 {
+			d.ackHTTP(pr.NextCursor)
+		}
+		if !pr.HasMore {
+			return
+		}
+	}
+}

@@ -1,0 +1,521 @@
+// Package faketarget is an in-memory server that speaks the lab's HTTP +
+// WebSocket contract on loopback, for testing the load generator and the
+// checker end to end. It can be told to break on purpose: drop one message
+// in N after ACKing it, advance a device's stored cursor on every pull, or
+// reuse an inbox seq now and then (overwriting the entry that held it).
+//
+// It is a test target, not a reference: one mutex guards all state, there
+// is no persistence and no truncation past an unread threshold. It must not
+// be used as a server under measurement.
+package faketarget
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/fasthttp/websocket"
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/valyala/fasthttp"
+)
+
+// Faults selects the deliberate bugs.
+type Faults struct {
+	// DropEvery N > 0: every Nth send is ACKed but never stored or pushed.
+	DropEvery int
+	// AdvanceCursorOnPull: a pull moves the device's stored cursor to the
+	// page's end, as if the device had acknowledged it.
+	AdvanceCursorOnPull bool
+	// ReuseSeqEvery N > 0: every Nth inbox append of a uid reuses the uid's
+	// last seq, overwriting the message stored there.
+	ReuseSeqEvery int
+}
+
+// Config of the fake.
+type Config struct {
+	Secret string
+	Faults Faults
+	// PullPerSec > 0 limits pulls per uid per second (429 + Retry-After).
+	PullPerSec int
+	// PushQueue bounds each connection's outgoing frames; a connection that
+	// falls behind is closed with a reason.
+	PushQueue int
+}
+
+// DefaultConfig returns a correct server.
+func DefaultConfig(secret string) Config { return Config{Secret: secret, PushQueue: 8192} }
+
+// Counters of what the fake did.
+type Counters struct {
+	Sends, Dropped, Reused, Pulls, Throttled, SlowClosed int
+}
+
+type entry struct {
+	seq uint64
+	m   msg
+}
+
+type msg struct {
+	MsgID     uint64 `json:"msg_id"`
+	ConvID    uint64 `json:"conv_id"`
+	ConvType  uint8  `json:"conv_type"`
+	ConvSeq   uint64 `json:"conv_seq"`
+	SenderUID uint64 `json:"sender_uid"`
+	CreatedAt int64  `json:"created_at"`
+	Content   string `json:"content"`
+}
+
+type inbox struct {
+	last    uint64
+	appends int
+	entries []entry // ascending seq
+}
+
+type devKey struct {
+	uid uint64
+	did string
+}
+
+type conn struct {
+	dev  devKey
+	out  chan []byte
+	once sync.Once
+	done chan struct{}
+}
+
+type ack struct {
+	MsgID      uint64 `json:"msg_id"`
+	ConvID     uint64 `json:"conv_id"`
+	ConvSeq    uint64 `json:"conv_seq"`
+	ServerTime int64  `json:"server_time"`
+}
+
+// Server is a running fake.
+type Server struct {
+	cfg  Config
+	ln   net.Listener
+	srv  *fasthttp.Server
+	wg   sync.WaitGroup
+	up   websocket.FastHTTPUpgrader
+	mu   sync.Mutex
+	c    Counters
+	next uint64
+	// state
+	dedupe  map[string]ack
+	convSeq map[uint64]uint64
+	groups  map[uint64][]uint64
+	inboxes map[uint64]*inbox
+	cursor  map[devKey]uint64
+	served  map[devKey]uint64
+	conns   map[uint64]map[*conn]bool
+	rate    map[uint64][2]int64 // uid -> {second, count}
+}
+
+// Start listens on 127.0.0.1:0 and serves until Close.
+func Start(cfg Config) (*Server, error) {
+	if len(cfg.Secret) < 16 {
+		return nil, errors.New("faketarget: secret too short")
+	}
+	if cfg.PushQueue <= 0 {
+		cfg.PushQueue = 8192
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("faketarget: %w", err)
+	}
+	s := &Server{
+		cfg: cfg, ln: ln, next: 1 << 40,
+		dedupe: map[string]ack{}, convSeq: map[uint64]uint64{}, groups: map[uint64][]uint64{},
+		inboxes: map[uint64]*inbox{}, cursor: map[devKey]uint64{}, served: map[devKey]uint64{},
+		conns: map[uint64]map[*conn]bool{}, rate: map[uint64][2]int64{},
+	}
+	s.up = websocket.FastHTTPUpgrader{CheckOrigin: func(*fasthttp.RequestCtx) bool { return true }}
+	s.srv = &fasthttp.Server{Handler: s.handle, Name: "faketarget", ReadTimeout: 30 * time.Second}
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); _ = s.srv.Serve(ln) }()
+	return s, nil
+}
+
+// URL is the base URL.
+func (s *Server) URL() string { return "http://" + s.ln.Addr().String() }
+
+// Counters returns what the fake did so far.
+func (s *Server) Counters() Counters {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.c
+}
+
+// Close stops the server and its connections.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	for _, cs := range s.conns {
+		for c := range cs {
+			c.close()
+		}
+	}
+	s.mu.Unlock()
+	err := s.srv.Shutdown()
+	s.wg.Wait()
+	return err
+}
+
+func (c *conn) close() { c.once.Do(func() { close(c.done) }) }
+
+func jsonErr(ctx *fasthttp.RequestCtx, status int, code, message string) {
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/json")
+	b, _ := json.Marshal(map[string]any{"error": map[string]string{"code": code, "message": message}})
+	ctx.SetBody(b)
+}
+
+func jsonOK(ctx *fasthttp.RequestCtx, v any) {
+	ctx.SetContentType("application/json")
+	b, _ := json.Marshal(v)
+	ctx.SetBody(b)
+}
+
+func (s *Server) auth(ctx *fasthttp.RequestCtx) (devKey, bool) {
+	h := string(ctx.Request.Header.Peek("Authorization"))
+	if len(h) < 8 || h[:7] != "Bearer " {
+		jsonErr(ctx, 401, "unauthorized", "missing bearer token")
+		return devKey{}, false
+	}
+	var cl struct {
+		UID uint64 `json:"uid"`
+		DID string `json:"did"`
+		jwt.RegisteredClaims
+	}
+	_, err := jwt.ParseWithClaims(h[7:], &cl, func(*jwt.Token) (any, error) { return []byte(s.cfg.Secret), nil },
+		jwt.WithValidMethods([]string{"HS256"}))
+	if err != nil || cl.UID == 0 || cl.DID == "" {
+		jsonErr(ctx, 401, "unauthorized", "bad token")
+		return devKey{}, false
+	}
+	return devKey{cl.UID, cl.DID}, true
+}
+
+func (s *Server) handle(ctx *fasthttp.RequestCtx) {
+	dev, ok := s.auth(ctx)
+	if !ok {
+		return
+	}
+	switch string(ctx.Path()) {
+	case "/v1/msg/send":
+		var r sendReq
+		if err := json.Unmarshal(ctx.PostBody(), &r); err != nil {
+			jsonErr(ctx, 400, "invalid", err.Error())
+			return
+		}
+		a, status, err := s.send(dev.uid, r)
+		if err != nil {
+			jsonErr(ctx, status, "invalid", err.Error())
+			return
+		}
+		jsonOK(ctx, a)
+	case "/v1/group/create":
+		var r struct {
+			GroupID uint64   `json:"group_id"`
+			Members []uint64 `json:"members"`
+		}
+		if err := json.Unmarshal(ctx.PostBody(), &r); err != nil || r.GroupID == 0 || len(r.Members) == 0 || len(r.Members) > 500 {
+			jsonErr(ctx, 400, "invalid", "bad group")
+			return
+		}
+		m := append([]uint64(nil), r.Members...)
+		sort.Slice(m, func(i, j int) bool { return m[i] < m[j] })
+		s.mu.Lock()
+		s.groups[r.GroupID] = m
+		s.mu.Unlock()
+		jsonOK(ctx, struct{}{})
+	case "/v1/sync/pull":
+		s.pull(ctx, dev)
+	case "/v1/sync/ack":
+		var r struct {
+			PullSeq uint64 `json:"pull_seq"`
+		}
+		if err := json.Unmarshal(ctx.PostBody(), &r); err != nil {
+			jsonErr(ctx, 400, "invalid", err.Error())
+			return
+		}
+		cur, ok := s.ack(dev, r.PullSeq)
+		if !ok {
+			jsonErr(ctx, 409, "cursor_beyond_served", "pull_seq beyond what this device was served")
+			return
+		}
+		jsonOK(ctx, map[string]uint64{"pull_seq": cur})
+	case "/v1/ws":
+		err := s.up.Upgrade(ctx, func(ws *websocket.Conn) { s.serveWS(dev, ws) })
+		if err != nil {
+			return
+		}
+	default:
+		jsonErr(ctx, 404, "not_found", "no such route")
+	}
+}
+
+type sendReq struct {
+	ClientMsgID string `json:"client_msg_id"`
+	ConvType    uint8  `json:"conv_type"`
+	ToUID       uint64 `json:"to_uid"`
+	GroupID     uint64 `json:"group_id"`
+	Content     string `json:"content"`
+}
+
+func singleConv(a, b uint64) uint64 {
+	if a > b {
+		a, b = b, a
+	}
+	return 1<<63 | a<<31 | b
+}
+
+func (s *Server) send(uid uint64, r sendReq) (ack, int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := strconv.FormatUint(uid, 10) + "/" + r.ClientMsgID
+	if r.ClientMsgID == "" {
+		return ack{}, 400, errors.New("client_msg_id required")
+	}
+	if a, ok := s.dedupe[key]; ok {
+		return a, 200, nil
+	}
+	var conv uint64
+	var rcpt []uint64
+	switch r.ConvType {
+	case 1:
+		if r.ToUID == 0 || r.ToUID == uid {
+			return ack{}, 400, errors.New("bad to_uid")
+		}
+		conv = singleConv(uid, r.ToUID)
+		rcpt = []uint64{min(uid, r.ToUID), max(uid, r.ToUID)}
+	case 2:
+		m, ok := s.groups[r.GroupID]
+		if !ok {
+			return ack{}, 404, errors.New("no such group")
+		}
+		i := sort.Search(len(m), func(i int) bool { return m[i] >= uid })
+		if i == len(m) || m[i] != uid {
+			return ack{}, 403, errors.New("not a member")
+		}
+		conv, rcpt = r.GroupID, m
+	default:
+		return ack{}, 400, errors.New("bad conv_type")
+	}
+	s.next++
+	s.convSeq[conv]++
+	s.c.Sends++
+	a := ack{MsgID: s.next, ConvID: conv, ConvSeq: s.convSeq[conv], ServerTime: time.Now().UnixMilli()}
+	s.dedupe[key] = a
+	if s.cfg.Faults.DropEvery > 0 && s.c.Sends%s.cfg.Faults.DropEvery == 0 {
+		s.c.Dropped++
+		return a, 200, nil
+	}
+	m := msg{MsgID: a.MsgID, ConvID: conv, ConvType: r.ConvType, ConvSeq: a.ConvSeq, SenderUID: uid, CreatedAt: a.ServerTime, Content: r.Content}
+	for _, u := range rcpt {
+		s.append(u, m)
+	}
+	return a, 200, nil
+}
+
+// append stores m in uid's inbox and pushes it to the uid's connections.
+func (s *Server) append(uid uint64, m msg) {
+	ib := s.inboxes[uid]
+	if ib == nil {
+		ib = &inbox{}
+		s.inboxes[uid] = ib
+	}
+	ib.appends++
+	var seq, prev uint64
+	if n := s.cfg.Faults.ReuseSeqEvery; n > 0 && ib.appends%n == 0 && len(ib.entries) > 0 {
+		seq = ib.last
+		ib.entries[len(ib.entries)-1] = entry{seq: seq, m: m}
+		if len(ib.entries) > 1 {
+			prev = ib.entries[len(ib.entries)-2].seq
+		}
+		s.c.Reused++
+	} else {
+		prev = ib.last
+		ib.last++
+		seq = ib.last
+		ib.entries = append(ib.entries, entry{seq: seq, m: m})
+	}
+	if len(s.conns[uid]) == 0 {
+		return
+	}
+	frame, _ := json.Marshal(struct {
+		Type    string `json:"type"`
+		Seq     uint64 `json:"seq"`
+		PrevSeq uint64 `json:"prev_seq"`
+		msg
+	}{"msg", seq, prev, m})
+	for c := range s.conns[uid] {
+		select {
+		case c.out <- frame:
+			if seq > s.served[c.dev] {
+				s.served[c.dev] = seq
+			}
+		default:
+			s.c.SlowClosed++
+			delete(s.conns[uid], c)
+			c.close()
+		}
+	}
+}
+
+type pullItem struct {
+	Seq uint64 `json:"seq"`
+	msg
+}
+
+func (s *Server) pull(ctx *fasthttp.RequestCtx, dev devKey) {
+	args := ctx.QueryArgs()
+	limit := 100
+	if v := args.Peek("limit"); len(v) > 0 {
+		n, err := strconv.Atoi(string(v))
+		if err != nil || n < 1 || n > 500 {
+			jsonErr(ctx, 400, "invalid", "limit must be in 1..500")
+			return
+		}
+		limit = n
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cfg.PullPerSec > 0 {
+		now := time.Now().Unix()
+		r := s.rate[dev.uid]
+		if r[0] != now {
+			r = [2]int64{now, 0}
+		}
+		if r[1] >= int64(s.cfg.PullPerSec) {
+			s.c.Throttled++
+			ctx.Response.Header.Set("Retry-After", "0.2")
+			jsonErr(ctx, 429, "rate_limited", "pull rate limit")
+			return
+		}
+		r[1]++
+		s.rate[dev.uid] = r
+	}
+	s.c.Pulls++
+	cursor := s.cursor[dev]
+	if v := args.Peek("cursor"); len(v) > 0 {
+		n, err := strconv.ParseUint(string(v), 10, 64)
+		if err != nil {
+			jsonErr(ctx, 400, "invalid", "bad cursor")
+			return
+		}
+		cursor = n
+	}
+	var items []pullItem
+	next := cursor
+	hasMore := false
+	if ib := s.inboxes[dev.uid]; ib != nil {
+		i := sort.Search(len(ib.entries), func(i int) bool { return ib.entries[i].seq > cursor })
+		for ; i < len(ib.entries); i++ {
+			if len(items) == limit {
+				hasMore = true
+				break
+			}
+			e := ib.entries[i]
+			items = append(items, pullItem{Seq: e.seq, msg: e.m})
+			next = e.seq
+		}
+	}
+	if next > s.served[dev] {
+		s.served[dev] = next
+	}
+	if s.cfg.Faults.AdvanceCursorOnPull && next > s.cursor[dev] {
+		s.cursor[dev] = next
+	}
+	if items == nil {
+		items = []pullItem{}
+	}
+	jsonOK(ctx, map[string]any{"msgs": items, "has_more": hasMore, "next_cursor": next})
+}
+
+func (s *Server) ack(dev devKey, seq uint64) (uint64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if seq > s.served[dev] {
+		return s.cursor[dev], false
+	}
+	if seq > s.cursor[dev] {
+		s.cursor[dev] = seq
+	}
+	return s.cursor[dev], true
+}
+
+func (s *Server) serveWS(dev devKey, ws *websocket.Conn) {
+	c := &conn{dev: dev, out: make(chan []byte, s.cfg.PushQueue), done: make(chan struct{})}
+	s.mu.Lock()
+	if s.conns[dev.uid] == nil {
+		s.conns[dev.uid] = map[*conn]bool{}
+	}
+	s.conns[dev.uid][c] = true
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.conns[dev.uid], c)
+		s.mu.Unlock()
+		c.close()
+		ws.Close()
+	}()
+	readErr := make(chan struct{})
+	go func() {
+		defer close(readErr)
+		for {
+			_, b, err := ws.ReadMessage()
+			if err != nil {
+				return
+			}
+			var f struct {
+				Type    string `json:"type"`
+				PullSeq uint64 `json:"pull_seq"`
+				sendReq
+			}
+			if json.Unmarshal(b, &f) != nil {
+				continue
+			}
+			switch f.Type {
+			case "ack":
+				s.ack(dev, f.PullSeq)
+			case "send":
+				a, _, err := s.send(dev.uid, f.sendReq)
+				var out []byte
+				if err != nil {
+					out, _ = json.Marshal(map[string]any{"type": "error", "client_msg_id": f.ClientMsgID, "error": map[string]string{"code": "invalid", "message": err.Error()}})
+				} else {
+					out, _ = json.Marshal(struct {
+						Type        string `json:"type"`
+						ClientMsgID string `json:"client_msg_id"`
+						ack
+					}{"send_ack", f.ClientMsgID, a})
+				}
+				select {
+				case c.out <- out:
+				case <-c.done:
+					return
+				}
+			}
+		}
+	}()
+	for {
+		select {
+		case b := <-c.out:
+			ws.SetWriteDeadline(time.Now().Add(10 * time.Second))
+			if err := ws.WriteMessage(websocket.TextMessage, b); err != nil {
+				return
+			}
+		case <-c.done:
+			msg := websocket.FormatCloseMessage(websocket.ClosePolicyViolation, "slow consumer")
+			ws.WriteControl(websocket.CloseMessage, msg, time.Now().Add(time.Second))
+			return
+		case <-readErr:
+			return
+		}
+	}
+}

@@ -1,0 +1,127 @@
+package loadgen
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Histogram names.
+const (
+	hResponse = iota // intended send -> ACK (what a user waits; no coordinated omission)
+	hService         // actual send -> ACK
+	hDelay           // intended -> actual send (scheduling error)
+	hE2E             // intended send -> a recipient device stored it
+	nHist
+)
+
+var histNames = [nHist]string{"response", "service", "send_delay", "end_to_end"}
+
+func newHist() *hdr.Histogram { return hdr.New(1, int64(time.Hour/time.Microsecond), 3) }
+
+// lane is a recording lane: workers w with w%lanes == i share lane i, so
+// recording is an uncontended lock in practice. The reporter swaps the
+// interval histograms every second.
+type lane struct {
+	mu       sync.Mutex
+	interval [nHist]*hdr.Histogram
+}
+
+func (l *lane) record(h int, d time.Duration) {
+	v := d.Microseconds()
+	if v < 1 {
+		v = 1
+	}
+	l.mu.Lock()
+	l.interval[h].RecordValue(v)
+	l.mu.Unlock()
+}
+
+type metrics struct {
+	lanes   []*lane
+	ok      atomic.Uint64
+	fail    atomic.Uint64
+	unknown atomic.Uint64
+	retries atomic.Uint64
+	deliv   atomic.Uint64
+	total   [nHist]*hdr.Histogram // owned by the reporter
+}
+
+func newMetrics(n int) *metrics {
+	m := &metrics{}
+	for range n {
+		l := &lane{}
+		for h := range nHist {
+			l.interval[h] = newHist()
+		}
+		m.lanes = append(m.lanes, l)
+	}
+	for h := range nHist {
+		m.total[h] = newHist()
+	}
+	return m
+}
+
+func (m *metrics) lane(i int) *lane { return m.lanes[i%len(m.lanes)] }
+
+// swap collects every lane's interval histograms into fresh merged ones and
+// folds them into the totals. Only the reporter calls it.
+func (m *metrics) swap() [nHist]*hdr.Histogram {
+	var out [nHist]*hdr.Histogram
+	for h := range nHist {
+		out[h] = newHist()
+	}
+	for _, l := range m.lanes {
+		var got [nHist]*hdr.Histogram
+		l.mu.Lock()
+		for h := range nHist {
+			if l.interval[h].TotalCount() > 0 {
+				got[h] = l.interval[h]
+				l.interval[h] = newHist()
+			}
+		}
+		l.mu.Unlock()
+		for h := range nHist {
+			if got[h] != nil {
+				out[h].Merge(got[h])
+			}
+		}
+	}
+	for h := range nHist {
+		m.total[h].Merge(out[h])
+	}
+	return out
+}
+
+// Quantiles of one histogram, in microseconds.
+type Quantiles struct {
+	Count int64 `json:"count"`
+	P50   int64 `json:"p50_us"`
+	P90   int64 `json:"p90_us"`
+	P99   int64 `json:"p99_us"`
+	P999  int64 `json:"p999_us"`
+	Max   int64 `json:"max_us"`
+}
+
+func quantiles(h *hdr.Histogram) Quantiles {
+	return Quantiles{Count: h.TotalCount(), P50: h.ValueAtQuantile(50), P90: h.ValueAtQuantile(90),
+		P99: h.ValueAtQuantile(99), P999: h.ValueAtQuantile(99.9), Max: h.Max()}
+}
+
+// Second is one line of the per-second timeline.
+type Second struct {
+	T          int       `json:"t"`
+	Started    uint64    `json:"started"`
+	OK         uint64    `json:"ok"`
+	Fail       uint64    `json:"fail"`
+	Unknown    uint64    `json:"unknown"`
+	Late       uint64    `json:"late"`
+	Missed     uint64    `json:"missed"`
+	Deliveries uint64    `json:"deliveries"`
+	Workers    int64     `json:"workers"`
+	Response   Quantiles `json:"response"`
+	SendDelay  Quantiles `json:"send_delay"`
+	E2E        Quantiles `json:"end_to_end"`
+}

@@ -1,0 +1,637 @@
+package loadgen
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"imlab/loadgen/client"
+	"imlab/loadgen/ledger"
+	"imlab/loadgen/noop"
+	"imlab/loadgen/schedule"
+)
+
+// WitnessDID is the device id of the checker's witness pulls.
+const WitnessDID = "imlab-witness"
+
+// SummaryFile is the run summary's name in the run directory.
+const SummaryFile = "summary.json"
+
+// Ceiling is the generator's own limit, measured on a no-op endpoint.
+type Ceiling struct {
+	PerSec   float64 `json:"per_sec"`
+	Requests uint64  `json:"requests"`
+	Seconds  float64 `json:"seconds"`
+	Conns    int     `json:"conns"`
+	Workers  int     `json:"workers"`
+}
+
+// Summary is written to RUN_DIR/summary.json.
+type Summary struct {
+	RunID      string                `json:"run_id"`
+	Target     string                `json:"target"`
+	Shape      string                `json:"shape"`
+	Duration   string                `json:"duration"`
+	StartedAt  time.Time             `json:"started_at"`
+	Population PopulationSummary     `json:"population"`
+	Ceiling    *Ceiling              `json:"generator_ceiling,omitempty"`
+	Pacer      schedule.Stats        `json:"pacer"`
+	OK         uint64                `json:"ok"`
+	Fail       uint64                `json:"fail"`
+	Unknown    uint64                `json:"unknown"`
+	Retries    uint64                `json:"retries"`
+	Deliveries uint64                `json:"deliveries"`
+	AchievedPerSec float64           `json:"achieved_per_sec"`
+	Latency    map[string]Quantiles  `json:"latency"`
+	Timeline   []Second              `json:"timeline"`
+	Drain      DrainSummary          `json:"drain"`
+	LedgerBytes int64                `json:"ledger_bytes"`
+	Errors     []string              `json:"errors,omitempty"`
+}
+
+// PopulationSummary counts the population.
+type PopulationSummary struct {
+	Users   int            `json:"users"`
+	Devices map[string]int `json:"devices"`
+	Groups  int            `json:"groups"`
+	UIDs    [2]uint64      `json:"uids"`
+}
+
+// DrainSummary says whether every device reached the end.
+type DrainSummary struct {
+	Complete      bool    `json:"complete"`
+	Seconds       float64 `json:"seconds"`
+	WitnessUIDs   int     `json:"witness_uids"`
+	WitnessErrors int     `json:"witness_errors"`
+}
+
+type runner struct {
+	cfg    Config
+	runID  string
+	cl     *client.Client
+	start  time.Time
+	led    *ledger.Ledger
+	m      *metrics
+	users  []uint64
+	devs   []*device
+	byUID  map[uint64][]*device
+	groups []group
+	errMu  sync.Mutex
+	errs   []string
+}
+
+type group struct {
+	id      uint64
+	members []uint64
+}
+
+// Run performs one run and returns its summary (also written to
+// RUN_DIR/summary.json). The ledger is complete when Run returns.
+func Run(ctx context.Context, cfg Config) (*Summary, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if fs, _ := ledger.Files(cfg.RunDir); len(fs) > 0 {
+		return nil, fmt.Errorf("%w: %s already holds a ledger", ErrInvalid, cfg.RunDir)
+	}
+	cc := client.DefaultConfig()
+	cc.Target, cc.Secret, cc.MaxConns, cc.Timeout = cfg.Target, cfg.Secret, cfg.Conns, cfg.Timeout
+	cl, err := client.New(cc)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	var rb [6]byte
+	_, _ = rand.Read(rb[:])
+	r := &runner{cfg: cfg, runID: hex.EncodeToString(rb[:]), cl: cl, m: newMetrics(16), byUID: map[uint64][]*device{}}
+	if err := r.population(); err != nil {
+		return nil, err
+	}
+	sum := &Summary{RunID: r.runID, Target: cfg.Target, Shape: cfg.Shape.String(), Duration: cfg.Duration.String(), Latency: map[string]Quantiles{}}
+	if err := r.createGroups(ctx); err != nil {
+		return nil, err
+	}
+	if cfg.CeilingFor > 0 {
+		c, err := MeasureCeiling(ctx, cfg.Secret, cfg.Conns, cfg.Pacer.Workers, cfg.CeilingFor)
+		if err != nil {
+			return nil, err
+		}
+		sum.Ceiling = &c
+		if cfg.Progress != nil {
+			fmt.Fprintf(cfg.Progress, "generator ceiling (no-op endpoint, %d conns): %.0f sends/s\n", c.Conns, c.PerSec)
+		}
+	}
+	r.start = time.Now().Add(100 * time.Millisecond)
+	sum.StartedAt = r.start.UTC()
+	if r.led, err = ledger.Create(cfg.RunDir, r.runID, r.start, cfg.Shards); err != nil {
+		return nil, err
+	}
+	r.writePopulation(sum)
+
+	devCtx, stopDevs := context.WithCancel(ctx)
+	defer stopDevs()
+	drain := make(chan struct{})
+	var devWG sync.WaitGroup
+	for _, d := range r.devs {
+		devWG.Add(1)
+		go func() { defer devWG.Done(); d.run(devCtx, drain) }()
+	}
+	var live schedule.Live
+	repStop := make(chan struct{})
+	repDone := make(chan struct{})
+	go r.report(&live, sum, repStop, repDone)
+
+	st, err := schedule.Run(ctx, cfg.Pacer, schedule.NewIter(cfg.Shape, cfg.Duration), r.start, &live, r.send)
+	if err != nil {
+		close(repStop)
+		<-repDone
+		stopDevs()
+		devWG.Wait()
+		r.led.Close()
+		return nil, err
+	}
+	sum.Pacer = st
+	loadEnd := time.Since(r.start)
+
+	// Settle, then the final drain of every device, bounded.
+	select {
+	case <-time.After(cfg.Settle):
+	case <-ctx.Done():
+	}
+	drainStart := time.Now()
+	close(drain)
+	done := make(chan struct{})
+	go func() { devWG.Wait(); close(done) }()
+	select {
+	case <-done:
+		sum.Drain.Complete = ctx.Err() == nil
+	case <-time.After(cfg.DrainTimeout):
+		r.fail("final drain timed out after %s", cfg.DrainTimeout)
+		stopDevs()
+		<-done
+	case <-ctx.Done():
+		stopDevs()
+		<-done
+	}
+	sum.Drain.Seconds = time.Since(drainStart).Seconds()
+	if ctx.Err() == nil {
+		sum.Drain.WitnessUIDs, sum.Drain.WitnessErrors = r.witness(ctx)
+	}
+	close(repStop)
+	<-repDone
+
+	sum.OK, sum.Fail, sum.Unknown = r.m.ok.Load(), r.m.fail.Load(), r.m.unknown.Load()
+	sum.Retries, sum.Deliveries = r.m.retries.Load(), r.m.deliv.Load()
+	if loadEnd > 0 {
+		sum.AchievedPerSec = float64(st.Started) / loadEnd.Seconds()
+	}
+	for h := range nHist {
+		sum.Latency[histNames[h]] = quantiles(r.m.total[h])
+	}
+	lerr := r.led.Close()
+	files, _ := ledger.Files(cfg.RunDir)
+	for _, f := range files {
+		if fi, err := os.Stat(f); err == nil {
+			sum.LedgerBytes += fi.Size()
+		}
+	}
+	r.errMu.Lock()
+	sum.Errors = append(sum.Errors, r.errs...)
+	r.errMu.Unlock()
+	if err := writeSummary(cfg.RunDir, sum); err != nil {
+		return sum, err
+	}
+	if lerr != nil {
+		return sum, lerr
+	}
+	return sum, ctx.Err()
+}
+
+func writeSummary(dir string, s *Summary) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("loadgen: summary: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, SummaryFile), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("loadgen: summary: %w", err)
+	}
+	return nil
+}
+
+// ReadSummary reads RUN_DIR/summary.json.
+func ReadSummary(dir string) (*Summary, error) {
+	b, err := os.ReadFile(filepath.Join(dir, SummaryFile))
+	if err != nil {
+		return nil, fmt.Errorf("loadgen: %w", err)
+	}
+	var s Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("loadgen: summary: %w", err)
+	}
+	return &s, nil
+}
+
+// fail keeps a bounded list of run errors for the summary.
+func (r *runner) fail(format string, args ...any) {
+	r.errMu.Lock()
+	defer r.errMu.Unlock()
+	if len(r.errs) < 100 {
+		r.errs = append(r.errs, fmt.Sprintf(format, args...))
+	}
+}
+
+func (r *runner) population() error {
+	p := r.cfg.Pop
+	rng := mrand.New(mrand.NewPCG(r.cfg.Seed, 0x1ab))
+	for i := range p.Users {
+		r.users = append(r.users, p.UIDBase+uint64(i))
+	}
+	n := p.Users * p.DevicesPerUser
+	kinds := make([]ledger.DeviceKind, n)
+	nOn := int(p.Online*float64(n) + 0.5)
+	nCr := int(p.Crashy*float64(n) + 0.5)
+	for i := range kinds {
+		switch {
+		case i < nOn:
+			kinds[i] = ledger.Online
+		case i < nOn+nCr:
+			kinds[i] = ledger.Crashy
+		default:
+			kinds[i] = ledger.Offline
+		}
+	}
+	rng.Shuffle(n, func(i, j int) { kinds[i], kinds[j] = kinds[j], kinds[i] })
+	for i := range n {
+		uid := r.users[i/p.DevicesPerUser]
+		did := "d" + strconv.Itoa(i%p.DevicesPerUser)
+		tok, err := r.cl.Token(uid, did)
+		if err != nil {
+			return err
+		}
+		d := &device{r: r, idx: uint32(i), uid: uid, did: did, kind: kinds[i], token: tok,
+			phase: time.Duration(rng.Int64N(int64(max(p.ComeBackEvery, 1))))}
+		r.devs = append(r.devs, d)
+		r.byUID[uid] = append(r.byUID[uid], d)
+	}
+	var total float64
+	for _, sw := range p.GroupSizes {
+		total += sw.Weight
+	}
+	for g := range p.Groups {
+		x := rng.Float64() * total
+		size := p.GroupSizes[len(p.GroupSizes)-1].Size
+		for _, sw := range p.GroupSizes {
+			if x < sw.Weight {
+				size = sw.Size
+				break
+			}
+			x -= sw.Weight
+		}
+		size = min(size, p.Users)
+		perm := rng.Perm(p.Users)[:size]
+		members := make([]uint64, size)
+		for i, ix := range perm {
+			members[i] = r.users[ix]
+		}
+		sort.Slice(members, func(i, j int) bool { return members[i] < members[j] })
+		r.groups = append(r.groups, group{id: p.GroupBase + uint64(g), members: members})
+	}
+	return nil
+}
+
+func (r *runner) createGroups(ctx context.Context) error {
+	sem := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	for _, g := range r.groups {
+		if ctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			tok, err := r.cl.Token(g.members[0], r.byUID[g.members[0]][0].did)
+			if err == nil {
+				err = r.cl.CreateGroup(tok, g.id, g.members)
+			}
+			if err != nil {
+				mu.Lock()
+				if first == nil {
+					first = fmt.Errorf("loadgen: create group %d: %w", g.id, err)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	return ctx.Err()
+}
+
+func (r *runner) writePopulation(sum *Summary) {
+	ps := PopulationSummary{Users: len(r.users), Devices: map[string]int{}, Groups: len(r.groups),
+		UIDs: [2]uint64{r.users[0], r.users[len(r.users)-1]}}
+	for _, d := range r.devs {
+		r.led.Shard(int(d.idx)).Device(ledger.Device{Dev: d.idx, UID: d.uid, Kind: d.kind, DID: d.did})
+		ps.Devices[d.kind.String()]++
+	}
+	for i, g := range r.groups {
+		if err := r.led.Shard(i).Group(ledger.Group{GroupID: g.id, Members: g.members}); err != nil {
+			r.fail("%v", err)
+		}
+	}
+	sum.Population = ps
+}
+
+// splitmix64 gives each tick its own reproducible choices.
+func splitmix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// pick chooses sender device, conversation type and target for a tick.
+func (r *runner) pick(tick uint64) (sender *device, convType uint8, target uint64) {
+	h := splitmix64(r.cfg.Seed ^ tick*0x100000001b3)
+	p := r.cfg.Pop
+	if len(r.groups) > 0 && float64(h>>11)/(1<<53) < p.GroupShare {
+		h = splitmix64(h)
+		g := r.groups[h%uint64(len(r.groups))]
+		h = splitmix64(h)
+		uid := g.members[h%uint64(len(g.members))]
+		ds := r.byUID[uid]
+		return ds[(h>>32)%uint64(len(ds))], 2, g.id
+	}
+	h = splitmix64(h)
+	from := h % uint64(len(r.users))
+	h = splitmix64(h)
+	to := h % uint64(len(r.users)-1)
+	if to >= from {
+		to++
+	}
+	ds := r.byUID[r.users[from]]
+	return ds[(h>>32)%uint64(len(ds))], 1, r.users[to]
+}
+
+// content carries the run, the tick and the intended time so that a
+// receiver can tell the send and the end-to-end latency.
+func (r *runner) content(tick uint64, intended time.Duration) string {
+	var b strings.Builder
+	b.Grow(max(r.cfg.ContentSize, 48))
+	b.WriteString("imlab:")
+	b.WriteString(r.runID)
+	b.WriteByte(':')
+	b.WriteString(strconv.FormatUint(tick, 10))
+	b.WriteByte(':')
+	b.WriteString(strconv.FormatInt(int64(intended), 10))
+	b.WriteByte(':')
+	for b.Len() < r.cfg.ContentSize {
+		b.WriteByte('x')
+	}
+	return b.String()
+}
+
+// parseContent returns the tick and intended offset of this run's content.
+func (r *runner) parseContent(s string) (tick uint64, intended time.Duration, ok bool) {
+	rest, found := strings.CutPrefix(s, "imlab:")
+	if !found {
+		return 0, 0, false
+	}
+	id, rest, _ := strings.Cut(rest, ":")
+	if id != r.runID {
+		return 0, 0, false
+	}
+	ts, rest, _ := strings.Cut(rest, ":")
+	is, _, _ := strings.Cut(rest, ":")
+	t, err1 := strconv.ParseUint(ts, 10, 64)
+	in, err2 := strconv.ParseInt(is, 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, 0, false
+	}
+	return t, time.Duration(in), true
+}
+
+// send is the pacer's handler: one logical send with bounded retries of the
+// same client_msg_id, its outcome and latencies recorded.
+func (r *runner) send(worker int, t schedule.Tick, started time.Duration) {
+	sender, ct, target := r.pick(t.Idx)
+	req := client.SendReq{ClientMsgID: r.runID + "-" + strconv.FormatUint(t.Idx, 10), ConvType: ct, Content: r.content(t.Idx, t.Intended)}
+	if ct == 2 {
+		req.GroupID = target
+	} else {
+		req.ToUID = target
+	}
+	a := ledger.Attempt{Tick: t.Idx, Dev: sender.idx, ConvType: ct, Target: target, Intended: t.Intended, Started: started}
+	deadline := started + r.cfg.Timeout*time.Duration(r.cfg.Retries+2)
+	for {
+		a.Tries++
+		ack, err := r.cl.Send(sender.token, &req)
+		if err == nil {
+			a.Outcome, a.Status, a.MsgID, a.ConvID, a.ConvSeq = ledger.OK, 200, ack.MsgID, ack.ConvID, ack.ConvSeq
+			break
+		}
+		var ce *client.Error
+		if !errors.As(err, &ce) {
+			a.Outcome = ledger.Unknown
+			break
+		}
+		a.Status = uint16(ce.Status)
+		now := time.Since(r.start)
+		if ce.Status == 429 && now+ce.RetryAfter < deadline && a.Tries < 255 {
+			time.Sleep(max(ce.RetryAfter, 10*time.Millisecond))
+			r.m.retries.Add(1)
+			continue
+		}
+		if ce.Definite() {
+			a.Outcome = ledger.Fail
+			break
+		}
+		if int(a.Tries) > r.cfg.Retries || now >= deadline {
+			a.Outcome = ledger.Unknown
+			break
+		}
+		r.m.retries.Add(1)
+		time.Sleep(time.Duration(a.Tries) * 10 * time.Millisecond)
+	}
+	a.Ended = time.Since(r.start)
+	l := r.m.lane(worker)
+	l.record(hDelay, a.Started-a.Intended)
+	switch a.Outcome {
+	case ledger.OK:
+		r.m.ok.Add(1)
+		l.record(hResponse, a.Ended-a.Intended)
+		l.record(hService, a.Ended-a.Started)
+	case ledger.Fail:
+		r.m.fail.Add(1)
+	default:
+		r.m.unknown.Add(1)
+	}
+	r.led.Shard(worker).Attempt(a)
+}
+
+// report prints a progress line every second and keeps the timeline.
+func (r *runner) report(live *schedule.Live, sum *Summary, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	tk := time.NewTicker(time.Second)
+	defer tk.Stop()
+	var prev Second
+	sec := 0
+	for {
+		select {
+		case <-stop:
+			r.m.swap()
+			return
+		case <-tk.C:
+		}
+		sec++
+		h := r.m.swap()
+		cur := Second{T: sec, Started: live.Started.Load(), OK: r.m.ok.Load(), Fail: r.m.fail.Load(), Unknown: r.m.unknown.Load(),
+			Late: live.Late.Load(), Missed: live.Missed.Load(), Deliveries: r.m.deliv.Load(), Workers: live.Workers.Load()}
+		row := Second{T: sec, Started: cur.Started - prev.Started, OK: cur.OK - prev.OK, Fail: cur.Fail - prev.Fail,
+			Unknown: cur.Unknown - prev.Unknown, Late: cur.Late - prev.Late, Missed: cur.Missed - prev.Missed,
+			Deliveries: cur.Deliveries - prev.Deliveries, Workers: cur.Workers,
+			Response: quantiles(h[hResponse]), SendDelay: quantiles(h[hDelay]), E2E: quantiles(h[hE2E])}
+		prev = cur
+		sum.Timeline = append(sum.Timeline, row)
+		if r.cfg.Progress != nil {
+			fmt.Fprintf(r.cfg.Progress, "t=%3ds rate=%6d/s ok=%d ack_p99=%s e2e_p99=%s delay_p99=%s errors=%d (fail %d, unknown %d) late=%d missed=%d workers=%d deliveries=%d/s\n",
+				sec, row.Started, cur.OK, fmtUS(row.Response.P99), fmtUS(row.E2E.P99), fmtUS(row.SendDelay.P99),
+				cur.Fail+cur.Unknown, cur.Fail, cur.Unknown, cur.Late, cur.Missed, cur.Workers, row.Deliveries)
+		}
+	}
+}
+
+func fmtUS(us int64) string { return (time.Duration(us) * time.Microsecond).String() }
+
+// witness pulls every uid's whole inbox from seq 0 and records it.
+func (r *runner) witness(ctx context.Context) (uids, errs int) {
+	sem := make(chan struct{}, 32)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for i, uid := range r.users {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			err := r.witnessOne(ctx, i, uid)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs++
+				r.fail("witness uid %d: %v", uid, err)
+				return
+			}
+			uids++
+		}()
+	}
+	wg.Wait()
+	return uids, errs
+}
+
+func (r *runner) witnessOne(ctx context.Context, i int, uid uint64) error {
+	tok, err := r.cl.Token(uid, WitnessDID)
+	if err != nil {
+		return err
+	}
+	sh := r.led.Shard(i)
+	var cursor uint64
+	for {
+		pr, err := r.pull(ctx, tok, client.PullOpts{Cursor: cursor, UseCursor: true, Limit: client.MaxPullLimit, Full: true})
+		if err != nil {
+			return err
+		}
+		for _, m := range pr.Msgs {
+			sh.Witness(ledger.Witness{UID: uid, Seq: m.Seq, MsgID: m.MsgID, ConvID: m.ConvID, ConvSeq: m.ConvSeq})
+		}
+		if !pr.HasMore || pr.NextCursor <= cursor {
+			return nil
+		}
+		cursor = pr.NextCursor
+	}
+}
+
+// pull fetches one page, waiting out 429s (Retry-After) and retrying
+// transport errors, until ctx ends.
+func (r *runner) pull(ctx context.Context, token string, o client.PullOpts) (client.PullResp, error) {
+	for attempt := 0; ; attempt++ {
+		pr, err := r.cl.Pull(token, o)
+		if err == nil {
+			return pr, nil
+		}
+		var ce *client.Error
+		if !errors.As(err, &ce) || (ce.Definite() && ce.Status != 429) || attempt >= 1000 {
+			return pr, err
+		}
+		wait := ce.RetryAfter
+		if wait <= 0 {
+			wait = min(time.Duration(attempt+1)*20*time.Millisecond, time.Second)
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return pr, ctx.Err()
+		}
+	}
+}
+
+// MeasureCeiling runs the generator's send path as fast as it can against
+// an in-process no-op endpoint for d and returns the rate it reached.
+func MeasureCeiling(ctx context.Context, secret string, conns, workers int, d time.Duration) (Ceiling, error) {
+	srv, err := noop.Start("127.0.0.1:0")
+	if err != nil {
+		return Ceiling{}, err
+	}
+	defer srv.Close()
+	cc := client.DefaultConfig()
+	cc.Target, cc.Secret, cc.MaxConns = srv.URL(), secret, conns
+	cl, err := client.New(cc)
+	if err != nil {
+		return Ceiling{}, err
+	}
+	defer cl.Close()
+	tok, err := cl.Token(1, "ceiling")
+	if err != nil {
+		return Ceiling{}, err
+	}
+	var n uint64
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	start := time.Now()
+	end := start.Add(d)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := client.SendReq{ConvType: 1, ToUID: 2, Content: strings.Repeat("x", 64)}
+			var mine uint64
+			for i := 0; ctx.Err() == nil && time.Now().Before(end); i++ {
+				req.ClientMsgID = "c-" + strconv.Itoa(w) + "-" + strconv.Itoa(i)
+				if _, err := cl.Send(tok, &req); err == nil {
+					mine++
+				}
+			}
+			mu.Lock()
+			n += mine
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	el := time.Since(start).Seconds()
+	return Ceiling{PerSec: float64(n) / el, Requests: n, Seconds: el, Conns: conns, Workers: workers}, ctx.Err()
+}
