@@ -90,14 +90,14 @@ type Config struct {
 	Timeout  time.Duration // one HTTP exchange
 	Retries  int           // resends of a send whose outcome is unknown (same client_msg_id)
 	// ContentSize pads message bodies to at least this many bytes.
-	ContentSize int
-	PullLimit   int
-	AckEvery    time.Duration // how often an online device acknowledges its chain
-	Settle      time.Duration // wait after the last send before the final drain
+	ContentSize  int
+	PullLimit    int
+	AckEvery     time.Duration // how often an online device acknowledges its chain
+	Settle       time.Duration // wait after the last send before the final drain
 	DrainTimeout time.Duration
-	Shards      int // ledger shards
-	RunDir      string
-	Seed        uint64
+	Shards       int // ledger shards
+	RunDir       string
+	Seed         uint64
 	// CeilingFor: measure the generator's own ceiling against an in-process
 	// no-op endpoint for this long before the run (0 skips).
 	CeilingFor time.Duration

@@ -39,25 +39,25 @@ type Ceiling struct {
 
 // Summary is written to RUN_DIR/summary.json.
 type Summary struct {
-	RunID      string                `json:"run_id"`
-	Target     string                `json:"target"`
-	Shape      string                `json:"shape"`
-	Duration   string                `json:"duration"`
-	StartedAt  time.Time             `json:"started_at"`
-	Population PopulationSummary     `json:"population"`
-	Ceiling    *Ceiling              `json:"generator_ceiling,omitempty"`
-	Pacer      schedule.Stats        `json:"pacer"`
-	OK         uint64                `json:"ok"`
-	Fail       uint64                `json:"fail"`
-	Unknown    uint64                `json:"unknown"`
-	Retries    uint64                `json:"retries"`
-	Deliveries uint64                `json:"deliveries"`
-	AchievedPerSec float64           `json:"achieved_per_sec"`
-	Latency    map[string]Quantiles  `json:"latency"`
-	Timeline   []Second              `json:"timeline"`
-	Drain      DrainSummary          `json:"drain"`
-	LedgerBytes int64                `json:"ledger_bytes"`
-	Errors     []string              `json:"errors,omitempty"`
+	RunID          string               `json:"run_id"`
+	Target         string               `json:"target"`
+	Shape          string               `json:"shape"`
+	Duration       string               `json:"duration"`
+	StartedAt      time.Time            `json:"started_at"`
+	Population     PopulationSummary    `json:"population"`
+	Ceiling        *Ceiling             `json:"generator_ceiling,omitempty"`
+	Pacer          schedule.Stats       `json:"pacer"`
+	OK             uint64               `json:"ok"`
+	Fail           uint64               `json:"fail"`
+	Unknown        uint64               `json:"unknown"`
+	Retries        uint64               `json:"retries"`
+	Deliveries     uint64               `json:"deliveries"`
+	AchievedPerSec float64              `json:"achieved_per_sec"`
+	Latency        map[string]Quantiles `json:"latency"`
+	Timeline       []Second             `json:"timeline"`
+	Drain          DrainSummary         `json:"drain"`
+	LedgerBytes    int64                `json:"ledger_bytes"`
+	Errors         []string             `json:"errors,omitempty"`
 }
 
 // PopulationSummary counts the population.
