@@ -45,6 +45,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -74,6 +75,10 @@ type Config struct {
 	// Timeout bounds each Redis round trip made by this package, so a slow
 	// Redis turns into a miss rather than a slow pull.
 	Timeout time.Duration
+	// ErrorCooldown: after a Redis error the cache answers "miss" without
+	// calling Redis for this long (counted as result="bypass"), so a dead
+	// Redis costs one timeout per cooldown, not one per request. 0 disables.
+	ErrorCooldown time.Duration
 	// Logger receives cache errors (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -86,6 +91,8 @@ func DefaultConfig() Config {
 		CursorTTL: 24 * time.Hour,
 		MsgTTL:    time.Hour,
 		Timeout:   500 * time.Millisecond,
+
+		ErrorCooldown: time.Second,
 	}
 }
 
@@ -102,6 +109,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: hotcache: MsgTTL must be >= 1s", model.ErrInvalid)
 	case c.Timeout <= 0:
 		return fmt.Errorf("%w: hotcache: Timeout must be > 0", model.ErrInvalid)
+	case c.ErrorCooldown < 0:
+		return fmt.Errorf("%w: hotcache: ErrorCooldown must be >= 0", model.ErrInvalid)
 	}
 	return nil
 }
@@ -114,6 +123,34 @@ type Cache struct {
 	cfg  Config
 	log  *slog.Logger
 	reqs *prometheus.CounterVec // imlab_cache_requests_total{cache,result}
+
+	downUntil atomic.Int64 // unix ns; Redis is skipped until then
+}
+
+// errBypass is returned while the cache skips Redis after an error.
+var errBypass = fmt.Errorf("%w: hotcache: redis recently failed, bypassed", model.ErrUnavailable)
+
+// Available reports whether the cache calls Redis now (false during the
+// cooldown after an error).
+func (c *Cache) Available() bool { return time.Now().UnixNano() >= c.downUntil.Load() }
+
+// bypass reports (and counts) whether cache should skip Redis now.
+func (c *Cache) bypass(cache string) bool {
+	if c.Available() {
+		return false
+	}
+	c.count(cache, "bypass")
+	return true
+}
+
+// Failed records a Redis failure seen by ctx's caller: unless the caller
+// itself gave up, Redis is skipped for ErrorCooldown. ref/pull's rate limiter
+// reports its own Redis errors here too.
+func (c *Cache) Failed(ctx context.Context, err error) {
+	if err == nil || errors.Is(err, redis.Nil) || ctx.Err() != nil && errors.Is(err, context.Canceled) || c.cfg.ErrorCooldown == 0 {
+		return
+	}
+	c.downUntil.Store(time.Now().Add(c.cfg.ErrorCooldown).UnixNano())
 }
 
 // New builds a cache on rdb. reg may be nil (metrics then go nowhere).
@@ -177,6 +214,9 @@ func (c *Cache) Committed(ctx context.Context, entries []model.InboxEntry) {
 	if len(entries) == 0 {
 		return
 	}
+	if c.bypass("append") {
+		return
+	}
 	groups := groupByUID(entries)
 	ctx, cancel := c.tctx(ctx)
 	defer cancel()
@@ -216,6 +256,7 @@ func (c *Cache) Committed(ctx context.Context, entries []model.InboxEntry) {
 		}
 		switch {
 		case err != nil:
+			c.Failed(ctx, err)
 			c.count("append", "error")
 			c.log.Warn("hotcache: append failed", "uid", cl.uid, "err", err)
 			// The set may now lag; it is behind, never wrong. Try to drop it so
@@ -281,10 +322,14 @@ func (c *Cache) Span(ctx context.Context, uid, after uint64, n int) (Span, error
 	if n < 0 {
 		return Span{}, fmt.Errorf("%w: hotcache: negative count", model.ErrInvalid)
 	}
+	if c.bypass("inbox") {
+		return Span{}, errBypass
+	}
 	ctx, cancel := c.tctx(ctx)
 	defer cancel()
 	raw, err := rangeScript.Run(ctx, c.rdb, []string{c.keys.Inbox(uid)}, after, n).Slice()
 	if err != nil {
+		c.Failed(ctx, err)
 		c.count("inbox", "error")
 		return Span{}, fmt.Errorf("%w: hotcache: inbox range: %v", model.ErrUnavailable, err)
 	}
@@ -396,6 +441,9 @@ func (c *Cache) Fill(ctx context.Context, uid uint64, refs []Ref) (entries []mod
 	if len(refs) == 0 {
 		return entries, nil, nil
 	}
+	if c.bypass("msg") {
+		return nil, nil, errBypass
+	}
 	keys := make([]string, len(refs))
 	for i, r := range refs {
 		keys[i] = c.keys.Msg(r.MsgID)
@@ -404,6 +452,7 @@ func (c *Cache) Fill(ctx context.Context, uid uint64, refs []Ref) (entries []mod
 	defer cancel()
 	vals, err := c.rdb.MGet(ctx, keys...).Result()
 	if err != nil {
+		c.Failed(ctx, err)
 		c.reqs.WithLabelValues("msg", "error").Add(float64(len(refs)))
 		return nil, nil, fmt.Errorf("%w: hotcache: msg mget: %v", model.ErrUnavailable, err)
 	}
@@ -431,6 +480,9 @@ func (c *Cache) Fill(ctx context.Context, uid uint64, refs []Ref) (entries []mod
 // SetMessages caches message bodies (entries with Missing set are skipped).
 // Errors are counted and returned; callers may ignore them.
 func (c *Cache) SetMessages(ctx context.Context, entries []model.InboxEntry) error {
+	if c.bypass("msg") {
+		return errBypass
+	}
 	ctx, cancel := c.tctx(ctx)
 	defer cancel()
 	pipe := c.rdb.Pipeline()
@@ -446,6 +498,7 @@ func (c *Cache) SetMessages(ctx context.Context, entries []model.InboxEntry) err
 		return nil
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
+		c.Failed(ctx, err)
 		c.count("msg", "error")
 		return fmt.Errorf("%w: hotcache: msg set: %v", model.ErrUnavailable, err)
 	}
@@ -497,10 +550,14 @@ func (c *Cache) RebuildFloor(ctx context.Context, uid uint64, entries []model.In
 	for _, e := range sorted {
 		args = append(args, e.Seq, u64(e.MsgID))
 	}
+	if c.bypass("rebuild") {
+		return errBypass
+	}
 	rctx, cancel := c.tctx(ctx)
 	defer cancel()
 	n, err := rebuildScript.Run(rctx, c.rdb, []string{c.keys.Inbox(uid)}, args...).Int64()
 	if err != nil {
+		c.Failed(rctx, err)
 		c.count("rebuild", "error")
 		return fmt.Errorf("%w: hotcache: rebuild: %v", model.ErrUnavailable, err)
 	}
@@ -517,6 +574,7 @@ func (c *Cache) Invalidate(ctx context.Context, uid uint64) error {
 	ctx, cancel := c.tctx(ctx)
 	defer cancel()
 	if err := c.rdb.Del(ctx, c.keys.Inbox(uid)).Err(); err != nil {
+		c.Failed(ctx, err)
 		return fmt.Errorf("%w: hotcache: invalidate: %v", model.ErrUnavailable, err)
 	}
 	return nil
@@ -524,6 +582,9 @@ func (c *Cache) Invalidate(ctx context.Context, uid uint64) error {
 
 // GetCursor reads the cursor cache. ok is false on a miss.
 func (c *Cache) GetCursor(ctx context.Context, uid uint64, did string) (seq uint64, ok bool, err error) {
+	if c.bypass("cursor") {
+		return 0, false, errBypass
+	}
 	ctx, cancel := c.tctx(ctx)
 	defer cancel()
 	s, err := c.rdb.Get(ctx, c.keys.Cursor(uid, did)).Result()
@@ -532,6 +593,7 @@ func (c *Cache) GetCursor(ctx context.Context, uid uint64, did string) (seq uint
 		return 0, false, nil
 	}
 	if err != nil {
+		c.Failed(ctx, err)
 		c.count("cursor", "error")
 		return 0, false, fmt.Errorf("%w: hotcache: cursor get: %v", model.ErrUnavailable, err)
 	}
@@ -548,9 +610,13 @@ func (c *Cache) GetCursor(ctx context.Context, uid uint64, did string) (seq uint
 // its TTL. The cache may only hold values that MySQL holds (or held): callers
 // write MySQL first.
 func (c *Cache) SetCursor(ctx context.Context, uid uint64, did string, seq uint64) error {
+	if c.bypass("cursor") {
+		return errBypass
+	}
 	ctx, cancel := c.tctx(ctx)
 	defer cancel()
 	if err := maxSetScript.Run(ctx, c.rdb, []string{c.keys.Cursor(uid, did)}, seq, c.cfg.CursorTTL.Milliseconds()).Err(); err != nil {
+		c.Failed(ctx, err)
 		c.count("cursor", "error")
 		return fmt.Errorf("%w: hotcache: cursor set: %v", model.ErrUnavailable, err)
 	}

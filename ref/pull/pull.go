@@ -281,9 +281,15 @@ func (s *Service) fromCache(ctx context.Context, uid, cur uint64, limit int, ful
 		}
 		fence = f
 		if f > sp.Top {
-			// The set lags the truth (a hook not applied yet, or lost).
-			s.reqs.WithLabelValues("inbox", "stale").Inc()
-			return model.PullResult{}, fence, false
+			// The set lags the truth (a hook not applied yet, or lost). What
+			// it has is still exact from cur up: answer that with has_more;
+			// with nothing to answer, read MySQL (which also rebuilds).
+			if len(refs) == 0 {
+				s.reqs.WithLabelValues("inbox", "stale").Inc()
+				return model.PullResult{}, fence, false
+			}
+			s.reqs.WithLabelValues("inbox", "stale_partial").Inc()
+			hasMore = true
 		}
 	}
 	entries, missing, err := s.cache.Fill(ctx, uid, refs)
@@ -353,17 +359,57 @@ func (s *Service) fromMySQL(ctx context.Context, uid, cur uint64, limit int, ful
 	res := model.PullResult{HasMore: len(entries) > limit, NextCursor: cur, Source: SourceMySQL}
 	if res.HasMore {
 		entries = entries[:limit]
-	} else if s.cache != nil && cur < hotcache.MaxSeq {
-		// The page holds every row above cur: it is a valid suffix.
-		if err := s.cache.RebuildFloor(ctx, uid, entries, cur); err != nil {
-			s.log.Debug("pull: cache rebuild failed", "uid", uid, "err", err)
-		}
+	} else {
+		s.rebuild(ctx, uid, cur, entries, fence)
 	}
 	res.Msgs = entries
 	if len(entries) > 0 {
 		res.NextCursor = entries[len(entries)-1].Seq
 	}
 	return res, nil
+}
+
+// rebuild refills uid's ZSet after a MySQL page that reached the newest
+// row: tail holds every row above cur (one statement), so (cur, top] is a
+// valid suffix. When it is shorter than InboxKeep, the rows at or below cur
+// are added (they are all committed: seqs commit in order per uid), so that
+// other devices of the uid hit the cache too. An empty tail is used only
+// when cur is known not to be above the fence (a cursor from the future
+// would make a set whose top is above the truth).
+func (s *Service) rebuild(ctx context.Context, uid, cur uint64, tail []model.InboxEntry, fence uint64) {
+	if s.cache == nil || cur >= hotcache.MaxSeq {
+		return
+	}
+	if len(tail) == 0 && (fence == fenceUnknown || cur > fence) {
+		return
+	}
+	floor := cur
+	keep := s.cache.Config().InboxKeep
+	rows := tail
+	if len(tail) < keep && cur > 0 {
+		qctx, cancel := s.qctx(ctx)
+		defer cancel()
+		need := keep - len(tail) + 1
+		r, err := s.db.QueryContext(qctx, selectEntries+` WHERE o.uid = ? AND o.seq <= ? ORDER BY o.seq DESC LIMIT ?`, uid, cur, need)
+		if err != nil {
+			return
+		}
+		older, err := scanEntries(r, uid, need)
+		if err != nil {
+			return
+		}
+		floor = 0
+		if len(older) == need {
+			floor = older[need-1].Seq
+			older = older[:need-1]
+		}
+		rows = make([]model.InboxEntry, 0, len(older)+len(tail))
+		rows = append(rows, older...)
+		rows = append(rows, tail...)
+	}
+	if err := s.cache.RebuildFloor(ctx, uid, rows, floor); err != nil {
+		s.log.Debug("pull: cache rebuild failed", "uid", uid, "err", err)
+	}
 }
 
 // truncated answers the newest TruncatedLatest entries above cur and the

@@ -51,7 +51,7 @@ func newLimiter(s *Service) *limiter {
 
 func (l *limiter) allow(ctx context.Context, uid uint64) error {
 	now := time.Now()
-	if c := l.s.cache; c != nil {
+	if c := l.s.cache; c != nil && c.Available() {
 		rctx, cancel := context.WithTimeout(ctx, l.s.cfg.RateLimitTimeout)
 		wait, err := gcraScript.Run(rctx, c.Client(), []string{c.Keys().RateLimit(uid)},
 			now.UnixMicro(), l.interval.Microseconds(), l.burst).Int64()
@@ -66,8 +66,11 @@ func (l *limiter) allow(ctx context.Context, uid uint64) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		l.s.reqs.WithLabelValues("ratelimit", "fallback").Inc()
+		c.Failed(ctx, err)
 		l.s.log.Warn("pull: rate limiter falls back to local", "err", err)
+	}
+	if l.s.cache != nil {
+		l.s.reqs.WithLabelValues("ratelimit", "fallback").Inc()
 	}
 	return l.allowLocal(uid, now)
 }
