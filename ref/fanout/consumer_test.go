@@ -3,7 +3,7 @@ package fanout
 import (
 	"context"
 	"errors"
-		"strconv"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"

@@ -1,0 +1,198 @@
+package fanout
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"imlab/ref/inbox"
+	"imlab/ref/model"
+	"imlab/ref/rkeys"
+)
+
+// Dedup strategy names (seed 003, keyed by (msg_id, uid): the recipient is
+// part of the key, or a group message would reach only its first member).
+const (
+	DedupUK    = "uk_uid_msg" // the inbox's own unique key
+	DedupTable = "mq_dedup"   // a dedup row in the same transaction as the inbox row
+	DedupRedis = "redis"      // SET im:mq:dedup:{msg_id}:{uid} 1 NX EX 86400
+)
+
+// DedupTTL is the Redis mark's lifetime (seed 003: EX 86400).
+const DedupTTL = 24 * time.Hour
+
+// Strategy is a consumer-side idempotency strategy: an inbox.Dedup (run
+// inside the inbox transaction, after the fence rows are locked) plus a step
+// after COMMIT. Whatever it answers, the inbox's uk_uid_msg stays the final
+// guard, so a strategy can only save work, never add a second row or seq.
+//
+// The order is what keeps a crash from losing a message: a mark is never
+// set before the inbox row is durable. The mq_dedup row commits in the same
+// transaction as the inbox row (both or neither); the Redis mark is only
+// checked before and set after COMMIT, so a crash in between leaves no mark
+// and the redelivery is caught by uk_uid_msg.
+type Strategy interface {
+	inbox.Dedup
+	// AfterCommit runs once the items' inbox rows are committed.
+	AfterCommit(ctx context.Context, items []inbox.Item) error
+	// Skipped counts items this strategy recognised as already delivered.
+	Skipped() int64
+}
+
+// NewStrategy builds a strategy by name; rdb and keys are needed for
+// "redis" only.
+func NewStrategy(name string, rdb redis.UniversalClient, keys rkeys.Keys) (Strategy, error) {
+	switch name {
+	case DedupUK:
+		return &ukStrategy{}, nil
+	case DedupTable:
+		return &tableStrategy{}, nil
+	case DedupRedis:
+		if rdb == nil {
+			return nil, fmt.Errorf("%w: dedup %q needs a Redis client", model.ErrInvalid, name)
+		}
+		return &redisStrategy{rdb: rdb, keys: keys}, nil
+	}
+	return nil, fmt.Errorf("%w: dedup strategy %q (want %s, %s or %s)", model.ErrInvalid, name, DedupUK, DedupTable, DedupRedis)
+}
+
+type ukStrategy struct{ skipped atomic.Int64 }
+
+func (*ukStrategy) Name() string { return DedupUK }
+
+func (s *ukStrategy) Fresh(ctx context.Context, tx *sql.Tx, items []inbox.Item) ([]inbox.Item, error) {
+	out, err := inbox.UKUidMsg{}.Fresh(ctx, tx, items)
+	if err == nil {
+		s.skipped.Add(int64(len(items) - len(out)))
+	}
+	return out, err
+}
+
+func (*ukStrategy) AfterCommit(context.Context, []inbox.Item) error { return nil }
+func (s *ukStrategy) Skipped() int64                               { return s.skipped.Load() }
+
+// tableStrategy is the mq_dedup table: look the pairs up, insert the new
+// ones, all in the inbox transaction.
+type tableStrategy struct{ skipped atomic.Int64 }
+
+func (*tableStrategy) Name() string { return DedupTable }
+
+const dedupChunk = 500
+
+type mpair struct{ msgID, uid uint64 }
+
+func (s *tableStrategy) Fresh(ctx context.Context, tx *sql.Tx, items []inbox.Item) ([]inbox.Item, error) {
+	seen := make(map[mpair]bool, len(items))
+	for start := 0; start < len(items); start += dedupChunk {
+		end := min(start+dedupChunk, len(items))
+		var sb strings.Builder
+		args := make([]any, 0, 2*(end-start))
+		sb.WriteString("SELECT msg_id, uid FROM mq_dedup WHERE (msg_id, uid) IN (")
+		for i := start; i < end; i++ {
+			if i > start {
+				sb.WriteByte(',')
+			}
+			sb.WriteString("(?,?)")
+			args = append(args, items[i].MsgID, items[i].UID)
+		}
+		sb.WriteByte(')')
+		rows, err := tx.QueryContext(ctx, sb.String(), args...)
+		if err != nil {
+			return nil, fmt.Errorf("fanout: mq_dedup lookup: %w", err)
+		}
+		for rows.Next() {
+			var p mpair
+			if err := rows.Scan(&p.msgID, &p.uid); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("fanout: mq_dedup scan: %w", err)
+			}
+			seen[p] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("fanout: mq_dedup rows: %w", err)
+		}
+	}
+	fresh := make([]inbox.Item, 0, len(items))
+	for _, it := range items {
+		if !seen[mpair{it.MsgID, it.UID}] {
+			fresh = append(fresh, it)
+		}
+	}
+	now := time.Now().UTC()
+	for start := 0; start < len(fresh); start += dedupChunk {
+		end := min(start+dedupChunk, len(fresh))
+		var sb strings.Builder
+		args := make([]any, 0, 3*(end-start))
+		// IGNORE: a racing consumer (during a rebalance) may have inserted
+		// the same pair; uk_uid_msg then drops its inbox row.
+		sb.WriteString("INSERT IGNORE INTO mq_dedup (msg_id, uid, created_at) VALUES ")
+		for i := start; i < end; i++ {
+			if i > start {
+				sb.WriteByte(',')
+			}
+			sb.WriteString("(?,?,?)")
+			args = append(args, fresh[i].MsgID, fresh[i].UID, now)
+		}
+		if _, err := tx.ExecContext(ctx, sb.String(), args...); err != nil {
+			return nil, fmt.Errorf("fanout: mq_dedup insert: %w", err)
+		}
+	}
+	s.skipped.Add(int64(len(items) - len(fresh)))
+	return fresh, nil
+}
+
+func (*tableStrategy) AfterCommit(context.Context, []inbox.Item) error { return nil }
+func (s *tableStrategy) Skipped() int64                               { return s.skipped.Load() }
+
+// redisStrategy checks marks before the transaction (inside Fresh, which
+// only reads Redis) and sets them after COMMIT.
+type redisStrategy struct {
+	rdb     redis.UniversalClient
+	keys    rkeys.Keys
+	skipped atomic.Int64
+}
+
+func (*redisStrategy) Name() string { return DedupRedis }
+
+func (s *redisStrategy) Fresh(ctx context.Context, _ *sql.Tx, items []inbox.Item) ([]inbox.Item, error) {
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, len(items))
+	for i, it := range items {
+		cmds[i] = pipe.Exists(ctx, s.keys.MQDedup(it.MsgID, it.UID))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		// Redis down: no mark is trusted; uk_uid_msg still guards.
+		return items, nil
+	}
+	fresh := make([]inbox.Item, 0, len(items))
+	for i, it := range items {
+		if cmds[i].Val() == 0 {
+			fresh = append(fresh, it)
+		}
+	}
+	s.skipped.Add(int64(len(items) - len(fresh)))
+	return fresh, nil
+}
+
+// AfterCommit sets SET NX EX 86400 for every item whose row is committed.
+func (s *redisStrategy) AfterCommit(ctx context.Context, items []inbox.Item) error {
+	if len(items) == 0 {
+		return nil
+	}
+	pipe := s.rdb.Pipeline()
+	for _, it := range items {
+		pipe.SetNX(ctx, s.keys.MQDedup(it.MsgID, it.UID), 1, DedupTTL)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("fanout: redis dedup marks: %w", err)
+	}
+	return nil
+}
+
+func (s *redisStrategy) Skipped() int64 { return s.skipped.Load() }

@@ -1,0 +1,333 @@
+package fanout
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"time"
+
+	"imlab/ref/inbox"
+	"imlab/ref/model"
+	"imlab/ref/send"
+)
+
+// postCommitTimeout bounds the dedup marks and hooks after a COMMIT.
+const postCommitTimeout = 2 * time.Second
+
+// MembersFunc lists a group's members (ref/send's Service.Members).
+type MembersFunc func(ctx context.Context, groupID uint64) ([]uint64, error)
+
+// InboxSinkConfig configures the inbox tier's handler.
+type InboxSinkConfig struct {
+	// MaxRowsPerTx bounds inbox rows per transaction; a batch with more is
+	// written in several transactions, in delivery order, never splitting
+	// one message. It must hold one full group.
+	MaxRowsPerTx int
+	// TxAttempts bounds retries of one transaction on deadlock / lock wait.
+	TxAttempts int
+}
+
+// DefaultInboxSinkConfig: 4096 rows per transaction, 3 attempts.
+func DefaultInboxSinkConfig() InboxSinkConfig {
+	return InboxSinkConfig{MaxRowsPerTx: 4096, TxAttempts: 3}
+}
+
+// Validate checks the configuration.
+func (c InboxSinkConfig) Validate() error {
+	if c.MaxRowsPerTx < model.MaxGroupMembers || c.MaxRowsPerTx > 50_000 {
+		return fmt.Errorf("%w: inbox sink rows per transaction out of %d..50000", model.ErrInvalid, model.MaxGroupMembers)
+	}
+	if c.TxAttempts < 1 || c.TxAttempts > 10 {
+		return fmt.Errorf("%w: inbox sink transaction attempts out of 1..10", model.ErrInvalid)
+	}
+	return nil
+}
+
+// InboxSink is the inbox tier: for each delivery it reads the body back
+// from msg_content (or, under the queue policy, stores the body the event
+// carries), writes every recipient's inbox row through the fenced,
+// idempotent inbox writer, confirms relayed outbox rows (status 2) in the
+// same transaction, then sets the strategy's post-commit marks and calls
+// the hooks (hot ZSet, then online push). Inbox rows first, always.
+type InboxSink struct {
+	cfg      InboxSinkConfig
+	db       *sql.DB
+	w        *inbox.Writer
+	strategy Strategy
+	members  MembersFunc
+	hooks    []send.CommitHook
+	log      *slog.Logger
+}
+
+// NewInboxSink builds the inbox tier. w must have been built with strategy
+// as its Config.Dedup (NewInboxWriterConfig does that).
+func NewInboxSink(cfg InboxSinkConfig, db *sql.DB, w *inbox.Writer, strategy Strategy, members MembersFunc, log *slog.Logger, hooks ...send.CommitHook) (*InboxSink, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if db == nil || w == nil || strategy == nil || members == nil {
+		return nil, fmt.Errorf("%w: inbox sink needs a database, a writer, a strategy and a member source", model.ErrInvalid)
+	}
+	if w.Dedup() != inbox.Dedup(strategy) {
+		return nil, fmt.Errorf("%w: inbox writer does not use the sink's dedup strategy", model.ErrInvalid)
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &InboxSink{cfg: cfg, db: db, w: w, strategy: strategy, members: members, hooks: hooks, log: log}, nil
+}
+
+// Strategy is the sink's dedup strategy.
+func (s *InboxSink) Strategy() Strategy { return s.strategy }
+
+type unit struct {
+	d     Delivery
+	msg   model.Message
+	items []inbox.Item
+}
+
+// Handle implements Handler.
+func (s *InboxSink) Handle(ctx context.Context, ds []Delivery) error {
+	units, err := s.resolve(ctx, ds)
+	if err != nil {
+		return err
+	}
+	for start := 0; start < len(units); {
+		rows := 0
+		end := start
+		for end < len(units) && (end == start || rows+len(units[end].items) <= s.cfg.MaxRowsPerTx) {
+			rows += len(units[end].items)
+			end++
+		}
+		if err := s.commit(ctx, units[start:end]); err != nil {
+			return err
+		}
+		start = end
+	}
+	return nil
+}
+
+// resolve loads bodies and recipients, in delivery order.
+func (s *InboxSink) resolve(ctx context.Context, ds []Delivery) ([]unit, error) {
+	units := make([]unit, len(ds))
+	var need []uint64
+	for i, d := range ds {
+		units[i].d = d
+		if d.Event.HasBody {
+			units[i].msg = d.Event.Message()
+		} else {
+			need = append(need, d.Event.MsgID)
+		}
+	}
+	if len(need) > 0 {
+		found, err := LoadMessages(ctx, s.db, need)
+		if err != nil {
+			return nil, err
+		}
+		for i := range units {
+			if units[i].d.Event.HasBody {
+				continue
+			}
+			m, ok := found[units[i].d.Event.MsgID]
+			if !ok {
+				return nil, fmt.Errorf("%w: msg_content %d not found", model.ErrNotFound, units[i].d.Event.MsgID)
+			}
+			units[i].msg = m
+		}
+	}
+	groups := map[uint64][]uint64{}
+	for i := range units {
+		m := units[i].msg
+		t, a, _, err := model.ParseConvID(m.ConvID)
+		if err != nil {
+			return nil, Permanent(err)
+		}
+		var members []uint64
+		if t == model.ConvGroup {
+			if members = groups[a]; members == nil {
+				if members, err = s.members(ctx, a); err != nil {
+					if errors.Is(err, model.ErrNotFound) {
+						return nil, Permanent(fmt.Errorf("group %d: %w", a, err))
+					}
+					return nil, fmt.Errorf("fanout: members of group %d: %w", a, err)
+				}
+				groups[a] = members
+			}
+		}
+		rcpts, err := Recipients(m.ConvID, members)
+		if err != nil {
+			return nil, Permanent(err)
+		}
+		units[i].items = ItemsOf(m, rcpts)
+	}
+	return units, nil
+}
+
+// ItemsOf lists one inbox item per recipient of m, recipients ascending.
+func ItemsOf(m model.Message, rcpts []uint64) []inbox.Item {
+	rs := append([]uint64(nil), rcpts...)
+	sort.Slice(rs, func(i, j int) bool { return rs[i] < rs[j] })
+	items := make([]inbox.Item, 0, len(rs))
+	for i, uid := range rs {
+		if i > 0 && rs[i-1] == uid {
+			continue
+		}
+		items = append(items, inbox.Item{UID: uid, MsgID: m.MsgID, ConvID: m.ConvID, ConvType: m.ConvType,
+			ConvSeq: m.ConvSeq, SenderUID: m.SenderUID, CreatedAt: m.CreatedAt, Content: m.Content})
+	}
+	return items
+}
+
+func (s *InboxSink) commit(ctx context.Context, units []unit) error {
+	var items []inbox.Item
+	var bodies []model.Message
+	var outbox []uint64
+	for _, u := range units {
+		items = append(items, u.items...)
+		if u.d.Event.HasBody {
+			bodies = append(bodies, u.msg)
+		}
+		if u.d.OutboxID != 0 {
+			outbox = append(outbox, u.d.OutboxID)
+		}
+	}
+	var entries []model.InboxEntry
+	var err error
+	for attempt := 1; ; attempt++ {
+		entries, err = s.tx(ctx, items, bodies, outbox)
+		if err == nil {
+			break
+		}
+		if !inbox.Retryable(err) || attempt >= s.cfg.TxAttempts || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(time.Duration(attempt) * 5 * time.Millisecond)
+	}
+	// The rows are committed: finish the post-commit steps even when the
+	// consumer is being stopped, within their own bound.
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), postCommitTimeout)
+	defer cancel()
+	if err := s.strategy.AfterCommit(pctx, items); err != nil {
+		// A missing mark only costs a lookup later: uk_uid_msg still guards.
+		s.log.Warn("dedup marks not set", "err", err)
+	}
+	for _, h := range s.hooks {
+		h.Committed(pctx, entries)
+	}
+	return nil
+}
+
+func (s *InboxSink) tx(ctx context.Context, items []inbox.Item, bodies []model.Message, outbox []uint64) ([]model.InboxEntry, error) {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return nil, fmt.Errorf("fanout: begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if len(bodies) > 0 {
+		if err := StoreMessages(ctx, tx, bodies); err != nil {
+			return nil, err
+		}
+	}
+	entries, err := s.w.WriteTx(ctx, tx, items)
+	if err != nil {
+		return nil, fmt.Errorf("fanout: inbox write: %w", err)
+	}
+	if len(outbox) > 0 {
+		if err := ConfirmOutbox(ctx, tx, outbox); err != nil {
+			return nil, err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("fanout: commit: %w", err)
+	}
+	return entries, nil
+}
+
+// ConfirmOutbox marks relayed outbox rows consumed (status 2).
+func ConfirmOutbox(ctx context.Context, ex execer, ids []uint64) error {
+	for start := 0; start < len(ids); start += dedupChunk {
+		end := min(start+dedupChunk, len(ids))
+		q := "UPDATE mq_outbox SET status = 2 WHERE id IN (" + placeholders(end-start) + ") AND status < 2"
+		args := make([]any, 0, end-start)
+		for _, id := range ids[start:end] {
+			args = append(args, id)
+		}
+		if _, err := ex.ExecContext(ctx, q, args...); err != nil {
+			return fmt.Errorf("fanout: confirm outbox: %w", err)
+		}
+	}
+	return nil
+}
+
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
+}
+
+// LoadMessages reads msg_content rows by msg_id.
+func LoadMessages(ctx context.Context, q querier, ids []uint64) (map[uint64]model.Message, error) {
+	out := make(map[uint64]model.Message, len(ids))
+	for start := 0; start < len(ids); start += dedupChunk {
+		end := min(start+dedupChunk, len(ids))
+		args := make([]any, 0, end-start)
+		for _, id := range ids[start:end] {
+			args = append(args, id)
+		}
+		rows, err := q.QueryContext(ctx, `SELECT msg_id, conv_id, conv_type, conv_seq, sender_uid, client_msg_id, content, created_at
+			FROM msg_content WHERE msg_id IN (`+placeholders(end-start)+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("fanout: load msg_content: %w", err)
+		}
+		for rows.Next() {
+			var m model.Message
+			var content []byte
+			if err := rows.Scan(&m.MsgID, &m.ConvID, &m.ConvType, &m.ConvSeq, &m.SenderUID, &m.ClientMsgID, &content, &m.CreatedAt); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("fanout: scan msg_content: %w", err)
+			}
+			m.Content = string(content)
+			m.CreatedAt = m.CreatedAt.UTC()
+			out[m.MsgID] = m
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("fanout: msg_content rows: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// StoreMessages inserts bodies the queue policy did not store before its
+// ACK. A body already stored (a redelivery) is left as it is.
+func StoreMessages(ctx context.Context, ex execer, ms []model.Message) error {
+	for start := 0; start < len(ms); start += dedupChunk {
+		end := min(start+dedupChunk, len(ms))
+		var sb strings.Builder
+		args := make([]any, 0, 8*(end-start))
+		sb.WriteString(`INSERT IGNORE INTO msg_content
+			(msg_id, conv_id, conv_type, conv_seq, sender_uid, client_msg_id, content, created_at) VALUES `)
+		for i := start; i < end; i++ {
+			if i > start {
+				sb.WriteByte(',')
+			}
+			sb.WriteString("(?,?,?,?,?,?,?,?)")
+			m := ms[i]
+			args = append(args, m.MsgID, m.ConvID, m.ConvType, m.ConvSeq, m.SenderUID, m.ClientMsgID, []byte(m.Content), m.CreatedAt.UTC())
+		}
+		if _, err := ex.ExecContext(ctx, sb.String(), args...); err != nil {
+			return fmt.Errorf("fanout: store msg_content: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,273 @@
+package fanout
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"imlab/internal/testenv"
+	"imlab/ref/inbox"
+	"imlab/ref/model"
+	"imlab/ref/seqalloc"
+)
+
+type fixture struct {
+	brokers []string
+	tp      Topics
+	my      *testenv.MySQL
+	rd      *testenv.Redis
+	prod    *Producer
+	groups  map[uint64][]uint64
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	c := newCluster(t)
+	f := &fixture{brokers: c.ListenAddrs(), tp: testTopics(), my: testenv.NewMySQL(t), rd: testenv.NewRedis(t),
+		groups: map[uint64][]uint64{}}
+	ensureTopics(t, f.brokers, f.tp)
+	f.prod = testProducer(t, f.brokers)
+	return f
+}
+
+func (f *fixture) members(_ context.Context, g uint64) ([]uint64, error) {
+	m, ok := f.groups[g]
+	if !ok {
+		return nil, fmt.Errorf("group %d: %w", g, model.ErrNotFound)
+	}
+	return m, nil
+}
+
+func (f *fixture) sink(t *testing.T, strategy string) *InboxSink {
+	t.Helper()
+	st, err := NewStrategy(strategy, f.rd.Client, f.rd.Keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	icfg := inbox.DefaultConfig()
+	icfg.Dedup = st
+	w, err := inbox.NewWriter(seqalloc.NewRedis(f.rd.Client, f.rd.Keys), icfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewInboxSink(DefaultInboxSinkConfig(), f.my.DB, w, st, f.members, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// storeAndPublish stores n messages per conversation (content committed,
+// as the store policy does) and publishes their locator events.
+func (f *fixture) storeAndPublish(t *testing.T, ctx context.Context, convs []uint64, n int, firstMsg uint64) []model.Message {
+	t.Helper()
+	var ms []model.Message
+	msg := firstMsg
+	for s := 1; s <= n; s++ {
+		for _, cv := range convs {
+			msg++
+			typ, a, _, err := model.ParseConvID(cv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sender := a
+			if typ == model.ConvGroup {
+				g := f.groups[a]
+				sender = g[s%len(g)]
+			}
+			ms = append(ms, model.Message{MsgID: msg, ConvID: cv, ConvType: typ, ConvSeq: uint64(s), SenderUID: sender,
+				ClientMsgID: fmt.Sprintf("c-%d", msg), Content: fmt.Sprintf("m%d", msg), CreatedAt: time.Now().UTC().Truncate(time.Millisecond)})
+		}
+	}
+	if err := StoreMessages(ctx, f.my.DB, ms); err != nil {
+		t.Fatal(err)
+	}
+	var recs []*kgo.Record
+	for _, m := range ms {
+		recs = append(recs, eventRecord(t, f.tp.Fanout, EventOf(m, false)))
+	}
+	if err := f.prod.PublishSync(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	return ms
+}
+
+type inboxRow struct{ UID, Seq, MsgID uint64 }
+
+func inboxRows(t testing.TB, db *sql.DB) []inboxRow {
+	t.Helper()
+	rows, err := db.Query(`SELECT uid, seq, msg_id FROM offline_msg ORDER BY uid, seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []inboxRow
+	for rows.Next() {
+		var r inboxRow
+		if err := rows.Scan(&r.UID, &r.Seq, &r.MsgID); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func countRows(t testing.TB, db *sql.DB, q string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRow(q, args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// checkConvOrder asserts that each recipient's inbox seqs follow conv_seq
+// order within every conversation, with no duplicate (uid, msg_id).
+func checkConvOrder(t testing.TB, db *sql.DB) {
+	t.Helper()
+	rows, err := db.Query(`SELECT o.uid, o.seq, o.msg_id, o.conv_id, c.conv_seq FROM offline_msg o
+		JOIN msg_content c ON c.msg_id = o.msg_id ORDER BY o.uid, o.seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	type key struct{ uid, conv uint64 }
+	last := map[key]uint64{}
+	seen := map[[2]uint64]bool{}
+	bad := 0
+	for rows.Next() {
+		var uid, seq, msg, conv, cseq uint64
+		if err := rows.Scan(&uid, &seq, &msg, &conv, &cseq); err != nil {
+			t.Fatal(err)
+		}
+		if seen[[2]uint64{uid, msg}] {
+			t.Errorf("uid %d has msg %d twice", uid, msg)
+		}
+		seen[[2]uint64{uid, msg}] = true
+		k := key{uid, conv}
+		if cseq <= last[k] && bad < 10 {
+			bad++
+			t.Errorf("uid %d conv %d: conv_seq %d at seq %d after conv_seq %d", uid, conv, cseq, seq, last[k])
+		}
+		last[k] = cseq
+	}
+}
+
+func resetGroup(t testing.TB, ctx context.Context, brokers []string, group, topic string) {
+	t.Helper()
+	adm := kadm.NewClient(adminClient(t, brokers))
+	os := kadm.Offsets{}
+	for p := int32(0); p < DefaultPartitions; p++ {
+		os.Add(kadm.Offset{Topic: topic, Partition: p, At: 0, LeaderEpoch: -1})
+	}
+	resp, err := adm.CommitOffsets(ctx, group, os)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := resp.Error(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func convIDs(t testing.TB, pairs [][2]uint64, groups ...uint64) []uint64 {
+	var out []uint64
+	for _, p := range pairs {
+		id, err := model.SingleConvID(p[0], p[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, id)
+	}
+	return append(out, groups...)
+}
+
+// TestReplayDedup: for each strategy, process a topic, then replay every
+// partition from offset 0: no second inbox row, no second seq, and the
+// strategy itself recognised every replayed (uid, msg_id).
+func TestReplayDedup(t *testing.T) {
+	for _, strategy := range []string{DedupUK, DedupTable, DedupRedis} {
+		t.Run(strategy, func(t *testing.T) {
+			f := newFixture(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			f.groups[77] = []uint64{11, 12, 13, 14, 15, 16, 17, 18}
+			convs := convIDs(t, [][2]uint64{{11, 12}, {11, 13}, {14, 19}, {20, 21}}, 77)
+			const per = 30
+			ms := f.storeAndPublish(t, ctx, convs, per, 1_000_000)
+			wantRows := per * (4*2 + 8)
+
+			s := f.sink(t, strategy)
+			cfg := testConsumerConfig(f.brokers, f.tp)
+			stop := runConsumer(t, cfg, s, f.prod)
+			waitFor(t, 30*time.Second, "inbox rows", func() bool {
+				return countRows(t, f.my.DB, "SELECT COUNT(*) FROM offline_msg") >= wantRows
+			})
+			stop()
+			before := inboxRows(t, f.my.DB)
+			if len(before) != wantRows {
+				t.Fatalf("%d inbox rows, want %d", len(before), wantRows)
+			}
+			checkConvOrder(t, f.my.DB)
+			fence := countRows(t, f.my.DB, "SELECT CAST(SUM(max_seq) AS SIGNED) FROM seq_fence")
+			if strategy == DedupTable {
+				if n := countRows(t, f.my.DB, "SELECT COUNT(*) FROM mq_dedup"); n != wantRows {
+					t.Fatalf("mq_dedup has %d rows, want %d", n, wantRows)
+				}
+			}
+			skipped0 := s.Strategy().Skipped()
+			lostMarks := 0
+			if strategy == DedupRedis {
+				// A crash between COMMIT and SET NX leaves rows without
+				// marks: drop some marks; uk_uid_msg must still hold.
+				for _, m := range ms[:10] {
+					lostMarks += int(f.rd.Client.Del(ctx, f.rd.Keys.MQDedup(m.MsgID, m.SenderUID)).Val())
+				}
+				if lostMarks != 10 {
+					t.Fatalf("deleted %d marks, want 10", lostMarks)
+				}
+			}
+
+			// Replay from offset 0 with a fresh sink (a restarted process).
+			resetGroup(t, ctx, f.brokers, cfg.Group, f.tp.Fanout)
+			s2 := f.sink(t, strategy)
+			stop = runConsumer(t, cfg, s2, f.prod)
+			defer func() { t.Logf("replay skipped %d", s2.Strategy().Skipped()) }()
+			waitFor(t, 30*time.Second, "replay recognised", func() bool {
+				return s2.Strategy().Skipped() >= int64(wantRows-lostMarks)
+			})
+			waitCaughtUp(t, ctx, f.brokers, f.tp, cfg.Group)
+			stop()
+			after := inboxRows(t, f.my.DB)
+			if !reflect.DeepEqual(before, after) {
+				t.Fatalf("replay changed the inbox: %d rows before, %d after", len(before), len(after))
+			}
+			if f2 := countRows(t, f.my.DB, "SELECT CAST(SUM(max_seq) AS SIGNED) FROM seq_fence"); f2 != fence {
+				t.Fatalf("replay moved the fence: %d → %d", fence, f2)
+			}
+			t.Logf("%s: %d messages, %d rows; first run skipped %d, replay skipped %d", strategy, len(ms), wantRows,
+				skipped0, s2.Strategy().Skipped())
+		})
+	}
+}
+
+// waitCaughtUp waits until the group has committed every record.
+func waitCaughtUp(t testing.TB, ctx context.Context, brokers []string, tp Topics, group string) {
+	t.Helper()
+	mc := DefaultMonitorConfig()
+	mc.Brokers, mc.Topic, mc.DLQTopic, mc.Groups = brokers, tp.Fanout, tp.DLQ, []string{group}
+	mo, err := NewMonitor(mc, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mo.Close()
+	waitFor(t, 30*time.Second, "group caught up", func() bool {
+		s, err := mo.Poll(ctx)
+		return err == nil && len(s.Errors) == 0 && len(s.Partitions) > 0 && s.Records[group] == 0
+	})
+}
