@@ -29,6 +29,8 @@ var subcommands = []func() *cobra.Command{
 	newUpCmd,
 	newMigrateCmd,
 	newTokenCmd,
+	newLoadCmd,
+	newCheckCmd,
 }
 
 func newRootCmd() *cobra.Command {

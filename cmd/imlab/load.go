@@ -1,0 +1,127 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"imlab/loadgen"
+	"imlab/loadgen/schedule"
+)
+
+// newLoadCmd is `imlab load`: open-loop load against a server through the
+// contract, with a ledger the checker can judge.
+func newLoadCmd() *cobra.Command {
+	def := loadgen.DefaultConfig("", "", "")
+	var (
+		target, rate, sizes, runDir string
+		check                       bool
+	)
+	cfg := def
+	cmd := &cobra.Command{
+		Use:   "load",
+		Short: "Open-loop load (constant, steps, bursts, sine) with a ledger of every ACK and delivery",
+		Long: `Sends messages at intended times given by a rate shape, from a simulated population
+(online WebSocket devices, offline devices that come back and pull, crashy devices),
+drains every device at the end, takes a witness pull of every inbox and writes
+RUN_DIR/ledger-*.bin and RUN_DIR/summary.json. Judge the run with: imlab check RUN_DIR.
+
+Rate shapes: const:5000 | steps:1000@10s,5000@20s | burst:base=5000,peak=50000,at=5s,len=10s[,every=60s] |
+sine:mean=5000,amp=2000,period=30s`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			secret, err := secretFrom(cmd, true, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			shape, err := schedule.Parse(rate)
+			if err != nil {
+				return err
+			}
+			gs, err := loadgen.ParseSizes(sizes)
+			if err != nil {
+				return err
+			}
+			if runDir == "" {
+				runDir = filepath.Join("runs", time.Now().UTC().Format("20060102-150405"))
+			}
+			c := cfg
+			c.Target, c.Secret, c.Shape, c.RunDir = target, secret, shape, runDir
+			c.Pop.GroupSizes = gs
+			if c.Pop.Groups == 0 {
+				c.Pop.GroupShare = 0
+			}
+			c.Progress = cmd.OutOrStdout()
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "run dir %s: %s for %s against %s, %d users x %d devices, %d groups\n",
+				runDir, shape, c.Duration, target, c.Pop.Users, c.Pop.DevicesPerUser, c.Pop.Groups)
+			sum, err := loadgen.Run(cmd.Context(), c)
+			if sum != nil {
+				printSummary(out, sum)
+			}
+			if err != nil {
+				return err
+			}
+			if check {
+				return runCheck(cmd, runDir, false)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&target, "target", "http://127.0.0.1:8080", "server base URL")
+	f.String("secret", "", "token signing secret (default $"+envSecret+")")
+	f.StringVar(&rate, "rate", "const:1000", "rate shape")
+	f.DurationVar(&cfg.Duration, "duration", def.Duration, "how long to send")
+	f.IntVar(&cfg.Pop.Users, "users", def.Pop.Users, "users")
+	f.IntVar(&cfg.Pop.DevicesPerUser, "devices", def.Pop.DevicesPerUser, "devices per user")
+	f.Uint64Var(&cfg.Pop.UIDBase, "uid-base", def.Pop.UIDBase, "first uid (use a range fresh to the server)")
+	f.Uint64Var(&cfg.Pop.GroupBase, "group-base", def.Pop.GroupBase, "first group id")
+	f.Float64Var(&cfg.Pop.Online, "online", def.Pop.Online, "fraction of devices online on WebSocket")
+	f.Float64Var(&cfg.Pop.Crashy, "crashy", def.Pop.Crashy, "fraction of devices that crash before storing or acknowledging")
+	f.IntVar(&cfg.Pop.Groups, "groups", def.Pop.Groups, "group conversations")
+	f.StringVar(&sizes, "group-sizes", "3:50,20:30,100:15,500:5", "group size distribution size:weight,...")
+	f.Float64Var(&cfg.Pop.GroupShare, "group-share", def.Pop.GroupShare, "fraction of sends to groups")
+	f.DurationVar(&cfg.Pop.ComeBackEvery, "come-back-every", def.Pop.ComeBackEvery, "offline devices come back and pull this often (0: only at the end)")
+	f.IntVar(&cfg.Pop.CrashEvery, "crash-every", def.Pop.CrashEvery, "a crashy device crashes on every Nth non-empty page")
+	f.IntVar(&cfg.Conns, "conns", def.Conns, "HTTP connections")
+	f.IntVar(&cfg.Pacer.Workers, "workers", def.Pacer.Workers, "initial send workers")
+	f.IntVar(&cfg.Pacer.MaxWorkers, "max-workers", def.Pacer.MaxWorkers, "send workers at most (then sends start late)")
+	f.DurationVar(&cfg.Pacer.LateAfter, "late-after", def.Pacer.LateAfter, "a send starting this much after its intended time is late")
+	f.DurationVar(&cfg.Pacer.Grace, "grace", def.Pacer.Grace, "sends not started by duration+grace are missed")
+	f.DurationVar(&cfg.Pacer.SpinWindow, "spin", def.Pacer.SpinWindow, "pacer yields instead of sleeping this long before each send (0: sleep only)")
+	f.DurationVar(&cfg.Timeout, "timeout", def.Timeout, "HTTP timeout")
+	f.IntVar(&cfg.Retries, "retries", def.Retries, "resends of a send of unknown outcome (same client_msg_id)")
+	f.IntVar(&cfg.ContentSize, "content-size", def.ContentSize, "message body size in bytes")
+	f.IntVar(&cfg.PullLimit, "pull-limit", def.PullLimit, "pull page size")
+	f.DurationVar(&cfg.AckEvery, "ack-every", def.AckEvery, "online devices acknowledge their chain this often")
+	f.DurationVar(&cfg.Settle, "settle", def.Settle, "wait after the last send before the final drain")
+	f.DurationVar(&cfg.DrainTimeout, "drain-timeout", def.DrainTimeout, "bound on the final drain")
+	f.IntVar(&cfg.Shards, "shards", def.Shards, "ledger shard files")
+	f.Uint64Var(&cfg.Seed, "seed", def.Seed, "population and traffic seed")
+	f.DurationVar(&cfg.CeilingFor, "ceiling", def.CeilingFor, "measure the generator's own ceiling on a no-op endpoint this long first (0: skip)")
+	f.StringVar(&runDir, "run-dir", "", "where the ledger and summary go (default runs/<UTC time>)")
+	f.BoolVar(&check, "check", false, "run the checker afterwards and fail when the run is invalid")
+	return cmd
+}
+
+func printSummary(w interface{ Write([]byte) (int, error) }, s *loadgen.Summary) {
+	fmt.Fprintf(w, "run %s: %s for %s against %s\n", s.RunID, s.Shape, s.Duration, s.Target)
+	if s.Ceiling != nil {
+		fmt.Fprintf(w, "generator ceiling (no-op endpoint, same client): %.0f sends/s\n", s.Ceiling.PerSec)
+	}
+	fmt.Fprintf(w, "sends: scheduled %d, started %d, late %d, missed %d; ok %d, fail %d, unknown %d, retries %d; achieved %.0f/s\n",
+		s.Pacer.Scheduled, s.Pacer.Started, s.Pacer.Late, s.Pacer.Missed, s.OK, s.Fail, s.Unknown, s.Retries, s.AchievedPerSec)
+	fmt.Fprintf(w, "latency (µs)   count      p50      p90      p99     p999      max\n")
+	for _, n := range []string{"response", "service", "send_delay", "end_to_end"} {
+		l := s.Latency[n]
+		fmt.Fprintf(w, "%-11s %8d %8d %8d %8d %8d %8d\n", n, l.Count, l.P50, l.P90, l.P99, l.P999, l.Max)
+	}
+	fmt.Fprintf(w, "deliveries %d; drain complete %v in %.1fs; witness %d uids (%d errors); ledger %d bytes\n",
+		s.Deliveries, s.Drain.Complete, s.Drain.Seconds, s.Drain.WitnessUIDs, s.Drain.WitnessErrors, s.LedgerBytes)
+	for _, e := range s.Errors {
+		fmt.Fprintf(w, "error: %s\n", e)
+	}
+}
