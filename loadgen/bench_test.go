@@ -1,0 +1,171 @@
+package loadgen
+
+import (
+	"context"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"imlab/loadgen/client"
+	"imlab/loadgen/noop"
+	"imlab/loadgen/schedule"
+)
+
+// The comparison with vegeta: the same no-op fasthttp endpoint, the same
+// request (a send body with a bearer token), the same worker and connection
+// counts, in the same run. Run with:
+//
+//	go test -run '^$' -bench BenchmarkVsVegeta -benchtime 1x ./loadgen/
+//
+// Each sub-benchmark runs a bounded trial (benchTrial) per iteration and
+// reports req/s, and for the fixed-rate trials the scheduling error
+// (actual start - intended start) p50/p99/max in µs.
+const (
+	benchTrial   = 2 * time.Second
+	benchWorkers = 64
+	benchConns   = 64
+	benchRate    = 50000
+)
+
+func benchSetup(b *testing.B) (*noop.Server, *client.Client, string, []byte) {
+	srv, err := noop.Start("127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	cc := client.DefaultConfig()
+	cc.Target, cc.Secret, cc.MaxConns = srv.URL(), testSecret, benchConns
+	cl, err := client.New(cc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tok, err := cl.Token(1, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := []byte(`{"client_msg_id":"c-1","conv_type":1,"to_uid":2,"content":"` + strings.Repeat("x", 64) + `"}`)
+	return srv, cl, tok, body
+}
+
+func vegetaAttacker(maxWorkers uint64) *vegeta.Attacker {
+	return vegeta.NewAttacker(vegeta.Workers(benchWorkers), vegeta.MaxWorkers(maxWorkers), vegeta.Connections(benchConns),
+		vegeta.MaxConnections(benchConns), vegeta.KeepAlive(true), vegeta.HTTP2(false), vegeta.Timeout(5*time.Second))
+}
+
+func vegetaTargeter(url, tok string, body []byte) vegeta.Targeter {
+	h := http.Header{}
+	h.Set("Authorization", "Bearer "+tok)
+	h.Set("Content-Type", "application/json")
+	return vegeta.NewStaticTargeter(vegeta.Target{Method: "POST", URL: url + "/v1/msg/send", Body: body, Header: h})
+}
+
+type errs []time.Duration
+
+func (e errs) report(b *testing.B, n int, el time.Duration) {
+	b.ReportMetric(float64(n)/el.Seconds(), "req/s")
+	if len(e) == 0 {
+		return
+	}
+	sort.Slice(e, func(i, j int) bool { return e[i] < e[j] })
+	b.ReportMetric(float64(e[len(e)/2].Microseconds()), "sched_p50_µs")
+	b.ReportMetric(float64(e[len(e)*99/100].Microseconds()), "sched_p99_µs")
+	b.ReportMetric(float64(e[len(e)-1].Microseconds()), "sched_max_µs")
+}
+
+func BenchmarkVsVegeta(b *testing.B) {
+	srv, cl, tok, body := benchSetup(b)
+	defer srv.Close()
+	defer cl.Close()
+
+	b.Run("max_rate/loadgen", func(b *testing.B) {
+		for range b.N {
+			var mu sync.Mutex
+			n := 0
+			var wg sync.WaitGroup
+			start := time.Now()
+			end := start.Add(benchTrial)
+			for w := range benchWorkers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					req := client.SendReq{ConvType: 1, ToUID: 2, Content: strings.Repeat("x", 64)}
+					mine := 0
+					for i := 0; time.Now().Before(end); i++ {
+						req.ClientMsgID = "c-" + strconv.Itoa(w) + "-" + strconv.Itoa(i)
+						if _, err := cl.Send(tok, &req); err == nil {
+							mine++
+						}
+					}
+					mu.Lock()
+					n += mine
+					mu.Unlock()
+				}()
+			}
+			wg.Wait()
+			errs(nil).report(b, n, time.Since(start))
+		}
+	})
+
+	b.Run("max_rate/vegeta", func(b *testing.B) {
+		for range b.N {
+			atk := vegetaAttacker(benchWorkers)
+			n := 0
+			start := time.Now()
+			for res := range atk.Attack(vegetaTargeter(srv.URL(), tok, body), vegeta.Rate{Freq: 0}, benchTrial, "max") {
+				if res.Code == 200 {
+					n++
+				}
+			}
+			errs(nil).report(b, n, time.Since(start))
+		}
+	})
+
+	b.Run("rate_50k/loadgen", func(b *testing.B) {
+		for range b.N {
+			cfg := schedule.DefaultConfig()
+			cfg.Workers = benchWorkers
+			var mu sync.Mutex
+			e := make(errs, 0, benchRate*3)
+			n := 0
+			start := time.Now()
+			_, err := schedule.Run(context.Background(), cfg, schedule.NewIter(schedule.Constant{PerSec: benchRate}, benchTrial), start, nil,
+				func(_ int, t schedule.Tick, started time.Duration) {
+					req := client.SendReq{ClientMsgID: "c-" + strconv.FormatUint(t.Idx, 10), ConvType: 1, ToUID: 2, Content: strings.Repeat("x", 64)}
+					_, err := cl.Send(tok, &req)
+					mu.Lock()
+					e = append(e, started-t.Intended)
+					if err == nil {
+						n++
+					}
+					mu.Unlock()
+				})
+			if err != nil {
+				b.Fatal(err)
+			}
+			e.report(b, n, time.Since(start))
+		}
+	})
+
+	b.Run("rate_50k/vegeta", func(b *testing.B) {
+		for range b.N {
+			atk := vegetaAttacker(20000)
+			e := make(errs, 0, benchRate*3)
+			n := 0
+			interval := time.Second / benchRate
+			start := time.Now()
+			for res := range atk.Attack(vegetaTargeter(srv.URL(), tok, body), vegeta.Rate{Freq: benchRate, Per: time.Second}, benchTrial, "rate") {
+				if res.Code == 200 {
+					n++
+				}
+				d := res.Timestamp.Sub(start.Add(time.Duration(res.Seq) * interval))
+				e = append(e, max(d, 0))
+			}
+			e.report(b, n, time.Since(start))
+		}
+	})
+}
