@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"imlab/compose"
 	"imlab/ref/server"
 )
 
@@ -26,14 +27,14 @@ func newRefCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			be, err := startBackends(ctx, cmd, server.Backends{})
+			be, err := startBackends(ctx, cmd, func(c *compose.Config) { c.Logger = cfg.Logger })
 			if err != nil {
 				return err
 			}
 			defer stopBackends(cfg, be)
-			return server.RunRoles(ctx, cfg, be.Backends, roles(), func(p *server.Process) {
+			return server.RunRoles(ctx, cfg, be.server(), roles(), func(p *server.Process) {
 				attrs := []any{"roles", strings.Join(cfg.Roles, ","), "allocator", cfg.Allocator, "policy", cfg.Send.Policy,
-					"mysql", redactDSN(be.MySQLDSN), "redis", be.RedisAddr}
+					"backends", be.Summary(), "mysql", redactDSN(be.MySQLDSN), "redis", be.RedisAddr}
 				if a := p.APIAddr(); a != nil {
 					attrs = append(attrs, "listen", "http://"+reachable(a))
 				}

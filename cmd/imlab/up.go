@@ -3,9 +3,11 @@ package main
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"imlab/compose"
 	"imlab/ref/server"
 )
 
@@ -28,22 +30,21 @@ func newUpCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			be, err := startBackends(ctx, cmd, server.Backends{
-				MySQLDSN:  "root@tcp(127.0.0.1:3306)/imlab",
-				RedisAddr: "127.0.0.1:6379",
-			})
+			fmt.Fprintln(out, "imlab up: starting backends...")
+			be, err := startBackends(ctx, cmd, func(c *compose.Config) { c.Logger = cfg.Logger })
 			if err != nil {
 				return err
 			}
 			defer stopBackends(cfg, be)
-			return server.RunRoles(ctx, cfg, be.Backends, roles(), func(p *server.Process) {
+			return server.RunRoles(ctx, cfg, be.server(), roles(), func(p *server.Process) {
 				fmt.Fprintf(out, "backends (%s):\n", be.Mode)
 				parts := make([]string, 0, len(be.Kinds))
 				for k := range be.Kinds {
 					parts = append(parts, k)
 				}
 				sort.Strings(parts)
-				where := map[string]string{"mysql": redactDSN(be.MySQLDSN), "redis": be.RedisAddr}
+				where := map[string]string{"mysql": redactDSN(be.MySQLDSN), "redis": be.RedisAddr,
+					"kafka": strings.Join(be.KafkaBrokers, ","), "mongo": be.MongoURI}
 				for _, k := range parts {
 					fmt.Fprintf(out, "  %-8s %-40s %s\n", k, be.Kinds[k], where[k])
 				}
@@ -51,7 +52,7 @@ func newUpCmd() *cobra.Command {
 					fmt.Fprintf(out, "WARNING: %s\n", w)
 				}
 				if len(be.Embedded) > 0 {
-					fmt.Fprintf(out, "WARNING: %v run embedded in-process stand-ins: correct but slow; figures from this run are not capacity figures\n", be.Embedded)
+					fmt.Fprintf(out, "WARNING: embedded in-process stand-ins serve %s: correct but slow; figures from this run are not capacity figures\n", strings.Join(be.Embedded, ", "))
 				}
 				addr := reachable(p.APIAddr())
 				fmt.Fprintln(out, "endpoints:")
