@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -45,7 +46,12 @@ func BenchmarkSendStrict1to1(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			cfg := benchConfig()
+			// Steady state: the users exist (their fence rows do); their
+			// conversations and inbox rows do not.
+			if err := createFenceRows(m.DB, benchUsers); err != nil {
+				b.Fatal(err)
+			}
+			cfg := benchConfig(b)
 			s, err := send.New(context.Background(), cfg, m.DB, w, nil)
 			if err != nil {
 				b.Fatal(err)
@@ -83,9 +89,35 @@ func BenchmarkSendStrict1to1(b *testing.B) {
 	}
 }
 
-func benchConfig() send.Config {
+// benchConfig is DefaultConfig; IMLAB_BENCH_SHARDS, IMLAB_BENCH_BATCH and
+// IMLAB_BENCH_WAIT (a duration) override it for tuning runs.
+func benchConfig(b *testing.B) send.Config {
 	cfg := send.DefaultConfig()
 	cfg.QueueSize = benchSenders
+	if v := os.Getenv("IMLAB_BENCH_SHARDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cfg.Shards = n
+	}
+	if v := os.Getenv("IMLAB_BENCH_BATCH"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cfg.MaxBatch = n
+	}
+	if v := os.Getenv("IMLAB_BENCH_WAIT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cfg.MaxWait = d
+	}
+	if err := cfg.Validate(); err != nil {
+		b.Fatal(err)
+	}
 	return cfg
 }
 
@@ -175,3 +207,21 @@ func rawBatchInsert(db *sql.DB, ids *msgid.Generator, rng *rand.Rand, n, worker 
 }
 
 func runtimeProcs() int { return runtime.GOMAXPROCS(0) }
+
+func createFenceRows(db *sql.DB, users int) error {
+	const chunk = 5000
+	for lo := 1; lo <= users; lo += chunk {
+		var sb strings.Builder
+		sb.WriteString("INSERT INTO seq_fence (uid, max_seq, updated_at) VALUES ")
+		for u := lo; u < lo+chunk && u <= users; u++ {
+			if u > lo {
+				sb.WriteByte(',')
+			}
+			fmt.Fprintf(&sb, "(%d,0,UTC_TIMESTAMP(3))", u)
+		}
+		if _, err := db.Exec(sb.String()); err != nil {
+			return fmt.Errorf("create fence rows: %w", err)
+		}
+	}
+	return nil
+}

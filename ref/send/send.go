@@ -41,14 +41,17 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"imlab/ref/inbox"
@@ -378,8 +381,10 @@ func (s *Service) commit(batch []*Pending) {
 	if err == nil {
 		return
 	}
-	if len(rest) == 1 {
-		s.fail(rest[0], err)
+	if len(rest) == 1 || !itemSpecific(err) {
+		for _, p := range rest {
+			s.fail(p, err)
+		}
 		return
 	}
 	// Retry one by one so that one bad message fails alone.
@@ -390,6 +395,19 @@ func (s *Service) commit(batch []*Pending) {
 			}
 		}
 	}
+}
+
+// itemSpecific tells whether a failed batch may owe its error to one of
+// its messages (then the messages are retried one by one); an unavailable
+// backend or an expired deadline fails them all at once.
+func itemSpecific(err error) bool {
+	var ne net.Error
+	switch {
+	case errors.Is(err, model.ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled),
+		errors.Is(err, driver.ErrBadConn), errors.Is(err, mysql.ErrInvalidConn), errors.As(err, &ne):
+		return false
+	}
+	return true
 }
 
 func (s *Service) fail(p *Pending, err error) {

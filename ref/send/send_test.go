@@ -464,3 +464,74 @@ func TestCloseDrainsAndRefuses(t *testing.T) {
 		t.Fatalf("send after close: %v", err)
 	}
 }
+
+func TestQueueFullIsUnavailable(t *testing.T) {
+	e := newEnv(t)
+	release := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	hook := send.HookFunc(func(context.Context, []model.InboxEntry) {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		<-release
+	})
+	s := e.service(t, 1, func(c *send.Config) { c.Shards = 1; c.QueueSize = 1; c.MaxWait = 0 }, hook)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); _, _ = s.Send(ctx, one(1, 2, "first")) }()
+	<-entered // the committer is held in the hook
+	go func() { defer wg.Done(); _, _ = s.Send(ctx, one(1, 2, "queued")) }()
+	time.Sleep(50 * time.Millisecond) // the queue (size 1) is now full
+	short, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+	defer cancel()
+	if _, err := s.Send(short, one(1, 2, "refused")); !errors.Is(err, model.ErrUnavailable) {
+		t.Fatalf("send into a full queue: %v, want ErrUnavailable", err)
+	}
+	close(release)
+	wg.Wait()
+	var n int
+	if err := e.db.QueryRow(`SELECT COUNT(*) FROM msg_content WHERE client_msg_id = 'refused'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("refused send stored %d rows (%v)", n, err)
+	}
+}
+
+func TestCreateGroupConcurrent(t *testing.T) {
+	e := newEnv(t)
+	procs := []*send.Service{e.service(t, 1, nil), e.service(t, 2, nil)}
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			members := []uint64{4, 5, 6}
+			if i == 7 {
+				members = []uint64{4, 5}
+			}
+			errs[i] = procs[i%2].CreateGroup(ctx, 33, members)
+		}(i)
+	}
+	wg.Wait()
+	ok, conflict := 0, 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case errors.Is(err, model.ErrConflict):
+			conflict++
+		default:
+			t.Errorf("create: %v", err)
+		}
+	}
+	// Either the 3-member set won (7 ok, 1 conflict) or the 2-member one did (1 ok, 7 conflicts).
+	if !(ok == 7 && conflict == 1) && !(ok == 1 && conflict == 7) {
+		t.Fatalf("ok %d conflict %d", ok, conflict)
+	}
+	var n int
+	if err := e.db.QueryRow(`SELECT COUNT(*) FROM group_member WHERE group_id = 33`).Scan(&n); err != nil || (n != 3 && n != 2) {
+		t.Fatalf("members stored %d (%v)", n, err)
+	}
+}

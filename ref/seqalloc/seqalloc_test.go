@@ -125,20 +125,33 @@ func TestSegmentConcurrentUnique(t *testing.T) {
 			for i := 0; i < 150; i++ {
 				uid := uint64(1 + i%3)
 				n := 1 + i%4
-				first, err := a.Next(ctx, uid, n)
-				if err != nil {
-					errs <- err
-					return
-				}
-				mu.Lock()
-				for s := first; s < first+uint64(n); s++ {
-					k := [2]uint64{uid, s}
-					if seen[k] {
-						mu.Unlock()
-						t.Errorf("uid %d seq %d handed out twice", uid, s)
+				got := map[uint64]uint64{}
+				if w%3 == 0 { // batch form, two uids at once
+					var err error
+					got, err = a.NextMany(ctx, map[uint64]int{uid: n, uid%3 + 1: n})
+					if err != nil {
+						errs <- err
 						return
 					}
-					seen[k] = true
+				} else {
+					first, err := a.Next(ctx, uid, n)
+					if err != nil {
+						errs <- err
+						return
+					}
+					got[uid] = first
+				}
+				mu.Lock()
+				for u, first := range got {
+					for s := first; s < first+uint64(n); s++ {
+						k := [2]uint64{u, s}
+						if seen[k] {
+							mu.Unlock()
+							t.Errorf("uid %d seq %d handed out twice", u, s)
+							return
+						}
+						seen[k] = true
+					}
 				}
 				mu.Unlock()
 			}
