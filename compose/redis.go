@@ -15,6 +15,14 @@ import (
 
 // redisVersion pings addr and returns its redis_version.
 func redisVersion(ctx context.Context, addr string) (string, error) {
+	// Dial first: go-redis logs every failed dial, and a server that is
+	// still starting refuses a few.
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	conn.Close()
 	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 1, MaxRetries: -1, DialerRetries: 1})
 	defer c.Close()
 	if err := c.Ping(ctx).Err(); err != nil {
