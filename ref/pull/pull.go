@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,6 +59,14 @@ type Config struct {
 	// "no more". Turning it off trades a bounded staleness after a lost hook
 	// (until the uid's next commit) for that read.
 	CheckFence bool
+	// FenceCheckInterval lets a process skip that read when it verified the
+	// same top for the same uid less than this long ago (0: read every
+	// time). The price is bounded: a commit whose hook was lost (a crash
+	// between COMMIT and the hook) becomes visible to cache readers at most
+	// this much later; nothing is ever skipped.
+	FenceCheckInterval time.Duration
+	// FenceMemoMaxUIDs bounds that memo; when full it is cleared.
+	FenceMemoMaxUIDs int
 	// QueryTimeout bounds each MySQL statement.
 	QueryTimeout time.Duration
 	// RateLimitTimeout bounds the Redis rate-limit call; past it (or on a
@@ -83,6 +92,8 @@ func DefaultConfig() Config {
 		TruncatedLatest:     500,
 		SummaryMaxConvs:     1000,
 		CheckFence:          true,
+		FenceCheckInterval:  time.Second,
+		FenceMemoMaxUIDs:    100000,
 		QueryTimeout:        10 * time.Second,
 		RateLimitTimeout:    200 * time.Millisecond,
 		LocalLimiterMaxUIDs: 100000,
@@ -115,6 +126,10 @@ func (c Config) Validate() error {
 		return bad("timeouts must be > 0")
 	case c.LocalLimiterMaxUIDs < 1:
 		return bad("LocalLimiterMaxUIDs must be >= 1")
+	case c.FenceCheckInterval < 0 || c.FenceCheckInterval > time.Minute:
+		return bad("FenceCheckInterval must be in [0, 1m]")
+	case c.FenceMemoMaxUIDs < 1:
+		return bad("FenceMemoMaxUIDs must be >= 1")
 	}
 	return nil
 }
@@ -128,6 +143,14 @@ type Service struct {
 	latency *prometheus.HistogramVec // imlab_pull_latency_seconds{kind,source}
 	reqs    *prometheus.CounterVec   // imlab_cache_requests_total{cache,result}
 	limiter *limiter
+
+	memoMu sync.Mutex
+	memo   map[uint64]verified // uid -> last top seen equal to the fence
+}
+
+type verified struct {
+	top uint64
+	at  time.Time
 }
 
 // Latency label values.
@@ -169,6 +192,7 @@ func New(db *sql.DB, cache *hotcache.Cache, cfg Config, reg prometheus.Registere
 	}
 	s := &Service{db: db, cache: cache, cfg: cfg, log: cfg.Logger, latency: latency, reqs: reqs}
 	s.limiter = newLimiter(s)
+	s.memo = make(map[uint64]verified)
 	return s, nil
 }
 
@@ -274,13 +298,15 @@ func (s *Service) fromCache(ctx context.Context, uid, cur uint64, limit int, ful
 	hasMore := len(refs) > limit
 	if hasMore {
 		refs = refs[:limit]
-	} else if s.cfg.CheckFence {
+	} else if s.cfg.CheckFence && !s.recentlyVerified(uid, sp.Top) {
 		f, err := s.readFence(ctx, uid)
 		if err != nil {
 			return model.PullResult{}, fence, false
 		}
 		fence = f
-		if f > sp.Top {
+		if f <= sp.Top {
+			s.verified(uid, sp.Top)
+		} else {
 			// The set lags the truth (a hook not applied yet, or lost). What
 			// it has is still exact from cur up: answer that with has_more;
 			// with nothing to answer, read MySQL (which also rebuilds).
@@ -327,25 +353,29 @@ func (s *Service) fromCache(ctx context.Context, uid, cur uint64, limit int, ful
 	return res, fence, true
 }
 
-func (s *Service) fromMySQL(ctx context.Context, uid, cur uint64, limit int, full bool, fence uint64) (model.PullResult, error) {
-	if !full {
-		if fence == fenceUnknown {
-			f, err := s.readFence(ctx, uid)
-			if err != nil {
-				return model.PullResult{}, err
-			}
-			fence = f
-		}
-		if fence > cur && fence-cur > s.cfg.UnreadThreshold {
-			n, err := s.countAbove(ctx, uid, cur, s.cfg.UnreadThreshold+1)
-			if err != nil {
-				return model.PullResult{}, err
-			}
-			if n > s.cfg.UnreadThreshold {
-				return s.truncated(ctx, uid, cur)
-			}
-		}
+func (s *Service) recentlyVerified(uid, top uint64) bool {
+	if s.cfg.FenceCheckInterval == 0 {
+		return false
 	}
+	s.memoMu.Lock()
+	defer s.memoMu.Unlock()
+	v, ok := s.memo[uid]
+	return ok && v.top == top && time.Since(v.at) < s.cfg.FenceCheckInterval
+}
+
+func (s *Service) verified(uid, top uint64) {
+	if s.cfg.FenceCheckInterval == 0 {
+		return
+	}
+	s.memoMu.Lock()
+	defer s.memoMu.Unlock()
+	if _, ok := s.memo[uid]; !ok && len(s.memo) >= s.cfg.FenceMemoMaxUIDs {
+		clear(s.memo)
+	}
+	s.memo[uid] = verified{top: top, at: time.Now()}
+}
+
+func (s *Service) fromMySQL(ctx context.Context, uid, cur uint64, limit int, full bool, fence uint64) (model.PullResult, error) {
 	qctx, cancel := s.qctx(ctx)
 	defer cancel()
 	rows, err := s.db.QueryContext(qctx, selectEntries+` WHERE o.uid = ? AND o.seq > ? ORDER BY o.seq LIMIT ?`, uid, cur, limit+1)
@@ -356,8 +386,31 @@ func (s *Service) fromMySQL(ctx context.Context, uid, cur uint64, limit int, ful
 	if err != nil {
 		return model.PullResult{}, dbErr("pull scan", err)
 	}
-	res := model.PullResult{HasMore: len(entries) > limit, NextCursor: cur, Source: SourceMySQL}
-	if res.HasMore {
+	hasMore := len(entries) > limit
+	if !full {
+		// Unread past the threshold? A page without more has len(entries)
+		// unread; otherwise bound it by the fence, then count (bounded).
+		over := uint64(len(entries)) > s.cfg.UnreadThreshold
+		if hasMore && !over {
+			if fence == fenceUnknown {
+				if fence, err = s.readFence(ctx, uid); err != nil {
+					return model.PullResult{}, err
+				}
+			}
+			if fence > cur && fence-cur > s.cfg.UnreadThreshold {
+				n, err := s.countAbove(ctx, uid, cur, s.cfg.UnreadThreshold+1)
+				if err != nil {
+					return model.PullResult{}, err
+				}
+				over = n > s.cfg.UnreadThreshold
+			}
+		}
+		if over {
+			return s.truncated(ctx, uid, cur)
+		}
+	}
+	res := model.PullResult{HasMore: hasMore, NextCursor: cur, Source: SourceMySQL}
+	if hasMore {
 		entries = entries[:limit]
 	} else {
 		s.rebuild(ctx, uid, cur, entries, fence)
@@ -380,8 +433,17 @@ func (s *Service) rebuild(ctx context.Context, uid, cur uint64, tail []model.Inb
 	if s.cache == nil || cur >= hotcache.MaxSeq {
 		return
 	}
-	if len(tail) == 0 && (fence == fenceUnknown || cur > fence) {
-		return
+	if len(tail) == 0 {
+		if fence == fenceUnknown && s.cache.Available() {
+			f, err := s.readFence(ctx, uid)
+			if err != nil {
+				return
+			}
+			fence = f
+		}
+		if fence == fenceUnknown || cur > fence {
+			return
+		}
 	}
 	floor := cur
 	keep := s.cache.Config().InboxKeep

@@ -196,7 +196,7 @@ func firstDiff(a, b []uint64) int {
 // TestLostHookIsCaughtByFence: a commit whose hook never ran (crash after
 // COMMIT) must still be pulled, although the ZSet covers the cursor.
 func TestLostHookIsCaughtByFence(t *testing.T) {
-	e := newEnv(t, nil)
+	e := newEnv(t, func(p *pull.Config, _ *hotcache.Config) { p.FenceCheckInterval = 0 })
 	ctx := context.Background()
 	e.w.send(t, 2, 7, 5, false)
 	got, cursor := drain(t, e, 2, "d", 0, 100) // rebuilds the set
@@ -562,5 +562,39 @@ func TestTruncatedPastThreshold(t *testing.T) {
 	got, _ := drain(t, &e2, uid, "d3", 0, 30)
 	if !slices.Equal(got, all) {
 		t.Fatalf("full drain got %d of %d", len(got), len(all))
+	}
+}
+
+// TestFenceMemoBoundsStaleness: with a FenceCheckInterval, a lost hook may
+// stay invisible to cache readers for at most that long, never longer.
+func TestFenceMemoBoundsStaleness(t *testing.T) {
+	e := newEnv(t, func(p *pull.Config, _ *hotcache.Config) { p.FenceCheckInterval = 300 * time.Millisecond })
+	ctx := context.Background()
+	e.w.send(t, 12, 7, 3, false)
+	_, cursor := drain(t, e, 12, "d", 0, 10) // MySQL, rebuilds
+	res, err := e.svc.Pull(ctx, 12, "d", ptr(cursor), 10, false)
+	if err != nil || res.Source != pull.SourceCache || len(res.Msgs) != 0 {
+		t.Fatalf("verify pull %+v %v", res, err)
+	}
+	verifiedAt := time.Now()
+	lost := e.w.send(t, 12, 7, 1, true)
+	for {
+		res, err = e.svc.Pull(ctx, 12, "d", ptr(cursor), 10, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Msgs) == 1 && res.Msgs[0].Seq == lost[0].Seq {
+			break
+		}
+		if len(res.Msgs) != 0 {
+			t.Fatalf("unexpected page %v", seqs(res.Msgs))
+		}
+		if time.Since(verifiedAt) > 2*time.Second {
+			t.Fatal("lost hook never became visible")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if time.Since(verifiedAt) < 250*time.Millisecond {
+		t.Fatalf("visible after %v: the memo was not used", time.Since(verifiedAt))
 	}
 }
