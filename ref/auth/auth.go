@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -48,12 +49,16 @@ type Config struct {
 	Leeway time.Duration
 	// Now is the clock (time.Now when nil); tests set it.
 	Now func() time.Time
+	// CacheSize bounds the verified-token cache (0 disables it). A token
+	// seen before is answered from the cache without re-parsing, its exp
+	// still checked on every hit; when full, the cache is emptied.
+	CacheSize int
 }
 
 // DefaultConfig returns a config without a secret (which Validate refuses)
 // and a 30 s leeway.
 func DefaultConfig() Config {
-	return Config{Leeway: 30 * time.Second}
+	return Config{Leeway: 30 * time.Second, CacheSize: 1 << 16}
 }
 
 // Validate checks the secret and the leeway.
@@ -64,6 +69,9 @@ func (c Config) Validate() error {
 	if c.Leeway < 0 || c.Leeway > 10*time.Minute {
 		return fmt.Errorf("%w: auth leeway must be in 0..10m", model.ErrInvalid)
 	}
+	if c.CacheSize < 0 || c.CacheSize > 1<<22 {
+		return fmt.Errorf("%w: auth cache size must be in 0..%d", model.ErrInvalid, 1<<22)
+	}
 	return nil
 }
 
@@ -72,7 +80,19 @@ func (c Config) Validate() error {
 type Authority struct {
 	key    []byte
 	now    func() time.Time
+	leeway time.Duration
 	parser *jwt.Parser
+
+	cacheMax int
+	mu       sync.RWMutex
+	cache    map[string]verified
+}
+
+// verified is a cached Verify answer; exp is zero for tokens without exp.
+type verified struct {
+	uid uint64
+	did string
+	exp time.Time
 }
 
 // New builds an Authority from a validated config.
@@ -91,7 +111,11 @@ func New(cfg Config) (*Authority, error) {
 		jwt.WithIssuedAt(),
 		jwt.WithStrictDecoding(),
 	)
-	return &Authority{key: []byte(cfg.Secret), now: now, parser: p}, nil
+	a := &Authority{key: []byte(cfg.Secret), now: now, leeway: cfg.Leeway, parser: p, cacheMax: cfg.CacheSize}
+	if a.cacheMax > 0 {
+		a.cache = make(map[string]verified)
+	}
+	return a, nil
 }
 
 // claims is the token body. UID is kept raw so that a string or a fraction
@@ -142,6 +166,17 @@ func (a *Authority) Verify(token string) (uid uint64, did string, err error) {
 	if len(token) > MaxTokenLen {
 		return 0, "", fmt.Errorf("%w: token longer than %d bytes", model.ErrUnauthorized, MaxTokenLen)
 	}
+	if a.cache != nil {
+		a.mu.RLock()
+		v, ok := a.cache[token]
+		a.mu.RUnlock()
+		if ok {
+			if !v.exp.IsZero() && a.now().After(v.exp.Add(a.leeway)) {
+				return 0, "", fmt.Errorf("%w: token expired", model.ErrUnauthorized)
+			}
+			return v.uid, v.did, nil
+		}
+	}
 	var c claims
 	_, err = a.parser.ParseWithClaims(token, &c, func(t *jwt.Token) (any, error) {
 		if t.Method != jwt.SigningMethodHS256 {
@@ -161,6 +196,18 @@ func (a *Authority) Verify(token string) (uid uint64, did string, err error) {
 	}
 	if err := CheckDeviceID(*c.DID); err != nil {
 		return 0, "", fmt.Errorf("%w: %v", model.ErrUnauthorized, err)
+	}
+	if a.cache != nil {
+		v := verified{uid: uid, did: *c.DID}
+		if c.ExpiresAt != nil {
+			v.exp = c.ExpiresAt.Time
+		}
+		a.mu.Lock()
+		if len(a.cache) >= a.cacheMax {
+			clear(a.cache)
+		}
+		a.cache[token] = v
+		a.mu.Unlock()
 	}
 	return uid, *c.DID, nil
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -195,5 +196,69 @@ func TestExpiryHonoured(t *testing.T) {
 	now = now.Add(24 * 365 * time.Hour)
 	if _, _, err := a.Verify(forever); err != nil {
 		t.Fatalf("token without exp refused: %v", err)
+	}
+}
+
+func TestCacheHonoursExpiry(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	cfg := DefaultConfig()
+	cfg.Secret = secret
+	cfg.Now = func() time.Time { return now }
+	cfg.CacheSize = 2
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, _ := a.Mint(5, "p", time.Minute)
+	for i := 0; i < 3; i++ { // first parses, then cache hits
+		if uid, did, err := a.Verify(tok); err != nil || uid != 5 || did != "p" {
+			t.Fatalf("verify %d: %d %s %v", i, uid, did, err)
+		}
+	}
+	if len(a.cache) != 1 {
+		t.Fatalf("cache holds %d", len(a.cache))
+	}
+	now = now.Add(time.Minute + cfg.Leeway + time.Second)
+	if _, _, err := a.Verify(tok); !errors.Is(err, model.ErrUnauthorized) {
+		t.Fatalf("expired token answered from cache: %v", err)
+	}
+	// Refused tokens are never cached; the cache stays bounded.
+	for i := 0; i < 5; i++ {
+		bad := rawToken(`{"alg":"HS256"}`, `{"uid":"1","did":"p"}`, secret)
+		_, _, _ = a.Verify(bad)
+		good, _ := a.Mint(uint64(10+i), "p", 0)
+		if _, _, err := a.Verify(good); err != nil {
+			t.Fatal(err)
+		}
+		if len(a.cache) > cfg.CacheSize {
+			t.Fatalf("cache grew to %d", len(a.cache))
+		}
+	}
+	for tok, v := range a.cache {
+		if uid, _, err := a.Verify(tok); err != nil || uid != v.uid {
+			t.Fatalf("cached %d: %v", v.uid, err)
+		}
+	}
+}
+
+func BenchmarkVerify(b *testing.B) {
+	for _, size := range []int{0, 1 << 16} {
+		b.Run(fmt.Sprintf("cache=%d", size), func(b *testing.B) {
+			cfg := DefaultConfig()
+			cfg.Secret = secret
+			cfg.CacheSize = size
+			a, err := New(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			tok, _ := a.Mint(5, "phone", time.Hour)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, _, err := a.Verify(tok); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
