@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
@@ -16,6 +17,7 @@ import (
 	"imlab/ref/hotcache"
 	"imlab/ref/model"
 	"imlab/ref/pull"
+	"imlab/ref/rkeys"
 )
 
 // drain pages uid's inbox from cursor with limit until has_more is false and
@@ -596,5 +598,39 @@ func TestFenceMemoBoundsStaleness(t *testing.T) {
 	}
 	if time.Since(verifiedAt) < 250*time.Millisecond {
 		t.Fatalf("visible after %v: the memo was not used", time.Since(verifiedAt))
+	}
+}
+
+// TestRateLimitOnMiniredis: the limiter's script runs on the embedded
+// topology's Redis too.
+func TestRateLimitOnMiniredis(t *testing.T) {
+	m := testenv.NewMySQL(t)
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	reg := prometheus.NewRegistry()
+	c, err := hotcache.New(rdb, rkeys.Keys{}, hotcache.DefaultConfig(), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcfg := pull.DefaultConfig()
+	pcfg.RateLimit, pcfg.RateBurst = 2, 2
+	s, err := pull.New(m.DB, c, pcfg, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for range 2 {
+		if _, err := s.Pull(ctx, 1, "d", ptr(0), 5, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = s.Pull(ctx, 1, "d", ptr(0), 5, false)
+	var rl *model.RateLimitError
+	if !errors.As(err, &rl) || rl.RetryAfter <= 0 || rl.RetryAfter > 500*time.Millisecond {
+		t.Fatalf("third pull: %v", err)
+	}
+	if v := metric(t, reg, "imlab_cache_requests_total", map[string]string{"cache": "ratelimit", "result": "fallback"}); v != 0 {
+		t.Fatalf("fell back %v times", v)
 	}
 }
