@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"go.mongodb.org/mongo-driver/bson"
 
@@ -40,6 +41,10 @@ type Deps struct {
 	ConvSeqs ConvSeqSource
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// CacheRequests, if set, is the process's
+	// imlab_cache_requests_total{cache,result} vector; History adds its
+	// per-message lookups with cache="history", result "hit" or "miss".
+	CacheRequests *prometheus.CounterVec
 }
 
 // Service is what the HTTP routes call: history reads projected for the
@@ -52,6 +57,8 @@ type Service struct {
 	members  Membership
 	convSeqs ConvSeqSource
 	now      func() time.Time
+	hits     prometheus.Counter // nil without Deps.CacheRequests
+	misses   prometheus.Counter
 }
 
 // NewService wires a Service on a Store.
@@ -68,6 +75,15 @@ func NewService(store *Store, d Deps) (*Service, error) {
 	}
 	if d.Redis != nil {
 		s.cache = &cache{rdb: d.Redis, keys: d.Keys, ttl: store.cfg.CacheTTL}
+	}
+	if d.CacheRequests != nil {
+		var err error
+		if s.hits, err = d.CacheRequests.GetMetricWithLabelValues("history", "hit"); err != nil {
+			return nil, fmt.Errorf("%w: history: cache metric: %w", model.ErrInvalid, err)
+		}
+		if s.misses, err = d.CacheRequests.GetMetricWithLabelValues("history", "miss"); err != nil {
+			return nil, fmt.Errorf("%w: history: cache metric: %w", model.ErrInvalid, err)
+		}
 	}
 	return s, nil
 }
@@ -170,6 +186,10 @@ func (s *Service) History(ctx context.Context, uid, convID, fromSeq, toSeq uint6
 		} else {
 			misses = append(misses, seq)
 		}
+	}
+	if s.hits != nil && s.cache != nil {
+		s.hits.Add(float64(len(seqs) - len(misses)))
+		s.misses.Add(float64(len(misses)))
 	}
 	if len(misses) > 0 {
 		rr, err := s.store.ReadSlots(ctx, convID, misses)
@@ -436,13 +456,27 @@ func (s *Service) MarkRead(ctx context.Context, uid, convID, fromSeq, toSeq uint
 		byDoc[docID] = append(byDoc[docID], bson.E{Key: slotPath(slot, "is_read"), Value: true})
 		changed = append(changed, seq)
 	}
-	for _, docID := range docOrder {
-		set := byDoc[docID]
+	readUpdate := func(set bson.D) bson.D {
 		inc := make(bson.D, len(set))
 		for i, e := range set {
 			inc[i] = bson.E{Key: e.Key[:len(e.Key)-len("is_read")] + "v", Value: int64(1)}
 		}
-		if _, err := s.store.updateSlot(ctx, docID, bson.D{{Key: "$set", Value: set}, {Key: "$inc", Value: inc}}); err != nil && !errors.Is(err, errPurged) {
+		return bson.D{{Key: "$set", Value: set}, {Key: "$inc", Value: inc}}
+	}
+	for _, docID := range docOrder {
+		set := byDoc[docID]
+		_, err := s.store.updateSlot(ctx, docID, readUpdate(set))
+		if errors.Is(err, errPurged) {
+			// A slot was purged since the read: the whole update was
+			// refused, so mark the slots one by one, skipping purged ones.
+			for _, e := range set {
+				if _, err := s.store.updateSlot(ctx, docID, readUpdate(bson.D{e})); err != nil && !errors.Is(err, errPurged) {
+					return err
+				}
+			}
+			continue
+		}
+		if err != nil {
 			return err
 		}
 	}

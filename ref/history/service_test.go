@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"imlab/internal/testenv"
 	"imlab/ref/model"
 )
@@ -512,4 +514,93 @@ func TestServiceWithoutCache(t *testing.T) {
 	if _, err := NewService(st, Deps{}); !errors.Is(err, model.ErrInvalid) {
 		t.Errorf("no membership accepted: %v", err)
 	}
+}
+
+func TestMarkReadAroundPurgeAndCacheMetrics(t *testing.T) {
+	ctx := context.Background()
+	conv, _ := model.SingleConvID(1, 2)
+	vec := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "imlab_cache_requests_total"}, []string{"cache", "result"})
+	f := newFixture(t, fakeMembers{}, nil, func(d *Deps) { d.CacheRequests = vec })
+	f.write(t, msgsFor(conv, 1, 6, 1, 2))
+	// Fill the cache, then purge seq 3 through the store (not the Service,
+	// so its cache entry stays stale on purpose): MarkRead must still mark
+	// the other slots of the bucket.
+	f.history(t, 2, conv, 1, 6)
+	if err := f.store.purge(ctx, conv, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.svc.MarkRead(ctx, 2, conv, 1, 6); err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range f.history(t, 1, conv, 1, 6) {
+		if it.ConvSeq == 3 {
+			continue // stale cache: purge went around the Service on purpose
+		}
+		want := it.ConvSeq%2 == 1
+		if it.IsRead == nil || *it.IsRead != want {
+			t.Errorf("seq %d is_read %v, want %v", it.ConvSeq, it.IsRead, want)
+		}
+	}
+	hit, miss := counterValue(t, vec, "hit"), counterValue(t, vec, "miss")
+	if miss != 6 || hit != 6 {
+		t.Errorf("cache metrics hit %v miss %v; want 6 and 6", hit, miss)
+	}
+}
+
+// updateSlot-level check: a multi-slot is_read update that meets a purged
+// slot falls back to slot-by-slot.
+func TestMarkReadUpdateMeetsPurgedSlot(t *testing.T) {
+	ctx := context.Background()
+	conv, _ := model.SingleConvID(1, 2)
+	f := newFixture(t, fakeMembers{}, nil, nil)
+	f.write(t, msgsFor(conv, 1, 6, 1, 2))
+	purgedOnce := false
+	f.store.beforeUpdate = func(docID string) {
+		if purgedOnce {
+			return
+		}
+		purgedOnce = true
+		f.store.beforeUpdate = nil
+		if err := f.store.purge(ctx, conv, 3); err != nil {
+			t.Errorf("purge: %v", err)
+		}
+	}
+	if err := f.svc.MarkRead(ctx, 2, conv, 1, 6); err != nil {
+		t.Fatal(err)
+	}
+	if !purgedOnce {
+		t.Fatal("hook did not run")
+	}
+	rr, err := f.store.ReadSlots(ctx, conv, []uint64{1, 3, 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rr.Slots[1].IsRead || !rr.Slots[5].IsRead || rr.Slots[3].State != SlotPurged {
+		t.Errorf("after MarkRead around a purge: %+v", rr.Slots)
+	}
+}
+
+func counterValue(t *testing.T, vec *prometheus.CounterVec, result string) float64 {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(vec); err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Unregister(vec)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["cache"] == "history" && labels["result"] == result {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }

@@ -42,6 +42,9 @@ type Store struct {
 	// beforeInsert, if set (tests only), runs between a bucket update that
 	// matched nothing and the insert that follows it.
 	beforeInsert func(docID string)
+	// beforeUpdate, if set (tests only), runs before updateSlot takes the
+	// document's lock.
+	beforeUpdate func(docID string)
 }
 
 // lockStripes is the number of per-document write locks (by hash of _id).
@@ -593,6 +596,9 @@ func (s *Store) MaxStoredSeq(ctx context.Context, convID uint64) (uint64, error)
 // updateSlot applies one update to a bucket by _id. It reports whether the
 // document exists, and errPurged if the slot was physically deleted.
 func (s *Store) updateSlot(ctx context.Context, docID string, update bson.D) (bool, error) {
+	if s.beforeUpdate != nil {
+		s.beforeUpdate(docID)
+	}
 	defer s.docLock(docID)()
 	res, err := s.msgs.UpdateOne(ctx, bson.D{{Key: "_id", Value: docID}}, update)
 	if err != nil {
