@@ -74,7 +74,7 @@ func (s *ukStrategy) Fresh(ctx context.Context, tx *sql.Tx, items []inbox.Item) 
 }
 
 func (*ukStrategy) AfterCommit(context.Context, []inbox.Item) error { return nil }
-func (s *ukStrategy) Skipped() int64                               { return s.skipped.Load() }
+func (s *ukStrategy) Skipped() int64                                { return s.skipped.Load() }
 
 // tableStrategy is the mq_dedup table: look the pairs up, insert the new
 // ones, all in the inbox transaction.
@@ -148,7 +148,7 @@ func (s *tableStrategy) Fresh(ctx context.Context, tx *sql.Tx, items []inbox.Ite
 }
 
 func (*tableStrategy) AfterCommit(context.Context, []inbox.Item) error { return nil }
-func (s *tableStrategy) Skipped() int64                               { return s.skipped.Load() }
+func (s *tableStrategy) Skipped() int64                                { return s.skipped.Load() }
 
 // redisStrategy checks marks before the transaction (inside Fresh, which
 // only reads Redis) and sets them after COMMIT.

@@ -1,0 +1,536 @@
+// Package reconcile owns the repair jobs between the queue and storage
+// (seed 003 对账与补偿): forward (msg_content whose recipients lack inbox
+// rows: written through the same fenced, idempotent inbox path), reverse
+// (inbox rows without content: reported, and repaired from history when a
+// history source can find the message) and push (inbox rows no device has
+// pulled N minutes after they were written: one offline_push record each).
+// Every step is keyed by msg_id / (uid, msg_id), so a re-run finds nothing
+// new to do and writes nothing twice; each run reports what it found and
+// what it repaired.
+//
+// It must not allocate seqs or insert offline_msg rows other than through
+// ref/inbox, nor talk to Kafka.
+package reconcile
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"imlab/ref/fanout"
+	"imlab/ref/inbox"
+	"imlab/ref/model"
+	"imlab/ref/send"
+)
+
+// Config bounds a reconciler.
+type Config struct {
+	// PageSize bounds rows read per query.
+	PageSize int
+	// MaxRepairs bounds inbox rows written by one forward pass (the rest
+	// is left for the next run, and reported).
+	MaxRepairs int
+	// PushAfter is N of "unpulled for N minutes".
+	PushAfter time.Duration
+	// Grace keeps timer runs away from messages the consumers are still
+	// fanning out: a timer run covers [now-Window, now-Grace).
+	Grace time.Duration
+	// Window is how far back a timer run looks.
+	Window time.Duration
+	// Interval between timer runs.
+	Interval time.Duration
+	Logger   *slog.Logger
+}
+
+// DefaultConfig: pages of 1000, 100k repairs per run, push after 10
+// minutes, timer runs every minute over [now-1h, now-30s).
+func DefaultConfig() Config {
+	return Config{PageSize: 1000, MaxRepairs: 100_000, PushAfter: 10 * time.Minute,
+		Grace: 30 * time.Second, Window: time.Hour, Interval: time.Minute}
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	switch {
+	case c.PageSize < 1 || c.PageSize > 10_000:
+		return fmt.Errorf("%w: reconcile page size out of 1..10000", model.ErrInvalid)
+	case c.MaxRepairs < 1:
+		return fmt.Errorf("%w: reconcile max repairs < 1", model.ErrInvalid)
+	case c.PushAfter < 0 || c.Grace < 0:
+		return fmt.Errorf("%w: reconcile durations negative", model.ErrInvalid)
+	case c.Window <= c.Grace:
+		return fmt.Errorf("%w: reconcile window must exceed the grace period", model.ErrInvalid)
+	case c.Interval < time.Second:
+		return fmt.Errorf("%w: reconcile interval below 1s", model.ErrInvalid)
+	}
+	return nil
+}
+
+// HistorySource finds a message's body in the history store, for reverse
+// repair. (An inbox row names conv_id and msg_id, not conv_seq.)
+type HistorySource interface {
+	FindMessage(ctx context.Context, convID, msgID uint64) (model.Message, bool, error)
+}
+
+// Metrics: imlab_reconcile_repairs_total{kind}.
+type Metrics struct {
+	Repairs *prometheus.CounterVec
+}
+
+// NewMetrics registers the series on reg.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{Repairs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "imlab_reconcile_repairs_total",
+		Help: "Repairs by reconciliation: forward (inbox rows written), reverse (bodies restored), push (offline-push records)."},
+		[]string{"kind"})}
+	if err := reg.Register(m.Repairs); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *Metrics) add(kind string, n int64) {
+	if m != nil && n > 0 {
+		m.Repairs.WithLabelValues(kind).Add(float64(n))
+	}
+}
+
+// Reconciler runs the three passes.
+type Reconciler struct {
+	cfg     Config
+	db      *sql.DB
+	w       *inbox.Writer
+	members fanout.MembersFunc
+	history HistorySource
+	hooks   []send.CommitHook
+	m       *Metrics
+	log     *slog.Logger
+}
+
+// New builds a reconciler. history, m and hooks may be nil/empty.
+func New(cfg Config, db *sql.DB, w *inbox.Writer, members fanout.MembersFunc, history HistorySource, m *Metrics, hooks ...send.CommitHook) (*Reconciler, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if db == nil || w == nil || members == nil {
+		return nil, fmt.Errorf("%w: reconciler needs a database, an inbox writer and a member source", model.ErrInvalid)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Reconciler{cfg: cfg, db: db, w: w, members: members, history: history, hooks: hooks, m: m, log: log.With("role", "reconciler")}, nil
+}
+
+// ForwardReport is what the forward pass found and did.
+type ForwardReport struct {
+	Messages    int64 `json:"messages"`     // msg_content rows scanned
+	MissingRows int64 `json:"missing_rows"` // recipient inbox rows absent
+	Repaired    int64 `json:"repaired"`     // inbox rows written
+	Incomplete  bool  `json:"incomplete"`   // MaxRepairs reached; run again
+	Errors      int64 `json:"errors"`       // messages that could not be resolved (e.g. unknown group)
+}
+
+// ReverseReport: inbox rows whose body is missing.
+type ReverseReport struct {
+	Rows     int64    `json:"rows"`     // inbox rows scanned in range
+	Missing  int64    `json:"missing"`  // rows without msg_content
+	Repaired int64    `json:"repaired"` // bodies restored from history
+	Sample   []string `json:"sample,omitempty"`
+}
+
+// PushReport: unpulled rows turned into offline-push records.
+type PushReport struct {
+	Unpulled int64 `json:"unpulled"` // rows no device pulled after PushAfter
+	Recorded int64 `json:"recorded"` // new offline_push records
+}
+
+// Report is one run.
+type Report struct {
+	Since    time.Time     `json:"since"`
+	Until    time.Time     `json:"until"`
+	Forward  ForwardReport `json:"forward"`
+	Reverse  ReverseReport `json:"reverse"`
+	Push     PushReport    `json:"push"`
+	Duration time.Duration `json:"duration_ns"`
+}
+
+// Run runs forward, reverse and push over [since, until).
+func (r *Reconciler) Run(ctx context.Context, since, until time.Time) (Report, error) {
+	rep := Report{Since: since.UTC(), Until: until.UTC()}
+	if !since.Before(until) {
+		return rep, fmt.Errorf("%w: reconcile --since must be before --until", model.ErrInvalid)
+	}
+	t0 := time.Now()
+	var err error
+	if rep.Forward, err = r.Forward(ctx, since, until); err != nil {
+		return rep, err
+	}
+	if rep.Reverse, err = r.Reverse(ctx, since, until); err != nil {
+		return rep, err
+	}
+	if rep.Push, err = r.Push(ctx, since, until, time.Now()); err != nil {
+		return rep, err
+	}
+	rep.Duration = time.Since(t0)
+	return rep, nil
+}
+
+// RunTimer runs over [now-Window, now-Grace) every Interval until ctx is
+// done (the reconciler role). Each report goes to onReport (may be nil).
+func (r *Reconciler) RunTimer(ctx context.Context, onReport func(Report)) error {
+	t := time.NewTicker(r.cfg.Interval)
+	defer t.Stop()
+	for {
+		now := time.Now()
+		rep, err := r.Run(ctx, now.Add(-r.cfg.Window), now.Add(-r.cfg.Grace))
+		if err != nil && ctx.Err() == nil {
+			r.log.Warn("reconciliation run failed", "err", err)
+		} else if err == nil {
+			r.log.Info("reconciliation run", "forward_missing", rep.Forward.MissingRows, "forward_repaired", rep.Forward.Repaired,
+				"reverse_missing", rep.Reverse.Missing, "reverse_repaired", rep.Reverse.Repaired, "push_recorded", rep.Push.Recorded)
+			if onReport != nil {
+				onReport(rep)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+type pair struct{ uid, msgID uint64 }
+
+// Forward writes the inbox rows missing for messages created in [since,
+// until), in (created_at, msg_id) pages; within a page the missing items
+// are written in conversation order (conv_id, conv_seq).
+func (r *Reconciler) Forward(ctx context.Context, since, until time.Time) (ForwardReport, error) {
+	var rep ForwardReport
+	lastAt, lastID := since.UTC(), uint64(0)
+	first := true
+	for {
+		ms, err := r.page(ctx, lastAt, lastID, first, until.UTC())
+		if err != nil {
+			return rep, err
+		}
+		first = false
+		if len(ms) == 0 {
+			return rep, nil
+		}
+		lastAt, lastID = ms[len(ms)-1].CreatedAt, ms[len(ms)-1].MsgID
+		rep.Messages += int64(len(ms))
+		var items []fanoutItem
+		groups := map[uint64][]uint64{}
+		for _, m := range ms {
+			t, a, _, err := model.ParseConvID(m.ConvID)
+			if err != nil {
+				rep.Errors++
+				continue
+			}
+			var members []uint64
+			if t == model.ConvGroup {
+				if members = groups[a]; members == nil {
+					members, err = r.members(ctx, a)
+					if err != nil {
+						if errors.Is(err, model.ErrNotFound) {
+							rep.Errors++
+							continue
+						}
+						return rep, fmt.Errorf("reconcile: members of %d: %w", a, err)
+					}
+					groups[a] = members
+				}
+			}
+			rcpts, err := fanout.Recipients(m.ConvID, members)
+			if err != nil {
+				rep.Errors++
+				continue
+			}
+			for _, it := range fanout.ItemsOf(m, rcpts) {
+				items = append(items, fanoutItem{it})
+			}
+		}
+		have, err := r.existing(ctx, items)
+		if err != nil {
+			return rep, err
+		}
+		var missing []inbox.Item
+		for _, it := range items {
+			if !have[pair{it.UID, it.MsgID}] {
+				missing = append(missing, it.Item)
+			}
+		}
+		rep.MissingRows += int64(len(missing))
+		sort.SliceStable(missing, func(i, j int) bool {
+			if missing[i].ConvID != missing[j].ConvID {
+				return missing[i].ConvID < missing[j].ConvID
+			}
+			return missing[i].ConvSeq < missing[j].ConvSeq
+		})
+		for start := 0; start < len(missing); start += 2000 {
+			if rep.Repaired >= int64(r.cfg.MaxRepairs) {
+				rep.Incomplete = true
+				return rep, nil
+			}
+			end := min(start+2000, len(missing))
+			entries, err := r.w.Write(ctx, r.db, missing[start:end])
+			if err != nil {
+				return rep, fmt.Errorf("reconcile: forward write: %w", err)
+			}
+			rep.Repaired += int64(len(entries))
+			r.m.add("forward", int64(len(entries)))
+			for _, h := range r.hooks {
+				h.Committed(ctx, entries)
+			}
+		}
+	}
+}
+
+type fanoutItem struct{ inbox.Item }
+
+func (r *Reconciler) page(ctx context.Context, afterAt time.Time, afterID uint64, first bool, until time.Time) ([]model.Message, error) {
+	var rows *sql.Rows
+	var err error
+	const cols = `SELECT msg_id, conv_id, conv_type, conv_seq, sender_uid, client_msg_id, content, created_at FROM msg_content `
+	if first {
+		rows, err = r.db.QueryContext(ctx, cols+`WHERE created_at >= ? AND created_at < ?
+			ORDER BY created_at, msg_id LIMIT ?`, afterAt, until, r.cfg.PageSize)
+	} else {
+		rows, err = r.db.QueryContext(ctx, cols+`WHERE created_at >= ? AND created_at < ?
+			AND (created_at > ? OR msg_id > ?) ORDER BY created_at, msg_id LIMIT ?`,
+			afterAt, until, afterAt, afterID, r.cfg.PageSize)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reconcile: scan msg_content: %w", err)
+	}
+	defer rows.Close()
+	var out []model.Message
+	for rows.Next() {
+		var m model.Message
+		var content []byte
+		if err := rows.Scan(&m.MsgID, &m.ConvID, &m.ConvType, &m.ConvSeq, &m.SenderUID, &m.ClientMsgID, &content, &m.CreatedAt); err != nil {
+			return nil, fmt.Errorf("reconcile: scan msg_content row: %w", err)
+		}
+		m.Content = string(content)
+		m.CreatedAt = m.CreatedAt.UTC()
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+func (r *Reconciler) existing(ctx context.Context, items []fanoutItem) (map[pair]bool, error) {
+	have := make(map[pair]bool, len(items))
+	const chunk = 500
+	for start := 0; start < len(items); start += chunk {
+		end := min(start+chunk, len(items))
+		args := make([]any, 0, 2*(end-start))
+		for _, it := range items[start:end] {
+			args = append(args, it.UID, it.MsgID)
+		}
+		q := "SELECT uid, msg_id FROM offline_msg WHERE (uid, msg_id) IN (" +
+			strings.TrimSuffix(strings.Repeat("(?,?),", end-start), ",") + ")"
+		rows, err := r.db.QueryContext(ctx, q, args...)
+		if err != nil {
+			return nil, fmt.Errorf("reconcile: inbox lookup: %w", err)
+		}
+		for rows.Next() {
+			var p pair
+			if err := rows.Scan(&p.uid, &p.msgID); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("reconcile: inbox lookup row: %w", err)
+			}
+			have[p] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("reconcile: inbox lookup rows: %w", err)
+		}
+	}
+	return have, nil
+}
+
+type inboxRef struct {
+	uid, seq, msgID, convID uint64
+	createdAt               time.Time
+	missing                 bool
+}
+
+// scanInbox pages offline_msg by its primary key (uid, seq), calling fn
+// with each page's rows written in [since, until) (offline_msg has no
+// created_at index: a full key-order walk in bounded pages, no long
+// transaction). hasContent adds whether msg_content has the row.
+func (r *Reconciler) scanInbox(ctx context.Context, since, until time.Time, fn func([]inboxRef) error) (int64, error) {
+	var lastUID, lastSeq uint64
+	var scanned int64
+	for {
+		rows, err := r.db.QueryContext(ctx, `SELECT o.uid, o.seq, o.msg_id, o.conv_id, o.created_at, c.msg_id IS NULL
+			FROM offline_msg o LEFT JOIN msg_content c ON c.msg_id = o.msg_id
+			WHERE o.uid > ? OR (o.uid = ? AND o.seq > ?) ORDER BY o.uid, o.seq LIMIT ?`,
+			lastUID, lastUID, lastSeq, r.cfg.PageSize)
+		if err != nil {
+			return scanned, fmt.Errorf("reconcile: scan offline_msg: %w", err)
+		}
+		var page []inboxRef
+		n := 0
+		for rows.Next() {
+			var x inboxRef
+			if err := rows.Scan(&x.uid, &x.seq, &x.msgID, &x.convID, &x.createdAt, &x.missing); err != nil {
+				rows.Close()
+				return scanned, fmt.Errorf("reconcile: scan offline_msg row: %w", err)
+			}
+			n++
+			lastUID, lastSeq = x.uid, x.seq
+			if !x.createdAt.Before(since) && x.createdAt.Before(until) {
+				page = append(page, x)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return scanned, fmt.Errorf("reconcile: offline_msg rows: %w", err)
+		}
+		scanned += int64(len(page))
+		if len(page) > 0 {
+			if err := fn(page); err != nil {
+				return scanned, err
+			}
+		}
+		if n < r.cfg.PageSize {
+			return scanned, nil
+		}
+	}
+}
+
+// Reverse reports inbox rows in range whose body is missing and restores
+// the body from history when the history source finds it.
+func (r *Reconciler) Reverse(ctx context.Context, since, until time.Time) (ReverseReport, error) {
+	var rep ReverseReport
+	restored := map[uint64]bool{}
+	n, err := r.scanInbox(ctx, since.UTC(), until.UTC(), func(page []inboxRef) error {
+		for _, x := range page {
+			if !x.missing {
+				continue
+			}
+			rep.Missing++
+			if len(rep.Sample) < 20 {
+				rep.Sample = append(rep.Sample, fmt.Sprintf("uid=%d seq=%d msg_id=%d", x.uid, x.seq, x.msgID))
+			}
+			if r.history == nil || restored[x.msgID] {
+				continue
+			}
+			m, ok, err := r.history.FindMessage(ctx, x.convID, x.msgID)
+			if err != nil {
+				r.log.Warn("reverse: history lookup failed", "msg_id", x.msgID, "err", err)
+				continue
+			}
+			if !ok || m.MsgID != x.msgID {
+				continue
+			}
+			if err := fanout.StoreMessages(ctx, r.db, []model.Message{m}); err != nil {
+				return err
+			}
+			restored[x.msgID] = true
+			rep.Repaired++
+			r.m.add("reverse", 1)
+		}
+		return nil
+	})
+	rep.Rows = n
+	return rep, err
+}
+
+// Push records, for every inbox row in range written more than PushAfter
+// before now that no device of its uid has been served, one offline_push
+// row (INSERT IGNORE on (uid, msg_id): a re-run records nothing twice).
+func (r *Reconciler) Push(ctx context.Context, since, until, now time.Time) (PushReport, error) {
+	var rep PushReport
+	cutoff := now.Add(-r.cfg.PushAfter).UTC()
+	if cutoff.Before(until) {
+		until = cutoff
+	}
+	if !since.Before(until) {
+		return rep, nil
+	}
+	_, err := r.scanInbox(ctx, since.UTC(), until.UTC(), func(page []inboxRef) error {
+		uids := map[uint64]bool{}
+		for _, x := range page {
+			uids[x.uid] = true
+		}
+		pulled, err := r.pulled(ctx, uids)
+		if err != nil {
+			return err
+		}
+		var todo []inboxRef
+		for _, x := range page {
+			if x.seq > pulled[x.uid] {
+				todo = append(todo, x)
+			}
+		}
+		rep.Unpulled += int64(len(todo))
+		if len(todo) == 0 {
+			return nil
+		}
+		var sb strings.Builder
+		args := make([]any, 0, 6*len(todo))
+		sb.WriteString("INSERT IGNORE INTO offline_push (uid, msg_id, seq, conv_id, msg_created_at, created_at) VALUES ")
+		for i, x := range todo {
+			if i > 0 {
+				sb.WriteByte(',')
+			}
+			sb.WriteString("(?,?,?,?,?,?)")
+			args = append(args, x.uid, x.msgID, x.seq, x.convID, x.createdAt, now.UTC())
+		}
+		res, err := r.db.ExecContext(ctx, sb.String(), args...)
+		if err != nil {
+			return fmt.Errorf("reconcile: insert offline_push: %w", err)
+		}
+		added, _ := res.RowsAffected()
+		rep.Recorded += added
+		r.m.add("push", added)
+		return nil
+	})
+	return rep, err
+}
+
+// pulled returns, per uid, the highest seq any of its devices was served
+// (sync_served) or acknowledged (sync_cursor); 0 when none.
+func (r *Reconciler) pulled(ctx context.Context, uids map[uint64]bool) (map[uint64]uint64, error) {
+	out := make(map[uint64]uint64, len(uids))
+	if len(uids) == 0 {
+		return out, nil
+	}
+	args := make([]any, 0, len(uids))
+	for u := range uids {
+		args = append(args, u)
+	}
+	in := "(" + strings.TrimSuffix(strings.Repeat("?,", len(args)), ",") + ")"
+	for _, q := range []string{
+		"SELECT uid, MAX(served_seq) FROM sync_served WHERE uid IN " + in + " GROUP BY uid",
+		"SELECT uid, MAX(pull_seq) FROM sync_cursor WHERE uid IN " + in + " GROUP BY uid",
+	} {
+		rows, err := r.db.QueryContext(ctx, q, args...)
+		if err != nil {
+			return nil, fmt.Errorf("reconcile: device cursors: %w", err)
+		}
+		for rows.Next() {
+			var uid, seq uint64
+			if err := rows.Scan(&uid, &seq); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("reconcile: device cursor row: %w", err)
+			}
+			out[uid] = max(out[uid], seq)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
