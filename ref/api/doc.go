@@ -40,9 +40,16 @@
 //	                      sync/pull.
 //	POST /v1/group/create {"group_id":7,"members":[1,2,3]} 1..500 members -> {}
 //	                      (idempotent for the same members; 409 conflict otherwise).
-//	GET  /v1/history, POST /v1/msg/revoke, /v1/msg/delete, /v1/conv/clear:
-//	                      mounted from ref/history through Deps.History; absent:
-//	                      501 not_implemented.
+//	GET  /v1/history      ?conv_id=&from_seq=&to_seq= (to_seq defaults to from_seq;
+//	                      the service bounds the range) -> {"msgs":[{"conv_seq",
+//	                      "msg_id","sender_uid","created_at","content"[,"revoked"]
+//	                      [,"tombstone"][,"is_read"]}]} projected for the caller.
+//	POST /v1/msg/revoke   {"conv_id","conv_seq"} -> {}   (idempotent)
+//	POST /v1/msg/delete   {"conv_id","conv_seq"} -> {}   (idempotent, for the caller only)
+//	POST /v1/conv/clear   {"conv_id"} -> {"min_seq"}
+//	                      The four history routes are mounted with
+//	                      Deps.History = HistoryRoutes(history service); without
+//	                      it they answer 501 not_implemented.
 //	GET  /v1/ws           WebSocket (see below).
 //	GET  /metrics         Prometheus text of the process registry.
 //	GET  /healthz         200 {"status":"ok"}; 503 {"status":"shutting_down"} once

@@ -1,0 +1,123 @@
+package api
+
+import (
+	"context"
+	"fmt"
+
+	"imlab/ref/history"
+	"imlab/ref/model"
+)
+
+// HistoryService is what the history routes call (ref/history.Service).
+type HistoryService interface {
+	History(ctx context.Context, uid, convID, fromSeq, toSeq uint64) ([]history.HistoryItem, error)
+	Revoke(ctx context.Context, uid, convID, convSeq uint64) error
+	Delete(ctx context.Context, uid, convID, convSeq uint64) error
+	Clear(ctx context.Context, uid, convID uint64) (uint64, error)
+}
+
+// HistoryRoutes adapts a HistoryService to the four history routes:
+//
+//	GET  /v1/history?conv_id=&from_seq=&to_seq=  -> {"msgs":[{"conv_seq","msg_id",
+//	     "sender_uid","created_at","content"[,"revoked"][,"tombstone"][,"is_read"]}]}
+//	     (the range is bounded by the service; to_seq defaults to from_seq)
+//	POST /v1/msg/revoke {"conv_id","conv_seq"} -> {}
+//	POST /v1/msg/delete {"conv_id","conv_seq"} -> {}
+//	POST /v1/conv/clear {"conv_id"}            -> {"min_seq"}
+//
+// The caller is always the token's uid.
+func HistoryRoutes(h HistoryService) History {
+	return History{
+		Get: func(ctx context.Context, c Caller, r *Request) (any, error) {
+			q, err := r.Query("conv_id", "from_seq", "to_seq")
+			if err != nil {
+				return nil, err
+			}
+			conv, err := q.RequiredUint64("conv_id")
+			if err != nil {
+				return nil, err
+			}
+			from, err := q.RequiredUint64("from_seq")
+			if err != nil {
+				return nil, err
+			}
+			to, ok, err := q.Uint64("to_seq")
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				to = from
+			}
+			if to < from {
+				return nil, fmt.Errorf("%w: to_seq %d below from_seq %d", model.ErrInvalid, to, from)
+			}
+			items, err := h.History(ctx, c.UID, conv, from, to)
+			if err != nil {
+				return nil, err
+			}
+			if items == nil {
+				items = []history.HistoryItem{}
+			}
+			return struct {
+				Msgs []history.HistoryItem `json:"msgs"`
+			}{items}, nil
+		},
+		Revoke: func(ctx context.Context, c Caller, r *Request) (any, error) {
+			b, err := decodeMsgRef(r)
+			if err != nil {
+				return nil, err
+			}
+			return struct{}{}, h.Revoke(ctx, c.UID, b.ConvID, *b.ConvSeq)
+		},
+		Delete: func(ctx context.Context, c Caller, r *Request) (any, error) {
+			b, err := decodeMsgRef(r)
+			if err != nil {
+				return nil, err
+			}
+			return struct{}{}, h.Delete(ctx, c.UID, b.ConvID, *b.ConvSeq)
+		},
+		Clear: func(ctx context.Context, c Caller, r *Request) (any, error) {
+			if _, err := r.Query(); err != nil {
+				return nil, err
+			}
+			var b struct {
+				ConvID uint64 `json:"conv_id"`
+			}
+			if err := r.DecodeJSON(&b); err != nil {
+				return nil, err
+			}
+			if _, _, _, err := model.ParseConvID(b.ConvID); err != nil {
+				return nil, err
+			}
+			min, err := h.Clear(ctx, c.UID, b.ConvID)
+			if err != nil {
+				return nil, err
+			}
+			return struct {
+				MinSeq uint64 `json:"min_seq"`
+			}{min}, nil
+		},
+	}
+}
+
+type msgRef struct {
+	ConvID  uint64  `json:"conv_id"`
+	ConvSeq *uint64 `json:"conv_seq"`
+}
+
+func decodeMsgRef(r *Request) (msgRef, error) {
+	var b msgRef
+	if _, err := r.Query(); err != nil {
+		return b, err
+	}
+	if err := r.DecodeJSON(&b); err != nil {
+		return b, err
+	}
+	if _, _, _, err := model.ParseConvID(b.ConvID); err != nil {
+		return b, err
+	}
+	if b.ConvSeq == nil || *b.ConvSeq == 0 {
+		return b, fmt.Errorf("%w: conv_seq (>= 1) is required", model.ErrInvalid)
+	}
+	return b, nil
+}
