@@ -91,6 +91,10 @@ func NewService(store *Store, d Deps) (*Service, error) {
 // Store is the underlying store (for the history consumer tier's writer).
 func (s *Service) Store() *Store { return s.store }
 
+// MaxRange is the most seqs one History call accepts (for a route that
+// defaults to_seq).
+func (s *Service) MaxRange() int { return s.cfg.MaxRange }
+
 // HistoryItem is one conv_seq of a history page as the caller sees it.
 // A tombstone carries conv_seq only: there is nothing to show at that seq
 // for this caller (never written, physically deleted, or deleted by the
