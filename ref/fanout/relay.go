@@ -341,4 +341,3 @@ func (r *Relay) Maintain(ctx context.Context) error {
 	}
 	return nil
 }
-
