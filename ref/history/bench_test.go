@@ -15,11 +15,13 @@ import (
 )
 
 // Benchmarks compare the bucketed layout with one document per message in
-// the same store, in the same run. They run against the embedded FerretDB
-// (SQLite handler) that TestMain starts: figures say nothing about real
-// MongoDB, where both layouts use real indexes.
+// the same store, in the same run. By default they run against the
+// embedded FerretDB (SQLite handler) that TestMain starts; those figures
+// say nothing about real MongoDB, where both layouts use real indexes.
+// With IMLAB_TEST_MONGO set they run against that server instead.
 //
 //	go test -run '^$' -bench . -benchtime 2s ./ref/history/
+//	IMLAB_TEST_MONGO=mongodb://127.0.0.1:27017 go test -run '^$' -bench . ./ref/history/
 
 // perMsgDoc is the one-document-per-message baseline: _id "{conv}:{seq}".
 type perMsgDoc struct {
@@ -56,6 +58,7 @@ func writePerMsg(ctx context.Context, c *mongo.Collection, msgs []model.Message)
 
 func BenchmarkHistoryWrite(b *testing.B) {
 	ctx := context.Background()
+	b.Logf("store: %s", storeName())
 	for _, batch := range []int{1, 20} {
 		b.Run(fmt.Sprintf("bucketed/batch=%d", batch), func(b *testing.B) {
 			s := newStore(b, newDB(b, nil), nil)
@@ -87,6 +90,7 @@ const benchPreload = 1000
 
 func BenchmarkHistoryRead(b *testing.B) {
 	ctx := context.Background()
+	b.Logf("store: %s", storeName())
 	db := newDB(b, nil)
 	s := newStore(b, db, nil)
 	c := perMsgColl(b, db)
@@ -170,4 +174,11 @@ func BenchmarkHistoryRead(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "reads/s")
 		})
 	}
+}
+
+func storeName() string {
+	if onFerret {
+		return "embedded FerretDB v1 (SQLite handler)"
+	}
+	return "IMLAB_TEST_MONGO=" + mongoURI
 }

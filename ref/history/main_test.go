@@ -18,12 +18,21 @@ import (
 	"imlab/internal/testenv"
 )
 
-// ferretURI is the embedded FerretDB (SQLite handler) that this test
-// binary starts in TestMain and stops after the last test. Each test uses
-// its own database on it.
-var ferretURI string
+// mongoURI is the server the tests and benchmarks use: the embedded
+// FerretDB (SQLite handler) that TestMain starts and stops, or, when
+// IMLAB_TEST_MONGO is set (e.g. mongodb://127.0.0.1:27017 from compose), a
+// real MongoDB. Each test uses its own database on it.
+var mongoURI string
+
+// onFerret is true when mongoURI is the embedded FerretDB.
+var onFerret bool
 
 func TestMain(m *testing.M) {
+	if uri := os.Getenv("IMLAB_TEST_MONGO"); uri != "" {
+		mongoURI = uri
+		os.Exit(m.Run())
+	}
+	onFerret = true
 	os.Exit(runWithFerret(m))
 }
 
@@ -50,7 +59,7 @@ func runWithFerret(m *testing.M) int {
 		defer close(done)
 		_ = f.Run(ctx)
 	}()
-	ferretURI = f.MongoDBURI()
+	mongoURI = f.MongoDBURI()
 	code := m.Run()
 	cancel()
 	<-done
@@ -86,13 +95,13 @@ func (c *cmdCounter) get(name string) int {
 	return c.n[name]
 }
 
-// newDB connects a client to the embedded FerretDB and returns a fresh
-// database, dropped when the test ends.
+// newDB connects a client to mongoURI and returns a fresh database,
+// dropped when the test ends.
 func newDB(tb testing.TB, mon *event.CommandMonitor) *mongo.Database {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	opts := options.Client().ApplyURI(ferretURI)
+	opts := options.Client().ApplyURI(mongoURI)
 	if mon != nil {
 		opts.SetMonitor(mon)
 	}

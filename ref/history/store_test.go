@@ -88,8 +88,8 @@ func TestWriteInsertsWholeDocumentsAndReadsBack(t *testing.T) {
 	if rr.Known != 250 {
 		t.Errorf("Known = %d, want 250", rr.Known)
 	}
-	if s.ReadPath() != ReadFallback {
-		t.Errorf("auto mode on FerretDB stayed on %s", s.ReadPath())
+	if want := map[bool]string{true: ReadFallback, false: ReadNative}[onFerret]; s.ReadPath() != want {
+		t.Errorf("auto mode: read path %s, want %s (FerretDB: %v)", s.ReadPath(), want, onFerret)
 	}
 	if n, err := s.MaxStoredSeq(ctx, testGroup); err != nil || n != 250 {
 		t.Errorf("MaxStoredSeq = %d, %v", n, err)
@@ -294,10 +294,18 @@ func TestReadModes(t *testing.T) {
 	if s.ReadPath() != ReadFallback {
 		t.Error("fallback mode reports native")
 	}
+	rr, err := s.ReadSlots(ctx, testGroup, []uint64{3, 10, 11})
+	if err != nil || rr.Slots[3].State != SlotFilled || rr.Slots[10].State != SlotFilled || rr.Slots[11].State != SlotEmpty {
+		t.Fatalf("fallback: %+v %v", rr.Slots, err)
+	}
 	native := newStore(t, db, func(c *Config) { c.ReadMode = ReadNative })
-	_, err := native.ReadSlots(ctx, testGroup, []uint64{3})
-	if !errors.Is(err, model.ErrUnavailable) || !hasCode(err, codeNotImplemented) {
-		t.Errorf("native on FerretDB: err = %v, want NotImplemented", err)
+	rr, err = native.ReadSlots(ctx, testGroup, []uint64{3, 10, 11})
+	if onFerret {
+		if !errors.Is(err, model.ErrUnavailable) || !hasCode(err, codeNotImplemented) {
+			t.Errorf("native on FerretDB: err = %v, want NotImplemented", err)
+		}
+	} else if err != nil || rr.Slots[3].State != SlotFilled || rr.Slots[10].State != SlotFilled || rr.Slots[11].State != SlotEmpty || rr.Known != 10 {
+		t.Errorf("native on MongoDB: %+v known %d, %v", rr.Slots, rr.Known, err)
 	}
 	if native.ReadPath() != ReadNative {
 		t.Error("native mode switched itself")
@@ -306,12 +314,15 @@ func TestReadModes(t *testing.T) {
 	if auto.ReadPath() != ReadNative {
 		t.Error("auto did not start native")
 	}
-	rr, err := auto.ReadSlots(ctx, testGroup, []uint64{3})
+	rr, err = auto.ReadSlots(ctx, testGroup, []uint64{3})
 	if err != nil || rr.Slots[3].State != SlotFilled {
 		t.Fatalf("auto: %+v %v", rr.Slots[3], err)
 	}
-	if auto.ReadPath() != ReadFallback {
+	if onFerret && auto.ReadPath() != ReadFallback {
 		t.Error("auto did not switch to fallback after NotImplemented")
+	}
+	if !onFerret && auto.ReadPath() != ReadNative {
+		t.Error("auto left the native path on MongoDB")
 	}
 }
 
