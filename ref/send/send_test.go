@@ -535,3 +535,82 @@ func TestCreateGroupConcurrent(t *testing.T) {
 		t.Fatalf("members stored %d (%v)", n, err)
 	}
 }
+
+// Two processes, one on the Redis allocator and one on segments, send to the
+// same users at once: every ACKed message is in every recipient's inbox, and
+// each uid's entries form one PrevSeq chain (strictly increasing in commit
+// order, no seq reused).
+func TestTwoProcessesTwoAllocators(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	var entries []model.InboxEntry
+	hook := send.HookFunc(func(_ context.Context, es []model.InboxEntry) {
+		mu.Lock()
+		entries = append(entries, es...)
+		mu.Unlock()
+	})
+	wr, err := inbox.NewWriter(seqalloc.NewRedis(e.rdb.Client, e.rdb.Keys), inbox.DefaultConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := inbox.NewWriter(seqalloc.NewSegment(e.db, seqalloc.DefaultSegmentConfig()), inbox.DefaultConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var procs []*send.Service
+	for i, w := range []*inbox.Writer{wr, ws} {
+		cfg := send.DefaultConfig()
+		cfg.Node = uint16(i + 1)
+		s, err := send.New(ctx, cfg, e.db, w, nil, hook)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		procs = append(procs, s)
+	}
+	var wg sync.WaitGroup
+	acked := map[uint64]int{} // uid -> messages
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 30; i++ {
+				from, to := uint64(1+g%3), uint64(1+(g+1+i)%3)
+				if from == to {
+					to = from%3 + 1
+				}
+				if _, err := procs[g%2].Send(ctx, one(from, to, fmt.Sprintf("g%d-%d", g, i))); err != nil {
+					t.Errorf("send: %v", err)
+					return
+				}
+				mu.Lock()
+				acked[from]++
+				acked[to]++
+				mu.Unlock()
+			}
+		}(g)
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	byUID := map[uint64][]model.InboxEntry{}
+	for _, en := range entries {
+		byUID[en.UID] = append(byUID[en.UID], en)
+	}
+	for uid, n := range acked {
+		if got := len(inboxOf(t, e.db, uid)); got != n {
+			t.Errorf("uid %d: %d rows, %d ACKed", uid, got, n)
+		}
+		es := byUID[uid]
+		sort.Slice(es, func(i, j int) bool { return es[i].Seq < es[j].Seq })
+		for i := 1; i < len(es); i++ {
+			if es[i].PrevSeq != es[i-1].Seq {
+				t.Fatalf("uid %d: seq %d has PrevSeq %d, want %d", uid, es[i].Seq, es[i].PrevSeq, es[i-1].Seq)
+			}
+		}
+		if len(es) != n {
+			t.Errorf("uid %d: hooks saw %d entries, want %d", uid, len(es), n)
+		}
+	}
+}
