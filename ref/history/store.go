@@ -169,7 +169,8 @@ func (s *Store) WriteBatch(ctx context.Context, msgs []model.Message) error {
 	}
 	byConv := make(map[uint64][]model.Message)
 	for _, m := range msgs {
-		if err := validateMessage(m); err != nil {
+		m, err := validateMessage(m)
+		if err != nil {
 			return err
 		}
 		byConv[m.ConvID] = append(byConv[m.ConvID], m)
@@ -209,22 +210,31 @@ func (s *Store) WriteBatch(ctx context.Context, msgs []model.Message) error {
 	return errors.Join(errs...)
 }
 
-func validateMessage(m model.Message) error {
+// validateMessage checks one message and fills an unset ConvType from the
+// conv_id (which determines it).
+func validateMessage(m model.Message) (model.Message, error) {
 	t, _, _, err := model.ParseConvID(m.ConvID)
 	if err != nil {
-		return fmt.Errorf("history: message %d: %w", m.MsgID, err)
+		return m, fmt.Errorf("history: message %d: %w", m.MsgID, err)
+	}
+	if m.ConvType == 0 {
+		m.ConvType = t
 	}
 	switch {
 	case m.ConvSeq == 0:
-		return fmt.Errorf("%w: history: message %d has conv_seq 0", model.ErrInvalid, m.MsgID)
+		return m, fmt.Errorf("%w: history: message %d has conv_seq 0", model.ErrInvalid, m.MsgID)
 	case m.MsgID == 0:
-		return fmt.Errorf("%w: history: conv %d seq %d has msg_id 0", model.ErrInvalid, m.ConvID, m.ConvSeq)
+		return m, fmt.Errorf("%w: history: conv %d seq %d has msg_id 0", model.ErrInvalid, m.ConvID, m.ConvSeq)
 	case m.SenderUID == 0:
-		return fmt.Errorf("%w: history: message %d has sender 0", model.ErrInvalid, m.MsgID)
+		return m, fmt.Errorf("%w: history: message %d has sender 0", model.ErrInvalid, m.MsgID)
 	case m.ConvType != t:
-		return fmt.Errorf("%w: history: message %d has conv_type %d but conv_id %d is type %d", model.ErrInvalid, m.MsgID, m.ConvType, m.ConvID, t)
+		return m, fmt.Errorf("%w: history: message %d has conv_type %d but conv_id %d is type %d", model.ErrInvalid, m.MsgID, m.ConvType, m.ConvID, t)
+	case m.CreatedAt.IsZero():
+		return m, fmt.Errorf("%w: history: message %d has no created_at", model.ErrInvalid, m.MsgID)
+	case len(m.Content) > model.MaxContentLen:
+		return m, fmt.Errorf("%w: history: message %d content longer than %d bytes", model.ErrTooLarge, m.MsgID, model.MaxContentLen)
 	}
-	return nil
+	return m, nil
 }
 
 // writeConv writes one conversation's messages (ascending conv_seq) bucket

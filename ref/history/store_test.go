@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -191,11 +192,16 @@ func TestWriteBatchRefusesBadInput(t *testing.T) {
 		"msgid0":   func(m []model.Message) []model.Message { m[1].MsgID = 0; return m },
 		"sender0":  func(m []model.Message) []model.Message { m[1].SenderUID = 0; return m },
 		"conflict": func(m []model.Message) []model.Message { d := m[0]; d.MsgID++; return append(m, d) },
+		"time0":    func(m []model.Message) []model.Message { m[1].CreatedAt = time.Time{}; return m },
+		"toolong": func(m []model.Message) []model.Message {
+			m[1].Content = strings.Repeat("x", model.MaxContentLen+1)
+			return m
+		},
 	}
 	for name, mut := range cases {
 		batch := mut(append([]model.Message(nil), good...))
 		err := s.WriteBatch(ctx, batch)
-		if !errors.Is(err, model.ErrInvalid) && !errors.Is(err, model.ErrConflict) {
+		if !errors.Is(err, model.ErrInvalid) && !errors.Is(err, model.ErrConflict) && !errors.Is(err, model.ErrTooLarge) {
 			t.Errorf("%s: err = %v", name, err)
 		}
 	}
@@ -209,6 +215,15 @@ func TestWriteBatchRefusesBadInput(t *testing.T) {
 	// The same message twice in one batch is fine (a redelivery).
 	if err := s.WriteBatch(ctx, append(good, good[0])); err != nil {
 		t.Errorf("duplicate message in batch: %v", err)
+	}
+	// An unset conv_type is derived from the conv_id.
+	untyped := msgsFor(testGroup, 4, 4, 1, 2)
+	untyped[0].ConvType = 0
+	if err := s.WriteBatch(ctx, untyped); err != nil {
+		t.Fatal(err)
+	}
+	if sl, err := s.loadSlot(ctx, testGroup, 4); err != nil || sl.Msg == nil || sl.Msg.ConvType != model.ConvGroup {
+		t.Errorf("derived conv_type: %+v %v", sl.Msg, err)
 	}
 }
 
