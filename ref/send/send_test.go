@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	"imlab/internal/testenv"
 	"imlab/ref/inbox"
@@ -612,5 +613,48 @@ func TestTwoProcessesTwoAllocators(t *testing.T) {
 		if len(es) != n {
 			t.Errorf("uid %d: hooks saw %d entries, want %d", uid, len(es), n)
 		}
+	}
+}
+
+// With the allocator's Redis down, sends fail with ErrUnavailable, leave no
+// rows behind, and the batch is not retried message by message.
+func TestAllocatorDownIsUnavailable(t *testing.T) {
+	e := newEnv(t)
+	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	defer dead.Close()
+	w, err := inbox.NewWriter(seqalloc.NewRedis(dead, e.rdb.Keys), inbox.DefaultConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := send.DefaultConfig()
+	cfg.Shards, cfg.MaxWait, cfg.MaxAttempts = 1, 50*time.Millisecond, 2
+	s, err := send.New(context.Background(), cfg, e.db, w, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make([]error, 10)
+	start := time.Now()
+	for i := range errs {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			_, errs[i] = s.Send(ctx, one(uint64(70+i), 90, "down"))
+		}(i)
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if !errors.Is(err, model.ErrUnavailable) {
+			t.Errorf("send %d: %v, want ErrUnavailable", i, err)
+		}
+	}
+	if el := time.Since(start); el > 3*time.Second {
+		t.Errorf("failing took %s: the batch was retried message by message", el)
+	}
+	var n int
+	if err := e.db.QueryRow(`SELECT (SELECT COUNT(*) FROM msg_content) + (SELECT COUNT(*) FROM offline_msg) + (SELECT COALESCE(SUM(max_seq),0) FROM conv_counter)`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("failed sends left %d rows/counts (%v)", n, err)
 	}
 }
