@@ -143,6 +143,10 @@ type Process struct {
 	SendPolicies []send.Policy
 	// SendHooks are extra commit hooks for the send service, same rule.
 	SendHooks []send.CommitHook
+	// History, when a role earlier in the registry sets it, serves the
+	// history routes (GET /v1/history, revoke, delete, conv/clear); nil
+	// leaves them answering 501.
+	History api.HistoryService
 
 	coreOnce sync.Once
 	core     *Core
@@ -385,7 +389,7 @@ func StartAPI(ctx context.Context, p *Process) (func(context.Context) error, err
 	if err != nil {
 		return nil, err
 	}
-	srv, err := api.New(p.Cfg.API, api.Deps{
+	deps := api.Deps{
 		Auth:     p.Auth,
 		Send:     core.Send,
 		Pull:     core.Pull,
@@ -393,7 +397,11 @@ func StartAPI(ctx context.Context, p *Process) (func(context.Context) error, err
 		Encoder:  push.AppendItem,
 		Registry: p.Registry,
 		Logger:   p.Log,
-	})
+	}
+	if p.History != nil {
+		deps.History = api.HistoryRoutes(p.History)
+	}
+	srv, err := api.New(p.Cfg.API, deps)
 	if err != nil {
 		return nil, fmt.Errorf("api: %w", err)
 	}
