@@ -328,6 +328,31 @@ func (c *Cache) Span(ctx context.Context, uid, after uint64, n int) (Span, error
 	ctx, cancel := c.tctx(ctx)
 	defer cancel()
 	raw, err := rangeScript.Run(ctx, c.rdb, []string{c.keys.Inbox(uid)}, after, n).Slice()
+	return c.spanResult(ctx, raw, err, after)
+}
+
+func (c *Cache) SpanAlong(ctx context.Context, uid, after uint64, n int, queue func(context.Context, redis.Pipeliner)) (Span, error) {
+	if n < 0 {
+		return Span{}, fmt.Errorf("%w: hotcache: negative count", model.ErrInvalid)
+	}
+	if c.bypass("inbox") {
+		return Span{}, errBypass
+	}
+	ctx, cancel := c.tctx(ctx)
+	defer cancel()
+	pipe := c.rdb.Pipeline()
+	queue(ctx, pipe)
+	keys := []string{c.keys.Inbox(uid)}
+	cmd := rangeScript.EvalSha(ctx, pipe, keys, after, n)
+	_, _ = pipe.Exec(ctx)
+	raw, err := cmd.Slice()
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		raw, err = rangeScript.Run(ctx, c.rdb, keys, after, n).Slice()
+	}
+	return c.spanResult(ctx, raw, err, after)
+}
+
+func (c *Cache) spanResult(ctx context.Context, raw []any, err error, after uint64) (Span, error) {
 	if err != nil {
 		c.Failed(ctx, err)
 		c.count("inbox", "error")

@@ -155,6 +155,63 @@ func BenchmarkPull(b *testing.B) {
 		raw(b, `SELECT seq, msg_id, conv_id, conv_type, sender_uid, created_at FROM offline_msg
 			WHERE uid = ? AND seq > ? ORDER BY seq LIMIT 500`, 0, benchPerUser)
 	})
+	// The read alone, without rate limit and served mark: the hot layer's
+	// page (ZSet range + bodies) against the same page joined in MySQL.
+	b.Run("read_only/hotcache_range100", func(b *testing.B) {
+		b.SetParallelism(8)
+		start := time.Now()
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
+			for pb.Next() {
+				uid := 1 + uint64(rng.IntN(benchUsers))
+				page, ok, err := cache.Range(ctx, uid, 250, 100)
+				if err != nil || !ok || len(page) != 100 {
+					b.Errorf("range: %d %v %v", len(page), ok, err)
+					return
+				}
+			}
+		})
+		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "ops/s")
+	})
+	b.Run("read_only/mysql_join100", func(b *testing.B) {
+		b.SetParallelism(8)
+		start := time.Now()
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 4))
+			for pb.Next() {
+				uid := 1 + uint64(rng.IntN(benchUsers))
+				rows, err := m.DB.QueryContext(ctx, `SELECT o.seq, o.msg_id, o.conv_id, o.conv_type, o.sender_uid,
+					COALESCE(c.created_at, o.created_at), c.conv_seq, c.content
+					FROM offline_msg o LEFT JOIN msg_content c ON c.msg_id = o.msg_id
+					WHERE o.uid = ? AND o.seq > ? ORDER BY o.seq LIMIT 100`, uid, 250)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				n := 0
+				for rows.Next() {
+					var seq, msgID, convID, sender, convSeq uint64
+					var ct uint8
+					var at time.Time
+					var content []byte
+					if err := rows.Scan(&seq, &msgID, &convID, &ct, &sender, &at, &convSeq, &content); err != nil {
+						b.Error(err)
+						rows.Close()
+						return
+					}
+					n++
+				}
+				rows.Close()
+				if n != 100 {
+					b.Errorf("%d rows", n)
+					return
+				}
+			}
+		})
+		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "ops/s")
+	})
 	b.Run("raw_sql/limit100", func(b *testing.B) {
 		raw(b, `SELECT seq, msg_id, conv_id, conv_type, sender_uid, created_at FROM offline_msg
 			WHERE uid = ? AND seq > ? ORDER BY seq LIMIT 100`, 250, 100)

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	"imlab/ref/hotcache"
 	"imlab/ref/model"
@@ -242,21 +243,40 @@ func (s *Service) Pull(ctx context.Context, uid uint64, did string, cursor *uint
 	case limit > s.cfg.MaxLimit:
 		return model.PullResult{}, fmt.Errorf("%w: limit %d exceeds the page limit %d", model.ErrInvalid, limit, s.cfg.MaxLimit)
 	}
-	if err := s.limiter.allow(ctx, uid); err != nil {
-		return model.PullResult{}, err
-	}
-	var cur uint64
-	if cursor != nil {
+	var (
+		cur      uint64
+		pre      *hotcache.Span
+		spanDone bool
+	)
+	if cursor != nil && s.cache != nil && *cursor < hotcache.MaxSeq {
+		// One Redis round trip for the rate limit and the ZSet read.
 		cur = *cursor
-	} else {
-		c, err := s.Cursor(ctx, uid, did)
-		if err != nil {
+		now := time.Now()
+		var rl *redis.Cmd
+		sp, err := s.cache.SpanAlong(ctx, uid, cur, limit+1, s.limiter.queue(uid, now, &rl))
+		if err := s.limiter.result(ctx, uid, now, rl); err != nil {
 			return model.PullResult{}, err
 		}
-		cur = c
+		if err == nil {
+			pre = &sp
+		}
+		spanDone = true
+	} else {
+		if err := s.limiter.allow(ctx, uid); err != nil {
+			return model.PullResult{}, err
+		}
+		if cursor != nil {
+			cur = *cursor
+		} else {
+			c, err := s.Cursor(ctx, uid, did)
+			if err != nil {
+				return model.PullResult{}, err
+			}
+			cur = c
+		}
 	}
 
-	res, fence, ok := s.fromCache(ctx, uid, cur, limit, full)
+	res, fence, ok := s.fromCache(ctx, uid, cur, limit, full, pre, spanDone)
 	if !ok {
 		var err error
 		res, err = s.fromMySQL(ctx, uid, cur, limit, full, fence)
@@ -282,13 +302,23 @@ const fenceUnknown = ^uint64(0)
 
 // fromCache serves the page from the hot cache when it can prove it equal
 // to MySQL's. It returns the fence if it read it (else fenceUnknown).
-func (s *Service) fromCache(ctx context.Context, uid, cur uint64, limit int, full bool) (model.PullResult, uint64, bool) {
+// pre is the span already read along with the rate limit (spanDone: that
+// read was attempted; a nil pre then means it failed).
+func (s *Service) fromCache(ctx context.Context, uid, cur uint64, limit int, full bool, pre *hotcache.Span, spanDone bool) (model.PullResult, uint64, bool) {
 	fence := fenceUnknown
-	if s.cache == nil || cur >= hotcache.MaxSeq {
+	if s.cache == nil || cur >= hotcache.MaxSeq || (spanDone && pre == nil) {
 		return model.PullResult{}, fence, false
 	}
-	sp, err := s.cache.Span(ctx, uid, cur, limit+1)
-	if err != nil || !sp.Covered {
+	var sp hotcache.Span
+	if pre != nil {
+		sp = *pre
+	} else {
+		var err error
+		if sp, err = s.cache.Span(ctx, uid, cur, limit+1); err != nil {
+			return model.PullResult{}, fence, false
+		}
+	}
+	if !sp.Covered {
 		return model.PullResult{}, fence, false
 	}
 	if !full && uint64(sp.Above) > s.cfg.UnreadThreshold {

@@ -2,6 +2,7 @@ package pull
 
 import (
 	"context"
+	"errors"
 	"math"
 	"sync"
 	"time"
@@ -49,27 +50,62 @@ func newLimiter(s *Service) *limiter {
 	return &limiter{s: s, interval: iv, burst: s.cfg.RateBurst, local: make(map[uint64]time.Time)}
 }
 
+func (l *limiter) args(uid uint64, now time.Time) ([]string, []any) {
+	return []string{l.s.cache.Keys().RateLimit(uid)}, []any{now.UnixMicro(), l.interval.Microseconds(), l.burst}
+}
+
 func (l *limiter) allow(ctx context.Context, uid uint64) error {
 	now := time.Now()
 	if c := l.s.cache; c != nil && c.Available() {
 		rctx, cancel := context.WithTimeout(ctx, l.s.cfg.RateLimitTimeout)
-		wait, err := gcraScript.Run(rctx, c.Client(), []string{c.Keys().RateLimit(uid)},
-			now.UnixMicro(), l.interval.Microseconds(), l.burst).Int64()
+		keys, args := l.args(uid, now)
+		wait, err := gcraScript.Run(rctx, c.Client(), keys, args...).Int64()
 		cancel()
-		if err == nil {
-			if wait > 0 {
-				l.s.reqs.WithLabelValues("ratelimit", "limited").Inc()
-				return &model.RateLimitError{RetryAfter: time.Duration(wait) * time.Microsecond}
-			}
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		c.Failed(ctx, err)
-		l.s.log.Warn("pull: rate limiter falls back to local", "err", err)
+		return l.decide(ctx, uid, now, wait, err)
 	}
-	if l.s.cache != nil {
+	return l.decide(ctx, uid, now, 0, errNoRedis)
+}
+
+var errNoRedis = errors.New("no redis")
+
+// queue adds the Redis check to pipe (see hotcache.SpanAlong); result then
+// decides from the queued command.
+func (l *limiter) queue(uid uint64, now time.Time, cmd **redis.Cmd) func(context.Context, redis.Pipeliner) {
+	return func(ctx context.Context, pipe redis.Pipeliner) {
+		keys, args := l.args(uid, now)
+		*cmd = gcraScript.EvalSha(ctx, pipe, keys, args...)
+	}
+}
+
+func (l *limiter) result(ctx context.Context, uid uint64, now time.Time, cmd *redis.Cmd) error {
+	if cmd == nil { // the pipeline was not sent (cache bypassed)
+		return l.decide(ctx, uid, now, 0, errNoRedis)
+	}
+	wait, err := cmd.Int64()
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		return l.allow(ctx, uid)
+	}
+	return l.decide(ctx, uid, now, wait, err)
+}
+
+// decide turns the Redis answer into the verdict, falling back to the local
+// limiter when Redis failed (or is not there).
+func (l *limiter) decide(ctx context.Context, uid uint64, now time.Time, wait int64, err error) error {
+	if err == nil {
+		if wait > 0 {
+			l.s.reqs.WithLabelValues("ratelimit", "limited").Inc()
+			return &model.RateLimitError{RetryAfter: time.Duration(wait) * time.Microsecond}
+		}
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if c := l.s.cache; c != nil {
+		if err != errNoRedis {
+			c.Failed(ctx, err)
+			l.s.log.Warn("pull: rate limiter falls back to local", "err", err)
+		}
 		l.s.reqs.WithLabelValues("ratelimit", "fallback").Inc()
 	}
 	return l.allowLocal(uid, now)

@@ -270,6 +270,7 @@ func (h *Hub) endLocked(sh *shard, u *user, s *Subscription, reason string) {
 			u.timer.Stop()
 			u.timer = nil
 		}
+		u.wait = nil // nobody to deliver to; a reconnect catches up by pulling
 		if sh.users[u.uid] == u {
 			delete(sh.users, u.uid)
 		}
