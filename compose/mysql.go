@@ -318,8 +318,8 @@ func moduleVersion(path string) string {
 }
 
 const embeddedMySQLWarning = "MySQL is embedded go-mysql-server (memory engine, one transaction at a time): " +
-	"correctness demos only, much slower than MySQL (measured ~2k inserts/s on an empty table falling to ~35/s at a few thousand rows); " +
-	"every figure from this run is an embedded-backend figure"
+	"correctness demos only; it slows down as tables grow (measured ~1k single-row inserts/s on an empty table, " +
+	"~100-200/s at 3k rows, see BenchmarkInsertOfflineMsg); every figure from this run is an embedded-backend figure"
 
 func (r *run) embeddedMySQL(ctx context.Context) error {
 	// go-mysql-server logs every connection through logrus's process-wide
