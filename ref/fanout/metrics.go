@@ -1,6 +1,8 @@
 package fanout
 
 import (
+	"errors"
+	"fmt"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -39,11 +41,48 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		Publish: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "imlab_fanout_publish_total",
 			Help: "Fan-out publishes by ack policy and result."}, []string{"policy", "result"}),
 	}
-	for _, c := range []prometheus.Collector{m.LagSeconds, m.LagRecords, m.OutboxBacklog, m.OutboxOldest,
-		m.DLQRecords, m.Records, m.Relay, m.Publish} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
+	// Several roles of one process share the registry: a series already
+	// registered is reused.
+	var err error
+	reuse := func(c prometheus.Collector) prometheus.Collector {
+		if err != nil {
+			return c
 		}
+		if rerr := reg.Register(c); rerr != nil {
+			var are prometheus.AlreadyRegisteredError
+			if errors.As(rerr, &are) {
+				return are.ExistingCollector
+			}
+			err = rerr
+		}
+		return c
+	}
+	gv := func(c *prometheus.GaugeVec) *prometheus.GaugeVec {
+		x, ok := reuse(c).(*prometheus.GaugeVec)
+		if !ok && err == nil {
+			err = fmt.Errorf("fanout: metric registered with another type")
+		}
+		return x
+	}
+	g := func(c prometheus.Gauge) prometheus.Gauge {
+		x, ok := reuse(c).(prometheus.Gauge)
+		if !ok && err == nil {
+			err = fmt.Errorf("fanout: metric registered with another type")
+		}
+		return x
+	}
+	cv := func(c *prometheus.CounterVec) *prometheus.CounterVec {
+		x, ok := reuse(c).(*prometheus.CounterVec)
+		if !ok && err == nil {
+			err = fmt.Errorf("fanout: metric registered with another type")
+		}
+		return x
+	}
+	m.LagSeconds, m.LagRecords = gv(m.LagSeconds), gv(m.LagRecords)
+	m.OutboxBacklog, m.OutboxOldest, m.DLQRecords = g(m.OutboxBacklog), g(m.OutboxOldest), g(m.DLQRecords)
+	m.Records, m.Relay, m.Publish = cv(m.Records), cv(m.Relay), cv(m.Publish)
+	if err != nil {
+		return nil, err
 	}
 	return m, nil
 }
