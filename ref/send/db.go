@@ -227,3 +227,27 @@ func loadMembers(ctx context.Context, db *sql.DB, groupID uint64) ([]uint64, err
 	}
 	return out, nil
 }
+
+// repairConvCounters raises the batch's conversations' counters to the
+// highest conv_seq stored (after a restore set conv_counter back), so that
+// the next attempt continues densely above it.
+func repairConvCounters(ctx context.Context, db *sql.DB, batch []*Pending) error {
+	seen := map[uint64]bool{}
+	var sb strings.Builder
+	sb.WriteString("UPDATE conv_counter c JOIN (SELECT conv_id, MAX(conv_seq) AS m FROM msg_content WHERE conv_id IN (")
+	for _, p := range batch {
+		if seen[p.Msg.ConvID] {
+			continue
+		}
+		if len(seen) > 0 {
+			sb.WriteByte(',')
+		}
+		seen[p.Msg.ConvID] = true
+		sb.WriteString(strconv.FormatUint(p.Msg.ConvID, 10))
+	}
+	sb.WriteString(") GROUP BY conv_id) x ON x.conv_id = c.conv_id SET c.max_seq = GREATEST(c.max_seq, x.m)")
+	if _, err := db.ExecContext(ctx, sb.String()); err != nil {
+		return fmt.Errorf("%w: repair conv_counter: %v", model.ErrUnavailable, err)
+	}
+	return nil
+}

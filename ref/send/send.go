@@ -21,6 +21,8 @@
 //  5. COMMIT; then Policy.AfterCommit, then every CommitHook, then the ACKs.
 //
 // Deadlock (1213) and lock wait timeout (1205) retry the batch (MaxAttempts);
+// a conv_seq already stored (uk_conv_seq: conv_counter set back by a
+// restore) raises the counter from MAX(conv_seq) and retries;
 // a duplicate client_msg_id (a retry, or a concurrent copy committed by
 // another process: 1062 on uk_sender_client) rolls back and retries, and
 // step 1 then answers it with the stored row. Any other error retries the batch's messages one by one,
@@ -336,8 +338,10 @@ func (s *Service) committer(q chan *Pending) {
 				break gather
 			}
 		}
-		if deadline != nil && !timer.Stop() {
-			<-timer.C
+		if deadline != nil {
+			// Go >= 1.23 timers: after Stop no stale value is ever received,
+			// so the next Reset starts clean.
+			timer.Stop()
 		}
 		s.commit(batch)
 	}
@@ -439,6 +443,10 @@ func (s *Service) answer(p *Pending, res model.SendResult) {
 	}
 }
 
+// errConvBehind marks an attempt rolled back because a conv_seq taken from
+// conv_counter was already stored (the counter was set back).
+var errConvBehind = errors.New("send: conv_counter behind msg_content")
+
 // errDupRace marks an attempt rolled back because a client_msg_id of the
 // batch was committed meanwhile by another transaction.
 var errDupRace = errors.New("send: duplicate client_msg_id committed concurrently")
@@ -466,6 +474,11 @@ func (s *Service) runBatch(batch []*Pending) ([]*Pending, error) {
 		if errors.Is(err, errDupRace) {
 			lookup = true
 		}
+		if errors.Is(err, errConvBehind) {
+			if rerr := repairConvCounters(s.bgCtx, s.db, rest); rerr != nil {
+				return rest, rerr
+			}
+		}
 		if err == nil {
 			return nil, nil
 		}
@@ -475,7 +488,7 @@ func (s *Service) runBatch(batch []*Pending) ([]*Pending, error) {
 		if len(batch) == 0 {
 			return nil, nil
 		}
-		if !errors.Is(err, errDupRace) && !inbox.Retryable(err) {
+		if !errors.Is(err, errDupRace) && !errors.Is(err, errConvBehind) && !inbox.Retryable(err) {
 			return batch, err
 		}
 	}
@@ -531,8 +544,13 @@ func (s *Service) attempt(batch []*Pending, lookup bool) (rest []*Pending, err e
 	}
 	if s.policy.StoresContent() {
 		if err = insertContent(ctx, tx, work); err != nil {
-			if key, dup := inbox.DupKey(err); dup && key == "uk_sender_client" {
+			switch key, dup := inbox.DupKey(err); {
+			case dup && key == "uk_sender_client":
 				return work, fmt.Errorf("%w: %v", errDupRace, err)
+			case dup && key == "uk_conv_seq":
+				// conv_counter is behind msg_content (restored): raise it
+				// after the rollback, then retry.
+				return work, fmt.Errorf("%w: %v", errConvBehind, err)
 			}
 			return work, err
 		}

@@ -658,3 +658,26 @@ func TestAllocatorDownIsUnavailable(t *testing.T) {
 		t.Fatalf("failed sends left %d rows/counts (%v)", n, err)
 	}
 }
+
+// A conv_counter set back behind msg_content (restore) is repaired from
+// MAX(conv_seq): the sends succeed and conv_seq goes on densely.
+func TestConvCounterSetBack(t *testing.T) {
+	e := newEnv(t)
+	s := e.service(t, 1, nil)
+	ctx := context.Background()
+	for i := 0; i < 5; i++ {
+		if _, err := s.Send(ctx, one(1, 2, fmt.Sprint("a", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.db.Exec(`UPDATE conv_counter SET max_seq = 2`); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Send(ctx, one(2, 1, "after"))
+	if err != nil {
+		t.Fatalf("send after counter set back: %v", err)
+	}
+	if r.ConvSeq != 6 {
+		t.Fatalf("conv_seq %d, want 6", r.ConvSeq)
+	}
+}
