@@ -20,13 +20,14 @@
 //     ascending uid order);
 //  5. COMMIT; then Policy.AfterCommit, then every CommitHook, then the ACKs.
 //
-// Deadlock (1213) and lock wait timeout (1205) retry the batch (MaxAttempts);
-// a conv_seq already stored (uk_conv_seq: conv_counter set back by a
-// restore) raises the counter from MAX(conv_seq) and retries;
-// a duplicate client_msg_id (a retry, or a concurrent copy committed by
+// Deadlock (1213) and lock wait timeout (1205) retry the batch (MaxAttempts).
+// A duplicate client_msg_id (a retry, or a concurrent copy committed by
 // another process: 1062 on uk_sender_client) rolls back and retries, and
-// step 1 then answers it with the stored row. Any other error retries the batch's messages one by one,
-// so a single bad message does not fail its batch-mates.
+// step 1 then answers it with the stored row. A conv_seq already stored
+// (uk_conv_seq: conv_counter set back by a restore) raises the counter from
+// MAX(conv_seq) and retries. An unavailable backend fails the whole batch at
+// once; any other error retries the batch's messages one by one, so a
+// single bad message does not fail its batch-mates.
 //
 // The ack-policy seam is the Policy interface (policy.go): ref/fanout adds
 // store, outbox and queue through Config.Policies without touching the
