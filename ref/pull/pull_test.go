@@ -140,14 +140,17 @@ func TestPagingWhileArriving(t *testing.T) {
 		const uid = 11
 		e.w.send(t, uid, 7, 300, false)
 		var wg sync.WaitGroup
-		wg.Add(2)
-		go func() { // writer
-			defer wg.Done()
-			for i := range 150 {
-				e.w.send(t, uid, 7+uint64(i%3), 1+i%4, i%37 == 0)
-				time.Sleep(300 * time.Microsecond)
-			}
-		}()
+		// three writers: commits serialize on the fence row, their hooks race
+		wg.Add(4)
+		for w := range 3 {
+			go func() {
+				defer wg.Done()
+				for i := range 50 {
+					e.w.send(t, uid, 7+uint64(i%3), 1+(i+w)%4, (i+w)%37 == 0)
+					time.Sleep(time.Duration(100*(w+1)) * time.Microsecond)
+				}
+			}()
+		}
 		go func() { // chaos: wipe this test's Redis keys
 			defer wg.Done()
 			for range 5 {
