@@ -425,7 +425,7 @@ func TestTwoStoresRaceToCreate(t *testing.T) {
 	ctx := context.Background()
 	db := newDB(t, nil)
 	a, b := newStore(t, db, nil), newStore(t, db, nil)
-	for round := uint64(0); round < 5; round++ {
+	for round := uint64(0); round < 3; round++ {
 		conv := testGroup + round
 		all := msgsFor(conv, 1, 300, 1, 2)
 		var odd, even []model.Message
