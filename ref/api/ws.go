@@ -90,17 +90,20 @@ type wsSession struct {
 }
 
 func (s *Server) runWS(conn *websocket.Conn, c Caller, sub Subscription) {
-	defer sub.Close()
 	s.wsMu.Lock()
 	if s.wsClosing {
 		s.wsMu.Unlock()
+		sub.Close()
 		_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(CloseShutdown, "server shutting down"), time.Now().Add(s.cfg.WS.WriteWait))
 		_ = conn.Close()
 		return
 	}
 	s.wsWG.Add(1)
 	s.wsMu.Unlock()
+	// Deferred in reverse: the subscription is closed before Shutdown's
+	// wait for this connection ends.
 	defer s.wsWG.Done()
+	defer sub.Close()
 	defer func() {
 		if p := recover(); p != nil {
 			s.m.panics.Inc()
