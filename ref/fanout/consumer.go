@@ -68,9 +68,11 @@ type ConsumerConfig struct {
 	MaxPollRecords int
 	// QueueDepth bounds the polled chunks waiting for one partition loop.
 	QueueDepth int
-	// MessageTimeout bounds one Handle call (a bounded batch, or one
-	// delivery when a batch failed and is retried one by one).
+	// MessageTimeout bounds the handling of one delivery: a batch attempt
+	// gets MessageTimeout per delivery up to BatchTimeout, a delivery retried
+	// alone gets MessageTimeout.
 	MessageTimeout time.Duration
+	BatchTimeout   time.Duration
 	// BatchAttempts is how often a whole batch is tried before its
 	// deliveries are tried one by one.
 	BatchAttempts int
@@ -99,6 +101,7 @@ func DefaultConsumerConfig() ConsumerConfig {
 		MaxPollRecords:   4096,
 		QueueDepth:       4,
 		MessageTimeout:   3 * time.Second,
+		BatchTimeout:     30 * time.Second,
 		BatchAttempts:    2,
 		MaxAttempts:      5,
 		BackoffBase:      50 * time.Millisecond,
@@ -124,6 +127,8 @@ func (c ConsumerConfig) Validate() error {
 		return fmt.Errorf("%w: consumer queue depth out of 1..64", model.ErrInvalid)
 	case c.MessageTimeout < 10*time.Millisecond || c.MessageTimeout > time.Minute:
 		return fmt.Errorf("%w: consumer message timeout out of 10ms..1m", model.ErrInvalid)
+	case c.BatchTimeout < c.MessageTimeout || c.BatchTimeout > 10*time.Minute:
+		return fmt.Errorf("%w: consumer batch timeout out of message timeout..10m", model.ErrInvalid)
 	case c.MaxAttempts < 1 || c.MaxAttempts > 6:
 		return fmt.Errorf("%w: consumer max attempts out of 1..6 (at most 5 retries)", model.ErrInvalid)
 	case c.BatchAttempts < 1 || c.BatchAttempts > c.MaxAttempts:
@@ -394,7 +399,8 @@ func (c *Consumer) sleep(w *worker, d time.Duration) bool {
 }
 
 func (c *Consumer) call(ds []Delivery) error {
-	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.MessageTimeout)
+	d := min(c.cfg.BatchTimeout, c.cfg.MessageTimeout*time.Duration(len(ds)))
+	ctx, cancel := context.WithTimeout(c.ctx, d)
 	defer cancel()
 	return c.h.Handle(ctx, ds)
 }

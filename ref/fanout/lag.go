@@ -3,6 +3,7 @@ package fanout
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"imlab/ref/model"
@@ -183,6 +185,10 @@ func (mo *Monitor) Poll(ctx context.Context) (LagSnapshot, error) {
 	probes := map[probeKey][]int{} // → indexes into s.Partitions
 	for _, g := range mo.cfg.Groups {
 		offs, err := mo.adm.FetchOffsets(ctx, g)
+		if errors.Is(err, kerr.GroupIDNotFound) {
+			// A tier that never committed: everything is unprocessed.
+			offs, err = kadm.OffsetResponses{}, nil
+		}
 		if err != nil {
 			s.Errors = append(s.Errors, fmt.Sprintf("group %s: %v", g, err))
 			continue

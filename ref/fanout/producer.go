@@ -165,8 +165,13 @@ func (p *Producer) recreate(gen uint64) {
 // IsUnknownTopicID tells whether err is the broker's UNKNOWN_TOPIC_ID.
 func IsUnknownTopicID(err error) bool { return errors.Is(err, kerr.UnknownTopicID) }
 
+// cloneRecord copies what a produce needs. The timestamp is left for the
+// client to stamp: franz-go measures a record's delivery timeout from its
+// timestamp, so an old one (a message sent before an outage, relayed or
+// dead-lettered later) would fail at once. Ages come from the payload's
+// sent_at, not from the record timestamp.
 func cloneRecord(r *kgo.Record) *kgo.Record {
-	return &kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp}
+	return &kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value, Headers: r.Headers}
 }
 
 // PublishSync produces records and waits until every one is acknowledged

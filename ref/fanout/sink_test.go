@@ -44,7 +44,7 @@ func (f *fixture) members(_ context.Context, g uint64) ([]uint64, error) {
 	return m, nil
 }
 
-func (f *fixture) sink(t *testing.T, strategy string) *InboxSink {
+func (f *fixture) sink(t testing.TB, strategy string) *InboxSink {
 	t.Helper()
 	st, err := NewStrategy(strategy, f.rd.Client, f.rd.Keys)
 	if err != nil {

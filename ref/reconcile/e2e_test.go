@@ -27,7 +27,7 @@ import (
 // a private kfake cluster: send service, inbox-tier consumer, relay,
 // reconciler.
 type pipeline struct {
-	t       *testing.T
+	t       testing.TB
 	policy  string
 	brokers []string
 	tp      fanout.Topics
@@ -43,7 +43,11 @@ type pipeline struct {
 	acked map[uint64][]uint64 // msg_id → recipients
 }
 
-func newPipeline(t *testing.T, policy string) *pipeline {
+func newPipeline(t *testing.T, policy string) *pipeline { return newPipelineTB(t, policy) }
+
+func newPipelineB(b *testing.B, policy string) *pipeline { return newPipelineTB(b, policy) }
+
+func newPipelineTB(t testing.TB, policy string) *pipeline {
 	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
