@@ -14,7 +14,8 @@
 //     only Go. They are for correctness demos: much slower, and every figure
 //     must say it came from them (Backends.Kinds, Backends.Summary).
 //   - auto: per part, external if an address is given, else local if the
-//     binary is on PATH, else embedded.
+//     binary is on PATH, else embedded; a local server that fails to start
+//     falls back to embedded, with a warning.
 //
 // Kafka and MongoDB have no local mode: unless an address is given they run
 // in-process (franz-go's kfake cluster, FerretDB v1 with its SQLite handler).
@@ -384,6 +385,11 @@ func Start(ctx context.Context, cfg Config) (b *Backends, stop func(context.Cont
 		err = r.externalMySQL(ctx)
 	case ModeLocal:
 		err = r.localMySQL(ctx)
+		if err != nil && cfg.Mode == ModeAuto && ctx.Err() == nil {
+			r.warn("local MySQL failed, falling back to embedded go-mysql-server: " + firstLine(err))
+			mysqlMode = ModeEmbedded
+			err = r.embeddedMySQL(ctx)
+		}
 	default:
 		err = r.embeddedMySQL(ctx)
 	}
@@ -395,6 +401,11 @@ func Start(ctx context.Context, cfg Config) (b *Backends, stop func(context.Cont
 		err = r.externalRedis(ctx)
 	case ModeLocal:
 		err = r.localRedis(ctx)
+		if err != nil && cfg.Mode == ModeAuto && ctx.Err() == nil {
+			r.warn("local Redis failed, falling back to embedded miniredis: " + firstLine(err))
+			redisMode = ModeEmbedded
+			err = r.embeddedRedis(ctx)
+		}
 	default:
 		err = r.embeddedRedis(ctx)
 	}
@@ -489,6 +500,11 @@ func (r *run) resolveRedis() string {
 	}
 	r.warn("no redis-server found on PATH: Redis falls back to embedded miniredis")
 	return ModeEmbedded
+}
+
+func firstLine(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
 }
 
 // waitFor calls probe until it succeeds, ctx ends, or timeout passes.

@@ -551,3 +551,39 @@ func TestExternalCreatesDatabase(t *testing.T) {
 		t.Fatalf("Kinds[mysql] = %q", b.Kinds[PartMySQL])
 	}
 }
+
+// TestAutoFallsBackWhenLocalFails puts server binaries on PATH that cannot
+// start: auto mode must warn and serve both parts embedded, leaving no
+// process behind.
+func TestAutoFallsBackWhenLocalFails(t *testing.T) {
+	bin := t.TempDir()
+	scripts := map[string]string{
+		"mariadbd":           "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'mariadbd  Ver 10.11.0-MariaDB for test'; exit 0; fi\necho 'refusing to start' >&2\nexit 1\n",
+		"mariadb-install-db": "#!/bin/sh\nexit 0\n",
+		"redis-server":       "#!/bin/sh\necho 'refusing to start'\nexit 1\n",
+	}
+	for name, body := range scripts {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cfg := testConfig(t, ModeAuto)
+	cfg.WithKafka, cfg.WithMongo = false, false
+	b, stop := startT(t, cfg)
+	if b.Mode != ModeEmbedded || !strings.HasPrefix(b.Kinds[PartMySQL], "embedded ") || !strings.HasPrefix(b.Kinds[PartRedis], "embedded ") {
+		t.Fatalf("Mode %s Kinds %v", b.Mode, b.Kinds)
+	}
+	w := strings.Join(b.Warnings, "\n")
+	if !strings.Contains(w, "local MySQL failed") || !strings.Contains(w, "local Redis failed") {
+		t.Fatalf("warnings %q", w)
+	}
+	pingSQL(t, b.MySQLDSN, false)
+	pingRedis(t, b.RedisAddr, "")
+	if err := stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := childProcesses(t); n != 0 {
+		t.Fatalf("%d child processes left", n)
+	}
+}

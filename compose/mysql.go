@@ -290,6 +290,11 @@ func (r *run) localMySQL(ctx context.Context) error {
 		tail := tailFile(logPath, 2048)
 		lastErr = fmt.Errorf("%v\n%s", err, lastLines(tail, 10))
 		if !strings.Contains(tail, "already in use") && !strings.Contains(tail, "Bind on TCP/IP port") {
+			// Not a port race: stop this attempt now (auto mode may fall
+			// back to embedded) and give up.
+			if serr := p.stop(ctx, grace); serr != nil {
+				lastErr = fmt.Errorf("%v; %v", lastErr, serr)
+			}
 			break
 		}
 		// Port taken under us: stop this attempt and retry.

@@ -103,6 +103,11 @@ func (r *run) localRedis(ctx context.Context) error {
 		tail := p.logTail()
 		lastErr = fmt.Errorf("%v\n%s", err, lastLines(tail, 10))
 		if !strings.Contains(tail, "already in use") {
+			// Not a port race: stop this attempt now (auto mode may fall
+			// back to embedded) and give up.
+			if serr := p.stop(ctx, grace); serr != nil {
+				lastErr = fmt.Errorf("%v; %v", lastErr, serr)
+			}
 			break
 		}
 		if serr := p.stop(ctx, grace); serr != nil {
