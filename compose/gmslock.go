@@ -10,7 +10,7 @@ import (
 	"github.com/dolthub/vitess/go/sqltypes"
 )
 
-// serialHandler makes go-sql-server's memory engine safe for concurrent
+// serialHandler makes go-mysql-server's memory engine safe for concurrent
 // clients by running one transaction at a time.
 //
 // The memory engine takes no row locks: SELECT ... FOR UPDATE does not block,
