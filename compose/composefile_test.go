@@ -83,7 +83,7 @@ func TestComposeFileServices(t *testing.T) {
 		"redis":      "redis:7",
 		"kafka":      "apache/kafka:",
 		"mongo":      "mongo:7",
-		"toxiproxy":  "ghcr.io/shopify/toxiproxy:",
+		"toxiproxy":  "shopify/toxiproxy:",
 		"prometheus": "prom/prometheus:",
 		"grafana":    "grafana/grafana:",
 	}
