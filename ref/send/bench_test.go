@@ -30,17 +30,28 @@ const benchSenders = 512
 
 // BenchmarkSendStrict1to1 measures ACKed strict 1:1 sends per second through
 // the group-commit batcher on the real MariaDB (msg_content + 2 fenced
-// offline_msg rows per message), with each allocator.
+// offline_msg rows per message), between random pairs of benchUsers users
+// whose seq_fence rows exist (steady state), with each allocator:
+// "redis"; "segment" as a freshly started process (a user's first message
+// reserves a segment); "segment-warm" with every user's segment reserved
+// before the timer starts.
 func BenchmarkSendStrict1to1(b *testing.B) {
-	for _, kind := range []string{"redis", "segment"} {
+	for _, kind := range []string{"redis", "segment", "segment-warm"} {
 		b.Run(kind, func(b *testing.B) {
 			m := testenv.NewMySQL(b)
 			r := testenv.NewRedis(b)
 			var alloc seqalloc.Allocator
-			if kind == "redis" {
+			switch kind {
+			case "redis":
 				alloc = seqalloc.NewRedis(r.Client, r.Keys)
-			} else {
+			case "segment":
 				alloc = seqalloc.NewSegment(m.DB, seqalloc.DefaultSegmentConfig())
+			case "segment-warm":
+				seg := seqalloc.NewSegment(m.DB, seqalloc.DefaultSegmentConfig())
+				if err := warmSegments(seg, benchUsers); err != nil {
+					b.Fatal(err)
+				}
+				alloc = seg
 			}
 			w, err := inbox.NewWriter(alloc, inbox.DefaultConfig(), nil)
 			if err != nil {
@@ -221,6 +232,22 @@ func createFenceRows(db *sql.DB, users int) error {
 		}
 		if _, err := db.Exec(sb.String()); err != nil {
 			return fmt.Errorf("create fence rows: %w", err)
+		}
+	}
+	return nil
+}
+
+// warmSegments reserves a segment for every user (one Next of 1 each, which
+// wastes seq 1: a hole, as after any restart).
+func warmSegments(seg *seqalloc.Segment, users int) error {
+	const chunk = 5000
+	for lo := 1; lo <= users; lo += chunk {
+		want := make(map[uint64]int, chunk)
+		for u := lo; u < lo+chunk && u <= users; u++ {
+			want[uint64(u)] = 1
+		}
+		if _, err := seg.NextMany(context.Background(), want); err != nil {
+			return err
 		}
 	}
 	return nil
