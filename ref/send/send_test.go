@@ -681,3 +681,50 @@ func TestConvCounterSetBack(t *testing.T) {
 		t.Fatalf("conv_seq %d, want 6", r.ConvSeq)
 	}
 }
+
+// A batch that hits a lock wait timeout (1205) is retried and ACKed.
+func TestBatchRetriesLockWaitTimeout(t *testing.T) {
+	m := testenv.NewMySQL(t)
+	r := testenv.NewRedis(t)
+	ctx := context.Background()
+	short, err := sql.Open("mysql", m.DSN+"&innodb_lock_wait_timeout=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer short.Close()
+	w, err := inbox.NewWriter(seqalloc.NewRedis(r.Client, r.Keys), inbox.DefaultConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := send.New(ctx, send.DefaultConfig(), short, w, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Send(ctx, one(1, 2, "before")); err != nil {
+		t.Fatal(err)
+	}
+	holder, err := m.DB.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var x uint64
+	if err := holder.QueryRow(`SELECT max_seq FROM seq_fence WHERE uid = 2 FOR UPDATE`).Scan(&x); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		holder.Rollback()
+	}()
+	start := time.Now()
+	res, err := s.Send(ctx, one(1, 2, "blocked"))
+	if err != nil {
+		t.Fatalf("send behind a held fence row: %v", err)
+	}
+	if el := time.Since(start); el < time.Second {
+		t.Fatalf("send finished in %s: it never waited on the lock", el)
+	}
+	if res.ConvSeq != 2 {
+		t.Fatalf("conv_seq %d, want 2 (the timed-out attempt must leave no hole)", res.ConvSeq)
+	}
+}
