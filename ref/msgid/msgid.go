@@ -28,8 +28,11 @@ const (
 	maxMs   = 1<<TimeBits - 1
 )
 
+// epochUnixMs is the zero of the id's millisecond field (2024-01-01T00:00:00Z).
+const epochUnixMs = 1704067200000
+
 // Epoch is the zero of the id's millisecond field (2024-01-01T00:00:00Z).
-var Epoch = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+func Epoch() time.Time { return time.UnixMilli(epochUnixMs).UTC() }
 
 // Clock is the time source; tests replace it to step the clock back.
 type Clock interface {
@@ -72,7 +75,7 @@ func NewWithClock(node uint16, clock Clock) (*Generator, error) {
 func (g *Generator) Node() uint16 { return uint16(g.node) }
 
 func (g *Generator) nowMs() int64 {
-	return g.clock.Now().Sub(Epoch).Milliseconds()
+	return g.clock.Now().UnixMilli() - epochUnixMs
 }
 
 // Next returns a new id, greater than every id this generator returned
@@ -108,7 +111,7 @@ func (g *Generator) Next() uint64 {
 
 // Time is the millisecond at which id was made.
 func Time(id uint64) time.Time {
-	return Epoch.Add(time.Duration(id>>(NodeBits+SeqBits)) * time.Millisecond)
+	return time.UnixMilli(epochUnixMs + int64(id>>(NodeBits+SeqBits))).UTC()
 }
 
 // NodeOf is the node that made id.

@@ -109,7 +109,7 @@ func (c *fakeClock) set(t time.Time) {
 }
 
 func TestClockStepBackWaits(t *testing.T) {
-	start := Epoch.Add(1000 * time.Hour)
+	start := Epoch().Add(1000 * time.Hour)
 	c := &fakeClock{now: start}
 	g, err := NewWithClock(3, c)
 	if err != nil {
@@ -130,7 +130,7 @@ func TestClockStepBackWaits(t *testing.T) {
 }
 
 func TestSequenceOverflowWaitsForNextMs(t *testing.T) {
-	start := Epoch.Add(time.Hour)
+	start := Epoch().Add(time.Hour)
 	c := &fakeClock{now: start}
 	g, err := NewWithClock(1, c)
 	if err != nil {
@@ -151,5 +151,11 @@ func TestSequenceOverflowWaitsForNextMs(t *testing.T) {
 	}
 	if got := Time(last); !got.Equal(start.Add(2 * time.Millisecond)) {
 		t.Fatalf("last id time %v, want %v", got, start.Add(2*time.Millisecond))
+	}
+}
+
+func TestEpoch(t *testing.T) {
+	if !Epoch().Equal(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)) {
+		t.Fatalf("epoch %v", Epoch())
 	}
 }
