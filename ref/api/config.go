@@ -80,6 +80,17 @@ type Route struct {
 	Handle HandlerFunc
 }
 
+// OpenRoute mounts an unauthenticated GET route under /v1/ for operational
+// data that carries no user content (like /metrics): e.g. the queue lag
+// snapshot at /v1/lab/lag. Handle returns a value to encode as JSON (200)
+// or an error wrapping a model.Err* sentinel; the query string must be
+// empty.
+type OpenRoute struct {
+	Path   string // e.g. "/v1/lab/lag"
+	Name   string // metric label
+	Handle func(ctx context.Context) (any, error)
+}
+
 // History holds the history routes (ref/history). A nil handler answers 501
 // not_implemented, so the contract's routes exist before their owner lands.
 type History struct {
@@ -185,6 +196,7 @@ type Deps struct {
 	Hub      Hub
 	History  History
 	Extra    []Route
+	Open     []OpenRoute // unauthenticated GET routes (operational data only)
 	Encoder  ItemEncoder // nil: EncodeItem
 	Registry *prometheus.Registry
 	Logger   *slog.Logger // nil: discard

@@ -12,7 +12,8 @@
 // claims uid and did). Missing or bad tokens get 401 unauthenticated with
 // WWW-Authenticate: Bearer. The caller's uid and did come only from the
 // token: no route takes a uid, so a token for uid A can never read,
-// acknowledge or receive uid B's inbox. /metrics and /healthz are open.
+// acknowledge or receive uid B's inbox. /metrics, /healthz and the Deps.Open
+// routes are open.
 //
 // # Routes
 //
@@ -50,6 +51,9 @@
 //	                      The four history routes are mounted with
 //	                      Deps.History = HistoryRoutes(history service); without
 //	                      it they answer 501 not_implemented.
+//	GET  /v1/...          Deps.Open routes: unauthenticated GET, empty query, for
+//	                      operational data without user content (ref/server
+//	                      mounts the queue lag snapshot at /v1/lab/lag).
 //	GET  /v1/ws           WebSocket (see below).
 //	GET  /metrics         Prometheus text of the process registry.
 //	GET  /healthz         200 {"status":"ok"}; 503 {"status":"shutting_down"} once

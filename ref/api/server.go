@@ -168,7 +168,32 @@ func (s *Server) buildRoutes() error {
 			return err
 		}
 	}
+	for _, o := range s.deps.Open {
+		if !strings.HasPrefix(o.Path, "/v1/") || o.Handle == nil || o.Name == "" {
+			return fmt.Errorf("%w: api open route %q needs a /v1/ path, a name and a handler", model.ErrInvalid, o.Path)
+		}
+		h := o.Handle
+		if err := add(&route{name: o.Name, method: "GET", plain: s.open(h)}, o.Path); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// open adapts an OpenRoute handler: empty query, request timeout, JSON
+// answer or mapped error.
+func (s *Server) open(h func(context.Context) (any, error)) func(rc *fasthttp.RequestCtx) {
+	return s.jsonPlain(func(ctx context.Context, _ Caller, r *Request) (any, error) {
+		if _, err := r.Query(); err != nil {
+			return nil, err
+		}
+		return h(ctx)
+	})
+}
+
+func (s *Server) jsonPlain(h HandlerFunc) func(rc *fasthttp.RequestCtx) {
+	j := s.json(h)
+	return func(rc *fasthttp.RequestCtx) { j(rc, Caller{}) }
 }
 
 func optional(h HandlerFunc, what string) HandlerFunc {
