@@ -38,6 +38,8 @@ type pipeline struct {
 	relay   *fanout.Relay
 	rec     *reconcile.Reconciler
 	group   string
+	direct  *fanout.Direct
+	health  *fanout.Health
 
 	mu    sync.Mutex
 	acked map[uint64][]uint64 // msg_id → recipients
@@ -47,14 +49,36 @@ func newPipeline(t *testing.T, policy string) *pipeline { return newPipelineTB(t
 
 func newPipelineB(b *testing.B, policy string) *pipeline { return newPipelineTB(b, policy) }
 
-func newPipelineTB(t testing.TB, policy string) *pipeline {
+// pipeOpts varies a pipeline for the fault tests.
+type pipeOpts struct {
+	// brokers, when set, are used instead of a private kfake cluster.
+	brokers []string
+	// direct gives store and outbox a direct fan-out (and outbox a health
+	// probe) for when the queue is down; directHook sees its inbox commits.
+	direct     bool
+	directHook send.CommitHook
+	// deliveryTimeout overrides the producer's (a queue that is down fails
+	// a publish after it).
+	deliveryTimeout time.Duration
+	// recGrace overrides the reconciler's grace period.
+	recGrace time.Duration
+}
+
+func newPipelineTB(t testing.TB, policy string) *pipeline { return newPipelineOpts(t, policy, pipeOpts{}) }
+
+func newPipelineOpts(t testing.TB, policy string, o pipeOpts) *pipeline {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
+	brokers := o.brokers
+	if brokers == nil {
+		c, err := kfake.NewCluster(kfake.NumBrokers(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		brokers = c.ListenAddrs()
 	}
-	t.Cleanup(c.Close)
-	p := &pipeline{t: t, policy: policy, brokers: c.ListenAddrs(), tp: fanout.DefaultTopics(),
+	var err error
+	p := &pipeline{t: t, policy: policy, brokers: brokers, tp: fanout.DefaultTopics(),
 		db: testenv.NewMySQL(t).DB, rd: testenv.NewRedis(t), acked: map[uint64][]uint64{},
 		group: testenv.RandomName("inbox_")}
 	p.tp.Fanout = testenv.RandomName("fan_")
@@ -71,16 +95,32 @@ func newPipelineTB(t testing.TB, policy string) *pipeline {
 	}
 	pc := fanout.DefaultProducerConfig()
 	pc.Brokers = p.brokers
+	if o.deliveryTimeout > 0 {
+		pc.DeliveryTimeout = o.deliveryTimeout
+	}
 	if p.prod, err = fanout.NewProducer(pc); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.prod.Close)
 
+	if o.direct {
+		dctx, dcancel := context.WithCancel(context.Background())
+		var hooks []send.CommitHook
+		if o.directHook != nil {
+			hooks = append(hooks, o.directHook)
+		}
+		if p.direct, err = fanout.NewDirect(dctx, fanout.DefaultDirectConfig(), p.sink(hooks...), nil); err != nil {
+			t.Fatal(err)
+		}
+		p.health = fanout.NewHealth(dctx, p.prod.Client(), 100*time.Millisecond)
+		t.Cleanup(func() { dcancel(); p.direct.Wait() })
+	}
+
 	w := p.writer(nil)
 	var pol send.Policy
 	switch policy {
 	case fanout.PolicyStore:
-		pol, err = fanout.NewStore(p.prod, p.tp.Fanout, nil, nil, nil)
+		pol, err = fanout.NewStore(p.prod, p.tp.Fanout, p.direct, nil, nil)
 	case fanout.PolicyOutbox:
 		rc := fanout.DefaultRelayConfig()
 		rc.ConfirmTimeout = time.Second
@@ -89,7 +129,11 @@ func newPipelineTB(t testing.TB, policy string) *pipeline {
 		if p.relay, err = fanout.NewRelay(rc, p.db, p.prod, nil); err != nil {
 			t.Fatal(err)
 		}
-		pol, err = fanout.NewOutbox(p.tp.Fanout, p.relay.Wake, nil, nil)
+		if p.direct != nil {
+			pol, err = fanout.NewOutbox(p.tp.Fanout, p.relay.Wake, p.health, p.direct)
+		} else {
+			pol, err = fanout.NewOutbox(p.tp.Fanout, p.relay.Wake, nil, nil)
+		}
 	case fanout.PolicyQueue:
 		pol, err = fanout.NewQueue(p.prod, p.tp.Fanout, nil, nil)
 	}
@@ -104,6 +148,9 @@ func newPipelineTB(t testing.TB, policy string) *pipeline {
 	}
 	t.Cleanup(func() { p.svc.Close() })
 	rcfg := reconcile.DefaultConfig()
+	if o.recGrace > 0 {
+		rcfg.Grace = o.recGrace
+	}
 	if p.rec, err = reconcile.New(rcfg, p.db, p.writer(nil), p.svc.Members, nil, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -120,16 +167,25 @@ func (p *pipeline) writer(d inbox.Dedup) *inbox.Writer {
 	return w
 }
 
-// startConsumer runs an inbox-tier member; the returned func stops it.
-func (p *pipeline) startConsumer() func() {
+// sink builds an inbox-tier sink (uk_uid_msg dedup) with hooks.
+func (p *pipeline) sink(hooks ...send.CommitHook) *fanout.InboxSink {
 	st, err := fanout.NewStrategy(fanout.DedupUK, nil, p.rd.Keys)
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	sink, err := fanout.NewInboxSink(fanout.DefaultInboxSinkConfig(), p.db, p.writer(st), st, p.svc.Members, nil)
+	// Members are read through the send service, built after the sink
+	// for the direct fan-out: resolve it at call time.
+	members := func(ctx context.Context, g uint64) ([]uint64, error) { return p.svc.Members(ctx, g) }
+	sink, err := fanout.NewInboxSink(fanout.DefaultInboxSinkConfig(), p.db, p.writer(st), st, members, nil, hooks...)
 	if err != nil {
 		p.t.Fatal(err)
 	}
+	return sink
+}
+
+// startConsumer runs an inbox-tier member; the returned func stops it.
+func (p *pipeline) startConsumer() func() {
+	sink := p.sink()
 	cc := fanout.DefaultConsumerConfig()
 	cc.Brokers, cc.Topic, cc.DLQTopic, cc.Group = p.brokers, p.tp.Fanout, p.tp.DLQ, p.group
 	cc.SessionTimeout = 6 * time.Second
@@ -199,6 +255,12 @@ func (p *pipeline) send(ctx context.Context, tag string, senders, n int) {
 		}()
 	}
 	wg.Wait()
+}
+
+func (p *pipeline) ackedCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.acked)
 }
 
 // lost counts ACKed (uid, msg_id) pairs missing from the inboxes.
