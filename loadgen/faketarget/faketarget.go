@@ -26,7 +26,10 @@ import (
 
 // Faults selects the deliberate bugs.
 type Faults struct {
-	// DropEvery N > 0: every Nth send is ACKed but never stored or pushed.
+	// DropEvery N > 0: every Nth distinct send (the Nth, 2Nth, ... that the
+	// fake accepts, counting deduplicated retries once) is ACKed but never
+	// stored or pushed: a run of at least N sends that all reach the fake
+	// drops exactly floor(sends/N).
 	DropEvery int
 	// AdvanceCursorOnPull: a pull moves the device's stored cursor to the
 	// page's end, as if the device had acknowledged it.
@@ -53,6 +56,8 @@ func DefaultConfig(secret string) Config { return Config{Secret: secret, PushQue
 // Counters of what the fake did.
 type Counters struct {
 	Sends, Dropped, Reused, Pulls, Throttled, SlowClosed int
+	// DroppedMsgIDs lists the msg_id of every dropped send, in order.
+	DroppedMsgIDs []uint64
 }
 
 type entry struct {
@@ -135,7 +140,10 @@ func Start(cfg Config) (*Server, error) {
 		conns: map[uint64]map[*conn]bool{}, rate: map[uint64][2]int64{},
 	}
 	s.up = websocket.FastHTTPUpgrader{CheckOrigin: func(*fasthttp.RequestCtx) bool { return true }}
-	s.srv = &fasthttp.Server{Handler: s.handle, Name: "faketarget", ReadTimeout: 30 * time.Second}
+	// Generous timeouts: tests run it on loaded machines, and a keep-alive
+	// connection closed under a client's request turns a send into an
+	// unknown outcome.
+	s.srv = &fasthttp.Server{Handler: s.handle, Name: "faketarget", ReadTimeout: 5 * time.Minute, IdleTimeout: 5 * time.Minute}
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); _ = s.srv.Serve(ln) }()
 	return s, nil
@@ -148,7 +156,9 @@ func (s *Server) URL() string { return "http://" + s.ln.Addr().String() }
 func (s *Server) Counters() Counters {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.c
+	c := s.c
+	c.DroppedMsgIDs = append([]uint64(nil), s.c.DroppedMsgIDs...)
+	return c
 }
 
 // Close stops the server and its connections.
@@ -313,6 +323,7 @@ func (s *Server) send(uid uint64, r sendReq) (ack, int, error) {
 	s.dedupe[key] = a
 	if s.cfg.Faults.DropEvery > 0 && s.c.Sends%s.cfg.Faults.DropEvery == 0 {
 		s.c.Dropped++
+		s.c.DroppedMsgIDs = append(s.c.DroppedMsgIDs, a.MsgID)
 		return a, 200, nil
 	}
 	m := msg{MsgID: a.MsgID, ConvID: conv, ConvType: r.ConvType, ConvSeq: a.ConvSeq, SenderUID: uid, CreatedAt: a.ServerTime, Content: r.Content}
@@ -506,7 +517,7 @@ func (s *Server) serveWS(dev devKey, ws *websocket.Conn) {
 	for {
 		select {
 		case b := <-c.out:
-			ws.SetWriteDeadline(time.Now().Add(10 * time.Second))
+			ws.SetWriteDeadline(time.Now().Add(2 * time.Minute))
 			if err := ws.WriteMessage(websocket.TextMessage, b); err != nil {
 				return
 			}

@@ -190,7 +190,7 @@ func TestSizePerMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const users, msgs = 10000, 200000
+	const users, msgs = 10000, 50000
 	r := rand.New(rand.NewPCG(5, 6))
 	userSeq := make([]uint64, users)
 	convSeq := map[uint64]uint64{}

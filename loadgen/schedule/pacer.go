@@ -216,6 +216,15 @@ loop:
 			}
 		}
 		tick := Tick{Idx: idx, Intended: at}
+		// A pacer catching up after a stall never waits: look at ctx here
+		// too, so that cancellation stops a burst at once.
+		select {
+		case <-ctx.Done():
+			st.Canceled = true
+			missRest()
+			break loop
+		default:
+		}
 		if !time.Now().Before(hard) {
 			missRest()
 			break
