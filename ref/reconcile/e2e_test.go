@@ -64,7 +64,9 @@ type pipeOpts struct {
 	recGrace time.Duration
 }
 
-func newPipelineTB(t testing.TB, policy string) *pipeline { return newPipelineOpts(t, policy, pipeOpts{}) }
+func newPipelineTB(t testing.TB, policy string) *pipeline {
+	return newPipelineOpts(t, policy, pipeOpts{})
+}
 
 func newPipelineOpts(t testing.TB, policy string, o pipeOpts) *pipeline {
 	t.Helper()

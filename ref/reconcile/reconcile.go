@@ -138,7 +138,7 @@ type ForwardReport struct {
 	// same conversation already in that recipient's inbox (see Forward):
 	// the lab checker reports those as "reordered".
 	Reordered int64 `json:"reordered"`
-	Errors      int64 `json:"errors"`       // messages that could not be resolved (e.g. unknown group)
+	Errors    int64 `json:"errors"` // messages that could not be resolved (e.g. unknown group)
 }
 
 // ReverseReport: inbox rows whose body is missing.
