@@ -7,11 +7,15 @@ import (
 
 	"imlab/ref/api"
 	"imlab/ref/auth"
+	"imlab/ref/fanout"
+	"imlab/ref/history"
 	"imlab/ref/hotcache"
 	"imlab/ref/inbox"
 	"imlab/ref/model"
 	"imlab/ref/pull"
 	"imlab/ref/push"
+	"imlab/ref/reconcile"
+	"imlab/ref/retention"
 	"imlab/ref/send"
 	"imlab/ref/seqalloc"
 )
@@ -48,6 +52,14 @@ type RedisConfig struct {
 	KeyPrefix string
 }
 
+// MongoConfig says which database holds the history and bounds the client.
+type MongoConfig struct {
+	// Database is the MongoDB database of the history collections.
+	Database       string
+	ConnectTimeout time.Duration
+	MaxPoolSize    uint64
+}
+
 // Config is everything one process needs. Start from DefaultConfig.
 type Config struct {
 	// Listen is the API address (host:port; port 0 picks a free one).
@@ -72,6 +84,20 @@ type Config struct {
 	HotCache hotcache.Config
 	Inbox    inbox.Config
 	Segment  seqalloc.SegmentConfig
+
+	// Fanout is the queue side (topics, consumer groups, dedup strategy,
+	// relay, lag monitor); used when the backends name Kafka brokers.
+	Fanout fanout.Config
+	// Mongo and History configure the history store; used when the
+	// backends name a MongoDB URI.
+	Mongo   MongoConfig
+	History history.Config
+	// Reconcile and Retention are the reconciler role's two timers.
+	Reconcile reconcile.Config
+	Retention retention.Config
+	// AdminUIDs may call POST /v1/admin/msg/purge (physical delete of a
+	// history message); empty: the route refuses everyone (403).
+	AdminUIDs []uint64
 
 	// Logger receives the process's logs (nil: slog.Default()).
 	Logger *slog.Logger
@@ -109,7 +135,23 @@ func DefaultConfig() Config {
 		HotCache: hotcache.DefaultConfig(),
 		Inbox:    inbox.DefaultConfig(),
 		Segment:  seqalloc.DefaultSegmentConfig(),
+
+		Fanout:    fanout.DefaultConfig(),
+		Mongo:     MongoConfig{Database: "imlab", ConnectTimeout: 10 * time.Second, MaxPoolSize: 64},
+		History:   history.DefaultConfig(),
+		Reconcile: reconcile.DefaultConfig(),
+		Retention: retention.DefaultConfig(),
 	}
+}
+
+// fanoutPolicy tells whether an ack policy name is one of ref/fanout's
+// (they need Kafka; the send service gets them from the fan-out runtime).
+func fanoutPolicy(name string) bool {
+	switch name {
+	case fanout.PolicyStore, fanout.PolicyOutbox, fanout.PolicyQueue:
+		return true
+	}
+	return false
 }
 
 // Validate checks every field and every part's config. Role names are
@@ -145,9 +187,24 @@ func (c Config) Validate() error {
 	if c.MySQL.MaxOpenConns < c.Send.Shards+1 {
 		return bad("mysql max open conns %d must exceed send shards %d", c.MySQL.MaxOpenConns, c.Send.Shards)
 	}
+	if c.Mongo.Database == "" || c.Mongo.ConnectTimeout <= 0 || c.Mongo.MaxPoolSize < 1 {
+		return bad("mongo: a database name, a positive connect timeout and a pool size >= 1")
+	}
+	for _, u := range c.AdminUIDs {
+		if u == 0 {
+			return bad("admin uid 0")
+		}
+	}
+	// The fan-out policies are built at start from the runtime; check the
+	// rest of the send config with the built-in one.
+	sc := c.Send
+	if fanoutPolicy(sc.Policy) {
+		sc.Policy = "strict"
+	}
 	for name, v := range map[string]interface{ Validate() error }{
-		"auth": c.Auth, "api": c.API, "send": c.Send, "pull": c.Pull, "push": c.Push,
+		"auth": c.Auth, "api": c.API, "send": sc, "pull": c.Pull, "push": c.Push,
 		"hotcache": c.HotCache, "inbox": c.Inbox, "segment": c.Segment,
+		"fanout": c.Fanout, "history": c.History, "reconcile": c.Reconcile, "retention": c.Retention,
 	} {
 		if err := v.Validate(); err != nil {
 			return fmt.Errorf("server: %s config: %w", name, err)

@@ -48,25 +48,37 @@ func TestConfigValidate(t *testing.T) {
 
 func TestRolesResolve(t *testing.T) {
 	noop := func(context.Context, *Process) (func(context.Context) error, error) { return nil, nil }
-	reg := Roles{{"api", noop}, {"relay", noop}, {"consumer", noop}}
+	reg := Roles{{Name: "api", Start: noop}, {Name: "relay", Start: noop, Needs: []string{NeedKafka}},
+		{Name: "consumer", Start: noop, Needs: []string{NeedKafka}}, {Name: "history", Start: noop, Needs: []string{NeedKafka, NeedMongo}}}
+	full := Backends{KafkaBrokers: []string{"k:9092"}, MongoURI: "mongodb://m"}
 	for _, tc := range []struct {
 		in   []string
+		b    Backends
 		want string
+		left int
 	}{
-		{[]string{"all"}, "api,relay,consumer"},
-		{[]string{"consumer", "api"}, "api,consumer"},
-		{[]string{"relay", "relay"}, "relay"},
-		{[]string{"all", "api"}, "api,relay,consumer"},
+		{[]string{"all"}, full, "api,relay,consumer,history", 0},
+		{[]string{"consumer", "api"}, full, "api,consumer", 0},
+		{[]string{"relay", "relay"}, full, "relay", 0},
+		{[]string{"all", "api"}, full, "api,relay,consumer,history", 0},
+		{[]string{"all"}, Backends{}, "api", 3},
+		{[]string{"all"}, Backends{KafkaBrokers: []string{"k:9092"}}, "api,relay,consumer", 1},
 	} {
-		got, err := reg.resolve(tc.in)
-		if err != nil || strings.Join(got.Names(), ",") != tc.want {
-			t.Errorf("%v: %v %v, want %s", tc.in, got.Names(), err, tc.want)
+		got, left, err := reg.resolve(tc.in, tc.b)
+		if err != nil || strings.Join(got.Names(), ",") != tc.want || len(left) != tc.left {
+			t.Errorf("%v %+v: %v %v %v, want %s", tc.in, tc.b, got.Names(), left, err, tc.want)
 		}
 	}
-	if _, err := reg.resolve([]string{"reconciler"}); !errors.Is(err, model.ErrInvalid) || !strings.Contains(err.Error(), "known: api, relay, consumer") {
+	if _, _, err := reg.resolve([]string{"reconciler"}, full); !errors.Is(err, model.ErrInvalid) || !strings.Contains(err.Error(), "known: api, relay, consumer, history") {
 		t.Fatalf("unknown role: %v", err)
 	}
-	if _, err := (Roles{{"api", noop}, {"api", noop}}).resolve([]string{"api"}); err == nil {
+	if _, _, err := reg.resolve([]string{"history"}, Backends{KafkaBrokers: []string{"k:9092"}}); !errors.Is(err, model.ErrInvalid) || !strings.Contains(err.Error(), "mongo") {
+		t.Fatalf("history without mongo: %v", err)
+	}
+	if _, _, err := reg.resolve([]string{"relay"}, Backends{}); !errors.Is(err, model.ErrInvalid) || !strings.Contains(err.Error(), "kafka") {
+		t.Fatalf("relay without kafka: %v", err)
+	}
+	if _, _, err := (Roles{{Name: "api", Start: noop}, {Name: "api", Start: noop}}).resolve([]string{"api"}, full); err == nil {
 		t.Fatal("repeated registry entry accepted")
 	}
 }

@@ -1,23 +1,53 @@
 // Package server wires one reference-server process from its Config: it
-// opens the MySQL pool and the Redis client, applies the schema (optional),
-// builds the write path (allocator -> inbox.Writer -> send.Service with the
-// hot cache and the push hub as commit hooks), the read path (pull.Service)
-// and the HTTP surface (ref/api), runs the configured roles, and stops all
-// of it in order.
+// opens the MySQL pool, the Redis client and, when the backends name them,
+// the Kafka runtime (ref/fanout) and the MongoDB history store
+// (ref/history); applies the schema (optional); builds the write path
+// (allocator -> inbox.Writer -> send.Service with the hot cache and the
+// push hub as commit hooks, plus the fan-out ack policies), the read path
+// (pull.Service) and the HTTP surface (ref/api); runs the configured roles;
+// and stops all of it in order.
 //
-// Roles are a registry (Roles: name -> start function, in start order) so
-// that other roles (relay, consumer, reconciler) plug in without touching
-// the wiring; "all" runs every registered role in one process. A role gets
-// the Process, whose shared parts are built once, on first use (Core), and
-// closed by the Process after every role has stopped.
+// # Roles
+//
+// Roles are a registry (name -> start function, in start order):
+//
+//	api         the HTTP surface (contract routes, history routes when MongoDB
+//	            is configured, admin purge, /v1/lab/lag, /metrics, /healthz)
+//	relay       the outbox relay (needs Kafka)
+//	consumer    the inbox tier of the fan-out, and the history tier when
+//	            MongoDB is configured and this process does not run "history"
+//	history     the history tier alone, its own consumer group (needs Kafka
+//	            and MongoDB)
+//	reconciler  forward/reverse/push reconciliation and retention timers
+//
+// "all" expands to every role whose backends this process has (without
+// Kafka brokers: api and reconciler; without MongoDB: no history role);
+// a role named explicitly without its backends is an error.
+//
+// Shared parts are built once per process: the seq allocator, the fan-out
+// runtime and its lag monitor (whenever Kafka brokers are given), the
+// history store and service (whenever a MongoDB URI is given), and the core
+// (Core: built on first use; the fan-out's member source and commit hooks
+// resolve it lazily, because the ack policies must exist before it).
+//
+// Every process serves /metrics, /healthz and GET /v1/lab/lag on
+// cfg.Listen: through the api role, or, when the process does not run it,
+// through a small ops listener with just those three routes. /v1/lab/lag
+// is the lag monitor's latest snapshot as JSON (per group and partition:
+// records behind and the age of the oldest unprocessed message; outbox
+// backlog; dead letters). Like /metrics, which carries the same figures, it
+// needs no token: it holds no user content. Keep cfg.Listen on loopback (the
+// default) unless the network in front is trusted.
 //
 // Shutdown order (Stop, or Run's context cancelled):
-//  1. roles in reverse start order (the api role: stop accepting, finish
-//     in-flight requests, close every WebSocket with 1001);
+//  1. the ops listener, then roles in reverse start order (the api role:
+//     stop accepting, finish in-flight requests, close every WebSocket
+//     with 1001; the runners: cancel and wait);
 //  2. send.Service.Close (no new sends; queued batches are committed and
-//     answered);
-//  3. the push hub (remaining subscriptions end "shutdown");
-//  4. the Redis client and the MySQL pool.
+//     answered), the push hub;
+//  3. the lag monitor and the fan-out runtime (producer flushed, bounded);
+//  4. the MongoDB client;
+//  5. the Redis client and the MySQL pool.
 //
 // It holds no business logic and must not be imported by the services it
 // wires.
@@ -30,6 +60,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -64,19 +95,54 @@ type Backends struct {
 // beyond start-up; stop must return by the context's deadline.
 type RoleFunc func(ctx context.Context, p *Process) (stop func(context.Context) error, err error)
 
+// Backends a role may need (Role.Needs).
+const (
+	NeedKafka = "kafka"
+	NeedMongo = "mongo"
+)
+
 // Role is one registry entry.
 type Role struct {
 	Name  string
 	Start RoleFunc
+	// Needs lists the backends (NeedKafka, NeedMongo) the role cannot run
+	// without; "all" leaves out roles whose backends are not configured.
+	Needs []string
 }
 
 // Roles is the role registry, in start order.
 type Roles []Role
 
-// DefaultRoles is the registry of this package: the api role. Other
-// packages' roles are appended by the binary (cmd/imlab).
+// Role names of DefaultRoles.
+const (
+	RoleAPI        = "api"
+	RoleRelay      = "relay"
+	RoleConsumer   = "consumer"
+	RoleHistory    = "history"
+	RoleReconciler = "reconciler"
+)
+
+// DefaultRoles is the whole registry: api, relay, consumer, history,
+// reconciler (see the package doc).
 func DefaultRoles() Roles {
-	return Roles{{Name: "api", Start: StartAPI}}
+	return Roles{
+		{Name: RoleAPI, Start: StartAPI},
+		{Name: RoleRelay, Start: StartRelay, Needs: []string{NeedKafka}},
+		{Name: RoleConsumer, Start: StartConsumer, Needs: []string{NeedKafka}},
+		{Name: RoleHistory, Start: StartHistoryTier, Needs: []string{NeedKafka, NeedMongo}},
+		{Name: RoleReconciler, Start: StartReconciler},
+	}
+}
+
+// has tells whether the backends provide what a role needs.
+func (b Backends) has(need string) bool {
+	switch need {
+	case NeedKafka:
+		return len(b.KafkaBrokers) > 0
+	case NeedMongo:
+		return b.MongoURI != ""
+	}
+	return false
 }
 
 // Names lists the registered role names.
@@ -89,15 +155,16 @@ func (r Roles) Names() []string {
 }
 
 // resolve turns the configured names into registry entries, in registry
-// order; "all" selects every role.
-func (r Roles) resolve(names []string) (Roles, error) {
+// order; "all" selects every role whose backends b provides (the others
+// are returned as left out). A role named explicitly whose backends are
+// missing is an error.
+func (r Roles) resolve(names []string, b Backends) (Roles, []string, error) {
 	want := map[string]bool{}
+	all := false
 	for _, n := range names {
 		n = strings.TrimSpace(n)
 		if n == RoleAll {
-			for _, x := range r {
-				want[x.Name] = true
-			}
+			all = true
 			continue
 		}
 		found := false
@@ -107,22 +174,39 @@ func (r Roles) resolve(names []string) (Roles, error) {
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("%w: server: unknown role %q (known: %s, all)", model.ErrInvalid, n, strings.Join(r.Names(), ", "))
+			return nil, nil, fmt.Errorf("%w: server: unknown role %q (known: %s, all)", model.ErrInvalid, n, strings.Join(r.Names(), ", "))
 		}
 		want[n] = true
 	}
 	var out Roles
+	var left []string
 	seen := map[string]bool{}
 	for _, x := range r {
 		if x.Start == nil || x.Name == "" || seen[x.Name] {
-			return nil, fmt.Errorf("%w: server: role registry entry %q is malformed or repeated", model.ErrInvalid, x.Name)
+			return nil, nil, fmt.Errorf("%w: server: role registry entry %q is malformed or repeated", model.ErrInvalid, x.Name)
 		}
 		seen[x.Name] = true
-		if want[x.Name] {
+		var missing []string
+		for _, n := range x.Needs {
+			if !b.has(n) {
+				missing = append(missing, n)
+			}
+		}
+		switch {
+		case want[x.Name] && len(missing) > 0:
+			return nil, nil, fmt.Errorf("%w: server: role %s needs %s (give the backends' addresses)", model.ErrInvalid, x.Name, strings.Join(missing, " and "))
+		case want[x.Name]:
+			out = append(out, x)
+		case all && len(missing) > 0:
+			left = append(left, x.Name+" (no "+strings.Join(missing, ", ")+")")
+		case all:
 			out = append(out, x)
 		}
 	}
-	return out, nil
+	if len(out) == 0 {
+		return nil, nil, fmt.Errorf("%w: server: no role to run", model.ErrInvalid)
+	}
+	return out, left, nil
 }
 
 // Process is one running process: its config, clients, metrics registry and
@@ -152,8 +236,18 @@ type Process struct {
 	core     *Core
 	coreErr  error
 
+	// baseCtx outlives Start's context: lazy builds from role goroutines
+	// use it.
+	baseCtx   context.Context
+	roleSet   map[string]bool
+	roleOrder []string
+	alloc     seqalloc.Allocator
+	fan       *fanoutPart  // nil without Kafka brokers
+	hist      *historyPart // nil without MongoDB
+
 	mu      sync.Mutex
 	apiAddr net.Addr
+	opsAddr net.Addr
 	stops   []namedStop
 	stopped bool
 	done    chan struct{}
@@ -183,13 +277,7 @@ func (p *Process) Core(ctx context.Context) (*Core, error) {
 
 func (p *Process) buildCore(ctx context.Context) (*Core, error) {
 	cfg := p.Cfg
-	var alloc seqalloc.Allocator
-	switch cfg.Allocator {
-	case AllocatorSegment:
-		alloc = seqalloc.NewSegment(p.DB, cfg.Segment)
-	default:
-		alloc = seqalloc.NewRedis(p.Redis, p.Keys)
-	}
+	alloc := p.alloc
 	w, err := inbox.NewWriter(alloc, cfg.Inbox, p.Registry)
 	if err != nil {
 		return nil, fmt.Errorf("server: inbox writer: %w", err)
@@ -206,6 +294,18 @@ func (p *Process) buildCore(ctx context.Context) (*Core, error) {
 	}
 	sc := cfg.Send
 	sc.Policies = append(append([]send.Policy(nil), sc.Policies...), p.SendPolicies...)
+	if fanoutPolicy(sc.Policy) {
+		if p.fan == nil {
+			hub.Close()
+			return nil, fmt.Errorf("%w: server: ack policy %q needs Kafka brokers", model.ErrInvalid, sc.Policy)
+		}
+		pol, err := p.fan.rt.Policy(sc.Policy)
+		if err != nil {
+			hub.Close()
+			return nil, fmt.Errorf("server: ack policy %s: %w", sc.Policy, err)
+		}
+		sc.Policies = append(sc.Policies, pol)
+	}
 	hooks := append([]send.CommitHook{cache, hub}, p.SendHooks...)
 	snd, err := send.New(ctx, sc, p.DB, w, p.Registry, hooks...)
 	if err != nil {
@@ -230,6 +330,23 @@ func (p *Process) APIAddr() net.Addr {
 	return p.apiAddr
 }
 
+// Addr is the address this process serves on: the api role's, or the ops
+// listener's (/metrics, /healthz, /v1/lab/lag) when it runs no api role.
+func (p *Process) Addr() net.Addr {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.apiAddr != nil {
+		return p.apiAddr
+	}
+	return p.opsAddr
+}
+
+// RoleNames lists the roles this process runs, in start order.
+func (p *Process) RoleNames() []string { return slices.Clone(p.roleOrder) }
+
+// Runs tells whether this process runs the named role.
+func (p *Process) Runs(role string) bool { return p.roleSet[role] }
+
 // Done is closed when the process has stopped.
 func (p *Process) Done() <-chan struct{} { return p.done }
 
@@ -239,12 +356,15 @@ func Start(ctx context.Context, cfg Config, b Backends, registry Roles) (p *Proc
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	roles, err := registry.resolve(cfg.Roles)
+	if b.MySQLDSN == "" || b.RedisAddr == "" {
+		return nil, fmt.Errorf("%w: server: a MySQL DSN and a Redis address are required", model.ErrInvalid)
+	}
+	roles, left, err := registry.resolve(cfg.Roles, b)
 	if err != nil {
 		return nil, err
 	}
-	if b.MySQLDSN == "" || b.RedisAddr == "" {
-		return nil, fmt.Errorf("%w: server: a MySQL DSN and a Redis address are required", model.ErrInvalid)
+	if fanoutPolicy(cfg.Send.Policy) && !b.has(NeedKafka) {
+		return nil, fmt.Errorf("%w: server: ack policy %q needs Kafka brokers", model.ErrInvalid, cfg.Send.Policy)
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -264,6 +384,14 @@ func Start(ctx context.Context, cfg Config, b Backends, registry Roles) (p *Proc
 	p = &Process{
 		Cfg: cfg, Backends: b, Keys: rkeys.Keys{Prefix: cfg.Redis.KeyPrefix},
 		Registry: reg, Log: log, Auth: authority, done: make(chan struct{}),
+		baseCtx: context.WithoutCancel(ctx), roleSet: map[string]bool{},
+	}
+	for _, r := range roles {
+		p.roleSet[r.Name] = true
+		p.roleOrder = append(p.roleOrder, r.Name)
+	}
+	if len(left) > 0 {
+		log.Info("server: roles left out of \"all\" for want of backends", "left_out", strings.Join(left, ", "))
 	}
 	defer func() {
 		if err != nil {
@@ -297,6 +425,22 @@ func Start(ctx context.Context, cfg Config, b Backends, registry Roles) (p *Proc
 			log.Info("server: schema migrated", "applied", applied)
 		}
 	}
+	switch cfg.Allocator {
+	case AllocatorSegment:
+		p.alloc = seqalloc.NewSegment(db, cfg.Segment)
+	default:
+		p.alloc = seqalloc.NewRedis(rdb, p.Keys)
+	}
+	if b.has(NeedMongo) {
+		if err := p.startHistory(ctx); err != nil {
+			return p, err
+		}
+	}
+	if b.has(NeedKafka) {
+		if err := p.startFanout(ctx); err != nil {
+			return p, err
+		}
+	}
 	// The core is closed after every role: register its stop now, it
 	// closes only what was built.
 	p.onStop("core", p.closeCore)
@@ -309,6 +453,11 @@ func Start(ctx context.Context, cfg Config, b Backends, registry Roles) (p *Proc
 			p.onStop("role "+r.Name, stop)
 		}
 		log.Info("server: role started", "role", r.Name)
+	}
+	if !p.roleSet[RoleAPI] {
+		if err := p.startOps(ctx); err != nil {
+			return p, err
+		}
 	}
 	return p, nil
 }
@@ -398,9 +547,17 @@ func StartAPI(ctx context.Context, p *Process) (func(context.Context) error, err
 		Registry: p.Registry,
 		Logger:   p.Log,
 	}
-	if p.History != nil {
-		deps.History = api.HistoryRoutes(p.History)
+	hs := p.History
+	if hs == nil && p.hist != nil {
+		hs = p.hist.svc
 	}
+	if hs != nil {
+		deps.History = api.HistoryRoutes(hs)
+	}
+	if p.hist != nil {
+		deps.Extra = append(deps.Extra, p.historyExtraRoutes()...)
+	}
+	deps.Open = append(deps.Open, api.OpenRoute{Path: LagPath, Name: "lab_lag", Handle: p.lagAnswer})
 	srv, err := api.New(p.Cfg.API, deps)
 	if err != nil {
 		return nil, fmt.Errorf("api: %w", err)
