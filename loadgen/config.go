@@ -36,6 +36,15 @@ const (
 	MaxContentSize    = 4096
 	MaxUID            = 1<<31 - 1
 	maxRetries        = 10
+	// MaxWSSenders bounds the sending WebSockets of a run with --send-via
+	// ws (one per sending uid).
+	MaxWSSenders = 20_000
+)
+
+// Send transports.
+const (
+	ViaHTTP = "http" // POST /v1/msg/send on the fasthttp pool
+	ViaWS   = "ws"   // send frames on one WebSocket per sending uid
 )
 
 // SizeWeight is one bucket of the group size distribution.
@@ -89,6 +98,12 @@ type Config struct {
 	Conns    int           // HTTP connection pool
 	Timeout  time.Duration // one HTTP exchange
 	Retries  int           // resends of a send whose outcome is unknown (same client_msg_id)
+	// SendVia is ViaHTTP or ViaWS. Over WebSocket, each sending uid has one
+	// connection of its own as device SenderDID (not a member of the
+	// population, so it never takes a receiving device's connection); its
+	// answers are matched to sends by the client_msg_id the send_ack and
+	// error frames echo.
+	SendVia string
 	// ContentSize pads message bodies to at least this many bytes.
 	ContentSize  int
 	PullLimit    int
@@ -121,6 +136,7 @@ func DefaultConfig(target, secret, runDir string) Config {
 		Conns:        256,
 		Timeout:      5 * time.Second,
 		Retries:      2,
+		SendVia:      ViaHTTP,
 		ContentSize:  64,
 		PullLimit:    200,
 		AckEvery:     100 * time.Millisecond,
@@ -166,6 +182,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: come-back period must be >= 0", ErrInvalid)
 	case p.CrashEvery < 1:
 		return fmt.Errorf("%w: crash-every must be >= 1", ErrInvalid)
+	case c.SendVia != ViaHTTP && c.SendVia != ViaWS:
+		return fmt.Errorf("%w: send-via %q must be %s or %s", ErrInvalid, c.SendVia, ViaHTTP, ViaWS)
+	case c.SendVia == ViaWS && p.Users > MaxWSSenders:
+		return fmt.Errorf("%w: sending over WebSocket opens one connection per user: at most %d users", ErrInvalid, MaxWSSenders)
 	case c.Retries < 0 || c.Retries > maxRetries:
 		return fmt.Errorf("%w: retries must be in 0..%d", ErrInvalid, maxRetries)
 	case c.ContentSize < 0 || c.ContentSize > MaxContentSize:

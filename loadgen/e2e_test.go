@@ -50,6 +50,11 @@ func testConfig(t *testing.T, target string, rate float64, dur time.Duration) Co
 
 func runAgainst(t *testing.T, faults faketarget.Faults, rate float64, dur time.Duration) (*Summary, *checker.Verdict, faketarget.Counters) {
 	t.Helper()
+	return runVia(t, ViaHTTP, faults, rate, dur)
+}
+
+func runVia(t *testing.T, via string, faults faketarget.Faults, rate float64, dur time.Duration) (*Summary, *checker.Verdict, faketarget.Counters) {
+	t.Helper()
 	fc := faketarget.DefaultConfig(testSecret)
 	fc.Faults = faults
 	srv, err := faketarget.Start(fc)
@@ -58,6 +63,7 @@ func runAgainst(t *testing.T, faults faketarget.Faults, rate float64, dur time.D
 	}
 	defer srv.Close()
 	cfg := testConfig(t, srv.URL(), rate, dur)
+	cfg.SendVia = via
 	ctx, cancel := context.WithTimeout(context.Background(), testBound)
 	defer cancel()
 	sum, err := Run(ctx, cfg)
@@ -92,7 +98,13 @@ func runAgainst(t *testing.T, faults faketarget.Faults, rate float64, dur time.D
 }
 
 func TestCorrectServerIsValid(t *testing.T) {
-	sum, v, c := runAgainst(t, faketarget.Faults{}, 2000, time.Second)
+	for _, via := range []string{ViaHTTP, ViaWS} {
+		t.Run(via, func(t *testing.T) { testCorrectServerIsValid(t, via) })
+	}
+}
+
+func testCorrectServerIsValid(t *testing.T, via string) {
+	sum, v, c := runVia(t, via, faketarget.Faults{}, 2000, time.Second)
 	if !v.Valid || v.OK != int(sum.OK) || v.Findings["reordered"].Count != 0 || v.Findings["recovered"].Count != 0 {
 		t.Fatalf("correct server judged invalid or imperfect: %+v", v.Findings)
 	}
@@ -111,6 +123,9 @@ func TestCorrectServerIsValid(t *testing.T) {
 	}
 	if len(kinds) != 3 || c.Pulls == 0 {
 		t.Fatalf("population %+v, pulls %d", sum.Population, c.Pulls)
+	}
+	if sum.SendVia != via {
+		t.Fatalf("summary says sends went over %q, want %q", sum.SendVia, via)
 	}
 	s2, err := ReadSummary(t.TempDir())
 	if err == nil || s2 != nil {
@@ -155,5 +170,26 @@ func TestReusedSeqIsCaught(t *testing.T) {
 	}
 	if v.Valid || v.Findings["lost"].Count == 0 || v.Findings["skipped"].Count == 0 {
 		t.Fatalf("reused seq not caught: %+v", v.Findings)
+	}
+}
+
+// TestReusedSeqIsCaughtViaWS: the verdict does not depend on the transport.
+func TestReusedSeqIsCaughtViaWS(t *testing.T) {
+	_, v, c := runVia(t, ViaWS, faketarget.Faults{ReuseSeqEvery: 50}, 2000, time.Second)
+	if c.Reused == 0 || v.Valid || v.Findings["lost"].Count == 0 || v.Findings["skipped"].Count == 0 {
+		t.Fatalf("reused seq (%d) not caught over ws: %+v", c.Reused, v.Findings)
+	}
+}
+
+func TestCeilingBothTransports(t *testing.T) {
+	for _, via := range []string{ViaHTTP, ViaWS} {
+		c, err := MeasureCeiling(context.Background(), testSecret, via, 4, 8, 200*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Requests == 0 || c.Via != via || c.PerSec <= 0 {
+			t.Fatalf("ceiling over %s: %+v", via, c)
+		}
+		t.Logf("ceiling over %s: %.0f/s (a test figure, not a measure)", via, c.PerSec)
 	}
 }

@@ -33,6 +33,7 @@ type Ceiling struct {
 	PerSec   float64 `json:"per_sec"`
 	Requests uint64  `json:"requests"`
 	Seconds  float64 `json:"seconds"`
+	Via      string  `json:"via"`
 	Conns    int     `json:"conns"`
 	Workers  int     `json:"workers"`
 }
@@ -42,6 +43,7 @@ type Summary struct {
 	RunID          string               `json:"run_id"`
 	Target         string               `json:"target"`
 	Shape          string               `json:"shape"`
+	SendVia        string               `json:"send_via"`
 	Duration       string               `json:"duration"`
 	StartedAt      time.Time            `json:"started_at"`
 	Population     PopulationSummary    `json:"population"`
@@ -80,6 +82,7 @@ type runner struct {
 	cfg    Config
 	runID  string
 	cl     *client.Client
+	wss    *wsSenders // nil unless SendVia is ViaWS
 	start  time.Time
 	led    *ledger.Ledger
 	m      *metrics
@@ -118,18 +121,18 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if err := r.population(); err != nil {
 		return nil, err
 	}
-	sum := &Summary{RunID: r.runID, Target: cfg.Target, Shape: cfg.Shape.String(), Duration: cfg.Duration.String(), Latency: map[string]Quantiles{}}
+	sum := &Summary{RunID: r.runID, Target: cfg.Target, Shape: cfg.Shape.String(), SendVia: cfg.SendVia, Duration: cfg.Duration.String(), Latency: map[string]Quantiles{}}
 	if err := r.createGroups(ctx); err != nil {
 		return nil, err
 	}
 	if cfg.CeilingFor > 0 {
-		c, err := MeasureCeiling(ctx, cfg.Secret, cfg.Conns, cfg.Pacer.Workers, cfg.CeilingFor)
+		c, err := MeasureCeiling(ctx, cfg.Secret, cfg.SendVia, cfg.Conns, cfg.Pacer.Workers, cfg.CeilingFor)
 		if err != nil {
 			return nil, err
 		}
 		sum.Ceiling = &c
 		if cfg.Progress != nil {
-			fmt.Fprintf(cfg.Progress, "generator ceiling (no-op endpoint, %d conns): %.0f sends/s\n", c.Conns, c.PerSec)
+			fmt.Fprintf(cfg.Progress, "generator ceiling (no-op endpoint, sends over %s, %d conns): %.0f sends/s\n", c.Via, c.Conns, c.PerSec)
 		}
 	}
 	r.start = time.Now().Add(100 * time.Millisecond)
@@ -141,6 +144,10 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 
 	devCtx, stopDevs := context.WithCancel(ctx)
 	defer stopDevs()
+	if cfg.SendVia == ViaWS {
+		r.wss = newWSSenders(devCtx, cl)
+		defer r.wss.Close()
+	}
 	drain := make(chan struct{})
 	var devWG sync.WaitGroup
 	for _, d := range r.devs {
@@ -441,7 +448,7 @@ func (r *runner) send(worker int, t schedule.Tick, started time.Duration) {
 	deadline := started + r.cfg.Timeout*time.Duration(r.cfg.Retries+2)
 	for {
 		a.Tries++
-		ack, err := r.cl.Send(sender.token, &req)
+		ack, err := r.sendOnce(sender, &req)
 		if err == nil {
 			a.Outcome, a.Status, a.MsgID, a.ConvID, a.ConvSeq = ledger.OK, 200, ack.MsgID, ack.ConvID, ack.ConvSeq
 			break
@@ -483,6 +490,18 @@ func (r *runner) send(worker int, t schedule.Tick, started time.Duration) {
 		r.m.unknown.Add(1)
 	}
 	r.led.Shard(worker).Attempt(a)
+}
+
+// sendOnce makes one try over the configured transport.
+func (r *runner) sendOnce(sender *device, req *client.SendReq) (client.SendAck, error) {
+	if r.wss == nil {
+		return r.cl.Send(sender.token, req)
+	}
+	s, err := r.wss.get(sender.uid)
+	if err != nil {
+		return client.SendAck{}, err
+	}
+	return s.Send(req, r.cfg.Timeout)
 }
 
 // report prints a progress line every second and keeps the timeline.
@@ -590,9 +609,11 @@ func (r *runner) pull(ctx context.Context, token string, o client.PullOpts) (cli
 	}
 }
 
-// MeasureCeiling runs the generator's send path as fast as it can against
-// an in-process no-op endpoint for d and returns the rate it reached.
-func MeasureCeiling(ctx context.Context, secret string, conns, workers int, d time.Duration) (Ceiling, error) {
+// MeasureCeiling runs the generator's send path (over via: ViaHTTP or
+// ViaWS) as fast as it can against an in-process no-op endpoint for d and
+// returns the rate it reached. Over WebSocket, conns connections are shared
+// by the workers.
+func MeasureCeiling(ctx context.Context, secret, via string, conns, workers int, d time.Duration) (Ceiling, error) {
 	srv, err := noop.Start("127.0.0.1:0")
 	if err != nil {
 		return Ceiling{}, err
@@ -609,6 +630,17 @@ func MeasureCeiling(ctx context.Context, secret string, conns, workers int, d ti
 	if err != nil {
 		return Ceiling{}, err
 	}
+	var senders []*client.Sender
+	if via == ViaWS {
+		for range min(conns, workers) {
+			s, err := cl.DialSender(ctx, tok)
+			if err != nil {
+				return Ceiling{}, err
+			}
+			defer s.Close()
+			senders = append(senders, s)
+		}
+	}
 	var n uint64
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -622,7 +654,13 @@ func MeasureCeiling(ctx context.Context, secret string, conns, workers int, d ti
 			var mine uint64
 			for i := 0; ctx.Err() == nil && time.Now().Before(end); i++ {
 				req.ClientMsgID = "c-" + strconv.Itoa(w) + "-" + strconv.Itoa(i)
-				if _, err := cl.Send(tok, &req); err == nil {
+				var err error
+				if senders != nil {
+					_, err = senders[w%len(senders)].Send(&req, cc.Timeout)
+				} else {
+					_, err = cl.Send(tok, &req)
+				}
+				if err == nil {
 					mine++
 				}
 			}
@@ -633,5 +671,8 @@ func MeasureCeiling(ctx context.Context, secret string, conns, workers int, d ti
 	}
 	wg.Wait()
 	el := time.Since(start).Seconds()
-	return Ceiling{PerSec: float64(n) / el, Requests: n, Seconds: el, Conns: conns, Workers: workers}, ctx.Err()
+	if via == "" {
+		via = ViaHTTP
+	}
+	return Ceiling{PerSec: float64(n) / el, Requests: n, Seconds: el, Via: via, Conns: conns, Workers: workers}, ctx.Err()
 }

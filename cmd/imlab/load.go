@@ -55,8 +55,8 @@ sine:mean=5000,amp=2000,period=30s`,
 			}
 			c.Progress = cmd.OutOrStdout()
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "run dir %s: %s for %s against %s, %d users x %d devices, %d groups\n",
-				runDir, shape, c.Duration, target, c.Pop.Users, c.Pop.DevicesPerUser, c.Pop.Groups)
+			fmt.Fprintf(out, "run dir %s: %s for %s against %s (sends over %s), %d users x %d devices, %d groups\n",
+				runDir, shape, c.Duration, target, c.SendVia, c.Pop.Users, c.Pop.DevicesPerUser, c.Pop.Groups)
 			sum, err := loadgen.Run(cmd.Context(), c)
 			if sum != nil {
 				printSummary(out, sum)
@@ -92,7 +92,8 @@ sine:mean=5000,amp=2000,period=30s`,
 	f.DurationVar(&cfg.Pacer.LateAfter, "late-after", def.Pacer.LateAfter, "a send starting this much after its intended time is late")
 	f.DurationVar(&cfg.Pacer.Grace, "grace", def.Pacer.Grace, "sends not started by duration+grace are missed")
 	f.DurationVar(&cfg.Pacer.SpinWindow, "spin", def.Pacer.SpinWindow, "pacer yields instead of sleeping this long before each send (0: sleep only)")
-	f.DurationVar(&cfg.Timeout, "timeout", def.Timeout, "HTTP timeout")
+	f.DurationVar(&cfg.Timeout, "timeout", def.Timeout, "timeout of one HTTP exchange or WebSocket send")
+	f.StringVar(&cfg.SendVia, "send-via", def.SendVia, "send transport: http (POST /v1/msg/send) or ws (send frames, one WebSocket per sending user)")
 	f.IntVar(&cfg.Retries, "retries", def.Retries, "resends of a send of unknown outcome (same client_msg_id)")
 	f.IntVar(&cfg.ContentSize, "content-size", def.ContentSize, "message body size in bytes")
 	f.IntVar(&cfg.PullLimit, "pull-limit", def.PullLimit, "pull page size")
@@ -108,9 +109,9 @@ sine:mean=5000,amp=2000,period=30s`,
 }
 
 func printSummary(w interface{ Write([]byte) (int, error) }, s *loadgen.Summary) {
-	fmt.Fprintf(w, "run %s: %s for %s against %s\n", s.RunID, s.Shape, s.Duration, s.Target)
+	fmt.Fprintf(w, "run %s: %s for %s against %s, sends over %s\n", s.RunID, s.Shape, s.Duration, s.Target, s.SendVia)
 	if s.Ceiling != nil {
-		fmt.Fprintf(w, "generator ceiling (no-op endpoint, same client): %.0f sends/s\n", s.Ceiling.PerSec)
+		fmt.Fprintf(w, "generator ceiling (no-op endpoint, same client, over %s): %.0f sends/s\n", s.Ceiling.Via, s.Ceiling.PerSec)
 	}
 	fmt.Fprintf(w, "sends: scheduled %d, started %d, late %d, missed %d; ok %d, fail %d, unknown %d, retries %d; achieved %.0f/s\n",
 		s.Pacer.Scheduled, s.Pacer.Started, s.Pacer.Late, s.Pacer.Missed, s.OK, s.Fail, s.Unknown, s.Retries, s.AchievedPerSec)

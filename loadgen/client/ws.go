@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -22,8 +23,39 @@ type Frame struct {
 	ClientMsgID string `json:"client_msg_id,omitempty"`
 	ServerTime  int64  `json:"server_time,omitempty"`
 	// error / close
-	Error  *struct{ Code, Message string } `json:"error,omitempty"`
-	Reason string                          `json:"reason,omitempty"`
+	Error  *FrameError `json:"error,omitempty"`
+	Reason string      `json:"reason,omitempty"`
+}
+
+// FrameError is the error member of an error frame.
+type FrameError struct {
+	Code         string `json:"code"`
+	Message      string `json:"message"`
+	RetryAfterMS int64  `json:"retry_after_ms,omitempty"`
+}
+
+// codeStatus maps an error frame's code to the HTTP status the same error
+// has on the HTTP routes, so that callers classify both alike. An unknown
+// code maps to 500 (outcome unknown).
+var codeStatus = map[string]int{
+	"invalid_argument": 400, "invalid": 400, "unauthenticated": 401, "unauthorized": 401,
+	"permission_denied": 403, "forbidden": 403, "not_found": 404, "method_not_allowed": 405,
+	"conflict": 409, "cursor_beyond_served": 409, "too_large": 413, "rate_limited": 429,
+	"internal": 500, "not_implemented": 501, "unavailable": 503,
+}
+
+// AsError turns an error frame into an *Error like the HTTP answer of the
+// same failure.
+func (fe *FrameError) AsError() *Error {
+	st, ok := codeStatus[fe.Code]
+	if !ok {
+		st = 500
+	}
+	e := &Error{Status: st, Code: fe.Code, Message: fe.Message}
+	if fe.RetryAfterMS > 0 {
+		e.RetryAfter = min(time.Duration(fe.RetryAfterMS)*time.Millisecond, maxRetryAfter)
+	}
+	return e
 }
 
 // WS is one device's WebSocket. One goroutine may Read while others write.
@@ -91,3 +123,133 @@ func (w *WS) Send(r *SendReq) error {
 
 // Close closes the connection.
 func (w *WS) Close() error { return w.conn.Close() }
+
+// MaxPendingSends bounds the sends awaiting their answer on one Sender.
+const MaxPendingSends = 4096
+
+// Sender multiplexes sends over one WebSocket: many goroutines may Send at
+// once; the answers (send_ack or error frames echoing client_msg_id) are
+// matched by client_msg_id. Its reader goroutine reads every frame (push
+// frames are dropped: a sender is not a receiving device) and ends when the
+// connection does; Close ends it.
+type Sender struct {
+	ws      *WS
+	mu      sync.Mutex
+	pending map[string]chan Frame
+	err     error // set once the reader ended
+	done    chan struct{}
+}
+
+// DialSender opens /v1/ws with token for sending.
+func (c *Client) DialSender(ctx context.Context, token string) (*Sender, error) {
+	ws, err := c.DialWS(ctx, token)
+	if err != nil {
+		return nil, err
+	}
+	s := &Sender{ws: ws, pending: map[string]chan Frame{}, done: make(chan struct{})}
+	go s.read()
+	return s, nil
+}
+
+func (s *Sender) read() {
+	var err error
+	for {
+		var f Frame
+		f, err = s.ws.Read(time.Time{})
+		if err != nil {
+			break
+		}
+		if (f.Type != "send_ack" && f.Type != "error") || f.ClientMsgID == "" {
+			continue
+		}
+		s.mu.Lock()
+		ch := s.pending[f.ClientMsgID]
+		delete(s.pending, f.ClientMsgID)
+		s.mu.Unlock()
+		if ch != nil {
+			ch <- f // buffered, one answer per registration
+		}
+	}
+	s.mu.Lock()
+	s.err = err
+	s.mu.Unlock()
+	close(s.done)
+}
+
+// Done is closed when the connection has ended; a Sender is then useless.
+func (s *Sender) Done() <-chan struct{} { return s.done }
+
+// Send writes a send frame and waits up to timeout for its answer. A
+// non-nil error is an *Error: Status 0 when the outcome is unknown
+// (timeout, connection lost), otherwise the status the same error has over
+// HTTP. One client_msg_id may be pending only once per Sender.
+func (s *Sender) Send(r *SendReq, timeout time.Duration) (SendAck, error) {
+	ch := make(chan Frame, 1)
+	s.mu.Lock()
+	switch {
+	case s.err != nil || isClosed(s.done):
+		s.mu.Unlock()
+		return SendAck{}, &Error{Err: fmt.Errorf("ws sender: connection ended: %v", s.err)}
+	case len(s.pending) >= MaxPendingSends:
+		s.mu.Unlock()
+		return SendAck{}, &Error{Status: 429, Code: "client_pending_limit", Message: "too many sends pending on one connection", RetryAfter: 10 * time.Millisecond}
+	case s.pending[r.ClientMsgID] != nil:
+		s.mu.Unlock()
+		return SendAck{}, fmt.Errorf("%w: client_msg_id %q already pending", ErrInvalid, r.ClientMsgID)
+	}
+	s.pending[r.ClientMsgID] = ch
+	s.mu.Unlock()
+	forget := func() {
+		s.mu.Lock()
+		if s.pending[r.ClientMsgID] == ch {
+			delete(s.pending, r.ClientMsgID)
+		}
+		s.mu.Unlock()
+	}
+	if err := s.ws.Send(r); err != nil {
+		forget()
+		return SendAck{}, &Error{Err: fmt.Errorf("ws send: %w", err)}
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case f := <-ch:
+		if f.Type == "error" {
+			if f.Error == nil {
+				return SendAck{}, &Error{Status: 500, Code: "bad_frame", Message: "error frame without error"}
+			}
+			return SendAck{}, f.Error.AsError()
+		}
+		return SendAck{MsgID: f.MsgID, ConvID: f.ConvID, ConvSeq: f.ConvSeq, ServerTime: f.ServerTime}, nil
+	case <-s.done:
+		forget()
+		// The answer may have been handed over just before the end.
+		select {
+		case f := <-ch:
+			if f.Type == "send_ack" {
+				return SendAck{MsgID: f.MsgID, ConvID: f.ConvID, ConvSeq: f.ConvSeq, ServerTime: f.ServerTime}, nil
+			}
+		default:
+		}
+		return SendAck{}, &Error{Err: errors.New("ws sender: connection ended before the answer")}
+	case <-t.C:
+		forget()
+		return SendAck{}, &Error{Err: fmt.Errorf("ws sender: no answer within %s", timeout)}
+	}
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// Close closes the connection and waits for the reader.
+func (s *Sender) Close() error {
+	err := s.ws.Close()
+	<-s.done
+	return err
+}
