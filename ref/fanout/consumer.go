@@ -509,6 +509,7 @@ func (c *Consumer) deadLetter(w *worker, r *kgo.Record, reason error, attempts i
 			kgo.RecordHeader{Key: HeaderDLQPartition, Value: []byte(strconv.Itoa(int(r.Partition)))},
 			kgo.RecordHeader{Key: HeaderDLQOffset, Value: []byte(strconv.FormatInt(r.Offset, 10))},
 			kgo.RecordHeader{Key: HeaderDLQAttempts, Value: []byte(strconv.Itoa(attempts))},
+			kgo.RecordHeader{Key: HeaderDLQGroup, Value: []byte(c.cfg.Group)},
 		),
 	}
 	for i := 1; ; i++ {

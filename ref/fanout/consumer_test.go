@@ -176,14 +176,19 @@ func TestConsumerOrderRetryDLQ(t *testing.T) {
 	got := readAll(t, ctx, brokers, tp.DLQ, 2)
 	reasons := map[string]string{}
 	for _, r := range got {
-		var reason, attempts string
+		var reason, attempts, group string
 		for _, h := range r.Headers {
 			switch h.Key {
 			case HeaderDLQReason:
 				reason = string(h.Value)
 			case HeaderDLQAttempts:
 				attempts = string(h.Value)
+			case HeaderDLQGroup:
+				group = string(h.Value)
 			}
+		}
+		if group != cfg.Group {
+			t.Errorf("dead letter names group %q, want %q", group, cfg.Group)
 		}
 		if ev, err := UnmarshalEvent(r.Value); err == nil {
 			reasons[strconv.FormatUint(ev.MsgID, 10)] = reason + " after " + attempts

@@ -34,6 +34,10 @@ const (
 	HeaderDLQPartition = "dlq_partition"
 	HeaderDLQOffset    = "dlq_offset"
 	HeaderDLQAttempts  = "dlq_attempts"
+	// HeaderDLQGroup names the consumer group (tier) that gave up: the
+	// dead-letter topic is shared by the inbox and history tiers, and a
+	// replay must go to the tier that failed only.
+	HeaderDLQGroup = "dlq_group"
 )
 
 // Topics names the fan-out and dead-letter topics and their size.
