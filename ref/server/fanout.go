@@ -1,9 +1,14 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"imlab/ref/fanout"
 	"imlab/ref/inbox"
@@ -63,9 +68,6 @@ func (p *Process) startFanout(ctx context.Context) error {
 	rt, err := fanout.NewRuntime(ctx, cfg, deps)
 	if err != nil {
 		return fmt.Errorf("server: fan-out runtime: %w", err)
-	}
-	if p.Cfg.Send.Policy == fanout.PolicyQueue {
-		p.Log.Warn(fanout.UnsafeWarning)
 	}
 	mc := cfg.Monitor
 	mc.Brokers, mc.Topic, mc.DLQTopic = p.Backends.KafkaBrokers, cfg.Topics.Fanout, cfg.Topics.DLQ
@@ -259,4 +261,51 @@ func StartReconciler(ctx context.Context, p *Process) (func(context.Context) err
 	stopR := p.runner("reconciler/reconcile", func(ctx context.Context) error { return r.RunTimer(ctx, nil) })
 	stopT := p.runner("reconciler/retention", ret.RunTimer)
 	return func(ctx context.Context) error { return errors.Join(stopT(ctx), stopR(ctx)) }, nil
+}
+
+// strictHistory feeds the history tier under the strict policy, which
+// publishes nothing: after commit, one locator event per new message goes
+// to the fan-out topic (in conv_seq order per conversation: a shard's
+// batches commit, and call their hooks, one after another). The inbox tier
+// finds those rows already written (uk_uid_msg) and skips them; the history
+// tier writes the buckets. A publish that fails is logged and counted: that
+// message is missing from MongoDB history (its inbox rows are committed).
+type strictHistory struct {
+	p     *Process
+	topic string
+}
+
+func (h strictHistory) Committed(ctx context.Context, entries []model.InboxEntry) {
+	seen := make(map[uint64]bool, len(entries))
+	var msgs []model.Message
+	for _, e := range entries {
+		if seen[e.MsgID] {
+			continue
+		}
+		seen[e.MsgID] = true
+		msgs = append(msgs, model.Message{MsgID: e.MsgID, ConvID: e.ConvID, ConvType: e.ConvType, ConvSeq: e.ConvSeq,
+			SenderUID: e.SenderUID, CreatedAt: e.CreatedAt, Content: e.Content})
+	}
+	slices.SortFunc(msgs, func(a, b model.Message) int {
+		if c := cmp.Compare(a.ConvID, b.ConvID); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ConvSeq, b.ConvSeq)
+	})
+	ctx = context.WithoutCancel(ctx)
+	prod := h.p.fan.rt.Producer()
+	for _, m := range msgs {
+		b, err := fanout.EventOf(m, false).Marshal()
+		if err != nil {
+			h.p.Log.Error("server: strict history event", "msg_id", m.MsgID, "err", err)
+			continue
+		}
+		rec := &kgo.Record{Topic: h.topic, Key: fanout.ShardKey(m.ConvID), Value: b, Timestamp: time.Now()}
+		id := m.MsgID
+		prod.Publish(ctx, rec, func(err error) {
+			if err != nil {
+				h.p.Log.Warn("server: strict policy: history event not published; the message is missing from history", "msg_id", id, "err", err)
+			}
+		})
+	}
 }

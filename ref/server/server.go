@@ -307,6 +307,9 @@ func (p *Process) buildCore(ctx context.Context) (*Core, error) {
 		sc.Policies = append(sc.Policies, pol)
 	}
 	hooks := append([]send.CommitHook{cache, hub}, p.SendHooks...)
+	if !fanoutPolicy(sc.Policy) && p.fan != nil && p.hist != nil {
+		hooks = append(hooks, strictHistory{p: p, topic: cfg.Fanout.Topics.Fanout})
+	}
 	snd, err := send.New(ctx, sc, p.DB, w, p.Registry, hooks...)
 	if err != nil {
 		hub.Close()
