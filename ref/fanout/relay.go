@@ -3,6 +3,7 @@ package fanout
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -71,6 +72,8 @@ func (c RelayConfig) Validate() error {
 // RelayStats counts what one relay did.
 type RelayStats struct {
 	Published, Failed, Requeued, Deleted int64
+	// LockLost counts the times the lock's session ended under this relay.
+	LockLost int64
 }
 
 // Relay publishes mq_outbox rows (seed 003): it scans status 0 in (status,
@@ -129,20 +132,38 @@ func (r *Relay) Stats() RelayStats {
 	return r.stats
 }
 
+// errLockLost: the session holding the relay lock ended (killed,
+// network cut, server restart); MySQL released the lock with it.
+var errLockLost = errors.New("fanout: relay lock session lost")
+
 // Run takes the relay lock (waiting as a standby while another relay holds
-// it) and relays until ctx is done.
+// it) and relays until ctx is done. When the session holding the lock ends
+// (the lock went with it, and a standby may hold it already) the relay
+// stops publishing at its next check (every MaintainEvery) and goes back to
+// waiting as a standby. It returns nil once ctx is done.
 func (r *Relay) Run(ctx context.Context) error {
-	conn, err := r.lock(ctx)
-	if err != nil {
+	for {
+		conn, err := r.lock(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		err = r.relayHolding(ctx, conn)
+		_, _ = conn.ExecContext(context.Background(), "SELECT RELEASE_LOCK(?)", r.cfg.LockName)
+		conn.Close()
 		if ctx.Err() != nil {
 			return nil
 		}
-		return err
+		r.log.Warn("relay lock lost; back to standby", "err", err)
+		r.count(func(s *RelayStats) { s.LockLost++ })
 	}
-	defer func() {
-		_, _ = conn.ExecContext(context.Background(), "SELECT RELEASE_LOCK(?)", r.cfg.LockName)
-		conn.Close()
-	}()
+}
+
+// relayHolding relays while conn holds the lock; it returns errLockLost
+// when conn's session is gone, or nil when ctx is done.
+func (r *Relay) relayHolding(ctx context.Context, conn *sql.Conn) error {
 	// Rows a previous relay marked 1 count as published now.
 	var top sql.NullInt64
 	if err := r.db.QueryRowContext(ctx, "SELECT MAX(id) FROM mq_outbox WHERE status = 1").Scan(&top); err == nil && top.Valid {
@@ -153,12 +174,13 @@ func (r *Relay) Run(ctx context.Context) error {
 	for ctx.Err() == nil {
 		if time.Since(lastMaint) >= r.cfg.MaintainEvery {
 			lastMaint = time.Now()
+			// The lock's session must still be there: a lost session means
+			// a standby may be relaying already.
+			if err := conn.PingContext(ctx); err != nil && ctx.Err() == nil {
+				return fmt.Errorf("%w: %w", errLockLost, err)
+			}
 			if err := r.Maintain(ctx); err != nil && ctx.Err() == nil {
 				r.log.Warn("outbox maintenance failed", "err", err)
-			}
-			// The lock's connection must stay alive; a lost lock stops us.
-			if err := conn.PingContext(ctx); err != nil && ctx.Err() == nil {
-				return fmt.Errorf("fanout: relay lock connection lost: %w", err)
 			}
 		}
 		n, err := r.PublishOnce(ctx)
