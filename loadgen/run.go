@@ -72,7 +72,11 @@ type PopulationSummary struct {
 
 // DrainSummary says whether every device reached the end.
 type DrainSummary struct {
-	Complete      bool    `json:"complete"`
+	Complete bool `json:"complete"`
+	// Rounds of pulling every device to the end: a server still appending
+	// after a round (fan-out lag, sends of unknown outcome that finish late)
+	// gets another, Settle later.
+	Rounds        int     `json:"rounds"`
 	Seconds       float64 `json:"seconds"`
 	WitnessUIDs   int     `json:"witness_uids"`
 	WitnessErrors int     `json:"witness_errors"`
@@ -180,6 +184,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	close(drain)
 	done := make(chan struct{})
 	go func() { devWG.Wait(); close(done) }()
+	drainEnd := drainStart.Add(cfg.DrainTimeout)
 	select {
 	case <-done:
 		sum.Drain.Complete = ctx.Err() == nil
@@ -190,6 +195,11 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	case <-ctx.Done():
 		stopDevs()
 		<-done
+	}
+	sum.Drain.Rounds = 1
+	if sum.Drain.Complete {
+		// Every device goroutine has returned: the runner owns the devices now.
+		sum.Drain.Complete = r.quiesce(ctx, drainEnd, sum)
 	}
 	sum.Drain.Seconds = time.Since(drainStart).Seconds()
 	if ctx.Err() == nil {
@@ -538,6 +548,95 @@ func (r *runner) report(live *schedule.Live, sum *Summary, stop <-chan struct{},
 
 func fmtUS(us int64) string { return (time.Duration(us) * time.Microsecond).String() }
 
+// maxDrainRounds bounds the drain rounds (DrainTimeout bounds their time).
+const maxDrainRounds = 50
+
+// quiesce waits Settle and looks for inbox entries past what every device
+// of the uid holds; while there are some, it pulls every device to the end
+// again. It returns false when the server did not settle by deadline.
+func (r *runner) quiesce(ctx context.Context, deadline time.Time, sum *Summary) bool {
+	for {
+		select {
+		case <-time.After(r.cfg.Settle):
+		case <-ctx.Done():
+			return false
+		}
+		behind, err := r.behind(ctx)
+		if err != nil {
+			r.fail("drain round %d: %v", sum.Drain.Rounds, err)
+			return false
+		}
+		if behind == 0 {
+			return true
+		}
+		if sum.Drain.Rounds >= maxDrainRounds || time.Now().After(deadline) {
+			r.fail("final drain: %d uids still had new inbox entries after %d rounds", behind, sum.Drain.Rounds)
+			return false
+		}
+		sum.Drain.Rounds++
+		r.forEach(ctx, len(r.devs), func(i int) error { r.devs[i].final(ctx); return nil })
+	}
+}
+
+// behind counts uids whose inbox holds an entry past the chain of one of
+// their devices (a one-entry pull by the witness device).
+func (r *runner) behind(ctx context.Context) (int, error) {
+	var mu sync.Mutex
+	n := 0
+	err := r.forEach(ctx, len(r.users), func(i int) error {
+		uid := r.users[i]
+		from := uint64(1<<64 - 1)
+		for _, d := range r.byUID[uid] {
+			from = min(from, d.chain)
+		}
+		tok, err := r.cl.Token(uid, WitnessDID)
+		if err != nil {
+			return err
+		}
+		pr, err := r.pull(ctx, tok, client.PullOpts{Cursor: from, UseCursor: true, Limit: 1, Full: true})
+		if err != nil {
+			return fmt.Errorf("uid %d: %w", uid, err)
+		}
+		if len(pr.Msgs) > 0 {
+			mu.Lock()
+			n++
+			mu.Unlock()
+		}
+		return nil
+	})
+	return n, err
+}
+
+// forEach runs f(0..n-1) on at most 32 goroutines and returns the first error.
+func (r *runner) forEach(ctx context.Context, n int, f func(i int) error) error {
+	sem := make(chan struct{}, 32)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	for i := range n {
+		if ctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := f(i); err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	return ctx.Err()
+}
+
 // witness pulls every uid's whole inbox from seq 0 and records it.
 func (r *runner) witness(ctx context.Context) (uids, errs int) {
 	sem := make(chan struct{}, 32)
@@ -576,7 +675,8 @@ func (r *runner) witnessOne(ctx context.Context, i int, uid uint64) error {
 			return err
 		}
 		for _, m := range pr.Msgs {
-			sh.Witness(ledger.Witness{UID: uid, Seq: m.Seq, MsgID: m.MsgID, ConvID: m.ConvID, ConvSeq: m.ConvSeq})
+			tick, _, _ := r.parseContent(m.Content)
+			sh.Witness(ledger.Witness{UID: uid, Seq: m.Seq, MsgID: m.MsgID, ConvID: m.ConvID, ConvSeq: m.ConvSeq, Tick: tick})
 		}
 		if !pr.HasMore || pr.NextCursor <= cursor {
 			return nil

@@ -120,8 +120,8 @@ func printSummary(w interface{ Write([]byte) (int, error) }, s *loadgen.Summary)
 		l := s.Latency[n]
 		fmt.Fprintf(w, "%-11s %8d %8d %8d %8d %8d %8d\n", n, l.Count, l.P50, l.P90, l.P99, l.P999, l.Max)
 	}
-	fmt.Fprintf(w, "deliveries %d; drain complete %v in %.1fs; witness %d uids (%d errors); ledger %d bytes\n",
-		s.Deliveries, s.Drain.Complete, s.Drain.Seconds, s.Drain.WitnessUIDs, s.Drain.WitnessErrors, s.LedgerBytes)
+	fmt.Fprintf(w, "deliveries %d; drain complete %v in %.1fs (%d rounds); witness %d uids (%d errors); ledger %d bytes\n",
+		s.Deliveries, s.Drain.Complete, s.Drain.Seconds, s.Drain.Rounds, s.Drain.WitnessUIDs, s.Drain.WitnessErrors, s.LedgerBytes)
 	for _, e := range s.Errors {
 		fmt.Fprintf(w, "error: %s\n", e)
 	}

@@ -116,6 +116,12 @@ type sendInfo struct {
 	target   uint64
 }
 
+// witnessed is what the witness pulls saw of one msg_id.
+type witnessed struct {
+	tick uint64   // the send its content names (0: none, or an older ledger)
+	uids []uint64 // inboxes holding it
+}
+
 type devState struct {
 	uid       uint64
 	recv      map[uint64]uint32 // msg_id -> copies
@@ -162,7 +168,7 @@ type collector struct {
 	recovered map[uint64]uint64            // msg_id -> tick
 	recTick   map[uint64]uint64            // tick -> recovered msg_id
 	inbox     map[uint64]map[uint64]uint64 // uid -> msg_id -> seq
-	witnessed map[uint64]bool              // msg_ids seen by a witness pull
+	witnessed map[uint64]*witnessed        // msg_ids seen by a witness pull
 	attempts  map[string]int
 	deliv     int
 	witness   int
@@ -178,7 +184,7 @@ func newCollector() *collector {
 		devices: map[uint32]*devState{}, uidDevs: map[uint64][]uint32{}, groups: map[uint64][]uint64{},
 		acks: map[uint64]ack{}, ackByTick: map[uint64]uint64{}, unknown: map[uint64]sendInfo{}, sends: map[uint64]sendInfo{},
 		recovered: map[uint64]uint64{}, recTick: map[uint64]uint64{}, inbox: map[uint64]map[uint64]uint64{},
-		witnessed: map[uint64]bool{}, attempts: map[string]int{"ok": 0, "fail": 0, "unknown": 0},
+		witnessed: map[uint64]*witnessed{}, attempts: map[string]int{"ok": 0, "fail": 0, "unknown": 0},
 		f: map[string]*Finding{}, unexpSet: map[uint64]bool{}, reordSet: map[uint64]bool{}, dupSet: map[uint64]bool{},
 		hist: map[string]*hdr.Histogram{},
 	}
@@ -255,7 +261,15 @@ func (c *collector) add(r *ledger.Record) error {
 		c.witness++
 		w := r.Witness
 		c.known(w.UID)[w.MsgID] = w.Seq
-		c.witnessed[w.MsgID] = true
+		x := c.witnessed[w.MsgID]
+		if x == nil {
+			x = &witnessed{}
+			c.witnessed[w.MsgID] = x
+		}
+		if w.Tick != 0 {
+			x.tick = w.Tick
+		}
+		x.uids = append(x.uids, w.UID)
 	}
 	return nil
 }
@@ -339,14 +353,43 @@ func (c *collector) delivery(d *ledger.Delivery) {
 }
 
 func (c *collector) verdict() *Verdict {
-	// Witnessed entries no send explains.
+	// Witnessed entries: a message of unknown outcome that only the
+	// witness saw is recovered (and then lost on every device); one that no
+	// send explains, or that sits in the inbox of a uid it is not addressed
+	// to, is unexpected.
+	wit := make([]uint64, 0, len(c.witnessed))
 	for m := range c.witnessed {
-		if _, ok := c.acks[m]; !ok {
-			if _, ok := c.recovered[m]; !ok {
-				if !c.unexpSet[m] {
-					c.example("unexpected", "msg_id %d is in an inbox (witness) but no ACK or unknown send explains it", m)
-				}
+		wit = append(wit, m)
+	}
+	sort.Slice(wit, func(i, j int) bool { return wit[i] < wit[j] })
+	for _, m := range wit {
+		x := c.witnessed[m]
+		var rcpt []uint64
+		if a, ok := c.acks[m]; ok {
+			rcpt = c.recipients(c.sends[a.tick])
+		} else if tick, ok := c.recovered[m]; ok {
+			rcpt = c.recipients(c.unknown[tick])
+		} else if s, ok := c.unknown[x.tick]; ok && x.tick != 0 {
+			if prev, seen := c.recTick[x.tick]; seen && prev != m {
 				c.unexpSet[m] = true
+				c.example("unexpected", "msg_id %d and %d both carry send %d (one client_msg_id, two messages; witness)", prev, m, x.tick)
+				continue
+			}
+			c.recTick[x.tick] = m
+			c.recovered[m] = x.tick
+			rcpt = c.recipients(s)
+		} else {
+			if !c.unexpSet[m] {
+				c.example("unexpected", "msg_id %d is in an inbox (witness) but no ACK or unknown send explains it", m)
+			}
+			c.unexpSet[m] = true
+			continue
+		}
+		for _, u := range x.uids {
+			if !contains(rcpt, u) {
+				c.unexpSet[m] = true
+				c.example("unexpected", "msg_id %d is in uid %d's inbox (witness) but addressed to uids %v", m, u, rcpt)
+				break
 			}
 		}
 	}

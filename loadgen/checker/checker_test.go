@@ -162,6 +162,23 @@ func TestLostRecovered(t *testing.T) {
 	expect(t, v, false, want{"lost": {104}, "recovered": {104}})
 }
 
+// TestRecoveredSeenOnlyByWitness: a send of unknown outcome whose message
+// is in the inboxes (the witness names its send) but reached no device is
+// recovered and lost on every recipient device, not unexpected.
+func TestRecoveredSeenOnlyByWitness(t *testing.T) {
+	w := valid()
+	w.attempts = append(w.attempts, ledger.Attempt{Tick: 5, Dev: 2, ConvType: 1, Target: 3, Intended: ms(5), Started: ms(5), Ended: ms(9), Outcome: ledger.Unknown, Tries: 3})
+	c23 := uint64(1)<<63 | 2<<31 | 3
+	w.witness = append(w.witness,
+		ledger.Witness{UID: 2, Seq: 3, MsgID: 110, ConvID: c23, ConvSeq: 1, Tick: 5},
+		ledger.Witness{UID: 3, Seq: 3, MsgID: 110, ConvID: c23, ConvSeq: 1, Tick: 5})
+	v := check(t, w)
+	expect(t, v, false, want{"lost": {110}, "recovered": {104, 110}})
+	if v.Findings["lost"].Pairs != 2 {
+		t.Fatalf("pairs %d, want 2 (devices 2 and 3)", v.Findings["lost"].Pairs)
+	}
+}
+
 func TestDuplicatedIsAllowed(t *testing.T) {
 	w := valid()
 	w.deliveries = append(w.deliveries, dl(2, 1, 101, c12, 1, 1), dl(2, 1, 101, c12, 1, 1))
@@ -183,8 +200,15 @@ func TestUnexpected(t *testing.T) {
 		"witness only": func(w *world) {
 			w.witness = append(w.witness, ledger.Witness{UID: 2, Seq: 3, MsgID: 777, ConvID: c12, ConvSeq: 2})
 		},
+		"witness in a wrong inbox": func(w *world) {
+			w.witness = append(w.witness, ledger.Witness{UID: 2, Seq: 3, MsgID: 104, ConvID: c13, ConvSeq: 1, Tick: 4})
+		},
+		"witness second id of send": func(w *world) {
+			w.witness = append(w.witness, ledger.Witness{UID: 3, Seq: 3, MsgID: 108, ConvID: c13, ConvSeq: 2, Tick: 4})
+		},
 	}
-	ids := map[string]uint64{"never sent": 999, "wrong recipient": 101, "second id of send": 105, "other id of ACKed send": 106, "witness only": 777}
+	ids := map[string]uint64{"never sent": 999, "wrong recipient": 101, "second id of send": 105, "other id of ACKed send": 106, "witness only": 777,
+		"witness in a wrong inbox": 104, "witness second id of send": 108}
 	for name, f := range cases {
 		t.Run(name, func(t *testing.T) {
 			w := valid()

@@ -195,6 +195,10 @@ type Witness struct {
 	MsgID   uint64
 	ConvID  uint64
 	ConvSeq uint64
+	// Tick is the send the entry's content names (0: not one of this
+	// run's sends). Written with sub-kind 1; a record of sub-kind 0 (older
+	// ledgers) has none.
+	Tick uint64
 }
 
 // Record is one decoded record; Kind says which field is set.
@@ -480,12 +484,13 @@ func (s *Shard) Witness(w Witness) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ix := s.conv(w.ConvID)
-	s.tag(KindWitness, 0)
+	s.tag(KindWitness, 1)
 	s.uv(w.UID)
 	s.uv(w.Seq)
 	s.sv(int64(w.MsgID - s.st.prevMsgID))
 	s.st.prevMsgID = w.MsgID
 	s.uv(ix)
 	s.uv(w.ConvSeq)
+	s.uv(w.Tick)
 	s.emit()
 }

@@ -43,7 +43,7 @@ func sampleRecords(r *rand.Rand, n int) []Record {
 					Status: CursorStatus(r.IntN(3) + 1), At: time.Duration(r.Int64N(int64(time.Hour))).Truncate(time.Microsecond)}})
 			} else {
 				out = append(out, Record{Kind: KindWitness, Witness: Witness{UID: uint64(r.IntN(1 << 31)), Seq: uint64(r.IntN(1e9)),
-					MsgID: msg, ConvID: conv, ConvSeq: uint64(r.IntN(1e6))}})
+					MsgID: msg, ConvID: conv, ConvSeq: uint64(r.IntN(1e6)), Tick: uint64(r.IntN(3)) * uint64(r.IntN(1e6))}})
 			}
 		}
 	}

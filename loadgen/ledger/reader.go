@@ -234,6 +234,9 @@ func (d *decoder) next(r *Record) error {
 			w.MsgID = d.st.prevMsgID
 			w.ConvID = e.c(d)
 			w.ConvSeq = e.u(d)
+			if sub >= 1 {
+				w.Tick = e.u(d)
+			}
 		case KindEnd:
 			r.Count = e.u(d)
 		default:
