@@ -37,8 +37,10 @@ const (
 	MaxUID            = 1<<31 - 1
 	maxRetries        = 10
 	// MaxWSSenders bounds the sending WebSockets of a run with --send-via
-	// ws (one per sending uid).
-	MaxWSSenders = 20_000
+	// ws (WSConnsPerUser per sending uid).
+	MaxWSSenders = 50_000
+	// MaxWSConnsPerUser bounds WSConnsPerUser.
+	MaxWSConnsPerUser = 16
 )
 
 // Send transports.
@@ -104,6 +106,11 @@ type Config struct {
 	// answers are matched to sends by the client_msg_id the send_ack and
 	// error frames echo.
 	SendVia string
+	// WSConnsPerUser: sending WebSockets per uid with ViaWS (device ids
+	// SenderDID-0..n-1); a tick uses connection tick mod n. A server answers
+	// one connection's send frames one at a time, so this bounds the sends
+	// in flight per user.
+	WSConnsPerUser int
 	// ContentSize pads message bodies to at least this many bytes.
 	ContentSize  int
 	PullLimit    int
@@ -132,19 +139,20 @@ func DefaultConfig(target, secret, runDir string) Config {
 			GroupSizes: []SizeWeight{{3, 50}, {20, 30}, {100, 15}, {500, 5}},
 			GroupShare: 0.2, ComeBackEvery: 5 * time.Second, CrashEvery: 2,
 		},
-		Pacer:        schedule.DefaultConfig(),
-		Conns:        256,
-		Timeout:      5 * time.Second,
-		Retries:      2,
-		SendVia:      ViaHTTP,
-		ContentSize:  64,
-		PullLimit:    200,
-		AckEvery:     100 * time.Millisecond,
-		Settle:       2 * time.Second,
-		DrainTimeout: 60 * time.Second,
-		Shards:       8,
-		Seed:         1,
-		CeilingFor:   2 * time.Second,
+		Pacer:          schedule.DefaultConfig(),
+		Conns:          256,
+		Timeout:        5 * time.Second,
+		Retries:        2,
+		SendVia:        ViaHTTP,
+		WSConnsPerUser: 4,
+		ContentSize:    64,
+		PullLimit:      200,
+		AckEvery:       100 * time.Millisecond,
+		Settle:         2 * time.Second,
+		DrainTimeout:   60 * time.Second,
+		Shards:         8,
+		Seed:           1,
+		CeilingFor:     2 * time.Second,
 	}
 }
 
@@ -184,8 +192,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: crash-every must be >= 1", ErrInvalid)
 	case c.SendVia != ViaHTTP && c.SendVia != ViaWS:
 		return fmt.Errorf("%w: send-via %q must be %s or %s", ErrInvalid, c.SendVia, ViaHTTP, ViaWS)
-	case c.SendVia == ViaWS && p.Users > MaxWSSenders:
-		return fmt.Errorf("%w: sending over WebSocket opens one connection per user: at most %d users", ErrInvalid, MaxWSSenders)
+	case c.WSConnsPerUser < 1 || c.WSConnsPerUser > MaxWSConnsPerUser:
+		return fmt.Errorf("%w: ws conns per user %d must be in 1..%d", ErrInvalid, c.WSConnsPerUser, MaxWSConnsPerUser)
+	case c.SendVia == ViaWS && p.Users*c.WSConnsPerUser > MaxWSSenders:
+		return fmt.Errorf("%w: sending over WebSocket opens %d connections per user: at most %d connections", ErrInvalid, c.WSConnsPerUser, MaxWSSenders)
 	case c.Retries < 0 || c.Retries > maxRetries:
 		return fmt.Errorf("%w: retries must be in 0..%d", ErrInvalid, maxRetries)
 	case c.ContentSize < 0 || c.ContentSize > MaxContentSize:

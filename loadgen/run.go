@@ -458,7 +458,7 @@ func (r *runner) send(worker int, t schedule.Tick, started time.Duration) {
 	deadline := started + r.cfg.Timeout*time.Duration(r.cfg.Retries+2)
 	for {
 		a.Tries++
-		ack, err := r.sendOnce(sender, &req)
+		ack, err := r.sendOnce(sender, t.Idx, &req)
 		if err == nil {
 			a.Outcome, a.Status, a.MsgID, a.ConvID, a.ConvSeq = ledger.OK, 200, ack.MsgID, ack.ConvID, ack.ConvSeq
 			break
@@ -503,11 +503,11 @@ func (r *runner) send(worker int, t schedule.Tick, started time.Duration) {
 }
 
 // sendOnce makes one try over the configured transport.
-func (r *runner) sendOnce(sender *device, req *client.SendReq) (client.SendAck, error) {
+func (r *runner) sendOnce(sender *device, tick uint64, req *client.SendReq) (client.SendAck, error) {
 	if r.wss == nil {
 		return r.cl.Send(sender.token, req)
 	}
-	s, err := r.wss.get(sender.uid)
+	s, err := r.wss.get(sender.uid, int(tick%uint64(r.cfg.WSConnsPerUser)))
 	if err != nil {
 		return client.SendAck{}, err
 	}

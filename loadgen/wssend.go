@@ -2,23 +2,30 @@ package loadgen
 
 import (
 	"context"
+	"strconv"
 	"sync"
 
 	"imlab/loadgen/client"
 )
 
-// SenderDID is the device id of the WebSocket connections that carry sends
-// with --send-via ws.
+// SenderDID prefixes the device ids of the WebSocket connections that
+// carry sends with --send-via ws: connection k of a uid is SenderDID-k.
 const SenderDID = "imlab-sender"
 
-// wsSenders holds one sending WebSocket per uid, dialled on first use and
-// again after the connection ends. It owns the connections (and, through
+// wsSenders holds WSConnsPerUser sending WebSockets per uid (a server
+// answers one connection's send frames in order, one at a time), dialled on
+// first use and again after the connection ends. It owns the connections (and, through
 // client.Sender, their reader goroutines) and closes them all in Close.
 type wsSenders struct {
 	ctx   context.Context
 	cl    *client.Client
 	mu    sync.Mutex
-	slots map[uint64]*senderSlot
+	slots map[senderKey]*senderSlot
+}
+
+type senderKey struct {
+	uid uint64
+	k   int
 }
 
 type senderSlot struct {
@@ -28,16 +35,17 @@ type senderSlot struct {
 }
 
 func newWSSenders(ctx context.Context, cl *client.Client) *wsSenders {
-	return &wsSenders{ctx: ctx, cl: cl, slots: map[uint64]*senderSlot{}}
+	return &wsSenders{ctx: ctx, cl: cl, slots: map[senderKey]*senderSlot{}}
 }
 
-// get returns uid's live sender, dialling when there is none.
-func (w *wsSenders) get(uid uint64) (*client.Sender, error) {
+// get returns uid's live sender k, dialling when there is none.
+func (w *wsSenders) get(uid uint64, k int) (*client.Sender, error) {
 	w.mu.Lock()
-	sl := w.slots[uid]
+	key := senderKey{uid, k}
+	sl := w.slots[key]
 	if sl == nil {
 		sl = &senderSlot{}
-		w.slots[uid] = sl
+		w.slots[key] = sl
 	}
 	w.mu.Unlock()
 	sl.mu.Lock()
@@ -52,7 +60,7 @@ func (w *wsSenders) get(uid uint64) (*client.Sender, error) {
 		}
 	}
 	if sl.token == "" {
-		tok, err := w.cl.Token(uid, SenderDID)
+		tok, err := w.cl.Token(uid, SenderDID+"-"+strconv.Itoa(k))
 		if err != nil {
 			return nil, err
 		}
