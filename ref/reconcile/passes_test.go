@@ -257,3 +257,50 @@ func TestPushRecordsUnpulledOnce(t *testing.T) {
 		t.Fatalf("after uid 3 pulled: %+v, %v; want %d unpulled", rep, err, want-u3)
 	}
 }
+
+// TestForwardReorderCounted: the forward pass repairs a group message's
+// missing inbox rows. For the conversation's first message every member
+// already has later ones, so each repaired row lands behind them and is
+// counted as reordered (exactly what the lab checker would flag); for its
+// newest message the repaired rows append in order and are not counted.
+// The count equals the deviations measured in the inboxes.
+func TestForwardReorderCounted(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	since := time.Now().Add(-time.Minute)
+	p := deliveredPipeline(t, ctx)
+	if d := orderDeviations(t, p.db); d != 0 {
+		t.Fatalf("%d deviations before the test", d)
+	}
+	conv, err := model.GroupConvID(9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first, last uint64
+	if err := p.db.QueryRowContext(ctx, `SELECT
+		(SELECT msg_id FROM msg_content WHERE conv_id = ? ORDER BY conv_seq LIMIT 1),
+		(SELECT msg_id FROM msg_content WHERE conv_id = ? ORDER BY conv_seq DESC LIMIT 1)`, conv, conv).Scan(&first, &last); err != nil {
+		t.Fatal(err)
+	}
+	if first == last {
+		t.Fatal("fixture: one group message only")
+	}
+	res, err := p.db.ExecContext(ctx, "DELETE FROM offline_msg WHERE msg_id IN (?, ?)", first, last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted, _ := res.RowsAffected()
+	rep, err := p.rec.Forward(ctx, since, time.Now().Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.MissingRows != deleted || rep.Repaired != deleted || rep.Reordered != deleted/2 {
+		t.Fatalf("forward: %+v; want %d missing and repaired, %d reordered (the first message's rows)", rep, deleted, deleted/2)
+	}
+	if d := orderDeviations(t, p.db); int64(d) != rep.Reordered {
+		t.Fatalf("%d rows out of conversation order in the inboxes, the pass counted %d", d, rep.Reordered)
+	}
+	if lost, total := p.lost(ctx); lost != 0 {
+		t.Fatalf("%d of %d rows missing after the repair", lost, total)
+	}
+}

@@ -134,11 +134,11 @@ type ForwardReport struct {
 	MissingRows int64 `json:"missing_rows"` // recipient inbox rows absent
 	Repaired    int64 `json:"repaired"`     // inbox rows written
 	Incomplete  bool  `json:"incomplete"`   // MaxRepairs reached; run again
+	Errors      int64 `json:"errors"`       // messages that could not be resolved (e.g. unknown group)
 	// Reordered counts repaired rows written behind a later message of the
 	// same conversation already in that recipient's inbox (see Forward):
 	// the lab checker reports those as "reordered".
 	Reordered int64 `json:"reordered"`
-	Errors    int64 `json:"errors"` // messages that could not be resolved (e.g. unknown group)
 }
 
 // ReverseReport: inbox rows whose body is missing.
@@ -216,6 +216,22 @@ type pair struct{ uid, msgID uint64 }
 // Forward writes the inbox rows missing for messages created in [since,
 // until), in (created_at, msg_id) pages; within a page the missing items
 // are written in conversation order (conv_id, conv_seq).
+//
+// Order guarantee, precisely: a repaired row is appended to its
+// recipient's inbox (a new seq above every committed one, through the
+// fence); rows repaired by one run for one (recipient, conversation) get
+// increasing seqs in conv_seq order within a page, and pages follow
+// created_at. Nothing can place a row below rows already committed, so
+// when a later message of the same conversation already reached that
+// recipient (the queue lost an earlier message and delivered a later one),
+// the repaired row lands behind it: the only alternative is not to deliver
+// it at all. Such rows are counted in ForwardReport.Reordered (the
+// recipient's newest row of that conversation, by seq, has a higher
+// conv_seq) and the lab checker reports them as "reordered", never as lost.
+// A run over messages the consumers are still fanning out can itself cause
+// reorders (it appends a later message before the consumer writes an
+// earlier one): timer runs stay Grace behind now, and a one-off run should
+// end (--until) at least the consumers' lag before now.
 func (r *Reconciler) Forward(ctx context.Context, since, until time.Time) (ForwardReport, error) {
 	var rep ForwardReport
 	lastAt, lastID := since.UTC(), uint64(0)
@@ -472,7 +488,7 @@ func (r *Reconciler) scanInbox(ctx context.Context, since, until time.Time, fn f
 // the body from history when the history source finds it.
 func (r *Reconciler) Reverse(ctx context.Context, since, until time.Time) (ReverseReport, error) {
 	var rep ReverseReport
-	restored := map[uint64]bool{}
+	tried := map[uint64]bool{} // msg_ids looked up in history, found or not
 	n, err := r.scanInbox(ctx, since.UTC(), until.UTC(), func(page []inboxRef) error {
 		for _, x := range page {
 			if !x.missing {
@@ -482,9 +498,10 @@ func (r *Reconciler) Reverse(ctx context.Context, since, until time.Time) (Rever
 			if len(rep.Sample) < 20 {
 				rep.Sample = append(rep.Sample, fmt.Sprintf("uid=%d seq=%d msg_id=%d", x.uid, x.seq, x.msgID))
 			}
-			if r.history == nil || restored[x.msgID] {
+			if r.history == nil || tried[x.msgID] {
 				continue
 			}
+			tried[x.msgID] = true
 			m, ok, err := r.history.FindMessage(ctx, x.convID, x.msgID)
 			if err != nil {
 				r.log.Warn("reverse: history lookup failed", "msg_id", x.msgID, "err", err)
@@ -496,7 +513,6 @@ func (r *Reconciler) Reverse(ctx context.Context, since, until time.Time) (Rever
 			if err := fanout.StoreMessages(ctx, r.db, []model.Message{m}); err != nil {
 				return err
 			}
-			restored[x.msgID] = true
 			rep.Repaired++
 			r.m.add("reverse", 1)
 		}
