@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -27,13 +28,16 @@ func (b *backends) server() server.Backends {
 }
 
 // startBackends resolves the backends through compose: the IMLAB_*
-// environment first, then the flags given on the command line. The
-// reference server's api role needs MySQL and Redis only; Kafka and MongoDB
-// are not started for it.
-func startBackends(ctx context.Context, cmd *cobra.Command, log func(*compose.Config)) (*backends, error) {
+// environment first, then the flags given on the command line.
+//
+// Kafka is requested when the ack policy is not strict, when a role that
+// consumes the queue is named (relay, consumer, history), when brokers are
+// given, and always for up (which runs every role). MongoDB is requested
+// when history is on (--history, default true) and, for ref, when a URI is
+// given or the history role is named; up starts an in-process one when no
+// URI is given.
+func startBackends(ctx context.Context, cmd *cobra.Command, scfg server.Config, up bool) (*backends, error) {
 	cfg := compose.DefaultConfig()
-	cfg.WithKafka = false
-	cfg.WithMongo = false
 	if err := cfg.ApplyEnv(os.LookupEnv); err != nil {
 		return nil, err
 	}
@@ -47,9 +51,28 @@ func startBackends(ctx context.Context, cmd *cobra.Command, log func(*compose.Co
 	if f.Changed("redis-addr") {
 		cfg.RedisAddr, _ = f.GetString("redis-addr")
 	}
-	if log != nil {
-		log(&cfg)
+	if f.Changed("kafka-brokers") {
+		v, _ := f.GetString("kafka-brokers")
+		cfg.KafkaBrokers = compose.SplitList(v)
 	}
+	if f.Changed("mongo-uri") {
+		cfg.MongoURI, _ = f.GetString("mongo-uri")
+	}
+	history, err := historyWanted(cmd)
+	if err != nil {
+		return nil, err
+	}
+	named := func(r string) bool { return slices.Contains(scfg.Roles, r) }
+	cfg.WithKafka = up || scfg.Send.Policy != "strict" || len(cfg.KafkaBrokers) > 0 ||
+		named(server.RoleRelay) || named(server.RoleConsumer) || named(server.RoleHistory)
+	cfg.WithMongo = history && (up || cfg.MongoURI != "" || named(server.RoleHistory))
+	if !cfg.WithMongo {
+		cfg.MongoURI = ""
+	}
+	if os.Getenv(compose.EnvKafkaPartitions) == "" {
+		cfg.KafkaPartitions = int(scfg.Fanout.Topics.Partitions)
+	}
+	cfg.Logger = scfg.Logger
 	b, stop, err := compose.Start(ctx, cfg)
 	if err != nil {
 		return nil, err

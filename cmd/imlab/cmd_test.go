@@ -4,8 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -74,56 +77,162 @@ func TestMigrate(t *testing.T) {
 	}
 }
 
-func TestUpServesAndStops(t *testing.T) {
+// upRun is one `imlab up` in the background.
+type upRun struct {
+	base   string
+	banner string // everything printed up to the ready line
+	cancel context.CancelFunc
+	done   chan error
+	errb   *bytes.Buffer
+}
+
+func startUp(t *testing.T, extra ...string) *upRun {
+	t.Helper()
 	my := testenv.NewMySQL(t)
 	rd := testenv.NewRedis(t)
 	t.Setenv(envSecret, "cmd-test-secret-0123456789")
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	pr, pw := io.Pipe()
 	root := newRootCmd()
-	root.SetArgs([]string{"up", "--listen", "127.0.0.1:0", "--mysql-dsn", my.DSN, "--redis-addr", rd.Addr,
-		"--redis-prefix", rd.Keys.Prefix, "--log-level", "warn", "--shutdown-timeout", "10s"})
+	args := append([]string{"up", "--listen", "127.0.0.1:0", "--mysql-dsn", my.DSN, "--redis-addr", rd.Addr,
+		"--redis-prefix", rd.Keys.Prefix, "--log-level", "warn", "--shutdown-timeout", "10s"}, extra...)
+	root.SetArgs(args)
 	root.SetOut(pw)
-	var errb bytes.Buffer
-	root.SetErr(&errb)
-	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx); pw.Close() }()
-	ready := make(chan string, 1)
-	var printed strings.Builder
+	u := &upRun{cancel: cancel, done: make(chan error, 1), errb: &bytes.Buffer{}}
+	root.SetErr(u.errb)
+	go func() { u.done <- root.ExecuteContext(ctx); pw.Close() }()
+	ready := make(chan [2]string, 1)
 	go func() {
+		var printed strings.Builder
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
 			line := sc.Text()
 			printed.WriteString(line + "\n")
 			if strings.HasPrefix(line, "imlab ready: ") {
-				ready <- strings.TrimPrefix(line, "imlab ready: ")
+				ready <- [2]string{strings.TrimPrefix(line, "imlab ready: "), printed.String()}
 			}
 		}
 	}()
-	var base string
 	select {
-	case base = <-ready:
-	case err := <-done:
-		t.Fatalf("up ended early: %v %s", err, errb.String())
-	case <-time.After(30 * time.Second):
+	case r := <-ready:
+		u.base, u.banner = r[0], r[1]
+	case err := <-u.done:
+		t.Fatalf("up ended early: %v %s", err, u.errb.String())
+	case <-time.After(40 * time.Second):
 		t.Fatal("no ready line")
 	}
-	r, err := http.Get(base + "/healthz")
+	return u
+}
+
+func (u *upRun) stop(t *testing.T) {
+	t.Helper()
+	u.cancel()
+	select {
+	case err := <-u.done:
+		if err != nil {
+			t.Fatalf("up: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("up did not stop")
+	}
+	if _, err := http.Get(u.base + "/healthz"); err == nil {
+		t.Fatal("still serving after stop")
+	}
+}
+
+func TestUpServesAndStops(t *testing.T) {
+	u := startUp(t)
+	r, err := http.Get(u.base + "/healthz")
 	if err != nil || r.StatusCode != 200 {
 		t.Fatalf("healthz: %v %v", r, err)
 	}
 	r.Body.Close()
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("up: %v", err)
+	u.stop(t)
+}
+
+// TestUpOutboxPipeline: up runs every role over in-process Kafka and
+// MongoDB; with the outbox policy a message goes send -> outbox -> relay
+// -> Kafka -> consumer -> inbox (pulled) and -> history tier (read back).
+func TestUpOutboxPipeline(t *testing.T) {
+	u := startUp(t, "--policy", "outbox", "--dedup", "mq_dedup")
+	for _, want := range []string{"kafka", "mongo", "/v1/lab/lag", "/v1/history", "policy: outbox", "dedup: mq_dedup",
+		"roles: api,relay,consumer,history,reconciler"} {
+		if !strings.Contains(u.banner, want) {
+			t.Fatalf("banner lacks %q:\n%s", want, u.banner)
 		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("up did not stop")
 	}
-	if _, err := http.Get(base + "/healthz"); err == nil {
-		t.Fatal("still serving after stop")
+	cfg := auth.DefaultConfig()
+	cfg.Secret = "cmd-test-secret-0123456789"
+	a, _ := auth.New(cfg)
+	tok := func(uid uint64) string {
+		s, err := a.Mint(uid, "phone", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
 	}
+	call := func(method, path, token, body string) (int, []byte) {
+		req, _ := http.NewRequest(method, u.base+path, strings.NewReader(body))
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		r, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		defer r.Body.Close()
+		b, _ := io.ReadAll(r.Body)
+		return r.StatusCode, b
+	}
+	code, body := call("POST", "/v1/msg/send", tok(1), `{"client_msg_id":"up-1","conv_type":1,"to_uid":2,"content":"through the queue"}`)
+	if code != 200 {
+		t.Fatalf("send: %d %s", code, body)
+	}
+	var sa struct {
+		MsgID   uint64 `json:"msg_id"`
+		ConvID  uint64 `json:"conv_id"`
+		ConvSeq uint64 `json:"conv_seq"`
+	}
+	if err := json.Unmarshal(body, &sa); err != nil {
+		t.Fatal(err)
+	}
+	poll := func(what, path, token string, ok func([]byte) bool) {
+		end := time.Now().Add(20 * time.Second)
+		for {
+			code, body := call("GET", path, token, "")
+			if code == 200 && ok(body) {
+				return
+			}
+			if time.Now().After(end) {
+				t.Fatalf("%s: %d %s", what, code, body)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	msgID := strconv.FormatUint(sa.MsgID, 10)
+	poll("pull", "/v1/sync/pull?cursor=0", tok(2), func(b []byte) bool {
+		return strings.Contains(string(b), `"msg_id":`+msgID) && strings.Contains(string(b), "through the queue")
+	})
+	poll("history", fmt.Sprintf("/v1/history?conv_id=%d&from_seq=1&to_seq=1", sa.ConvID), tok(1), func(b []byte) bool {
+		return strings.Contains(string(b), "through the queue")
+	})
+	poll("lag", "/v1/lab/lag", "", func(b []byte) bool {
+		var l struct {
+			Partitions []struct {
+				Records int64 `json:"records"`
+			} `json:"partitions"`
+			OutboxBacklog int64 `json:"outbox_backlog"`
+		}
+		if json.Unmarshal(b, &l) != nil || len(l.Partitions) < 32 || l.OutboxBacklog != 0 {
+			return false
+		}
+		for _, p := range l.Partitions {
+			if p.Records != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	u.stop(t)
 }

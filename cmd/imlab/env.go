@@ -26,6 +26,18 @@ const (
 	envRoles     = "IMLAB_ROLES"
 	envBackends  = "IMLAB_BACKENDS"
 	envLogLevel  = "IMLAB_LOG_LEVEL"
+
+	envKafkaBrokers = "IMLAB_KAFKA_BROKERS" // as compose reads it
+	envMongoURI     = "IMLAB_MONGO_URI"     // as compose reads it
+	envHistory      = "IMLAB_HISTORY"
+	envMongoDB      = "IMLAB_MONGO_DB"
+	envDedup        = "IMLAB_DEDUP"
+	envTopic        = "IMLAB_TOPIC"
+	envDLQTopic     = "IMLAB_DLQ_TOPIC"
+	envPartitions   = "IMLAB_PARTITIONS"
+	envInboxGroup   = "IMLAB_INBOX_GROUP"
+	envHistoryGroup = "IMLAB_HISTORY_GROUP"
+	envAdminUIDs    = "IMLAB_ADMIN_UIDS"
 )
 
 // fromEnv returns the flag's value, or the environment variable's when
@@ -85,3 +97,6 @@ func splitList(s string) []string {
 	}
 	return out
 }
+
+// lookupEnv is the environment variable's value ("" when unset).
+func lookupEnv(name string) string { return os.Getenv(name) }

@@ -31,6 +31,7 @@ var subcommands = []func() *cobra.Command{
 	newTokenCmd,
 	newLoadCmd,
 	newCheckCmd,
+	newReconcileCmd,
 }
 
 func newRootCmd() *cobra.Command {

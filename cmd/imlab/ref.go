@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"imlab/compose"
+	"imlab/ref/fanout"
 	"imlab/ref/server"
 )
 
@@ -16,7 +16,13 @@ func newRefCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ref",
 		Short: "Run the reference server (roles from --role) against the given backends",
-		Args:  cobra.NoArgs,
+		Long: `Runs the roles named by --role in this process: api (HTTP), relay (outbox relay),
+consumer (inbox tier, and the history tier unless the history role runs here),
+history (the history tier alone), reconciler (reconciliation and retention), or all.
+"all" leaves out the roles whose backends are not given (relay, consumer and history
+need Kafka; history needs MongoDB). A process without the api role serves /metrics,
+/healthz and ` + server.LagPath + ` on --listen.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			secret, err := secretFrom(cmd, false, cmd.ErrOrStderr())
@@ -27,18 +33,27 @@ func newRefCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			be, err := startBackends(ctx, cmd, func(c *compose.Config) { c.Logger = cfg.Logger })
+			be, err := startBackends(ctx, cmd, cfg, false)
 			if err != nil {
 				return err
 			}
 			defer stopBackends(cfg, be)
 			return server.RunRoles(ctx, cfg, be.server(), roles(), func(p *server.Process) {
-				attrs := []any{"roles", strings.Join(cfg.Roles, ","), "allocator", cfg.Allocator, "policy", cfg.Send.Policy,
+				attrs := []any{"roles", strings.Join(p.RoleNames(), ","), "allocator", cfg.Allocator, "policy", cfg.Send.Policy,
 					"backends", be.Summary(), "mysql", redactDSN(be.MySQLDSN), "redis", be.RedisAddr}
-				if a := p.APIAddr(); a != nil {
+				if len(be.KafkaBrokers) > 0 {
+					attrs = append(attrs, "kafka", strings.Join(be.KafkaBrokers, ","), "dedup", cfg.Fanout.Dedup, "topic", cfg.Fanout.Topics.Fanout)
+				}
+				if be.MongoURI != "" {
+					attrs = append(attrs, "mongo_db", cfg.Mongo.Database)
+				}
+				if a := p.Addr(); a != nil {
 					attrs = append(attrs, "listen", "http://"+reachable(a))
 				}
 				cfg.Logger.Info("imlab ref ready", attrs...)
+				if cfg.Send.Policy == fanout.PolicyQueue {
+					cfg.Logger.Warn(fanout.UnsafeWarning)
+				}
 			})
 		},
 	}

@@ -2,8 +2,8 @@ package main
 
 import "imlab/ref/server"
 
-// roles is the binary's role registry, in start order: the server's own
-// (api) and the roles other packages contribute (append them here).
+// roles is the binary's role registry, in start order: api, relay,
+// consumer, history, reconciler (ref/server wires all of them).
 func roles() server.Roles {
 	return server.DefaultRoles()
 }

@@ -1,30 +1,48 @@
 package main
 
 import (
+	"fmt"
 	"net"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"imlab/ref/fanout"
+	"imlab/ref/model"
 	"imlab/ref/server"
 )
 
 // addServeFlags registers the flags shared by ref and up.
 func addServeFlags(cmd *cobra.Command, backendsDefault string) {
 	f := cmd.Flags()
-	f.String("listen", "127.0.0.1:8080", "API listen address, host:port (default $"+envListen+")")
+	def := server.DefaultConfig()
+	f.String("listen", "127.0.0.1:8080", "listen address, host:port: the API, or /metrics, /healthz and "+server.LagPath+" for a process without the api role ($"+envListen+")")
 	f.String("secret", "", "token signing secret, >= 16 bytes ($"+envSecret+")")
 	f.String("mysql-dsn", "", "MySQL DSN with a database ($"+envMySQLDSN+")")
 	f.String("redis-addr", "", "Redis host:port ($"+envRedisAddr+")")
+	f.String("kafka-brokers", "", "Kafka seed brokers host:port,... ($"+envKafkaBrokers+"; up: empty starts an in-process one)")
+	f.String("mongo-uri", "", "MongoDB URI for the history ($"+envMongoURI+"; up: empty starts an in-process FerretDB)")
 	f.String("backends", backendsDefault, "backend mode: auto, external, local or embedded ($"+envBackends+")")
 	f.String("allocator", server.AllocatorRedis, "per-user seq allocator: redis or segment ($"+envAllocator+")")
-	f.String("policy", "strict", "ack policy ($"+envPolicy+")")
-	f.String("role", server.RoleAll, "roles to run, comma-separated, or all ($"+envRoles+")")
+	f.String("policy", "strict", "ack policy: strict, store, outbox or queue ($"+envPolicy+"). "+fanout.UnsafeWarning)
+	f.String("role", server.RoleAll, "roles to run, comma-separated: api, relay, consumer, history, reconciler, or all ($"+envRoles+")")
 	f.Uint16("node", 0, "msg_id node 0..1023; processes sharing a database need distinct nodes")
 	f.Bool("migrate", true, "apply schema migrations at start")
 	f.String("redis-prefix", "", "prefix for every Redis key (labs sharing one Redis)")
 	f.Duration("shutdown-timeout", 30*time.Second, "bound on the graceful stop")
 	f.String("log-level", "info", "debug, info, warn or error ($"+envLogLevel+")")
+	// Queue side and history.
+	f.Bool("history", true, "MongoDB history (bucketed, seed 004): the history routes and the history tier ($"+envHistory+"; ref: needs --mongo-uri)")
+	f.String("mongo-db", def.Mongo.Database, "MongoDB database of the history ($"+envMongoDB+")")
+	f.String("dedup", def.Fanout.Dedup, "consumers' idempotency: uk_uid_msg (unique key), mq_dedup (table) or redis (SET NX) ($"+envDedup+")")
+	f.String("topic", def.Fanout.Topics.Fanout, "fan-out topic ($"+envTopic+")")
+	f.String("dlq-topic", def.Fanout.Topics.DLQ, "dead-letter topic ($"+envDLQTopic+")")
+	f.Int32("partitions", def.Fanout.Topics.Partitions, "partitions of the fan-out topic when it is created ($"+envPartitions+")")
+	f.String("inbox-group", def.Fanout.Consumer.Group, "consumer group of the inbox tier ($"+envInboxGroup+")")
+	f.String("history-group", def.Fanout.HistoryGroup, "consumer group of the history tier ($"+envHistoryGroup+")")
+	f.String("admin-uids", "", "uids allowed to call POST "+server.PurgePath+" (physical delete), comma-separated ($"+envAdminUIDs+")")
 }
 
 // serveConfig builds the server config from the flags and environment.
@@ -41,6 +59,29 @@ func serveConfig(cmd *cobra.Command, secret string) (server.Config, error) {
 	cfg.Migrate, _ = f.GetBool("migrate")
 	cfg.Redis.KeyPrefix, _ = f.GetString("redis-prefix")
 	cfg.ShutdownTimeout, _ = f.GetDuration("shutdown-timeout")
+	cfg.Mongo.Database = fromEnv(f, "mongo-db", envMongoDB)
+	cfg.Fanout.Dedup = fromEnv(f, "dedup", envDedup)
+	cfg.Fanout.Topics.Fanout = fromEnv(f, "topic", envTopic)
+	cfg.Fanout.Topics.DLQ = fromEnv(f, "dlq-topic", envDLQTopic)
+	cfg.Fanout.Consumer.Group = fromEnv(f, "inbox-group", envInboxGroup)
+	cfg.Fanout.HistoryGroup = fromEnv(f, "history-group", envHistoryGroup)
+	parts, err := intFromEnv(cmd, "partitions", envPartitions)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Fanout.Topics.Partitions = int32(parts)
+	for _, s := range splitList(fromEnv(f, "admin-uids", envAdminUIDs)) {
+		u, err := strconv.ParseUint(s, 10, 64)
+		if err != nil || u == 0 {
+			return cfg, fmt.Errorf("%w: admin uid %q", model.ErrInvalid, s)
+		}
+		cfg.AdminUIDs = append(cfg.AdminUIDs, u)
+	}
+	switch cfg.Send.Policy {
+	case "strict", fanout.PolicyStore, fanout.PolicyOutbox, fanout.PolicyQueue:
+	default:
+		return cfg, fmt.Errorf("%w: --policy %q (want strict, store, outbox or queue)", model.ErrInvalid, cfg.Send.Policy)
+	}
 	log, err := newLogger(cmd)
 	if err != nil {
 		return cfg, err
@@ -52,15 +93,57 @@ func serveConfig(cmd *cobra.Command, secret string) (server.Config, error) {
 	return cfg, nil
 }
 
-// endpointLines describes what a process serves at addr.
-func endpointLines(addr string) [][2]string {
-	base := "http://" + addr
-	return [][2]string{
-		{"api", base + "/v1/ (msg/send, sync/pull, sync/ack, conv/pull, group/create)"},
-		{"ws", "ws://" + addr + "/v1/ws"},
-		{"metrics", base + "/metrics"},
-		{"healthz", base + "/healthz"},
+// historyWanted resolves --history / IMLAB_HISTORY.
+func historyWanted(cmd *cobra.Command) (bool, error) {
+	f := cmd.Flags()
+	v, _ := f.GetBool("history")
+	if f.Changed("history") {
+		return v, nil
 	}
+	if e := strings.TrimSpace(lookupEnv(envHistory)); e != "" {
+		b, err := strconv.ParseBool(e)
+		if err != nil {
+			return false, fmt.Errorf("%w: %s=%q: want true or false", model.ErrInvalid, envHistory, e)
+		}
+		return b, nil
+	}
+	return v, nil
+}
+
+func intFromEnv(cmd *cobra.Command, flag, env string) (int, error) {
+	f := cmd.Flags()
+	v, _ := f.GetInt32(flag)
+	if f.Changed(flag) {
+		return int(v), nil
+	}
+	if e := strings.TrimSpace(lookupEnv(env)); e != "" {
+		n, err := strconv.Atoi(e)
+		if err != nil {
+			return 0, fmt.Errorf("%w: %s=%q: want a number", model.ErrInvalid, env, e)
+		}
+		return n, nil
+	}
+	return int(v), nil
+}
+
+// endpointLines describes what a process serves at addr.
+func endpointLines(addr string, api, history bool) [][2]string {
+	base := "http://" + addr
+	var out [][2]string
+	if api {
+		out = append(out,
+			[2]string{"api", base + "/v1/ (msg/send, sync/pull, sync/ack, conv/pull, group/create)"},
+			[2]string{"ws", "ws://" + addr + "/v1/ws"})
+		if history {
+			out = append(out,
+				[2]string{"history", base + "/v1/history, /v1/msg/revoke, /v1/msg/delete, /v1/conv/clear, " + server.ReadPath},
+				[2]string{"admin", base + server.PurgePath + " (uids in --admin-uids)"})
+		}
+	}
+	return append(out,
+		[2]string{"lag", base + server.LagPath + " (JSON, no token; polled by the lab)"},
+		[2]string{"metrics", base + "/metrics"},
+		[2]string{"healthz", base + "/healthz"})
 }
 
 // reachable turns a listen address into one a local client can dial

@@ -7,17 +7,17 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"imlab/compose"
+	"imlab/ref/fanout"
 	"imlab/ref/server"
 )
 
-// newUpCmd: imlab up starts the backends, runs every role in one process,
-// prints where everything is, then "imlab ready: http://HOST:PORT", and
-// runs until SIGINT/SIGTERM.
+// newUpCmd: imlab up starts the backends (Kafka and MongoDB included), runs
+// every role in one process, prints where everything is, then "imlab
+// ready: http://HOST:PORT", and runs until SIGINT/SIGTERM.
 func newUpCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "up",
-		Short: "Start backends and the whole reference server in one process (the laptop mode)",
+		Short: "Start backends and the whole reference server (every role) in one process (the laptop mode)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -31,13 +31,13 @@ func newUpCmd() *cobra.Command {
 				return err
 			}
 			fmt.Fprintln(out, "imlab up: starting backends...")
-			be, err := startBackends(ctx, cmd, func(c *compose.Config) { c.Logger = cfg.Logger })
+			be, err := startBackends(ctx, cmd, cfg, true)
 			if err != nil {
 				return err
 			}
 			defer stopBackends(cfg, be)
 			return server.RunRoles(ctx, cfg, be.server(), roles(), func(p *server.Process) {
-				fmt.Fprintf(out, "backends (%s):\n", be.Mode)
+				fmt.Fprintf(out, "backends (%s): %s\n", be.Mode, be.Summary())
 				parts := make([]string, 0, len(be.Kinds))
 				for k := range be.Kinds {
 					parts = append(parts, k)
@@ -54,12 +54,19 @@ func newUpCmd() *cobra.Command {
 				if len(be.Embedded) > 0 {
 					fmt.Fprintf(out, "WARNING: embedded in-process stand-ins serve %s: correct but slow; figures from this run are not capacity figures\n", strings.Join(be.Embedded, ", "))
 				}
-				addr := reachable(p.APIAddr())
+				if cfg.Send.Policy == fanout.PolicyQueue {
+					fmt.Fprintf(out, "WARNING: %s\n", fanout.UnsafeWarning)
+				}
+				addr := reachable(p.Addr())
 				fmt.Fprintln(out, "endpoints:")
-				for _, e := range endpointLines(addr) {
+				for _, e := range endpointLines(addr, p.Runs(server.RoleAPI), p.HistoryService() != nil) {
 					fmt.Fprintf(out, "  %-8s %s\n", e[0], e[1])
 				}
-				fmt.Fprintf(out, "roles: %v  allocator: %s  policy: %s\n", cfg.Roles, cfg.Allocator, cfg.Send.Policy)
+				fmt.Fprintf(out, "roles: %s  allocator: %s  policy: %s", strings.Join(p.RoleNames(), ","), cfg.Allocator, cfg.Send.Policy)
+				if len(be.KafkaBrokers) > 0 {
+					fmt.Fprintf(out, "  dedup: %s  topic: %s (%d partitions)", cfg.Fanout.Dedup, cfg.Fanout.Topics.Fanout, cfg.Fanout.Topics.Partitions)
+				}
+				fmt.Fprintln(out)
 				fmt.Fprintln(out, "token:  imlab token --uid 1 --did phone")
 				fmt.Fprintf(out, "imlab ready: http://%s\n", addr)
 			})
