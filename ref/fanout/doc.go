@@ -8,6 +8,43 @@
 // the age of the oldest unprocessed message, and the store / outbox /
 // queue ack policies that plug into the send pipeline.
 //
+// # Metrics
+//
+// The lag series carry a group label beside the topic and partition the
+// architecture table names: imlab_consumer_lag_seconds{group,topic,partition}
+// and imlab_consumer_lag_records{group,topic,partition}. Each tier has its
+// own consumer group (imlab-inbox, imlab-history), and a history tier that
+// falls behind must not be averaged into, or hidden behind, the inbox
+// tier's figure. Dead letters carry the group that gave up (HeaderDLQGroup):
+// the dead-letter topic is shared by both tiers.
+//
+// # Queue down
+//
+// Under store and outbox a send is ACKed once msg_content (and, for outbox,
+// mq_outbox) is committed, whatever Kafka does. Store hands a publish that
+// failed (after ProducerConfig.DeliveryTimeout) to the Direct fan-out;
+// outbox hands every commit to it while Health reports the brokers down.
+// Direct writes inbox rows through the same fenced, idempotent inbox sink
+// and runs the hooks (hot cache, online push) from the storing process;
+// what it drops (queue full, write failed) forward reconciliation repairs,
+// and under outbox the relay publishes every row anyway once Kafka is back
+// (the consumers' writes are then idempotent hits). Order is not kept
+// across the changeover: the direct path and the consumers write the same
+// inboxes without coordination, so a message can land behind a later one of
+// its conversation (a store publish fails only after the delivery timeout;
+// outbox messages committed before Health noticed the outage reach the
+// inbox through the relay, after later ones went direct). The lab checker
+// counts those as "reordered"; none is lost or duplicated
+// (ref/reconcile's TestQueueDown measures it).
+//
+// # Relay
+//
+// One relay is active per lock name (a MySQL advisory lock held by one
+// session); the others wait as standbys. A relay whose lock session ends
+// notices at its next check (RelayConfig.MaintainEvery), stops publishing
+// and waits as a standby again; in that window both may publish the same
+// rows, which the idempotent consumers absorb.
+//
 // It must not serve client reads, allocate per-user seqs itself, or write
 // offline_msg rows other than through ref/inbox (the one fenced,
 // idempotent path). It talks to Kafka only through franz-go, so the same
