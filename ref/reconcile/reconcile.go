@@ -8,6 +8,12 @@
 // new to do and writes nothing twice; each run reports what it found and
 // what it repaired.
 //
+// Forward repair appends: a repaired row can land behind a later message
+// of its conversation that already reached the recipient; such rows are
+// counted (ForwardReport.Reordered, see Forward for the exact guarantee).
+// The reverse pass's history source is ref/history's Store.FindMessage
+// (conv_id and msg_id only: an inbox row carries no conv_seq).
+//
 // It must not allocate seqs or insert offline_msg rows other than through
 // ref/inbox, nor talk to Kafka.
 package reconcile
