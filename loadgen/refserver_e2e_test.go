@@ -1,0 +1,97 @@
+package loadgen_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"imlab/internal/testenv"
+	"imlab/loadgen"
+	"imlab/loadgen/checker"
+	"imlab/loadgen/schedule"
+	"imlab/ref/server"
+)
+
+// The load generator against the real reference server, started in
+// process on a fresh MariaDB database and Redis prefix: a bounded load
+// (300 sends; 20 users with 2 devices each: online on WebSocket, offline,
+// crashy; 1:1 and group conversations) over each send transport, judged by
+// the checker, which must find no loss, nothing unexpected and no skip.
+// Only the generator's own package talks to the server here, through the
+// contract; the test imports ref/server only to start it.
+func TestRealServerNoLossNoSkip(t *testing.T) {
+	const secret = "loadgen-e2e-secret-0123456789"
+	my := testenv.NewMySQL(t)
+	rd := testenv.NewRedis(t)
+	cfg := server.DefaultConfig()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Auth.Secret = secret
+	cfg.Redis.KeyPrefix = rd.Keys.Prefix
+	cfg.ShutdownTimeout = 10 * time.Second
+	startCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := server.Start(startCtx, cfg, server.Backends{MySQLDSN: my.DSN, RedisAddr: rd.Addr}, server.DefaultRoles())
+	if err != nil {
+		t.Fatalf("start the reference server: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if err := p.Stop(ctx); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	target := "http://" + p.APIAddr().String()
+	for i, via := range []string{loadgen.ViaHTTP, loadgen.ViaWS} {
+		t.Run(via, func(t *testing.T) {
+			lc := loadgen.DefaultConfig(target, secret, t.TempDir())
+			lc.SendVia = via
+			lc.Shape = schedule.Constant{PerSec: 150}
+			lc.Duration = 2 * time.Second // 300 sends
+			lc.Pop = loadgen.Population{
+				Users: 20, DevicesPerUser: 2, UIDBase: 1000 + uint64(i)*100, GroupBase: 500 + uint64(i)*100,
+				Online: 0.5, Crashy: 0.2, Groups: 3,
+				GroupSizes: []loadgen.SizeWeight{{Size: 3, Weight: 1}, {Size: 8, Weight: 1}}, GroupShare: 0.2,
+				ComeBackEvery: 400 * time.Millisecond, CrashEvery: 1,
+			}
+			lc.Pacer.Workers, lc.Pacer.MaxWorkers = 16, 64
+			lc.Pacer.Grace = 4 * time.Minute // a loaded machine makes sends late, never missed
+			lc.Conns = 32
+			lc.Timeout = 30 * time.Second
+			lc.Settle = 500 * time.Millisecond
+			lc.DrainTimeout = time.Minute
+			lc.CeilingFor = 0
+			lc.Shards = 4
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+			defer cancel()
+			sum, err := loadgen.Run(ctx, lc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := checker.Check(lc.RunDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			v.WriteTable(&buf)
+			t.Logf("ok %d fail %d unknown %d retries %d late %d; drain %+v; errors %v\n%s",
+				sum.OK, sum.Fail, sum.Unknown, sum.Retries, sum.Pacer.Late, sum.Drain, sum.Errors, buf.String())
+			if sum.Pacer.Started != 300 || sum.Pacer.Missed != 0 || sum.OK+sum.Unknown != 300 || sum.Fail != 0 || sum.OK == 0 {
+				t.Fatalf("sends: started %d missed %d ok %d fail %d unknown %d", sum.Pacer.Started, sum.Pacer.Missed, sum.OK, sum.Fail, sum.Unknown)
+			}
+			if !sum.Drain.Complete || sum.Drain.WitnessErrors != 0 || sum.Drain.WitnessUIDs != lc.Pop.Users {
+				t.Fatalf("drain: %+v", sum.Drain)
+			}
+			if !v.Valid || v.Findings["lost"].Count != 0 || v.Findings["unexpected"].Count != 0 || v.Findings["skipped"].Count != 0 {
+				t.Fatalf("the reference server lost, invented or skipped messages: %+v", v.Findings)
+			}
+			if v.Findings["reordered"].Count != 0 {
+				t.Errorf("reordered within a conversation: %+v", v.Findings["reordered"])
+			}
+			if v.OK+v.Findings["recovered"].Count != 300 || v.Witnessed == 0 || v.Deliveries == 0 {
+				t.Fatalf("ok %d recovered %d of 300 sends; witnessed %d; deliveries %d", v.OK, v.Findings["recovered"].Count, v.Witnessed, v.Deliveries)
+			}
+		})
+	}
+}
