@@ -449,8 +449,15 @@ func TestFanoutPolicies(t *testing.T) {
 			if r := e.call("POST", ReadPath, a2, fmt.Sprintf(`{"conv_id":%d,"from_seq":1,"to_seq":%d}`, one, n1)); r.status != 200 {
 				t.Fatalf("read: %d %s", r.status, r.body)
 			}
-			if got := e.history(a1, one, 3, 3); len(got) != 1 || !got[0].IsRead {
-				t.Fatalf("read flag: %+v", got)
+			// is_read marks what the other party (uid 1) sent to uid 2.
+			for _, m := range msgs {
+				if m.a.ConvID != one || m.a.ConvSeq == mine.a.ConvSeq || m.a.ConvSeq == 2 {
+					continue
+				}
+				fromOne := strings.Contains(m.content, " w0 ")
+				if got := e.history(a1, one, m.a.ConvSeq, m.a.ConvSeq); len(got) != 1 || got[0].IsRead != fromOne {
+					t.Fatalf("read flag of %q: %+v", m.content, got)
+				}
 			}
 			if r := e.call("POST", ReadPath, a2, fmt.Sprintf(`{"conv_id":%d,"from_seq":1,"to_seq":2}`, grp)); r.status != 400 {
 				t.Fatalf("read on a group: %d %s", r.status, r.body)

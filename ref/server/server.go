@@ -39,6 +39,14 @@
 // needs no token: it holds no user content. Keep cfg.Listen on loopback (the
 // default) unless the network in front is trusted.
 //
+// With MongoDB the api role also mounts POST /v1/admin/msg/purge
+// ({"conv_id","conv_seq"}: physical delete; only for the uids in
+// Config.AdminUIDs, 403 for everyone else, logged) and POST /v1/msg/read
+// ({"conv_id","from_seq","to_seq"}: the 1:1 is_read flag for the caller).
+// Under the strict policy, which publishes nothing, a commit hook puts one
+// locator event per new message on the fan-out topic so that the history
+// tier still fills MongoDB (the inbox tier finds those rows written).
+//
 // Shutdown order (Stop, or Run's context cancelled):
 //  1. the ops listener, then roles in reverse start order (the api role:
 //     stop accepting, finish in-flight requests, close every WebSocket
