@@ -85,8 +85,22 @@ func advanceConvSeqs(ctx context.Context, tx *sql.Tx, batch []*Pending) error {
 	}
 	// VALUES() keeps this O(rows); MySQL 8.0.20+ only warns that it is deprecated.
 	sb.WriteString(" ON DUPLICATE KEY UPDATE max_seq = max_seq + VALUES(max_seq)")
-	if _, err := tx.ExecContext(ctx, sb.String()); err != nil {
+	res, err := tx.ExecContext(ctx, sb.String())
+	if err != nil {
 		return fmt.Errorf("send: advance conv_counter: %w", err)
+	}
+	// Affected rows count 1 per row inserted and 2 per row updated (an
+	// update always changes max_seq here, so CLIENT_FOUND_ROWS does not
+	// matter). All inserted: every conversation is new in this transaction
+	// (its row is ours and locked), its counter is exactly its count, and
+	// the read back is skipped.
+	if n, err := res.RowsAffected(); err == nil && n == int64(len(convs)) {
+		next := make(map[uint64]uint64, len(convs))
+		for _, p := range batch {
+			next[p.Msg.ConvID]++
+			p.Msg.ConvSeq = next[p.Msg.ConvID]
+		}
+		return nil
 	}
 	sb.Reset()
 	sb.WriteString("SELECT conv_id, max_seq FROM conv_counter WHERE conv_id IN (")

@@ -14,11 +14,17 @@
 //     back and run again with a SELECT of the stored rows first, whose
 //     answers go out with Duplicate=true (optimistic: no lookup per batch);
 //  2. conv_counter advanced for each conversation (ascending conv_id) and
-//     read back: dense conv_seq, no hole if the batch rolls back;
+//     read back: dense conv_seq, no hole if the batch rolls back (when the
+//     upsert created every row, the counters are the counts and the read
+//     back is skipped);
 //  3. msg_content multi-row INSERT;
 //  4. Policy.InTx (strict: inbox.Writer, which locks seq_fence rows in
 //     ascending uid order);
 //  5. COMMIT; then Policy.AfterCommit, then every CommitHook, then the ACKs.
+//
+// Each committer keeps one connection (session isolation READ COMMITTED,
+// set once; so a batch begins with one round trip), replaced after a
+// connection-level failure and closed, not pooled, when the committer ends.
 //
 // Deadlock (1213) and lock wait timeout (1205) retry the batch (MaxAttempts).
 // A duplicate client_msg_id (a retry, or a concurrent copy committed by
@@ -278,6 +284,8 @@ func containsSorted(s []uint64, v uint64) bool {
 // committer owns one shard queue until Close.
 func (s *Service) committer(q chan *Pending) {
 	defer s.wg.Done()
+	cc := &txConn{db: s.db}
+	defer cc.discard()
 	batch := make([]*Pending, 0, s.cfg.MaxBatch)
 	var timer *time.Timer
 	for {
@@ -302,7 +310,7 @@ func (s *Service) committer(q chan *Pending) {
 				if len(batch) == 0 {
 					return
 				}
-				s.commit(batch)
+				s.commit(cc, batch)
 			}
 		}
 		batch = append(batch[:0], first)
@@ -344,7 +352,7 @@ func (s *Service) committer(q chan *Pending) {
 			// so the next Reset starts clean.
 			timer.Stop()
 		}
-		s.commit(batch)
+		s.commit(cc, batch)
 	}
 }
 
@@ -354,7 +362,7 @@ type dupKey struct {
 }
 
 // commit runs one batch to its ACKs. Every Pending of batch is answered.
-func (s *Service) commit(batch []*Pending) {
+func (s *Service) commit(cc *txConn, batch []*Pending) {
 	// Requests whose caller gave up are not started.
 	live := batch[:0:0]
 	for _, p := range batch {
@@ -382,7 +390,7 @@ func (s *Service) commit(batch []*Pending) {
 		return
 	}
 	s.m.batchSize.Observe(float64(len(leaders)))
-	rest, err := s.runBatch(leaders)
+	rest, err := s.runBatch(cc, leaders)
 	if err == nil {
 		return
 	}
@@ -394,7 +402,7 @@ func (s *Service) commit(batch []*Pending) {
 	}
 	// Retry one by one so that one bad message fails alone.
 	for _, p := range rest {
-		if left, err := s.runBatch([]*Pending{p}); err != nil {
+		if left, err := s.runBatch(cc, []*Pending{p}); err != nil {
 			for _, q := range left {
 				s.fail(q, err)
 			}
@@ -455,7 +463,7 @@ var errDupRace = errors.New("send: duplicate client_msg_id committed concurrentl
 // runBatch commits batch with bounded retries and answers every Pending on
 // success. On failure it returns the Pendings not yet answered (some may
 // have been answered as duplicates on the way) and the last error.
-func (s *Service) runBatch(batch []*Pending) ([]*Pending, error) {
+func (s *Service) runBatch(cc *txConn, batch []*Pending) ([]*Pending, error) {
 	var lastErr error
 	// Dedupe is optimistic: the first attempt relies on uk_sender_client to
 	// reject a (sender, client_msg_id) already stored; only after such a
@@ -471,7 +479,12 @@ func (s *Service) runBatch(batch []*Pending) ([]*Pending, error) {
 				return batch, fmt.Errorf("%w: send service closed", model.ErrUnavailable)
 			}
 		}
-		rest, err := s.attempt(batch, lookup)
+		rest, err := s.attempt(cc, batch, lookup)
+		if err != nil && !itemSpecific(err) {
+			// The session may be broken (network, timeout): the next
+			// attempt starts on a fresh connection.
+			cc.discard()
+		}
 		if errors.Is(err, errDupRace) {
 			lookup = true
 		}
@@ -499,10 +512,10 @@ func (s *Service) runBatch(batch []*Pending) ([]*Pending, error) {
 // attempt runs one transaction for batch (looking stored answers up first
 // when lookup is set). On a retryable error it returns the Pendings still
 // unanswered.
-func (s *Service) attempt(batch []*Pending, lookup bool) (rest []*Pending, err error) {
+func (s *Service) attempt(cc *txConn, batch []*Pending, lookup bool) (rest []*Pending, err error) {
 	ctx, cancel := context.WithTimeout(s.bgCtx, s.cfg.TxTimeout)
 	defer cancel()
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	tx, err := cc.begin(ctx)
 	if err != nil {
 		return batch, fmt.Errorf("%w: begin: %v", model.ErrUnavailable, err)
 	}
@@ -579,6 +592,73 @@ func (s *Service) attempt(batch []*Pending, lookup bool) (rest []*Pending, err e
 		s.answer(p, model.SendResult{MsgID: p.Msg.MsgID, ConvID: p.Msg.ConvID, ConvSeq: p.Msg.ConvSeq, ServerTime: p.Msg.CreatedAt})
 	}
 	return nil, nil
+}
+
+// txConn is a committer's own connection, kept across batches with the
+// session isolation set to READ COMMITTED once, so that a batch begins with
+// one round trip (START TRANSACTION) instead of two (SET TRANSACTION ...
+// before each START TRANSACTION). It is owned by one committer goroutine.
+// The connection never goes back to the pool with the changed session
+// setting: discard closes it.
+type txConn struct {
+	db   *sql.DB
+	conn *sql.Conn
+	// perTx: the server refused the session setting; the isolation level
+	// is then set per transaction, as database/sql does.
+	perTx bool
+}
+
+var readCommitted = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
+
+// begin starts a READ COMMITTED transaction on the committer's connection,
+// taking a fresh one when there is none or the kept one fails (closed by the
+// server while idle, network cut).
+func (c *txConn) begin(ctx context.Context) (*sql.Tx, error) {
+	var lastErr error
+	for try := 0; try < 2; try++ {
+		if c.conn == nil {
+			conn, err := c.db.Conn(ctx)
+			if err != nil {
+				return nil, err
+			}
+			c.conn = conn
+			if !c.perTx {
+				if _, err := conn.ExecContext(ctx, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"); err != nil {
+					var me *mysql.MySQLError
+					if !errors.As(err, &me) {
+						c.discard()
+						lastErr = err
+						continue
+					}
+					c.perTx = true
+				}
+			}
+		}
+		var opts *sql.TxOptions
+		if c.perTx {
+			opts = readCommitted
+		}
+		tx, err := c.conn.BeginTx(ctx, opts)
+		if err == nil {
+			return tx, nil
+		}
+		c.discard()
+		lastErr = err
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+// discard closes the kept connection (it does not return to the pool).
+func (c *txConn) discard() {
+	if c.conn == nil {
+		return
+	}
+	_ = c.conn.Raw(func(any) error { return driver.ErrBadConn })
+	_ = c.conn.Close()
+	c.conn = nil
 }
 
 // CreateGroup creates a group with exactly these members (1..500 distinct
