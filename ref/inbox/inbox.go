@@ -11,7 +11,10 @@
 //  3. allocate seqs: one Next per uid for its count, the uid's items in input
 //     order; any uid whose first seq is <= its max_seq is stale: the fence is
 //     counted (imlab_seq_fence_raised_total{reason="stale"}), the allocator is
-//     raised to max_seq, and the uid is allocated again (bounded rounds);
+//     raised to max_seq, and the uid is allocated again (bounded rounds).
+//     WriteFreshTx takes the first proposals before step 1, so the allocator
+//     round trip does not lengthen the time the fence rows stay locked; they
+//     are checked against max_seq under the lock all the same;
 //  4. multi-row INSERT offline_msg (plain INSERT). On 1062 the key name is
 //     read: PRIMARY means the fence was behind the table (restored rows): the
 //     fence is raised from MAX(seq) (reason="pk_collision") and the rows are
@@ -318,6 +321,18 @@ func (w *Writer) write(ctx context.Context, tx *sql.Tx, items []Item, precheck b
 	items = uniqueItems(items)
 	uids := distinctUIDs(items)
 
+	// Fresh items (the send path) take their seq proposals before the fence
+	// rows are locked, so the allocator round trip is outside the time the
+	// rows stay locked; they are checked against the fence under the lock
+	// like any proposal (a stale one is refused and re-allocated there).
+	var proposed map[uint64]uint64
+	if !precheck {
+		var err error
+		if proposed, err = w.propose(ctx, items); err != nil {
+			return nil, err
+		}
+	}
+
 	fence, err := lockFence(ctx, tx, uids)
 	if err != nil {
 		return nil, err
@@ -339,7 +354,8 @@ func (w *Writer) write(ctx context.Context, tx *sql.Tx, items []Item, precheck b
 		if len(items) == 0 {
 			return nil, nil
 		}
-		seqs, err = w.allocate(ctx, items, fence)
+		seqs, err = w.allocate(ctx, items, fence, proposed)
+		proposed = nil
 		if err != nil {
 			return nil, err
 		}
@@ -494,21 +510,42 @@ func selectFence(ctx context.Context, tx *sql.Tx, uids []uint64, fence map[uint6
 	return nil
 }
 
-// allocate proposes seqs for items (parallel slice) and refuses any uid
-// whose first seq is not above its fence, raising the allocator.
-func (w *Writer) allocate(ctx context.Context, items []Item, fence map[uint64]uint64) ([]uint64, error) {
+func wantOf(items []Item) map[uint64]int {
 	want := make(map[uint64]int)
 	for _, it := range items {
 		want[it.UID]++
 	}
+	return want
+}
+
+// propose takes each uid's first seq for its count of items from the
+// allocator, unchecked.
+func (w *Writer) propose(ctx context.Context, items []Item) (map[uint64]uint64, error) {
+	got, err := w.alloc.NextMany(ctx, wantOf(items))
+	if err != nil {
+		return nil, fmt.Errorf("%w: inbox: allocate seqs: %v", model.ErrUnavailable, err)
+	}
+	return got, nil
+}
+
+// allocate proposes seqs for items (parallel slice) and refuses any uid
+// whose first seq is not above its fence, raising the allocator. proposed,
+// when not nil, holds first seqs already taken for exactly these items
+// (propose): they are checked instead of asking the allocator again.
+func (w *Writer) allocate(ctx context.Context, items []Item, fence map[uint64]uint64, proposed map[uint64]uint64) ([]uint64, error) {
+	want := wantOf(items)
 	firsts := make(map[uint64]uint64, len(want))
 	for round := 0; len(want) > 0; round++ {
 		if round >= w.cfg.MaxRounds {
 			return nil, fmt.Errorf("%w: inbox: allocator %s stayed below the fence after %d raises", model.ErrUnavailable, w.alloc.Name(), w.cfg.MaxRounds)
 		}
-		got, err := w.alloc.NextMany(ctx, want)
-		if err != nil {
-			return nil, fmt.Errorf("%w: inbox: allocate seqs: %v", model.ErrUnavailable, err)
+		got := proposed
+		proposed = nil
+		if got == nil {
+			var err error
+			if got, err = w.alloc.NextMany(ctx, want); err != nil {
+				return nil, fmt.Errorf("%w: inbox: allocate seqs: %v", model.ErrUnavailable, err)
+			}
 		}
 		for uid := range want {
 			first, ok := got[uid]
