@@ -79,8 +79,16 @@ type ConsumerConfig struct {
 	// MaxAttempts bounds the tries of one delivery (batch tries included)
 	// before it is dead-lettered: at most MaxAttempts-1 retries.
 	MaxAttempts int
-	BackoffBase time.Duration
-	BackoffMax  time.Duration
+	// RetryTransient retries a delivery that fails with a non-permanent
+	// error (store unavailable, timeout) with backoff until it succeeds or
+	// the worker stops, instead of dead-lettering it after MaxAttempts: the
+	// partition waits for the store to come back. For a tier with its own
+	// consumer group (history), where waiting holds back nothing else and
+	// a dead letter would leave a hole until replayed. Permanent errors are
+	// still dead-lettered at once.
+	RetryTransient bool
+	BackoffBase    time.Duration
+	BackoffMax     time.Duration
 	// CommitInterval is how often marked (processed) offsets are committed.
 	CommitInterval   time.Duration
 	SessionTimeout   time.Duration
@@ -471,7 +479,7 @@ func (c *Consumer) processBatch(w *worker, recs []*kgo.Record) bool {
 func (c *Consumer) one(w *worker, d Delivery, r *kgo.Record, used int) bool {
 	var err error
 	attempts := used
-	for attempts < c.cfg.MaxAttempts {
+	for attempts < c.cfg.MaxAttempts || c.cfg.RetryTransient {
 		if !c.sleep(w, c.cfg.backoff(attempts)) {
 			return false
 		}
@@ -482,6 +490,10 @@ func (c *Consumer) one(w *worker, d Delivery, r *kgo.Record, used int) bool {
 		}
 		if isPermanent(err) || c.stopped(w) {
 			break
+		}
+		if c.cfg.RetryTransient && attempts%20 == 0 {
+			c.log.Warn("delivery still failing; retrying until the store answers", "partition", w.tp.partition,
+				"offset", d.Offset, "attempts", attempts, "err", err)
 		}
 	}
 	if c.stopped(w) {

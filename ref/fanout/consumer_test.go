@@ -3,6 +3,7 @@ package fanout
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -227,4 +228,64 @@ func readAll(t testing.TB, ctx context.Context, brokers []string, topic string, 
 		out = append(out, fs.Records()...)
 	}
 	return out
+}
+
+// TestConsumerRetryTransient: with RetryTransient a delivery failing with a
+// transient error far more often than MaxAttempts is retried until it
+// succeeds (its partition waits), in order, never dead-lettered; a
+// permanent error is still dead-lettered at once.
+func TestConsumerRetryTransient(t *testing.T) {
+	c := newCluster(t)
+	brokers := c.ListenAddrs()
+	tp := testTopics()
+	ensureTopics(t, brokers, tp)
+	p := testProducer(t, brokers)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	conv := uint64(42)
+	var recs []*kgo.Record
+	for i := uint64(1); i <= 20; i++ {
+		recs = append(recs, eventRecord(t, tp.Fanout, Event{MsgID: 100 + i, ConvID: conv, ConvSeq: i, SenderUID: 1, SentAt: time.Now()}))
+	}
+	if err := p.PublishSync(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConsumerConfig(brokers, tp)
+	cfg.RetryTransient = true
+	cfg.BackoffMax = 5 * time.Millisecond
+	const transientFailures = 40 // the delivery of msg 105 fails this often
+	s := &seen{convSeq: map[uint64][]uint64{}, calls: map[uint64]int{}}
+	failed := 0
+	stop := runConsumer(t, cfg, s.handler(func(e Event) error {
+		switch {
+		case e.MsgID == 105 && failed < transientFailures:
+			failed++
+			return fmt.Errorf("%w: store away", model.ErrUnavailable)
+		case e.MsgID == 110:
+			return Permanent(errors.New("bad event"))
+		}
+		return nil
+	}), p)
+	defer stop()
+	waitFor(t, 30*time.Second, "every delivery handled", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.convSeq[conv]) == 19
+	})
+	s.mu.Lock()
+	got := append([]uint64(nil), s.convSeq[conv]...)
+	n105 := s.calls[105]
+	s.mu.Unlock()
+	for i := 1; i < len(got); i++ {
+		if got[i] <= got[i-1] {
+			t.Fatalf("handled out of order: %v", got)
+		}
+	}
+	if n105 <= cfg.MaxAttempts || failed != transientFailures {
+		t.Fatalf("msg 105 tried %d times (failed %d), want more than MaxAttempts=%d", n105, failed, cfg.MaxAttempts)
+	}
+	dl := readAll(t, ctx, brokers, tp.DLQ, 1)
+	if ev, err := UnmarshalEvent(dl[0].Value); err != nil || ev.MsgID != 110 || len(dl) != 1 {
+		t.Fatalf("dead letters: %d, first %+v %v; want only msg 110", len(dl), ev, err)
+	}
 }

@@ -2,6 +2,7 @@ package fanout
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -66,7 +67,16 @@ type stallingHistory struct {
 	mu      sync.Mutex
 	gate    chan struct{} // closed: writes go through
 	blocked atomic.Int64  // WriteBatch calls that waited
-	failed  atomic.Int64  // of them, those whose context ended first
+	failed  atomic.Int64  // of them, those that failed
+	calls   atomic.Int64
+	lastErr error // of the store itself
+	written map[uint64][]uint64
+}
+
+func (h *stallingHistory) err() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lastErr
 }
 
 func (h *stallingHistory) stall() {
@@ -82,6 +92,7 @@ func (h *stallingHistory) release() {
 }
 
 func (h *stallingHistory) WriteBatch(ctx context.Context, msgs []model.Message) error {
+	h.calls.Add(1)
 	h.mu.Lock()
 	g := h.gate
 	h.mu.Unlock()
@@ -96,7 +107,20 @@ func (h *stallingHistory) WriteBatch(ctx context.Context, msgs []model.Message) 
 			return ctx.Err()
 		}
 	}
-	return h.inner.WriteBatch(ctx, msgs)
+	err := h.inner.WriteBatch(ctx, msgs)
+	h.mu.Lock()
+	if err != nil {
+		h.lastErr = err
+	} else {
+		if h.written == nil {
+			h.written = map[uint64][]uint64{}
+		}
+		for _, m := range msgs {
+			h.written[m.ConvID] = append(h.written[m.ConvID], m.ConvSeq)
+		}
+	}
+	h.mu.Unlock()
+	return err
 }
 
 // TestHistoryTierStalledDoesNotHoldInbox runs the consumer role of a
@@ -177,7 +201,15 @@ func TestHistoryTierStalledDoesNotHoldInbox(t *testing.T) {
 		wantRows, inboxTook.Round(time.Millisecond), snap.Records[cfg.Consumer.Group], snap.MaxAgeSeconds[cfg.Consumer.Group],
 		snap.Records[cfg.HistoryGroup], snap.MaxAgeSeconds[cfg.HistoryGroup], hs.blocked.Load())
 
+	time.Sleep(time.Second) // the history lag keeps growing; the inbox is done
 	hs.release()
+	var lastProblem string
+	defer func() {
+		if t.Failed() {
+			sn, _ := mon.Poll(context.Background())
+			t.Logf("history: %s; lag %+v", lastProblem, sn)
+		}
+	}()
 	waitFor(t, 30*time.Second, "history caught up", func() bool {
 		for _, cv := range convs {
 			var seqs []uint64
@@ -186,12 +218,21 @@ func TestHistoryTierStalledDoesNotHoldInbox(t *testing.T) {
 			}
 			rr, err := hs.inner.ReadSlots(ctx, cv, seqs)
 			if err != nil {
+				lastProblem = fmt.Sprintf("conv %d: %v", cv, err)
 				return false
 			}
+			var miss []uint64
 			for _, s := range seqs {
 				if rr.Slots[s].State != history.SlotFilled {
-					return false
+					miss = append(miss, s)
 				}
+			}
+			if len(miss) > 0 {
+				hs.mu.Lock()
+				w := fmt.Sprint(hs.written[cv])
+				hs.mu.Unlock()
+				lastProblem = w + fmt.Sprintf(" conv %d seqs %v not in history (failed writes %d, calls %d, last store error %v)", cv, miss, hs.failed.Load(), hs.calls.Load(), hs.err())
+				return false
 			}
 		}
 		return true

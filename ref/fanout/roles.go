@@ -238,6 +238,9 @@ func (r *Runtime) RunConsumer(ctx context.Context) error {
 		}
 		hc := cc
 		hc.Group, hc.Tier = r.cfg.HistoryGroup, "history"
+		// A stalled history store makes the history tier wait (its own
+		// group: the inbox tier goes on), not dead-letter.
+		hc.RetryTransient = true
 		tiers = append(tiers, struct {
 			cfg ConsumerConfig
 			h   Handler
