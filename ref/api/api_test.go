@@ -228,10 +228,28 @@ func TestMalformedRequests(t *testing.T) {
 	if calls := h.pull.snapshot(); len(calls) != 0 {
 		t.Fatalf("puller called by malformed requests: %+v", calls)
 	}
-	// A body too large for fasthttp to read at all is answered 413 JSON.
-	a := h.do("POST", "/v1/sync/ack", tok, bytes.Repeat([]byte(" "), 4*MaxBodyBytes))
+	// A body over MaxBodyBytes but within MaxReadBodyBytes is read whole and
+	// answered 413 JSON, so the client always gets the answer.
+	a := h.do("POST", "/v1/sync/ack", tok, bytes.Repeat([]byte(" "), MaxReadBodyBytes))
 	if a.status != 413 || a.errCode(t) != "too_large" {
-		t.Fatalf("huge body: %d %s", a.status, a.body)
+		t.Fatalf("oversized body: %d %s", a.status, a.body)
+	}
+	// A body beyond MaxReadBodyBytes is never buffered: the server answers
+	// 413 at once and closes, so the client sees the 413 or, when it is
+	// still writing, a reset connection; never a 2xx and never a call.
+	req, err := http.NewRequest("POST", h.url+"/v1/sync/ack", bytes.NewReader(bytes.Repeat([]byte(" "), 4*MaxReadBodyBytes)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	if resp, err := h.client.Do(req); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode != 413 {
+			t.Fatalf("huge body: status %d", resp.StatusCode)
+		}
+	}
+	if calls := h.pull.snapshot(); len(calls) != 0 {
+		t.Fatalf("puller called by oversized bodies: %+v", calls)
 	}
 }
 

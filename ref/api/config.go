@@ -19,6 +19,11 @@ const (
 	// body (4096 content bytes, each JSON-escaped to at most 6 bytes) and a
 	// group of 500 members.
 	MaxBodyBytes = 32 << 10
+	// MaxReadBodyBytes is how much of an oversized body the server still
+	// reads so that it can answer 413 as JSON on a connection the client is
+	// still writing to. A body larger than this is refused by closing the
+	// connection (fasthttp's own 413), never buffered.
+	MaxReadBodyBytes = 4 * MaxBodyBytes
 )
 
 // Sender is the write side the API calls (ref/send.Service satisfies it).

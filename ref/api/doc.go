@@ -89,6 +89,8 @@
 // # Limits
 //
 //	MaxBodyBytes            32 KiB per request body and per ws client frame
+//	MaxReadBodyBytes        128 KiB: an oversized body up to this is read and answered 413 JSON;
+//	                        beyond it the connection is answered 413 and closed unread
 //	model.MaxPullLimit      500 (sync/pull limit)
 //	model.MaxConvPullLimit  50 (conv/pull limit)
 //	model.MaxGroupMembers   500

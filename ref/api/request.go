@@ -127,11 +127,11 @@ func (r *Request) DecodeJSON(v any) error {
 }
 
 func decodeStrict(body []byte, v any) error {
-	if len(bytes.TrimSpace(body)) == 0 {
-		return fmt.Errorf("%w: request body must be a JSON object", model.ErrInvalid)
-	}
 	if len(body) > MaxBodyBytes {
 		return fmt.Errorf("%w: body larger than %d bytes", model.ErrTooLarge, MaxBodyBytes)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return fmt.Errorf("%w: request body must be a JSON object", model.ErrInvalid)
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()

@@ -118,7 +118,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		Handler:              s.serve,
 		ErrorHandler:         s.parseError,
 		Name:                 "imlab",
-		MaxRequestBodySize:   MaxBodyBytes,
+		MaxRequestBodySize:   MaxReadBodyBytes,
 		ReadTimeout:          cfg.ReadTimeout,
 		WriteTimeout:         cfg.WriteTimeout,
 		IdleTimeout:          cfg.IdleTimeout,
@@ -271,6 +271,11 @@ func (s *Server) serve(rc *fasthttp.RequestCtx) {
 	if string(rc.Method()) != r.method {
 		rc.Response.Header.Set("Allow", r.method)
 		writeAPIError(rc, apiError{Status: fasthttp.StatusMethodNotAllowed, Code: codeMethod, Message: "use " + r.method})
+		return
+	}
+	if n := len(rc.Request.Body()); n > MaxBodyBytes {
+		writeAPIError(rc, apiError{Status: fasthttp.StatusRequestEntityTooLarge, Code: model.ErrTooLarge.Error(),
+			Message: "body larger than " + strconv.Itoa(MaxBodyBytes) + " bytes"})
 		return
 	}
 	if !r.authed {
