@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Runs the project's benchmarks one after another (never in parallel, so no
+# benchmark shares the cores with another) against the real MariaDB and Redis
+# on this machine, and writes everything to runs/bench-<UTC time>.txt.
+# Each benchmark runs its reference (raw INSERTs, raw kfake consume, raw SQL,
+# vegeta, one-document-per-message) in the same run, so compare ratios.
+#
+#   scripts/bench.sh            # all
+#   scripts/bench.sh send pull  # only the named groups
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p runs
+out="runs/bench-$(date -u +%Y%m%dT%H%M%SZ).txt"
+
+declare -A groups=(
+	[send]="./ref/send/|BenchmarkSendStrict1to1|BenchmarkRawBatchedInsert|-benchtime=40000x -count=3"
+	[ack]="./ref/reconcile/|BenchmarkSendAck||-benchtime=50000x -count=2"
+	[fanout]="./ref/fanout/|BenchmarkFanout||-benchtime=20000x -count=2"
+	[pull]="./ref/pull/|BenchmarkPull||-benchtime=2s -count=2"
+	[history]="./ref/history/|BenchmarkHistory||-benchtime=2s -count=1"
+	[loadgen]="./loadgen/|BenchmarkVsVegeta||-benchtime=1x -count=1"
+	[api]="./ref/api/|BenchmarkAPI||-benchtime=2s -count=2"
+	[compose]="./compose/|BenchmarkInsertOfflineMsg||-benchtime=200x -count=1"
+)
+order=(send ack fanout pull history loadgen api compose)
+[ $# -gt 0 ] && order=("$@")
+
+{
+	echo "# imlab benchmarks $(date -u +%FT%TZ)"
+	echo "# commit $(git rev-parse --short HEAD) $(git diff --quiet || echo '(dirty tree)')"
+	echo "# $(go version); $(nproc) cores; $(free -g | awk '/Mem:/{print $2" GiB"}'); $(uname -r)"
+	echo "# mariadb: $(mariadb -N -h127.0.0.1 -uroot -e 'select version()' 2>/dev/null || echo '?'); redis: $(redis-server --version | awk '{print $3}')"
+} | tee "$out"
+
+for g in "${order[@]}"; do
+	IFS='|' read -r pkg b1 b2 flags <<<"${groups[$g]}"
+	pat="$b1"
+	[ -n "$b2" ] && pat="$b1|$b2"
+	echo "## $g: go test -run '^\$' -bench '$pat' $flags $pkg   (load average before: $(cut -d' ' -f1-3 /proc/loadavg))" | tee -a "$out"
+	# shellcheck disable=SC2086
+	go test -run '^$' -bench "$pat" $flags -timeout 20m "$pkg" 2>&1 | tee -a "$out"
+done
+echo "written: $out"
