@@ -42,6 +42,13 @@ type Config struct {
 	GroupCacheTTL time.Duration
 	// GroupCacheSize bounds the number of cached groups.
 	GroupCacheSize int
+	// DedupCacheSize bounds the recent answers kept per process to answer
+	// a retried (sender, client_msg_id) without MySQL (least recently used
+	// evicted; 0 disables the cache; in-flight duplicates are always
+	// coalesced).
+	DedupCacheSize int
+	// DedupCacheTTL is how long a recent answer is kept.
+	DedupCacheTTL time.Duration
 }
 
 // DefaultConfig is the strict policy, 2 shards (one per core of the lab
@@ -62,6 +69,8 @@ func DefaultConfig() Config {
 		Node:           0,
 		GroupCacheTTL:  2 * time.Second,
 		GroupCacheSize: 10_000,
+		DedupCacheSize: 100_000,
+		DedupCacheTTL:  10 * time.Minute,
 	}
 }
 
@@ -92,6 +101,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("send: group cache ttl must be >= 0")
 	case c.GroupCacheSize < 1:
 		return fmt.Errorf("send: group cache size must be >= 1")
+	case c.DedupCacheSize < 0 || c.DedupCacheSize > 10_000_000:
+		return fmt.Errorf("send: dedup cache size %d out of range 0..10000000", c.DedupCacheSize)
+	case c.DedupCacheTTL < 0:
+		return fmt.Errorf("send: dedup cache ttl must be >= 0")
 	}
 	known := c.Policy == "strict"
 	seen := map[string]bool{"strict": true}

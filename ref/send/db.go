@@ -140,7 +140,10 @@ func advanceConvSeqs(ctx context.Context, tx *sql.Tx, batch []*Pending) error {
 // contentChunkBytes bounds one msg_content INSERT statement.
 const contentChunkBytes = 1 << 20
 
-func insertContent(ctx context.Context, tx *sql.Tx, batch []*Pending) error {
+// insertContent inserts batch's msg_content rows in statements of at most
+// contentChunkBytes; on error it also tells how many rows earlier
+// statements inserted.
+func insertContent(ctx context.Context, tx *sql.Tx, batch []*Pending) (int, error) {
 	for start := 0; start < len(batch); {
 		end, size := start, 0
 		for end < len(batch) && (end == start || size+len(batch[end].Msg.Content)+len(batch[end].Msg.ClientMsgID) < contentChunkBytes) {
@@ -171,9 +174,40 @@ func insertContent(ctx context.Context, tx *sql.Tx, batch []*Pending) error {
 			args = append(args, m.ClientMsgID, []byte(m.Content))
 		}
 		if _, err := tx.ExecContext(ctx, sb.String(), args...); err != nil {
-			return fmt.Errorf("send: insert msg_content: %w", err)
+			return start, fmt.Errorf("send: insert msg_content: %w", err)
 		}
 		start = end
+	}
+	return len(batch), nil
+}
+
+// lowerConvCounters sets conversations' counters back by the given counts
+// (conv_seqs taken in this transaction for messages that turned out to be
+// stored duplicates; the rows are locked by it).
+func lowerConvCounters(ctx context.Context, tx *sql.Tx, by map[uint64]uint64) error {
+	if len(by) == 0 {
+		return nil
+	}
+	convs := make([]uint64, 0, len(by))
+	for c := range by {
+		convs = append(convs, c)
+	}
+	sort.Slice(convs, func(i, j int) bool { return convs[i] < convs[j] })
+	var sb strings.Builder
+	sb.WriteString("UPDATE conv_counter SET max_seq = max_seq - CASE conv_id")
+	for _, c := range convs {
+		fmt.Fprintf(&sb, " WHEN %d THEN %d", c, by[c])
+	}
+	sb.WriteString(" ELSE 0 END WHERE conv_id IN (")
+	for i, c := range convs {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(strconv.FormatUint(c, 10))
+	}
+	sb.WriteString(")")
+	if _, err := tx.ExecContext(ctx, sb.String()); err != nil {
+		return fmt.Errorf("send: lower conv_counter: %w", err)
 	}
 	return nil
 }

@@ -14,6 +14,9 @@ type metrics struct {
 	sends     *prometheus.CounterVec
 	ackLat    *prometheus.HistogramVec
 	batchSize prometheus.Histogram
+	dedup     *prometheus.CounterVec
+	rollbacks *prometheus.CounterVec
+	lookups   prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (metrics, error) {
@@ -32,11 +35,32 @@ func newMetrics(reg prometheus.Registerer) (metrics, error) {
 			Help:    "Messages per group-commit batch.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 12),
 		}),
+		dedup: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "imlab_send_dedup_total",
+			Help: "Duplicate sends answered, by where the first answer came from (recent: the process's recent-answer cache; inflight: the same send still queued or committing; store: msg_content looked up after a uk_sender_client collision).",
+		}, []string{"source"}),
+		rollbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "imlab_send_batch_rollbacks_total",
+			Help: "Batch transaction attempts rolled back, by reason (duplicate, conv_behind, retryable, unavailable, error).",
+		}, []string{"reason"}),
+		lookups: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "imlab_send_dedupe_lookups_total",
+			Help: "Batch attempts that looked stored (sender, client_msg_id) answers up first (after a rolled-back duplicate collision).",
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
 	var err error
+	if m.dedup, err = register(reg, m.dedup); err != nil {
+		return m, err
+	}
+	if m.rollbacks, err = register(reg, m.rollbacks); err != nil {
+		return m, err
+	}
+	if m.lookups, err = register(reg, m.lookups); err != nil {
+		return m, err
+	}
 	if m.sends, err = register(reg, m.sends); err != nil {
 		return m, err
 	}

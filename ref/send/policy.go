@@ -21,10 +21,12 @@ type Pending struct {
 	// sender is one of them (1:1: {to_uid, sender}; group: all members).
 	Recipients []uint64
 
-	start time.Time
-	ctx   context.Context
-	done  chan outcome
-	dups  []*Pending // same (sender, client_msg_id) later in the batch
+	start  time.Time
+	ctx    context.Context
+	done   chan outcome
+	dups   []*Pending // same (sender, client_msg_id) later in the batch
+	key    dupKey
+	flight *flight // this send's in-process dedupe flight (nil for batch duplicates)
 }
 
 // Policy is the ack-policy seam. The batcher owns queues, batching, the

@@ -9,10 +9,18 @@
 // (MaxBatchRows inbox rows) gathered for at most MaxWait and commits them in
 // ONE READ COMMITTED transaction:
 //
-//  1. dedupe: a (sender_uid, client_msg_id) already stored makes the
-//     msg_content INSERT fail on uk_sender_client; the batch is then rolled
-//     back and run again with a SELECT of the stored rows first, whose
-//     answers go out with Duplicate=true (optimistic: no lookup per batch);
+//  0. before queueing, a (sender_uid, client_msg_id) still in flight in
+//     this process waits for that send's outcome, and one answered
+//     recently (Config.DedupCacheSize/TTL) is answered from memory
+//     (dedup.go): a retry storm does not reach MySQL;
+//  1. dedupe of keys not known locally: a (sender_uid, client_msg_id)
+//     already stored makes the msg_content INSERT fail on
+//     uk_sender_client; in the same transaction the stored rows are looked
+//     up and answered with Duplicate=true, the rest of the batch is
+//     renumbered densely and inserted (no rollback). Only when that is not
+//     possible (an earlier statement of the batch already inserted rows, or
+//     repeated collisions) is the batch rolled back and run again with a
+//     SELECT of the stored rows first (optimistic: no lookup per batch);
 //  2. conv_counter advanced for each conversation (ascending conv_id) and
 //     read back: dense conv_seq, no hole if the batch rolls back (when the
 //     upsert created every row, the counters are the counts and the read
@@ -28,8 +36,9 @@
 //
 // Deadlock (1213) and lock wait timeout (1205) retry the batch (MaxAttempts).
 // A duplicate client_msg_id (a retry, or a concurrent copy committed by
-// another process: 1062 on uk_sender_client) rolls back and retries, and
-// step 1 then answers it with the stored row. A conv_seq already stored
+// another process: 1062 on uk_sender_client) is answered with the stored
+// row as step 1 says; imlab_send_batch_rollbacks_total counts rolled-back
+// attempts by reason. A conv_seq already stored
 // (uk_conv_seq: conv_counter set back by a restore) raises the counter from
 // MAX(conv_seq) and retries. An unavailable backend fails the whole batch at
 // once; any other error retries the batch's messages one by one, so a
@@ -106,6 +115,7 @@ type Service struct {
 	bgCancel context.CancelFunc
 
 	groups groupCache
+	dd     *dedup
 }
 
 // New starts a Service: cfg.Shards committer goroutines, stopped by Close.
@@ -146,6 +156,7 @@ func New(ctx context.Context, cfg Config, db *sql.DB, writer *inbox.Writer, reg 
 		queues: make([]chan *Pending, cfg.Shards),
 		stop:   make(chan struct{}),
 		groups: groupCache{ttl: cfg.GroupCacheTTL, max: cfg.GroupCacheSize, m: map[uint64]groupEntry{}},
+		dd:     newDedup(cfg.DedupCacheTTL, cfg.DedupCacheSize),
 	}
 	hs := append([]CommitHook(nil), hooks...)
 	for _, h := range hs {
@@ -246,12 +257,39 @@ func (s *Service) Send(ctx context.Context, req model.SendRequest) (res model.Se
 		start:      start,
 		ctx:        ctx,
 		done:       make(chan outcome, 1),
+		key:        dupKey{req.SenderUID, req.ClientMsgID},
+	}
+
+	// A duplicate of a send answered recently or still in flight in this
+	// process gets that send's answer without a batch.
+	for {
+		r, hit, f, own := s.dd.claim(p.key, start)
+		if hit {
+			s.m.dedup.WithLabelValues("recent").Inc()
+			r.Duplicate = true
+			return r, nil
+		}
+		if own {
+			p.flight = f
+			break
+		}
+		r, ok, err := f.await(ctx)
+		if err != nil {
+			return model.SendResult{}, err
+		}
+		if ok {
+			s.m.dedup.WithLabelValues("inflight").Inc()
+			return r, nil
+		}
+		// The flight failed: this send tries itself.
 	}
 
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
-		return model.SendResult{}, fmt.Errorf("%w: send service closed", model.ErrUnavailable)
+		err := fmt.Errorf("%w: send service closed", model.ErrUnavailable)
+		s.dd.finish(p.key, p.flight, outcome{err: err})
+		return model.SendResult{}, err
 	}
 	s.intake.Add(1)
 	s.mu.RUnlock()
@@ -261,7 +299,9 @@ func (s *Service) Send(ctx context.Context, req model.SendRequest) (res model.Se
 		s.intake.Done()
 	case <-ctx.Done():
 		s.intake.Done()
-		return model.SendResult{}, fmt.Errorf("%w: send queue full: %v", model.ErrUnavailable, ctx.Err())
+		err := fmt.Errorf("%w: send queue full: %v", model.ErrUnavailable, ctx.Err())
+		s.dd.finish(p.key, p.flight, outcome{err: err})
+		return model.SendResult{}, err
 	}
 	select {
 	case o := <-p.done:
@@ -367,7 +407,8 @@ func (s *Service) commit(cc *txConn, batch []*Pending) {
 	live := batch[:0:0]
 	for _, p := range batch {
 		if err := p.ctx.Err(); err != nil {
-			p.done <- outcome{err: fmt.Errorf("%w: %v", model.ErrUnavailable, err)}
+			p.dups = nil
+			s.fail(p, fmt.Errorf("%w: %v", model.ErrUnavailable, err))
 			continue
 		}
 		live = append(live, p)
@@ -427,9 +468,18 @@ func (s *Service) fail(p *Pending, err error) {
 	if !isModelErr(err) {
 		err = fmt.Errorf("%w: %v", model.ErrUnavailable, err)
 	}
-	p.done <- outcome{err: err}
+	s.deliver(p, outcome{err: err})
 	for _, d := range p.dups {
-		d.done <- outcome{err: err}
+		s.deliver(d, outcome{err: err})
+	}
+}
+
+// deliver hands o to p's caller and to the duplicates waiting on p's
+// flight.
+func (s *Service) deliver(p *Pending, o outcome) {
+	p.done <- o
+	if p.flight != nil {
+		s.dd.finish(p.key, p.flight, o)
 	}
 }
 
@@ -444,17 +494,82 @@ func isModelErr(err error) bool {
 }
 
 func (s *Service) answer(p *Pending, res model.SendResult) {
-	p.done <- outcome{res: res}
+	s.deliver(p, outcome{res: res})
 	dup := res
 	dup.Duplicate = true
 	for _, d := range p.dups {
-		d.done <- outcome{res: dup}
+		s.deliver(d, outcome{res: dup})
 	}
 }
 
 // errConvBehind marks an attempt rolled back because a conv_seq taken from
 // conv_counter was already stored (the counter was set back).
 var errConvBehind = errors.New("send: conv_counter behind msg_content")
+
+// maxInPlaceDups bounds how many times one attempt answers stored
+// duplicates in place (each time a concurrent commit of another key of the
+// batch collided) before it rolls back and retries with a lookup first.
+const maxInPlaceDups = 3
+
+// rollbackReason labels a rolled-back attempt for
+// imlab_send_batch_rollbacks_total.
+func rollbackReason(err error) string {
+	switch {
+	case errors.Is(err, errDupRace):
+		return "duplicate"
+	case errors.Is(err, errConvBehind):
+		return "conv_behind"
+	case inbox.Retryable(err):
+		return "retryable"
+	case !itemSpecific(err):
+		return "unavailable"
+	default:
+		return "error"
+	}
+}
+
+// dropStored runs after a msg_content INSERT of work failed on
+// uk_sender_client (the statement changed nothing; the conv_counter rows of
+// work are locked by this transaction). It looks the stored rows up, answers
+// them with Duplicate=true, gives the remaining messages of each
+// conversation the same dense conv_seqs from the lowest one taken, and sets
+// the counters back by the number dropped. It returns the remaining
+// messages.
+func (s *Service) dropStored(ctx context.Context, tx *sql.Tx, work []*Pending) ([]*Pending, error) {
+	found, err := lookupSent(ctx, tx, work)
+	if err != nil {
+		return work, err
+	}
+	if len(found) == 0 {
+		return work, fmt.Errorf("%w: stored duplicate not found", errDupRace)
+	}
+	low := make(map[uint64]uint64)
+	for _, p := range work {
+		if l, ok := low[p.Msg.ConvID]; !ok || p.Msg.ConvSeq < l {
+			low[p.Msg.ConvID] = p.Msg.ConvSeq
+		}
+	}
+	dropped := make(map[uint64]uint64)
+	fresh := work[:0:0]
+	for _, p := range work {
+		if r, ok := found[p.key]; ok {
+			dropped[p.Msg.ConvID]++
+			r.Duplicate = true
+			s.answer(p, r)
+			s.m.dedup.WithLabelValues("store").Inc()
+			continue
+		}
+		fresh = append(fresh, p)
+	}
+	for _, p := range fresh {
+		p.Msg.ConvSeq = low[p.Msg.ConvID]
+		low[p.Msg.ConvID]++
+	}
+	if err := lowerConvCounters(ctx, tx, dropped); err != nil {
+		return fresh, err
+	}
+	return fresh, nil
+}
 
 // errDupRace marks an attempt rolled back because a client_msg_id of the
 // batch was committed meanwhile by another transaction.
@@ -480,6 +595,9 @@ func (s *Service) runBatch(cc *txConn, batch []*Pending) ([]*Pending, error) {
 			}
 		}
 		rest, err := s.attempt(cc, batch, lookup)
+		if err != nil {
+			s.m.rollbacks.WithLabelValues(rollbackReason(err)).Inc()
+		}
 		if err != nil && !itemSpecific(err) {
 			// The session may be broken (network, timeout): the next
 			// attempt starts on a fresh connection.
@@ -528,6 +646,7 @@ func (s *Service) attempt(cc *txConn, batch []*Pending, lookup bool) (rest []*Pe
 	work := batch
 	var found map[dupKey]model.SendResult
 	if lookup && s.policy.StoresContent() {
+		s.m.lookups.Inc()
 		found, err = lookupSent(ctx, tx, work)
 		if err != nil {
 			return batch, err
@@ -556,18 +675,40 @@ func (s *Service) attempt(cc *txConn, batch []*Pending, lookup bool) (rest []*Pe
 		p.Msg.MsgID = s.ids.Next()
 		p.Msg.CreatedAt = now
 	}
-	if s.policy.StoresContent() {
-		if err = insertContent(ctx, tx, work); err != nil {
-			switch key, dup := inbox.DupKey(err); {
-			case dup && key == "uk_sender_client":
-				return work, fmt.Errorf("%w: %v", errDupRace, err)
-			case dup && key == "uk_conv_seq":
-				// conv_counter is behind msg_content (restored): raise it
-				// after the rollback, then retry.
-				return work, fmt.Errorf("%w: %v", errConvBehind, err)
-			}
-			return work, err
+	for try := 0; s.policy.StoresContent(); try++ {
+		var inserted int
+		inserted, err = insertContent(ctx, tx, work)
+		if err == nil {
+			break
 		}
+		key, dup := inbox.DupKey(err)
+		if dup && key == "uk_sender_client" && inserted == 0 && try < maxInPlaceDups {
+			// A (sender, client_msg_id) of the batch is stored already
+			// (another process, or a key this one no longer remembers).
+			// The failed statement changed nothing: answer the stored
+			// ones, renumber the rest densely, and go on in the same
+			// transaction instead of rolling the whole batch back.
+			var derr error
+			work, derr = s.dropStored(ctx, tx, work)
+			if derr != nil {
+				err = derr
+				return work, err
+			}
+			err = nil
+			if len(work) == 0 {
+				return nil, tx.Commit()
+			}
+			continue
+		}
+		switch {
+		case dup && key == "uk_sender_client":
+			return work, fmt.Errorf("%w: %v", errDupRace, err)
+		case dup && key == "uk_conv_seq":
+			// conv_counter is behind msg_content (restored): raise it
+			// after the rollback, then retry.
+			return work, fmt.Errorf("%w: %v", errConvBehind, err)
+		}
+		return work, err
 	}
 	entries, err := s.policy.InTx(ctx, tx, work)
 	if err != nil {
