@@ -38,6 +38,7 @@ const (
 	envInboxGroup   = "IMLAB_INBOX_GROUP"
 	envHistoryGroup = "IMLAB_HISTORY_GROUP"
 	envAdminUIDs    = "IMLAB_ADMIN_UIDS"
+	envPprof        = "IMLAB_PPROF"
 )
 
 // fromEnv returns the flag's value, or the environment variable's when

@@ -42,6 +42,7 @@ func addServeFlags(cmd *cobra.Command, backendsDefault string) {
 	f.Int32("partitions", def.Fanout.Topics.Partitions, "partitions of the fan-out topic when it is created ($"+envPartitions+")")
 	f.String("inbox-group", def.Fanout.Consumer.Group, "consumer group of the inbox tier ($"+envInboxGroup+")")
 	f.String("history-group", def.Fanout.HistoryGroup, "consumer group of the history tier ($"+envHistoryGroup+")")
+	f.String("pprof", "", "serve net/http/pprof on this loopback host:port, apart from the API (e.g. 127.0.0.1:6060; empty: off) ($"+envPprof+")")
 	f.String("admin-uids", "", "uids allowed to call POST "+server.PurgePath+" (physical delete), comma-separated ($"+envAdminUIDs+")")
 }
 
@@ -50,6 +51,7 @@ func serveConfig(cmd *cobra.Command, secret string) (server.Config, error) {
 	f := cmd.Flags()
 	cfg := server.DefaultConfig()
 	cfg.Listen = fromEnv(f, "listen", envListen)
+	cfg.PprofListen = fromEnv(f, "pprof", envPprof)
 	cfg.Auth.Secret = secret
 	cfg.Allocator = fromEnv(f, "allocator", envAllocator)
 	cfg.Send.Policy = fromEnv(f, "policy", envPolicy)

@@ -64,6 +64,9 @@ type MongoConfig struct {
 type Config struct {
 	// Listen is the API address (host:port; port 0 picks a free one).
 	Listen string
+	// PprofListen, when set, serves net/http/pprof on this address of its
+	// own; it must be a loopback host:port (port 0 picks a free one).
+	PprofListen string
 	// Roles this process runs: names from the role registry, or "all".
 	Roles []string
 	// Allocator is the per-user seq allocator: "redis" or "segment".
@@ -162,6 +165,9 @@ func (c Config) Validate() error {
 	}
 	if c.Listen == "" {
 		return bad("listen address is required")
+	}
+	if c.PprofListen != "" && !loopbackAddr(c.PprofListen) {
+		return bad("pprof listen address %q must be a loopback host:port", c.PprofListen)
 	}
 	if len(c.Roles) == 0 {
 		return bad("at least one role is required")

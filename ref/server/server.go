@@ -47,6 +47,13 @@
 // locator event per new message on the fan-out topic so that the history
 // tier still fills MongoDB (the inbox tier finds those rows written).
 //
+// # Profiling
+//
+// Config.PprofListen (imlab ref/up --pprof 127.0.0.1:6060, or IMLAB_PPROF)
+// serves net/http/pprof on a loopback listener of its own, never on the API
+// address; off by default. Example: go tool pprof -seconds 10
+// http://127.0.0.1:6060/debug/pprof/profile while imlab load runs.
+//
 // Shutdown order (Stop, or Run's context cancelled):
 //  1. the ops listener, then roles in reverse start order (the api role:
 //     stop accepting, finish in-flight requests, close every WebSocket
@@ -253,13 +260,14 @@ type Process struct {
 	fan       *fanoutPart  // nil without Kafka brokers
 	hist      *historyPart // nil without MongoDB
 
-	mu      sync.Mutex
-	apiAddr net.Addr
-	opsAddr net.Addr
-	stops   []namedStop
-	stopped bool
-	done    chan struct{}
-	stopErr error
+	mu        sync.Mutex
+	apiAddr   net.Addr
+	opsAddr   net.Addr
+	pprofAddr net.Addr
+	stops     []namedStop
+	stopped   bool
+	done      chan struct{}
+	stopErr   error
 }
 
 type namedStop struct {
@@ -467,6 +475,11 @@ func Start(ctx context.Context, cfg Config, b Backends, registry Roles) (p *Proc
 	}
 	if !p.roleSet[RoleAPI] {
 		if err := p.startOps(ctx); err != nil {
+			return p, err
+		}
+	}
+	if p.Cfg.PprofListen != "" {
+		if err := p.startPprof(ctx); err != nil {
 			return p, err
 		}
 	}
