@@ -69,6 +69,9 @@ func (p *nopPuller) Ack(_ context.Context, _ uint64, _ string, s uint64) (uint64
 	return s, nil
 }
 func (p *nopPuller) MarkServed(context.Context, uint64, string, uint64) error { return nil }
+func (p *nopPuller) MarkServedAck(_ context.Context, _ uint64, _ string, s uint64) (uint64, error) {
+	return s, nil
+}
 
 func benchDo(b *testing.B, method, uri string, body []byte) {
 	c, tok := benchServer(b)

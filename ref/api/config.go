@@ -38,6 +38,9 @@ type Puller interface {
 	ConvPull(ctx context.Context, uid uint64, did string, convID, cursor uint64, limit int) (model.PullResult, error)
 	Ack(ctx context.Context, uid uint64, did string, pullSeq uint64) (uint64, error)
 	MarkServed(ctx context.Context, uid uint64, did string, seq uint64) error
+	// MarkServedAck is MarkServed(seq) then Ack(seq) as one write (a seq
+	// pushed over WebSocket and acknowledged).
+	MarkServedAck(ctx context.Context, uid uint64, did string, seq uint64) (uint64, error)
 }
 
 // Subscription is one device's push stream (ref/push, adapted in

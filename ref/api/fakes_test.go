@@ -120,6 +120,13 @@ func (f *fakePuller) MarkServed(_ context.Context, uid uint64, did string, seq u
 	return nil
 }
 
+func (f *fakePuller) MarkServedAck(ctx context.Context, uid uint64, did string, seq uint64) (uint64, error) {
+	if err := f.MarkServed(ctx, uid, did, seq); err != nil {
+		return 0, err
+	}
+	return f.Ack(ctx, uid, did, seq)
+}
+
 func (f *fakePuller) snapshot() []pullCall {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -299,9 +299,7 @@ func (ws *wsSession) handleFrame(data []byte) (reply []byte) {
 // on what pulls served.
 func (ws *wsSession) ack(ctx context.Context, n uint64) (uint64, error) {
 	if n <= ws.sub.MaxPushed() {
-		if err := ws.s.deps.Pull.MarkServed(ctx, ws.caller.UID, ws.caller.DID, n); err != nil {
-			return 0, err
-		}
+		return ws.s.deps.Pull.MarkServedAck(ctx, ws.caller.UID, ws.caller.DID, n)
 	}
 	return ws.s.deps.Pull.Ack(ctx, ws.caller.UID, ws.caller.DID, n)
 }

@@ -12,6 +12,11 @@
 // cache that missed a hook (a crash between COMMIT and the hook) costs a
 // MySQL read, never a message.
 //
+// Cursor writes (MarkServed, Ack, MarkServedAck) are group-committed per
+// uid shard: concurrent calls share one transaction (cursorbatch.go), so a
+// crowd of acknowledging devices costs a few statements per batch instead
+// of four autocommits per ack.
+//
 // It must not write inbox rows, message bodies or the fence.
 package pull
 
@@ -76,6 +81,15 @@ type Config struct {
 	// LocalLimiterMaxUIDs bounds the local (fallback) limiter's memory; when
 	// full it forgets every uid (fail open).
 	LocalLimiterMaxUIDs int
+	// CursorShards is the number of cursor-write queues (uid hash); each
+	// commits its queued MarkServed/Ack calls as one transaction at a time
+	// (cursorbatch.go).
+	CursorShards int
+	// CursorMaxBatch bounds the operations of one cursor transaction.
+	CursorMaxBatch int
+	// CursorMaxQueue bounds each cursor queue; past it a call fails with
+	// ErrUnavailable.
+	CursorMaxQueue int
 	// Logger receives degraded-mode warnings (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -98,6 +112,9 @@ func DefaultConfig() Config {
 		QueryTimeout:        10 * time.Second,
 		RateLimitTimeout:    200 * time.Millisecond,
 		LocalLimiterMaxUIDs: 100000,
+		CursorShards:        2,
+		CursorMaxBatch:      1000,
+		CursorMaxQueue:      100000,
 	}
 }
 
@@ -131,6 +148,12 @@ func (c Config) Validate() error {
 		return bad("FenceCheckInterval must be in [0, 1m]")
 	case c.FenceMemoMaxUIDs < 1:
 		return bad("FenceMemoMaxUIDs must be >= 1")
+	case c.CursorShards < 1 || c.CursorShards > 256:
+		return bad("CursorShards must be in 1..256")
+	case c.CursorMaxBatch < 1 || c.CursorMaxBatch > 10000:
+		return bad("CursorMaxBatch must be in 1..10000")
+	case c.CursorMaxQueue < c.CursorMaxBatch:
+		return bad("CursorMaxQueue must be >= CursorMaxBatch")
 	}
 	return nil
 }
@@ -147,6 +170,10 @@ type Service struct {
 
 	memoMu sync.Mutex
 	memo   map[uint64]verified // uid -> last top seen equal to the fence
+
+	cursorShards []*cursorShard
+	cursorBatch  prometheus.Histogram // imlab_pull_cursor_batch_size
+	cursorOps    prometheus.Counter   // imlab_pull_cursor_ops_total
 }
 
 type verified struct {
@@ -191,9 +218,29 @@ func New(db *sql.DB, cache *hotcache.Cache, cfg Config, reg prometheus.Registere
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{db: db, cache: cache, cfg: cfg, log: cfg.Logger, latency: latency, reqs: reqs}
+	cursorBatch := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "imlab_pull_cursor_batch_size",
+		Help:    "Cursor writes (MarkServed, Ack) per group-committed transaction.",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 12),
+	})
+	cursorOps := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "imlab_pull_cursor_ops_total",
+		Help: "Cursor writes (MarkServed, Ack) committed or refused in group-committed transactions.",
+	})
+	if reg != nil {
+		for _, c := range []prometheus.Collector{cursorBatch, cursorOps} {
+			if err := reg.Register(c); err != nil {
+				return nil, fmt.Errorf("pull: register metrics: %w", err)
+			}
+		}
+	}
+	s := &Service{db: db, cache: cache, cfg: cfg, log: cfg.Logger, latency: latency, reqs: reqs, cursorBatch: cursorBatch, cursorOps: cursorOps}
 	s.limiter = newLimiter(s)
 	s.memo = make(map[uint64]verified)
+	s.cursorShards = make([]*cursorShard, cfg.CursorShards)
+	for i := range s.cursorShards {
+		s.cursorShards[i] = &cursorShard{s: s}
+	}
 	return s, nil
 }
 
@@ -701,15 +748,7 @@ func (s *Service) MarkServed(ctx context.Context, uid uint64, did string, seq ui
 	if seq == 0 {
 		return nil
 	}
-	qctx, cancel := s.qctx(ctx)
-	defer cancel()
-	_, err := s.db.ExecContext(qctx, `INSERT INTO sync_served (uid, device_id, served_seq, updated_at) VALUES (?, ?, ?, ?)
-		ON DUPLICATE KEY UPDATE updated_at = IF(VALUES(served_seq) > served_seq, VALUES(updated_at), updated_at),
-		served_seq = GREATEST(served_seq, VALUES(served_seq))`, uid, did, seq, time.Now().UTC())
-	if err != nil {
-		return dbErr("mark served", err)
-	}
-	return nil
+	return s.runCursorOp(ctx, &cursorOp{uid: uid, did: did, seq: seq, served: true})
 }
 
 // Served is the device's served high-water mark (0 if never served).
@@ -739,26 +778,26 @@ func (s *Service) Ack(ctx context.Context, uid uint64, did string, pullSeq uint6
 	if err := checkDevice(uid, did); err != nil {
 		return 0, err
 	}
-	served, err := s.Served(ctx, uid, did)
-	if err != nil {
+	return s.ack(ctx, start, &cursorOp{uid: uid, did: did, seq: pullSeq, ack: true})
+}
+
+// MarkServedAck is MarkServed(seq) then Ack(seq) in one cursor write: for
+// seqs the device was pushed (not served by a pull) and now acknowledges.
+func (s *Service) MarkServedAck(ctx context.Context, uid uint64, did string, seq uint64) (uint64, error) {
+	start := time.Now()
+	if err := checkDevice(uid, did); err != nil {
 		return 0, err
 	}
-	if pullSeq > served {
-		return 0, fmt.Errorf("%w: pull_seq %d is beyond the highest seq served to this device (%d)", model.ErrCursorAhead, pullSeq, served)
-	}
-	qctx, cancel := s.qctx(ctx)
-	defer cancel()
-	if _, err := s.db.ExecContext(qctx, `INSERT INTO sync_cursor (uid, device_id, pull_seq, updated_at) VALUES (?, ?, ?, ?)
-		ON DUPLICATE KEY UPDATE updated_at = IF(VALUES(pull_seq) > pull_seq, VALUES(updated_at), updated_at),
-		pull_seq = GREATEST(pull_seq, VALUES(pull_seq))`, uid, did, pullSeq, time.Now().UTC()); err != nil {
-		return 0, dbErr("ack", err)
-	}
-	stored, err := s.dbCursor(ctx, uid, did)
-	if err != nil {
+	return s.ack(ctx, start, &cursorOp{uid: uid, did: did, seq: seq, served: seq > 0, ack: true})
+}
+
+func (s *Service) ack(ctx context.Context, start time.Time, op *cursorOp) (uint64, error) {
+	if err := s.runCursorOp(ctx, op); err != nil {
 		return 0, err
 	}
+	stored := op.stored
 	if s.cache != nil {
-		_ = s.cache.SetCursor(ctx, uid, did, stored)
+		_ = s.cache.SetCursor(ctx, op.uid, op.did, stored)
 	}
 	s.observe(KindAck, SourceMySQL, start)
 	return stored, nil
