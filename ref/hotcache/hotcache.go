@@ -648,6 +648,51 @@ func (c *Cache) SetCursor(ctx context.Context, uid uint64, did string, seq uint6
 	return nil
 }
 
+// CursorValue is one device's cursor for SetCursors.
+type CursorValue struct {
+	UID uint64
+	DID string
+	Seq uint64
+}
+
+// SetCursors is SetCursor for many devices in one pipelined round trip
+// (a script not loaded yet falls back to one SetCursor per device).
+func (c *Cache) SetCursors(ctx context.Context, vs []CursorValue) error {
+	if len(vs) == 0 {
+		return nil
+	}
+	if c.bypass("cursor") {
+		return errBypass
+	}
+	tctx, cancel := c.tctx(ctx)
+	defer cancel()
+	pipe := c.rdb.Pipeline()
+	cmds := make([]*redis.Cmd, len(vs))
+	ttl := c.cfg.CursorTTL.Milliseconds()
+	for i, v := range vs {
+		cmds[i] = maxSetScript.EvalSha(tctx, pipe, []string{c.keys.Cursor(v.UID, v.DID)}, v.Seq, ttl)
+	}
+	_, _ = pipe.Exec(tctx)
+	var firstErr error
+	for i, cmd := range cmds {
+		err := cmd.Err()
+		if err == nil {
+			continue
+		}
+		if redis.HasErrorPrefix(err, "NOSCRIPT") {
+			err = c.SetCursor(ctx, vs[i].UID, vs[i].DID, vs[i].Seq)
+		} else {
+			c.Failed(ctx, err)
+			c.count("cursor", "error")
+			err = fmt.Errorf("%w: hotcache: cursor set: %v", model.ErrUnavailable, err)
+		}
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	return firstErr
+}
+
 // encodeMsg is the im:msg:{msg_id} value: message-level fields only (the
 // per-recipient seq lives in the ZSet), "|"-separated, content last.
 func encodeMsg(e model.InboxEntry) string {

@@ -539,3 +539,21 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func redisZ(score float64, member string) redis.Z { return redis.Z{Score: score, Member: member} }
+
+// SetCursors raises many cursors in one round trip, never lowers one.
+func TestSetCursors(t *testing.T) {
+	c, _, _ := newCache(t, 10)
+	ctx := context.Background()
+	if err := c.SetCursors(ctx, []hotcache.CursorValue{{UID: 1, DID: "a", Seq: 5}, {UID: 1, DID: "b", Seq: 7}, {UID: 2, DID: "a", Seq: 9}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetCursors(ctx, []hotcache.CursorValue{{UID: 1, DID: "a", Seq: 3}, {UID: 2, DID: "a", Seq: 11}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []hotcache.CursorValue{{UID: 1, DID: "a", Seq: 5}, {UID: 1, DID: "b", Seq: 7}, {UID: 2, DID: "a", Seq: 11}} {
+		v, ok, err := c.GetCursor(ctx, w.UID, w.DID)
+		if err != nil || !ok || v != w.Seq {
+			t.Fatalf("cursor %d/%s = %d %v %v, want %d", w.UID, w.DID, v, ok, err, w.Seq)
+		}
+	}
+}

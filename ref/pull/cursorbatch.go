@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"imlab/ref/hotcache"
 	"imlab/ref/model"
 )
 
@@ -165,6 +166,23 @@ func (s *Service) execCursorBatch(batch []*cursorOp) {
 			op.err = dbErr("cursor write", err)
 		}
 		return
+	}
+	if s.cache != nil {
+		// After COMMIT (the cache holds only values MySQL holds): one
+		// pipelined round trip for the batch's stored cursors.
+		var vs []hotcache.CursorValue
+		seen := map[devKey]bool{}
+		for _, op := range batch {
+			k := devKey{op.uid, op.did}
+			if !op.ack || op.err != nil || seen[k] {
+				continue
+			}
+			seen[k] = true
+			vs = append(vs, hotcache.CursorValue{UID: op.uid, DID: op.did, Seq: op.stored})
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.QueryTimeout)
+		_ = s.cache.SetCursors(ctx, vs)
+		cancel()
 	}
 	s.cursorBatch.Observe(float64(len(batch)))
 	s.cursorOps.Add(float64(len(batch)))

@@ -796,9 +796,6 @@ func (s *Service) ack(ctx context.Context, start time.Time, op *cursorOp) (uint6
 		return 0, err
 	}
 	stored := op.stored
-	if s.cache != nil {
-		_ = s.cache.SetCursor(ctx, op.uid, op.did, stored)
-	}
 	s.observe(KindAck, SourceMySQL, start)
 	return stored, nil
 }
