@@ -269,8 +269,12 @@ func (s *Service) cursorTx(batch []*cursorOp) (err error) {
 		if op.served && op.seq > served[k] {
 			served[k] = op.seq
 		}
-		if op.ack && op.seq > acks[k] {
-			acks[k] = op.seq
+		if op.ack {
+			// Every acking device is read back, also one acking 0 or below
+			// its cursor: its answer is the stored cursor.
+			if cur, ok := acks[k]; !ok || op.seq > cur {
+				acks[k] = op.seq
+			}
 		}
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
