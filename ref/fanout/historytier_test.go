@@ -3,17 +3,12 @@ package fanout
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/FerretDB/FerretDB/ferretdb"
 	"github.com/prometheus/client_golang/prometheus"
-	"go.mongodb.org/mongo-driver/mongo"
-	"go.mongodb.org/mongo-driver/mongo/options"
 
 	"imlab/internal/testenv"
 	"imlab/ref/history"
@@ -22,37 +17,13 @@ import (
 	"imlab/ref/seqalloc"
 )
 
-// newFerretHistory starts an embedded FerretDB (SQLite handler) for one
-// test and returns a history store on a fresh database.
+// newFerretHistory returns a history store on a fresh database of an
+// embedded FerretDB started for this test.
 func newFerretHistory(t *testing.T) *history.Store {
 	t.Helper()
-	f, err := ferretdb.New(&ferretdb.Config{
-		Listener:  ferretdb.ListenerConfig{TCP: "127.0.0.1:0"},
-		Handler:   "sqlite",
-		SQLiteURL: "file:" + t.TempDir() + "/",
-		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fctx, fcancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = f.Run(fctx) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cl, err := mongo.Connect(ctx, options.Client().ApplyURI(f.MongoDBURI()))
-	if err != nil {
-		fcancel()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		dctx, dcancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer dcancel()
-		_ = cl.Disconnect(dctx)
-		fcancel()
-		<-done
-	})
-	s, err := history.New(ctx, cl.Database(testenv.RandomName("hist_")), history.DefaultConfig())
+	s, err := history.New(ctx, testenv.NewFerretDB(t), history.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
