@@ -39,6 +39,7 @@ const (
 	envHistoryGroup = "IMLAB_HISTORY_GROUP"
 	envAdminUIDs    = "IMLAB_ADMIN_UIDS"
 	envPprof        = "IMLAB_PPROF"
+	envPushBus      = "IMLAB_PUSH_BUS" // imlab ref only; up is one process (local)
 )
 
 // fromEnv returns the flag's value, or the environment variable's when

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"imlab/ref/fanout"
+	"imlab/ref/pushbus"
 	"imlab/ref/server"
 )
 
@@ -40,6 +41,7 @@ need Kafka; history needs MongoDB). A process without the api role serves /metri
 			defer stopBackends(cfg, be)
 			return server.RunRoles(ctx, cfg, be.server(), roles(), func(p *server.Process) {
 				attrs := []any{"roles", strings.Join(p.RoleNames(), ","), "allocator", cfg.Allocator, "policy", cfg.Send.Policy,
+					"push_bus", cfg.PushBus.Mode,
 					"backends", be.Summary(), "mysql", redactDSN(be.MySQLDSN), "redis", be.RedisAddr}
 				if len(be.KafkaBrokers) > 0 {
 					attrs = append(attrs, "kafka", strings.Join(be.KafkaBrokers, ","), "dedup", cfg.Fanout.Dedup, "topic", cfg.Fanout.Topics.Fanout)
@@ -58,6 +60,7 @@ need Kafka; history needs MongoDB). A process without the api role serves /metri
 		},
 	}
 	addServeFlags(cmd, "external")
+	cmd.Flags().String("push-bus", pushbus.ModeLocal, "push transport between processes: local (devices of this process only) or redis (pub/sub: an api process pushes what a consumer process wrote; best-effort, pull fills gaps) ($"+envPushBus+")")
 	return cmd
 }
 

@@ -67,6 +67,9 @@ func serveConfig(cmd *cobra.Command, secret string) (server.Config, error) {
 	cfg.Fanout.Topics.DLQ = fromEnv(f, "dlq-topic", envDLQTopic)
 	cfg.Fanout.Consumer.Group = fromEnv(f, "inbox-group", envInboxGroup)
 	cfg.Fanout.HistoryGroup = fromEnv(f, "history-group", envHistoryGroup)
+	if f.Lookup("push-bus") != nil {
+		cfg.PushBus.Mode = fromEnv(f, "push-bus", envPushBus)
+	}
 	parts, err := intFromEnv(cmd, "partitions", envPartitions)
 	if err != nil {
 		return cfg, err

@@ -46,3 +46,7 @@ func (k Keys) HistoryMsg(convID, convSeq uint64) string {
 
 // Pattern is a SCAN pattern matching every key under the prefix.
 func (k Keys) Pattern() string { return k.Prefix + "*" }
+
+// PushChannel is the push bus's pub/sub channel of one shard:
+// im:push:{shard} (shard = uid % shard count, chosen by ref/pushbus).
+func (k Keys) PushChannel(shard int) string { return k.p("im:push:" + strconv.Itoa(shard)) }

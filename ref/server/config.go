@@ -14,6 +14,7 @@ import (
 	"imlab/ref/model"
 	"imlab/ref/pull"
 	"imlab/ref/push"
+	"imlab/ref/pushbus"
 	"imlab/ref/reconcile"
 	"imlab/ref/retention"
 	"imlab/ref/send"
@@ -77,13 +78,18 @@ type Config struct {
 	// send batches).
 	ShutdownTimeout time.Duration
 
-	MySQL    MySQLConfig
-	Redis    RedisConfig
-	Auth     auth.Config
-	API      api.Config
-	Send     send.Config
-	Pull     pull.Config
-	Push     push.Config
+	MySQL MySQLConfig
+	Redis RedisConfig
+	Auth  auth.Config
+	API   api.Config
+	Send  send.Config
+	Pull  pull.Config
+	Push  push.Config
+	// PushBus carries committed entries to the push hubs of other
+	// processes (mode redis) so that an api-only process pushes what a
+	// consumer process wrote; mode local (the default) pushes to this
+	// process's devices only.
+	PushBus  pushbus.Config
 	HotCache hotcache.Config
 	Inbox    inbox.Config
 	Segment  seqalloc.SegmentConfig
@@ -135,6 +141,7 @@ func DefaultConfig() Config {
 		Send:     send.DefaultConfig(),
 		Pull:     pull.DefaultConfig(),
 		Push:     push.DefaultConfig(),
+		PushBus:  pushbus.DefaultConfig(),
 		HotCache: hotcache.DefaultConfig(),
 		Inbox:    inbox.DefaultConfig(),
 		Segment:  seqalloc.DefaultSegmentConfig(),
@@ -208,7 +215,7 @@ func (c Config) Validate() error {
 		sc.Policy = "strict"
 	}
 	for name, v := range map[string]interface{ Validate() error }{
-		"auth": c.Auth, "api": c.API, "send": sc, "pull": c.Pull, "push": c.Push,
+		"auth": c.Auth, "api": c.API, "send": sc, "pull": c.Pull, "push": c.Push, "pushbus": c.PushBus,
 		"hotcache": c.HotCache, "inbox": c.Inbox, "segment": c.Segment,
 		"fanout": c.Fanout, "history": c.History, "reconcile": c.Reconcile, "retention": c.Retention,
 	} {

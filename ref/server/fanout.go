@@ -140,7 +140,8 @@ func (p *Process) members(ctx context.Context, groupID uint64) ([]uint64, error)
 	return c.Send.Members(ctx, groupID)
 }
 
-// coreHooks runs the core's commit hooks (hot cache, then push hub) for
+// coreHooks runs the core's commit hooks (hot cache, then push hub, then
+// the push bus when configured) for
 // inbox rows written outside the send path (consumers, direct fan-out,
 // reconciliation).
 type coreHooks struct{ p *Process }
@@ -153,6 +154,9 @@ func (h coreHooks) Committed(ctx context.Context, entries []model.InboxEntry) {
 	}
 	c.Cache.Committed(ctx, entries)
 	c.Hub.Committed(ctx, entries)
+	if h.p.bus != nil {
+		h.p.bus.Committed(ctx, entries)
+	}
 }
 
 // runner starts run in a goroutine and returns the role's stop: cancel and

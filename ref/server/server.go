@@ -7,6 +7,12 @@
 // (pull.Service) and the HTTP surface (ref/api); runs the configured roles;
 // and stops all of it in order.
 //
+// With Config.PushBus in mode redis (ref/pushbus), every commit hook chain
+// of the process also publishes the committed entries, and a process
+// running the api role subscribes and feeds its push hub: devices
+// connected to an api-only process get what a consumer process wrote. The
+// bus skips a process's own messages, so nothing is pushed twice.
+//
 // # Roles
 //
 // Roles are a registry (name -> start function, in start order):
@@ -92,6 +98,7 @@ import (
 	"imlab/ref/model"
 	"imlab/ref/pull"
 	"imlab/ref/push"
+	"imlab/ref/pushbus"
 	"imlab/ref/rkeys"
 	"imlab/ref/schema"
 	"imlab/ref/send"
@@ -259,6 +266,7 @@ type Process struct {
 	alloc     seqalloc.Allocator
 	fan       *fanoutPart  // nil without Kafka brokers
 	hist      *historyPart // nil without MongoDB
+	bus       *pushbus.Bus // nil in push bus mode local
 
 	mu        sync.Mutex
 	apiAddr   net.Addr
@@ -322,7 +330,11 @@ func (p *Process) buildCore(ctx context.Context) (*Core, error) {
 		}
 		sc.Policies = append(sc.Policies, pol)
 	}
-	hooks := append([]send.CommitHook{cache, hub}, p.SendHooks...)
+	hooks := []send.CommitHook{cache, hub}
+	if p.bus != nil {
+		hooks = append(hooks, p.bus)
+	}
+	hooks = append(hooks, p.SendHooks...)
 	if !fanoutPolicy(sc.Policy) && p.fan != nil && p.hist != nil {
 		hooks = append(hooks, strictHistory{p: p, topic: cfg.Fanout.Topics.Fanout})
 	}
@@ -435,6 +447,16 @@ func Start(ctx context.Context, cfg Config, b Backends, registry Roles) (p *Proc
 	}
 	p.Redis = rdb
 	p.onStop("redis", func(context.Context) error { return rdb.Close() })
+	if cfg.PushBus.Mode == pushbus.ModeRedis {
+		// Registered before the fan-out runtime and the core: stopped
+		// after them, so their last commit hooks still publish.
+		bus, err := pushbus.New(rdb, p.Keys, cfg.PushBus, reg)
+		if err != nil {
+			return p, fmt.Errorf("server: push bus: %w", err)
+		}
+		p.bus = bus
+		p.onStop("push bus", func(context.Context) error { return bus.Close() })
+	}
 	if cfg.Migrate {
 		applied, err := schema.Migrate(ctx, db)
 		if err != nil {
@@ -472,6 +494,17 @@ func Start(ctx context.Context, cfg Config, b Backends, registry Roles) (p *Proc
 			p.onStop("role "+r.Name, stop)
 		}
 		log.Info("server: role started", "role", r.Name)
+	}
+	if p.bus != nil && p.roleSet[RoleAPI] {
+		core, err := p.Core(ctx)
+		if err != nil {
+			return p, err
+		}
+		if err := p.bus.Subscribe(ctx, core.Hub); err != nil {
+			return p, fmt.Errorf("server: push bus: %w", err)
+		}
+		// Stopped first: the hub gets nothing after the roles stop.
+		p.onStop("push bus subscriber", func(context.Context) error { return p.bus.Unsubscribe() })
 	}
 	if !p.roleSet[RoleAPI] {
 		if err := p.startOps(ctx); err != nil {
