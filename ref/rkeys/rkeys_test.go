@@ -10,6 +10,7 @@ func TestSeedKeyLayout(t *testing.T) {
 		k.Cursor(42, "pc"):   "im:offline:cursor:42:pc",
 		k.MQDedup(9, 42):     "im:mq:dedup:9:42",
 		k.HistoryMsg(7, 3):   "im:history:7:3",
+		k.PushChannel(5):     "im:push:5",
 		Keys{"t1:"}.Inbox(1): "t1:im:offline:inbox:1",
 	} {
 		if got != want {
