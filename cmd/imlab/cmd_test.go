@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 
 	"imlab/internal/testenv"
 	"imlab/ref/auth"
+	"imlab/ref/model"
 )
 
 func run(t *testing.T, ctx context.Context, args ...string) (string, string, error) {
@@ -235,4 +237,21 @@ func TestUpOutboxPipeline(t *testing.T) {
 		return true
 	})
 	u.stop(t)
+}
+
+func TestRefPushBusFlag(t *testing.T) {
+	t.Setenv(envSecret, "")
+	t.Setenv(envPushBus, "")
+	args := []string{"ref", "--secret", "0123456789abcdef0123", "--mysql-dsn", "root@tcp(127.0.0.1:1)/x", "--redis-addr", "127.0.0.1:1"}
+	if _, _, err := run(t, context.Background(), append(args, "--push-bus", "kafka")...); !errors.Is(err, model.ErrInvalid) || !strings.Contains(err.Error(), "kafka") {
+		t.Fatalf("--push-bus kafka: %v", err)
+	}
+	t.Setenv(envPushBus, "bogus")
+	if _, _, err := run(t, context.Background(), args...); !errors.Is(err, model.ErrInvalid) || !strings.Contains(err.Error(), "bogus") {
+		t.Fatalf("%s=bogus: %v", envPushBus, err)
+	}
+	// up is one process: no bus flag.
+	if _, _, err := run(t, context.Background(), "up", "--push-bus", "redis"); err == nil || !strings.Contains(err.Error(), "push-bus") {
+		t.Fatalf("up --push-bus: %v", err)
+	}
 }
