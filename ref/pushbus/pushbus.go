@@ -123,6 +123,7 @@ type Bus struct {
 	mu        sync.RWMutex // guards closed against sends on queue
 	closed    bool
 	pubDone   chan struct{}
+	subMu     sync.Mutex // guards the subscription (never taken by Committed)
 	subCancel context.CancelFunc
 	subDone   chan struct{}
 	ps        *redis.PubSub
@@ -231,11 +232,15 @@ func (b *Bus) publish(batch []model.InboxEntry) {
 
 // Subscribe subscribes to every shard, waits for Redis to confirm, then
 // starts one goroutine (owned by the Bus, stopped by Close) handing other
-// processes' entries to sink. Call it at most once.
+// processes' entries to sink. Call it once (again only after
+// Unsubscribe). It never holds a lock Committed takes.
 func (b *Bus) Subscribe(ctx context.Context, sink Sink) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
+	b.subMu.Lock()
+	defer b.subMu.Unlock()
+	b.mu.RLock()
+	closed := b.closed
+	b.mu.RUnlock()
+	if closed {
 		return fmt.Errorf("%w: pushbus: closed", model.ErrUnavailable)
 	}
 	if b.ps != nil {
@@ -294,10 +299,10 @@ func (b *Bus) receiveLoop(ctx context.Context, ch <-chan *redis.Message, sink Si
 // (the sink gets nothing more); publishing goes on. Safe to call more than
 // once, and without a subscription.
 func (b *Bus) Unsubscribe() error {
-	b.mu.Lock()
+	b.subMu.Lock()
 	ps, cancel, done := b.ps, b.subCancel, b.subDone
 	b.ps, b.subCancel, b.subDone = nil, nil, nil
-	b.mu.Unlock()
+	b.subMu.Unlock()
 	if ps == nil {
 		return nil
 	}
