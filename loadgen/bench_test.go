@@ -34,7 +34,12 @@ import (
 //     and the scheduling error (actual start - intended start) as
 //     sched_p50_µs, sched_p99_µs (the target: < 1000 at 50k/s) and
 //     sched_max_µs; loadgen also reports late (> 1 ms) and missed sends,
-//     vegeta the ticks it never started (unsent).
+//     the pool size it grew to (workers) and the sends a finishing worker
+//     took itself (direct), vegeta the ticks it never started (unsent).
+//     Both start with 64 workers on 64 connections and may grow their
+//     worker pool to 20,000 (schedule.DefaultConfig().MaxWorkers, vegeta's
+//     MaxWorkers); workers beyond 64 wait for a connection inside the send,
+//     after their start was recorded.
 const (
 	benchTrial   = 2 * time.Second
 	benchWorkers = 64
@@ -205,13 +210,15 @@ func benchFixedRate(b *testing.B, srv *noop.Server, cl *client.Client, tok strin
 			}
 			e.report(b, n, time.Since(start))
 			b.ReportMetric(float64(st.Late), "late")
+			b.ReportMetric(float64(st.Workers), "workers")
+			b.ReportMetric(float64(st.Direct), "direct")
 			b.ReportMetric(float64(st.Missed), "missed")
 		}
 	})
 
 	b.Run(name+"vegeta", func(b *testing.B) {
 		for range b.N {
-			atk := vegetaAttacker(20000)
+			atk := vegetaAttacker(uint64(schedule.DefaultConfig().MaxWorkers))
 			e := make(errs, 0, rate*3)
 			n := 0
 			interval := time.Second / time.Duration(rate)

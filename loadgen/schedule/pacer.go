@@ -119,6 +119,7 @@ type Stats struct {
 	Scheduled uint64 // ticks the shape produced (started + missed)
 	Started   uint64 // ticks handed to a worker
 	Late      uint64 // started more than LateAfter after intended
+	Direct    uint64 // started by a worker that took a due tick itself on finishing a send (the rest were handed over by the pacer)
 	Missed    uint64 // never started: past duration+Grace, or the run was cancelled
 	Canceled  bool   // ctx ended before the schedule did
 	Workers   int    // pool size at the end
@@ -128,13 +129,77 @@ type Stats struct {
 type Live struct {
 	Started atomic.Uint64
 	Late    atomic.Uint64
+	Direct  atomic.Uint64
 	Missed  atomic.Uint64
 	Workers atomic.Int64
+}
+
+// feed hands out the iterator's ticks in order to the pacer and to workers
+// that finish a send while a tick is due. It is safe for concurrent use.
+type feed struct {
+	mu   sync.Mutex
+	it   *Iter
+	next Tick
+	have bool
+}
+
+func (f *feed) fillLocked() {
+	if f.have {
+		return
+	}
+	idx, at, ok := f.it.Next()
+	if ok {
+		f.next, f.have = Tick{Idx: idx, Intended: at}, true
+	}
+}
+
+// peek returns the next tick without taking it; ok=false when none is left.
+func (f *feed) peek() (Tick, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fillLocked()
+	return f.next, f.have
+}
+
+// takeDue takes the next tick if it is due at offset now.
+func (f *feed) takeDue(now time.Duration) (Tick, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fillLocked()
+	if !f.have || f.next.Intended > now {
+		return Tick{}, false
+	}
+	f.have = false
+	return f.next, true
+}
+
+// drain takes every tick left and returns how many there were.
+func (f *feed) drain() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var n uint64
+	if f.have {
+		f.have = false
+		n++
+	}
+	for {
+		if _, _, ok := f.it.Next(); !ok {
+			return n
+		}
+		n++
+	}
 }
 
 // Run paces it from start and calls h for every tick on a pool of worker
 // goroutines. It returns when every tick was started or counted missed and
 // every handler returned. live, if not nil, is updated as it goes.
+//
+// Two paths start a tick. The pacer goroutine waits for each tick and hands
+// it to an idle worker (or a new one while the pool is below MaxWorkers).
+// A worker that finishes a send takes the next tick itself if it is already
+// due, without waiting to be handed one: on a loaded machine the pacer is one
+// goroutine among many waiting for a CPU, while a worker that has just
+// finished is running.
 func Run(ctx context.Context, cfg Config, it *Iter, start time.Time, live *Live, h Handler) (Stats, error) {
 	if err := cfg.Validate(); err != nil {
 		return Stats{}, err
@@ -142,7 +207,9 @@ func Run(ctx context.Context, cfg Config, it *Iter, start time.Time, live *Live,
 	if live == nil {
 		live = &Live{}
 	}
-	hard := start.Add(time.Duration(it.dur) + cfg.Grace)
+	hardOff := time.Duration(it.dur) + cfg.Grace
+	hard := start.Add(hardOff)
+	f := &feed{it: it}
 	ch := make(chan Tick)
 	var wg sync.WaitGroup
 	workers := 0
@@ -159,7 +226,31 @@ func Run(ctx context.Context, cfg Config, it *Iter, start time.Time, live *Live,
 		if first != nil {
 			do(*first)
 		}
-		for t := range ch {
+		for {
+			// A tick the pacer already holds is older than any still in
+			// the feed: take it first.
+			select {
+			case t, ok := <-ch:
+				if !ok {
+					return
+				}
+				do(t)
+				continue
+			default:
+			}
+			if ctx.Err() == nil {
+				if now := time.Since(start); now < hardOff {
+					if t, ok := f.takeDue(now); ok {
+						live.Direct.Add(1)
+						do(t)
+						continue
+					}
+				}
+			}
+			t, ok := <-ch
+			if !ok {
+				return
+			}
 			do(t)
 		}
 	}
@@ -177,21 +268,15 @@ func Run(ctx context.Context, cfg Config, it *Iter, start time.Time, live *Live,
 	defer timer.Stop()
 	var st Stats
 	missRest := func() {
-		live.Missed.Add(1)
-		for {
-			if _, _, ok := it.Next(); !ok {
-				return
-			}
-			live.Missed.Add(1)
-		}
+		live.Missed.Add(f.drain())
 	}
 loop:
 	for {
-		idx, at, ok := it.Next()
+		next, ok := f.peek()
 		if !ok {
 			break
 		}
-		due := start.Add(at)
+		due := start.Add(next.Intended)
 		for {
 			d := time.Until(due)
 			if d <= 0 {
@@ -215,7 +300,6 @@ loop:
 				break loop
 			}
 		}
-		tick := Tick{Idx: idx, Intended: at}
 		// A pacer catching up after a stall never waits: look at ctx here
 		// too, so that cancellation stops a burst at once.
 		select {
@@ -228,6 +312,10 @@ loop:
 		if !time.Now().Before(hard) {
 			missRest()
 			break
+		}
+		tick, ok := f.takeDue(time.Since(start))
+		if !ok {
+			continue // a worker took it
 		}
 		select {
 		case ch <- tick:
@@ -242,10 +330,12 @@ loop:
 		select {
 		case ch <- tick:
 		case <-timer.C:
+			live.Missed.Add(1)
 			missRest()
 			break loop
 		case <-ctx.Done():
 			st.Canceled = true
+			live.Missed.Add(1)
 			missRest()
 			break loop
 		}
@@ -254,6 +344,7 @@ loop:
 	wg.Wait()
 	st.Started = live.Started.Load()
 	st.Late = live.Late.Load()
+	st.Direct = live.Direct.Load()
 	st.Missed = live.Missed.Load()
 	st.Scheduled = st.Started + st.Missed
 	st.Workers = workers

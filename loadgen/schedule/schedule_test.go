@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"os"
+	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -238,4 +239,47 @@ func TestPacerCancel(t *testing.T) {
 	if !st.Canceled || st.Started+st.Missed != total || st.Started < 50 || st.Started > total/2 || handled.Load() != st.Started {
 		t.Fatalf("cancel: %+v, handled %d, total %d", st, handled.Load(), total)
 	}
+}
+
+// TestPacerWorkersTakeDueTicks: on one P, with a one-worker pool slower than
+// the rate and a handler that holds the CPU, the pacer cannot run between
+// sends, so the worker takes the ticks already due itself. Every tick is
+// started exactly once, never before its intended time, and the direct path
+// is counted.
+func TestPacerWorkersTakeDueTicks(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	cfg := DefaultConfig()
+	cfg.Workers, cfg.MaxWorkers = 1, 1
+	cfg.Grace = time.Minute
+	shape := Constant{PerSec: 2000}
+	dur := 100 * time.Millisecond
+	want := Count(shape, dur)
+	var mu sync.Mutex
+	seen := make(map[uint64]int, want)
+	early := 0
+	st, err := Run(context.Background(), cfg, NewIter(shape, dur), time.Now(), nil, func(_ int, tk Tick, started time.Duration) {
+		mu.Lock()
+		seen[tk.Idx]++
+		if started < tk.Intended {
+			early++
+		}
+		mu.Unlock()
+		for end := time.Now().Add(time.Millisecond); time.Now().Before(end); {
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Started != want || st.Missed != 0 || uint64(len(seen)) != want || early != 0 {
+		t.Fatalf("stats %+v, distinct %d, early %d, want %d started", st, len(seen), early, want)
+	}
+	for idx, n := range seen {
+		if n != 1 {
+			t.Fatalf("tick %d started %d times", idx, n)
+		}
+	}
+	if st.Direct == 0 || st.Direct > st.Started || st.Late == 0 || st.Workers != 1 {
+		t.Fatalf("direct path not used or not counted: %+v", st)
+	}
+	t.Logf("%+v", st)
 }
