@@ -37,14 +37,17 @@ import (
 //     the pool size it grew to (workers) and the sends a finishing worker
 //     took itself (direct), vegeta the ticks it never started (unsent).
 //     Both start with 64 workers on 64 connections and may grow their
-//     worker pool to 20,000 (schedule.DefaultConfig().MaxWorkers, vegeta's
-//     MaxWorkers); workers beyond 64 wait for a connection inside the send,
-//     after their start was recorded.
+//     worker pool to benchMaxWorkers (1,024, 16 per connection; the pacer's
+//     MaxWorkers, vegeta's MaxWorkers). Workers beyond 64 only wait for a
+//     connection inside the send, after their start was recorded; letting
+//     both grow to 20,000 made the pool run away after a stall (thousands
+//     of goroutines queued on 64 connections) and starved both pacers.
 const (
-	benchTrial   = 2 * time.Second
-	benchWorkers = 64
-	benchConns   = 64
-	benchRate    = 50000
+	benchTrial      = 2 * time.Second
+	benchWorkers    = 64
+	benchConns      = 64
+	benchMaxWorkers = 1024
+	benchRate       = 50000
 )
 
 func benchSetup(b *testing.B) (*noop.Server, *client.Client, string, []byte) {
@@ -189,7 +192,7 @@ func benchFixedRate(b *testing.B, srv *noop.Server, cl *client.Client, tok strin
 	b.Run(name+"loadgen", func(b *testing.B) {
 		for range b.N {
 			cfg := schedule.DefaultConfig()
-			cfg.Workers = benchWorkers
+			cfg.Workers, cfg.MaxWorkers = benchWorkers, benchMaxWorkers
 			var mu sync.Mutex
 			e := make(errs, 0, rate*3)
 			n := 0
@@ -218,7 +221,7 @@ func benchFixedRate(b *testing.B, srv *noop.Server, cl *client.Client, tok strin
 
 	b.Run(name+"vegeta", func(b *testing.B) {
 		for range b.N {
-			atk := vegetaAttacker(uint64(schedule.DefaultConfig().MaxWorkers))
+			atk := vegetaAttacker(benchMaxWorkers)
 			e := make(errs, 0, rate*3)
 			n := 0
 			interval := time.Second / time.Duration(rate)
