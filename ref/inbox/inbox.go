@@ -44,6 +44,7 @@ import (
 
 	"imlab/ref/model"
 	"imlab/ref/seqalloc"
+	"imlab/ref/sqlin"
 )
 
 // Item is one recipient's inbox row to write.
@@ -126,13 +127,9 @@ func existing(ctx context.Context, tx *sql.Tx, items []Item) ([]Item, error) {
 		var sb strings.Builder
 		args := make([]any, 0, 2*(end-start))
 		sb.WriteString("SELECT uid, msg_id FROM offline_msg WHERE ")
-		for i := start; i < end; i++ {
-			if i > start {
-				sb.WriteString(" OR ")
-			}
-			sb.WriteString("(uid = ? AND msg_id = ?)")
-			args = append(args, items[i].UID, items[i].MsgID)
-		}
+		args = sqlin.Pairs(&sb, "uid", "msg_id", end-start, args, func(i int) (any, any) {
+			return items[start+i].UID, items[start+i].MsgID
+		})
 		rows, err := tx.QueryContext(ctx, sb.String(), args...)
 		if err != nil {
 			return nil, fmt.Errorf("inbox: dedup lookup: %w", err)

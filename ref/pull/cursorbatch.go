@@ -14,6 +14,7 @@ import (
 
 	"imlab/ref/hotcache"
 	"imlab/ref/model"
+	"imlab/ref/sqlin"
 )
 
 // Cursor writes (MarkServed, Ack) are group-committed: concurrent callers of
@@ -231,13 +232,7 @@ func readMarks(ctx context.Context, tx *sql.Tx, table, col string, keys []devKey
 	var sb strings.Builder
 	args := make([]any, 0, 2*len(keys))
 	fmt.Fprintf(&sb, "SELECT uid, device_id, %s FROM %s WHERE ", col, table)
-	for i, k := range keys {
-		if i > 0 {
-			sb.WriteString(" OR ")
-		}
-		sb.WriteString("(uid = ? AND device_id = ?)")
-		args = append(args, k.uid, k.did)
-	}
+	args = sqlin.Pairs(&sb, "uid", "device_id", len(keys), args, func(i int) (any, any) { return keys[i].uid, keys[i].did })
 	if lock {
 		sb.WriteString(" FOR UPDATE")
 	}

@@ -11,6 +11,7 @@ import (
 
 	"imlab/ref/inbox"
 	"imlab/ref/model"
+	"imlab/ref/sqlin"
 )
 
 const lookupChunk = 500
@@ -23,13 +24,9 @@ func lookupSent(ctx context.Context, tx *sql.Tx, batch []*Pending) (map[dupKey]m
 		var sb strings.Builder
 		args := make([]any, 0, 2*(end-start))
 		sb.WriteString("SELECT sender_uid, client_msg_id, msg_id, conv_id, conv_seq, created_at FROM msg_content WHERE ")
-		for i := start; i < end; i++ {
-			if i > start {
-				sb.WriteString(" OR ")
-			}
-			sb.WriteString("(sender_uid = ? AND client_msg_id = ?)")
-			args = append(args, batch[i].Req.SenderUID, batch[i].Req.ClientMsgID)
-		}
+		args = sqlin.Pairs(&sb, "sender_uid", "client_msg_id", end-start, args, func(i int) (any, any) {
+			return batch[start+i].Req.SenderUID, batch[start+i].Req.ClientMsgID
+		})
 		rows, err := tx.QueryContext(ctx, sb.String(), args...)
 		if err != nil {
 			return nil, fmt.Errorf("send: dedupe lookup: %w", err)
