@@ -19,6 +19,11 @@ type Event struct {
 	SenderUID uint64
 	SentAt    time.Time // the message's created_at; the lab owns it, lag ages derive from it
 
+	// InboxDone says every recipient's inbox row was committed before the
+	// event was published (the strict policy's history feed): the inbox tier
+	// skips it without touching storage; the history tier writes it.
+	InboxDone bool
+
 	// Body: queue policy only.
 	HasBody     bool
 	ConvType    model.ConvType
@@ -29,6 +34,7 @@ type Event struct {
 const (
 	eventVersion  = 1
 	flagBody      = 1
+	flagInboxDone = 2
 	eventFixedLen = 1 + 1 + 5*8
 	// MaxEventBytes bounds an encoded event; it equals mq_outbox.payload's
 	// VARBINARY(8192).
@@ -80,7 +86,7 @@ func (e Event) Validate() error {
 	return nil
 }
 
-// Marshal encodes an event: version, flags, five big-endian uint64 (msg_id,
+// Marshal encodes an event: version, flags (1 body, 2 inbox done), five big-endian uint64 (msg_id,
 // conv_id, conv_seq, sender_uid, sent_at in Unix milliseconds), then, with a
 // body, conv_type and two length-prefixed strings.
 func (e Event) Marshal() ([]byte, error) {
@@ -95,6 +101,9 @@ func (e Event) Marshal() ([]byte, error) {
 	var flags byte
 	if e.HasBody {
 		flags |= flagBody
+	}
+	if e.InboxDone {
+		flags |= flagInboxDone
 	}
 	b = append(b, eventVersion, flags)
 	b = binary.BigEndian.AppendUint64(b, e.MsgID)
@@ -124,9 +133,10 @@ func UnmarshalEvent(b []byte) (Event, error) {
 		return e, fmt.Errorf("%w: event version %d", model.ErrInvalid, b[0])
 	}
 	flags := b[1]
-	if flags&^flagBody != 0 {
+	if flags&^(flagBody|flagInboxDone) != 0 {
 		return e, fmt.Errorf("%w: event flags %#x", model.ErrInvalid, flags)
 	}
+	e.InboxDone = flags&flagInboxDone != 0
 	p := b[2:]
 	e.MsgID = binary.BigEndian.Uint64(p[0:])
 	e.ConvID = binary.BigEndian.Uint64(p[8:])

@@ -92,6 +92,26 @@ type unit struct {
 
 // Handle implements Handler.
 func (s *InboxSink) Handle(ctx context.Context, ds []Delivery) error {
+	// Events whose inbox rows were committed before publishing (strict's
+	// history feed) need no lookup, no body and no transaction here.
+	var todo []Delivery
+	for i, d := range ds {
+		if d.Event.InboxDone {
+			if todo == nil {
+				todo = append(make([]Delivery, 0, len(ds)), ds[:i]...)
+			}
+			continue
+		}
+		if todo != nil {
+			todo = append(todo, d)
+		}
+	}
+	if todo != nil {
+		ds = todo
+	}
+	if len(ds) == 0 {
+		return nil
+	}
 	units, err := s.resolve(ctx, ds)
 	if err != nil {
 		return err

@@ -271,3 +271,33 @@ func waitCaughtUp(t testing.TB, ctx context.Context, brokers []string, tp Topics
 		return err == nil && len(s.Errors) == 0 && len(s.Partitions) > 0 && s.Records[group] == 0
 	})
 }
+
+// An event marked InboxDone (strict's history feed) is skipped by the inbox
+// tier without any lookup: even one whose message has no stored body is
+// handled, and nothing is written; the same event unmarked is refused.
+func TestInboxSinkSkipsInboxDone(t *testing.T) {
+	f := newFixture(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s := f.sink(t, DedupUK)
+	conv := convIDs(t, [][2]uint64{{31, 32}})[0]
+	ev := Event{MsgID: 987654321, ConvID: conv, ConvSeq: 1, SenderUID: 31, SentAt: time.Now().UTC(), InboxDone: true}
+	b, err := ev.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := UnmarshalEvent(b)
+	if err != nil || !back.InboxDone || back.HasBody {
+		t.Fatalf("round trip: %+v %v", back, err)
+	}
+	if err := s.Handle(ctx, []Delivery{{Event: back}}); err != nil {
+		t.Fatalf("inbox-done event: %v", err)
+	}
+	if n := countRows(t, f.my.DB, "SELECT COUNT(*) FROM offline_msg"); n != 0 {
+		t.Fatalf("%d inbox rows written for an inbox-done event", n)
+	}
+	back.InboxDone = false
+	if err := s.Handle(ctx, []Delivery{{Event: back}}); err == nil {
+		t.Fatal("an unmarked event without a stored body was accepted")
+	}
+}

@@ -270,9 +270,9 @@ func StartReconciler(ctx context.Context, p *Process) (func(context.Context) err
 // strictHistory feeds the history tier under the strict policy, which
 // publishes nothing: after commit, one locator event per new message goes
 // to the fan-out topic (in conv_seq order per conversation: a shard's
-// batches commit, and call their hooks, one after another). The inbox tier
-// finds those rows already written (uk_uid_msg) and skips them; the history
-// tier writes the buckets. A publish that fails is logged and counted: that
+// batches commit, and call their hooks, one after another). The events are
+// marked InboxDone, so the inbox tier skips them without touching storage;
+// the history tier writes the buckets. A publish that fails is logged and counted: that
 // message is missing from MongoDB history (its inbox rows are committed).
 type strictHistory struct {
 	p     *Process
@@ -299,7 +299,9 @@ func (h strictHistory) Committed(ctx context.Context, entries []model.InboxEntry
 	ctx = context.WithoutCancel(ctx)
 	prod := h.p.fan.rt.Producer()
 	for _, m := range msgs {
-		b, err := fanout.EventOf(m, false).Marshal()
+		ev := fanout.EventOf(m, false)
+		ev.InboxDone = true
+		b, err := ev.Marshal()
 		if err != nil {
 			h.p.Log.Error("server: strict history event", "msg_id", m.MsgID, "err", err)
 			continue
