@@ -860,6 +860,21 @@ func (s *Service) Members(ctx context.Context, groupID uint64) ([]uint64, error)
 	return m, nil
 }
 
+// MaxConvSeq is the highest conv_seq committed in conversation convID (0
+// when it has none): conv_counter is this package's, advanced in the same
+// transaction as the messages, so it never runs ahead of a stored message.
+func (s *Service) MaxConvSeq(ctx context.Context, convID uint64) (uint64, error) {
+	var n uint64
+	err := s.db.QueryRowContext(ctx, "SELECT max_seq FROM conv_counter WHERE conv_id = ?", convID).Scan(&n)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("%w: send: read conv_counter: %v", model.ErrUnavailable, err)
+	}
+	return n, nil
+}
+
 // IsMember tells whether uid belongs to conversation convID: for 1:1 one of
 // its two uids, for a group a member (false for a group that does not exist).
 func (s *Service) IsMember(ctx context.Context, convID, uid uint64) (bool, error) {

@@ -98,6 +98,12 @@ func TestSendStrict1to1(t *testing.T) {
 	if r1.ConvID != conv || r2.ConvID != conv || r1.ConvSeq != 1 || r2.ConvSeq != 2 || r1.Duplicate || r2.Duplicate {
 		t.Fatalf("results %+v %+v", r1, r2)
 	}
+	if n, err := s.MaxConvSeq(ctx, conv); err != nil || n != 2 {
+		t.Fatalf("MaxConvSeq = %d, %v; want 2", n, err)
+	}
+	if n, err := s.MaxConvSeq(ctx, conv+1); err != nil || n != 0 {
+		t.Fatalf("MaxConvSeq of an empty conversation = %d, %v", n, err)
+	}
 	if r1.MsgID == r2.MsgID || r1.ServerTime.IsZero() {
 		t.Fatalf("msg ids %d %d, time %v", r1.MsgID, r2.MsgID, r1.ServerTime)
 	}

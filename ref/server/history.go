@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -60,7 +58,7 @@ func (p *Process) startHistory(ctx context.Context) error {
 	svc, err := history.NewService(st, history.Deps{
 		Redis: p.Redis, Keys: p.Keys,
 		Members:       membership{p},
-		ConvSeqs:      convCounter{p.DB},
+		ConvSeqs:      membership{p},
 		CacheRequests: cr,
 	})
 	if err != nil {
@@ -78,7 +76,8 @@ func (p *Process) HistoryService() *history.Service {
 	return p.hist.svc
 }
 
-// membership answers group membership from the send service (cached).
+// membership answers group membership (cached) and a conversation's
+// highest conv_seq from the process's send service.
 type membership struct{ p *Process }
 
 func (m membership) IsMember(ctx context.Context, convID, uid uint64) (bool, error) {
@@ -89,20 +88,12 @@ func (m membership) IsMember(ctx context.Context, convID, uid uint64) (bool, err
 	return c.Send.IsMember(ctx, convID, uid)
 }
 
-// convCounter reads conv_counter.max_seq (written by ref/send): the
-// highest conv_seq committed in a conversation, for the clear watermark.
-type convCounter struct{ db *sql.DB }
-
-func (c convCounter) MaxConvSeq(ctx context.Context, convID uint64) (uint64, error) {
-	var n uint64
-	err := c.db.QueryRowContext(ctx, "SELECT max_seq FROM conv_counter WHERE conv_id = ?", convID).Scan(&n)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return 0, nil
-	case err != nil:
-		return 0, fmt.Errorf("%w: server: read conv_counter: %v", model.ErrUnavailable, err)
+func (m membership) MaxConvSeq(ctx context.Context, convID uint64) (uint64, error) {
+	c, err := m.p.Core(m.p.baseCtx)
+	if err != nil {
+		return 0, err
 	}
-	return n, nil
+	return c.Send.MaxConvSeq(ctx, convID)
 }
 
 // historyExtraRoutes are the admin purge and the read flag.
