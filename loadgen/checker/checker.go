@@ -39,6 +39,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -357,11 +359,7 @@ func (c *collector) verdict() *Verdict {
 	// witness saw is recovered (and then lost on every device); one that no
 	// send explains, or that sits in the inbox of a uid it is not addressed
 	// to, is unexpected.
-	wit := make([]uint64, 0, len(c.witnessed))
-	for m := range c.witnessed {
-		wit = append(wit, m)
-	}
-	sort.Slice(wit, func(i, j int) bool { return wit[i] < wit[j] })
+	wit := slices.Sorted(maps.Keys(c.witnessed))
 	for _, m := range wit {
 		x := c.witnessed[m]
 		var rcpt []uint64

@@ -35,6 +35,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -423,12 +425,7 @@ func distinctUIDs(items []Item) []uint64 {
 	for _, it := range items {
 		set[it.UID] = struct{}{}
 	}
-	uids := make([]uint64, 0, len(set))
-	for u := range set {
-		uids = append(uids, u)
-	}
-	sort.Slice(uids, func(i, j int) bool { return uids[i] < uids[j] })
-	return uids
+	return slices.Sorted(maps.Keys(set))
 }
 
 func uidList(sb *strings.Builder, uids []uint64) {
@@ -660,11 +657,7 @@ func raiseFence(ctx context.Context, tx *sql.Tx, tops map[uint64]uint64) error {
 	if len(tops) == 0 {
 		return nil
 	}
-	uids := make([]uint64, 0, len(tops))
-	for u := range tops {
-		uids = append(uids, u)
-	}
-	sort.Slice(uids, func(i, j int) bool { return uids[i] < uids[j] })
+	uids := slices.Sorted(maps.Keys(tops))
 	now := time.Now().UTC().Format("2006-01-02 15:04:05.000")
 	var sb strings.Builder
 	sb.Grow(64 + len(uids)*48)

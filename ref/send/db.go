@@ -4,7 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -62,11 +63,7 @@ func advanceConvSeqs(ctx context.Context, tx *sql.Tx, batch []*Pending) error {
 	for _, p := range batch {
 		counts[p.Msg.ConvID]++
 	}
-	convs := make([]uint64, 0, len(counts))
-	for c := range counts {
-		convs = append(convs, c)
-	}
-	sort.Slice(convs, func(i, j int) bool { return convs[i] < convs[j] })
+	convs := slices.Sorted(maps.Keys(counts))
 
 	var sb strings.Builder
 	sb.WriteString("INSERT INTO conv_counter (conv_id, max_seq) VALUES ")
@@ -185,11 +182,7 @@ func lowerConvCounters(ctx context.Context, tx *sql.Tx, by map[uint64]uint64) er
 	if len(by) == 0 {
 		return nil
 	}
-	convs := make([]uint64, 0, len(by))
-	for c := range by {
-		convs = append(convs, c)
-	}
-	sort.Slice(convs, func(i, j int) bool { return convs[i] < convs[j] })
+	convs := slices.Sorted(maps.Keys(by))
 	var sb strings.Builder
 	sb.WriteString("UPDATE conv_counter SET max_seq = max_seq - CASE conv_id")
 	for _, c := range convs {
