@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"imlab/internal/testenv"
 	"imlab/ref/hotcache"
 	"imlab/ref/model"
 	"imlab/ref/pull"
@@ -96,8 +97,8 @@ func TestCursorWritesGroupCommitted(t *testing.T) {
 		t.Fatalf("refused %d", refused)
 	}
 	// e.svc's writes: devices*steps*3/2 calls on average; batched.
-	calls := metric(t, e.reg, "imlab_pull_cursor_batch_size", nil)
-	ops := metric(t, e.reg, "imlab_pull_cursor_ops_total", nil)
+	calls := testenv.Metric(t, e.reg, "imlab_pull_cursor_batch_size", nil)
+	ops := testenv.Metric(t, e.reg, "imlab_pull_cursor_ops_total", nil)
 	t.Logf("%.0f cursor operations in %.0f transactions", ops, calls)
 	if ops < devices*steps || calls >= ops {
 		t.Fatalf("%.0f operations in %.0f transactions: not group-committed", ops, calls)

@@ -170,37 +170,6 @@ func newEnv(t testing.TB, mut func(*pull.Config, *hotcache.Config)) *env {
 	return &env{db: m.DB, redis: r, cache: c, svc: s, reg: reg, w: newWriter(m.DB, c)}
 }
 
-// counter reads imlab_cache_requests_total{cache,result} or
-// imlab_pull_latency_seconds{kind,source}'s count.
-func metric(t testing.TB, reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if v, ok := labels[l.GetName()]; ok && v != l.GetValue() {
-					continue next
-				}
-			}
-			switch {
-			case m.GetCounter() != nil:
-				sum += m.GetCounter().GetValue()
-			case m.GetHistogram() != nil:
-				sum += float64(m.GetHistogram().GetSampleCount())
-			}
-		}
-	}
-	return sum
-}
-
 func ptr(v uint64) *uint64 { return &v }
 
 func seqs(es []model.InboxEntry) []uint64 {

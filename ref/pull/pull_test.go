@@ -179,10 +179,10 @@ func TestPagingWhileArriving(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("limit %d: pulled %d seqs, inbox has %d; first difference at %d", limit, len(got), len(want), firstDiff(got, want))
 		}
-		cache := metric(t, e.reg, "imlab_pull_latency_seconds", map[string]string{"kind": "sync", "source": "cache"})
-		mysql := metric(t, e.reg, "imlab_pull_latency_seconds", map[string]string{"kind": "sync", "source": "mysql"})
+		cache := testenv.Metric(t, e.reg, "imlab_pull_latency_seconds", map[string]string{"kind": "sync", "source": "cache"})
+		mysql := testenv.Metric(t, e.reg, "imlab_pull_latency_seconds", map[string]string{"kind": "sync", "source": "mysql"})
 		t.Logf("limit %d: %d seqs, %v pages from cache, %v from mysql, stale %v", limit, len(got), cache, mysql,
-			metric(t, e.reg, "imlab_cache_requests_total", map[string]string{"cache": "inbox", "result": "stale"}))
+			testenv.Metric(t, e.reg, "imlab_cache_requests_total", map[string]string{"cache": "inbox", "result": "stale"}))
 		if cache == 0 || mysql == 0 {
 			t.Fatalf("both sources should have served: cache %v mysql %v", cache, mysql)
 		}
@@ -218,7 +218,7 @@ func TestLostHookIsCaughtByFence(t *testing.T) {
 	if err != nil || len(res.Msgs) != 1 || res.Source != pull.SourceCache {
 		t.Fatalf("after rebuild: %+v %v", res, err)
 	}
-	if v := metric(t, e.reg, "imlab_cache_requests_total", map[string]string{"cache": "inbox", "result": "stale"}); v != 1 {
+	if v := testenv.Metric(t, e.reg, "imlab_cache_requests_total", map[string]string{"cache": "inbox", "result": "stale"}); v != 1 {
 		t.Fatalf("stale count %v", v)
 	}
 	// A lost hook behind cached entries: the cache answers what it has with
@@ -476,7 +476,7 @@ func TestRedisDownOnlySlows(t *testing.T) {
 	if v, err := s.Cursor(context.Background(), 9, "d"); err != nil || v != last {
 		t.Fatalf("cursor %d %v", v, err)
 	}
-	if v := metric(t, reg, "imlab_cache_requests_total", map[string]string{"cache": "ratelimit", "result": "fallback"}); v < 3 {
+	if v := testenv.Metric(t, reg, "imlab_cache_requests_total", map[string]string{"cache": "ratelimit", "result": "fallback"}); v < 3 {
 		t.Fatalf("fallbacks %v", v)
 	}
 	// The local limiter still limits.
@@ -550,7 +550,7 @@ func TestTruncatedPastThreshold(t *testing.T) {
 	if total != uint64(len(all)) {
 		t.Fatalf("summary counts %d unread, want %d", total, len(all))
 	}
-	if v := metric(t, e.reg, "imlab_pull_latency_seconds", map[string]string{"source": "truncated"}); v != 1 {
+	if v := testenv.Metric(t, e.reg, "imlab_pull_latency_seconds", map[string]string{"source": "truncated"}); v != 1 {
 		t.Fatalf("truncated latency samples %v", v)
 	}
 	// The device was served the newest: it may ack it (explicitly skipping).
@@ -633,7 +633,7 @@ func TestRateLimitOnMiniredis(t *testing.T) {
 	if !errors.As(err, &rl) || rl.RetryAfter <= 0 || rl.RetryAfter > 500*time.Millisecond {
 		t.Fatalf("third pull: %v", err)
 	}
-	if v := metric(t, reg, "imlab_cache_requests_total", map[string]string{"cache": "ratelimit", "result": "fallback"}); v != 0 {
+	if v := testenv.Metric(t, reg, "imlab_cache_requests_total", map[string]string{"cache": "ratelimit", "result": "fallback"}); v != 0 {
 		t.Fatalf("fell back %v times", v)
 	}
 }

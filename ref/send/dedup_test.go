@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"imlab/internal/testenv"
 	"imlab/ref/inbox"
 	"imlab/ref/model"
 	"imlab/ref/send"
@@ -33,39 +34,6 @@ func (e *env) serviceReg(t *testing.T, node uint16, reg *prometheus.Registry, mu
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
-}
-
-// metricSum sums a counter family's values (label value match when label is
-// set) or a histogram's sample counts.
-func metricSum(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	metric:
-		for _, m := range mf.GetMetric() {
-			if label != "" {
-				for _, lp := range m.GetLabel() {
-					if lp.GetName() == label && lp.GetValue() != value {
-						continue metric
-					}
-				}
-			}
-			switch {
-			case m.GetCounter() != nil:
-				sum += m.GetCounter().GetValue()
-			case m.GetHistogram() != nil:
-				sum += float64(m.GetHistogram().GetSampleCount())
-			}
-		}
-	}
-	return sum
 }
 
 // checkStored fails unless senders' messages number want, each with two
@@ -166,10 +134,10 @@ func TestRetryStormTwoProcesses(t *testing.T) {
 
 	var batches, rolledBack, local, stored float64
 	for _, reg := range []*prometheus.Registry{regA, regB} {
-		batches += metricSum(t, reg, "imlab_send_batch_size", "", "")
-		rolledBack += metricSum(t, reg, "imlab_send_batch_rollbacks_total", "reason", "duplicate")
-		local += metricSum(t, reg, "imlab_send_dedup_total", "source", "inflight") + metricSum(t, reg, "imlab_send_dedup_total", "source", "recent")
-		stored += metricSum(t, reg, "imlab_send_dedup_total", "source", "store")
+		batches += testenv.Metric(t, reg, "imlab_send_batch_size", nil)
+		rolledBack += testenv.Metric(t, reg, "imlab_send_batch_rollbacks_total", map[string]string{"reason": "duplicate"})
+		local += testenv.Metric(t, reg, "imlab_send_dedup_total", map[string]string{"source": "inflight"}) + testenv.Metric(t, reg, "imlab_send_dedup_total", map[string]string{"source": "recent"})
+		stored += testenv.Metric(t, reg, "imlab_send_dedup_total", map[string]string{"source": "store"})
 	}
 	t.Logf("batches %.0f, rolled back for a duplicate %.0f, answered locally %.0f, from the store %.0f", batches, rolledBack, local, stored)
 	if local < keys*(copies-2) {
@@ -229,10 +197,10 @@ func TestStoredDuplicatesAnsweredInPlace(t *testing.T) {
 		}
 	}
 	checkStored(t, e, []uint64{300}, n)
-	if rb := metricSum(t, regB, "imlab_send_batch_rollbacks_total", "", ""); rb != 0 {
+	if rb := testenv.Metric(t, regB, "imlab_send_batch_rollbacks_total", nil); rb != 0 {
 		t.Fatalf("%.0f attempts rolled back", rb)
 	}
-	if st := metricSum(t, regB, "imlab_send_dedup_total", "source", "store"); st != n/2 {
+	if st := testenv.Metric(t, regB, "imlab_send_dedup_total", map[string]string{"source": "store"}); st != n/2 {
 		t.Fatalf("%.0f answered from the store, want %d", st, n/2)
 	}
 }
