@@ -53,28 +53,6 @@ func (p *pipeline) ackedIDs() []uint64 {
 	return ids
 }
 
-// counterValue reads one labelled series from a registry.
-func counterValue(t *testing.T, reg *prometheus.Registry, name, label string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if lp.GetValue() == label {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
-}
-
 // TestReverseReportsAndRepairsFromHistory: inbox rows whose msg_content row
 // is gone are reported (count and sample) by the reverse pass; without a
 // history source nothing is repaired; with the history store (embedded
@@ -138,7 +116,7 @@ func TestReverseReportsAndRepairsFromHistory(t *testing.T) {
 	if rep.Missing != int64(wantMissing) || rep.Repaired != int64(len(gone)-1) {
 		t.Fatalf("with history: %+v, want %d missing and %d bodies restored", rep, wantMissing, len(gone)-1)
 	}
-	if got := counterValue(t, reg, "imlab_reconcile_repairs_total", "reverse"); got != float64(len(gone)-1) {
+	if got := testenv.Metric(t, reg, "imlab_reconcile_repairs_total", map[string]string{"kind": "reverse"}); got != float64(len(gone)-1) {
 		t.Fatalf("imlab_reconcile_repairs_total{kind=reverse} = %v", got)
 	}
 	back, err := fanout.LoadMessages(ctx, p.db, gone)
