@@ -127,7 +127,7 @@ func TestHistoryTierStalledDoesNotHoldInbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Close(context.Background())
-	mon, err := rt.NewMonitor()
+	mon, err := rt.NewMonitor(true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -268,11 +268,16 @@ func (r *Runtime) RunConsumer(ctx context.Context) error {
 }
 
 // NewMonitor builds the lag monitor over this runtime's topics and tiers
-// (the JSON endpoint serves its Snapshot; Run updates /metrics).
-func (r *Runtime) NewMonitor() (*Monitor, error) {
+// (the JSON endpoint serves its Snapshot; Run updates /metrics): the inbox
+// group, and the history group when withHistory (a process that runs or
+// serves a history tier).
+func (r *Runtime) NewMonitor(withHistory bool) (*Monitor, error) {
 	mc := r.cfg.Monitor
 	mc.Brokers, mc.Topic, mc.DLQTopic = r.deps.Brokers, r.cfg.Topics.Fanout, r.cfg.Topics.DLQ
-	mc.Groups = []string{r.cfg.Consumer.Group, r.cfg.HistoryGroup}
+	mc.Groups = []string{r.cfg.Consumer.Group}
+	if withHistory {
+		mc.Groups = append(mc.Groups, r.cfg.HistoryGroup)
+	}
 	if mc.Logger == nil {
 		mc.Logger = r.log
 	}

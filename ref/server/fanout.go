@@ -69,16 +69,9 @@ func (p *Process) startFanout(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("server: fan-out runtime: %w", err)
 	}
-	mc := cfg.Monitor
-	mc.Brokers, mc.Topic, mc.DLQTopic = p.Backends.KafkaBrokers, cfg.Topics.Fanout, cfg.Topics.DLQ
-	mc.Groups = []string{cfg.Consumer.Group}
-	if p.hist != nil {
-		mc.Groups = append(mc.Groups, cfg.HistoryGroup)
-	}
-	if mc.Logger == nil {
-		mc.Logger = p.Log
-	}
-	mon, err := fanout.NewMonitor(mc, p.DB, rt.Metrics())
+	// The history group is measured only where a history tier runs: without
+	// one it would show the whole topic as lag forever.
+	mon, err := rt.NewMonitor(p.hist != nil)
 	if err != nil {
 		cctx, cancel := context.WithTimeout(p.baseCtx, p.Cfg.ShutdownTimeout)
 		defer cancel()
