@@ -2,7 +2,9 @@ package loadgen
 
 import (
 	"context"
+	"net"
 	"net/http"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,9 +29,12 @@ import (
 // longer than the default benchtime, so b.N stays 1 and the whole benchmark
 // takes about 15 s) and reports:
 //
-//   - max_rate/{loadgen,loadgen_ws,vegeta}: req/s answered 200 as fast as
-//     64 workers on 64 connections can go (loadgen_ws: 64 WebSockets, the
-//     --send-via ws path);
+//   - max_rate/{loadgen,loadgen_ws,loadgen_pipelined,vegeta}: req/s
+//     answered 200 as fast as 64 workers on 64 connections can go
+//     (loadgen_ws: 64 WebSockets, the --send-via ws path;
+//     loadgen_pipelined: 1,024 workers on 2 connections pipelining up to
+//     512 requests each, batched for up to 200 µs: --conns 2 --pipeline
+//     512 --pipeline-delay 200us);
 //   - rate_10k/, rate_50k/{loadgen,vegeta}: a constant-rate trial; req/s,
 //     and the scheduling error (actual start - intended start) as
 //     sched_p50_µs, sched_p99_µs (the target: < 1000 at 50k/s) and
@@ -42,12 +47,22 @@ import (
 //     connection inside the send, after their start was recorded; letting
 //     both grow to 20,000 made the pool run away after a stall (thousands
 //     of goroutines queued on 64 connections) and starved both pacers.
+//     rate_*/loadgen_pipelined is loadgen on the pipelined pool.
+//
+// Every trial starts on a warm pool (loadgen: client.Warm, as imlab load
+// does before its schedule starts; vegeta: a 100 ms attack on the same
+// transport first), and the process runs with the garbage collector at
+// benchGOGC, imlab load's default (--gogc), for both generators.
 const (
 	benchTrial      = 2 * time.Second
 	benchWorkers    = 64
 	benchConns      = 64
 	benchMaxWorkers = 1024
 	benchRate       = 50000
+	benchPipeConns  = 2
+	benchPipeline   = 512
+	benchPipeDelay  = 200 * time.Microsecond
+	benchGOGC       = 400
 )
 
 func benchSetup(b *testing.B) (*noop.Server, *client.Client, string, []byte) {
@@ -55,12 +70,7 @@ func benchSetup(b *testing.B) (*noop.Server, *client.Client, string, []byte) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cc := client.DefaultConfig()
-	cc.Target, cc.Secret, cc.MaxConns = srv.URL(), testSecret, benchConns
-	cl, err := client.New(cc)
-	if err != nil {
-		b.Fatal(err)
-	}
+	cl := benchClient(b, srv, benchConns, 0, 0)
 	tok, err := cl.Token(1, "bench")
 	if err != nil {
 		b.Fatal(err)
@@ -69,9 +79,35 @@ func benchSetup(b *testing.B) (*noop.Server, *client.Client, string, []byte) {
 	return srv, cl, tok, body
 }
 
-func vegetaAttacker(maxWorkers uint64) *vegeta.Attacker {
-	return vegeta.NewAttacker(vegeta.Workers(benchWorkers), vegeta.MaxWorkers(maxWorkers), vegeta.Connections(benchConns),
-		vegeta.MaxConnections(benchConns), vegeta.KeepAlive(true), vegeta.HTTP2(false), vegeta.Timeout(5*time.Second))
+// benchClient is a warm client of srv.
+func benchClient(b *testing.B, srv *noop.Server, conns, pipeline int, delay time.Duration) *client.Client {
+	cc := client.DefaultConfig()
+	cc.Target, cc.Secret, cc.MaxConns, cc.Pipeline, cc.PipelineDelay = srv.URL(), testSecret, conns, pipeline, delay
+	cl, err := client.New(cc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cl.Warm(context.Background(), conns); err != nil {
+		b.Fatal(err)
+	}
+	return cl
+}
+
+// vegetaAttacker returns an attacker whose connections were opened by a
+// 100 ms attack first (an attacker runs one attack: the warm one and the
+// returned one share an http.Transport, built as vegeta builds its own).
+func vegetaAttacker(maxWorkers uint64, tr vegeta.Targeter) *vegeta.Attacker {
+	hc := &http.Client{Transport: &http.Transport{
+		Proxy:       http.ProxyFromEnvironment,
+		DialContext: (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext,
+	}}
+	mk := func(maxWorkers uint64) *vegeta.Attacker {
+		return vegeta.NewAttacker(vegeta.Client(hc), vegeta.Workers(benchWorkers), vegeta.MaxWorkers(maxWorkers), vegeta.Connections(benchConns),
+			vegeta.MaxConnections(benchConns), vegeta.KeepAlive(true), vegeta.HTTP2(false), vegeta.Timeout(5*time.Second))
+	}
+	for range mk(benchWorkers).Attack(tr, vegeta.Rate{Freq: 0}, 100*time.Millisecond, "warm") {
+	}
+	return mk(maxWorkers)
 }
 
 func vegetaTargeter(url, tok string, body []byte) vegeta.Targeter {
@@ -95,38 +131,15 @@ func (e errs) report(b *testing.B, n int, el time.Duration) {
 }
 
 func BenchmarkVsVegeta(b *testing.B) {
+	defer debug.SetGCPercent(debug.SetGCPercent(benchGOGC))
 	srv, cl, tok, body := benchSetup(b)
 	defer srv.Close()
 	defer cl.Close()
+	pcl := benchClient(b, srv, benchPipeConns, benchPipeline, benchPipeDelay)
+	defer pcl.Close()
 
-	b.Run("max_rate/loadgen", func(b *testing.B) {
-		for range b.N {
-			var mu sync.Mutex
-			n := 0
-			var wg sync.WaitGroup
-			start := time.Now()
-			end := start.Add(benchTrial)
-			for w := range benchWorkers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					req := client.SendReq{ConvType: 1, ToUID: 2, Content: strings.Repeat("x", 64)}
-					mine := 0
-					for i := 0; time.Now().Before(end); i++ {
-						req.ClientMsgID = "c-" + strconv.Itoa(w) + "-" + strconv.Itoa(i)
-						if _, err := cl.Send(tok, &req); err == nil {
-							mine++
-						}
-					}
-					mu.Lock()
-					n += mine
-					mu.Unlock()
-				}()
-			}
-			wg.Wait()
-			errs(nil).report(b, n, time.Since(start))
-		}
-	})
+	benchMaxRate(b, "max_rate/loadgen", cl, tok, benchWorkers)
+	benchMaxRate(b, "max_rate/loadgen_pipelined", pcl, tok, benchMaxWorkers)
 
 	b.Run("max_rate/loadgen_ws", func(b *testing.B) {
 		for range b.N {
@@ -170,7 +183,7 @@ func BenchmarkVsVegeta(b *testing.B) {
 
 	b.Run("max_rate/vegeta", func(b *testing.B) {
 		for range b.N {
-			atk := vegetaAttacker(benchWorkers)
+			atk := vegetaAttacker(benchWorkers, vegetaTargeter(srv.URL(), tok, body))
 			n := 0
 			start := time.Now()
 			for res := range atk.Attack(vegetaTargeter(srv.URL(), tok, body), vegeta.Rate{Freq: 0}, benchTrial, "max") {
@@ -183,13 +196,70 @@ func BenchmarkVsVegeta(b *testing.B) {
 	})
 
 	for _, rate := range []int{10000, benchRate} {
-		benchFixedRate(b, srv, cl, tok, body, rate)
+		benchFixedRate(b, srv, cl, pcl, tok, body, rate)
 	}
 }
 
-func benchFixedRate(b *testing.B, srv *noop.Server, cl *client.Client, tok string, body []byte, rate int) {
+// benchMaxRate: workers send back to back through cl for benchTrial.
+func benchMaxRate(b *testing.B, name string, cl *client.Client, tok string, workers int) {
+	b.Run(name, func(b *testing.B) {
+		for range b.N {
+			var mu sync.Mutex
+			n := 0
+			var wg sync.WaitGroup
+			start := time.Now()
+			end := start.Add(benchTrial)
+			for w := range workers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					req := client.SendReq{ConvType: 1, ToUID: 2, Content: strings.Repeat("x", 64)}
+					mine := 0
+					for i := 0; time.Now().Before(end); i++ {
+						req.ClientMsgID = "c-" + strconv.Itoa(w) + "-" + strconv.Itoa(i)
+						if _, err := cl.Send(tok, &req); err == nil {
+							mine++
+						}
+					}
+					mu.Lock()
+					n += mine
+					mu.Unlock()
+				}()
+			}
+			wg.Wait()
+			errs(nil).report(b, n, time.Since(start))
+		}
+	})
+}
+
+func benchFixedRate(b *testing.B, srv *noop.Server, cl, pcl *client.Client, tok string, body []byte, rate int) {
 	name := "rate_" + strconv.Itoa(rate/1000) + "k/"
-	b.Run(name+"loadgen", func(b *testing.B) {
+	benchScheduled(b, name+"loadgen", cl, tok, rate)
+	benchScheduled(b, name+"loadgen_pipelined", pcl, tok, rate)
+	b.Run(name+"vegeta", func(b *testing.B) {
+		for range b.N {
+			atk := vegetaAttacker(benchMaxWorkers, vegetaTargeter(srv.URL(), tok, body))
+			e := make(errs, 0, rate*3)
+			n := 0
+			interval := time.Second / time.Duration(rate)
+			start := time.Now()
+			for res := range atk.Attack(vegetaTargeter(srv.URL(), tok, body), vegeta.Rate{Freq: rate, Per: time.Second}, benchTrial, "rate") {
+				if res.Code == 200 {
+					n++
+				}
+				d := res.Timestamp.Sub(start.Add(time.Duration(res.Seq) * interval))
+				e = append(e, max(d, 0))
+			}
+			e.report(b, n, time.Since(start))
+			// vegeta stops at the duration: ticks it could not start are not sent and not reported.
+			b.ReportMetric(float64(int(benchTrial.Seconds())*rate-len(e)), "unsent")
+		}
+	})
+}
+
+// benchScheduled: the pacer at a constant rate, sending through cl.
+func benchScheduled(b *testing.B, name string, cl *client.Client, tok string, rate int) {
+	b.Run(name, func(b *testing.B) {
 		for range b.N {
 			cfg := schedule.DefaultConfig()
 			cfg.Workers, cfg.MaxWorkers = benchWorkers, benchMaxWorkers
@@ -216,26 +286,6 @@ func benchFixedRate(b *testing.B, srv *noop.Server, cl *client.Client, tok strin
 			b.ReportMetric(float64(st.Workers), "workers")
 			b.ReportMetric(float64(st.Direct), "direct")
 			b.ReportMetric(float64(st.Missed), "missed")
-		}
-	})
-
-	b.Run(name+"vegeta", func(b *testing.B) {
-		for range b.N {
-			atk := vegetaAttacker(benchMaxWorkers)
-			e := make(errs, 0, rate*3)
-			n := 0
-			interval := time.Second / time.Duration(rate)
-			start := time.Now()
-			for res := range atk.Attack(vegetaTargeter(srv.URL(), tok, body), vegeta.Rate{Freq: rate, Per: time.Second}, benchTrial, "rate") {
-				if res.Code == 200 {
-					n++
-				}
-				d := res.Timestamp.Sub(start.Add(time.Duration(res.Seq) * interval))
-				e = append(e, max(d, 0))
-			}
-			e.report(b, n, time.Since(start))
-			// vegeta stops at the duration: ticks it could not start are not sent and not reported.
-			b.ReportMetric(float64(int(benchTrial.Seconds())*rate-len(e)), "unsent")
 		}
 	})
 }

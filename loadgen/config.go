@@ -97,9 +97,14 @@ type Config struct {
 	Duration time.Duration
 	Pop      Population
 	Pacer    schedule.Config
-	Conns    int           // HTTP connection pool
-	Timeout  time.Duration // one HTTP exchange
-	Retries  int           // resends of a send whose outcome is unknown (same client_msg_id)
+	Conns    int // HTTP connection pool
+	// Pipeline: HTTP/1.1 requests in flight per connection (0: one at a
+	// time); see client.Config.Pipeline for what it costs a server.
+	Pipeline int
+	// PipelineDelay: client.Config.PipelineDelay.
+	PipelineDelay time.Duration
+	Timeout       time.Duration // one HTTP exchange
+	Retries       int           // resends of a send whose outcome is unknown (same client_msg_id)
 	// SendVia is ViaHTTP or ViaWS. Over WebSocket, each sending uid has one
 	// connection of its own as device SenderDID (not a member of the
 	// population, so it never takes a receiving device's connection); its
@@ -160,7 +165,7 @@ func DefaultConfig(target, secret, runDir string) Config {
 func (c Config) Validate() error {
 	p := c.Pop
 	cc := client.DefaultConfig()
-	cc.Target, cc.Secret, cc.MaxConns, cc.Timeout = c.Target, c.Secret, c.Conns, c.Timeout
+	cc.Target, cc.Secret, cc.MaxConns, cc.Timeout, cc.Pipeline, cc.PipelineDelay = c.Target, c.Secret, c.Conns, c.Timeout, c.Pipeline, c.PipelineDelay
 	if err := cc.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	}

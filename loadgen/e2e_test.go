@@ -173,15 +173,20 @@ func TestReusedSeqIsCaught(t *testing.T) {
 	}
 }
 
-func TestCeilingBothTransports(t *testing.T) {
-	for _, via := range []string{ViaHTTP, ViaWS} {
-		c, err := MeasureCeiling(context.Background(), testSecret, via, 4, 8, 200*time.Millisecond)
+func TestCeilingEachTransport(t *testing.T) {
+	for _, c := range []CeilingConfig{
+		{Via: ViaHTTP, Conns: 4, Workers: 8},
+		{Via: ViaHTTP, Conns: 2, Pipeline: 16, Workers: 32},
+		{Via: ViaWS, Conns: 4, Workers: 8},
+	} {
+		c.Secret, c.For = testSecret, 200*time.Millisecond
+		got, err := MeasureCeiling(context.Background(), c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.Requests == 0 || c.Via != via || c.PerSec <= 0 {
-			t.Fatalf("ceiling over %s: %+v", via, c)
+		if got.Requests == 0 || got.Via != c.Via || got.PerSec <= 0 || got.Pipeline != c.Pipeline {
+			t.Fatalf("ceiling over %s pipeline %d: %+v", c.Via, c.Pipeline, got)
 		}
-		t.Logf("ceiling over %s: %.0f/s (a test figure, not a measure)", via, c.PerSec)
+		t.Logf("ceiling over %s, pipeline %d: %.0f/s (a test figure, not a measure)", c.Via, c.Pipeline, got.PerSec)
 	}
 }

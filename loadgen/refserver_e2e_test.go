@@ -16,7 +16,8 @@ import (
 // The load generator against the real reference server, started in
 // process on a fresh MariaDB database and Redis prefix: a bounded load
 // (300 sends; 20 users with 2 devices each: online on WebSocket, offline,
-// crashy; 1:1 and group conversations) over each send transport, judged by
+// crashy; 1:1 and group conversations) over each send transport (HTTP one
+// request at a time per connection, HTTP pipelined, WebSocket), judged by
 // the checker, which must find no loss, nothing unexpected and no skip.
 // Only the generator's own package talks to the server here, through the
 // contract; the test imports ref/server only to start it.
@@ -43,10 +44,13 @@ func TestRealServerNoLossNoSkip(t *testing.T) {
 		}
 	})
 	target := "http://" + p.APIAddr().String()
-	for i, via := range []string{loadgen.ViaHTTP, loadgen.ViaWS} {
-		t.Run(via, func(t *testing.T) {
+	for i, tr := range []struct {
+		name, via string
+		pipeline  int
+	}{{"http", loadgen.ViaHTTP, 0}, {"http_pipelined", loadgen.ViaHTTP, 8}, {"ws", loadgen.ViaWS, 0}} {
+		t.Run(tr.name, func(t *testing.T) {
 			lc := loadgen.DefaultConfig(target, secret, t.TempDir())
-			lc.SendVia = via
+			lc.SendVia = tr.via
 			lc.Shape = schedule.Constant{PerSec: 150}
 			lc.Duration = 2 * time.Second // 300 sends
 			lc.Pop = loadgen.Population{
@@ -58,6 +62,9 @@ func TestRealServerNoLossNoSkip(t *testing.T) {
 			lc.Pacer.Workers, lc.Pacer.MaxWorkers = 16, 64
 			lc.Pacer.Grace = 4 * time.Minute // a loaded machine makes sends late, never missed
 			lc.Conns = 32
+			if tr.pipeline > 0 {
+				lc.Conns, lc.Pipeline, lc.PipelineDelay = 4, tr.pipeline, 100*time.Microsecond
+			}
 			lc.Timeout = 30 * time.Second
 			lc.Settle = 500 * time.Millisecond
 			lc.DrainTimeout = time.Minute

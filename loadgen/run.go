@@ -35,7 +35,19 @@ type Ceiling struct {
 	Seconds  float64 `json:"seconds"`
 	Via      string  `json:"via"`
 	Conns    int     `json:"conns"`
+	Pipeline int     `json:"pipeline,omitempty"`
 	Workers  int     `json:"workers"`
+}
+
+// CeilingConfig is what MeasureCeiling measures: the run's own transport.
+type CeilingConfig struct {
+	Secret        string
+	Via           string // ViaHTTP (default) or ViaWS
+	Conns         int
+	Pipeline      int           // client.Config.Pipeline (HTTP only)
+	PipelineDelay time.Duration // client.Config.PipelineDelay
+	Workers       int
+	For           time.Duration
 }
 
 // Summary is written to RUN_DIR/summary.json.
@@ -113,7 +125,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		return nil, fmt.Errorf("%w: %s already holds a ledger", ErrInvalid, cfg.RunDir)
 	}
 	cc := client.DefaultConfig()
-	cc.Target, cc.Secret, cc.MaxConns, cc.Timeout = cfg.Target, cfg.Secret, cfg.Conns, cfg.Timeout
+	cc.Target, cc.Secret, cc.MaxConns, cc.Timeout, cc.Pipeline, cc.PipelineDelay = cfg.Target, cfg.Secret, cfg.Conns, cfg.Timeout, cfg.Pipeline, cfg.PipelineDelay
 	cl, err := client.New(cc)
 	if err != nil {
 		return nil, err
@@ -130,14 +142,20 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		return nil, err
 	}
 	if cfg.CeilingFor > 0 {
-		c, err := MeasureCeiling(ctx, cfg.Secret, cfg.SendVia, cfg.Conns, cfg.Pacer.Workers, cfg.CeilingFor)
+		c, err := MeasureCeiling(ctx, CeilingConfig{Secret: cfg.Secret, Via: cfg.SendVia, Conns: cfg.Conns,
+			Pipeline: cfg.Pipeline, PipelineDelay: cfg.PipelineDelay, Workers: cfg.Pacer.Workers, For: cfg.CeilingFor})
 		if err != nil {
 			return nil, err
 		}
 		sum.Ceiling = &c
 		if cfg.Progress != nil {
-			fmt.Fprintf(cfg.Progress, "generator ceiling (no-op endpoint, sends over %s, %d conns): %.0f sends/s\n", c.Via, c.Conns, c.PerSec)
+			fmt.Fprintf(cfg.Progress, "generator ceiling (no-op endpoint, sends over %s, %d conns, pipeline %d): %.0f sends/s\n", c.Via, c.Conns, c.Pipeline, c.PerSec)
 		}
+	}
+	// Connect before the schedule starts: the first sends must not pay
+	// for it (they would start late only because the pool was cold).
+	if err := cl.Warm(ctx, cfg.Conns); err != nil {
+		return nil, fmt.Errorf("loadgen: target not answering: %w", err)
 	}
 	r.start = time.Now().Add(100 * time.Millisecond)
 	sum.StartedAt = r.start.UTC()
@@ -709,18 +727,22 @@ func (r *runner) pull(ctx context.Context, token string, o client.PullOpts) (cli
 	}
 }
 
-// MeasureCeiling runs the generator's send path (over via: ViaHTTP or
-// ViaWS) as fast as it can against an in-process no-op endpoint for d and
-// returns the rate it reached. Over WebSocket, conns connections are shared
-// by the workers.
-func MeasureCeiling(ctx context.Context, secret, via string, conns, workers int, d time.Duration) (Ceiling, error) {
+// MeasureCeiling runs the generator's send path (over c.Via, with c.Conns
+// connections, c.Pipeline) as fast as c.Workers can go against an
+// in-process no-op endpoint for c.For and returns the rate it reached.
+// Over WebSocket, the connections are shared by the workers.
+func MeasureCeiling(ctx context.Context, c CeilingConfig) (Ceiling, error) {
+	via, conns, workers, d := c.Via, c.Conns, c.Workers, c.For
 	srv, err := noop.Start("127.0.0.1:0")
 	if err != nil {
 		return Ceiling{}, err
 	}
 	defer srv.Close()
 	cc := client.DefaultConfig()
-	cc.Target, cc.Secret, cc.MaxConns = srv.URL(), secret, conns
+	cc.Target, cc.Secret, cc.MaxConns, cc.Pipeline, cc.PipelineDelay = srv.URL(), c.Secret, conns, c.Pipeline, c.PipelineDelay
+	if via == ViaWS {
+		cc.Pipeline = 0
+	}
 	cl, err := client.New(cc)
 	if err != nil {
 		return Ceiling{}, err
@@ -774,5 +796,5 @@ func MeasureCeiling(ctx context.Context, secret, via string, conns, workers int,
 	if via == "" {
 		via = ViaHTTP
 	}
-	return Ceiling{PerSec: float64(n) / el, Requests: n, Seconds: el, Via: via, Conns: conns, Workers: workers}, ctx.Err()
+	return Ceiling{PerSec: float64(n) / el, Requests: n, Seconds: el, Via: via, Conns: conns, Pipeline: cc.Pipeline, Workers: workers}, ctx.Err()
 }

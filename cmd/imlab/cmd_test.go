@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -253,5 +255,27 @@ func TestRefPushBusFlag(t *testing.T) {
 	// up is one process: no bus flag.
 	if _, _, err := run(t, context.Background(), "up", "--push-bus", "redis"); err == nil || !strings.Contains(err.Error(), "push-bus") {
 		t.Fatalf("up --push-bus: %v", err)
+	}
+}
+
+// Bad transport and GC flags are refused before anything is sent or
+// written.
+func TestLoadRefusesBadFlags(t *testing.T) {
+	t.Setenv(envSecret, "cmd-test-secret-0123456789")
+	t.Setenv("GOGC", "100") // so that load leaves this process's collector alone
+	for _, c := range []struct{ flag, val, want string }{
+		{"--pipeline", "-1", "pipeline"},
+		{"--pipeline", "5000", "pipeline"},
+		{"--pipeline-delay", "1s", "pipeline delay"},
+		{"--gogc", "-2", "--gogc"},
+	} {
+		dir := filepath.Join(t.TempDir(), "run")
+		_, _, err := run(t, context.Background(), "load", "--target", "http://127.0.0.1:1", "--ceiling", "0", "--run-dir", dir, c.flag, c.val)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("%s %s: %v, want an error about %q", c.flag, c.val, err, c.want)
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Fatalf("%s %s: run dir created: %v", c.flag, c.val, err)
+		}
 	}
 }

@@ -2,7 +2,10 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,6 +21,7 @@ func newLoadCmd() *cobra.Command {
 	var (
 		target, rate, sizes, runDir string
 		check                       bool
+		gogc                        int
 	)
 	cfg := def
 	cmd := &cobra.Command{
@@ -34,6 +38,9 @@ sine:mean=5000,amp=2000,period=30s`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			secret, err := secretFrom(cmd, true, cmd.ErrOrStderr())
 			if err != nil {
+				return err
+			}
+			if err := setGC(gogc, cmd.ErrOrStderr()); err != nil {
 				return err
 			}
 			shape, err := schedule.Parse(rate)
@@ -87,6 +94,9 @@ sine:mean=5000,amp=2000,period=30s`,
 	f.DurationVar(&cfg.Pop.ComeBackEvery, "come-back-every", def.Pop.ComeBackEvery, "offline devices come back and pull this often (0: only at the end)")
 	f.IntVar(&cfg.Pop.CrashEvery, "crash-every", def.Pop.CrashEvery, "a crashy device crashes on every Nth non-empty page")
 	f.IntVar(&cfg.Conns, "conns", def.Conns, "HTTP connections")
+	f.IntVar(&cfg.Pipeline, "pipeline", 0, "HTTP/1.1 requests in flight per connection (0: one at a time); the server answers a connection's requests in order, one at a time")
+	f.DurationVar(&cfg.PipelineDelay, "pipeline-delay", 0, "with --pipeline: a connection waits up to this long to batch requests into one write")
+	f.IntVar(&gogc, "gogc", defaultLoadGOGC, "garbage collector target percentage of the generator (-1: off); ignored when $GOGC is set")
 	f.IntVar(&cfg.Pacer.Workers, "workers", def.Pacer.Workers, "initial send workers")
 	f.IntVar(&cfg.Pacer.MaxWorkers, "max-workers", def.Pacer.MaxWorkers, "send workers at most (then sends start late)")
 	f.DurationVar(&cfg.Pacer.LateAfter, "late-after", def.Pacer.LateAfter, "a send starting this much after its intended time is late")
@@ -126,4 +136,23 @@ func printSummary(w interface{ Write([]byte) (int, error) }, s *loadgen.Summary)
 	for _, e := range s.Errors {
 		fmt.Fprintf(w, "error: %s\n", e)
 	}
+}
+
+// defaultLoadGOGC is imlab load's garbage collector setting: the generator
+// keeps a small live heap and allocates per send, so at the runtime's
+// default (100) it collects many times a second, and each collection takes
+// a core from the pacer on a small machine; 400 collects a quarter as often.
+const defaultLoadGOGC = 400
+
+// setGC applies --gogc unless the environment already chose (GOGC).
+func setGC(percent int, warn io.Writer) error {
+	if percent < -1 {
+		return fmt.Errorf("--gogc %d: want -1 (off) or a percentage >= 0", percent)
+	}
+	if os.Getenv("GOGC") != "" {
+		fmt.Fprintf(warn, "GOGC=%s set: --gogc ignored\n", os.Getenv("GOGC"))
+		return nil
+	}
+	debug.SetGCPercent(percent)
+	return nil
 }

@@ -7,12 +7,14 @@ package client
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -41,7 +43,30 @@ type Config struct {
 	MaxConns int
 	// Timeout bounds one HTTP exchange.
 	Timeout time.Duration
+	// Pipeline, when > 0, pipelines HTTP/1.1 requests: up to Pipeline
+	// requests in flight on each of MaxConns connections, written and read
+	// in batches (far fewer system calls per request). A server answers a
+	// connection's requests one at a time and in order, so a slow answer
+	// delays the ones behind it, and a server that batches concurrent
+	// requests (the ref server's group commit) sees at most MaxConns at
+	// once: use it to measure the generator or a server with many
+	// connections' worth of pipelined capacity. 0 (the default) sends one
+	// request at a time per connection.
+	Pipeline int
+	// PipelineDelay: with Pipeline, a connection's writer waits up to this
+	// long for more requests before it flushes (fewer, larger writes; each
+	// answer may come this much later). 0 flushes when nothing is queued.
+	PipelineDelay time.Duration
 }
+
+// Bounds of the pipelining settings.
+const (
+	MaxPipeline      = 4096
+	MaxPipelineDelay = 10 * time.Millisecond
+)
+
+// maxWarmRequests bounds the concurrent requests of one Warm.
+const maxWarmRequests = 4096
 
 // DefaultConfig returns a pool sized for tens of thousands of requests per second.
 func DefaultConfig() Config {
@@ -60,6 +85,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: max_conns %d must be in 1..100000", ErrInvalid, c.MaxConns)
 	case c.Timeout <= 0:
 		return fmt.Errorf("%w: timeout must be > 0", ErrInvalid)
+	case c.Pipeline < 0 || c.Pipeline > MaxPipeline:
+		return fmt.Errorf("%w: pipeline %d must be in 0..%d", ErrInvalid, c.Pipeline, MaxPipeline)
+	case c.PipelineDelay < 0 || c.PipelineDelay > MaxPipelineDelay:
+		return fmt.Errorf("%w: pipeline delay %s must be in 0..%s", ErrInvalid, c.PipelineDelay, MaxPipelineDelay)
 	}
 	return nil
 }
@@ -68,8 +97,14 @@ func (c Config) Validate() error {
 type Client struct {
 	cfg    Config
 	host   string
-	hc     *fasthttp.HostClient
+	hc     doer
 	secret []byte
+}
+
+// doer is the HTTP transport: a pool of one-at-a-time connections
+// (fasthttp.HostClient) or of pipelined ones (fasthttp.PipelineClient).
+type doer interface {
+	DoTimeout(req *fasthttp.Request, resp *fasthttp.Response, timeout time.Duration) error
 }
 
 // New returns a Client.
@@ -78,11 +113,21 @@ func New(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	u, _ := url.Parse(cfg.Target)
-	return &Client{
-		cfg:    cfg,
-		host:   u.Host,
-		secret: []byte(cfg.Secret),
-		hc: &fasthttp.HostClient{
+	c := &Client{cfg: cfg, host: u.Host, secret: []byte(cfg.Secret)}
+	if cfg.Pipeline > 0 {
+		c.hc = &fasthttp.PipelineClient{
+			Addr:                          u.Host,
+			MaxConns:                      cfg.MaxConns,
+			MaxPendingRequests:            cfg.Pipeline,
+			MaxBatchDelay:                 cfg.PipelineDelay,
+			ReadTimeout:                   cfg.Timeout,
+			WriteTimeout:                  cfg.Timeout,
+			MaxIdleConnDuration:           time.Minute,
+			NoDefaultUserAgentHeader:      true,
+			DisableHeaderNamesNormalizing: true,
+		}
+	} else {
+		c.hc = &fasthttp.HostClient{
 			Addr:                          u.Host,
 			MaxConns:                      cfg.MaxConns,
 			ReadTimeout:                   cfg.Timeout,
@@ -91,15 +136,71 @@ func New(cfg Config) (*Client, error) {
 			NoDefaultUserAgentHeader:      true,
 			DisableHeaderNamesNormalizing: true,
 			MaxConnWaitTimeout:            cfg.Timeout,
-		},
-	}, nil
+		}
+	}
+	return c, nil
+}
+
+// Warm opens the connection pool before a run, so that the first sends of
+// a schedule do not pay for connecting: n concurrent GET /healthz (n is
+// capped at MaxConns). A pipelined pool opens a connection only while every
+// open one is busy, so it gets n x Pipeline concurrent requests (at most
+// maxWarmRequests). It fails when no request got an answer.
+func (c *Client) Warm(ctx context.Context, n int) error {
+	n = max(1, min(n, c.cfg.MaxConns))
+	if c.cfg.Pipeline > 0 {
+		n = min(n*c.cfg.Pipeline, maxWarmRequests)
+	}
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		ok      int
+		lastErr error
+	)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if ctx.Err() != nil {
+				return
+			}
+			req := fasthttp.AcquireRequest()
+			resp := fasthttp.AcquireResponse()
+			defer fasthttp.ReleaseRequest(req)
+			defer fasthttp.ReleaseResponse(resp)
+			req.Header.SetMethod("GET")
+			req.SetRequestURI("/healthz")
+			req.Header.SetHost(c.host)
+			err := c.hc.DoTimeout(req, resp, c.cfg.Timeout)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				lastErr = err
+				return
+			}
+			ok++
+		}()
+	}
+	wg.Wait()
+	if ok == 0 {
+		if lastErr == nil {
+			lastErr = ctx.Err()
+		}
+		return &Error{Err: fmt.Errorf("warm %d connections to %s: %w", n, c.host, lastErr)}
+	}
+	return nil
 }
 
 // Host returns host:port of the target.
 func (c *Client) Host() string { return c.host }
 
-// Close releases idle connections.
-func (c *Client) Close() { c.hc.CloseIdleConnections() }
+// Close releases idle connections (a pipelined pool closes its own after
+// a minute idle).
+func (c *Client) Close() {
+	if hc, ok := c.hc.(*fasthttp.HostClient); ok {
+		hc.CloseIdleConnections()
+	}
+}
 
 type claims struct {
 	UID uint64 `json:"uid"`

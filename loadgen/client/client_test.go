@@ -1,0 +1,101 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"imlab/loadgen/client"
+	"imlab/loadgen/noop"
+)
+
+const secret = "client-test-secret-0123456789"
+
+func TestConfigPipelineLimits(t *testing.T) {
+	for _, c := range []struct {
+		n int
+		d time.Duration
+	}{{-1, 0}, {client.MaxPipeline + 1, 0}, {8, -time.Microsecond}, {8, client.MaxPipelineDelay + 1}} {
+		cfg := client.DefaultConfig()
+		cfg.Target, cfg.Secret, cfg.Pipeline, cfg.PipelineDelay = "http://127.0.0.1:1", secret, c.n, c.d
+		if _, err := client.New(cfg); !errors.Is(err, client.ErrInvalid) {
+			t.Fatalf("pipeline %d delay %s: %v, want ErrInvalid", c.n, c.d, err)
+		}
+	}
+}
+
+// Both transports warm their pool and answer many concurrent sends, each
+// with its own answer.
+func TestPooledAndPipelinedSends(t *testing.T) {
+	srv, err := noop.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	for _, pipeline := range []int{0, 8} {
+		cfg := client.DefaultConfig()
+		cfg.Target, cfg.Secret, cfg.MaxConns, cfg.Pipeline = srv.URL(), secret, 4, pipeline
+		if pipeline > 0 {
+			cfg.PipelineDelay = 100 * time.Microsecond
+		}
+		cl, err := client.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.Warm(context.Background(), 4); err != nil {
+			t.Fatalf("pipeline %d: warm: %v", pipeline, err)
+		}
+		tok, err := cl.Token(1, "d")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, 64)
+		for i := range 64 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ack, err := cl.Send(tok, &client.SendReq{ClientMsgID: "c-" + strconv.Itoa(i), ConvType: 1, ToUID: 2, Content: "x"})
+				if err == nil && ack.MsgID != 1 {
+					err = errors.New("unexpected ack")
+				}
+				if err != nil {
+					errs <- err
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("pipeline %d: %v", pipeline, err)
+		}
+		cl.Close()
+	}
+}
+
+// Warm fails, with a transport error, when nothing answers.
+func TestWarmNothingListening(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	for _, pipeline := range []int{0, 4} {
+		cfg := client.DefaultConfig()
+		cfg.Target, cfg.Secret, cfg.MaxConns, cfg.Pipeline, cfg.Timeout = "http://"+addr, secret, 2, pipeline, time.Second
+		cl, err := client.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = cl.Warm(context.Background(), 2)
+		var ce *client.Error
+		if !errors.As(err, &ce) || ce.Status != 0 {
+			t.Fatalf("pipeline %d: warm against a closed port: %v", pipeline, err)
+		}
+	}
+}
