@@ -14,7 +14,7 @@ out="runs/bench-$(date -u +%Y%m%dT%H%M%SZ).txt"
 
 declare -A groups=(
 	[send]="./ref/send/|BenchmarkSendStrict1to1|BenchmarkRawBatchedInsert|-benchtime=40000x -count=3"
-	[ack]="./ref/reconcile/|BenchmarkSendAck||-benchtime=50000x -count=2"
+	[ack]="./ref/reconcile/|BenchmarkSendAck|BenchmarkRawContentInsert|-benchtime=100000x -count=2"
 	[fanout]="./ref/fanout/|BenchmarkFanout||-benchtime=20000x -count=2"
 	[pull]="./ref/pull/|BenchmarkPull||-benchtime=2s -count=2"
 	[history]="./ref/history/|BenchmarkHistory||-benchtime=2s -count=1"

@@ -1,8 +1,8 @@
 package send
 
 import (
-	"container/list"
 	"context"
+	"hash/maphash"
 	"fmt"
 	"sync"
 	"time"
@@ -26,14 +26,34 @@ import (
 //
 // Keys not known locally (another process, an evicted or expired entry)
 // fall through to the batcher and uk_sender_client.
+//
+// The keys are spread over up to dedupShards shards (hash of the key), each
+// with its own lock, so that the committers finishing whole batches and the
+// senders claiming keys rarely wait on one another. Each shard keeps its
+// recent answers in completion order in a ring of size/shards slots: the
+// oldest is evicted first (the cache holds at most size answers).
 type dedup struct {
-	ttl time.Duration
-	max int
+	ttl    time.Duration
+	seed   maphash.Seed
+	shards []dedupShard
+}
 
+// dedupShards bounds the shards of a dedup; each holds at least
+// dedupShardMin answers (a small cache is one shard: exact completion
+// order).
+const (
+	dedupShards   = 32
+	dedupShardMin = 1024
+)
+
+type dedupShard struct {
 	mu       sync.Mutex
 	inflight map[dupKey]*flight
-	lru      *list.List // of *recentEntry, most recent at the front
-	recent   map[dupKey]*list.Element
+	recent   map[dupKey]recentEntry
+	ring     []dupKey // completion order; ring[next] is the oldest once full
+	next     int
+	full     bool
+	_        [64]byte // keeps neighbouring shards' locks off one cache line
 }
 
 type flight struct {
@@ -42,59 +62,93 @@ type flight struct {
 }
 
 type recentEntry struct {
-	key     dupKey
 	res     model.SendResult
 	expires time.Time
+	slot    int // its ring slot (a slot reused by a newer entry of the key no longer evicts it)
 }
 
-func newDedup(ttl time.Duration, max int) *dedup {
-	return &dedup{ttl: ttl, max: max, inflight: map[dupKey]*flight{}, lru: list.New(), recent: map[dupKey]*list.Element{}}
+func newDedup(ttl time.Duration, size int) *dedup {
+	n := max(1, min(dedupShards, size/dedupShardMin))
+	d := &dedup{ttl: ttl, seed: maphash.MakeSeed(), shards: make([]dedupShard, n)}
+	for i := range d.shards {
+		sh := &d.shards[i]
+		sh.inflight = map[dupKey]*flight{}
+		if size > 0 && ttl > 0 {
+			// Sized up front: growing maps showed up in send profiles.
+			sh.ring = make([]dupKey, size/n)
+			sh.recent = make(map[dupKey]recentEntry, size/n)
+		} else {
+			sh.recent = map[dupKey]recentEntry{}
+		}
+	}
+	return d
+}
+
+func (d *dedup) shard(k dupKey) *dedupShard {
+	if len(d.shards) == 1 {
+		return &d.shards[0]
+	}
+	return &d.shards[maphash.Comparable(d.seed, k)%uint64(len(d.shards))]
 }
 
 // claim returns a stored answer (hit), or the flight to wait for (f !=
 // nil, own false), or a new flight the caller owns and must finish (own).
 func (d *dedup) claim(k dupKey, now time.Time) (res model.SendResult, hit bool, f *flight, own bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if e, ok := d.recent[k]; ok {
-		re := e.Value.(*recentEntry)
-		if now.Before(re.expires) {
-			d.lru.MoveToFront(e)
-			return re.res, true, nil, false
+	sh := d.shard(k)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if e, ok := sh.recent[k]; ok {
+		if now.Before(e.expires) {
+			return e.res, true, nil, false
 		}
-		d.lru.Remove(e)
-		delete(d.recent, k)
+		delete(sh.recent, k)
 	}
-	if f, ok := d.inflight[k]; ok {
+	if f, ok := sh.inflight[k]; ok {
 		return model.SendResult{}, false, f, false
 	}
 	f = &flight{done: make(chan struct{})}
-	d.inflight[k] = f
+	sh.inflight[k] = f
 	return model.SendResult{}, false, f, true
 }
 
 // finish completes the flight of k with o (a success is remembered).
 func (d *dedup) finish(k dupKey, f *flight, o outcome) {
-	d.mu.Lock()
-	if d.inflight[k] == f {
-		delete(d.inflight, k)
+	sh := d.shard(k)
+	sh.mu.Lock()
+	if sh.inflight[k] == f {
+		delete(sh.inflight, k)
 	}
-	if o.err == nil && d.max > 0 && d.ttl > 0 {
+	if o.err == nil && len(sh.ring) > 0 {
 		r := o.res
 		r.Duplicate = false
-		if e, ok := d.recent[k]; ok {
-			d.lru.Remove(e)
+		if sh.full {
+			old := sh.ring[sh.next]
+			if e, ok := sh.recent[old]; ok && e.slot == sh.next {
+				delete(sh.recent, old)
+			}
 		}
-		d.recent[k] = d.lru.PushFront(&recentEntry{key: k, res: r, expires: time.Now().Add(d.ttl)})
-		for d.lru.Len() > d.max {
-			old := d.lru.Back()
-			d.lru.Remove(old)
-			delete(d.recent, old.Value.(*recentEntry).key)
+		sh.ring[sh.next] = k
+		sh.recent[k] = recentEntry{res: r, expires: time.Now().Add(d.ttl), slot: sh.next}
+		sh.next++
+		if sh.next == len(sh.ring) {
+			sh.next, sh.full = 0, true
 		}
 	}
-	d.mu.Unlock()
+	sh.mu.Unlock()
 	f.out = o
 	close(f.done)
+}
+
+// recentLen is how many answers are remembered (tests).
+func (d *dedup) recentLen() int {
+	n := 0
+	for i := range d.shards {
+		sh := &d.shards[i]
+		sh.mu.Lock()
+		n += len(sh.recent)
+		sh.mu.Unlock()
+	}
+	return n
 }
 
 // await waits for f. ok false: the flight failed and the caller should try
