@@ -2,8 +2,8 @@ package send
 
 import (
 	"context"
-	"hash/maphash"
 	"fmt"
+	"hash/maphash"
 	"sync"
 	"time"
 
