@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"runtime"
 	"runtime/debug"
 	"sort"
 	"strconv"
@@ -65,6 +66,9 @@ const (
 	benchGOGC       = 400
 )
 
+// benchContent is every benchmark message's body (64 bytes, as vegeta's).
+var benchContent = strings.Repeat("x", 64)
+
 func benchSetup(b *testing.B) (*noop.Server, *client.Client, string, []byte) {
 	srv, err := noop.Start("127.0.0.1:0")
 	if err != nil {
@@ -75,7 +79,7 @@ func benchSetup(b *testing.B) (*noop.Server, *client.Client, string, []byte) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	body := []byte(`{"client_msg_id":"c-1","conv_type":1,"to_uid":2,"content":"` + strings.Repeat("x", 64) + `"}`)
+	body := []byte(`{"client_msg_id":"c-1","conv_type":1,"to_uid":2,"content":"` + benchContent + `"}`)
 	return srv, cl, tok, body
 }
 
@@ -138,65 +142,70 @@ func BenchmarkVsVegeta(b *testing.B) {
 	pcl := benchClient(b, srv, benchPipeConns, benchPipeline, benchPipeDelay)
 	defer pcl.Close()
 
-	benchMaxRate(b, "max_rate/loadgen", cl, tok, benchWorkers)
-	benchMaxRate(b, "max_rate/loadgen_pipelined", pcl, tok, benchMaxWorkers)
+	for _, procs := range []int{runtime.NumCPU(), DefaultProcs()} {
+		b.Run("procs_"+strconv.Itoa(procs), func(b *testing.B) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			benchMaxRate(b, "max_rate/loadgen", cl, tok, benchWorkers)
+			benchMaxRate(b, "max_rate/loadgen_pipelined", pcl, tok, benchMaxWorkers)
 
-	b.Run("max_rate/loadgen_ws", func(b *testing.B) {
-		for range b.N {
-			senders := make([]*client.Sender, benchConns)
-			for i := range senders {
-				s, err := cl.DialSender(context.Background(), tok)
-				if err != nil {
-					b.Fatal(err)
+			b.Run("max_rate/loadgen_ws", func(b *testing.B) {
+				for range b.N {
+					senders := make([]*client.Sender, benchConns)
+					for i := range senders {
+						s, err := cl.DialSender(context.Background(), tok)
+						if err != nil {
+							b.Fatal(err)
+						}
+						senders[i] = s
+					}
+					var mu sync.Mutex
+					n := 0
+					var wg sync.WaitGroup
+					start := time.Now()
+					end := start.Add(benchTrial)
+					for w := range benchWorkers {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							req := client.SendReq{ConvType: 1, ToUID: 2, Content: benchContent}
+							mine := 0
+							for i := 0; time.Now().Before(end); i++ {
+								req.ClientMsgID = "c-" + strconv.Itoa(w) + "-" + strconv.Itoa(i)
+								if _, err := senders[w%len(senders)].Send(&req, 5*time.Second); err == nil {
+									mine++
+								}
+							}
+							mu.Lock()
+							n += mine
+							mu.Unlock()
+						}()
+					}
+					wg.Wait()
+					errs(nil).report(b, n, time.Since(start))
+					for _, s := range senders {
+						s.Close()
+					}
 				}
-				senders[i] = s
-			}
-			var mu sync.Mutex
-			n := 0
-			var wg sync.WaitGroup
-			start := time.Now()
-			end := start.Add(benchTrial)
-			for w := range benchWorkers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					req := client.SendReq{ConvType: 1, ToUID: 2, Content: strings.Repeat("x", 64)}
-					mine := 0
-					for i := 0; time.Now().Before(end); i++ {
-						req.ClientMsgID = "c-" + strconv.Itoa(w) + "-" + strconv.Itoa(i)
-						if _, err := senders[w%len(senders)].Send(&req, 5*time.Second); err == nil {
-							mine++
+			})
+
+			b.Run("max_rate/vegeta", func(b *testing.B) {
+				for range b.N {
+					atk := vegetaAttacker(benchWorkers, vegetaTargeter(srv.URL(), tok, body))
+					n := 0
+					start := time.Now()
+					for res := range atk.Attack(vegetaTargeter(srv.URL(), tok, body), vegeta.Rate{Freq: 0}, benchTrial, "max") {
+						if res.Code == 200 {
+							n++
 						}
 					}
-					mu.Lock()
-					n += mine
-					mu.Unlock()
-				}()
-			}
-			wg.Wait()
-			errs(nil).report(b, n, time.Since(start))
-			for _, s := range senders {
-				s.Close()
-			}
-		}
-	})
-
-	b.Run("max_rate/vegeta", func(b *testing.B) {
-		for range b.N {
-			atk := vegetaAttacker(benchWorkers, vegetaTargeter(srv.URL(), tok, body))
-			n := 0
-			start := time.Now()
-			for res := range atk.Attack(vegetaTargeter(srv.URL(), tok, body), vegeta.Rate{Freq: 0}, benchTrial, "max") {
-				if res.Code == 200 {
-					n++
+					errs(nil).report(b, n, time.Since(start))
 				}
-			}
-			errs(nil).report(b, n, time.Since(start))
-		}
-	})
+			})
 
-	for _, rate := range []int{10000, benchRate} {
-		benchFixedRate(b, srv, cl, pcl, tok, body, rate)
+			for _, rate := range []int{10000, benchRate} {
+				benchFixedRate(b, srv, cl, pcl, tok, body, rate)
+			}
+		})
 	}
 }
 
@@ -213,7 +222,7 @@ func benchMaxRate(b *testing.B, name string, cl *client.Client, tok string, work
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					req := client.SendReq{ConvType: 1, ToUID: 2, Content: strings.Repeat("x", 64)}
+					req := client.SendReq{ConvType: 1, ToUID: 2, Content: benchContent}
 					mine := 0
 					for i := 0; time.Now().Before(end); i++ {
 						req.ClientMsgID = "c-" + strconv.Itoa(w) + "-" + strconv.Itoa(i)
@@ -269,7 +278,7 @@ func benchScheduled(b *testing.B, name string, cl *client.Client, tok string, ra
 			start := time.Now()
 			st, err := schedule.Run(context.Background(), cfg, schedule.NewIter(schedule.Constant{PerSec: float64(rate)}, benchTrial), start, nil,
 				func(_ int, t schedule.Tick, started time.Duration) {
-					req := client.SendReq{ClientMsgID: "c-" + strconv.FormatUint(t.Idx, 10), ConvType: 1, ToUID: 2, Content: strings.Repeat("x", 64)}
+					req := client.SendReq{ClientMsgID: "c-" + strconv.FormatUint(t.Idx, 10), ConvType: 1, ToUID: 2, Content: benchContent}
 					_, err := cl.Send(tok, &req)
 					mu.Lock()
 					e = append(e, started-t.Intended)

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -42,6 +43,16 @@ const (
 	// MaxWSConnsPerUser bounds WSConnsPerUser.
 	MaxWSConnsPerUser = 16
 )
+
+// DefaultProcs is the GOMAXPROCS imlab load runs the generator with: twice
+// the CPUs. With as many Ps as cores, a P busy with a long piece of work
+// (a batch of pipelined answers, the target's handler when it shares the
+// process) holds up every runnable goroutine queued behind it, the pacer
+// included, for as long as that work runs; with more Ps than cores the
+// operating system time-slices their threads and the pacer's thread gets a
+// core soon after its timer fires. It costs some maximum rate (more thread
+// switches); RESULTS.md has both figures from one run.
+func DefaultProcs() int { return 2 * runtime.NumCPU() }
 
 // Send transports.
 const (

@@ -87,6 +87,9 @@ func TestRealServerNoLossNoSkip(t *testing.T) {
 			if sum.Pacer.Started != 300 || sum.Pacer.Missed != 0 || sum.OK+sum.Unknown != 300 || sum.Fail != 0 || sum.OK == 0 {
 				t.Fatalf("sends: started %d missed %d ok %d fail %d unknown %d", sum.Pacer.Started, sum.Pacer.Missed, sum.OK, sum.Fail, sum.Unknown)
 			}
+			if g := sum.Generator; g.GOMAXPROCS < 1 || g.Conns != lc.Conns || g.Pipeline != lc.Pipeline || g.MaxWorkers != lc.Pacer.MaxWorkers {
+				t.Fatalf("generator summary %+v does not say how it ran", g)
+			}
 			if !sum.Drain.Complete || sum.Drain.WitnessErrors != 0 || sum.Drain.WitnessUIDs != lc.Pop.Users {
 				t.Fatalf("drain: %+v", sum.Drain)
 			}

@@ -10,6 +10,8 @@ import (
 	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,6 +41,18 @@ type Ceiling struct {
 	Workers  int     `json:"workers"`
 }
 
+// GeneratorSummary is how the generator ran: what its figures depend on.
+type GeneratorSummary struct {
+	GOMAXPROCS    int    `json:"gomaxprocs"`
+	CPUs          int    `json:"cpus"`
+	GOGC          int    `json:"gogc"` // -1: off
+	Conns         int    `json:"conns"`
+	Pipeline      int    `json:"pipeline"`
+	PipelineDelay string `json:"pipeline_delay,omitempty"`
+	Workers       int    `json:"workers"`
+	MaxWorkers    int    `json:"max_workers"`
+}
+
 // CeilingConfig is what MeasureCeiling measures: the run's own transport.
 type CeilingConfig struct {
 	Secret        string
@@ -60,6 +74,7 @@ type Summary struct {
 	StartedAt      time.Time            `json:"started_at"`
 	Population     PopulationSummary    `json:"population"`
 	Ceiling        *Ceiling             `json:"generator_ceiling,omitempty"`
+	Generator      GeneratorSummary     `json:"generator"`
 	Pacer          schedule.Stats       `json:"pacer"`
 	OK             uint64               `json:"ok"`
 	Fail           uint64               `json:"fail"`
@@ -138,6 +153,13 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		return nil, err
 	}
 	sum := &Summary{RunID: r.runID, Target: cfg.Target, Shape: cfg.Shape.String(), SendVia: cfg.SendVia, Duration: cfg.Duration.String(), Latency: map[string]Quantiles{}}
+	gogc := debug.SetGCPercent(100)
+	debug.SetGCPercent(gogc)
+	sum.Generator = GeneratorSummary{GOMAXPROCS: runtime.GOMAXPROCS(0), CPUs: runtime.NumCPU(), GOGC: gogc, Conns: cfg.Conns,
+		Pipeline: cfg.Pipeline, Workers: cfg.Pacer.Workers, MaxWorkers: cfg.Pacer.MaxWorkers}
+	if cfg.Pipeline > 0 {
+		sum.Generator.PipelineDelay = cfg.PipelineDelay.String()
+	}
 	if err := r.createGroups(ctx); err != nil {
 		return nil, err
 	}

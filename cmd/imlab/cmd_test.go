@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -263,11 +264,13 @@ func TestRefPushBusFlag(t *testing.T) {
 func TestLoadRefusesBadFlags(t *testing.T) {
 	t.Setenv(envSecret, "cmd-test-secret-0123456789")
 	t.Setenv("GOGC", "100") // so that load leaves this process's collector alone
+	t.Setenv("GOMAXPROCS", strconv.Itoa(runtime.GOMAXPROCS(0)))
 	for _, c := range []struct{ flag, val, want string }{
 		{"--pipeline", "-1", "pipeline"},
 		{"--pipeline", "5000", "pipeline"},
 		{"--pipeline-delay", "1s", "pipeline delay"},
 		{"--gogc", "-2", "--gogc"},
+		{"--procs", "0", "--procs"},
 	} {
 		dir := filepath.Join(t.TempDir(), "run")
 		_, _, err := run(t, context.Background(), "load", "--target", "http://127.0.0.1:1", "--ceiling", "0", "--run-dir", dir, c.flag, c.val)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"time"
 
@@ -21,7 +22,7 @@ func newLoadCmd() *cobra.Command {
 	var (
 		target, rate, sizes, runDir string
 		check                       bool
-		gogc                        int
+		gogc, procs                 int
 	)
 	cfg := def
 	cmd := &cobra.Command{
@@ -41,6 +42,9 @@ sine:mean=5000,amp=2000,period=30s`,
 				return err
 			}
 			if err := setGC(gogc, cmd.ErrOrStderr()); err != nil {
+				return err
+			}
+			if err := setProcs(procs, cmd.ErrOrStderr()); err != nil {
 				return err
 			}
 			shape, err := schedule.Parse(rate)
@@ -96,6 +100,7 @@ sine:mean=5000,amp=2000,period=30s`,
 	f.IntVar(&cfg.Conns, "conns", def.Conns, "HTTP connections")
 	f.IntVar(&cfg.Pipeline, "pipeline", 0, "HTTP/1.1 requests in flight per connection (0: one at a time); the server answers a connection's requests in order, one at a time")
 	f.DurationVar(&cfg.PipelineDelay, "pipeline-delay", 0, "with --pipeline: a connection waits up to this long to batch requests into one write")
+	f.IntVar(&procs, "procs", loadgen.DefaultProcs(), "GOMAXPROCS of the generator (default: twice the CPUs, for scheduling accuracy); ignored when $GOMAXPROCS is set")
 	f.IntVar(&gogc, "gogc", defaultLoadGOGC, "garbage collector target percentage of the generator (-1: off); ignored when $GOGC is set")
 	f.IntVar(&cfg.Pacer.Workers, "workers", def.Pacer.Workers, "initial send workers")
 	f.IntVar(&cfg.Pacer.MaxWorkers, "max-workers", def.Pacer.MaxWorkers, "send workers at most (then sends start late)")
@@ -124,6 +129,9 @@ func printSummary(w interface{ Write([]byte) (int, error) }, s *loadgen.Summary)
 	if s.Ceiling != nil {
 		fmt.Fprintf(w, "generator ceiling (no-op endpoint, same client, over %s): %.0f sends/s\n", s.Ceiling.Via, s.Ceiling.PerSec)
 	}
+	g := s.Generator
+	fmt.Fprintf(w, "generator: GOMAXPROCS %d on %d CPUs, GOGC %d, %d conns, pipeline %d, workers %d..%d\n",
+		g.GOMAXPROCS, g.CPUs, g.GOGC, g.Conns, g.Pipeline, g.Workers, g.MaxWorkers)
 	fmt.Fprintf(w, "sends: scheduled %d, started %d, late %d, missed %d; ok %d, fail %d, unknown %d, retries %d; achieved %.0f/s\n",
 		s.Pacer.Scheduled, s.Pacer.Started, s.Pacer.Late, s.Pacer.Missed, s.OK, s.Fail, s.Unknown, s.Retries, s.AchievedPerSec)
 	fmt.Fprintf(w, "latency (µs)   count      p50      p90      p99     p999      max\n")
@@ -154,5 +162,22 @@ func setGC(percent int, warn io.Writer) error {
 		return nil
 	}
 	debug.SetGCPercent(percent)
+	return nil
+}
+
+// maxLoadProcs bounds --procs.
+const maxLoadProcs = 1024
+
+// setProcs applies --procs unless the environment already chose
+// (GOMAXPROCS).
+func setProcs(n int, warn io.Writer) error {
+	if n < 1 || n > maxLoadProcs {
+		return fmt.Errorf("--procs %d: want 1..%d", n, maxLoadProcs)
+	}
+	if v := os.Getenv("GOMAXPROCS"); v != "" {
+		fmt.Fprintf(warn, "GOMAXPROCS=%s set: --procs ignored\n", v)
+		return nil
+	}
+	runtime.GOMAXPROCS(n)
 	return nil
 }

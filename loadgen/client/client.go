@@ -16,9 +16,11 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/valyala/fasthttp"
+	"github.com/valyala/fastjson"
 )
 
 // ErrInvalid marks a bad configuration or argument.
@@ -239,7 +241,7 @@ type SendReq struct {
 // appendJSON writes the request body without reflection.
 func (r *SendReq) appendJSON(b []byte) []byte {
 	b = append(b, `{"client_msg_id":`...)
-	b = strconv.AppendQuote(b, r.ClientMsgID)
+	b = appendJSONString(b, r.ClientMsgID)
 	b = append(b, `,"conv_type":`...)
 	b = strconv.AppendUint(b, uint64(r.ConvType), 10)
 	if r.ConvType == 2 {
@@ -250,8 +252,50 @@ func (r *SendReq) appendJSON(b []byte) []byte {
 		b = strconv.AppendUint(b, r.ToUID, 10)
 	}
 	b = append(b, `,"content":`...)
-	b = strconv.AppendQuote(b, r.Content)
+	b = appendJSONString(b, r.Content)
 	return append(b, '}')
+}
+
+// appendJSONString appends s as a JSON string: quotes, backslashes and
+// control characters escaped, invalid UTF-8 replaced by U+FFFD (the server
+// would refuse it; strconv.AppendQuote's \x escapes are not JSON).
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			b = append(b, c)
+			i++
+			continue
+		}
+		if c >= utf8.RuneSelf {
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && n == 1 {
+				b = append(b, `\ufffd`...)
+			} else {
+				b = append(b, s[i:i+n]...)
+			}
+			i += n
+			continue
+		}
+		switch c {
+		case '"':
+			b = append(b, `\"`...)
+		case '\\':
+			b = append(b, `\\`...)
+		case '\n':
+			b = append(b, `\n`...)
+		case '\r':
+			b = append(b, `\r`...)
+		case '\t':
+			b = append(b, `\t`...)
+		default:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		i++
+	}
+	return append(b, '"')
 }
 
 // SendAck is the answer to a send.
@@ -316,11 +360,16 @@ func (c *Client) do(method, path, token string, body []byte, out any) error {
 	req.SetRequestURI(path)
 	req.Header.SetHost(c.host)
 	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+		bp := scratchPool.Get().(*[]byte)
+		*bp = append(append((*bp)[:0], "Bearer "...), token...)
+		req.Header.SetBytesV("Authorization", *bp)
+		if cap(*bp) <= maxPooledScratch {
+			scratchPool.Put(bp)
+		}
 	}
 	if body != nil {
 		req.Header.SetContentType("application/json")
-		req.SetBodyRaw(body)
+		req.SetBody(body) // a copy: the caller may reuse body at once
 	}
 	if err := c.hc.DoTimeout(req, resp, c.cfg.Timeout); err != nil {
 		return &Error{Err: err}
@@ -329,7 +378,11 @@ func (c *Client) do(method, path, token string, body []byte, out any) error {
 	if st/100 != 2 {
 		return apiError(resp)
 	}
-	if out != nil {
+	if ack, ok := out.(*SendAck); ok {
+		if err := parseSendAck(resp.Body(), ack); err != nil {
+			return &Error{Status: st, Code: "bad_body", Message: err.Error()}
+		}
+	} else if out != nil {
 		if err := json.Unmarshal(resp.Body(), out); err != nil {
 			return &Error{Status: st, Code: "bad_body", Message: err.Error()}
 		}
@@ -365,9 +418,57 @@ func apiError(resp *fasthttp.Response) *Error {
 // Send posts one message. A non-nil error is an *Error.
 func (c *Client) Send(token string, r *SendReq) (SendAck, error) {
 	var ack SendAck
-	buf := r.appendJSON(make([]byte, 0, 96+len(r.Content)))
-	err := c.do(fasthttp.MethodPost, "/v1/msg/send", token, buf, &ack)
+	bp := scratchPool.Get().(*[]byte)
+	*bp = r.appendJSON((*bp)[:0])
+	err := c.do(fasthttp.MethodPost, "/v1/msg/send", token, *bp, &ack)
+	if cap(*bp) <= maxPooledScratch {
+		scratchPool.Put(bp)
+	}
 	return ack, err
+}
+
+// scratchPool holds request-body and header buffers of the send path (the
+// request copies them, so they are free again when do returns).
+var scratchPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// maxPooledScratch: larger buffers are left to the collector.
+const maxPooledScratch = 16 << 10
+
+// ackParsers decode send ACKs without reflection (the generator's hot path).
+var ackParsers fastjson.ParserPool
+
+// parseSendAck reads a send ACK body; missing fields stay zero, a field of
+// the wrong type is an error.
+func parseSendAck(body []byte, ack *SendAck) error {
+	p := ackParsers.Get()
+	defer ackParsers.Put(p)
+	v, err := p.ParseBytes(body)
+	if err != nil {
+		return err
+	}
+	o, err := v.Object()
+	if err != nil {
+		return err
+	}
+	o.Visit(func(k []byte, fv *fastjson.Value) {
+		if err != nil {
+			return
+		}
+		switch string(k) {
+		case "msg_id":
+			ack.MsgID, err = fv.Uint64()
+		case "conv_id":
+			ack.ConvID, err = fv.Uint64()
+		case "conv_seq":
+			ack.ConvSeq, err = fv.Uint64()
+		case "server_time":
+			ack.ServerTime, err = fv.Int64()
+		}
+		if err != nil {
+			err = fmt.Errorf("field %s: %w", k, err)
+		}
+	})
+	return err
 }
 
 // PullOpts selects a page.

@@ -99,3 +99,34 @@ func TestWarmNothingListening(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkSend: one pipelined client against the no-op endpoint, many
+// goroutines; allocations per send are the figure to watch (-benchmem).
+func BenchmarkSend(b *testing.B) {
+	srv, err := noop.Start("127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	cfg := client.DefaultConfig()
+	cfg.Target, cfg.Secret, cfg.MaxConns, cfg.Pipeline = srv.URL(), secret, 2, 256
+	cl, err := client.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tok, err := cl.Token(1, "d")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetParallelism(64)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		req := client.SendReq{ClientMsgID: "c-1", ConvType: 1, ToUID: 2, Content: "some sixty-four bytes of message content, more or less, to send."}
+		for pb.Next() {
+			if _, err := cl.Send(tok, &req); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
