@@ -16,7 +16,6 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"imlab/loadgen/client"
-	"imlab/loadgen/noop"
 	"imlab/loadgen/schedule"
 )
 
@@ -26,9 +25,15 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkVsVegeta -benchtime 1x ./loadgen/
 //
+// The endpoint runs in a child process (this test binary again, see
+// main_test.go), as a real target would: sharing the generators' Go
+// scheduler and collector, its handler's batches held up their pacers.
+// Every case runs twice: procs_N with GOMAXPROCS = NumCPU and with
+// DefaultProcs (imlab load's --procs default), for both generators.
+//
 // Each sub-benchmark runs one bounded trial (benchTrial, 2 s; a trial is
 // longer than the default benchtime, so b.N stays 1 and the whole benchmark
-// takes about 15 s) and reports:
+// takes about 40 s) and reports:
 //
 //   - max_rate/{loadgen,loadgen_ws,loadgen_pipelined,vegeta}: req/s
 //     answered 200 as fast as 64 workers on 64 connections can go
@@ -52,8 +57,9 @@ import (
 //
 // Every trial starts on a warm pool (loadgen: client.Warm, as imlab load
 // does before its schedule starts; vegeta: a 100 ms attack on the same
-// transport first), and the process runs with the garbage collector at
-// benchGOGC, imlab load's default (--gogc), for both generators.
+// transport first) after a collection, and the process runs with the
+// garbage collector at benchGOGC, imlab load's default (--gogc), for both
+// generators.
 const (
 	benchTrial      = 2 * time.Second
 	benchWorkers    = 64
@@ -69,11 +75,8 @@ const (
 // benchContent is every benchmark message's body (64 bytes, as vegeta's).
 var benchContent = strings.Repeat("x", 64)
 
-func benchSetup(b *testing.B) (*noop.Server, *client.Client, string, []byte) {
-	srv, err := noop.Start("127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
+func benchSetup(b *testing.B) (string, *client.Client, string, []byte) {
+	srv := startNoopProcess(b)
 	cl := benchClient(b, srv, benchConns, 0, 0)
 	tok, err := cl.Token(1, "bench")
 	if err != nil {
@@ -84,9 +87,9 @@ func benchSetup(b *testing.B) (*noop.Server, *client.Client, string, []byte) {
 }
 
 // benchClient is a warm client of srv.
-func benchClient(b *testing.B, srv *noop.Server, conns, pipeline int, delay time.Duration) *client.Client {
+func benchClient(b *testing.B, srv string, conns, pipeline int, delay time.Duration) *client.Client {
 	cc := client.DefaultConfig()
-	cc.Target, cc.Secret, cc.MaxConns, cc.Pipeline, cc.PipelineDelay = srv.URL(), testSecret, conns, pipeline, delay
+	cc.Target, cc.Secret, cc.MaxConns, cc.Pipeline, cc.PipelineDelay = srv, testSecret, conns, pipeline, delay
 	cl, err := client.New(cc)
 	if err != nil {
 		b.Fatal(err)
@@ -137,7 +140,6 @@ func (e errs) report(b *testing.B, n int, el time.Duration) {
 func BenchmarkVsVegeta(b *testing.B) {
 	defer debug.SetGCPercent(debug.SetGCPercent(benchGOGC))
 	srv, cl, tok, body := benchSetup(b)
-	defer srv.Close()
 	defer cl.Close()
 	pcl := benchClient(b, srv, benchPipeConns, benchPipeline, benchPipeDelay)
 	defer pcl.Close()
@@ -150,6 +152,7 @@ func BenchmarkVsVegeta(b *testing.B) {
 
 			b.Run("max_rate/loadgen_ws", func(b *testing.B) {
 				for range b.N {
+					runtime.GC() // the previous trial's garbage is not this one's
 					senders := make([]*client.Sender, benchConns)
 					for i := range senders {
 						s, err := cl.DialSender(context.Background(), tok)
@@ -190,10 +193,11 @@ func BenchmarkVsVegeta(b *testing.B) {
 
 			b.Run("max_rate/vegeta", func(b *testing.B) {
 				for range b.N {
-					atk := vegetaAttacker(benchWorkers, vegetaTargeter(srv.URL(), tok, body))
+					runtime.GC() // the previous trial's garbage is not this one's
+					atk := vegetaAttacker(benchWorkers, vegetaTargeter(srv, tok, body))
 					n := 0
 					start := time.Now()
-					for res := range atk.Attack(vegetaTargeter(srv.URL(), tok, body), vegeta.Rate{Freq: 0}, benchTrial, "max") {
+					for res := range atk.Attack(vegetaTargeter(srv, tok, body), vegeta.Rate{Freq: 0}, benchTrial, "max") {
 						if res.Code == 200 {
 							n++
 						}
@@ -213,6 +217,7 @@ func BenchmarkVsVegeta(b *testing.B) {
 func benchMaxRate(b *testing.B, name string, cl *client.Client, tok string, workers int) {
 	b.Run(name, func(b *testing.B) {
 		for range b.N {
+			runtime.GC() // the previous trial's garbage is not this one's
 			var mu sync.Mutex
 			n := 0
 			var wg sync.WaitGroup
@@ -241,18 +246,19 @@ func benchMaxRate(b *testing.B, name string, cl *client.Client, tok string, work
 	})
 }
 
-func benchFixedRate(b *testing.B, srv *noop.Server, cl, pcl *client.Client, tok string, body []byte, rate int) {
+func benchFixedRate(b *testing.B, srv string, cl, pcl *client.Client, tok string, body []byte, rate int) {
 	name := "rate_" + strconv.Itoa(rate/1000) + "k/"
 	benchScheduled(b, name+"loadgen", cl, tok, rate)
 	benchScheduled(b, name+"loadgen_pipelined", pcl, tok, rate)
 	b.Run(name+"vegeta", func(b *testing.B) {
 		for range b.N {
-			atk := vegetaAttacker(benchMaxWorkers, vegetaTargeter(srv.URL(), tok, body))
+			runtime.GC() // the previous trial's garbage is not this one's
+			atk := vegetaAttacker(benchMaxWorkers, vegetaTargeter(srv, tok, body))
 			e := make(errs, 0, rate*3)
 			n := 0
 			interval := time.Second / time.Duration(rate)
 			start := time.Now()
-			for res := range atk.Attack(vegetaTargeter(srv.URL(), tok, body), vegeta.Rate{Freq: rate, Per: time.Second}, benchTrial, "rate") {
+			for res := range atk.Attack(vegetaTargeter(srv, tok, body), vegeta.Rate{Freq: rate, Per: time.Second}, benchTrial, "rate") {
 				if res.Code == 200 {
 					n++
 				}
@@ -270,6 +276,7 @@ func benchFixedRate(b *testing.B, srv *noop.Server, cl, pcl *client.Client, tok 
 func benchScheduled(b *testing.B, name string, cl *client.Client, tok string, rate int) {
 	b.Run(name, func(b *testing.B) {
 		for range b.N {
+			runtime.GC() // the previous trial's garbage is not this one's
 			cfg := schedule.DefaultConfig()
 			cfg.Workers, cfg.MaxWorkers = benchWorkers, benchMaxWorkers
 			var mu sync.Mutex
