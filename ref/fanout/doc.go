@@ -25,17 +25,21 @@
 // failed (after ProducerConfig.DeliveryTimeout) to the Direct fan-out;
 // outbox hands every commit to it while Health reports the brokers down.
 // Direct writes inbox rows through the same fenced, idempotent inbox sink
-// and runs the hooks (hot cache, online push) from the storing process;
-// what it drops (queue full, write failed) forward reconciliation repairs,
-// and under outbox the relay publishes every row anyway once Kafka is back
-// (the consumers' writes are then idempotent hits). Order is not kept
-// across the changeover: the direct path and the consumers write the same
-// inboxes without coordination, so a message can land behind a later one of
-// its conversation (a store publish fails only after the delivery timeout;
-// outbox messages committed before Health noticed the outage reach the
-// inbox through the relay, after later ones went direct). The lab checker
-// counts those as "reordered"; none is lost or duplicated
-// (ref/reconcile's TestQueueDown measures it).
+// and runs the hooks (hot cache, online push) from the storing process, but
+// only for messages that extend their conversation's chain: conv_seq 1, or
+// the predecessor already in every recipient's inbox (InboxSink.
+// HandleChained). The others are deferred: under outbox the relay publishes
+// every row once Kafka is back and the consumers write them in commit order
+// (rows direct wrote are idempotent hits there); under store forward
+// reconciliation writes them. What it drops (queue full, write failed)
+// reconciliation repairs too.
+//
+// Order: under outbox a conversation stays in conv_seq order in every inbox
+// across an outage (ref/reconcile's TestQueueDown asserts it). Under store
+// it cannot be promised: a publish fails only after the delivery timeout,
+// and by then later messages of the conversation may have been published
+// and consumed; the failed one reaches the inbox after them (the lab checker
+// counts it "reordered"; it is not lost). That is option B's weakness.
 //
 // # Relay
 //

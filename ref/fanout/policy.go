@@ -261,16 +261,20 @@ func DefaultDirectConfig() DirectConfig { return DirectConfig{QueueSize: 10_000,
 
 // Direct is the degraded path when the queue is down: committed messages
 // go straight through the inbox sink (fenced, idempotent inbox rows, then
-// the hot cache and online push) from the process that stored them.
-// Best effort and bounded: what it drops, reconciliation repairs.
+// the hot cache and online push) from the process that stored them, when
+// they extend their conversation's chain in every recipient's inbox
+// (InboxSink.HandleChained); the others are deferred to the relay or to
+// reconciliation, which write them in order. Best effort and bounded: what
+// it drops, reconciliation repairs.
 type Direct struct {
-	cfg     DirectConfig
-	sink    *InboxSink
-	ch      chan model.Message
-	dropped atomic.Int64
-	written atomic.Int64
-	log     *slog.Logger
-	wg      sync.WaitGroup
+	cfg      DirectConfig
+	sink     *InboxSink
+	ch       chan model.Message
+	dropped  atomic.Int64
+	written  atomic.Int64
+	deferred atomic.Int64
+	log      *slog.Logger
+	wg       sync.WaitGroup
 }
 
 // NewDirect starts the direct fan-out goroutine; it stops when ctx is done
@@ -297,8 +301,12 @@ func (d *Direct) Offer(m model.Message) {
 	}
 }
 
-// Stats returns messages written and dropped so far.
-func (d *Direct) Stats() (written, dropped int64) { return d.written.Load(), d.dropped.Load() }
+// Stats returns messages written, dropped (queue full, write failed) and
+// deferred (not extending their conversation's chain: see
+// InboxSink.HandleChained) so far.
+func (d *Direct) Stats() (written, dropped, deferred int64) {
+	return d.written.Load(), d.dropped.Load(), d.deferred.Load()
+}
 
 // Wait waits for the goroutine after ctx is done.
 func (d *Direct) Wait() { d.wg.Wait() }
@@ -325,13 +333,13 @@ func (d *Direct) run(ctx context.Context) {
 		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		// The body is already stored; HasBody only spares the read back
 		// (StoreMessages is INSERT IGNORE).
-		err := d.sink.Handle(wctx, batch)
+		written, deferred, err := d.sink.HandleChained(wctx, batch)
 		cancel()
+		d.written.Add(int64(written))
+		d.deferred.Add(int64(deferred))
 		if err != nil {
-			d.dropped.Add(int64(len(batch)))
-			d.log.Warn("direct fan-out failed; reconciliation will repair", "n", len(batch), "err", err)
-			continue
+			d.dropped.Add(int64(len(batch) - written - deferred))
+			d.log.Warn("direct fan-out failed; reconciliation will repair", "n", len(batch)-written-deferred, "err", err)
 		}
-		d.written.Add(int64(len(batch)))
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"imlab/ref/inbox"
 	"imlab/ref/model"
 	"imlab/ref/send"
+	"imlab/ref/sqlin"
 )
 
 // postCommitTimeout bounds the dedup marks and hooks after a COMMIT.
@@ -129,6 +130,137 @@ func (s *InboxSink) Handle(ctx context.Context, ds []Delivery) error {
 		start = end
 	}
 	return nil
+}
+
+// HandleChained is Handle for the direct fan-out (queue down): it writes
+// only the deliveries that extend their conversation's chain in every
+// recipient's inbox — conv_seq 1, or the predecessor (conv_seq-1) already
+// in each recipient's inbox or written ahead of it in this call — and
+// returns how many it deferred. A deferred message is written later, in
+// order, by the consumers (outbox: the relay publishes every row once the
+// queue is back) or by forward reconciliation (store: a failed publish), so
+// the degraded path never puts a message into an inbox ahead of an earlier
+// one of its conversation.
+func (s *InboxSink) HandleChained(ctx context.Context, ds []Delivery) (written, deferred int, err error) {
+	if len(ds) == 0 {
+		return 0, 0, nil
+	}
+	units, err := s.resolve(ctx, ds)
+	if err != nil {
+		return 0, 0, err
+	}
+	ready, err := s.chainReady(ctx, units)
+	if err != nil {
+		return 0, 0, err
+	}
+	keep := units[:0]
+	for i, u := range units {
+		if ready[i] {
+			keep = append(keep, u)
+		}
+	}
+	for start := 0; start < len(keep); {
+		rows := 0
+		end := start
+		for end < len(keep) && (end == start || rows+len(keep[end].items) <= s.cfg.MaxRowsPerTx) {
+			rows += len(keep[end].items)
+			end++
+		}
+		if err := s.commit(ctx, keep[start:end]); err != nil {
+			return written, len(units) - len(keep), err
+		}
+		written += end - start
+		start = end
+	}
+	return written, len(units) - len(keep), nil
+}
+
+// convSeq names a message by its place in its conversation.
+type convSeq struct{ conv, seq uint64 }
+
+// chainReady says, for each unit in order, whether its predecessor is in
+// every one of its recipients' inboxes (or ready ahead of it here).
+func (s *InboxSink) chainReady(ctx context.Context, units []unit) ([]bool, error) {
+	here := make(map[convSeq]int, len(units)) // unit index by place
+	for i, u := range units {
+		here[convSeq{u.msg.ConvID, u.msg.ConvSeq}] = i
+	}
+	var preds []convSeq
+	for _, u := range units {
+		p := convSeq{u.msg.ConvID, u.msg.ConvSeq - 1}
+		if _, ok := here[p]; u.msg.ConvSeq > 1 && !ok {
+			preds = append(preds, p)
+		}
+	}
+	predID, err := s.msgIDsAt(ctx, preds)
+	if err != nil {
+		return nil, err
+	}
+	var keys []inbox.Key
+	for _, u := range units {
+		if id, ok := predID[convSeq{u.msg.ConvID, u.msg.ConvSeq - 1}]; ok {
+			for _, it := range u.items {
+				keys = append(keys, inbox.Key{UID: it.UID, MsgID: id})
+			}
+		}
+	}
+	have, err := inbox.Delivered(ctx, s.db, keys)
+	if err != nil {
+		return nil, fmt.Errorf("fanout: chain check: %w", err)
+	}
+	ready := make([]bool, len(units))
+	for i, u := range units {
+		p := convSeq{u.msg.ConvID, u.msg.ConvSeq - 1}
+		switch j, inBatch := here[p]; {
+		case u.msg.ConvSeq <= 1:
+			ready[i] = true
+		case inBatch:
+			ready[i] = j < i && ready[j]
+		default:
+			id, ok := predID[p]
+			ready[i] = ok
+			for _, it := range u.items {
+				if !ok || !have[inbox.Key{UID: it.UID, MsgID: id}] {
+					ready[i] = false
+					break
+				}
+			}
+		}
+	}
+	return ready, nil
+}
+
+// msgIDsAt looks the msg_ids of conversation places up on uk_conv_seq.
+func (s *InboxSink) msgIDsAt(ctx context.Context, at []convSeq) (map[convSeq]uint64, error) {
+	out := make(map[convSeq]uint64, len(at))
+	for start := 0; start < len(at); start += dedupChunk {
+		end := min(start+dedupChunk, len(at))
+		var sb strings.Builder
+		sb.WriteString("SELECT conv_id, conv_seq, msg_id FROM msg_content WHERE ")
+		args := sqlin.Pairs(&sb, "conv_id", "conv_seq", end-start, make([]any, 0, 2*(end-start)), func(i int) (any, any) {
+			return at[start+i].conv, at[start+i].seq
+		})
+		rows, err := s.db.QueryContext(ctx, sb.String(), args...)
+		if err != nil {
+			return nil, fmt.Errorf("fanout: predecessor lookup: %w", err)
+		}
+		for rows.Next() {
+			var k convSeq
+			var id uint64
+			if err := rows.Scan(&k.conv, &k.seq, &id); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("fanout: predecessor scan: %w", err)
+			}
+			out[k] = id
+		}
+		if err := rows.Close(); err != nil {
+			return nil, fmt.Errorf("fanout: predecessor rows: %w", err)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("fanout: predecessor rows: %w", err)
+		}
+	}
+	return out, nil
 }
 
 // resolve loads bodies and recipients, in delivery order.

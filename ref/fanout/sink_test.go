@@ -301,3 +301,84 @@ func TestInboxSinkSkipsInboxDone(t *testing.T) {
 		t.Fatal("an unmarked event without a stored body was accepted")
 	}
 }
+
+// The direct path's chain rule on the real MariaDB: a message is written
+// only when its predecessor is in every recipient's inbox or written ahead
+// of it in the same call; the rest are deferred, and every inbox stays in
+// conversation order.
+func TestHandleChained(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	s := f.sink(t, DedupUK)
+	c1, _ := model.SingleConvID(1, 2)
+	c2, _ := model.SingleConvID(3, 4)
+	f.groups[7] = []uint64{10, 11, 12}
+	g, _ := model.GroupConvID(7)
+	var all []model.Message
+	id := uint64(1000)
+	mk := func(conv uint64, typ model.ConvType, seq, sender uint64) model.Message {
+		id++
+		m := model.Message{MsgID: id, ConvID: conv, ConvType: typ, ConvSeq: seq, SenderUID: sender,
+			ClientMsgID: fmt.Sprintf("c-%d", id), Content: "x", CreatedAt: time.Now().UTC().Truncate(time.Millisecond)}
+		all = append(all, m)
+		return m
+	}
+	a := []model.Message{mk(c1, model.ConvSingle, 1, 1), mk(c1, model.ConvSingle, 2, 2), mk(c1, model.ConvSingle, 3, 1), mk(c1, model.ConvSingle, 4, 2)}
+	b := []model.Message{mk(c2, model.ConvSingle, 1, 3), mk(c2, model.ConvSingle, 2, 4), mk(c2, model.ConvSingle, 3, 3)}
+	gm := []model.Message{mk(g, model.ConvGroup, 1, 10), mk(g, model.ConvGroup, 2, 11)}
+	if err := StoreMessages(ctx, f.my.DB, all); err != nil {
+		t.Fatal(err)
+	}
+	run := func(wantWritten, wantDeferred int, ms ...model.Message) {
+		t.Helper()
+		ds := make([]Delivery, len(ms))
+		for i, m := range ms {
+			ds[i] = Delivery{Event: EventOf(m, true)}
+		}
+		w, d, err := s.HandleChained(ctx, ds)
+		if err != nil || w != wantWritten || d != wantDeferred {
+			t.Fatalf("written %d deferred %d (%v), want %d and %d", w, d, err, wantWritten, wantDeferred)
+		}
+	}
+	// c1#3 comes before its predecessor in the call, c2#2's predecessor is
+	// nowhere: both deferred; c1#2 follows c1#1 written ahead of it.
+	run(2, 2, a[0], a[2], b[1], a[1])
+	// c1#2 is in both inboxes now: c1#3 and c1#4 go; c2#1 starts its chain.
+	run(3, 0, a[2], a[3], b[0])
+	// c2#2 was deferred, so c2#3 still waits.
+	run(0, 1, b[2])
+	// A member who joined after g#1 does not have it: g#2 waits for the
+	// queue or reconciliation rather than land in an inbox without g#1.
+	run(1, 0, gm[0])
+	f.groups[7] = []uint64{10, 11, 12, 13}
+	run(0, 1, gm[1])
+	f.groups[7] = []uint64{10, 11, 12}
+	run(1, 0, gm[1])
+
+	// Every inbox holds its conversations in conv_seq order.
+	rows, err := f.my.DB.Query(`SELECT o.uid, m.conv_id, m.conv_seq FROM offline_msg o JOIN msg_content m ON m.msg_id = o.msg_id ORDER BY o.uid, o.seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	last := map[[2]uint64]uint64{}
+	n := 0
+	for rows.Next() {
+		var uid, conv, seq uint64
+		if err := rows.Scan(&uid, &conv, &seq); err != nil {
+			t.Fatal(err)
+		}
+		k := [2]uint64{uid, conv}
+		if seq != last[k]+1 {
+			t.Fatalf("uid %d conv %d: conv_seq %d after %d", uid, conv, seq, last[k])
+		}
+		last[k] = seq
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if want := 2*4 + 2*1 + 3*2; n != want {
+		t.Fatalf("%d inbox rows, want %d", n, want)
+	}
+}

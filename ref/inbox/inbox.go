@@ -117,46 +117,66 @@ func (UKUidMsg) Fresh(ctx context.Context, tx *sql.Tx, items []Item) ([]Item, er
 	return existing(ctx, tx, items)
 }
 
-type pair struct{ uid, msgID uint64 }
+// Key names one inbox row by (uid, msg_id).
+type Key struct{ UID, MsgID uint64 }
+
+// Querier is what Delivered reads through (*sql.DB or *sql.Tx).
+type Querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
 
 const lookupChunk = 500
 
-// existing drops items whose (uid, msg_id) row exists.
-func existing(ctx context.Context, tx *sql.Tx, items []Item) ([]Item, error) {
-	found := make(map[pair]bool)
-	for start := 0; start < len(items); start += lookupChunk {
-		end := min(start+lookupChunk, len(items))
+// Delivered returns which of keys have an offline_msg row (point lookups
+// on uk_uid_msg, lookupChunk pairs per statement).
+func Delivered(ctx context.Context, q Querier, keys []Key) (map[Key]bool, error) {
+	found := make(map[Key]bool)
+	for start := 0; start < len(keys); start += lookupChunk {
+		end := min(start+lookupChunk, len(keys))
 		var sb strings.Builder
 		args := make([]any, 0, 2*(end-start))
 		sb.WriteString("SELECT uid, msg_id FROM offline_msg WHERE ")
 		args = sqlin.Pairs(&sb, "uid", "msg_id", end-start, args, func(i int) (any, any) {
-			return items[start+i].UID, items[start+i].MsgID
+			return keys[start+i].UID, keys[start+i].MsgID
 		})
-		rows, err := tx.QueryContext(ctx, sb.String(), args...)
+		rows, err := q.QueryContext(ctx, sb.String(), args...)
 		if err != nil {
-			return nil, fmt.Errorf("inbox: dedup lookup: %w", err)
+			return nil, fmt.Errorf("inbox: delivered lookup: %w", err)
 		}
 		for rows.Next() {
-			var p pair
-			if err := rows.Scan(&p.uid, &p.msgID); err != nil {
+			var k Key
+			if err := rows.Scan(&k.UID, &k.MsgID); err != nil {
 				rows.Close()
-				return nil, fmt.Errorf("inbox: dedup scan: %w", err)
+				return nil, fmt.Errorf("inbox: delivered scan: %w", err)
 			}
-			found[p] = true
+			found[k] = true
 		}
 		if err := rows.Close(); err != nil {
-			return nil, fmt.Errorf("inbox: dedup rows: %w", err)
+			return nil, fmt.Errorf("inbox: delivered rows: %w", err)
 		}
 		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("inbox: dedup rows: %w", err)
+			return nil, fmt.Errorf("inbox: delivered rows: %w", err)
 		}
+	}
+	return found, nil
+}
+
+// existing drops items whose (uid, msg_id) row exists.
+func existing(ctx context.Context, tx *sql.Tx, items []Item) ([]Item, error) {
+	keys := make([]Key, len(items))
+	for i, it := range items {
+		keys[i] = Key{it.UID, it.MsgID}
+	}
+	found, err := Delivered(ctx, tx, keys)
+	if err != nil {
+		return nil, err
 	}
 	if len(found) == 0 {
 		return items, nil
 	}
 	out := make([]Item, 0, len(items)-len(found))
 	for _, it := range items {
-		if !found[pair{it.UID, it.MsgID}] {
+		if !found[Key{it.UID, it.MsgID}] {
 			out = append(out, it)
 		}
 	}
@@ -407,10 +427,10 @@ func (w *Writer) write(ctx context.Context, tx *sql.Tx, items []Item, precheck b
 }
 
 func uniqueItems(items []Item) []Item {
-	seen := make(map[pair]struct{}, len(items))
+	seen := make(map[Key]struct{}, len(items))
 	out := items[:0:0]
 	for _, it := range items {
-		p := pair{it.UID, it.MsgID}
+		p := Key{it.UID, it.MsgID}
 		if _, ok := seen[p]; ok {
 			continue
 		}
