@@ -42,6 +42,8 @@ const (
 	MaxWSSenders = 50_000
 	// MaxWSConnsPerUser bounds WSConnsPerUser.
 	MaxWSConnsPerUser = 16
+	// MaxPipelineConns bounds PipelineConns.
+	MaxPipelineConns = 1024
 )
 
 // DefaultProcs is the GOMAXPROCS imlab load runs the generator with: twice
@@ -109,9 +111,14 @@ type Config struct {
 	Pop      Population
 	Pacer    schedule.Config
 	Conns    int // HTTP connection pool
-	// Pipeline: HTTP/1.1 requests in flight per connection (0: one at a
-	// time); see client.Config.Pipeline for what it costs a server.
-	Pipeline int
+	// Pipeline: sends go over a pool of their own, PipelineConns
+	// connections with up to Pipeline HTTP/1.1 requests in flight each (0:
+	// sends share the Conns pool, one request at a time per connection);
+	// see client.Config.Pipeline for what it costs a server. Pulls, acks,
+	// group creation and the witness always use the Conns pool, so they
+	// never queue behind sends.
+	Pipeline      int
+	PipelineConns int
 	// PipelineDelay: client.Config.PipelineDelay.
 	PipelineDelay time.Duration
 	Timeout       time.Duration // one HTTP exchange
@@ -157,6 +164,7 @@ func DefaultConfig(target, secret, runDir string) Config {
 		},
 		Pacer:          schedule.DefaultConfig(),
 		Conns:          256,
+		PipelineConns:  2,
 		Timeout:        5 * time.Second,
 		Retries:        2,
 		SendVia:        ViaHTTP,
@@ -212,6 +220,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: ws conns per user %d must be in 1..%d", ErrInvalid, c.WSConnsPerUser, MaxWSConnsPerUser)
 	case c.SendVia == ViaWS && p.Users*c.WSConnsPerUser > MaxWSSenders:
 		return fmt.Errorf("%w: sending over WebSocket opens %d connections per user: at most %d connections", ErrInvalid, c.WSConnsPerUser, MaxWSSenders)
+	case c.Pipeline > 0 && (c.PipelineConns < 1 || c.PipelineConns > MaxPipelineConns):
+		return fmt.Errorf("%w: pipeline conns %d must be in 1..%d", ErrInvalid, c.PipelineConns, MaxPipelineConns)
 	case c.Retries < 0 || c.Retries > maxRetries:
 		return fmt.Errorf("%w: retries must be in 0..%d", ErrInvalid, maxRetries)
 	case c.ContentSize < 0 || c.ContentSize > MaxContentSize:

@@ -63,7 +63,7 @@ func TestRealServerNoLossNoSkip(t *testing.T) {
 			lc.Pacer.Grace = 4 * time.Minute // a loaded machine makes sends late, never missed
 			lc.Conns = 32
 			if tr.pipeline > 0 {
-				lc.Conns, lc.Pipeline, lc.PipelineDelay = 4, tr.pipeline, 100*time.Microsecond
+				lc.PipelineConns, lc.Pipeline, lc.PipelineDelay = 4, tr.pipeline, 100*time.Microsecond
 			}
 			lc.Timeout = 30 * time.Second
 			lc.Settle = 500 * time.Millisecond

@@ -48,6 +48,7 @@ type GeneratorSummary struct {
 	GOGC          int    `json:"gogc"` // -1: off
 	Conns         int    `json:"conns"`
 	Pipeline      int    `json:"pipeline"`
+	PipelineConns int    `json:"pipeline_conns,omitempty"`
 	PipelineDelay string `json:"pipeline_delay,omitempty"`
 	Workers       int    `json:"workers"`
 	MaxWorkers    int    `json:"max_workers"`
@@ -112,8 +113,9 @@ type DrainSummary struct {
 type runner struct {
 	cfg    Config
 	runID  string
-	cl     *client.Client
-	wss    *wsSenders // nil unless SendVia is ViaWS
+	cl     *client.Client // pulls, acks, groups, witness (and sends unless pipelined)
+	sendCl *client.Client // sends over HTTP: cl, or the pipelined pool
+	wss    *wsSenders     // nil unless SendVia is ViaWS
 	start  time.Time
 	led    *ledger.Ledger
 	m      *metrics
@@ -140,15 +142,24 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		return nil, fmt.Errorf("%w: %s already holds a ledger", ErrInvalid, cfg.RunDir)
 	}
 	cc := client.DefaultConfig()
-	cc.Target, cc.Secret, cc.MaxConns, cc.Timeout, cc.Pipeline, cc.PipelineDelay = cfg.Target, cfg.Secret, cfg.Conns, cfg.Timeout, cfg.Pipeline, cfg.PipelineDelay
+	cc.Target, cc.Secret, cc.MaxConns, cc.Timeout = cfg.Target, cfg.Secret, cfg.Conns, cfg.Timeout
 	cl, err := client.New(cc)
 	if err != nil {
 		return nil, err
 	}
 	defer cl.Close()
+	sendCl := cl
+	if cfg.Pipeline > 0 {
+		pc := cc
+		pc.MaxConns, pc.Pipeline, pc.PipelineDelay = cfg.PipelineConns, cfg.Pipeline, cfg.PipelineDelay
+		if sendCl, err = client.New(pc); err != nil {
+			return nil, err
+		}
+		defer sendCl.Close()
+	}
 	var rb [6]byte
 	_, _ = rand.Read(rb[:])
-	r := &runner{cfg: cfg, runID: hex.EncodeToString(rb[:]), cl: cl, m: newMetrics(16), byUID: map[uint64][]*device{}}
+	r := &runner{cfg: cfg, runID: hex.EncodeToString(rb[:]), cl: cl, sendCl: sendCl, m: newMetrics(16), byUID: map[uint64][]*device{}}
 	if err := r.population(); err != nil {
 		return nil, err
 	}
@@ -158,13 +169,18 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	sum.Generator = GeneratorSummary{GOMAXPROCS: runtime.GOMAXPROCS(0), CPUs: runtime.NumCPU(), GOGC: gogc, Conns: cfg.Conns,
 		Pipeline: cfg.Pipeline, Workers: cfg.Pacer.Workers, MaxWorkers: cfg.Pacer.MaxWorkers}
 	if cfg.Pipeline > 0 {
+		sum.Generator.PipelineConns = cfg.PipelineConns
 		sum.Generator.PipelineDelay = cfg.PipelineDelay.String()
 	}
 	if err := r.createGroups(ctx); err != nil {
 		return nil, err
 	}
 	if cfg.CeilingFor > 0 {
-		c, err := MeasureCeiling(ctx, CeilingConfig{Secret: cfg.Secret, Via: cfg.SendVia, Conns: cfg.Conns,
+		conns := cfg.Conns
+		if cfg.Pipeline > 0 && cfg.SendVia == ViaHTTP {
+			conns = cfg.PipelineConns
+		}
+		c, err := MeasureCeiling(ctx, CeilingConfig{Secret: cfg.Secret, Via: cfg.SendVia, Conns: conns,
 			Pipeline: cfg.Pipeline, PipelineDelay: cfg.PipelineDelay, Workers: cfg.Pacer.Workers, For: cfg.CeilingFor})
 		if err != nil {
 			return nil, err
@@ -178,6 +194,11 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	// for it (they would start late only because the pool was cold).
 	if err := cl.Warm(ctx, cfg.Conns); err != nil {
 		return nil, fmt.Errorf("loadgen: target not answering: %w", err)
+	}
+	if sendCl != cl {
+		if err := sendCl.Warm(ctx, cfg.PipelineConns); err != nil {
+			return nil, fmt.Errorf("loadgen: target not answering on the pipelined pool: %w", err)
+		}
 	}
 	r.start = time.Now().Add(100 * time.Millisecond)
 	sum.StartedAt = r.start.UTC()
@@ -545,7 +566,7 @@ func (r *runner) send(worker int, t schedule.Tick, started time.Duration) {
 // sendOnce makes one try over the configured transport.
 func (r *runner) sendOnce(sender *device, tick uint64, req *client.SendReq) (client.SendAck, error) {
 	if r.wss == nil {
-		return r.cl.Send(sender.token, req)
+		return r.sendCl.Send(sender.token, req)
 	}
 	s, err := r.wss.get(sender.uid, int(tick%uint64(r.cfg.WSConnsPerUser)))
 	if err != nil {

@@ -265,20 +265,25 @@ func TestLoadRefusesBadFlags(t *testing.T) {
 	t.Setenv(envSecret, "cmd-test-secret-0123456789")
 	t.Setenv("GOGC", "100") // so that load leaves this process's collector alone
 	t.Setenv("GOMAXPROCS", strconv.Itoa(runtime.GOMAXPROCS(0)))
-	for _, c := range []struct{ flag, val, want string }{
-		{"--pipeline", "-1", "pipeline"},
-		{"--pipeline", "5000", "pipeline"},
-		{"--pipeline-delay", "1s", "pipeline delay"},
-		{"--gogc", "-2", "--gogc"},
-		{"--procs", "0", "--procs"},
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--pipeline", "-1"}, "pipeline"},
+		{[]string{"--pipeline", "5000"}, "pipeline"},
+		{[]string{"--pipeline", "4", "--pipeline-delay", "1s"}, "pipeline delay"},
+		{[]string{"--pipeline", "4", "--pipeline-conns", "0"}, "pipeline conns"},
+		{[]string{"--gogc", "-2"}, "--gogc"},
+		{[]string{"--procs", "0"}, "--procs"},
 	} {
 		dir := filepath.Join(t.TempDir(), "run")
-		_, _, err := run(t, context.Background(), "load", "--target", "http://127.0.0.1:1", "--ceiling", "0", "--run-dir", dir, c.flag, c.val)
+		args := append([]string{"load", "--target", "http://127.0.0.1:1", "--ceiling", "0", "--run-dir", dir}, c.args...)
+		_, _, err := run(t, context.Background(), args...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Fatalf("%s %s: %v, want an error about %q", c.flag, c.val, err, c.want)
+			t.Fatalf("%v: %v, want an error about %q", c.args, err, c.want)
 		}
 		if _, err := os.Stat(dir); !os.IsNotExist(err) {
-			t.Fatalf("%s %s: run dir created: %v", c.flag, c.val, err)
+			t.Fatalf("%v: run dir created: %v", c.args, err)
 		}
 	}
 }

@@ -98,7 +98,8 @@ sine:mean=5000,amp=2000,period=30s`,
 	f.DurationVar(&cfg.Pop.ComeBackEvery, "come-back-every", def.Pop.ComeBackEvery, "offline devices come back and pull this often (0: only at the end)")
 	f.IntVar(&cfg.Pop.CrashEvery, "crash-every", def.Pop.CrashEvery, "a crashy device crashes on every Nth non-empty page")
 	f.IntVar(&cfg.Conns, "conns", def.Conns, "HTTP connections")
-	f.IntVar(&cfg.Pipeline, "pipeline", 0, "HTTP/1.1 requests in flight per connection (0: one at a time); the server answers a connection's requests in order, one at a time")
+	f.IntVar(&cfg.Pipeline, "pipeline", 0, "sends over a pool of their own with this many HTTP/1.1 requests in flight per connection (0: sends share --conns, one at a time); a server answers a connection's requests in order, one at a time")
+	f.IntVar(&cfg.PipelineConns, "pipeline-conns", def.PipelineConns, "with --pipeline: connections of the send pool (pulls and acks keep --conns)")
 	f.DurationVar(&cfg.PipelineDelay, "pipeline-delay", 0, "with --pipeline: a connection waits up to this long to batch requests into one write")
 	f.IntVar(&procs, "procs", loadgen.DefaultProcs(), "GOMAXPROCS of the generator (default: twice the CPUs, for scheduling accuracy); ignored when $GOMAXPROCS is set")
 	f.IntVar(&gogc, "gogc", defaultLoadGOGC, "garbage collector target percentage of the generator (-1: off); ignored when $GOGC is set")
@@ -130,8 +131,8 @@ func printSummary(w interface{ Write([]byte) (int, error) }, s *loadgen.Summary)
 		fmt.Fprintf(w, "generator ceiling (no-op endpoint, same client, over %s): %.0f sends/s\n", s.Ceiling.Via, s.Ceiling.PerSec)
 	}
 	g := s.Generator
-	fmt.Fprintf(w, "generator: GOMAXPROCS %d on %d CPUs, GOGC %d, %d conns, pipeline %d, workers %d..%d\n",
-		g.GOMAXPROCS, g.CPUs, g.GOGC, g.Conns, g.Pipeline, g.Workers, g.MaxWorkers)
+	fmt.Fprintf(w, "generator: GOMAXPROCS %d on %d CPUs, GOGC %d, %d conns, pipeline %d on %d conns, workers %d..%d\n",
+		g.GOMAXPROCS, g.CPUs, g.GOGC, g.Conns, g.Pipeline, g.PipelineConns, g.Workers, g.MaxWorkers)
 	fmt.Fprintf(w, "sends: scheduled %d, started %d, late %d, missed %d; ok %d, fail %d, unknown %d, retries %d; achieved %.0f/s\n",
 		s.Pacer.Scheduled, s.Pacer.Started, s.Pacer.Late, s.Pacer.Missed, s.OK, s.Fail, s.Unknown, s.Retries, s.AchievedPerSec)
 	fmt.Fprintf(w, "latency (µs)   count      p50      p90      p99     p999      max\n")
