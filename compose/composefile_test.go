@@ -317,6 +317,10 @@ func TestComposeMonitoring(t *testing.T) {
 	if _, err := os.Stat(filepath.Join("grafana", "provisioning", "datasources", "prometheus.yml")); err != nil {
 		t.Error(err)
 	}
+	// The mounted folder holds dashboards (package dashboards checks them).
+	if dash, err := filepath.Glob(filepath.Join("..", "dashboards", "*.json")); err != nil || len(dash) == 0 {
+		t.Errorf("../dashboards holds no dashboard JSON (%v): Grafana would start with none", err)
+	}
 }
 
 // The roles' image is built from the repository root's Dockerfile, which
