@@ -443,7 +443,7 @@ func TestDashboardQueries(t *testing.T) {
 			{`sum(rate(imlab_send_total_bucket[5m]))`, "x", "not in the reference server's registry"},
 			{`sum by (cache) (rate(imlab_cache_requests_total[5m])) / sum(rate(imlab_cache_requests_total[5m]))`, "{{cache}}", "no series would match"},
 			{`sum(rate(imlab_send_total[5m])`, "x", "parse"},
-			{`sum(rat(imlab_send_total[5m]))`, "x", "unknown or unsupported function"},
+			{`sum(rat(imlab_send_total[5m]))`, "x", `unknown function with name "rat"`},
 			{`max by (group) (imlab_consumer_lag_seconds{grp="inbox"})`, "{{group}}", "has no label grp"},
 		} {
 			_, problems := checkQuery(cat, c.expr, c.legend, false)
