@@ -806,6 +806,30 @@ func MeasureCeiling(ctx context.Context, c CeilingConfig) (Ceiling, error) {
 			senders = append(senders, s)
 		}
 	}
+	n, took := closedLoop(ctx, workers, d, func(w int, req *client.SendReq) error {
+		var err error
+		if senders != nil {
+			_, err = senders[w%len(senders)].Send(req, cc.Timeout)
+		} else {
+			_, err = cl.Send(tok, req)
+		}
+		return err
+	})
+	el := took.Seconds()
+	if via == "" {
+		via = ViaHTTP
+	}
+	return Ceiling{PerSec: float64(n) / el, Requests: n, Seconds: el, Via: via, Conns: conns, Pipeline: cc.Pipeline, Workers: workers}, ctx.Err()
+}
+
+// ceilingContent is the body of the sends that measure the generator (64
+// bytes).
+var ceilingContent = strings.Repeat("x", 64)
+
+// closedLoop runs workers that call send back to back (worker w with a
+// request of its own, a fresh client_msg_id each time) until d has passed
+// or ctx ends, and returns how many sends succeeded and how long it took.
+func closedLoop(ctx context.Context, workers int, d time.Duration, send func(w int, req *client.SendReq) error) (uint64, time.Duration) {
 	var n uint64
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -815,17 +839,11 @@ func MeasureCeiling(ctx context.Context, c CeilingConfig) (Ceiling, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			req := client.SendReq{ConvType: 1, ToUID: 2, Content: strings.Repeat("x", 64)}
+			req := client.SendReq{ConvType: 1, ToUID: 2, Content: ceilingContent}
 			var mine uint64
 			for i := 0; ctx.Err() == nil && time.Now().Before(end); i++ {
 				req.ClientMsgID = "c-" + strconv.Itoa(w) + "-" + strconv.Itoa(i)
-				var err error
-				if senders != nil {
-					_, err = senders[w%len(senders)].Send(&req, cc.Timeout)
-				} else {
-					_, err = cl.Send(tok, &req)
-				}
-				if err == nil {
+				if send(w, &req) == nil {
 					mine++
 				}
 			}
@@ -835,9 +853,5 @@ func MeasureCeiling(ctx context.Context, c CeilingConfig) (Ceiling, error) {
 		}()
 	}
 	wg.Wait()
-	el := time.Since(start).Seconds()
-	if via == "" {
-		via = ViaHTTP
-	}
-	return Ceiling{PerSec: float64(n) / el, Requests: n, Seconds: el, Via: via, Conns: conns, Pipeline: cc.Pipeline, Workers: workers}, ctx.Err()
+	return n, time.Since(start)
 }
