@@ -7,11 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
+	rtmetrics "runtime/metrics"
 	"sort"
 	"strconv"
 	"strings"
@@ -149,7 +150,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	}
 	defer cl.Close()
 	sendCl := cl
-	if cfg.Pipeline > 0 {
+	if cfg.Pipeline > 0 && cfg.SendVia == ViaHTTP {
 		pc := cc
 		pc.MaxConns, pc.Pipeline, pc.PipelineDelay = cfg.PipelineConns, cfg.Pipeline, cfg.PipelineDelay
 		if sendCl, err = client.New(pc); err != nil {
@@ -164,9 +165,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		return nil, err
 	}
 	sum := &Summary{RunID: r.runID, Target: cfg.Target, Shape: cfg.Shape.String(), SendVia: cfg.SendVia, Duration: cfg.Duration.String(), Latency: map[string]Quantiles{}}
-	gogc := debug.SetGCPercent(100)
-	debug.SetGCPercent(gogc)
-	sum.Generator = GeneratorSummary{GOMAXPROCS: runtime.GOMAXPROCS(0), CPUs: runtime.NumCPU(), GOGC: gogc, Conns: cfg.Conns,
+	sum.Generator = GeneratorSummary{GOMAXPROCS: runtime.GOMAXPROCS(0), CPUs: runtime.NumCPU(), GOGC: gcPercent(), Conns: cfg.Conns,
 		Pipeline: cfg.Pipeline, Workers: cfg.Pacer.Workers, MaxWorkers: cfg.Pacer.MaxWorkers}
 	if cfg.Pipeline > 0 {
 		sum.Generator.PipelineConns = cfg.PipelineConns
@@ -177,7 +176,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	}
 	if cfg.CeilingFor > 0 {
 		conns := cfg.Conns
-		if cfg.Pipeline > 0 && cfg.SendVia == ViaHTTP {
+		if sendCl != cl {
 			conns = cfg.PipelineConns
 		}
 		c, err := MeasureCeiling(ctx, CeilingConfig{Secret: cfg.Secret, Via: cfg.SendVia, Conns: conns,
@@ -854,4 +853,19 @@ func closedLoop(ctx context.Context, workers int, d time.Duration, send func(w i
 	}
 	wg.Wait()
 	return n, time.Since(start)
+}
+
+// gcPercent reads the collector's target percentage (-1: off) without
+// setting it.
+func gcPercent() int {
+	sample := []rtmetrics.Sample{{Name: "/gc/gogc:percent"}}
+	rtmetrics.Read(sample)
+	if sample[0].Value.Kind() != rtmetrics.KindUint64 {
+		return 0
+	}
+	v := sample[0].Value.Uint64()
+	if v == math.MaxUint64 { // GOGC=off
+		return -1
+	}
+	return int(v)
 }

@@ -360,12 +360,10 @@ func (c *Client) do(method, path, token string, body []byte, out any) error {
 	req.SetRequestURI(path)
 	req.Header.SetHost(c.host)
 	if token != "" {
-		bp := scratchPool.Get().(*[]byte)
-		*bp = append(append((*bp)[:0], "Bearer "...), token...)
+		bp := getScratch()
+		*bp = append(append(*bp, "Bearer "...), token...)
 		req.Header.SetBytesV("Authorization", *bp)
-		if cap(*bp) <= maxPooledScratch {
-			scratchPool.Put(bp)
-		}
+		putScratch(bp)
 	}
 	if body != nil {
 		req.Header.SetContentType("application/json")
@@ -418,12 +416,10 @@ func apiError(resp *fasthttp.Response) *Error {
 // Send posts one message. A non-nil error is an *Error.
 func (c *Client) Send(token string, r *SendReq) (SendAck, error) {
 	var ack SendAck
-	bp := scratchPool.Get().(*[]byte)
-	*bp = r.appendJSON((*bp)[:0])
+	bp := getScratch()
+	*bp = r.appendJSON(*bp)
 	err := c.do(fasthttp.MethodPost, "/v1/msg/send", token, *bp, &ack)
-	if cap(*bp) <= maxPooledScratch {
-		scratchPool.Put(bp)
-	}
+	putScratch(bp)
 	return ack, err
 }
 
@@ -433,6 +429,20 @@ var scratchPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return 
 
 // maxPooledScratch: larger buffers are left to the collector.
 const maxPooledScratch = 16 << 10
+
+// getScratch returns an empty buffer from scratchPool.
+func getScratch() *[]byte {
+	bp := scratchPool.Get().(*[]byte)
+	*bp = (*bp)[:0]
+	return bp
+}
+
+// putScratch gives bp back unless it grew past maxPooledScratch.
+func putScratch(bp *[]byte) {
+	if cap(*bp) <= maxPooledScratch {
+		scratchPool.Put(bp)
+	}
+}
 
 // ackParsers decode send ACKs without reflection (the generator's hot path).
 var ackParsers fastjson.ParserPool
