@@ -117,6 +117,14 @@ func (s *InboxSink) Handle(ctx context.Context, ds []Delivery) error {
 	if err != nil {
 		return err
 	}
+	_, err = s.commitAll(ctx, units)
+	return err
+}
+
+// commitAll commits units in order, in transactions of at most
+// MaxRowsPerTx rows (a unit is never split), and returns how many units
+// were committed before any error.
+func (s *InboxSink) commitAll(ctx context.Context, units []unit) (int, error) {
 	for start := 0; start < len(units); {
 		rows := 0
 		end := start
@@ -125,11 +133,11 @@ func (s *InboxSink) Handle(ctx context.Context, ds []Delivery) error {
 			end++
 		}
 		if err := s.commit(ctx, units[start:end]); err != nil {
-			return err
+			return start, err
 		}
 		start = end
 	}
-	return nil
+	return len(units), nil
 }
 
 // HandleChained is Handle for the direct fan-out (queue down): it writes
@@ -159,20 +167,9 @@ func (s *InboxSink) HandleChained(ctx context.Context, ds []Delivery) (written, 
 			keep = append(keep, u)
 		}
 	}
-	for start := 0; start < len(keep); {
-		rows := 0
-		end := start
-		for end < len(keep) && (end == start || rows+len(keep[end].items) <= s.cfg.MaxRowsPerTx) {
-			rows += len(keep[end].items)
-			end++
-		}
-		if err := s.commit(ctx, keep[start:end]); err != nil {
-			return written, len(units) - len(keep), err
-		}
-		written += end - start
-		start = end
-	}
-	return written, len(units) - len(keep), nil
+	deferred = len(units) - len(keep)
+	written, err = s.commitAll(ctx, keep)
+	return written, deferred, err
 }
 
 // convSeq names a message by its place in its conversation.
@@ -217,12 +214,13 @@ func (s *InboxSink) chainReady(ctx context.Context, units []unit) ([]bool, error
 		case inBatch:
 			ready[i] = j < i && ready[j]
 		default:
-			id, ok := predID[p]
-			ready[i] = ok
-			for _, it := range u.items {
-				if !ok || !have[inbox.Key{UID: it.UID, MsgID: id}] {
-					ready[i] = false
-					break
+			if id, ok := predID[p]; ok {
+				ready[i] = true
+				for _, it := range u.items {
+					if !have[inbox.Key{UID: it.UID, MsgID: id}] {
+						ready[i] = false
+						break
+					}
 				}
 			}
 		}
