@@ -112,11 +112,7 @@ func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 // topic after at most 5 attempts with its reason and does not block its
 // partition; a bad payload is dead-lettered at once.
 func TestConsumerOrderRetryDLQ(t *testing.T) {
-	c := newCluster(t)
-	brokers := c.ListenAddrs()
-	tp := testTopics()
-	ensureTopics(t, brokers, tp)
-	p := testProducer(t, brokers)
+	brokers, tp, p := newKafka(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
@@ -235,11 +231,7 @@ func readAll(t testing.TB, ctx context.Context, brokers []string, topic string, 
 // succeeds (its partition waits), in order, never dead-lettered; a
 // permanent error is still dead-lettered at once.
 func TestConsumerRetryTransient(t *testing.T) {
-	c := newCluster(t)
-	brokers := c.ListenAddrs()
-	tp := testTopics()
-	ensureTopics(t, brokers, tp)
-	p := testProducer(t, brokers)
+	brokers, tp, p := newKafka(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	conv := uint64(42)

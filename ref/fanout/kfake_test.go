@@ -23,6 +23,15 @@ func newCluster(t testing.TB) *kfake.Cluster {
 }
 
 // testTopics returns unique topic names for a test.
+// newKafka starts a private kfake cluster with the test topics created and
+// returns its brokers, the topics and a producer to them.
+func newKafka(t testing.TB) ([]string, Topics, *Producer) {
+	t.Helper()
+	brokers, tp := newCluster(t).ListenAddrs(), testTopics()
+	ensureTopics(t, brokers, tp)
+	return brokers, tp, testProducer(t, brokers)
+}
+
 func testTopics() Topics {
 	t := DefaultTopics()
 	t.Fanout = testenv.RandomName("fan_")

@@ -14,11 +14,7 @@ import (
 // oldest, not the newest) plus the record count; after the consumer caught
 // up both are 0. Dead letters show as the DLQ size.
 func TestLagIsAgeOfOldestUnprocessed(t *testing.T) {
-	c := newCluster(t)
-	brokers := c.ListenAddrs()
-	tp := testTopics()
-	ensureTopics(t, brokers, tp)
-	p := testProducer(t, brokers)
+	brokers, tp, p := newKafka(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cfg := testConsumerConfig(brokers, tp)

@@ -28,11 +28,8 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	c := newCluster(t)
-	f := &fixture{brokers: c.ListenAddrs(), tp: testTopics(), my: testenv.NewMySQL(t), rd: testenv.NewRedis(t),
-		groups: map[uint64][]uint64{}}
-	ensureTopics(t, f.brokers, f.tp)
-	f.prod = testProducer(t, f.brokers)
+	f := &fixture{my: testenv.NewMySQL(t), rd: testenv.NewRedis(t), groups: map[uint64][]uint64{}}
+	f.brokers, f.tp, f.prod = newKafka(t)
 	return f
 }
 
