@@ -1,0 +1,22 @@
+// Package report owns rendering one scenario run as a self-contained HTML
+// page for architecture reviews: a header (scenario, PASS/FAIL badge,
+// backends, settings), the table of the scenario's checks with the failed
+// ones highlighted, the checker's verdict with its findings and examples,
+// the fault schedule, one inline SVG plot per chart (lag over time,
+// throughput, latency; nice 1-2-5 ticks, a legend, an optional dashed
+// threshold line, fault injections and heals drawn as vertical lines on
+// every plot) and the run's notes.
+//
+// It owns the Report value types, their validation and the named limits
+// (MaxCharts, MaxSeries, MaxPoints, MaxMarkers, MaxExamples,
+// MaxMarkerLabelRunes). Points that cannot be drawn (NaN or ±Inf) are
+// dropped and counted in a note, series longer than MaxPoints are decimated
+// evenly and noted; anything else that cannot be drawn is an error wrapping
+// ErrInvalid, and nothing is written then. The page has no external
+// scripts, fonts, stylesheets or network references: CSS and SVG are
+// inline, and every piece of text goes through html/template.
+//
+// It must not run anything, read run directories, or import other imlab
+// packages: its code uses the standard library only, and the scenario
+// runner converts its own data into a Report.
+package report

@@ -1,0 +1,456 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"html/template"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// page is what the template renders: every number already formatted,
+// every piece of text still raw (the template escapes it).
+type page struct {
+	Title        string
+	Scenario     string
+	Description  string
+	Passed       bool
+	StartedAt    string
+	Duration     string
+	Backends     string
+	Verdict      string
+	VerdictClass string
+	Settings     [][2]string
+	Checks       []Check
+	ChecksPassed int
+	Findings     []findingView
+	Markers      []markerRow
+	Charts       []chartView
+	Notes        []string
+}
+
+type findingView struct {
+	Name     string
+	Count    uint64
+	Examples []string
+	More     int
+	Class    string
+}
+
+type markerRow struct {
+	T     string
+	Kind  string
+	Label string
+}
+
+type chartView struct {
+	ID         string
+	Title      string
+	Unit       string
+	Width      int
+	Height     int
+	Left       string
+	Right      string
+	Top        string
+	Bottom     string
+	PlotW      string
+	PlotH      string
+	MidX       string
+	MidY       string
+	CaptionY   string
+	XTicks     []tickView
+	YTicks     []tickView
+	Lines      []lineView
+	Legend     []legendView
+	Threshold  *thresholdView
+	Markers    []markerLine
+	NoData     bool
+	XTickTextY string
+	YTickTextX string
+	TickEnd    string
+}
+
+type tickView struct {
+	Pos   string // x of an x tick, y of a y tick
+	Label string
+}
+
+type lineView struct {
+	Name   string
+	Color  string
+	Points string
+	Dot    *dotView
+}
+
+type dotView struct{ CX, CY, Color string }
+
+type legendView struct {
+	Name    string
+	Swatch  template.CSS
+	Summary string
+	Empty   bool
+}
+
+type thresholdView struct {
+	X1, X2, Y string
+	TextX     string
+	TextY     string
+	Label     string
+	Title     string
+}
+
+type markerLine struct {
+	Kind   string
+	X      string
+	Y1, Y2 string
+	TextX  string
+	TextY  string
+	Anchor string
+	Stroke string
+	Dash   string
+	Width  string
+	Title  string
+	Short  string
+}
+
+// cleanChart is a chart whose points are all drawable.
+type cleanChart struct {
+	title     string
+	unit      string
+	series    []cleanSeries
+	threshold float64
+	thLabel   string
+}
+
+type cleanSeries struct {
+	name   string
+	points []Point // at most MaxPoints
+	max    float64 // over every finite point, before decimation
+	last   float64
+}
+
+// buildPage validates r and turns it into the page model. It never
+// modifies r.
+func buildPage(r *Report) (*page, error) {
+	if r == nil {
+		return nil, fmt.Errorf("%w: nil report", ErrInvalid)
+	}
+	if strings.TrimSpace(r.Title) == "" {
+		return nil, fmt.Errorf("%w: title is empty", ErrInvalid)
+	}
+	if r.Duration < 0 {
+		return nil, fmt.Errorf("%w: duration %s is negative", ErrInvalid, r.Duration)
+	}
+	if len(r.Charts) > MaxCharts {
+		return nil, fmt.Errorf("%w: %d charts, at most %d (MaxCharts)", ErrInvalid, len(r.Charts), MaxCharts)
+	}
+	if len(r.Markers) > MaxMarkers {
+		return nil, fmt.Errorf("%w: %d markers, at most %d (MaxMarkers)", ErrInvalid, len(r.Markers), MaxMarkers)
+	}
+	for i, m := range r.Markers {
+		switch m.Kind {
+		case KindInject, KindHeal, KindError:
+		default:
+			return nil, fmt.Errorf("%w: marker %d %q: kind %q, want %q, %q or %q",
+				ErrInvalid, i, m.Label, m.Kind, KindInject, KindHeal, KindError)
+		}
+		if !finite(m.T) {
+			return nil, fmt.Errorf("%w: marker %d %q: T is %g", ErrInvalid, i, m.Label, m.T)
+		}
+	}
+	markers := slices.Clone(r.Markers)
+	slices.SortStableFunc(markers, func(a, b Marker) int { return cmp.Compare(a.T, b.T) })
+
+	var notes []string
+	charts := make([]cleanChart, 0, len(r.Charts))
+	for ci := range r.Charts {
+		c, n, err := cleanChartOf(ci, &r.Charts[ci])
+		if err != nil {
+			return nil, err
+		}
+		charts = append(charts, c)
+		notes = append(notes, n...)
+	}
+
+	p := &page{
+		Title:        r.Title,
+		Scenario:     r.Scenario,
+		Description:  r.Description,
+		Passed:       r.Passed,
+		Duration:     r.Duration.Round(time.Millisecond).String(),
+		Backends:     r.Backends,
+		Verdict:      r.Verdict,
+		VerdictClass: verdictClass(r.Verdict),
+		Settings:     slices.Clone(r.Settings),
+		Checks:       slices.Clone(r.Checks),
+		Notes:        append(slices.Clone(r.Notes), notes...),
+	}
+	if !r.StartedAt.IsZero() {
+		p.StartedAt = r.StartedAt.UTC().Format("2006-01-02 15:04:05 UTC")
+	}
+	for _, c := range r.Checks {
+		if c.OK {
+			p.ChecksPassed++
+		}
+	}
+	for _, f := range r.Findings {
+		fv := findingView{Name: f.Name, Count: f.Count, Class: findingClass(f.Name, f.Count)}
+		fv.Examples = slices.Clone(f.Examples[:min(len(f.Examples), MaxExamples)])
+		fv.More = len(f.Examples) - len(fv.Examples)
+		p.Findings = append(p.Findings, fv)
+	}
+	for _, m := range markers {
+		p.Markers = append(p.Markers, markerRow{T: formatValue(m.T) + " s", Kind: m.Kind, Label: m.Label})
+	}
+	for ci, c := range charts {
+		cv, err := drawChart(ci, c, markers)
+		if err != nil {
+			return nil, err
+		}
+		p.Charts = append(p.Charts, cv)
+	}
+	return p, nil
+}
+
+// cleanChartOf checks one chart's limits and order, drops non-finite points
+// and decimates long series; the notes say what was dropped or decimated.
+func cleanChartOf(ci int, c *Chart) (cleanChart, []string, error) {
+	where := fmt.Sprintf("chart %d %q", ci+1, c.Title)
+	if len(c.Series) > MaxSeries {
+		return cleanChart{}, nil, fmt.Errorf("%w: %s: %d series, at most %d (MaxSeries)", ErrInvalid, where, len(c.Series), MaxSeries)
+	}
+	if !finite(c.Threshold) {
+		return cleanChart{}, nil, fmt.Errorf("%w: %s: threshold is %g", ErrInvalid, where, c.Threshold)
+	}
+	out := cleanChart{title: c.Title, unit: c.Unit, threshold: c.Threshold, thLabel: c.ThresholdLabel}
+	var notes []string
+	for si := range c.Series {
+		s := &c.Series[si]
+		sw := fmt.Sprintf("%s, series %d %q", where, si+1, s.Name)
+		pts := make([]Point, 0, len(s.Points))
+		dropped, lastIdx := 0, -1
+		cs := cleanSeries{name: s.Name, max: math.Inf(-1)}
+		for i, pt := range s.Points {
+			if !finite(pt.T) || !finite(pt.V) {
+				dropped++
+				continue
+			}
+			if len(pts) > 0 && pt.T < pts[len(pts)-1].T {
+				return cleanChart{}, nil, fmt.Errorf("%w: %s: point %d has T=%g, before T=%g of point %d: points must be in non-decreasing T",
+					ErrInvalid, sw, i, pt.T, pts[len(pts)-1].T, lastIdx)
+			}
+			pts = append(pts, pt)
+			lastIdx = i
+			cs.max = math.Max(cs.max, pt.V)
+			cs.last = pt.V
+		}
+		if dropped > 0 {
+			notes = append(notes, fmt.Sprintf("%s: %d of %d points dropped (NaN or infinite)", sw, dropped, len(s.Points)))
+		}
+		if len(pts) > MaxPoints {
+			notes = append(notes, fmt.Sprintf("%s: %d points decimated evenly to %d (MaxPoints)", sw, len(pts), MaxPoints))
+			pts = decimate(pts, MaxPoints)
+		}
+		cs.points = pts
+		out.series = append(out.series, cs)
+	}
+	return out, notes, nil
+}
+
+// decimate keeps limit points of pts, evenly spaced by index, the first and
+// the last included. limit must be at least 2.
+func decimate(pts []Point, limit int) []Point {
+	n := len(pts)
+	if n <= limit {
+		return pts
+	}
+	out := make([]Point, limit)
+	for i := range out {
+		out[i] = pts[i*(n-1)/(limit-1)]
+	}
+	return out
+}
+
+// drawChart lays one chart out: axes from 0 (or below) to the largest
+// point, threshold or marker, one polyline per non-empty series, the
+// threshold line and one vertical line per marker.
+func drawChart(ci int, c cleanChart, markers []Marker) (chartView, error) {
+	where := fmt.Sprintf("chart %d %q", ci+1, c.title)
+	tmin, tmax, vmin, vmax := 0.0, 0.0, 0.0, 0.0
+	points := 0
+	for _, s := range c.series {
+		for _, pt := range s.points {
+			tmin, tmax = math.Min(tmin, pt.T), math.Max(tmax, pt.T)
+			vmin, vmax = math.Min(vmin, pt.V), math.Max(vmax, pt.V)
+		}
+		points += len(s.points)
+	}
+	for _, m := range markers {
+		tmin, tmax = math.Min(tmin, m.T), math.Max(tmax, m.T)
+	}
+	if c.threshold > 0 {
+		vmax = math.Max(vmax, c.threshold)
+	}
+	ax, err := niceAxis(tmin, tmax, xTickTarget)
+	if err != nil {
+		return chartView{}, fmt.Errorf("%s: time axis: %w", where, err)
+	}
+	ay, err := niceAxis(vmin, vmax, yTickTarget)
+	if err != nil {
+		return chartView{}, fmt.Errorf("%s: value axis: %w", where, err)
+	}
+
+	title := c.title
+	if strings.TrimSpace(title) == "" {
+		title = "chart " + strconv.Itoa(ci+1)
+	}
+	cv := chartView{
+		ID:         "chart-" + strconv.Itoa(ci+1),
+		Title:      title,
+		Unit:       c.unit,
+		Width:      svgWidth,
+		Height:     svgHeight,
+		Left:       coord(plotLeft),
+		Right:      coord(plotRight),
+		Top:        coord(plotTop),
+		Bottom:     coord(plotBottom),
+		PlotW:      coord(plotRight - plotLeft),
+		PlotH:      coord(plotBottom - plotTop),
+		MidX:       coord((plotLeft + plotRight) / 2),
+		MidY:       coord((plotTop + plotBottom) / 2),
+		CaptionY:   coord(plotBottom + 32),
+		XTickTextY: coord(plotBottom + 16),
+		YTickTextX: coord(plotLeft - 6),
+		TickEnd:    coord(plotBottom + 4),
+		NoData:     points == 0,
+	}
+	for _, v := range ax.ticks() {
+		cv.XTicks = append(cv.XTicks, tickView{Pos: coord(xPos(ax, v)), Label: ax.label(v)})
+	}
+	for _, v := range ay.ticks() {
+		cv.YTicks = append(cv.YTicks, tickView{Pos: coord(yPos(ay, v)), Label: ay.label(v)})
+	}
+	for si, s := range c.series {
+		name := s.name
+		if strings.TrimSpace(name) == "" {
+			name = "series " + strconv.Itoa(si+1)
+		}
+		color := seriesColor(si)
+		lv := legendView{Name: name, Swatch: template.CSS("background-color:" + color)}
+		if len(s.points) == 0 {
+			lv.Empty, lv.Summary = true, "no data"
+			cv.Legend = append(cv.Legend, lv)
+			continue
+		}
+		lv.Summary = "max " + withUnit(s.max, c.unit) + ", last " + withUnit(s.last, c.unit)
+		cv.Legend = append(cv.Legend, lv)
+		line := lineView{Name: name, Color: color, Points: polylinePoints(ax, ay, s.points)}
+		if len(s.points) == 1 {
+			line.Dot = &dotView{CX: coord(xPos(ax, s.points[0].T)), CY: coord(yPos(ay, s.points[0].V)), Color: color}
+		}
+		cv.Lines = append(cv.Lines, line)
+	}
+	if c.threshold > 0 {
+		label := c.thLabel
+		if strings.TrimSpace(label) == "" {
+			label = "threshold"
+		}
+		y := yPos(ay, c.threshold)
+		label += " (" + withUnit(c.threshold, c.unit) + ")"
+		cv.Threshold = &thresholdView{
+			X1: coord(plotLeft), X2: coord(plotRight), Y: coord(y),
+			TextX: coord(plotRight - 4), TextY: coord(y - 4),
+			Label: label, Title: label,
+		}
+	}
+	for i, m := range markers {
+		x := xPos(ax, m.T)
+		row := i % markerLabelRows
+		textY := float64(plotTop) - 6 - float64(markerLabelRows-1-row)*markerRowHeight
+		stroke, dash, width := markerStyle(m.Kind)
+		ml := markerLine{
+			Kind: m.Kind, X: coord(x), Y1: coord(textY - 9), Y2: coord(plotBottom),
+			TextX: coord(x + 3), TextY: coord(textY), Anchor: "start",
+			Stroke: stroke, Dash: dash, Width: width,
+			Title: "t=" + formatValue(m.T) + " s " + m.Kind + ": " + m.Label,
+			Short: shorten(m.Label, MaxMarkerLabelRunes),
+		}
+		if x > plotRight-markerFlipRoom {
+			ml.TextX, ml.Anchor = coord(x-3), "end"
+		}
+		if ml.Short == "" {
+			ml.Short = m.Kind
+		}
+		cv.Markers = append(cv.Markers, ml)
+	}
+	return cv, nil
+}
+
+// shorten cuts s to at most n runes, ending in "…" when cut.
+func shorten(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	runes := []rune(s)
+	return string(runes[:n-1]) + "…"
+}
+
+// formatValue prints a figure with a precision that fits its size.
+func formatValue(v float64) string {
+	a := math.Abs(v)
+	var s string
+	switch {
+	case a >= 1000:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case a >= 10:
+		s = strconv.FormatFloat(v, 'f', 1, 64)
+	case a >= 0.001 || a == 0:
+		s = strconv.FormatFloat(v, 'f', 3, 64)
+	default:
+		return strconv.FormatFloat(v, 'g', 3, 64)
+	}
+	s = strings.TrimRight(s, "0")
+	s = strings.TrimSuffix(s, ".")
+	if s == "-0" {
+		s = "0"
+	}
+	return s
+}
+
+func withUnit(v float64, unit string) string {
+	if unit == "" {
+		return formatValue(v)
+	}
+	return formatValue(v) + " " + unit
+}
+
+// verdictClass colours the checker's verdict.
+func verdictClass(v string) string {
+	switch {
+	case strings.EqualFold(v, "VALID"):
+		return "valid"
+	case strings.EqualFold(v, "INVALID"):
+		return "invalid"
+	}
+	return "unknown"
+}
+
+// findingClass highlights a non-zero finding: the anomalies that make a
+// run invalid (lost, unexpected, skipped) as bad, the tolerated ones
+// (duplicated, reordered) as a warning.
+func findingClass(name string, count uint64) string {
+	if count == 0 {
+		return ""
+	}
+	switch name {
+	case "lost", "unexpected", "skipped":
+		return "bad"
+	case "duplicated", "reordered":
+		return "warn"
+	}
+	return ""
+}

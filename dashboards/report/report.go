@@ -1,0 +1,137 @@
+package report
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"time"
+)
+
+// Limits of one report. Beyond MaxPoints a series is decimated; beyond the
+// others WriteHTML refuses the report.
+const (
+	// MaxCharts is the number of charts one report may hold.
+	MaxCharts = 32
+	// MaxSeries is the number of series one chart may hold.
+	MaxSeries = 64
+	// MaxPoints is the number of points drawn per series; longer series
+	// are decimated evenly (first and last point kept).
+	MaxPoints = 20000
+	// MaxMarkers is the number of markers (fault injections, heals,
+	// errors) one report may hold; each is drawn on every chart.
+	MaxMarkers = 500
+	// MaxExamples is the number of examples shown per finding; the rest
+	// are summarised as "+N more".
+	MaxExamples = 20
+	// MaxMarkerLabelRunes is the length of the small label drawn next to a
+	// marker line; the full label is in the line's hover title and in the
+	// fault schedule table.
+	MaxMarkerLabelRunes = 32
+)
+
+// Marker kinds.
+const (
+	KindInject = "inject"
+	KindHeal   = "heal"
+	KindError  = "error"
+)
+
+// ErrInvalid is wrapped by every error about a report that cannot be drawn.
+var ErrInvalid = errors.New("invalid report")
+
+// Point is one sample of a series.
+type Point struct{ T, V float64 } // T: seconds since the run's start
+
+// Series is one line of a chart.
+type Series struct {
+	Name   string  `json:"name"` // legend, e.g. "ACK p99", "partition 3"
+	Points []Point `json:"points"`
+}
+
+// Chart is one plot of the report.
+type Chart struct {
+	Title  string   `json:"title"` // "Consumer lag (age of oldest unprocessed message)"
+	Unit   string   `json:"unit"`  // "s", "ms", "msg/s", "records"
+	Series []Series `json:"series"`
+	// Threshold, when > 0, is drawn as a dashed horizontal line labelled ThresholdLabel (e.g. the scenario's limit).
+	Threshold      float64 `json:"threshold,omitempty"`
+	ThresholdLabel string  `json:"threshold_label,omitempty"`
+}
+
+// Marker is a fault injection or heal, drawn as a vertical line on every chart.
+type Marker struct {
+	T     float64 `json:"t"`
+	Label string  `json:"label"` // "inject latency(redis,50ms)"
+	Kind  string  `json:"kind"`  // "inject" | "heal" | "error"
+}
+
+// Check is one assertion of the scenario.
+type Check struct {
+	Name string `json:"name"` // "lost", "ack_p99"
+	Want string `json:"want"` // "<= 0", "<= 2s"
+	Got  string `json:"got"`
+	OK   bool   `json:"ok"`
+}
+
+// Finding is one row of the checker's verdict table.
+type Finding struct {
+	Name     string   `json:"name"` // ok, lost, duplicated, unexpected, recovered, reordered, skipped
+	Count    uint64   `json:"count"`
+	Examples []string `json:"examples,omitempty"` // msg_ids or device/seq descriptions
+}
+
+// Report is everything one page shows about a scenario run.
+type Report struct {
+	Title       string
+	Scenario    string // scenario name
+	Description string
+	Passed      bool
+	StartedAt   time.Time
+	Duration    time.Duration
+	Backends    string      // e.g. "mysql=external mariadb 10.11; redis=external redis 7.0.15; kafka=embedded kfake"
+	Settings    [][2]string // key/value rows: policy, allocator, rate shape, users, devices...
+	Verdict     string      // "VALID" / "INVALID"
+	Findings    []Finding
+	Checks      []Check
+	Charts      []Chart
+	Markers     []Marker
+	Notes       []string // free text lines (warnings, e.g. "embedded MySQL: figures are not capacity figures")
+}
+
+// Validate reports, as an error wrapping ErrInvalid, the first reason r
+// cannot be drawn; nil means WriteHTML would render it. It does not modify r.
+func (r *Report) Validate() error {
+	_, err := buildPage(r)
+	return err
+}
+
+// WriteHTML renders r. It validates first (Title non-empty; every Series' points in non-decreasing T; no NaN/Inf:
+// such points are dropped and counted in a note; at most MaxPoints = 20000 points per series, decimated evenly
+// beyond that; at most MaxCharts = 32 charts, MaxSeries = 64 per chart) and returns a clear error for what cannot
+// be drawn, writing nothing in that case.
+//
+// The page is rendered completely in memory and written with one Write, so
+// an error from rendering also leaves w untouched. r is not modified.
+func WriteHTML(w io.Writer, r *Report) error {
+	if w == nil {
+		return fmt.Errorf("report: nil writer")
+	}
+	p, err := buildPage(r)
+	if err != nil {
+		return err
+	}
+	tmpl, err := template.New("report").Parse(pageTemplate)
+	if err != nil {
+		return fmt.Errorf("report: parse page template: %w", err)
+	}
+	var buf bytes.Buffer
+	if err := tmpl.Execute(&buf, p); err != nil {
+		return fmt.Errorf("report: render %q: %w", r.Title, err)
+	}
+	if _, err := w.Write(buf.Bytes()); err != nil {
+		return fmt.Errorf("report: write %q: %w", r.Title, err)
+	}
+	return nil
+}

@@ -1,0 +1,690 @@
+package report
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/html"
+)
+
+// sample is a run of 100 s with three charts (lag with a threshold,
+// throughput, latency with one empty series) and three markers.
+func sample() *Report {
+	ramp := func(n int, f func(t float64) float64) []Point {
+		pts := make([]Point, n+1)
+		for i := range pts {
+			t := float64(i) * 100 / float64(n)
+			pts[i] = Point{T: t, V: f(t)}
+		}
+		return pts
+	}
+	return &Report{
+		Title:       "redis latency under 5k msg/s",
+		Scenario:    "redis-latency",
+		Description: "50 ms latency on redis for 25 s; lag must recover within 10 s.",
+		Passed:      false,
+		StartedAt:   time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC),
+		Duration:    100*time.Second + 123456789,
+		Backends:    "mysql=embedded; redis=embedded miniredis; kafka=embedded kfake",
+		Settings:    [][2]string{{"policy", "outbox"}, {"allocator", "redis"}, {"rate", "5000/s constant"}},
+		Verdict:     "VALID",
+		Findings: []Finding{
+			{Name: "ok", Count: 12000},
+			{Name: "lost", Count: 0},
+			{Name: "duplicated", Count: 3, Examples: []string{"m-1", "m-2", "m-3"}},
+		},
+		Checks: []Check{
+			{Name: "lost", Want: "<= 0", Got: "0", OK: true},
+			{Name: "ack_p99", Want: "<= 2s", Got: "3.1s", OK: false},
+			{Name: "lag_recovery", Want: "<= 10s", Got: "4s", OK: true},
+		},
+		Charts: []Chart{
+			{
+				Title: "Consumer lag (age of oldest unprocessed message)", Unit: "s",
+				Series: []Series{
+					{Name: "partition 0", Points: ramp(100, func(t float64) float64 { return 4 * math.Abs(math.Sin(t/30)) })},
+					{Name: "partition 1", Points: ramp(50, func(t float64) float64 { return 1 })},
+				},
+				Threshold: 2, ThresholdLabel: "limit",
+			},
+			{
+				Title: "Throughput", Unit: "msg/s",
+				Series: []Series{{Name: "acked", Points: ramp(100, func(t float64) float64 { return 5000 - 10*t })}},
+			},
+			{
+				Title: "ACK latency", Unit: "ms",
+				Series: []Series{
+					{Name: "p50", Points: ramp(100, func(t float64) float64 { return 3 + t/50 })},
+					{Name: "p99", Points: nil},
+				},
+			},
+		},
+		Markers: []Marker{
+			{T: 50, Label: "heal latency(redis)", Kind: KindHeal},
+			{T: 25, Label: "inject latency(redis,50ms)", Kind: KindInject},
+			{T: 75, Label: "consumer restart failed", Kind: KindError},
+		},
+		Notes: []string{"embedded MySQL: figures are not capacity figures"},
+	}
+}
+
+func render(t *testing.T, r *Report) (string, *html.Node) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, r); err != nil {
+		t.Fatalf("WriteHTML: %v", err)
+	}
+	out := buf.String()
+	doc, err := html.Parse(strings.NewReader(out))
+	if err != nil {
+		t.Fatalf("parse output: %v", err)
+	}
+	return out, doc
+}
+
+func findAll(n *html.Node, match func(*html.Node) bool) []*html.Node {
+	var out []*html.Node
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if match(n) {
+			out = append(out, n)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(n)
+	return out
+}
+
+func elem(tag string, classes ...string) func(*html.Node) bool {
+	return func(n *html.Node) bool {
+		if n.Type != html.ElementNode || n.Data != tag {
+			return false
+		}
+		for _, c := range classes {
+			if !hasClass(n, c) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+func attr(n *html.Node, key string) string {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val
+		}
+	}
+	return ""
+}
+
+func hasClass(n *html.Node, c string) bool {
+	for _, f := range strings.Fields(attr(n, "class")) {
+		if f == c {
+			return true
+		}
+	}
+	return false
+}
+
+func text(n *html.Node) string {
+	var b strings.Builder
+	for _, t := range findAll(n, func(n *html.Node) bool { return n.Type == html.TextNode }) {
+		b.WriteString(t.Data)
+	}
+	return b.String()
+}
+
+// svgFragments returns each <svg>…</svg> of the output, which must be
+// well-formed XML on its own.
+func svgFragments(t *testing.T, out string) []string {
+	t.Helper()
+	var frags []string
+	for rest := out; ; {
+		i := strings.Index(rest, "<svg")
+		if i < 0 {
+			break
+		}
+		j := strings.Index(rest[i:], "</svg>")
+		if j < 0 {
+			t.Fatalf("unterminated <svg>")
+		}
+		frag := rest[i : i+j+len("</svg>")]
+		d := xml.NewDecoder(strings.NewReader(frag))
+		d.Strict = true
+		for {
+			_, err := d.Token()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("svg %d is not well-formed XML: %v", len(frags)+1, err)
+			}
+		}
+		frags = append(frags, frag)
+		rest = rest[i+j:]
+	}
+	return frags
+}
+
+func pairs(points string) int { return len(strings.Fields(points)) }
+
+func TestStructure(t *testing.T) {
+	r := sample()
+	out, doc := render(t, r)
+
+	svgs := findAll(doc, elem("svg"))
+	if len(svgs) != 3 {
+		t.Fatalf("%d <svg>, want 3", len(svgs))
+	}
+	if n := len(svgFragments(t, out)); n != 3 {
+		t.Fatalf("%d svg fragments, want 3", n)
+	}
+	for ci, svg := range svgs {
+		c := r.Charts[ci]
+		lines := findAll(svg, elem("polyline", "series"))
+		var nonEmpty []Series
+		for _, s := range c.Series {
+			if len(s.Points) > 0 {
+				nonEmpty = append(nonEmpty, s)
+			}
+		}
+		if len(lines) != len(nonEmpty) {
+			t.Fatalf("chart %d: %d polylines, want %d", ci, len(lines), len(nonEmpty))
+		}
+		colors := map[string]bool{}
+		for i, l := range lines {
+			if got, want := pairs(attr(l, "points")), len(nonEmpty[i].Points); got != want {
+				t.Errorf("chart %d series %d: %d points drawn, want %d", ci, i, got, want)
+			}
+			if got := text(l); got != nonEmpty[i].Name {
+				t.Errorf("chart %d series %d: title %q, want %q", ci, i, got, nonEmpty[i].Name)
+			}
+			colors[attr(l, "stroke")] = true
+		}
+		if len(colors) != len(lines) {
+			t.Errorf("chart %d: %d distinct colours for %d series", ci, len(colors), len(lines))
+		}
+		if n := len(findAll(svg, elem("line", "marker-line"))); n != len(r.Markers) {
+			t.Errorf("chart %d: %d marker lines, want %d", ci, n, len(r.Markers))
+		}
+		if len(findAll(svg, elem("text", "nodata"))) != 0 {
+			t.Errorf("chart %d says no data", ci)
+		}
+	}
+
+	figures := findAll(doc, elem("figure", "chart"))
+	legend := findAll(figures[2], elem("li"))
+	if len(legend) != 2 || !strings.Contains(text(legend[1]), "p99") || !strings.Contains(text(legend[1]), "no data") {
+		t.Errorf("latency legend: %d entries, second %q; want p50 and p99 (no data)", len(legend), text(legend[len(legend)-1]))
+	}
+	if got := text(findAll(figures[1], elem("li"))[0]); !strings.Contains(got, "max 5000 msg/s") || !strings.Contains(got, "last 4000 msg/s") {
+		t.Errorf("throughput legend %q, want max 5000 and last 4000 msg/s", got)
+	}
+
+	// Self-contained: no scripts, no external references.
+	for _, bad := range []string{"<script", "http://", "https://", "src=", "<link", "@import", "url(", "ZgotmplZ"} {
+		if strings.Contains(strings.ToLower(out), strings.ToLower(bad)) {
+			t.Errorf("output contains %q", bad)
+		}
+	}
+	if n := len(findAll(doc, elem("style"))); n != 1 {
+		t.Errorf("%d <style>, want 1 inline stylesheet", n)
+	}
+
+	// Header: badge, verdict, settings.
+	badge := findAll(doc, elem("span", "badge"))
+	if len(badge) != 1 || text(badge[0]) != "FAIL" || !hasClass(badge[0], "fail") {
+		t.Errorf("badge %v, want one FAIL badge", badge)
+	}
+	settings := findAll(doc, elem("table", "settings"))
+	if len(settings) != 1 || len(findAll(settings[0], elem("tr"))) != 3 {
+		t.Errorf("settings table missing or not 3 rows")
+	}
+	for _, want := range []string{"redis-latency", "2025-03-04 05:06:07 UTC", "1m40.123s", "kafka=embedded kfake", "VALID",
+		"embedded MySQL: figures are not capacity figures"} {
+		if !strings.Contains(text(doc), want) {
+			t.Errorf("page text lacks %q", want)
+		}
+	}
+
+	// Fault schedule sorted by T.
+	var kinds []string
+	for _, tr := range findAll(doc, elem("tr")) {
+		for _, k := range []string{KindInject, KindHeal, KindError} {
+			if hasClass(tr, "mk-"+k) {
+				kinds = append(kinds, k)
+			}
+		}
+	}
+	if got := strings.Join(kinds, ","); got != "inject,heal,error" {
+		t.Errorf("fault schedule order %s, want inject,heal,error", got)
+	}
+}
+
+func TestMarkersAtTheirTime(t *testing.T) {
+	_, doc := render(t, sample())
+	// The data runs over 0..100 s, so the time axis is [0, 100] in steps
+	// of 10 and T maps linearly onto the plot area.
+	wantX := map[string]string{
+		KindInject: coord(plotLeft + 0.25*(plotRight-plotLeft)),
+		KindHeal:   coord(plotLeft + 0.50*(plotRight-plotLeft)),
+		KindError:  coord(plotLeft + 0.75*(plotRight-plotLeft)),
+	}
+	if wantX[KindInject] != "269" {
+		t.Fatalf("test geometry changed: inject x %s", wantX[KindInject])
+	}
+	wantStroke := map[string]string{KindInject: "#d62728", KindHeal: "#2ca02c", KindError: "#222222"}
+	for ci, svg := range findAll(doc, elem("svg")) {
+		var ticks []string
+		for _, tx := range findAll(findAll(svg, elem("g", "xaxis"))[0], elem("text")) {
+			ticks = append(ticks, text(tx))
+		}
+		if got := strings.Join(ticks, " "); got != "0 10 20 30 40 50 60 70 80 90 100" {
+			t.Fatalf("chart %d x ticks %q", ci, got)
+		}
+		for _, g := range findAll(svg, elem("g", "marker")) {
+			kind := strings.TrimSpace(strings.TrimPrefix(attr(g, "class"), "marker"))
+			line := findAll(g, elem("line", "marker-line"))[0]
+			if x1, x2 := attr(line, "x1"), attr(line, "x2"); x1 != wantX[kind] || x2 != wantX[kind] {
+				t.Errorf("chart %d %s marker at x %s..%s, want %s", ci, kind, x1, x2, wantX[kind])
+			}
+			if got := attr(line, "stroke"); got != wantStroke[kind] {
+				t.Errorf("chart %d %s marker stroke %s, want %s", ci, kind, got, wantStroke[kind])
+			}
+			title := text(findAll(g, elem("title"))[0])
+			if !strings.Contains(title, "latency(redis") && !strings.Contains(title, "restart") {
+				t.Errorf("chart %d %s marker title %q lacks its label", ci, kind, title)
+			}
+			if len(findAll(g, elem("text"))) != 1 {
+				t.Errorf("chart %d %s marker has no small label", ci, kind)
+			}
+		}
+	}
+}
+
+func TestThresholdLine(t *testing.T) {
+	_, doc := render(t, sample())
+	svgs := findAll(doc, elem("svg"))
+	th := findAll(svgs[0], elem("line", "threshold-line"))
+	if len(th) != 1 {
+		t.Fatalf("%d threshold lines in the lag chart, want 1", len(th))
+	}
+	// Lag values reach 4 s, the threshold is 2 s: the value axis is [0, 4],
+	// so the line sits half way up the plot area.
+	want := coord(plotBottom - 0.5*(plotBottom-plotTop))
+	if y1, y2 := attr(th[0], "y1"), attr(th[0], "y2"); y1 != want || y2 != want {
+		t.Errorf("threshold at y %s..%s, want %s", y1, y2, want)
+	}
+	if attr(th[0], "stroke-dasharray") == "" {
+		t.Errorf("threshold line is not dashed")
+	}
+	g := findAll(svgs[0], elem("g", "threshold"))[0]
+	if got := text(findAll(g, elem("text"))[0]); got != "limit (2 s)" {
+		t.Errorf("threshold label %q, want %q", got, "limit (2 s)")
+	}
+	for i, svg := range svgs[1:] {
+		if n := len(findAll(svg, elem("line", "threshold-line"))); n != 0 {
+			t.Errorf("chart %d without threshold has %d threshold lines", i+2, n)
+		}
+	}
+}
+
+func TestEscaping(t *testing.T) {
+	const evil = `<script>alert(1)</script>"onmouseover="alert(2)`
+	r := sample()
+	r.Title = evil
+	r.Scenario = evil
+	r.Description = evil
+	r.Backends = evil
+	r.Verdict = evil
+	r.Settings = append(r.Settings, [2]string{evil, evil})
+	r.Checks = append(r.Checks, Check{Name: evil, Want: evil, Got: evil})
+	r.Findings = append(r.Findings, Finding{Name: evil, Count: 1, Examples: []string{evil}})
+	r.Charts[0].Title = evil
+	r.Charts[0].Unit = evil
+	r.Charts[0].ThresholdLabel = evil
+	r.Charts[0].Series[0].Name = evil
+	r.Markers[0].Label = evil
+	r.Notes = append(r.Notes, evil)
+	out, doc := render(t, r)
+
+	if strings.Contains(strings.ToLower(out), "<script") {
+		t.Fatalf("output holds a raw <script")
+	}
+	if n := len(findAll(doc, elem("script"))); n != 0 {
+		t.Fatalf("%d script elements", n)
+	}
+	for _, n := range findAll(doc, func(n *html.Node) bool { return n.Type == html.ElementNode }) {
+		for _, a := range n.Attr {
+			if strings.HasPrefix(a.Key, "on") {
+				t.Fatalf("<%s> got attribute %s=%q", n.Data, a.Key, a.Val)
+			}
+		}
+	}
+	// The text survives escaping intact.
+	if got := text(findAll(doc, elem("h1"))[0]); !strings.HasPrefix(got, evil) {
+		t.Errorf("h1 %q, want the hostile title as text", got)
+	}
+	if got := attr(findAll(doc, elem("svg"))[0], "aria-label"); got != evil {
+		t.Errorf("svg aria-label %q, want the hostile chart title", got)
+	}
+	if got := text(findAll(doc, elem("title"))[0]); got != evil {
+		t.Errorf("page title %q", got)
+	}
+	if n := strings.Count(text(doc), evil); n < 12 {
+		t.Errorf("hostile text appears %d times as text, want every place (>= 12)", n)
+	}
+	svgFragments(t, out)
+}
+
+func TestFailedChecksHighlighted(t *testing.T) {
+	_, doc := render(t, sample())
+	table := findAll(doc, elem("table", "checks"))
+	if len(table) != 1 {
+		t.Fatalf("%d checks tables", len(table))
+	}
+	var failed, passed []string
+	for _, tr := range findAll(table[0], elem("tr")) {
+		tds := findAll(tr, elem("td"))
+		if len(tds) == 0 {
+			continue
+		}
+		switch {
+		case hasClass(tr, "fail"):
+			failed = append(failed, text(tds[0]))
+		case hasClass(tr, "ok"):
+			passed = append(passed, text(tds[0]))
+		default:
+			t.Errorf("check row %q neither ok nor fail", text(tr))
+		}
+	}
+	if strings.Join(failed, ",") != "ack_p99" || strings.Join(passed, ",") != "lost,lag_recovery" {
+		t.Errorf("failed %v passed %v, want [ack_p99] and [lost lag_recovery]", failed, passed)
+	}
+	if got := text(findAll(findAll(doc, elem("section"))[0], elem("small"))[0]); got != "2 of 3 passed" {
+		t.Errorf("checks summary %q", got)
+	}
+}
+
+func TestFindingsExamples(t *testing.T) {
+	r := sample()
+	var ex []string
+	for i := range MaxExamples + 5 {
+		ex = append(ex, fmt.Sprintf("dev %d seq %d", i, i*10))
+	}
+	r.Findings = []Finding{
+		{Name: "ok", Count: 100},
+		{Name: "lost", Count: 25, Examples: ex},
+		{Name: "duplicated", Count: 2, Examples: ex[:2]},
+		{Name: "skipped", Count: 0},
+	}
+	before := len(r.Findings[1].Examples)
+	_, doc := render(t, r)
+	rows := findAll(findAll(doc, elem("table", "findings"))[0], elem("tr"))[1:]
+	if len(rows) != 4 {
+		t.Fatalf("%d finding rows, want 4", len(rows))
+	}
+	wantClass := []string{"", "bad", "warn", ""}
+	for i, tr := range rows {
+		if got := attr(tr, "class"); got != wantClass[i] {
+			t.Errorf("row %d class %q, want %q", i, got, wantClass[i])
+		}
+	}
+	if n := len(findAll(rows[1], elem("code"))); n != MaxExamples {
+		t.Errorf("%d examples shown, want %d", n, MaxExamples)
+	}
+	if more := findAll(rows[1], elem("span", "more")); len(more) != 1 || text(more[0]) != "+5 more" {
+		t.Errorf("lost row lacks +5 more")
+	}
+	if len(findAll(rows[2], elem("span", "more"))) != 0 || len(findAll(rows[2], elem("code"))) != 2 {
+		t.Errorf("duplicated row: want 2 examples and no +N more")
+	}
+	if len(r.Findings[1].Examples) != before {
+		t.Errorf("examples of the input changed")
+	}
+}
+
+func TestDecimationToMaxPoints(t *testing.T) {
+	r := sample()
+	const n = 50000
+	pts := make([]Point, n)
+	for i := range pts {
+		pts[i] = Point{T: float64(i) / 500, V: 1}
+	}
+	pts[1].V = 1000 // between two kept points: not drawn, still the series' max
+	r.Charts[1].Series = []Series{{Name: "acked", Points: pts}}
+	out, doc := render(t, r)
+	line := findAll(findAll(doc, elem("svg"))[1], elem("polyline", "series"))[0]
+	coords := strings.Fields(attr(line, "points"))
+	if len(coords) != MaxPoints {
+		t.Fatalf("%d points drawn, want %d", len(coords), MaxPoints)
+	}
+	if !strings.HasPrefix(coords[0], coord(plotLeft)+",") || !strings.HasPrefix(coords[len(coords)-1], coord(plotRight)+",") {
+		t.Errorf("first/last point %s %s, want at the axis ends", coords[0], coords[len(coords)-1])
+	}
+	if !strings.Contains(out, fmt.Sprintf("%d points decimated evenly to %d", n, MaxPoints)) {
+		t.Errorf("no decimation note")
+	}
+	if got := text(findAll(findAll(doc, elem("figure", "chart"))[1], elem("li"))[0]); !strings.Contains(got, "max 1000 msg/s") {
+		t.Errorf("legend %q, want the max over every point", got)
+	}
+	if len(r.Charts[1].Series[0].Points) != n {
+		t.Errorf("input series changed length")
+	}
+}
+
+func TestNonFinitePointsDropped(t *testing.T) {
+	r := sample()
+	r.Charts[2].Series[0].Points = []Point{
+		{0, 1}, {10, math.NaN()}, {20, 2}, {math.Inf(1), 3}, {30, math.Inf(-1)}, {40, 4},
+	}
+	out, doc := render(t, r)
+	line := findAll(findAll(doc, elem("svg"))[2], elem("polyline", "series"))[0]
+	if got := pairs(attr(line, "points")); got != 3 {
+		t.Errorf("%d points drawn, want the 3 finite ones", got)
+	}
+	note := `chart 3 "ACK latency", series 1 "p50": 3 of 6 points dropped (NaN or infinite)`
+	notes := findAll(doc, elem("ul", "notes"))
+	if len(notes) != 1 || !strings.Contains(text(notes[0]), note) {
+		t.Errorf("notes lack %q", note)
+	}
+	for _, frag := range svgFragments(t, out) {
+		if strings.Contains(frag, "NaN") || strings.Contains(frag, "Inf") {
+			t.Errorf("NaN or Inf reached the plot")
+		}
+	}
+	if !math.IsNaN(r.Charts[2].Series[0].Points[1].V) || len(r.Charts[2].Series[0].Points) != 6 {
+		t.Errorf("input points changed")
+	}
+}
+
+func TestInputUnchanged(t *testing.T) {
+	r, want := sample(), sample()
+	render(t, r)
+	if !reflect.DeepEqual(r, want) {
+		t.Fatalf("WriteHTML modified its input")
+	}
+}
+
+func TestValidationWritesNothing(t *testing.T) {
+	manySeries := make([]Series, MaxSeries+1)
+	cases := []struct {
+		name string
+		edit func(r *Report)
+		want string
+	}{
+		{"empty title", func(r *Report) { r.Title = "" }, "title is empty"},
+		{"blank title", func(r *Report) { r.Title = " \t" }, "title is empty"},
+		{"unsorted T", func(r *Report) {
+			r.Charts[1].Series[0].Points[7].T = 3
+		}, `chart 2 "Throughput", series 1 "acked": point 7 has T=3, before T=6 of point 6`},
+		{"too many series", func(r *Report) { r.Charts[0].Series = manySeries }, "65 series, at most 64"},
+		{"too many charts", func(r *Report) { r.Charts = make([]Chart, MaxCharts+1) }, "33 charts, at most 32"},
+		{"too many markers", func(r *Report) {
+			r.Markers = make([]Marker, MaxMarkers+1)
+			for i := range r.Markers {
+				r.Markers[i] = Marker{T: float64(i), Kind: KindInject}
+			}
+		}, "501 markers, at most 500"},
+		{"marker kind", func(r *Report) { r.Markers[1].Kind = "boom" }, `kind "boom"`},
+		{"marker T", func(r *Report) { r.Markers[0].T = math.NaN() }, "T is NaN"},
+		{"threshold", func(r *Report) { r.Charts[0].Threshold = math.Inf(1) }, "threshold is +Inf"},
+		{"negative duration", func(r *Report) { r.Duration = -time.Second }, "duration -1s is negative"},
+		{"axis too wide", func(r *Report) {
+			r.Charts[1].Series[0].Points = []Point{{0, -math.MaxFloat64}, {1, math.MaxFloat64}}
+		}, "value axis"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := sample()
+			c.edit(r)
+			var buf bytes.Buffer
+			err := WriteHTML(&buf, r)
+			if err == nil {
+				t.Fatalf("accepted")
+			}
+			if !errors.Is(err, ErrInvalid) {
+				t.Errorf("error %v does not wrap ErrInvalid", err)
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %q lacks %q", err, c.want)
+			}
+			if buf.Len() != 0 {
+				t.Errorf("wrote %d bytes", buf.Len())
+			}
+			if verr := r.Validate(); verr == nil || verr.Error() != err.Error() {
+				t.Errorf("Validate() = %v, want %v", verr, err)
+			}
+		})
+	}
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, nil); !errors.Is(err, ErrInvalid) || buf.Len() != 0 {
+		t.Errorf("nil report: %v, %d bytes", err, buf.Len())
+	}
+	if err := WriteHTML(nil, sample()); err == nil {
+		t.Errorf("nil writer accepted")
+	}
+	if err := sample().Validate(); err != nil {
+		t.Errorf("sample invalid: %v", err)
+	}
+}
+
+type failingWriter struct{ err error }
+
+func (f failingWriter) Write([]byte) (int, error) { return 0, f.err }
+
+func TestWriteErrorReturned(t *testing.T) {
+	boom := errors.New("disk full")
+	err := WriteHTML(failingWriter{boom}, sample())
+	if !errors.Is(err, boom) || errors.Is(err, ErrInvalid) {
+		t.Fatalf("error %v, want the writer's error", err)
+	}
+}
+
+func TestEmptyChartsSayNoData(t *testing.T) {
+	r := sample()
+	r.Charts = []Chart{
+		{Title: "no series", Unit: "s"},
+		{Title: "empty series", Unit: "s", Series: []Series{{Name: "a"}, {Name: "b", Points: []Point{}}}, Threshold: 2},
+		{Title: "only NaN", Unit: "ms", Series: []Series{{Name: "p99", Points: []Point{{1, math.NaN()}, {math.NaN(), 2}}}}},
+	}
+	out, doc := render(t, r)
+	svgs := findAll(doc, elem("svg"))
+	if len(svgs) != 3 {
+		t.Fatalf("%d <svg>, want 3", len(svgs))
+	}
+	for i, svg := range svgs {
+		nd := findAll(svg, elem("text", "nodata"))
+		if len(nd) != 1 || text(nd[0]) != "no data" {
+			t.Errorf("chart %d does not say no data", i+1)
+		}
+		if n := len(findAll(svg, elem("polyline"))); n != 0 {
+			t.Errorf("chart %d has %d polylines", i+1, n)
+		}
+		if n := len(findAll(svg, elem("line", "marker-line"))); n != len(r.Markers) {
+			t.Errorf("chart %d: %d marker lines, want %d", i+1, n, len(r.Markers))
+		}
+	}
+	if n := len(findAll(svgs[1], elem("line", "threshold-line"))); n != 1 {
+		t.Errorf("threshold of an empty chart not drawn")
+	}
+	svgFragments(t, out)
+}
+
+func TestSinglePointSeries(t *testing.T) {
+	r := sample()
+	r.Markers = nil
+	r.Charts = []Chart{{Title: "one", Unit: "s", Series: []Series{{Name: "x", Points: []Point{{5, 2}}}}}}
+	_, doc := render(t, r)
+	svg := findAll(doc, elem("svg"))[0]
+	if len(findAll(svg, elem("polyline", "series"))) != 1 || len(findAll(svg, elem("circle", "dot"))) != 1 {
+		t.Fatalf("single point not drawn as a polyline with a dot")
+	}
+	if p := findAll(doc, elem("section")); !strings.Contains(text(p[2]), "no faults injected") {
+		t.Errorf("empty fault schedule not said")
+	}
+}
+
+func TestExampleReportFile(t *testing.T) {
+	r := sample()
+	// A long run: 10 minutes at 1 sample/s for 8 partitions.
+	lag := Chart{Title: "Lag per partition", Unit: "records", Threshold: 5000, ThresholdLabel: "max backlog"}
+	for p := range 8 {
+		s := Series{Name: fmt.Sprintf("partition %d", p)}
+		for i := range 601 {
+			v := 100 + 50*float64(p)
+			if i >= 120 && i < 240 {
+				v += float64(i-120) * 40
+			}
+			s.Points = append(s.Points, Point{T: float64(i), V: v})
+		}
+		lag.Series = append(lag.Series, s)
+	}
+	r.Charts = append(r.Charts, lag)
+	r.Markers = append(r.Markers, Marker{T: 120, Label: "inject down(kafka)", Kind: KindInject}, Marker{T: 240, Label: "heal down(kafka)", Kind: KindHeal})
+
+	path := filepath.Join(t.TempDir(), "report.html")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteHTML(f, r); err != nil {
+		f.Close()
+		t.Fatalf("WriteHTML: %v", err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("example report: %d bytes", len(b))
+	if len(b) < 20_000 || len(b) > 1_000_000 {
+		t.Fatalf("example report is %d bytes, want 20 kB..1 MB", len(b))
+	}
+	doc, err := html.Parse(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(findAll(doc, elem("svg"))); n != 4 {
+		t.Fatalf("%d <svg>, want 4", n)
+	}
+	if n := len(findAll(doc, elem("polyline", "series"))); n != 2+1+1+8 {
+		t.Fatalf("%d polylines, want 12", n)
+	}
+	svgFragments(t, string(b))
+}
