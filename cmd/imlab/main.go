@@ -32,6 +32,7 @@ var subcommands = []func() *cobra.Command{
 	newLoadCmd,
 	newCheckCmd,
 	newReconcileCmd,
+	newScenarioCmd,
 }
 
 func newRootCmd() *cobra.Command {

@@ -1,0 +1,231 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"imlab/compose"
+	"imlab/scenarios"
+)
+
+// Exit statuses of imlab scenario run.
+const (
+	scenarioExitFailed = 1 // a check failed
+	scenarioExitBroken = 2 // a bad file, or a run that could not be carried out
+)
+
+// exitError carries an exit status out of a subcommand.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// ExitCode is the process exit status the error asks for.
+func (e *exitError) ExitCode() int { return e.code }
+
+// newScenarioCmd is `imlab scenario`: run or validate scenario files. A
+// failure exits with its own status (1: a check failed, 2: a bad file or a
+// run that could not be carried out) after the message is printed.
+func newScenarioCmd() *cobra.Command { return scenarioCmd(os.Exit) }
+
+// scenarioCmd builds the command with the function that ends the process
+// with a status (os.Exit; tests record the status instead).
+func scenarioCmd(exit func(int)) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "scenario",
+		Short: "Scenario files: load phases, a fault schedule and pass/fail thresholds (run, validate)",
+	}
+	for _, c := range []*cobra.Command{newScenarioRunCmd(), newScenarioValidateCmd()} {
+		run := c.RunE
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			err := run(cmd, args)
+			var ee *exitError
+			if errors.As(err, &ee) {
+				fmt.Fprintln(cmd.ErrOrStderr(), "imlab:", ee.err)
+				exit(ee.code)
+			}
+			return err
+		}
+		cmd.AddCommand(c)
+	}
+	return cmd
+}
+
+func newScenarioValidateCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate FILE...",
+		Short: "Parse and validate scenario files; nothing is started",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var bad []error
+			for _, p := range args {
+				f, err := scenarios.ReadFile(p)
+				if err != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "INVALID %v\n", err)
+					bad = append(bad, err)
+					continue
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "ok      %s (%s: %s for %s, %d faults)\n", p, f.Name, f.Load.Rate, f.Load.Duration.D(), len(f.Faults))
+			}
+			if len(bad) > 0 {
+				return &exitError{code: scenarioExitBroken, err: fmt.Errorf("%d of %d files invalid", len(bad), len(args))}
+			}
+			return nil
+		},
+	}
+}
+
+func newScenarioRunCmd() *cobra.Command {
+	var (
+		out, mode, dsn, redisAddr, prefix string
+		duration                          time.Duration
+		keep                              bool
+	)
+	cmd := &cobra.Command{
+		Use:   "run FILE...",
+		Short: "Run scenario files; exit 0 when every check passed, 1 when one failed, 2 when a file is bad or a run could not be carried out",
+		Long: `Runs each scenario: starts the backends (compose), a chaos proxy in front of each
+backend, the reference server process(es), the load and the fault schedule; then checks the
+ledger and evaluates the file's expectations. Writes, per scenario, OUT/NAME/result.json,
+junit.xml, report.html, verdict.json and the load directory (ledger), and OUT/junit.xml for
+all of them.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			w := cmd.OutOrStdout()
+			var files []*scenarios.File
+			for _, p := range args {
+				f, err := scenarios.ReadFile(p)
+				if err != nil {
+					return &exitError{code: scenarioExitBroken, err: err}
+				}
+				files = append(files, f)
+			}
+			secret, err := secretFrom(cmd, true, cmd.ErrOrStderr())
+			if err != nil {
+				return &exitError{code: scenarioExitBroken, err: err}
+			}
+			f := cmd.Flags()
+			if out == "" {
+				out = filepath.Join("runs", "scenarios-"+time.Now().UTC().Format("20060102-150405"))
+			}
+			base := scenarios.DefaultConfig("")
+			base.Secret = secret
+			base.Mode = fromEnv(f, "backends", envBackends)
+			base.MySQLDSN = fromEnv(f, "mysql-dsn", envMySQLDSN)
+			base.RedisAddr = fromEnv(f, "redis-addr", envRedisAddr)
+			base.RedisPrefix = prefix
+			base.KeepData = keep
+			base.Duration = duration
+			base.DataDir = lookupEnv(compose.EnvDataDir)
+			base.Progress = w
+			var results []*scenarios.Result
+			code := 0
+			for _, sf := range files {
+				c := base
+				c.OutDir = filepath.Join(out, sf.Name)
+				fmt.Fprintf(w, "=== scenario %s (%s)\n", sf.Name, sf.Path)
+				res, err := scenarios.Run(cmd.Context(), c, sf)
+				if res != nil {
+					results = append(results, res)
+					printScenarioResult(w, res, c.OutDir)
+				}
+				switch {
+				case err != nil && (res == nil || res.Incomplete):
+					fmt.Fprintf(cmd.ErrOrStderr(), "scenario %s: %v\n", sf.Name, err)
+					code = max(code, scenarioExitBroken)
+				case err != nil:
+					fmt.Fprintf(cmd.ErrOrStderr(), "scenario %s: %v\n", sf.Name, err)
+					code = max(code, scenarioExitBroken)
+				case !res.Passed:
+					code = max(code, scenarioExitFailed)
+				}
+				if cmd.Context().Err() != nil {
+					break
+				}
+			}
+			if len(results) > 0 {
+				if err := os.MkdirAll(out, 0o755); err != nil {
+					return &exitError{code: scenarioExitBroken, err: err}
+				}
+				fh, err := os.Create(filepath.Join(out, scenarios.JUnitFile))
+				if err != nil {
+					return &exitError{code: scenarioExitBroken, err: err}
+				}
+				werr := scenarios.WriteJUnit(fh, results...)
+				if cerr := fh.Close(); werr == nil {
+					werr = cerr
+				}
+				if werr != nil {
+					return &exitError{code: scenarioExitBroken, err: werr}
+				}
+				fmt.Fprintf(w, "junit (all scenarios): %s\n", filepath.Join(out, scenarios.JUnitFile))
+			}
+			switch code {
+			case 0:
+				return nil
+			case scenarioExitFailed:
+				return &exitError{code: code, err: errors.New("a scenario check failed")}
+			default:
+				return &exitError{code: code, err: errors.New("a scenario could not be carried out")}
+			}
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&out, "out", "", "output directory (default runs/scenarios-<UTC time>); one subdirectory per scenario")
+	fl.StringVar(&mode, "backends", "", "backend mode, overrides the files: auto, external, local or embedded ($"+envBackends+")")
+	fl.StringVar(&dsn, "mysql-dsn", "", "MySQL DSN; each run gets a database of its own next to it ($"+envMySQLDSN+")")
+	fl.StringVar(&redisAddr, "redis-addr", "", "Redis host:port ($"+envRedisAddr+")")
+	fl.StringVar(&prefix, "redis-prefix", "", "Redis key prefix of the runs (default a fresh random one per run)")
+	fl.DurationVar(&duration, "duration", 0, "override every file's load duration (fault times scale with it)")
+	fl.BoolVar(&keep, "keep-data", false, "keep the run's database and Redis keys")
+	fl.String("secret", "", "token signing secret (default $"+envSecret+")")
+	return cmd
+}
+
+func printScenarioResult(w io.Writer, r *scenarios.Result, dir string) {
+	status := "PASSED"
+	if !r.Passed {
+		status = "FAILED"
+	}
+	if r.Incomplete {
+		status = "NOT CARRIED OUT"
+	}
+	fmt.Fprintf(w, "--- scenario %s: %s in %.1fs (%s)\n", r.Scenario, status, r.Seconds, r.Backends)
+	for _, e := range r.Events {
+		line := fmt.Sprintf("    fault t=%.1fs %s %s", e.At, e.Action, e.Fault)
+		if e.Affected > 0 {
+			line += fmt.Sprintf(" (%d affected)", e.Affected)
+		}
+		if e.Err != "" {
+			line += ": " + e.Err
+		}
+		fmt.Fprintln(w, line)
+	}
+	for _, f := range r.Findings {
+		if f.Count > 0 {
+			fmt.Fprintf(w, "    %s: %d %s\n", f.Name, f.Count, strings.Join(f.Examples[:min(3, len(f.Examples))], "; "))
+		}
+	}
+	if len(r.Checks) > 0 {
+		fmt.Fprint(w, scenarios.Table(r.Checks))
+	}
+	for _, e := range r.Errors {
+		fmt.Fprintf(w, "    error: %s\n", e)
+	}
+	for _, n := range []string{scenarios.ResultFile, scenarios.JUnitFile, scenarios.ReportFile, scenarios.VerdictFile, scenarios.LoadDir} {
+		p := filepath.Join(dir, n)
+		if _, err := os.Stat(p); err == nil {
+			fmt.Fprintf(w, "    wrote %s\n", p)
+		}
+	}
+}

@@ -1,0 +1,156 @@
+package scenarios
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"imlab/loadgen/schedule"
+)
+
+// Check is one evaluated expectation.
+type Check struct {
+	Name string `json:"name"`
+	Want string `json:"want"`
+	Got  string `json:"got"`
+	OK   bool   `json:"ok"`
+}
+
+// Observed is what a run measured, the input of Evaluate.
+type Observed struct {
+	// Checked: the checker produced a verdict (false: the ledger could
+	// not be judged; every finding check fails).
+	Checked bool
+	Valid   bool
+	// Findings: the checker's counts of distinct messages per finding.
+	Findings map[string]uint64
+	// AckP99 is the whole run's send response time p99.
+	AckP99 time.Duration
+	// AchievedPerSec and TargetPerSec (the shape's mean) give the rate ratio.
+	AchievedPerSec, TargetPerSec float64
+	// LagSamples is how many lag polls answered; MaxLagAge the largest
+	// consumer lag age they saw (any group, any partition).
+	LagSamples int
+	MaxLagAge  time.Duration
+	// Attempts and Failed (fail + unknown) count sends.
+	Attempts, Failed uint64
+	// TruncatedPulls is how often the servers served a truncated answer.
+	TruncatedPulls uint64
+	DrainComplete  bool
+}
+
+// MeanRate is a shape's mean rate over d (sampled every 10ms).
+func MeanRate(sh schedule.Shape, d time.Duration) float64 {
+	const step = 10 * time.Millisecond
+	if d <= 0 {
+		return 0
+	}
+	var sum float64
+	n := 0
+	for t := time.Duration(0); t < d; t += step {
+		sum += sh.Rate(t)
+		n++
+	}
+	return sum / float64(n)
+}
+
+// Evaluate turns every expectation of e into a Check, in a fixed order.
+// It is pure: the same input gives the same checks.
+func Evaluate(e ExpectSpec, o Observed) []Check {
+	var out []Check
+	add := func(name, want, got string, ok bool) {
+		out = append(out, Check{Name: name, Want: want, Got: got, OK: ok})
+	}
+	got := func(n string) (uint64, string) {
+		if !o.Checked {
+			return 0, "not checked"
+		}
+		v := o.Findings[n]
+		return v, fmt.Sprint(v)
+	}
+	verdict := "not checked"
+	if o.Checked {
+		verdict = VerdictInvalid
+		if o.Valid {
+			verdict = VerdictValid
+		}
+	}
+	add("verdict", e.VerdictOr(), verdict, o.Checked && verdict == e.VerdictOr())
+	maxes := []struct {
+		name string
+		lim  *uint64
+	}{{"lost", e.MaxLost}, {"skipped", e.MaxSkipped}, {"unexpected", e.MaxUnexpected}, {"reordered", e.MaxReordered}, {"duplicated", e.MaxDuplicated}}
+	for _, m := range maxes {
+		if m.lim == nil {
+			continue
+		}
+		v, s := got(m.name)
+		add("max_"+m.name, fmt.Sprintf("<= %d", *m.lim), s, o.Checked && v <= *m.lim)
+	}
+	if e.MinLost != nil {
+		v, s := got("lost")
+		add("min_lost", fmt.Sprintf(">= %d", *e.MinLost), s, o.Checked && v >= *e.MinLost)
+	}
+	if e.MaxAckP99 != nil {
+		add("max_ack_p99", "<= "+e.MaxAckP99.D().String(), o.AckP99.String(), o.AckP99 <= e.MaxAckP99.D())
+	}
+	if e.MinRateRatio != nil {
+		ratio := 0.0
+		if o.TargetPerSec > 0 {
+			ratio = o.AchievedPerSec / o.TargetPerSec
+		}
+		add("min_rate_ratio", fmt.Sprintf(">= %.2f", *e.MinRateRatio),
+			fmt.Sprintf("%.3f (%.0f/s of %.0f/s)", ratio, o.AchievedPerSec, o.TargetPerSec), ratio >= *e.MinRateRatio)
+	}
+	if e.MaxLagAge != nil {
+		if o.LagSamples == 0 {
+			add("max_lag_age", "<= "+e.MaxLagAge.D().String(), "no lag samples", false)
+		} else {
+			add("max_lag_age", "<= "+e.MaxLagAge.D().String(), fmt.Sprintf("%s (%d samples)", o.MaxLagAge.Round(time.Millisecond), o.LagSamples), o.MaxLagAge <= e.MaxLagAge.D())
+		}
+	}
+	if e.MaxSendFailRatio != nil {
+		ratio := 0.0
+		if o.Attempts > 0 {
+			ratio = float64(o.Failed) / float64(o.Attempts)
+		}
+		add("max_send_fail_ratio", fmt.Sprintf("<= %.4f", *e.MaxSendFailRatio),
+			fmt.Sprintf("%.4f (%d of %d)", ratio, o.Failed, o.Attempts), o.Attempts > 0 && ratio <= *e.MaxSendFailRatio)
+	}
+	if e.MinTruncatedPulls != nil {
+		add("min_truncated_pulls", fmt.Sprintf(">= %d", *e.MinTruncatedPulls), fmt.Sprint(o.TruncatedPulls), o.TruncatedPulls >= *e.MinTruncatedPulls)
+	}
+	wantDrain := e.DrainComplete == nil || *e.DrainComplete
+	if wantDrain {
+		add("drain_complete", "true", fmt.Sprint(o.DrainComplete), o.DrainComplete)
+	}
+	return out
+}
+
+// Passed tells whether every check is OK (and there is at least one).
+func Passed(cs []Check) bool {
+	for _, c := range cs {
+		if !c.OK {
+			return false
+		}
+	}
+	return len(cs) > 0
+}
+
+// Table formats checks as aligned text lines.
+func Table(cs []Check) string {
+	w1, w2 := len("check"), len("want")
+	for _, c := range cs {
+		w1, w2 = max(w1, len(c.Name)), max(w2, len(c.Want))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-4s  %-*s  %-*s  %s\n", "", w1, "check", w2, "want", "got")
+	for _, c := range cs {
+		st := "ok"
+		if !c.OK {
+			st = "FAIL"
+		}
+		fmt.Fprintf(&b, "%-4s  %-*s  %-*s  %s\n", st, w1, c.Name, w2, c.Want, c.Got)
+	}
+	return b.String()
+}

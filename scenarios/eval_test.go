@@ -1,0 +1,225 @@
+package scenarios
+
+import (
+	"bytes"
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"imlab/dashboards/report"
+	"imlab/loadgen/schedule"
+)
+
+func u64(v uint64) *uint64   { return &v }
+func f64(v float64) *float64 { return &v }
+func dur(d time.Duration) *Duration {
+	x := Duration(d)
+	return &x
+}
+
+func byName(cs []Check) map[string]Check {
+	m := map[string]Check{}
+	for _, c := range cs {
+		m[c.Name] = c
+	}
+	return m
+}
+
+func TestEvaluate(t *testing.T) {
+	e := ExpectSpec{MaxLost: u64(0), MaxSkipped: u64(0), MaxDuplicated: u64(10), MaxAckP99: dur(time.Second),
+		MinRateRatio: f64(0.9), MaxLagAge: dur(5 * time.Second), MaxSendFailRatio: f64(0.01), MinTruncatedPulls: u64(1)}
+	good := Observed{Checked: true, Valid: true, Findings: map[string]uint64{"duplicated": 3}, AckP99: 200 * time.Millisecond,
+		AchievedPerSec: 95, TargetPerSec: 100, LagSamples: 4, MaxLagAge: time.Second, Attempts: 1000, Failed: 5,
+		TruncatedPulls: 2, DrainComplete: true}
+	cs := Evaluate(e, good)
+	if !Passed(cs) {
+		t.Fatalf("good run failed:\n%s", Table(cs))
+	}
+	want := []string{"verdict", "max_lost", "max_skipped", "max_duplicated", "max_ack_p99", "min_rate_ratio", "max_lag_age", "max_send_fail_ratio", "min_truncated_pulls", "drain_complete"}
+	var got []string
+	for _, c := range cs {
+		got = append(got, c.Name)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("checks %v, want %v", got, want)
+	}
+	if !reflect.DeepEqual(cs, Evaluate(e, good)) {
+		t.Fatal("Evaluate is not deterministic")
+	}
+
+	// Each failure flips exactly its check.
+	for name, mut := range map[string]func(*Observed){
+		"verdict":             func(o *Observed) { o.Valid = false },
+		"max_lost":            func(o *Observed) { o.Findings = map[string]uint64{"lost": 1} },
+		"max_skipped":         func(o *Observed) { o.Findings = map[string]uint64{"skipped": 2} },
+		"max_duplicated":      func(o *Observed) { o.Findings = map[string]uint64{"duplicated": 11} },
+		"max_ack_p99":         func(o *Observed) { o.AckP99 = 2 * time.Second },
+		"min_rate_ratio":      func(o *Observed) { o.AchievedPerSec = 50 },
+		"max_lag_age":         func(o *Observed) { o.MaxLagAge = 6 * time.Second },
+		"max_send_fail_ratio": func(o *Observed) { o.Failed = 11 },
+		"min_truncated_pulls": func(o *Observed) { o.TruncatedPulls = 0 },
+		"drain_complete":      func(o *Observed) { o.DrainComplete = false },
+	} {
+		o := good
+		mut(&o)
+		m := byName(Evaluate(e, o))
+		for n, c := range m {
+			if fails := !c.OK; fails != (n == name) && !(name == "max_lost" && n == "verdict") && !(name == "max_skipped" && n == "verdict") {
+				t.Errorf("%s broken: check %s ok=%v (%s / %s)", name, n, c.OK, c.Want, c.Got)
+			}
+		}
+		if m[name].OK {
+			t.Errorf("%s: check did not fail", name)
+		}
+	}
+
+	// No lag samples: a lag bound cannot pass.
+	o := good
+	o.LagSamples = 0
+	if byName(Evaluate(e, o))["max_lag_age"].OK {
+		t.Error("max_lag_age passed without samples")
+	}
+	// Not checked: every finding check fails.
+	o = good
+	o.Checked = false
+	m := byName(Evaluate(e, o))
+	if m["verdict"].OK || m["max_lost"].OK || m["verdict"].Got != "not checked" {
+		t.Errorf("unchecked run passed: %+v", m)
+	}
+}
+
+// TestEvaluateNegativeControl: an invalid verdict with losses passes an
+// "invalid, min_lost 1" expectation; a valid run fails it.
+func TestEvaluateNegativeControl(t *testing.T) {
+	e := ExpectSpec{Verdict: VerdictInvalid, MinLost: u64(1)}
+	caught := Observed{Checked: true, Valid: false, Findings: map[string]uint64{"lost": 7}, DrainComplete: true}
+	if cs := Evaluate(e, caught); !Passed(cs) {
+		t.Fatalf("caught loss failed:\n%s", Table(cs))
+	}
+	missed := Observed{Checked: true, Valid: true, Findings: map[string]uint64{}, DrainComplete: true}
+	m := byName(Evaluate(e, missed))
+	if m["verdict"].OK || m["min_lost"].OK {
+		t.Fatalf("a run that lost nothing passed the negative control: %+v", m)
+	}
+}
+
+func TestMeanRate(t *testing.T) {
+	sh, err := schedule.Parse("burst:base=100,peak=1100,at=2s,len=2s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := MeanRate(sh, 10*time.Second); got < 299 || got > 301 {
+		t.Fatalf("mean %g, want 300", got)
+	}
+}
+
+func sampleResult() *Result {
+	return &Result{
+		Scenario: "sample", Description: "d", StartedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Seconds: 12.5,
+		Settings: []Setting{{"policy", "strict"}}, Backends: "mysql=x",
+		Findings: []FindingSummary{{Name: "lost", Count: 2, Pairs: 3, MsgIDs: []uint64{5, 6}, Examples: []string{"msg 5 missing on dev 1"}}},
+		Checks: []Check{{Name: "verdict", Want: "valid", Got: "invalid", OK: false}, {Name: "max_lost", Want: "<= 0", Got: "2"},
+			{Name: "drain_complete", Want: "true", Got: "true", OK: true}},
+		Events: []FaultEvent{{At: 1, Fault: "redis_wipe", Action: "inject", Affected: 10}, {At: 1.1, Fault: "redis_wipe", Action: "heal"}},
+		Sends:  []SendSecond{{T: 1.1, Started: 100, OK: 99, Fail: 1, AckP50: 1.5, AckP99: 9}, {T: 2.1, Started: 100, OK: 100, AckP50: 1, AckP99: 4}},
+		Lag:    []LagSample{{T: 1, MaxAge: map[string]float64{"imlab-inbox": 0.5}, Records: map[string]int64{"imlab-inbox": 3}}, {T: 2, Err: "down"}},
+		Spec:   &File{Name: "sample", Expect: ExpectSpec{MaxAckP99: dur(time.Second), MaxLagAge: dur(time.Second)}},
+		Errors: []string{"a note"},
+	}
+}
+
+func TestJUnit(t *testing.T) {
+	r1 := sampleResult()
+	r2 := &Result{Scenario: "broken", Incomplete: true, Errors: []string{"backends: unavailable"}}
+	var buf bytes.Buffer
+	if err := WriteJUnit(&buf, r1, r2); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		XMLName  xml.Name `xml:"testsuites"`
+		Tests    int      `xml:"tests,attr"`
+		Failures int      `xml:"failures,attr"`
+		Errors   int      `xml:"errors,attr"`
+		Suites   []struct {
+			Name     string `xml:"name,attr"`
+			Tests    int    `xml:"tests,attr"`
+			Failures int    `xml:"failures,attr"`
+			Errors   int    `xml:"errors,attr"`
+			Cases    []struct {
+				Name    string `xml:"name,attr"`
+				Failure *struct {
+					Message string `xml:"message,attr"`
+					Text    string `xml:",chardata"`
+				} `xml:"failure"`
+				Error *struct {
+					Message string `xml:"message,attr"`
+				} `xml:"error"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatalf("junit does not parse: %v\n%s", err, buf.String())
+	}
+	if doc.Tests != 4 || doc.Failures != 2 || doc.Errors != 1 || len(doc.Suites) != 2 {
+		t.Fatalf("counts: tests %d failures %d errors %d suites %d\n%s", doc.Tests, doc.Failures, doc.Errors, len(doc.Suites), buf.String())
+	}
+	s := doc.Suites[0]
+	if s.Name != "sample" || s.Tests != 3 || s.Failures != 2 || s.Errors != 0 {
+		t.Fatalf("suite %+v", s)
+	}
+	if s.Cases[1].Failure == nil || !strings.Contains(s.Cases[1].Failure.Message, "want <= 0, got 2") || !strings.Contains(s.Cases[1].Failure.Text, "msg 5 missing") {
+		t.Fatalf("failure %+v", s.Cases[1].Failure)
+	}
+	if s.Cases[2].Failure != nil {
+		t.Fatal("a passing check has a failure")
+	}
+	if doc.Suites[1].Errors != 1 || doc.Suites[1].Cases[0].Error == nil {
+		t.Fatalf("incomplete run: %+v", doc.Suites[1])
+	}
+}
+
+func TestResultRoundTrip(t *testing.T) {
+	r := sampleResult()
+	p := filepath.Join(t.TempDir(), ResultFile)
+	if err := writeFile(p, r.WriteJSON); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadResult(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(r, back) {
+		t.Fatalf("round trip differs:\n%+v\n%+v", r, back)
+	}
+	if _, err := ReadResult(filepath.Join(t.TempDir(), "none.json")); err == nil {
+		t.Fatal("missing file read")
+	}
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(bad, []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadResult(bad); err == nil {
+		t.Fatal("bad json read")
+	}
+}
+
+func TestHTMLReport(t *testing.T) {
+	rep := HTMLReport(sampleResult())
+	if len(rep.Charts) != 4 || len(rep.Markers) != 2 || len(rep.Checks) != 3 || rep.Passed {
+		t.Fatalf("report: %d charts, %d markers, %d checks", len(rep.Charts), len(rep.Markers), len(rep.Checks))
+	}
+	if rep.Charts[1].Threshold != 1000 || rep.Charts[2].Threshold != 1 {
+		t.Fatalf("thresholds %g %g", rep.Charts[1].Threshold, rep.Charts[2].Threshold)
+	}
+	var buf bytes.Buffer
+	if err := report.WriteHTML(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "sample") {
+		t.Fatal("the page does not name the scenario")
+	}
+}

@@ -1,0 +1,754 @@
+package scenarios
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"imlab/loadgen"
+	"imlab/loadgen/schedule"
+)
+
+// ErrInvalid is wrapped by every error about a scenario file or a runner
+// configuration: nothing was started.
+var ErrInvalid = errors.New("scenarios: invalid")
+
+// Named limits of a scenario file.
+const (
+	// MaxFileSize bounds a scenario file.
+	MaxFileSize = 1 << 20
+	// MaxLoadDuration bounds load.duration.
+	MaxLoadDuration = time.Hour
+	// MaxSettle bounds load.settle.
+	MaxSettle = 5 * time.Minute
+	// MaxDrainTimeout bounds load.drain_timeout.
+	MaxDrainTimeout = 30 * time.Minute
+	// MaxScenarioDuration bounds a whole scenario: duration + settle +
+	// drain timeout.
+	MaxScenarioDuration = 90 * time.Minute
+	// MaxFaults bounds the fault schedule.
+	MaxFaults = 100
+	// MaxProcesses bounds server.processes.
+	MaxProcesses = 16
+	// MaxUsers is loadgen's limit on the population.
+	MaxUsers = loadgen.MaxUsers
+	// MaxNameLen bounds names (scenario, process).
+	MaxNameLen = 64
+	// MaxDescriptionLen bounds the description.
+	MaxDescriptionLen = 4096
+	// MinKafkaPartitions and MaxKafkaPartitions bound
+	// backends.kafka_partitions (the fan-out's own bounds: 16..256).
+	MinKafkaPartitions = 16
+	MaxKafkaPartitions = 256
+	// MaxRollback bounds allocator_rollback.by.
+	MaxRollback = 1 << 40
+	// MaxLatency bounds latency/jitter/timeout of a toxic.
+	MaxLatency = time.Minute
+)
+
+// Duration is a time.Duration written as a Go duration string in files
+// and JSON ("10s").
+type Duration time.Duration
+
+// D is the time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// UnmarshalYAML accepts only a duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!int" || n.Tag == "!!float" {
+		return fmt.Errorf("line %d: want a duration such as \"10s\", got %q", n.Line, n.Value)
+	}
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: want a duration such as \"10s\": %w", n.Line, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML writes the duration string.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// MarshalText writes the duration string (JSON too).
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalText reads the duration string.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// File is one scenario.
+type File struct {
+	// Name identifies the scenario (letters, digits, '-', '_', '.').
+	Name        string       `yaml:"name" json:"name"`
+	Description string       `yaml:"description,omitempty" json:"description,omitempty"`
+	Backends    BackendsSpec `yaml:"backends,omitempty" json:"backends"`
+	Server      ServerSpec   `yaml:"server,omitempty" json:"server"`
+	Load        LoadSpec     `yaml:"load" json:"load"`
+	Faults      []FaultSpec  `yaml:"faults,omitempty" json:"faults,omitempty"`
+	Expect      ExpectSpec   `yaml:"expect" json:"expect"`
+
+	// Path is where the file was read from (not part of the format).
+	Path string `yaml:"-" json:"path,omitempty"`
+}
+
+// BackendsSpec says where MySQL and Redis come from (compose modes).
+// Kafka always runs in-process (see the package doc); MongoDB only with
+// server.history.
+type BackendsSpec struct {
+	// Mode: auto (default), external, local or embedded; the command line
+	// overrides it.
+	Mode string `yaml:"mode,omitempty" json:"mode,omitempty"`
+	// KafkaPartitions of the fan-out topic (default 16).
+	KafkaPartitions int `yaml:"kafka_partitions,omitempty" json:"kafka_partitions,omitempty"`
+}
+
+// ServerSpec configures the reference server processes.
+type ServerSpec struct {
+	// Policy: strict (default), store, outbox or queue (unsafe: the
+	// negative control).
+	Policy string `yaml:"policy,omitempty" json:"policy,omitempty"`
+	// Allocator: redis (default) or segment.
+	Allocator string `yaml:"allocator,omitempty" json:"allocator,omitempty"`
+	// Dedup: the consumers' strategy, uk_uid_msg (default), mq_dedup or redis.
+	Dedup string `yaml:"dedup,omitempty" json:"dedup,omitempty"`
+	// History turns on the MongoDB history (in-process FerretDB: slow).
+	History bool `yaml:"history,omitempty" json:"history,omitempty"`
+	// UnreadThreshold: past this many unread a pull is truncated (default
+	// the server's, 100000).
+	UnreadThreshold uint64 `yaml:"unread_threshold,omitempty" json:"unread_threshold,omitempty"`
+	// TruncatedLatest: how many newest messages a truncated answer holds
+	// (default the server's, 500).
+	TruncatedLatest int `yaml:"truncated_latest,omitempty" json:"truncated_latest,omitempty"`
+	// PullRateLimit: pulls per second per uid (default 10000: the lab's
+	// devices pull far more often than real ones).
+	PullRateLimit float64 `yaml:"pull_rate_limit,omitempty" json:"pull_rate_limit,omitempty"`
+	// ReconcileInterval and ReconcileGrace: the reconciler role's forward
+	// reconciliation timer and the age below which it leaves messages to
+	// the consumers (defaults 1s and 2s, so that it repairs within a short
+	// scenario; the server's own defaults are 1m and 30s).
+	ReconcileInterval Duration `yaml:"reconcile_interval,omitempty" json:"reconcile_interval,omitempty"`
+	ReconcileGrace    Duration `yaml:"reconcile_grace,omitempty" json:"reconcile_grace,omitempty"`
+	// DeliveryTimeout bounds a Kafka publish (default 2s).
+	DeliveryTimeout Duration `yaml:"delivery_timeout,omitempty" json:"delivery_timeout,omitempty"`
+	// Processes run the roles as separate in-process server processes
+	// that kill faults can stop and start; default one process "all" with
+	// every role.
+	Processes []ProcessSpec `yaml:"processes,omitempty" json:"processes,omitempty"`
+}
+
+// ProcessSpec is one server process.
+type ProcessSpec struct {
+	Name  string   `yaml:"name" json:"name"`
+	Roles []string `yaml:"roles" json:"roles"`
+}
+
+// LoadSpec is the load phase (loadgen).
+type LoadSpec struct {
+	// Rate is a loadgen rate shape: const:500, steps:..., burst:..., sine:....
+	Rate     string   `yaml:"rate" json:"rate"`
+	Duration Duration `yaml:"duration" json:"duration"`
+	Users    int      `yaml:"users" json:"users"`
+	// Devices per user (default 2).
+	Devices int `yaml:"devices,omitempty" json:"devices,omitempty"`
+	// Online and Crashy are fractions of the devices (the rest are
+	// offline); defaults 0.6 and 0.1. Pointers: 0 is a valid value.
+	Online *float64 `yaml:"online,omitempty" json:"online,omitempty"`
+	Crashy *float64 `yaml:"crashy,omitempty" json:"crashy,omitempty"`
+	// Groups, GroupShare and GroupSizes ("3:50,20:50") describe group
+	// conversations (default none).
+	Groups     int     `yaml:"groups,omitempty" json:"groups,omitempty"`
+	GroupShare float64 `yaml:"group_share,omitempty" json:"group_share,omitempty"`
+	GroupSizes string  `yaml:"group_sizes,omitempty" json:"group_sizes,omitempty"`
+	// SendVia: http (default) or ws.
+	SendVia string `yaml:"send_via,omitempty" json:"send_via,omitempty"`
+	// ComeBackEvery: offline and crashy devices come back and pull this
+	// often (default 2s). "0s" keeps them away for the whole run: they
+	// pull everything only at the final drain (the month-long offline
+	// case).
+	ComeBackEvery *Duration `yaml:"come_back_every,omitempty" json:"come_back_every,omitempty"`
+	// Settle (default 2s) and DrainTimeout (default 60s): loadgen's.
+	Settle       *Duration `yaml:"settle,omitempty" json:"settle,omitempty"`
+	DrainTimeout Duration  `yaml:"drain_timeout,omitempty" json:"drain_timeout,omitempty"`
+	// PullLimit is the devices' page size (default 200).
+	PullLimit int `yaml:"pull_limit,omitempty" json:"pull_limit,omitempty"`
+	// Seed of the population and traffic (default 1).
+	Seed uint64 `yaml:"seed,omitempty" json:"seed,omitempty"`
+}
+
+// Fault kinds.
+const (
+	KindLatency            = "latency"
+	KindTimeout            = "timeout"
+	KindResetPeer          = "reset_peer"
+	KindBandwidth          = "bandwidth"
+	KindDown               = "down"
+	KindRedisWipe          = "redis_wipe"
+	KindAllocatorRollback  = "allocator_rollback"
+	KindKafkaRecordLoss    = "kafka_record_loss"
+	KindKafkaTopicRecreate = "kafka_topic_recreate"
+	KindKill               = "kill"
+)
+
+// Proxy targets of the proxy fault kinds.
+const (
+	TargetMySQL = "mysql"
+	TargetRedis = "redis"
+	TargetKafka = "kafka"
+	TargetMongo = "mongo"
+)
+
+// FaultSpec is one entry of the fault schedule.
+type FaultSpec struct {
+	// At is the offset from the load's start; For how long the fault
+	// lasts before it is healed (kill: how long the process stays down).
+	At  Duration `yaml:"at" json:"at"`
+	For Duration `yaml:"for,omitempty" json:"for,omitempty"`
+	// Kind: latency, timeout, reset_peer, bandwidth, down (Target: mysql,
+	// redis, kafka or mongo), redis_wipe, allocator_rollback,
+	// kafka_record_loss, kafka_topic_recreate, kill (Target: a process
+	// name).
+	Kind   string `yaml:"kind" json:"kind"`
+	Target string `yaml:"target,omitempty" json:"target,omitempty"`
+	// Stream: downstream, upstream or "" (both) for the toxics.
+	Stream string `yaml:"stream,omitempty" json:"stream,omitempty"`
+	// Latency and Jitter (latency), Timeout (timeout: 0 holds the data
+	// until healed; reset_peer: wait before the reset).
+	Latency Duration `yaml:"latency,omitempty" json:"latency,omitempty"`
+	Jitter  Duration `yaml:"jitter,omitempty" json:"jitter,omitempty"`
+	Timeout Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
+	// RateKBps (bandwidth).
+	RateKBps int64 `yaml:"rate_kbps,omitempty" json:"rate_kbps,omitempty"`
+	// Toxicity is the share of connections affected (default 1).
+	Toxicity *float64 `yaml:"toxicity,omitempty" json:"toxicity,omitempty"`
+	// By (allocator_rollback): how far every seq counter is set back
+	// (0 or less: the counters are deleted).
+	By int64 `yaml:"by,omitempty" json:"by,omitempty"`
+}
+
+// Verdicts an expectation may ask for.
+const (
+	VerdictValid   = "valid"
+	VerdictInvalid = "invalid"
+)
+
+// ExpectSpec are the pass/fail thresholds. A nil pointer is not checked.
+type ExpectSpec struct {
+	// Verdict: valid (default) or invalid (a negative control).
+	Verdict string `yaml:"verdict,omitempty" json:"verdict,omitempty"`
+	// Maxima of the checker's findings (distinct messages).
+	MaxLost       *uint64 `yaml:"max_lost,omitempty" json:"max_lost,omitempty"`
+	MaxSkipped    *uint64 `yaml:"max_skipped,omitempty" json:"max_skipped,omitempty"`
+	MaxUnexpected *uint64 `yaml:"max_unexpected,omitempty" json:"max_unexpected,omitempty"`
+	MaxReordered  *uint64 `yaml:"max_reordered,omitempty" json:"max_reordered,omitempty"`
+	MaxDuplicated *uint64 `yaml:"max_duplicated,omitempty" json:"max_duplicated,omitempty"`
+	// MinLost: a negative control must catch at least this many losses.
+	MinLost *uint64 `yaml:"min_lost,omitempty" json:"min_lost,omitempty"`
+	// MaxAckP99 bounds the p99 of the send response time (ACK latency
+	// from the intended send time, coordinated-omission free).
+	MaxAckP99 *Duration `yaml:"max_ack_p99,omitempty" json:"max_ack_p99,omitempty"`
+	// MinRateRatio: achieved sends/s over the shape's mean rate.
+	MinRateRatio *float64 `yaml:"min_rate_ratio,omitempty" json:"min_rate_ratio,omitempty"`
+	// MaxLagAge bounds the consumer lag age (oldest unprocessed message,
+	// any group and partition) seen by the lag poller.
+	MaxLagAge *Duration `yaml:"max_lag_age,omitempty" json:"max_lag_age,omitempty"`
+	// MaxSendFailRatio bounds (fail + unknown) / attempts.
+	MaxSendFailRatio *float64 `yaml:"max_send_fail_ratio,omitempty" json:"max_send_fail_ratio,omitempty"`
+	// MinTruncatedPulls: the truncated answer (past the unread threshold)
+	// was served at least this often (from the servers' metrics).
+	MinTruncatedPulls *uint64 `yaml:"min_truncated_pulls,omitempty" json:"min_truncated_pulls,omitempty"`
+	// DrainComplete (default true): every device reached the end of its
+	// inbox in the final drain.
+	DrainComplete *bool `yaml:"drain_complete,omitempty" json:"drain_complete,omitempty"`
+}
+
+// Defaults of omitted fields.
+const (
+	DefaultMode              = "auto"
+	DefaultKafkaPartitions   = 16
+	DefaultPolicy            = "strict"
+	DefaultAllocator         = "redis"
+	DefaultDedup             = "uk_uid_msg"
+	DefaultPullRateLimit     = 10000
+	DefaultReconcileInterval = time.Second
+	DefaultReconcileGrace    = 2 * time.Second
+	DefaultDeliveryTimeout   = 2 * time.Second
+	DefaultDevices           = 2
+	DefaultOnline            = 0.6
+	DefaultCrashy            = 0.1
+	DefaultComeBackEvery     = 2 * time.Second
+	DefaultSettle            = 2 * time.Second
+	DefaultDrainTimeout      = 60 * time.Second
+	DefaultPullLimit         = 200
+	DefaultSeed              = 1
+	DefaultGroupSizes        = "3:60,10:40"
+	// DefaultProcessName is the one process of a file without processes.
+	DefaultProcessName = "all"
+)
+
+// roleNames are ref/server's role names (server.DefaultRoles), checked
+// here so that a bad file fails before anything starts.
+var roleNames = map[string]bool{"api": true, "relay": true, "consumer": true, "history": true, "reconciler": true, "all": true}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// ReadFile reads and validates one scenario file.
+func ReadFile(path string) (*File, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrInvalid, path, err)
+	}
+	defer fh.Close()
+	b, err := io.ReadAll(io.LimitReader(fh, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrInvalid, path, err)
+	}
+	f, err := Parse(path, b)
+	if err != nil {
+		return nil, err
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		f.Path = abs
+	}
+	return f, nil
+}
+
+// Parse decodes (strictly: unknown fields are errors) and validates one
+// file's content; name is used in error messages.
+func Parse(name string, b []byte) (*File, error) {
+	if len(b) > MaxFileSize {
+		return nil, fmt.Errorf("%w: %s: larger than %d bytes", ErrInvalid, name, MaxFileSize)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	var f File
+	if err := dec.Decode(&f); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%w: %s: empty file", ErrInvalid, name)
+		}
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, name, err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%w: %s: more than one YAML document", ErrInvalid, name)
+	}
+	if err := f.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &f, nil
+}
+
+func bad(field, format string, a ...any) error {
+	return fmt.Errorf("%w: %s: %s", ErrInvalid, field, fmt.Sprintf(format, a...))
+}
+
+// Validate checks every field of the file (defaults applied by the
+// accessors are not required to be present).
+func (f *File) Validate() error {
+	if !nameRE.MatchString(f.Name) || len(f.Name) > MaxNameLen {
+		return bad("name", "%q: want 1..%d letters, digits, '.', '_' or '-'", f.Name, MaxNameLen)
+	}
+	if len(f.Description) > MaxDescriptionLen {
+		return bad("description", "longer than %d bytes", MaxDescriptionLen)
+	}
+	if err := f.Backends.validate(); err != nil {
+		return err
+	}
+	if err := f.Server.validate(); err != nil {
+		return err
+	}
+	if err := f.Load.validate(); err != nil {
+		return err
+	}
+	if len(f.Faults) > MaxFaults {
+		return bad("faults", "%d faults: at most %d", len(f.Faults), MaxFaults)
+	}
+	procs := map[string]bool{}
+	for _, p := range f.Processes() {
+		procs[p.Name] = true
+	}
+	for i := range f.Faults {
+		if err := f.Faults[i].validate(fmt.Sprintf("faults[%d]", i), f, procs); err != nil {
+			return err
+		}
+	}
+	if err := f.Expect.validate(); err != nil {
+		return err
+	}
+	if f.Expect.MaxLagAge != nil && !f.UsesKafka() {
+		return bad("expect.max_lag_age", "there is no consumer lag without Kafka: the strict policy without history does not use it")
+	}
+	if total := f.Load.Duration.D() + f.Load.SettleOr() + f.Load.DrainTimeoutOr(); total > MaxScenarioDuration {
+		return bad("load", "duration + settle + drain_timeout = %s: at most %s", total, MaxScenarioDuration)
+	}
+	return nil
+}
+
+func (b BackendsSpec) validate() error {
+	switch b.Mode {
+	case "", "auto", "external", "local", "embedded":
+	default:
+		return bad("backends.mode", "%q: want auto, external, local or embedded", b.Mode)
+	}
+	if b.KafkaPartitions != 0 && (b.KafkaPartitions < MinKafkaPartitions || b.KafkaPartitions > MaxKafkaPartitions) {
+		return bad("backends.kafka_partitions", "%d: want %d..%d", b.KafkaPartitions, MinKafkaPartitions, MaxKafkaPartitions)
+	}
+	return nil
+}
+
+// ModeOr is the mode, default auto.
+func (b BackendsSpec) ModeOr() string { return or(b.Mode, DefaultMode) }
+
+// PartitionsOr is the partition count, default 16.
+func (b BackendsSpec) PartitionsOr() int {
+	if b.KafkaPartitions == 0 {
+		return DefaultKafkaPartitions
+	}
+	return b.KafkaPartitions
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func (s ServerSpec) validate() error {
+	switch s.Policy {
+	case "", "strict", "store", "outbox", "queue":
+	default:
+		return bad("server.policy", "%q: want strict, store, outbox or queue", s.Policy)
+	}
+	switch s.Allocator {
+	case "", "redis", "segment":
+	default:
+		return bad("server.allocator", "%q: want redis or segment", s.Allocator)
+	}
+	switch s.Dedup {
+	case "", "uk_uid_msg", "mq_dedup", "redis":
+	default:
+		return bad("server.dedup", "%q: want uk_uid_msg, mq_dedup or redis", s.Dedup)
+	}
+	if s.TruncatedLatest < 0 || s.TruncatedLatest > 10000 {
+		return bad("server.truncated_latest", "%d: want 1..10000", s.TruncatedLatest)
+	}
+	if s.PullRateLimit < 0 || s.PullRateLimit > 1e6 {
+		return bad("server.pull_rate_limit", "%g: want (0, 1e6]", s.PullRateLimit)
+	}
+	if s.ReconcileInterval != 0 && (s.ReconcileInterval.D() < time.Second || s.ReconcileInterval.D() > time.Hour) {
+		return bad("server.reconcile_interval", "%s: want 1s..1h", s.ReconcileInterval.D())
+	}
+	if s.ReconcileGrace.D() < 0 || s.ReconcileGrace.D() > time.Hour {
+		return bad("server.reconcile_grace", "%s: want 0..1h", s.ReconcileGrace.D())
+	}
+	if s.DeliveryTimeout.D() < 0 || s.DeliveryTimeout.D() > time.Minute {
+		return bad("server.delivery_timeout", "%s: want 0..1m", s.DeliveryTimeout.D())
+	}
+	if len(s.Processes) > MaxProcesses {
+		return bad("server.processes", "%d processes: at most %d", len(s.Processes), MaxProcesses)
+	}
+	seen := map[string]bool{}
+	api := false
+	for i, p := range s.Processes {
+		field := fmt.Sprintf("server.processes[%d]", i)
+		if !nameRE.MatchString(p.Name) || len(p.Name) > MaxNameLen {
+			return bad(field+".name", "%q: want 1..%d letters, digits, '.', '_' or '-'", p.Name, MaxNameLen)
+		}
+		if seen[p.Name] {
+			return bad(field+".name", "%q used twice", p.Name)
+		}
+		seen[p.Name] = true
+		if len(p.Roles) == 0 {
+			return bad(field+".roles", "at least one role")
+		}
+		for _, r := range p.Roles {
+			if !roleNames[r] {
+				return bad(field+".roles", "unknown role %q: want api, relay, consumer, history, reconciler or all", r)
+			}
+			if r == "history" && !s.History {
+				return bad(field+".roles", "role history needs server.history: true")
+			}
+			if r == "api" || r == "all" {
+				api = true
+			}
+		}
+	}
+	if len(s.Processes) > 0 && !api {
+		return bad("server.processes", "no process runs the api role")
+	}
+	return nil
+}
+
+// PolicyOr is the policy, default strict.
+func (s ServerSpec) PolicyOr() string { return or(s.Policy, DefaultPolicy) }
+
+// UsesKafka tells whether the server uses Kafka (a fan-out policy, or the
+// history tier).
+func (f *File) UsesKafka() bool { return f.Server.PolicyOr() != "strict" || f.Server.History }
+
+// Processes are the file's processes, or the default one.
+func (f *File) Processes() []ProcessSpec {
+	if len(f.Server.Processes) == 0 {
+		return []ProcessSpec{{Name: DefaultProcessName, Roles: []string{"all"}}}
+	}
+	return f.Server.Processes
+}
+
+func (l LoadSpec) validate() error {
+	if _, err := schedule.Parse(l.Rate); err != nil {
+		return bad("load.rate", "%q: %v", l.Rate, err)
+	}
+	if l.Duration <= 0 || l.Duration.D() > MaxLoadDuration {
+		return bad("load.duration", "%s: want (0, %s]", l.Duration.D(), MaxLoadDuration)
+	}
+	if l.Users < 2 || l.Users > MaxUsers {
+		return bad("load.users", "%d: want 2..%d", l.Users, MaxUsers)
+	}
+	if l.Devices < 0 || l.Devices > loadgen.MaxDevicesPerUser {
+		return bad("load.devices", "%d: want 1..%d", l.Devices, loadgen.MaxDevicesPerUser)
+	}
+	on, cr := l.OnlineOr(), l.CrashyOr()
+	if on < 0 || on > 1 {
+		return bad("load.online", "%g: want 0..1", on)
+	}
+	if cr < 0 || cr > 1 || on+cr > 1 {
+		return bad("load.crashy", "%g: want 0..1 with online + crashy <= 1", cr)
+	}
+	if l.Groups < 0 || l.Groups > loadgen.MaxGroups {
+		return bad("load.groups", "%d: want 0..%d", l.Groups, loadgen.MaxGroups)
+	}
+	if l.GroupShare < 0 || l.GroupShare > 1 {
+		return bad("load.group_share", "%g: want 0..1", l.GroupShare)
+	}
+	if l.GroupShare > 0 && l.Groups == 0 {
+		return bad("load.group_share", "%g needs load.groups > 0", l.GroupShare)
+	}
+	if _, err := loadgen.ParseSizes(or(l.GroupSizes, DefaultGroupSizes)); err != nil {
+		return bad("load.group_sizes", "%q: %v", l.GroupSizes, err)
+	}
+	switch l.SendVia {
+	case "", loadgen.ViaHTTP, loadgen.ViaWS:
+	default:
+		return bad("load.send_via", "%q: want http or ws", l.SendVia)
+	}
+	if l.ComeBackEvery != nil && (l.ComeBackEvery.D() < 0 || l.ComeBackEvery.D() > MaxLoadDuration) {
+		return bad("load.come_back_every", "%s: want 0..%s", l.ComeBackEvery.D(), MaxLoadDuration)
+	}
+	if l.Settle != nil && (l.Settle.D() < 0 || l.Settle.D() > MaxSettle) {
+		return bad("load.settle", "%s: want 0..%s", l.Settle.D(), MaxSettle)
+	}
+	if l.DrainTimeout < 0 || l.DrainTimeout.D() > MaxDrainTimeout {
+		return bad("load.drain_timeout", "%s: want (0, %s]", l.DrainTimeout.D(), MaxDrainTimeout)
+	}
+	if l.PullLimit < 0 || l.PullLimit > 500 {
+		return bad("load.pull_limit", "%d: want 1..500", l.PullLimit)
+	}
+	return nil
+}
+
+// OnlineOr is the online fraction, default 0.6.
+func (l LoadSpec) OnlineOr() float64 {
+	if l.Online == nil {
+		return DefaultOnline
+	}
+	return *l.Online
+}
+
+// CrashyOr is the crashy fraction, default 0.1.
+func (l LoadSpec) CrashyOr() float64 {
+	if l.Crashy == nil {
+		return DefaultCrashy
+	}
+	return *l.Crashy
+}
+
+// SettleOr is the settle wait, default 2s.
+func (l LoadSpec) SettleOr() time.Duration {
+	if l.Settle == nil {
+		return DefaultSettle
+	}
+	return l.Settle.D()
+}
+
+// DrainTimeoutOr is the drain bound, default 60s.
+func (l LoadSpec) DrainTimeoutOr() time.Duration {
+	if l.DrainTimeout == 0 {
+		return DefaultDrainTimeout
+	}
+	return l.DrainTimeout.D()
+}
+
+func (x FaultSpec) validate(field string, f *File, procs map[string]bool) error {
+	if x.At < 0 || x.At.D() > f.Load.Duration.D() {
+		return bad(field+".at", "%s: want 0..load.duration (%s)", x.At.D(), f.Load.Duration.D())
+	}
+	if x.For < 0 || x.At.D()+x.For.D() > f.Load.Duration.D() {
+		return bad(field+".for", "%s: want 0..%s: a fault must be healed by the end of the load (at + for <= load.duration), so that the settle and the final drain run healed", x.For.D(), f.Load.Duration.D()-x.At.D())
+	}
+	proxyTarget := func() error {
+		switch x.Target {
+		case TargetMySQL, TargetRedis, TargetKafka:
+		case TargetMongo:
+			if !f.Server.History {
+				return bad(field+".target", "mongo is only used with server.history: true")
+			}
+		default:
+			return bad(field+".target", "%q: want mysql, redis, kafka or mongo", x.Target)
+		}
+		if x.Target == TargetKafka && f.Server.PolicyOr() == "strict" && !f.Server.History {
+			return bad(field+".target", "kafka is not used by the strict policy without history")
+		}
+		switch x.Stream {
+		case "", "downstream", "upstream":
+		default:
+			return bad(field+".stream", "%q: want downstream, upstream or empty (both)", x.Stream)
+		}
+		if x.Toxicity != nil && (*x.Toxicity <= 0 || *x.Toxicity > 1) {
+			return bad(field+".toxicity", "%g: want (0, 1]", *x.Toxicity)
+		}
+		if x.For <= 0 {
+			return bad(field+".for", "a %s fault needs a positive duration", x.Kind)
+		}
+		return nil
+	}
+	noTarget := func() error {
+		if x.Target != "" {
+			return bad(field+".target", "%s takes no target", x.Kind)
+		}
+		return nil
+	}
+	unused := func(names ...string) error {
+		vals := map[string]bool{"latency": x.Latency != 0, "jitter": x.Jitter != 0, "timeout": x.Timeout != 0,
+			"rate_kbps": x.RateKBps != 0, "by": x.By != 0, "toxicity": x.Toxicity != nil, "stream": x.Stream != ""}
+		allowed := map[string]bool{}
+		for _, n := range names {
+			allowed[n] = true
+		}
+		for _, n := range []string{"latency", "jitter", "timeout", "rate_kbps", "by", "toxicity", "stream"} {
+			if vals[n] && !allowed[n] {
+				return bad(field+"."+n, "not a parameter of kind %s", x.Kind)
+			}
+		}
+		return nil
+	}
+	kafka := func() error {
+		if f.Server.PolicyOr() == "strict" && !f.Server.History {
+			return bad(field+".kind", "%s needs a policy that uses Kafka (store, outbox or queue)", x.Kind)
+		}
+		return nil
+	}
+	var err error
+	switch x.Kind {
+	case KindLatency:
+		if err = proxyTarget(); err == nil {
+			err = unused("latency", "jitter", "toxicity", "stream")
+		}
+		if err == nil && (x.Latency <= 0 || x.Latency.D() > MaxLatency || x.Jitter < 0 || x.Jitter > x.Latency) {
+			err = bad(field+".latency", "%s (jitter %s): want latency in (0, %s], jitter in 0..latency", x.Latency.D(), x.Jitter.D(), MaxLatency)
+		}
+	case KindTimeout:
+		if err = proxyTarget(); err == nil {
+			err = unused("timeout", "toxicity", "stream")
+		}
+		if err == nil && (x.Timeout < 0 || x.Timeout.D() > MaxLatency) {
+			err = bad(field+".timeout", "%s: want 0..%s (0: hold until healed)", x.Timeout.D(), MaxLatency)
+		}
+	case KindResetPeer:
+		if err = proxyTarget(); err == nil {
+			err = unused("timeout", "toxicity", "stream")
+		}
+		if err == nil && (x.Timeout < 0 || x.Timeout.D() > MaxLatency) {
+			err = bad(field+".timeout", "%s: want 0..%s", x.Timeout.D(), MaxLatency)
+		}
+	case KindBandwidth:
+		if err = proxyTarget(); err == nil {
+			err = unused("rate_kbps", "toxicity", "stream")
+		}
+		if err == nil && (x.RateKBps < 1 || x.RateKBps > 1<<30) {
+			err = bad(field+".rate_kbps", "%d: want 1..%d", x.RateKBps, 1<<30)
+		}
+	case KindDown:
+		if err = proxyTarget(); err == nil {
+			err = unused()
+		}
+	case KindRedisWipe:
+		if err = noTarget(); err == nil {
+			err = unused()
+		}
+	case KindAllocatorRollback:
+		if err = noTarget(); err == nil {
+			err = unused("by")
+		}
+		if err == nil && x.By > MaxRollback {
+			err = bad(field+".by", "%d: at most %d", x.By, MaxRollback)
+		}
+		if err == nil && f.Server.Allocator == "segment" {
+			err = bad(field+".kind", "allocator_rollback sets Redis counters back: it needs server.allocator redis")
+		}
+	case KindKafkaRecordLoss, KindKafkaTopicRecreate:
+		if err = noTarget(); err == nil {
+			err = unused()
+		}
+		if err == nil {
+			err = kafka()
+		}
+	case KindKill:
+		if !procs[x.Target] {
+			err = bad(field+".target", "%q is not a process of server.processes", x.Target)
+		} else if err = unused(); err == nil && x.For <= 0 {
+			err = bad(field+".for", "a kill needs a positive duration (the process is started again after it)")
+		}
+	default:
+		err = bad(field+".kind", "%q: want latency, timeout, reset_peer, bandwidth, down, redis_wipe, allocator_rollback, kafka_record_loss, kafka_topic_recreate or kill", x.Kind)
+	}
+	return err
+}
+
+// Label names the fault in events and markers: "kind target".
+func (x FaultSpec) Label() string {
+	return strings.TrimSpace(x.Kind + " " + x.Target)
+}
+
+func (e ExpectSpec) validate() error {
+	switch e.Verdict {
+	case "", VerdictValid, VerdictInvalid:
+	default:
+		return bad("expect.verdict", "%q: want valid or invalid", e.Verdict)
+	}
+	if e.MaxAckP99 != nil && e.MaxAckP99.D() <= 0 {
+		return bad("expect.max_ack_p99", "%s: want > 0", e.MaxAckP99.D())
+	}
+	if e.MaxLagAge != nil && e.MaxLagAge.D() <= 0 {
+		return bad("expect.max_lag_age", "%s: want > 0", e.MaxLagAge.D())
+	}
+	if e.MinRateRatio != nil && (*e.MinRateRatio <= 0 || *e.MinRateRatio > 1) {
+		return bad("expect.min_rate_ratio", "%g: want (0, 1]", *e.MinRateRatio)
+	}
+	if e.MaxSendFailRatio != nil && (*e.MaxSendFailRatio < 0 || *e.MaxSendFailRatio > 1) {
+		return bad("expect.max_send_fail_ratio", "%g: want 0..1", *e.MaxSendFailRatio)
+	}
+	if e.MinLost != nil && *e.MinLost > 0 && e.MaxLost != nil && *e.MaxLost < *e.MinLost {
+		return bad("expect.min_lost", "%d is above expect.max_lost %d", *e.MinLost, *e.MaxLost)
+	}
+	if e.VerdictOr() == VerdictValid && e.MinLost != nil && *e.MinLost > 0 {
+		return bad("expect.min_lost", "a loss makes the verdict invalid: set expect.verdict: invalid")
+	}
+	return nil
+}
+
+// VerdictOr is the expected verdict, default valid.
+func (e ExpectSpec) VerdictOr() string { return or(e.Verdict, VerdictValid) }

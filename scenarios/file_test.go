@@ -1,0 +1,190 @@
+package scenarios
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const goodFile = `
+name: t
+server:
+  policy: store
+  processes:
+    - name: api
+      roles: [api, relay, reconciler]
+    - name: consumer
+      roles: [consumer]
+load:
+  rate: const:100
+  duration: 4s
+  users: 10
+faults:
+  - at: 1s
+    for: 1s
+    kind: kill
+    target: consumer
+  - at: 1s
+    for: 1s
+    kind: latency
+    target: redis
+    latency: 10ms
+expect:
+  verdict: valid
+  max_lost: 0
+`
+
+func TestParseGood(t *testing.T) {
+	f, err := Parse("good.yaml", []byte(goodFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Name != "t" || f.Load.Duration.D() != 4*time.Second || len(f.Faults) != 2 || f.Faults[1].Latency.D() != 10*time.Millisecond {
+		t.Fatalf("parsed %+v", f)
+	}
+	if *f.Expect.MaxLost != 0 || f.Expect.VerdictOr() != VerdictValid || f.Server.PolicyOr() != "store" {
+		t.Fatalf("expect %+v", f.Expect)
+	}
+	if f.Load.OnlineOr() != DefaultOnline || f.Load.SettleOr() != DefaultSettle {
+		t.Fatal("defaults not applied")
+	}
+}
+
+// TestParseBad: each bad file is refused with an error naming the file
+// and the field.
+func TestParseBad(t *testing.T) {
+	base := func(load, rest string) string {
+		if load == "" {
+			load = "  rate: const:100\n  duration: 4s\n  users: 10\n"
+		}
+		return "name: t\nload:\n" + load + rest
+	}
+	cases := []struct {
+		name, body, want string
+	}{
+		{"empty", "", "empty file"},
+		{"unknown top field", base("", "colour: blue\n"), "field colour not found"},
+		{"unknown load field", base("  rate: const:1\n  duration: 1s\n  users: 3\n  speed: 4\n", ""), "field speed not found"},
+		{"two documents", base("", "---\nname: u\n"), "more than one YAML document"},
+		{"bad name", "name: 'a b'\nload:\n  rate: const:1\n  duration: 1s\n  users: 3\n", "name:"},
+		{"bad rate", base("  rate: fast\n  duration: 4s\n  users: 10\n", ""), "load.rate"},
+		{"integer duration", base("  rate: const:1\n  duration: 10\n  users: 10\n", ""), "want a duration"},
+		{"zero duration", base("  rate: const:1\n  duration: 0s\n  users: 10\n", ""), "load.duration"},
+		{"long duration", base("  rate: const:1\n  duration: 2h\n  users: 10\n", ""), "load.duration"},
+		{"one user", base("  rate: const:1\n  duration: 1s\n  users: 1\n", ""), "load.users"},
+		{"too many users", base("  rate: const:1\n  duration: 1s\n  users: 2000000\n", ""), "load.users"},
+		{"online+crashy", base("  rate: const:1\n  duration: 1s\n  users: 3\n  online: 0.8\n  crashy: 0.5\n", ""), "load.crashy"},
+		{"share without groups", base("  rate: const:1\n  duration: 1s\n  users: 3\n  group_share: 0.5\n", ""), "load.group_share"},
+		{"bad sizes", base("  rate: const:1\n  duration: 1s\n  users: 3\n  group_sizes: '1:5'\n", ""), "load.group_sizes"},
+		{"send via", base("  rate: const:1\n  duration: 1s\n  users: 3\n  send_via: smoke\n", ""), "load.send_via"},
+		{"policy", base("", "server:\n  policy: yolo\n"), "server.policy"},
+		{"allocator", base("", "server:\n  allocator: dice\n"), "server.allocator"},
+		{"dedup", base("", "server:\n  dedup: none\n"), "server.dedup"},
+		{"mode", base("", "backends:\n  mode: cloud\n"), "backends.mode"},
+		{"partitions", base("", "backends:\n  kafka_partitions: 3\n"), "backends.kafka_partitions"},
+		{"role", base("", "server:\n  processes:\n    - name: a\n      roles: [chef]\n"), "unknown role"},
+		{"dup process", base("", "server:\n  processes:\n    - name: a\n      roles: [api]\n    - name: a\n      roles: [consumer]\n"), "used twice"},
+		{"no api", base("", "server:\n  processes:\n    - name: a\n      roles: [consumer]\n"), "no process runs the api"},
+		{"history role", base("", "server:\n  processes:\n    - name: a\n      roles: [api, history]\n"), "server.history"},
+		{"unknown kind", base("", "faults:\n  - at: 1s\n    kind: meteor\n"), "faults[0].kind"},
+		{"fault after load", base("", "faults:\n  - at: 5s\n    kind: redis_wipe\n"), "faults[0].at"},
+		{"fault not healed", base("", "faults:\n  - at: 3s\n    for: 2s\n    kind: latency\n    target: redis\n    latency: 1ms\n"), "faults[0].for"},
+		{"bad target", base("", "faults:\n  - at: 1s\n    for: 1s\n    kind: down\n    target: dns\n"), "faults[0].target"},
+		{"kafka unused", base("", "faults:\n  - at: 1s\n    for: 1s\n    kind: down\n    target: kafka\n"), "kafka is not used"},
+		{"mongo unused", base("", "faults:\n  - at: 1s\n    for: 1s\n    kind: down\n    target: mongo\n"), "server.history"},
+		{"latency missing", base("", "faults:\n  - at: 1s\n    for: 1s\n    kind: latency\n    target: redis\n"), "faults[0].latency"},
+		{"foreign param", base("", "faults:\n  - at: 1s\n    kind: redis_wipe\n    latency: 1s\n"), "faults[0].latency: not a parameter"},
+		{"wipe target", base("", "faults:\n  - at: 1s\n    kind: redis_wipe\n    target: redis\n"), "takes no target"},
+		{"down no for", base("", "faults:\n  - at: 1s\n    kind: down\n    target: redis\n"), "positive duration"},
+		{"bandwidth rate", base("", "faults:\n  - at: 1s\n    for: 1s\n    kind: bandwidth\n    target: mysql\n"), "faults[0].rate_kbps"},
+		{"toxicity", base("", "faults:\n  - at: 1s\n    for: 1s\n    kind: reset_peer\n    target: mysql\n    toxicity: 2\n"), "faults[0].toxicity"},
+		{"stream", base("", "faults:\n  - at: 1s\n    for: 1s\n    kind: reset_peer\n    target: mysql\n    stream: sideways\n"), "faults[0].stream"},
+		{"kill unknown", base("", "faults:\n  - at: 1s\n    for: 1s\n    kind: kill\n    target: ghost\n"), "not a process"},
+		{"record loss strict", base("", "faults:\n  - at: 1s\n    kind: kafka_record_loss\n"), "needs a policy that uses Kafka"},
+		{"rollback segment", base("", "server:\n  allocator: segment\nfaults:\n  - at: 1s\n    kind: allocator_rollback\n    by: 5\n"), "needs server.allocator redis"},
+		{"verdict", base("", "expect:\n  verdict: maybe\n"), "expect.verdict"},
+		{"min lost with valid", base("", "expect:\n  min_lost: 1\n"), "expect.min_lost"},
+		{"min above max", base("", "expect:\n  verdict: invalid\n  min_lost: 3\n  max_lost: 1\n"), "expect.min_lost"},
+		{"rate ratio", base("", "expect:\n  min_rate_ratio: 1.5\n"), "expect.min_rate_ratio"},
+		{"lag without kafka", base("", "expect:\n  max_lag_age: 5s\n"), "expect.max_lag_age"},
+		{"negative count", base("", "expect:\n  max_lost: -1\n"), "cannot unmarshal"},
+		{"too many faults", base("", "faults:\n"+strings.Repeat("  - at: 1s\n    kind: redis_wipe\n", MaxFaults+1)), "faults: 101 faults"},
+		{"too long", base("  rate: const:1\n  duration: 1h\n  users: 3\n  settle: 5m\n  drain_timeout: 30m\n", ""), "at most 1h30m"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f, err := Parse("bad.yaml", []byte(c.body))
+			if err == nil {
+				t.Fatalf("accepted: %+v", f)
+			}
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "bad.yaml") || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %q: want ErrInvalid naming bad.yaml and %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestShippedFiles: every scenario file in this directory validates, and
+// the required ones are there.
+func TestShippedFiles(t *testing.T) {
+	paths, err := filepath.Glob("*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, p := range paths {
+		f, err := ReadFile(p)
+		if err != nil {
+			t.Errorf("%s: %v", p, err)
+			continue
+		}
+		if f.Name+".yaml" != filepath.Base(p) {
+			t.Errorf("%s: name %q does not match the file name", p, f.Name)
+		}
+		have[f.Name] = true
+	}
+	for _, n := range []string{"redis-wipe", "allocator-rollback", "queue-loss-store", "queue-loss-unsafe", "toxics", "consumer-kill", "offline-month", "burst"} {
+		if !have[n] {
+			t.Errorf("scenario %s.yaml missing", n)
+		}
+	}
+}
+
+func TestScaled(t *testing.T) {
+	f, err := Parse("good.yaml", []byte(goodFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Scaled(f, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Load.Duration.D() != 2*time.Second || g.Faults[0].At.D() != 500*time.Millisecond || g.Faults[0].For.D() != 500*time.Millisecond {
+		t.Fatalf("scaled: %+v %+v", g.Load, g.Faults[0])
+	}
+	if f.Load.Duration.D() != 4*time.Second || f.Faults[0].At.D() != time.Second {
+		t.Fatal("Scaled changed its input")
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	good := DefaultConfig(t.TempDir())
+	if err := good.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for name, mut := range map[string]func(*Config){
+		"no out":      func(c *Config) { c.OutDir = "" },
+		"mode":        func(c *Config) { c.Mode = "cloud" },
+		"secret":      func(c *Config) { c.Secret = "short" },
+		"duration":    func(c *Config) { c.Duration = -time.Second },
+		"glob prefix": func(c *Config) { c.RedisPrefix = "a*" },
+	} {
+		c := good
+		mut(&c)
+		if err := c.Validate(); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

@@ -1,0 +1,148 @@
+package scenarios
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"imlab/dashboards/report"
+)
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("scenarios: json: %w", err)
+	}
+	return nil
+}
+
+// writeOutputs writes result.json, junit.xml and report.html.
+func (r *run) writeOutputs() error {
+	dir := r.cfg.OutDir
+	return errors.Join(
+		writeFile(filepath.Join(dir, ResultFile), r.res.WriteJSON),
+		writeFile(filepath.Join(dir, JUnitFile), func(w io.Writer) error { return WriteJUnit(w, r.res) }),
+		writeFile(filepath.Join(dir, ReportFile), func(w io.Writer) error { return report.WriteHTML(w, HTMLReport(r.res)) }),
+	)
+}
+
+// HTMLReport builds the report of a result: throughput, ACK latency,
+// consumer lag age per group and outbox backlog, with fault markers and
+// the scenario's thresholds.
+func HTMLReport(res *Result) *report.Report {
+	rep := &report.Report{
+		Title: "imlab scenario " + res.Scenario, Scenario: res.Scenario, Description: res.Description,
+		Passed: res.Passed, StartedAt: res.StartedAt, Duration: time.Duration(res.Seconds * float64(time.Second)),
+		Backends: res.Backends,
+	}
+	for _, s := range res.Settings {
+		rep.Settings = append(rep.Settings, [2]string{s.Name, s.Value})
+	}
+	switch {
+	case res.Incomplete:
+		rep.Verdict = "the run could not be carried out"
+	case res.Verdict == nil:
+		rep.Verdict = "not checked"
+	case res.Verdict.Valid:
+		rep.Verdict = "valid: no message lost, no cursor skipped, nothing unexpected"
+	default:
+		rep.Verdict = "invalid: see the findings"
+	}
+	if res.Passed {
+		rep.Verdict += " (scenario PASSED)"
+	} else {
+		rep.Verdict += " (scenario FAILED)"
+	}
+	for _, f := range res.Findings {
+		ex := f.Examples
+		if len(ex) > 10 {
+			ex = ex[:10]
+		}
+		rep.Findings = append(rep.Findings, report.Finding{Name: f.Name, Count: f.Count, Examples: ex})
+	}
+	for _, c := range res.Checks {
+		rep.Checks = append(rep.Checks, report.Check{Name: c.Name, Want: c.Want, Got: c.Got, OK: c.OK})
+	}
+	var ok, fail, p50, p99 report.Series
+	ok.Name, fail.Name, p50.Name, p99.Name = "sends ok/s", "sends failed or unknown/s", "ACK p50", "ACK p99"
+	for _, s := range res.Sends {
+		ok.Points = append(ok.Points, report.Point{T: s.T, V: float64(s.OK)})
+		fail.Points = append(fail.Points, report.Point{T: s.T, V: float64(s.Fail + s.Unknown)})
+		if s.OK > 0 {
+			p50.Points = append(p50.Points, report.Point{T: s.T, V: s.AckP50})
+			p99.Points = append(p99.Points, report.Point{T: s.T, V: s.AckP99})
+		}
+	}
+	rep.Charts = append(rep.Charts, report.Chart{Title: "Throughput", Unit: "msg/s", Series: []report.Series{ok, fail}})
+	lat := report.Chart{Title: "ACK latency (intended send to ACK)", Unit: "ms", Series: []report.Series{p50, p99}}
+	if e := res.spec().Expect.MaxAckP99; e != nil {
+		lat.Threshold, lat.ThresholdLabel = float64(e.D())/float64(time.Millisecond), "max ACK p99"
+	}
+	rep.Charts = append(rep.Charts, lat)
+	if len(res.Lag) > 0 {
+		groups := map[string]*report.Series{}
+		var backlog, oldest report.Series
+		backlog.Name, oldest.Name = "outbox backlog", "outbox oldest age"
+		for _, s := range res.Lag {
+			if s.Err != "" {
+				continue
+			}
+			for g, a := range s.MaxAge {
+				if groups[g] == nil {
+					groups[g] = &report.Series{Name: g}
+				}
+				groups[g].Points = append(groups[g].Points, report.Point{T: s.T, V: a})
+			}
+			backlog.Points = append(backlog.Points, report.Point{T: s.T, V: float64(s.OutboxBacklog)})
+			oldest.Points = append(oldest.Points, report.Point{T: s.T, V: max(s.OutboxOldestAge, 0)})
+		}
+		names := make([]string, 0, len(groups))
+		for g := range groups {
+			names = append(names, g)
+		}
+		sort.Strings(names)
+		lagChart := report.Chart{Title: "Consumer lag (age of the oldest unprocessed message, max over partitions)", Unit: "s"}
+		for _, g := range names {
+			lagChart.Series = append(lagChart.Series, *groups[g])
+		}
+		if e := res.spec().Expect.MaxLagAge; e != nil {
+			lagChart.Threshold, lagChart.ThresholdLabel = e.D().Seconds(), "max lag age"
+		}
+		if len(lagChart.Series) > 0 {
+			rep.Charts = append(rep.Charts, lagChart)
+		}
+		rep.Charts = append(rep.Charts, report.Chart{Title: "Outbox backlog", Unit: "records", Series: []report.Series{backlog}})
+	}
+	for _, e := range res.Events {
+		kind := e.Action
+		label := e.Action + " " + e.Fault
+		if e.Err != "" {
+			kind, label = "error", label+": "+e.Err
+		}
+		rep.Markers = append(rep.Markers, report.Marker{T: e.At, Label: label, Kind: kind})
+	}
+	if res.LoadOffset > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("The load started %.2fs after the run's time base (loadgen's set-up); charts and markers share the run's base.", res.LoadOffset))
+	}
+	if res.RunDir != "" {
+		rep.Notes = append(rep.Notes, "Ledger and load summary: "+res.RunDir)
+	}
+	for _, e := range res.Errors {
+		rep.Notes = append(rep.Notes, "error: "+strings.TrimSpace(e))
+	}
+	return rep
+}
+
+// spec is the scenario of a result (an empty one when it is missing).
+func (r *Result) spec() *File {
+	if r.Spec == nil {
+		return &File{}
+	}
+	return r.Spec
+}

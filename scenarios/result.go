@@ -1,0 +1,250 @@
+package scenarios
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"imlab/loadgen/checker"
+)
+
+// Output file names in a scenario's output directory.
+const (
+	ResultFile = "result.json"
+	JUnitFile  = "junit.xml"
+	ReportFile = "report.html"
+	// LoadDir is the loadgen run directory (ledger, summary.json).
+	LoadDir = "load"
+)
+
+// Setting is one named setting of the run.
+type Setting struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// FaultEvent is one injection or heal of the schedule.
+type FaultEvent struct {
+	// At is seconds since the run's start (the load's start, see Result).
+	At     float64 `json:"at_s"`
+	Fault  string  `json:"fault"`
+	Action string  `json:"action"` // inject | heal
+	Err    string  `json:"error,omitempty"`
+	// Affected is how many keys, counters or records a data fault changed.
+	Affected int64 `json:"affected,omitempty"`
+}
+
+// SendSecond is one second of the load: sends and ACK latency.
+type SendSecond struct {
+	T       float64 `json:"t_s"`
+	Started uint64  `json:"started"`
+	OK      uint64  `json:"ok"`
+	Fail    uint64  `json:"fail"`
+	Unknown uint64  `json:"unknown"`
+	AckP50  float64 `json:"ack_p50_ms"`
+	AckP99  float64 `json:"ack_p99_ms"`
+}
+
+// LagSample is one poll of GET /v1/lab/lag.
+type LagSample struct {
+	T float64 `json:"t_s"`
+	// MaxAge is the largest lag age (seconds) over the partitions of each
+	// consumer group; Records the records behind.
+	MaxAge          map[string]float64 `json:"max_age_s,omitempty"`
+	Records         map[string]int64   `json:"records,omitempty"`
+	OutboxBacklog   int64              `json:"outbox_backlog"`
+	OutboxOldestAge float64            `json:"outbox_oldest_age_s"`
+	DLQRecords      int64              `json:"dlq_records"`
+	Err             string             `json:"error,omitempty"`
+}
+
+// FindingSummary is one finding of the checker.
+type FindingSummary struct {
+	Name     string   `json:"name"`
+	Count    uint64   `json:"count"`
+	Pairs    uint64   `json:"pairs,omitempty"`
+	MsgIDs   []uint64 `json:"msg_ids,omitempty"`
+	Examples []string `json:"examples,omitempty"`
+}
+
+// Result is what a scenario run produced; written as result.json.
+type Result struct {
+	Scenario    string    `json:"scenario"`
+	Description string    `json:"description,omitempty"`
+	File        string    `json:"file,omitempty"`
+	Spec        *File     `json:"spec,omitempty"`
+	StartedAt   time.Time `json:"started_at"`
+	// Seconds is the wall time of the whole run.
+	Seconds  float64   `json:"seconds"`
+	Settings []Setting `json:"settings"`
+	// Backends says what the backends were (compose's summary).
+	Backends string `json:"backends"`
+	// LoadOffset is how long after the run's time base the load started
+	// (loadgen's own setup); fault events and lag samples use the run's
+	// base, the send timeline is shifted by it.
+	LoadOffset float64          `json:"load_offset_s"`
+	Verdict    *checker.Verdict `json:"verdict,omitempty"`
+	Findings   []FindingSummary `json:"findings"`
+	Checks     []Check          `json:"checks"`
+	Events     []FaultEvent     `json:"fault_events"`
+	Sends      []SendSecond     `json:"send_timeline"`
+	Lag        []LagSample      `json:"lag_timeline"`
+	// Summary is loadgen's run summary (nil when the load did not run).
+	RunDir string `json:"run_dir,omitempty"`
+	// Errors are why the run could not be carried out (exit status 2),
+	// and non-fatal problems seen on the way.
+	Errors []string `json:"errors,omitempty"`
+	// Incomplete: the run could not be carried out.
+	Incomplete bool `json:"incomplete"`
+	Passed     bool `json:"passed"`
+}
+
+// WriteJSON writes r as indented JSON.
+func (r *Result) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("scenarios: result json: %w", err)
+	}
+	return nil
+}
+
+// ReadResult reads a result.json.
+func ReadResult(path string) (*Result, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("scenarios: %w", err)
+	}
+	var r Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("scenarios: %s: %w", path, err)
+	}
+	return &r, nil
+}
+
+// JUnit XML (the schema CI tools read: testsuites > testsuite > testcase
+// with failure or error children).
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Time     string       `xml:"time,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name       string          `xml:"name,attr"`
+	Tests      int             `xml:"tests,attr"`
+	Failures   int             `xml:"failures,attr"`
+	Errors     int             `xml:"errors,attr"`
+	Skipped    int             `xml:"skipped,attr"`
+	Time       string          `xml:"time,attr"`
+	Timestamp  string          `xml:"timestamp,attr"`
+	Properties []junitProperty `xml:"properties>property,omitempty"`
+	Cases      []junitCase     `xml:"testcase"`
+	SystemOut  string          `xml:"system-out,omitempty"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      string        `xml:"time,attr"`
+	Failure   *junitProblem `xml:"failure,omitempty"`
+	Error     *junitProblem `xml:"error,omitempty"`
+}
+
+type junitProblem struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",chardata"`
+}
+
+// WriteJUnit writes one testsuite per result, one testcase per check; a
+// run that could not be carried out gets a testcase "run" with an error.
+func WriteJUnit(w io.Writer, results ...*Result) error {
+	top := junitSuites{Name: "imlab scenarios"}
+	var total float64
+	for _, r := range results {
+		s := junitSuite{Name: r.Scenario, Time: fmt.Sprintf("%.3f", r.Seconds), Timestamp: r.StartedAt.UTC().Format("2006-01-02T15:04:05")}
+		for _, st := range r.Settings {
+			s.Properties = append(s.Properties, junitProperty{Name: st.Name, Value: st.Value})
+		}
+		class := "scenarios." + r.Scenario
+		if r.Incomplete {
+			s.Cases = append(s.Cases, junitCase{Name: "run", Classname: class, Time: "0",
+				Error: &junitProblem{Message: "the run could not be carried out", Type: "error", Text: strings.Join(r.Errors, "\n")}})
+			s.Errors++
+		}
+		for _, c := range r.Checks {
+			jc := junitCase{Name: c.Name, Classname: class, Time: "0"}
+			if !c.OK {
+				jc.Failure = &junitProblem{Message: fmt.Sprintf("%s: want %s, got %s", c.Name, c.Want, c.Got), Type: "threshold",
+					Text: findingText(r, c.Name)}
+				s.Failures++
+			}
+			s.Cases = append(s.Cases, jc)
+		}
+		s.Tests = len(s.Cases)
+		if len(r.Errors) > 0 {
+			s.SystemOut = strings.Join(r.Errors, "\n")
+		}
+		top.Tests += s.Tests
+		top.Failures += s.Failures
+		top.Errors += s.Errors
+		total += r.Seconds
+		top.Suites = append(top.Suites, s)
+	}
+	top.Time = fmt.Sprintf("%.3f", total)
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return fmt.Errorf("scenarios: junit: %w", err)
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(top); err != nil {
+		return fmt.Errorf("scenarios: junit: %w", err)
+	}
+	if _, err := io.WriteString(w, "\n"); err != nil {
+		return fmt.Errorf("scenarios: junit: %w", err)
+	}
+	return nil
+}
+
+// findingText explains a failed finding check with the checker's examples.
+func findingText(r *Result, check string) string {
+	name := strings.TrimPrefix(strings.TrimPrefix(check, "max_"), "min_")
+	for _, f := range r.Findings {
+		if f.Name == name && len(f.Examples) > 0 {
+			return strings.Join(f.Examples, "\n")
+		}
+	}
+	return ""
+}
+
+// writeFile creates path and writes through fn.
+func writeFile(path string, fn func(io.Writer) error) (err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("scenarios: %w", err)
+	}
+	fh, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("scenarios: %w", err)
+	}
+	defer func() {
+		if cerr := fh.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("scenarios: %w", cerr)
+		}
+	}()
+	return fn(fh)
+}

@@ -1,0 +1,180 @@
+package scenarios
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"imlab/internal/testenv"
+)
+
+// e2eConfig is a runner config on a private database and Redis prefix of
+// the real servers (kfake and the proxies are the run's own).
+func e2eConfig(t *testing.T) Config {
+	t.Helper()
+	my := testenv.NewMySQL(t)
+	rd := testenv.NewRedis(t)
+	cfg := DefaultConfig(t.TempDir())
+	cfg.Mode = "external"
+	cfg.MySQLDSN, cfg.RedisAddr, cfg.RedisPrefix = my.DSN, rd.Addr, rd.Keys.Prefix
+	cfg.FreshDatabase = false
+	return cfg
+}
+
+func runFile(t *testing.T, cfg Config, f *File) *Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	start := time.Now()
+	res, err := Run(ctx, cfg, f)
+	if err != nil {
+		t.Fatalf("run %s: %v", f.Name, err)
+	}
+	t.Logf("%s: passed=%v in %s\n%s", f.Name, res.Passed, time.Since(start).Round(time.Millisecond), Table(res.Checks))
+	for _, e := range res.Errors {
+		t.Logf("%s: note: %s", f.Name, e)
+	}
+	checkOutputs(t, cfg.OutDir, res)
+	return res
+}
+
+// checkOutputs reads back what a run wrote.
+func checkOutputs(t *testing.T, dir string, res *Result) {
+	t.Helper()
+	back, err := ReadResult(filepath.Join(dir, ResultFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Passed != res.Passed || len(back.Checks) != len(res.Checks) || back.Scenario != res.Scenario {
+		t.Fatalf("result.json differs from the result")
+	}
+	b, err := os.ReadFile(filepath.Join(dir, JUnitFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+	}
+	if err := xml.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("junit.xml: %v", err)
+	}
+	failed := 0
+	for _, c := range res.Checks {
+		if !c.OK {
+			failed++
+		}
+	}
+	if doc.Tests != len(res.Checks) || doc.Failures != failed {
+		t.Fatalf("junit.xml: %d tests %d failures, want %d and %d", doc.Tests, doc.Failures, len(res.Checks), failed)
+	}
+	html, err := os.ReadFile(filepath.Join(dir, ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(html, []byte("<svg")) || !bytes.Contains(html, []byte(res.Scenario)) {
+		t.Fatal("report.html has no chart or does not name the scenario")
+	}
+	if _, err := os.Stat(filepath.Join(dir, LoadDir, "summary.json")); err != nil {
+		t.Fatalf("load directory: %v", err)
+	}
+	if len(res.Sends) == 0 {
+		t.Fatal("no send timeline")
+	}
+}
+
+// TestRunShipped runs shipped scenarios end to end against the real
+// MariaDB and Redis with kfake; each must pass.
+func TestRunShipped(t *testing.T) {
+	for _, c := range []struct {
+		file string
+		dur  time.Duration
+	}{{"redis-wipe.yaml", 4 * time.Second}, {"queue-loss-unsafe.yaml", 0}, {"offline-month.yaml", 4 * time.Second}} {
+		t.Run(c.file, func(t *testing.T) {
+			t.Parallel()
+			f, err := ReadFile(c.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := e2eConfig(t)
+			cfg.Duration = c.dur
+			res := runFile(t, cfg, f)
+			if !res.Passed || res.Incomplete {
+				t.Fatalf("%s did not pass:\n%s", c.file, Table(res.Checks))
+			}
+			checks := byName(res.Checks)
+			switch f.Name {
+			case "redis-wipe":
+				if len(res.Events) != 2 || res.Events[0].Err != "" || res.Events[0].Affected == 0 {
+					t.Fatalf("wipe events %+v", res.Events)
+				}
+			case "queue-loss-unsafe":
+				// The negative control: the loss is caught and named.
+				if res.Verdict == nil || res.Verdict.Valid || !checks["min_lost"].OK {
+					t.Fatalf("the unsafe policy's loss was not caught: %+v", res.Checks)
+				}
+				for _, fd := range res.Findings {
+					if fd.Name == "lost" && (fd.Count == 0 || len(fd.MsgIDs) == 0 || len(fd.Examples) == 0) {
+						t.Fatalf("lost finding does not name the messages: %+v", fd)
+					}
+				}
+				if len(res.Lag) == 0 {
+					t.Fatal("no lag samples")
+				}
+			case "offline-month":
+				if !checks["min_truncated_pulls"].OK {
+					t.Fatal("the truncated path was not taken")
+				}
+			}
+		})
+	}
+}
+
+// TestRunFailingExpectation: a threshold that cannot hold makes the
+// runner report failure, in the result, the JUnit file and the checks.
+func TestRunFailingExpectation(t *testing.T) {
+	t.Parallel()
+	body := `
+name: impossible-latency
+load:
+  rate: const:100
+  duration: 2s
+  users: 20
+  settle: 500ms
+faults:
+  - at: 1s
+    kind: redis_wipe
+expect:
+  max_lost: 0
+  max_ack_p99: 1us
+`
+	f, err := Parse("impossible.yaml", []byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := e2eConfig(t)
+	res := runFile(t, cfg, f)
+	if res.Passed || res.Incomplete {
+		t.Fatalf("passed=%v incomplete=%v: want a failed run", res.Passed, res.Incomplete)
+	}
+	m := byName(res.Checks)
+	if m["max_ack_p99"].OK || !m["max_lost"].OK || !m["verdict"].OK {
+		t.Fatalf("checks: %+v", res.Checks)
+	}
+	b, err := os.ReadFile(filepath.Join(cfg.OutDir, JUnitFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `<failure message="max_ack_p99: want &lt;= 1µs`) {
+		t.Fatalf("junit.xml does not carry the failure:\n%s", b)
+	}
+	// A second run into the same directory is refused: nothing is overwritten.
+	if _, err := Run(context.Background(), cfg, f); err == nil {
+		t.Fatal("a second run into the same output directory was accepted")
+	}
+}

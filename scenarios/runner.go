@@ -1,0 +1,818 @@
+package scenarios
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"imlab/chaos"
+	"imlab/compose"
+	"imlab/loadgen"
+	"imlab/loadgen/checker"
+	"imlab/loadgen/schedule"
+	"imlab/ref/server"
+)
+
+// Named limits and fixed times of a run.
+const (
+	// RunMargin is added to duration + settle + drain timeout to bound a
+	// run (start-up, checking, stopping).
+	RunMargin = 2 * time.Minute
+	// StopTimeout bounds stopping one server process.
+	StopTimeout = 20 * time.Second
+	// LagInterval is the lag poll period.
+	LagInterval = time.Second
+	// lagTimeout bounds one lag poll.
+	lagTimeout = 2 * time.Second
+	// MaxLagSamples bounds the lag timeline.
+	MaxLagSamples = 4 * 3600
+	// MaxListedIDs bounds the msg_ids a finding lists in result.json (the
+	// whole verdict is in verdict.json).
+	MaxListedIDs = 1000
+	// VerdictFile is the checker's whole verdict in the output directory.
+	VerdictFile = "verdict.json"
+	// lagPath is the server's lag endpoint.
+	lagPath = "/v1/lab/lag"
+)
+
+// Config of the runner (not of a scenario: the file says that).
+type Config struct {
+	// OutDir receives result.json, junit.xml, report.html, verdict.json
+	// and the load directory. It must not hold a previous run's ledger.
+	OutDir string
+	// Mode overrides the file's backends.mode ("": the file's).
+	Mode string
+	// MySQLDSN and RedisAddr are external servers (auto/external modes).
+	MySQLDSN  string
+	RedisAddr string
+	// FreshDatabase creates a database of the run's own next to the DSN's
+	// (dropped at the end unless KeepData); false uses the DSN's database
+	// as it is (it must be fresh to the run's uids).
+	FreshDatabase bool
+	// RedisPrefix is the key prefix of the run ("": a fresh random one);
+	// every key under it is deleted at the end unless KeepData.
+	RedisPrefix string
+	KeepData    bool
+	// Secret signs the tokens of the server and the load.
+	Secret string
+	// Duration, when > 0, overrides load.duration; fault times are scaled
+	// by the same ratio (the rate shape is not).
+	Duration time.Duration
+	// DataDir: compose's parent of private data directories.
+	DataDir string
+	// Progress receives a live line per second (nil: none).
+	Progress io.Writer
+	// Logger receives the server processes' and compose's logs (nil:
+	// warnings and errors to stderr).
+	Logger *slog.Logger
+}
+
+// DefaultConfig writes to outDir with a fresh database and Redis prefix.
+func DefaultConfig(outDir string) Config {
+	return Config{OutDir: outDir, FreshDatabase: true, Secret: "imlab-scenario-secret-0123456789"}
+}
+
+// Validate checks the runner config.
+func (c Config) Validate() error {
+	switch c.Mode {
+	case "", "auto", "external", "local", "embedded":
+	default:
+		return fmt.Errorf("%w: backends mode %q: want auto, external, local or embedded", ErrInvalid, c.Mode)
+	}
+	if c.OutDir == "" {
+		return fmt.Errorf("%w: no output directory", ErrInvalid)
+	}
+	if len(c.Secret) < 16 {
+		return fmt.Errorf("%w: the secret must be at least 16 bytes", ErrInvalid)
+	}
+	if c.Duration < 0 || c.Duration > MaxLoadDuration {
+		return fmt.Errorf("%w: duration override %s: want 0..%s", ErrInvalid, c.Duration, MaxLoadDuration)
+	}
+	if c.RedisPrefix != "" && (len(c.RedisPrefix) > 64 || strings.ContainsAny(c.RedisPrefix, "*?[] ")) {
+		return fmt.Errorf("%w: redis prefix %q: at most 64 bytes, no glob characters or spaces", ErrInvalid, c.RedisPrefix)
+	}
+	return nil
+}
+
+// Scaled returns f with the load duration replaced by d and every fault's
+// at and for scaled by the same ratio (f itself is not changed).
+func Scaled(f *File, d time.Duration) (*File, error) {
+	if d <= 0 || d == f.Load.Duration.D() {
+		return f, nil
+	}
+	g := *f
+	ratio := float64(d) / float64(f.Load.Duration.D())
+	g.Load.Duration = Duration(d)
+	g.Faults = make([]FaultSpec, len(f.Faults))
+	for i, x := range f.Faults {
+		x.At = Duration(float64(x.At) * ratio)
+		x.For = Duration(float64(x.For) * ratio)
+		g.Faults[i] = x
+	}
+	if err := g.Validate(); err != nil {
+		return nil, fmt.Errorf("scaled to %s: %w", d, err)
+	}
+	return &g, nil
+}
+
+// run is one scenario run's state; its fields are owned by Run's goroutine
+// unless noted.
+type run struct {
+	cfg  Config
+	f    *File
+	log  *slog.Logger
+	id   string
+	res  *Result
+	cb   *compose.Backends
+	back server.Backends // what the server processes get (through the proxies)
+	// direct addresses for the lab's own clients
+	redisAddr string
+	prefix    string
+	kafka     *proxiedKafka
+	px        *chaos.Proxies
+	procs     []*procSlot
+	topic     string
+	stops     []func(context.Context) error // in start order; run in reverse
+}
+
+func randomID() string {
+	var b [5]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Run carries out one scenario and writes its outputs to cfg.OutDir. The
+// Result is returned whenever the outputs were written (also for a failed
+// or incomplete run); the error says why a run could not be carried out or
+// its outputs not written. Passed in the Result is the pass/fail answer.
+func Run(ctx context.Context, cfg Config, f *File) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if f == nil {
+		return nil, fmt.Errorf("%w: no scenario", ErrInvalid)
+	}
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	f, err := Scaled(f, cfg.Duration)
+	if err != nil {
+		return nil, err
+	}
+	if fs, _ := filepath.Glob(filepath.Join(cfg.OutDir, LoadDir, "ledger-*")); len(fs) > 0 {
+		return nil, fmt.Errorf("%w: %s already holds a run", ErrInvalid, cfg.OutDir)
+	}
+	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
+		return nil, fmt.Errorf("scenarios: output directory: %w", err)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	r := &run{cfg: cfg, f: f, log: log, id: randomID()}
+	r.res = &Result{Scenario: f.Name, Description: f.Description, File: f.Path, Spec: f, StartedAt: time.Now().UTC(),
+		Findings: []FindingSummary{}, Checks: []Check{}, Events: []FaultEvent{}, Sends: []SendSecond{}, Lag: []LagSample{}}
+	began := time.Now()
+
+	bound := f.Load.Duration.D() + f.Load.SettleOr() + f.Load.DrainTimeoutOr() + RunMargin
+	rctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+
+	runErr := r.execute(rctx)
+	if serr := r.stopAll(); serr != nil {
+		r.res.Errors = append(r.res.Errors, serr.Error())
+	}
+	if runErr != nil {
+		r.res.Incomplete = true
+		r.res.Errors = append([]string{runErr.Error()}, r.res.Errors...)
+	}
+	r.res.Seconds = time.Since(began).Seconds()
+	r.res.Passed = !r.res.Incomplete && Passed(r.res.Checks)
+	if werr := r.writeOutputs(); werr != nil {
+		return r.res, errors.Join(runErr, werr)
+	}
+	return r.res, runErr
+}
+
+func (r *run) onStop(fn func(context.Context) error) { r.stops = append(r.stops, fn) }
+
+// stopAll stops everything started, newest first, each bounded.
+func (r *run) stopAll() error {
+	var errs []error
+	for i := len(r.stops) - 1; i >= 0; i-- {
+		ctx, cancel := context.WithTimeout(context.Background(), StopTimeout+10*time.Second)
+		if err := r.stops[i](ctx); err != nil {
+			errs = append(errs, err)
+		}
+		cancel()
+	}
+	r.stops = nil
+	return errors.Join(errs...)
+}
+
+func (r *run) setting(name string, v any) {
+	r.res.Settings = append(r.res.Settings, Setting{Name: name, Value: fmt.Sprint(v)})
+}
+
+// execute starts everything, runs the load and the schedule, checks and
+// evaluates. Everything it starts is registered with onStop.
+func (r *run) execute(ctx context.Context) error {
+	if err := r.startBackends(ctx); err != nil {
+		return err
+	}
+	if err := r.startProcesses(ctx); err != nil {
+		return err
+	}
+	steps, err := r.buildSteps()
+	if err != nil {
+		return err
+	}
+	lc, err := r.loadConfig()
+	if err != nil {
+		return err
+	}
+	r.recordSettings(lc)
+
+	// The load and the schedule share one time base; loadgen starts its
+	// schedule after its own set-up (LoadOffset).
+	base := time.Now()
+	pollCtx, stopPoll := context.WithCancel(ctx)
+	var lag []LagSample
+	pollDone := make(chan struct{})
+	go func() { defer close(pollDone); lag = r.pollLag(pollCtx, base) }()
+
+	type schedOut struct {
+		ev  []chaos.Event
+		err error
+	}
+	schedCh := make(chan schedOut, 1)
+	schedCtx, stopSched := context.WithCancel(ctx)
+	defer stopSched()
+	go func() {
+		ev, err := chaos.RunSchedule(schedCtx, base, steps)
+		schedCh <- schedOut{ev, err}
+	}()
+
+	sum, loadErr := loadgen.Run(ctx, lc)
+	if loadErr != nil {
+		stopSched() // heals what is injected
+	}
+	so := <-schedCh
+	healCtx, cancelHeal := context.WithTimeout(context.Background(), StopTimeout)
+	healErr := r.px.HealAll(healCtx)
+	cancelHeal()
+	stopPoll()
+	<-pollDone
+	r.res.Lag = lag
+	for _, e := range so.ev {
+		r.res.Events = append(r.res.Events, FaultEvent{At: e.At.Seconds(), Fault: e.Fault, Action: e.Action, Err: e.Err, Affected: e.Affected})
+	}
+	if sum != nil {
+		r.res.RunDir = lc.RunDir
+		r.res.LoadOffset = sum.StartedAt.Sub(base).Seconds()
+		for _, s := range sum.Timeline {
+			r.res.Sends = append(r.res.Sends, SendSecond{T: float64(s.T) + r.res.LoadOffset, Started: s.Started, OK: s.OK, Fail: s.Fail,
+				Unknown: s.Unknown, AckP50: float64(s.Response.P50) / 1000, AckP99: float64(s.Response.P99) / 1000})
+		}
+		r.res.Errors = append(r.res.Errors, sum.Errors...)
+	}
+	if loadErr != nil {
+		return fmt.Errorf("scenarios: load: %w", loadErr)
+	}
+	if so.err != nil {
+		return fmt.Errorf("scenarios: fault schedule: %w", so.err)
+	}
+	if healErr != nil {
+		return fmt.Errorf("scenarios: heal proxies: %w", healErr)
+	}
+	for _, e := range so.ev {
+		if e.Err != "" {
+			r.res.Errors = append(r.res.Errors, fmt.Sprintf("fault %s %s at %.1fs: %s", e.Fault, e.Action, e.At.Seconds(), e.Err))
+		}
+	}
+
+	truncated := uint64(0)
+	for _, s := range r.procs {
+		truncated += s.truncatedPulls()
+	}
+	v, cerr := checker.Check(lc.RunDir)
+	if cerr != nil {
+		return fmt.Errorf("scenarios: checker: %w", cerr)
+	}
+	if err := writeFile(filepath.Join(r.cfg.OutDir, VerdictFile), func(w io.Writer) error { return writeJSON(w, v) }); err != nil {
+		return err
+	}
+	obs := observe(v, sum, lag, truncated, lc)
+	r.res.Findings = findings(v)
+	slim := *v
+	slim.Findings = nil
+	r.res.Verdict = &slim
+	r.res.Checks = Evaluate(r.f.Expect, obs)
+	return nil
+}
+
+// observe gathers the evaluation's input.
+func observe(v *checker.Verdict, sum *loadgen.Summary, lag []LagSample, truncated uint64, lc loadgen.Config) Observed {
+	o := Observed{Checked: true, Valid: v.Valid, Findings: map[string]uint64{}, TruncatedPulls: truncated}
+	for name, f := range v.Findings {
+		o.Findings[name] = uint64(f.Count)
+	}
+	o.AckP99 = time.Duration(sum.Latency["response"].P99) * time.Microsecond
+	o.AchievedPerSec = sum.AchievedPerSec
+	o.TargetPerSec = MeanRate(lc.Shape, lc.Duration)
+	o.Attempts = sum.OK + sum.Fail + sum.Unknown
+	o.Failed = sum.Fail + sum.Unknown
+	o.DrainComplete = sum.Drain.Complete
+	for _, s := range lag {
+		if s.Err != "" {
+			continue
+		}
+		o.LagSamples++
+		for _, a := range s.MaxAge {
+			o.MaxLagAge = max(o.MaxLagAge, time.Duration(a*float64(time.Second)))
+		}
+	}
+	return o
+}
+
+func findings(v *checker.Verdict) []FindingSummary {
+	var out []FindingSummary
+	for _, name := range checker.Names {
+		f := v.Findings[name]
+		if f == nil {
+			out = append(out, FindingSummary{Name: name})
+			continue
+		}
+		ids := f.MsgIDs
+		if len(ids) > MaxListedIDs {
+			ids = ids[:MaxListedIDs]
+		}
+		out = append(out, FindingSummary{Name: name, Count: uint64(f.Count), Pairs: uint64(f.Pairs), MsgIDs: ids, Examples: f.Examples})
+	}
+	return out
+}
+
+// startBackends starts compose (MySQL, Redis, MongoDB with history), the
+// in-process Kafka, the run's database and prefix, and the proxies.
+func (r *run) startBackends(ctx context.Context) error {
+	cc := compose.DefaultConfig()
+	cc.Mode = r.f.Backends.ModeOr()
+	if r.cfg.Mode != "" {
+		cc.Mode = r.cfg.Mode
+	}
+	cc.MySQLDSN, cc.RedisAddr, cc.DataDir = r.cfg.MySQLDSN, r.cfg.RedisAddr, r.cfg.DataDir
+	cc.WithKafka = false // in-process here, so that it can be proxied
+	cc.WithMongo = r.f.Server.History
+	cc.Logger = r.log
+	cb, stop, err := compose.Start(ctx, cc)
+	if err != nil {
+		return fmt.Errorf("scenarios: backends: %w", err)
+	}
+	r.onStop(func(ctx context.Context) error { return stop(ctx) })
+	r.cb = cb
+	r.res.Errors = append(r.res.Errors, cb.Warnings...)
+
+	dsn := cb.MySQLDSN
+	if r.cfg.FreshDatabase {
+		name := "imlab_scn_" + r.id
+		fresh, drop, err := freshDatabase(ctx, dsn, name)
+		if err != nil {
+			return err
+		}
+		dsn = fresh
+		if !r.cfg.KeepData {
+			r.onStop(drop)
+		}
+	}
+	r.prefix = r.cfg.RedisPrefix
+	if r.prefix == "" {
+		r.prefix = "imlab:scn:" + r.id + ":"
+	}
+	r.redisAddr = cb.RedisAddr
+	if !r.cfg.KeepData {
+		addr, prefix := cb.RedisAddr, r.prefix
+		r.onStop(func(ctx context.Context) error { return deletePrefix(ctx, addr, prefix) })
+	}
+
+	up := map[string]string{TargetRedis: cb.RedisAddr}
+	if up[TargetMySQL], err = mysqlAddr(dsn); err != nil {
+		return err
+	}
+	if r.f.UsesKafka() {
+		k, err := startKafka(r.f.Backends.PartitionsOr())
+		if err != nil {
+			return err
+		}
+		r.kafka = k
+		r.onStop(func(context.Context) error { k.Close(); return nil })
+		up[TargetKafka] = k.real
+	}
+	if r.f.Server.History {
+		if up[TargetMongo], err = mongoHost(cb.MongoURI); err != nil {
+			return err
+		}
+	}
+	px, err := chaos.StartProxies(ctx, up)
+	if err != nil {
+		return fmt.Errorf("scenarios: proxies: %w", err)
+	}
+	r.px = px
+	r.onStop(func(context.Context) error { return px.Close() })
+	addr := func(name string) string { a, _ := px.Addr(name); return a }
+	if r.back.MySQLDSN, err = withAddr(dsn, addr(TargetMySQL)); err != nil {
+		return err
+	}
+	r.back.RedisAddr = addr(TargetRedis)
+	if r.kafka != nil {
+		if err := r.kafka.Advertise(addr(TargetKafka)); err != nil {
+			return err
+		}
+		r.back.KafkaBrokers = []string{addr(TargetKafka)}
+	}
+	if r.f.Server.History {
+		r.back.MongoURI = mongoVia(cb.MongoURI, addr(TargetMongo))
+	}
+	return nil
+}
+
+// deletePrefix deletes every key under prefix (never the whole server).
+func deletePrefix(ctx context.Context, addr, prefix string) error {
+	if prefix == "" {
+		return nil
+	}
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	it := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+	var batch []string
+	for it.Next(ctx) {
+		batch = append(batch, it.Val())
+		if len(batch) == 1000 {
+			if err := c.Unlink(ctx, batch...).Err(); err != nil {
+				return fmt.Errorf("scenarios: clean redis prefix: %w", err)
+			}
+			batch = batch[:0]
+		}
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("scenarios: clean redis prefix: %w", err)
+	}
+	if len(batch) > 0 {
+		if err := c.Unlink(ctx, batch...).Err(); err != nil {
+			return fmt.Errorf("scenarios: clean redis prefix: %w", err)
+		}
+	}
+	return nil
+}
+
+// serverConfig is one process's config.
+func (r *run) serverConfig(i int, p ProcessSpec) server.Config {
+	s := r.f.Server
+	cfg := server.DefaultConfig()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Roles = p.Roles
+	cfg.Allocator = or(s.Allocator, DefaultAllocator)
+	cfg.Migrate = i == 0
+	cfg.ShutdownTimeout = StopTimeout
+	cfg.Auth.Secret = r.cfg.Secret
+	cfg.Redis.KeyPrefix = r.prefix
+	cfg.MySQL.MaxOpenConns, cfg.MySQL.MaxIdleConns = 32, 32
+	cfg.Send.Policy = s.PolicyOr()
+	cfg.Send.Node = uint16(i + 1)
+	cfg.Pull.RateLimit = s.PullRateLimit
+	if cfg.Pull.RateLimit == 0 {
+		cfg.Pull.RateLimit = DefaultPullRateLimit
+	}
+	cfg.Pull.RateBurst = int(cfg.Pull.RateLimit)
+	if s.UnreadThreshold > 0 {
+		cfg.Pull.UnreadThreshold = s.UnreadThreshold
+	}
+	if s.TruncatedLatest > 0 {
+		cfg.Pull.TruncatedLatest = s.TruncatedLatest
+	}
+	cfg.API.WS.CloseGrace = 200 * time.Millisecond
+	cfg.Fanout.Dedup = or(s.Dedup, DefaultDedup)
+	cfg.Fanout.Topics.Fanout = r.topic
+	cfg.Fanout.Topics.DLQ = r.topic + ".dlq"
+	cfg.Fanout.Topics.Partitions = int32(r.f.Backends.PartitionsOr())
+	cfg.Fanout.Relay.LockName = "imlab_relay_" + r.id
+	cfg.Fanout.Monitor.Interval = 500 * time.Millisecond
+	cfg.Fanout.Consumer.SessionTimeout = 6 * time.Second
+	cfg.Fanout.Producer.DeliveryTimeout = DefaultDeliveryTimeout
+	if s.DeliveryTimeout > 0 {
+		cfg.Fanout.Producer.DeliveryTimeout = s.DeliveryTimeout.D()
+	}
+	cfg.Reconcile.Interval = DefaultReconcileInterval
+	if s.ReconcileInterval > 0 {
+		cfg.Reconcile.Interval = s.ReconcileInterval.D()
+	}
+	cfg.Reconcile.Grace = DefaultReconcileGrace
+	if s.ReconcileGrace > 0 {
+		cfg.Reconcile.Grace = s.ReconcileGrace.D()
+	}
+	cfg.Mongo.Database = "imlab_scn_" + r.id
+	if len(r.f.Processes()) > 1 {
+		cfg.PushBus.Mode = "redis"
+	}
+	cfg.Logger = r.log
+	return cfg
+}
+
+// startProcesses starts every server process in file order.
+func (r *run) startProcesses(ctx context.Context) error {
+	r.topic = "imlab.scn." + r.id
+	for i, p := range r.f.Processes() {
+		s := &procSlot{name: p.Name, cfg: r.serverConfig(i, p), back: r.back}
+		if err := s.start(ctx); err != nil {
+			return fmt.Errorf("scenarios: start process %s: %w", p.Name, err)
+		}
+		r.procs = append(r.procs, s)
+		r.onStop(s.stop)
+	}
+	if r.target() == "" {
+		return fmt.Errorf("scenarios: no process serves the api")
+	}
+	return nil
+}
+
+// target is the base URL of the first process running the api role.
+func (r *run) target() string {
+	for _, s := range r.procs {
+		if a := s.apiAddr(); a != "" {
+			return "http://" + a
+		}
+	}
+	return ""
+}
+
+// buildSteps turns the fault specs into chaos steps.
+func (r *run) buildSteps() ([]chaos.Step, error) {
+	var steps []chaos.Step
+	var rc *redis.Client
+	redisClient := func() *redis.Client {
+		if rc == nil {
+			rc = redis.NewClient(&redis.Options{Addr: r.redisAddr})
+			r.onStop(func(context.Context) error { return rc.Close() })
+		}
+		return rc
+	}
+	for i, x := range r.f.Faults {
+		var fl chaos.Fault
+		switch x.Kind {
+		case KindLatency, KindTimeout, KindResetPeer, KindBandwidth, KindDown:
+			fl = proxyFault(r.px, x)
+		case KindRedisWipe:
+			fl = chaos.RedisWipe(redisClient(), chaos.RedisWipeConfig{Prefix: r.prefix})
+		case KindAllocatorRollback:
+			fl = chaos.AllocatorRollback(redisClient(), chaos.RollbackConfig{Prefix: r.prefix, By: x.By})
+		case KindKafkaRecordLoss, KindKafkaTopicRecreate:
+			adm, cl, err := r.kafka.admin()
+			if err != nil {
+				return nil, err
+			}
+			r.onStop(func(context.Context) error { cl.Close(); return nil })
+			if x.Kind == KindKafkaRecordLoss {
+				fl = chaos.KafkaRecordLoss(adm, r.topic)
+			} else {
+				fl = chaos.KafkaTopicRecreate(adm, r.topic)
+			}
+		case KindKill:
+			var slot *procSlot
+			for _, s := range r.procs {
+				if s.name == x.Target {
+					slot = s
+				}
+			}
+			fl = chaos.Func("kill("+x.Target+")", slot.kill, slot.restart)
+		default:
+			return nil, fmt.Errorf("%w: faults[%d].kind %q", ErrInvalid, i, x.Kind)
+		}
+		steps = append(steps, chaos.Step{At: x.At.D(), For: x.For.D(), Fault: fl})
+	}
+	if err := chaos.ValidateSteps(steps); err != nil {
+		return nil, fmt.Errorf("scenarios: fault schedule: %w", err)
+	}
+	return steps, nil
+}
+
+// loadConfig is loadgen's config for the file.
+func (r *run) loadConfig() (loadgen.Config, error) {
+	l := r.f.Load
+	lc := loadgen.DefaultConfig(r.target(), r.cfg.Secret, filepath.Join(r.cfg.OutDir, LoadDir))
+	sh, err := schedule.Parse(l.Rate)
+	if err != nil {
+		return lc, fmt.Errorf("%w: load.rate: %w", ErrInvalid, err)
+	}
+	lc.Shape, lc.Duration = sh, l.Duration.D()
+	lc.Pop.Users = l.Users
+	lc.Pop.DevicesPerUser = DefaultDevices
+	if l.Devices > 0 {
+		lc.Pop.DevicesPerUser = l.Devices
+	}
+	lc.Pop.Online, lc.Pop.Crashy = l.OnlineOr(), l.CrashyOr()
+	lc.Pop.Groups, lc.Pop.GroupShare = l.Groups, l.GroupShare
+	if lc.Pop.GroupSizes, err = loadgen.ParseSizes(or(l.GroupSizes, DefaultGroupSizes)); err != nil {
+		return lc, fmt.Errorf("%w: load.group_sizes: %w", ErrInvalid, err)
+	}
+	lc.Pop.ComeBackEvery = DefaultComeBackEvery
+	if l.ComeBackEvery != nil {
+		lc.Pop.ComeBackEvery = l.ComeBackEvery.D()
+	}
+	lc.SendVia = or(l.SendVia, loadgen.ViaHTTP)
+	lc.Settle, lc.DrainTimeout = l.SettleOr(), l.DrainTimeoutOr()
+	lc.PullLimit = DefaultPullLimit
+	if l.PullLimit > 0 {
+		lc.PullLimit = l.PullLimit
+	}
+	lc.Seed = DefaultSeed
+	if l.Seed > 0 {
+		lc.Seed = l.Seed
+	}
+	lc.Conns = 64
+	lc.CeilingFor = 0
+	lc.Progress = r.cfg.Progress
+	if err := lc.Validate(); err != nil {
+		return lc, fmt.Errorf("%w: load: %w", ErrInvalid, err)
+	}
+	return lc, nil
+}
+
+func (r *run) recordSettings(lc loadgen.Config) {
+	s := r.f.Server
+	r.setting("backends", r.cb.Summary())
+	r.res.Backends = r.cb.Summary()
+	r.setting("policy", s.PolicyOr())
+	r.setting("allocator", or(s.Allocator, DefaultAllocator))
+	r.setting("dedup", or(s.Dedup, DefaultDedup))
+	r.setting("history", s.History)
+	var ps []string
+	for _, p := range r.f.Processes() {
+		ps = append(ps, p.Name+"="+strings.Join(p.Roles, "+"))
+	}
+	r.setting("processes", strings.Join(ps, " "))
+	r.setting("rate", lc.Shape.String())
+	r.setting("duration", lc.Duration)
+	r.setting("users", lc.Pop.Users)
+	r.setting("devices_per_user", lc.Pop.DevicesPerUser)
+	r.setting("online", lc.Pop.Online)
+	r.setting("crashy", lc.Pop.Crashy)
+	r.setting("groups", lc.Pop.Groups)
+	r.setting("come_back_every", lc.Pop.ComeBackEvery)
+	r.setting("settle", lc.Settle)
+	r.setting("unread_threshold", r.procs[0].cfg.Pull.UnreadThreshold)
+	r.setting("reconcile_interval", r.procs[0].cfg.Reconcile.Interval)
+	r.setting("redis_prefix", r.prefix)
+	if r.kafka != nil {
+		r.setting("kafka", "in-process kfake behind a proxy, topic "+r.topic)
+	}
+	names := []string{}
+	for _, n := range []string{TargetMySQL, TargetRedis, TargetKafka, TargetMongo} {
+		if a, err := r.px.Addr(n); err == nil {
+			names = append(names, n+"@"+a)
+		}
+	}
+	r.setting("proxies", strings.Join(names, " "))
+}
+
+// procSlot is one server process that a kill fault may stop and start
+// again on the same address. Its methods are called from Run's goroutine
+// and the schedule's; mu guards the fields.
+type procSlot struct {
+	name string
+	cfg  server.Config
+	back server.Backends
+
+	mu        sync.Mutex
+	p         *server.Process
+	truncated uint64 // from stopped incarnations
+}
+
+func (s *procSlot) start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.p != nil {
+		return nil
+	}
+	p, err := server.Start(ctx, s.cfg, s.back, server.DefaultRoles())
+	if err != nil {
+		return err
+	}
+	s.p = p
+	// A restart listens where the first start did: the load keeps its target.
+	s.cfg.Listen = p.Addr().String()
+	s.cfg.Migrate = false
+	return nil
+}
+
+// stop stops the process if it runs (keeping its counters).
+func (s *procSlot) stop(ctx context.Context) error {
+	s.mu.Lock()
+	p := s.p
+	s.p = nil
+	if p != nil {
+		s.truncated += truncatedOf(p)
+	}
+	s.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), StopTimeout)
+	defer cancel()
+	if err := p.Stop(sctx); err != nil {
+		return fmt.Errorf("scenarios: stop process %s: %w", s.name, err)
+	}
+	return nil
+}
+
+func (s *procSlot) kill(ctx context.Context) error { return s.stop(ctx) }
+
+// restart starts the process again, retrying while its old port is still
+// being released.
+func (s *procSlot) restart(ctx context.Context) error {
+	var err error
+	for range 20 {
+		if err = s.start(ctx); err == nil {
+			return nil
+		}
+		var oe *net.OpError
+		if !errors.As(err, &oe) && !strings.Contains(err.Error(), "address already in use") {
+			return err
+		}
+		select {
+		case <-time.After(250 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return err
+}
+
+func (s *procSlot) apiAddr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.p == nil || !s.p.Runs(server.RoleAPI) {
+		return ""
+	}
+	return s.p.APIAddr().String()
+}
+
+// addr is the running process's address ("" while it is down).
+func (s *procSlot) addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.p == nil {
+		return ""
+	}
+	return s.p.Addr().String()
+}
+
+func (s *procSlot) truncatedPulls() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.truncated
+	if s.p != nil {
+		n += truncatedOf(s.p)
+	}
+	return n
+}
+
+// truncatedOf counts the truncated sync pulls a process served (its
+// imlab_pull_latency_seconds{kind="sync",source="truncated"} count).
+func truncatedOf(p *server.Process) uint64 {
+	mfs, err := p.Registry.Gather()
+	if err != nil {
+		return 0
+	}
+	var n uint64
+	for _, mf := range mfs {
+		if mf.GetName() != "imlab_pull_latency_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			src, kind := "", ""
+			for _, l := range m.GetLabel() {
+				switch l.GetName() {
+				case "source":
+					src = l.GetValue()
+				case "kind":
+					kind = l.GetValue()
+				}
+			}
+			if src == "truncated" && kind == "sync" && m.GetHistogram() != nil {
+				n += m.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	return n
+}
