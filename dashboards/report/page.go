@@ -206,8 +206,20 @@ func buildPage(r *Report) (*page, error) {
 	for _, m := range markers {
 		p.Markers = append(p.Markers, markerRow{T: formatValue(m.T) + " s", Kind: m.Kind, Label: m.Label})
 	}
+	// One time axis for every chart, so that a moment lines up across them.
+	tlo, thi := 0.0, 0.0
+	for _, c := range charts {
+		for _, s := range c.series {
+			for _, pt := range s.points {
+				tlo, thi = math.Min(tlo, pt.T), math.Max(thi, pt.T)
+			}
+		}
+	}
+	for _, m := range markers {
+		tlo, thi = math.Min(tlo, m.T), math.Max(thi, m.T)
+	}
 	for ci, c := range charts {
-		cv, err := drawChart(ci, c, markers)
+		cv, err := drawChart(ci, c, markers, tlo, thi)
 		if err != nil {
 			return nil, err
 		}
@@ -275,22 +287,20 @@ func decimate(pts []Point, limit int) []Point {
 	return out
 }
 
-// drawChart lays one chart out: axes from 0 (or below) to the largest
-// point, threshold or marker, one polyline per non-empty series, the
-// threshold line and one vertical line per marker.
-func drawChart(ci int, c cleanChart, markers []Marker) (chartView, error) {
+// drawChart lays one chart out on the page's shared time axis [tmin, tmax]
+// (it covers every chart's points and every marker, so a moment lines up
+// across charts): a value axis from 0 (or below) to the largest point or
+// threshold, one polyline per non-empty series, the threshold line and one
+// vertical line per marker.
+func drawChart(ci int, c cleanChart, markers []Marker, tmin, tmax float64) (chartView, error) {
 	where := fmt.Sprintf("chart %d %q", ci+1, c.title)
-	tmin, tmax, vmin, vmax := 0.0, 0.0, 0.0, 0.0
+	vmin, vmax := 0.0, 0.0
 	points := 0
 	for _, s := range c.series {
 		for _, pt := range s.points {
-			tmin, tmax = math.Min(tmin, pt.T), math.Max(tmax, pt.T)
 			vmin, vmax = math.Min(vmin, pt.V), math.Max(vmax, pt.V)
 		}
 		points += len(s.points)
-	}
-	for _, m := range markers {
-		tmin, tmax = math.Min(tmin, m.T), math.Max(tmax, m.T)
 	}
 	if c.threshold > 0 {
 		vmax = math.Max(vmax, c.threshold)

@@ -688,3 +688,24 @@ func TestExampleReportFile(t *testing.T) {
 	}
 	svgFragments(t, string(b))
 }
+
+func TestSharedTimeAxis(t *testing.T) {
+	r := &Report{Title: "shared axis", Charts: []Chart{
+		{Title: "short", Unit: "s", Series: []Series{{Name: "a", Points: []Point{{0, 1}, {10, 2}}}}},
+		{Title: "long", Unit: "s", Series: []Series{{Name: "b", Points: []Point{{0, 1}, {100, 2}}}}},
+	}}
+	_, doc := render(t, r)
+	svgs := findAll(doc, elem("svg"))
+	if len(svgs) != 2 {
+		t.Fatalf("%d svg, want 2", len(svgs))
+	}
+	for ci, svg := range svgs {
+		var ticks []string
+		for _, tx := range findAll(findAll(svg, elem("g", "xaxis"))[0], elem("text")) {
+			ticks = append(ticks, text(tx))
+		}
+		if got := strings.Join(ticks, " "); got != "0 10 20 30 40 50 60 70 80 90 100" {
+			t.Errorf("chart %d x ticks %q: every chart must share the page's time axis", ci, got)
+		}
+	}
+}
