@@ -31,7 +31,8 @@ type RelayConfig struct {
 	MaintainEvery time.Duration
 	// CleanupBatch bounds rows deleted per statement.
 	CleanupBatch int
-	// BackoffMax caps the wait after a failed publish.
+	// BackoffMax caps the wait after a failed publish or a failed attempt
+	// to open the lock connection (MySQL unreachable).
 	BackoffMax time.Duration
 	// LockName is the MySQL advisory lock that keeps one relay active (a
 	// second relay waits as a standby): one scanner keeps (status, id)
@@ -215,12 +216,26 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	}
 }
 
+// lock waits until this relay holds the lock, and returns the connection
+// whose session holds it. MySQL being unreachable (no connection can be
+// opened) is waited out like another relay holding the lock: a relay that
+// gave up here would leave the outbox unpublished after MySQL came back.
+// Only ctx's end returns an error.
 func (r *Relay) lock(ctx context.Context) (*sql.Conn, error) {
+	fails := 0
 	for {
 		conn, err := r.db.Conn(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("fanout: relay lock connection: %w", err)
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			fails++
+			d := min(r.cfg.BackoffMax, time.Duration(1<<min(fails, 10))*10*time.Millisecond)
+			r.log.Warn("relay lock connection", "err", err, "backoff", d)
+			sleepCtx(ctx, d)
+			continue
 		}
+		fails = 0
 		var got sql.NullInt64
 		err = conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, 1)", r.cfg.LockName).Scan(&got)
 		if err == nil && got.Valid && got.Int64 == 1 {

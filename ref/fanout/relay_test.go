@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
+	"imlab/chaos"
 	"imlab/internal/testenv"
 	"imlab/ref/model"
 )
@@ -162,4 +165,77 @@ func TestRelayLockOneActive(t *testing.T) {
 		return countRows(t, f.my.DB, "SELECT COUNT(*) FROM mq_outbox WHERE status < 2") == 0
 	})
 	t.Logf("relay A %+v, relay B %+v", a.r.Stats(), b.r.Stats())
+}
+
+// TestRelaySurvivesMySQLOutage: the relay's connections to MySQL go through
+// a proxy that is taken down for a while. The relay loses its lock session,
+// cannot open a new connection while MySQL is away, and must keep trying
+// (as a standby) instead of leaving Run: once MySQL is back it takes the
+// lock again and publishes what was stored meanwhile.
+func TestRelaySurvivesMySQLOutage(t *testing.T) {
+	f := newFixture(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cfg, err := mysql.ParseDSN(f.my.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	px, err := chaos.StartProxies(ctx, map[string]string{"mysql": cfg.Addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer px.Close()
+	cfg.Addr, err = px.Addr("mysql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Timeout = time.Second
+	proxied, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxied.Close()
+
+	convs := make([]uint64, 0, 3)
+	for u := uint64(1); u <= 3; u++ {
+		c, _ := model.SingleConvID(u, u+10)
+		convs = append(convs, c)
+	}
+	stop := runConsumer(t, testConsumerConfig(f.brokers, f.tp), f.sink(t, DedupUK), f.prod)
+	defer stop()
+	rc := DefaultRelayConfig()
+	rc.LockName = testenv.RandomName("relay_")
+	rc.MaintainEvery = 50 * time.Millisecond
+	rc.IdleWait = 10 * time.Millisecond
+	rr := startRelay(t, rc, proxied, f.prod)
+
+	f.storeToOutbox(t, ctx, convs, 5, 1000, 1) // 15 messages, 30 inbox rows
+	waitFor(t, 20*time.Second, "first batch in the inboxes", func() bool {
+		return countRows(t, f.my.DB, "SELECT COUNT(*) FROM offline_msg") == 30
+	})
+
+	if err := px.SetDown(ctx, "mysql", true); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the relay noticing its lost lock", func() bool { return rr.r.Stats().LockLost >= 1 })
+	time.Sleep(1500 * time.Millisecond) // MySQL stays away across several lock attempts
+	select {
+	case err := <-rr.done:
+		t.Fatalf("the relay left Run while MySQL was away (%v); it must wait for MySQL as a standby", err)
+	default:
+	}
+	// Stored (directly) while the relay cannot reach MySQL.
+	f.storeToOutbox(t, ctx, convs, 5, 2000, 6)
+	if err := px.SetDown(ctx, "mysql", false); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "second batch in the inboxes after MySQL came back", func() bool {
+		return countRows(t, f.my.DB, "SELECT COUNT(*) FROM offline_msg") == 60
+	})
+	select {
+	case err := <-rr.done:
+		t.Fatalf("the relay left Run (%v)", err)
+	default:
+	}
+	checkConvOrder(t, f.my.DB)
 }
