@@ -8,7 +8,8 @@
 // (imlab/loadgen/checker does) or render HTML (imlab/dashboards/report
 // does), and it must not import ref internals other than ref/server's
 // public API for starting processes. It talks to the server processes it
-// starts through the contract (loadgen) and GET /v1/lab/lag.
+// starts through the contract (loadgen), GET /v1/lab/lag and, for exec
+// processes, GET /metrics and the child protocol (ChildMain).
 //
 // # File format
 //
@@ -16,6 +17,74 @@
 // checked (Parse names the file and the field). Durations are Go durations
 // ("10s", "1m30s"). See File and its parts for every field; the shipped
 // files in this directory are examples of each fault kind.
+//
+//	server:
+//	  policy: outbox
+//	  processes:
+//	    - name: api
+//	      roles: [api, relay, reconciler]
+//	    - name: consumer
+//	      roles: [consumer]
+//	      exec: true          # a separate OS process
+//	faults:
+//	  - {at: 2s, for: 2s, kind: kill, target: consumer}   # SIGKILL, new process after 2s
+//	  - {at: 5s, for: 1s, kind: stop, target: api}        # graceful stop, start after 1s
+//
+// # Server processes: stop and kill
+//
+// Each entry of server.processes is one reference-server process with the
+// roles it names (default: one process "all" with every role). It runs
+// inside the runner (server.Start) unless it says exec: true, then as a
+// separate OS process. Two fault kinds take a process down and start it
+// again after for, on the same listen address (the load keeps its target;
+// a restart retries, RestartAttempts times, while the address is still
+// taken):
+//
+//   - stop is graceful, for either kind of process: server.Process.Stop in
+//     process, SIGTERM for an exec process. Batches are drained, consumer
+//     offsets committed, the relay's lock released, WebSockets closed.
+//   - kill is SIGKILL and needs an exec process (a file that kills an
+//     in-process one is refused, naming server.processes[i].exec): nothing
+//     is drained or committed, in-flight transactions die with their
+//     connections, and a consumer's partitions stay with its dead group
+//     member until the member's session (ConsumerSessionTimeout) expires.
+//     This is the crash the pipeline must survive without losing an ACKed
+//     message.
+//
+// An exec process is Config.ChildCommand (default: this executable with
+// "scenario child", imlab's hidden subcommand; a test binary can be its
+// own child command, see DefaultChildArgs). The runner writes a ChildSpec
+// as one JSON line to its stdin: the scenario's server section, the
+// process's name and roles, the backends it must use (the proxies'
+// addresses), the secret, the Redis prefix, the listen address, the node
+// id and the run id. ChildMain builds the server.Config from it with the
+// same function as the in-process path, starts the process and prints one
+// JSON line with its pid and addresses on stdout (or the error), and runs
+// until SIGTERM or until its stdin closes. Its stderr (and anything else it
+// prints) goes to OutDir/process-NAME.log, every incarnation appending. A
+// child is its own process group (a Ctrl-C in the terminal reaches only the
+// runner) and, on Linux, gets SIGKILL from the kernel if the runner dies
+// (Pdeathsig); its stdin closing stops it anyway. Every child, running or
+// spare, is stopped (SIGTERM, then SIGKILL after StopTimeout) and waited
+// for before Run returns, also on error and cancellation.
+//
+// A process that stop or kill faults target gets a spare: its start also
+// spawns the next OS process, which initialises and waits for its spec, so
+// that the restart costs the server's start only, not the executable's
+// (seconds for a large binary built with -race) and the process is down
+// for about the fault's for.
+//
+// The runner reads the same things from both kinds of process: the load's
+// target is the api address of the first process running the api role,
+// the lag poll asks the first running process for GET /v1/lab/lag, and the
+// counters behind expectations (truncated pulls for min_truncated_pulls)
+// come from the process's registry in process and from its GET /metrics
+// for an exec process. A process's counters are read when it ends and at
+// the end of the load; for a killed process that is just before the
+// SIGKILL, so what it served in between is not counted (a lower bound,
+// which min_truncated_pulls can only under-count). result.json lists every
+// incarnation under "processes" (pid, address, how it ended: stopped,
+// killed or exited, the OS's exit state and signal, its counters).
 //
 // # What a run does
 //
@@ -26,11 +95,12 @@
 // backend the server uses, and hands the server processes only the proxy
 // addresses: all their traffic goes through the proxies. The lab's own
 // fault clients (Redis wipe, allocator rollback, Kafka admin) talk to the
-// backends directly. Then it starts the server processes, runs loadgen.Run
-// and chaos.RunSchedule from the same start time, polls GET /v1/lab/lag
-// once a second, heals everything after the load (loadgen.Run includes the
-// settle, the final drain and the witness pulls), runs the checker on the
-// ledger, evaluates every expectation into a Check, and writes the outputs.
+// backends directly. Then it starts the server processes (see above),
+// runs loadgen.Run and chaos.RunSchedule from the same start time, polls
+// GET /v1/lab/lag once a second, heals everything after the load
+// (loadgen.Run includes the settle, the final drain and the witness
+// pulls), runs the checker on the ledger, evaluates every expectation into
+// a Check, and writes the outputs.
 // Everything it starts is stopped and every goroutine it starts is joined
 // before Run returns, also on error and on cancellation; a run is bounded
 // by its duration + settle + drain timeout + RunMargin.

@@ -144,9 +144,9 @@ type ServerSpec struct {
 	ReconcileGrace    Duration `yaml:"reconcile_grace,omitempty" json:"reconcile_grace,omitempty"`
 	// DeliveryTimeout bounds a Kafka publish (default 2s).
 	DeliveryTimeout Duration `yaml:"delivery_timeout,omitempty" json:"delivery_timeout,omitempty"`
-	// Processes run the roles as separate in-process server processes
-	// that kill faults can stop and start; default one process "all" with
-	// every role.
+	// Processes run the roles as separate server processes that stop and
+	// kill faults can take down and start again; default one in-process
+	// process "all" with every role.
 	Processes []ProcessSpec `yaml:"processes,omitempty" json:"processes,omitempty"`
 }
 
@@ -154,6 +154,11 @@ type ServerSpec struct {
 type ProcessSpec struct {
 	Name  string   `yaml:"name" json:"name"`
 	Roles []string `yaml:"roles" json:"roles"`
+	// Exec runs the process as a separate OS process (the runner's child
+	// command, see Config.ChildCommand and ChildMain) instead of inside
+	// the runner: only such a process can be the target of a kill fault
+	// (SIGKILL). Default false: in-process.
+	Exec bool `yaml:"exec,omitempty" json:"exec,omitempty"`
 }
 
 // LoadSpec is the load phase (loadgen).
@@ -200,7 +205,13 @@ const (
 	KindAllocatorRollback  = "allocator_rollback"
 	KindKafkaRecordLoss    = "kafka_record_loss"
 	KindKafkaTopicRecreate = "kafka_topic_recreate"
-	KindKill               = "kill"
+	// KindStop stops a process gracefully (server.Process.Stop in
+	// process, SIGTERM for an exec process: batches drained, offsets
+	// committed) and starts it again after for.
+	KindStop = "stop"
+	// KindKill sends SIGKILL to an exec process (nothing drained, nothing
+	// committed) and starts a new one after for.
+	KindKill = "kill"
 )
 
 // Proxy targets of the proxy fault kinds.
@@ -214,13 +225,14 @@ const (
 // FaultSpec is one entry of the fault schedule.
 type FaultSpec struct {
 	// At is the offset from the load's start; For how long the fault
-	// lasts before it is healed (kill: how long the process stays down).
+	// lasts before it is healed (stop, kill: how long the process stays
+	// down).
 	At  Duration `yaml:"at" json:"at"`
 	For Duration `yaml:"for,omitempty" json:"for,omitempty"`
 	// Kind: latency, timeout, reset_peer, bandwidth, down (Target: mysql,
 	// redis, kafka or mongo), redis_wipe, allocator_rollback,
-	// kafka_record_loss, kafka_topic_recreate, kill (Target: a process
-	// name).
+	// kafka_record_loss, kafka_topic_recreate, stop (Target: a process
+	// name), kill (Target: the name of a process with exec: true).
 	Kind   string `yaml:"kind" json:"kind"`
 	Target string `yaml:"target,omitempty" json:"target,omitempty"`
 	// Stream: downstream, upstream or "" (both) for the toxics.
@@ -376,9 +388,9 @@ func (f *File) Validate() error {
 	if len(f.Faults) > MaxFaults {
 		return bad("faults", "%d faults: at most %d", len(f.Faults), MaxFaults)
 	}
-	procs := map[string]bool{}
-	for _, p := range f.Processes() {
-		procs[p.Name] = true
+	procs := map[string]int{}
+	for i, p := range f.Processes() {
+		procs[p.Name] = i
 	}
 	for i := range f.Faults {
 		if err := f.Faults[i].validate(fmt.Sprintf("faults[%d]", i), f, procs); err != nil {
@@ -465,32 +477,48 @@ func (s ServerSpec) validate() error {
 	api := false
 	for i, p := range s.Processes {
 		field := fmt.Sprintf("server.processes[%d]", i)
-		if !nameRE.MatchString(p.Name) || len(p.Name) > MaxNameLen {
-			return bad(field+".name", "%q: want 1..%d letters, digits, '.', '_' or '-'", p.Name, MaxNameLen)
+		if err := p.validate(field, s.History); err != nil {
+			return err
 		}
 		if seen[p.Name] {
 			return bad(field+".name", "%q used twice", p.Name)
 		}
 		seen[p.Name] = true
-		if len(p.Roles) == 0 {
-			return bad(field+".roles", "at least one role")
-		}
-		for _, r := range p.Roles {
-			if !roleNames[r] {
-				return bad(field+".roles", "unknown role %q: want api, relay, consumer, history, reconciler or all", r)
-			}
-			if r == "history" && !s.History {
-				return bad(field+".roles", "role history needs server.history: true")
-			}
-			if r == "api" || r == "all" {
-				api = true
-			}
-		}
+		api = api || p.runsAPI()
 	}
 	if len(s.Processes) > 0 && !api {
 		return bad("server.processes", "no process runs the api role")
 	}
 	return nil
+}
+
+// validate checks one process's name and roles (history: server.history).
+func (p ProcessSpec) validate(field string, history bool) error {
+	if !nameRE.MatchString(p.Name) || len(p.Name) > MaxNameLen {
+		return bad(field+".name", "%q: want 1..%d letters, digits, '.', '_' or '-'", p.Name, MaxNameLen)
+	}
+	if len(p.Roles) == 0 {
+		return bad(field+".roles", "at least one role")
+	}
+	for _, r := range p.Roles {
+		if !roleNames[r] {
+			return bad(field+".roles", "unknown role %q: want api, relay, consumer, history, reconciler or all", r)
+		}
+		if r == "history" && !history {
+			return bad(field+".roles", "role history needs server.history: true")
+		}
+	}
+	return nil
+}
+
+// runsAPI tells whether the process runs the api role.
+func (p ProcessSpec) runsAPI() bool {
+	for _, r := range p.Roles {
+		if r == "api" || r == "all" {
+			return true
+		}
+	}
+	return false
 }
 
 // PolicyOr is the policy, default strict.
@@ -592,7 +620,9 @@ func (l LoadSpec) DrainTimeoutOr() time.Duration {
 	return l.DrainTimeout.D()
 }
 
-func (x FaultSpec) validate(field string, f *File, procs map[string]bool) error {
+// validate checks one fault; procs maps each process name to its index in
+// server.processes.
+func (x FaultSpec) validate(field string, f *File, procs map[string]int) error {
 	if x.At < 0 || x.At.D() > f.Load.Duration.D() {
 		return bad(field+".at", "%s: want 0..load.duration (%s)", x.At.D(), f.Load.Duration.D())
 	}
@@ -706,14 +736,20 @@ func (x FaultSpec) validate(field string, f *File, procs map[string]bool) error 
 		if err == nil {
 			err = kafka()
 		}
-	case KindKill:
-		if !procs[x.Target] {
+	case KindStop, KindKill:
+		i, ok := procs[x.Target]
+		switch {
+		case !ok:
 			err = bad(field+".target", "%q is not a process of server.processes", x.Target)
-		} else if err = unused(); err == nil && x.For <= 0 {
-			err = bad(field+".for", "a kill needs a positive duration (the process is started again after it)")
+		case x.Kind == KindKill && !f.Processes()[i].Exec:
+			err = bad(field+".target", "%q runs inside the runner: a kill is a SIGKILL of a separate OS process, so it needs server.processes[%d].exec: true (or use kind stop, the graceful stop)", x.Target, i)
+		default:
+			if err = unused(); err == nil && x.For <= 0 {
+				err = bad(field+".for", "a %s needs a positive duration (the process is started again after it)", x.Kind)
+			}
 		}
 	default:
-		err = bad(field+".kind", "%q: want latency, timeout, reset_peer, bandwidth, down, redis_wipe, allocator_rollback, kafka_record_loss, kafka_topic_recreate or kill", x.Kind)
+		err = bad(field+".kind", "%q: want latency, timeout, reset_peer, bandwidth, down, redis_wipe, allocator_rollback, kafka_record_loss, kafka_topic_recreate, stop or kill", x.Kind)
 	}
 	return err
 }

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ server:
       roles: [api, relay, reconciler]
     - name: consumer
       roles: [consumer]
+      exec: true
 load:
   rate: const:100
   duration: 4s
@@ -49,6 +51,72 @@ func TestParseGood(t *testing.T) {
 	}
 	if f.Load.OnlineOr() != DefaultOnline || f.Load.SettleOr() != DefaultSettle {
 		t.Fatal("defaults not applied")
+	}
+	if ps := f.Processes(); ps[0].Exec || !ps[1].Exec {
+		t.Fatalf("exec not parsed: %+v", ps)
+	}
+}
+
+// twoProcs is a file with an in-process api and an exec consumer, and
+// fault (one YAML list entry) in its schedule.
+func twoProcs(fault string) string {
+	return `
+name: t
+server:
+  policy: outbox
+  processes:
+    - name: api
+      roles: [api, relay, reconciler]
+    - name: consumer
+      roles: [consumer]
+      exec: true
+load:
+  rate: const:100
+  duration: 4s
+  users: 10
+faults:
+` + fault
+}
+
+// TestParseStopKill: stop takes down either kind of process, kill only an
+// exec one; a kill of an in-process process is refused naming the field
+// to set.
+func TestParseStopKill(t *testing.T) {
+	for _, c := range []struct{ name, fault, want string }{
+		{"stop in process", "  - {at: 1s, for: 1s, kind: stop, target: api}\n", ""},
+		{"stop exec", "  - {at: 1s, for: 1s, kind: stop, target: consumer}\n", ""},
+		{"kill exec", "  - {at: 1s, for: 1s, kind: kill, target: consumer}\n", ""},
+		{"kill in process", "  - {at: 1s, for: 1s, kind: kill, target: api}\n", "faults[0].target: \"api\" runs inside the runner: a kill is a SIGKILL of a separate OS process, so it needs server.processes[0].exec: true"},
+		{"kill unknown", "  - {at: 1s, for: 1s, kind: kill, target: ghost}\n", "faults[0].target: \"ghost\" is not a process"},
+		{"stop unknown", "  - {at: 1s, for: 1s, kind: stop, target: ghost}\n", "faults[0].target: \"ghost\" is not a process"},
+		{"stop no for", "  - {at: 1s, kind: stop, target: api}\n", "faults[0].for: a stop needs a positive duration"},
+		{"kill no for", "  - {at: 1s, kind: kill, target: consumer}\n", "faults[0].for: a kill needs a positive duration"},
+		{"kill param", "  - {at: 1s, for: 1s, kind: kill, target: consumer, latency: 1s}\n", "faults[0].latency: not a parameter"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f, err := Parse("procs.yaml", []byte(twoProcs(c.fault)))
+			if c.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(f.Faults) != 1 {
+					t.Fatalf("faults %+v", f.Faults)
+				}
+				return
+			}
+			if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v: want ErrInvalid with %q", err, c.want)
+			}
+		})
+	}
+	// The default process (no server.processes) runs in the runner: no kill.
+	body := "name: t\nload:\n  rate: const:1\n  duration: 4s\n  users: 3\nfaults:\n  - {at: 1s, for: 1s, kind: kill, target: all}\n"
+	if _, err := Parse("default.yaml", []byte(body)); err == nil || !strings.Contains(err.Error(), "exec: true") {
+		t.Fatalf("kill of the default process: %v", err)
+	}
+	body = strings.Replace(body, "kind: kill", "kind: stop", 1)
+	if _, err := Parse("default.yaml", []byte(body)); err != nil {
+		t.Fatalf("stop of the default process: %v", err)
 	}
 }
 
@@ -145,10 +213,48 @@ func TestShippedFiles(t *testing.T) {
 		}
 		have[f.Name] = true
 	}
-	for _, n := range []string{"redis-wipe", "allocator-rollback", "queue-loss-store", "queue-loss-unsafe", "toxics", "consumer-kill", "offline-month", "burst"} {
+	for _, n := range []string{"redis-wipe", "allocator-rollback", "queue-loss-store", "queue-loss-unsafe", "toxics", "consumer-kill", "relay-stop", "offline-month", "burst"} {
 		if !have[n] {
 			t.Errorf("scenario %s.yaml missing", n)
 		}
+	}
+	// The process faults: a real kill of an exec consumer, a graceful stop
+	// of an in-process relay.
+	for file, want := range map[string]string{"consumer-kill.yaml": KindKill, "queue-loss-store.yaml": KindKill,
+		"queue-loss-unsafe.yaml": KindKill, "relay-stop.yaml": KindStop} {
+		f, err := ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kinds []string
+		for _, x := range f.Faults {
+			if x.Kind == KindKill || x.Kind == KindStop {
+				kinds = append(kinds, x.Kind+" "+x.Target)
+				for _, p := range f.Processes() {
+					if p.Name == x.Target && p.Exec != (x.Kind == KindKill) {
+						t.Errorf("%s: %s of %+v", file, x.Kind, p)
+					}
+				}
+			}
+		}
+		if len(kinds) != 1 || !strings.HasPrefix(kinds[0], want+" ") {
+			t.Errorf("%s: process faults %v, want one %s", file, kinds, want)
+		}
+	}
+}
+
+func TestChildCommandDefault(t *testing.T) {
+	c := DefaultConfig(t.TempDir())
+	cmd, err := c.childCommand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exe, _ := os.Executable(); len(cmd) != 3 || cmd[0] != exe || cmd[1] != "scenario" || cmd[2] != "child" {
+		t.Fatalf("default child command %q", cmd)
+	}
+	c.ChildCommand = []string{"/bin/imlab-other", "child"}
+	if cmd, _ := c.childCommand(); cmd[0] != "/bin/imlab-other" {
+		t.Fatalf("configured child command %q", cmd)
 	}
 }
 
@@ -180,6 +286,7 @@ func TestConfigValidate(t *testing.T) {
 		"secret":      func(c *Config) { c.Secret = "short" },
 		"duration":    func(c *Config) { c.Duration = -time.Second },
 		"glob prefix": func(c *Config) { c.RedisPrefix = "a*" },
+		"child":       func(c *Config) { c.ChildCommand = []string{""} },
 	} {
 		c := good
 		mut(&c)

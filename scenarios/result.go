@@ -63,6 +63,33 @@ type LagSample struct {
 	Err             string             `json:"error,omitempty"`
 }
 
+// ProcessRun is one incarnation of a server process: from a start to a
+// stop, a kill or its own exit. A process that a stop or kill fault took
+// down has two or more.
+type ProcessRun struct {
+	Name string `json:"name"`
+	// Exec: a separate OS process (PID is its pid); false: inside the runner.
+	Exec      bool      `json:"exec"`
+	PID       int       `json:"pid,omitempty"`
+	Addr      string    `json:"addr"`
+	StartedAt time.Time `json:"started_at"`
+	EndedAt   time.Time `json:"ended_at,omitzero"`
+	// End is how it ended: stopped (graceful), killed (SIGKILL) or exited
+	// (an exec process that ended on its own).
+	End string `json:"end"`
+	// State and Signal are the OS's account of an exec process's end
+	// ("signal: killed" and "killed", or "exit status 0" and "").
+	State  string `json:"state,omitempty"`
+	Signal string `json:"signal,omitempty"`
+	// TruncatedPulls and ConsumerRecords (deliveries its consumer tiers
+	// handled, imlab_consumer_records_total{result="ok"}) were read from
+	// its metrics when it ended (a killed process: just before the kill).
+	TruncatedPulls  uint64 `json:"truncated_pulls"`
+	ConsumerRecords uint64 `json:"consumer_records"`
+	// Log is the file that received an exec process's stderr.
+	Log string `json:"log,omitempty"`
+}
+
 // FindingSummary is one finding of the checker.
 type FindingSummary struct {
 	Name     string   `json:"name"`
@@ -94,6 +121,9 @@ type Result struct {
 	Events     []FaultEvent     `json:"fault_events"`
 	Sends      []SendSecond     `json:"send_timeline"`
 	Lag        []LagSample      `json:"lag_timeline"`
+	// Processes are the server processes' incarnations, per process in
+	// file order.
+	Processes []ProcessRun `json:"processes"`
 	// Summary is loadgen's run summary (nil when the load did not run).
 	RunDir string `json:"run_dir,omitempty"`
 	// Errors are why the run could not be carried out (exit status 2),

@@ -23,6 +23,7 @@ func e2eConfig(t *testing.T) Config {
 	cfg.Mode = "external"
 	cfg.MySQLDSN, cfg.RedisAddr, cfg.RedisPrefix = my.DSN, rd.Addr, rd.Keys.Prefix
 	cfg.FreshDatabase = false
+	cfg.ChildCommand = testChildCommand(t)
 	return cfg
 }
 
@@ -94,7 +95,7 @@ func TestRunShipped(t *testing.T) {
 	for _, c := range []struct {
 		file string
 		dur  time.Duration
-	}{{"redis-wipe.yaml", 4 * time.Second}, {"queue-loss-unsafe.yaml", 0}, {"offline-month.yaml", 4 * time.Second}} {
+	}{{"redis-wipe.yaml", 4 * time.Second}, {"queue-loss-unsafe.yaml", 0}, {"offline-month.yaml", 4 * time.Second}, {"relay-stop.yaml", 4 * time.Second}} {
 		t.Run(c.file, func(t *testing.T) {
 			t.Parallel()
 			f, err := ReadFile(c.file)
@@ -125,6 +126,22 @@ func TestRunShipped(t *testing.T) {
 				}
 				if len(res.Lag) == 0 {
 					t.Fatal("no lag samples")
+				}
+			case "relay-stop":
+				// A graceful stop of an in-process process, started again.
+				var relay []ProcessRun
+				for _, p := range res.Processes {
+					if p.Name == "relay" {
+						relay = append(relay, p)
+					}
+				}
+				if len(relay) != 2 || relay[0].Exec || relay[0].End != EndStopped || relay[1].End != EndStopped || relay[1].Addr != relay[0].Addr {
+					t.Fatalf("relay incarnations %+v: want two in-process ones, stopped, on one address", relay)
+				}
+				for _, e := range res.Events {
+					if e.Fault != "stop(relay)" || e.Err != "" {
+						t.Fatalf("stop events %+v", res.Events)
+					}
 				}
 			case "offline-month":
 				if !checks["min_truncated_pulls"].OK {
@@ -176,5 +193,74 @@ expect:
 	// A second run into the same directory is refused: nothing is overwritten.
 	if _, err := Run(context.Background(), cfg, f); err == nil {
 		t.Fatal("a second run into the same output directory was accepted")
+	}
+}
+
+// TestRunConsumerKill runs consumer-kill.yaml, scaled down, end to end:
+// the consumer is a separate OS process (this test binary as the child
+// command) that is SIGKILLed in the middle of the load and replaced by a
+// new one on the same address. The run must pass with nothing lost or
+// skipped; the first consumer must have died by SIGKILL and a new pid must
+// have consumed afterwards.
+func TestRunConsumerKill(t *testing.T) {
+	t.Parallel()
+	f, err := ReadFile("consumer-kill.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := e2eConfig(t)
+	cfg.Duration = 4 * time.Second
+	res := runFile(t, cfg, f)
+	if !res.Passed || res.Incomplete || res.Verdict == nil || !res.Verdict.Valid {
+		t.Fatalf("consumer-kill did not pass:\n%s", Table(res.Checks))
+	}
+	for _, fd := range res.Findings {
+		if (fd.Name == "lost" || fd.Name == "skipped") && fd.Count != 0 {
+			t.Fatalf("%s: %d", fd.Name, fd.Count)
+		}
+	}
+	var kill, heal *FaultEvent
+	for i, e := range res.Events {
+		if e.Fault == "kill(consumer)" && e.Action == "inject" {
+			kill = &res.Events[i]
+		}
+		if e.Fault == "kill(consumer)" && e.Action == "heal" {
+			heal = &res.Events[i]
+		}
+	}
+	if kill == nil || heal == nil || kill.Err != "" || heal.Err != "" {
+		t.Fatalf("kill events %+v", res.Events)
+	}
+	var consumer []ProcessRun
+	for _, p := range res.Processes {
+		switch p.Name {
+		case "consumer":
+			consumer = append(consumer, p)
+		case "api":
+			if p.Exec || p.PID != 0 || p.End != EndStopped {
+				t.Fatalf("api process %+v: want one in-process incarnation", p)
+			}
+		}
+	}
+	if len(consumer) != 2 {
+		t.Fatalf("consumer incarnations %+v: want the killed one and its replacement", consumer)
+	}
+	dead, next := consumer[0], consumer[1]
+	t.Logf("killed %+v\nreplacement %+v\nevents %+v", dead, next, res.Events)
+	if !dead.Exec || dead.PID == 0 || dead.End != EndKilled || dead.Signal != "killed" || dead.State != "signal: killed" {
+		t.Fatalf("first consumer %+v: want an exec process ended by SIGKILL", dead)
+	}
+	if next.PID == dead.PID || next.Addr != dead.Addr || next.StartedAt.Before(dead.EndedAt) {
+		t.Fatalf("replacement %+v: want a new pid on %s started after %s", next, dead.Addr, dead.EndedAt)
+	}
+	if next.End != EndStopped || next.State != "exit status 0" || next.ConsumerRecords == 0 {
+		t.Fatalf("replacement %+v: want a process that consumed and stopped gracefully", next)
+	}
+	if gap := next.StartedAt.Sub(dead.EndedAt); gap < time.Second {
+		t.Fatalf("the consumer was down %s: want about the fault's for", gap)
+	}
+	b, err := os.ReadFile(dead.Log)
+	if err != nil || !bytes.Contains(b, []byte("child ready")) {
+		t.Fatalf("process log %s: %v", dead.Log, err)
 	}
 }

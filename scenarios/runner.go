@@ -8,11 +8,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -32,6 +30,10 @@ const (
 	RunMargin = 2 * time.Minute
 	// StopTimeout bounds stopping one server process.
 	StopTimeout = 20 * time.Second
+	// ConsumerSessionTimeout is the consumers' Kafka group session: a
+	// killed consumer's partitions move to the others (or to its new
+	// incarnation) once it has passed.
+	ConsumerSessionTimeout = 6 * time.Second
 	// LagInterval is the lag poll period.
 	LagInterval = time.Second
 	// lagTimeout bounds one lag poll.
@@ -74,9 +76,15 @@ type Config struct {
 	DataDir string
 	// Progress receives a live line per second (nil: none).
 	Progress io.Writer
-	// Logger receives the server processes' and compose's logs (nil:
-	// warnings and errors to stderr).
+	// Logger receives the in-process server processes' and compose's logs
+	// (nil: warnings and errors to stderr). An exec process logs to
+	// OutDir/process-NAME.log.
 	Logger *slog.Logger
+	// ChildCommand runs one exec process (server.processes[].exec): the
+	// argv of a command that reads a ChildSpec line on stdin and speaks
+	// ChildMain's protocol. Empty: this executable with "scenario child"
+	// (imlab's hidden subcommand).
+	ChildCommand []string
 }
 
 // DefaultConfig writes to outDir with a fresh database and Redis prefix.
@@ -94,16 +102,35 @@ func (c Config) Validate() error {
 	if c.OutDir == "" {
 		return fmt.Errorf("%w: no output directory", ErrInvalid)
 	}
-	if len(c.Secret) < 16 {
-		return fmt.Errorf("%w: the secret must be at least 16 bytes", ErrInvalid)
+	if len(c.Secret) < MinSecretLen {
+		return fmt.Errorf("%w: the secret must be at least %d bytes", ErrInvalid, MinSecretLen)
 	}
 	if c.Duration < 0 || c.Duration > MaxLoadDuration {
 		return fmt.Errorf("%w: duration override %s: want 0..%s", ErrInvalid, c.Duration, MaxLoadDuration)
 	}
-	if c.RedisPrefix != "" && (len(c.RedisPrefix) > 64 || strings.ContainsAny(c.RedisPrefix, "*?[] ")) {
-		return fmt.Errorf("%w: redis prefix %q: at most 64 bytes, no glob characters or spaces", ErrInvalid, c.RedisPrefix)
+	if err := validPrefix(c.RedisPrefix); err != nil {
+		return fmt.Errorf("%w: redis prefix %v", ErrInvalid, err)
+	}
+	if len(c.ChildCommand) > 0 && c.ChildCommand[0] == "" {
+		return fmt.Errorf("%w: child command: the program is empty", ErrInvalid)
 	}
 	return nil
+}
+
+// DefaultChildArgs are the arguments of the default child command (after
+// this executable's path): imlab's hidden "scenario child".
+func DefaultChildArgs() []string { return []string{"scenario", "child"} }
+
+// childCommand is the configured child command, or the default.
+func (c Config) childCommand() ([]string, error) {
+	if len(c.ChildCommand) > 0 {
+		return c.ChildCommand, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("scenarios: exec processes need a child command (Config.ChildCommand): %w", err)
+	}
+	return append([]string{exe}, DefaultChildArgs()...), nil
 }
 
 // Scaled returns f with the load duration replaced by d and every fault's
@@ -183,7 +210,8 @@ func Run(ctx context.Context, cfg Config, f *File) (*Result, error) {
 	}
 	r := &run{cfg: cfg, f: f, log: log, id: randomID()}
 	r.res = &Result{Scenario: f.Name, Description: f.Description, File: f.Path, Spec: f, StartedAt: time.Now().UTC(),
-		Findings: []FindingSummary{}, Checks: []Check{}, Events: []FaultEvent{}, Sends: []SendSecond{}, Lag: []LagSample{}}
+		Findings: []FindingSummary{}, Checks: []Check{}, Events: []FaultEvent{}, Sends: []SendSecond{}, Lag: []LagSample{},
+		Processes: []ProcessRun{}}
 	began := time.Now()
 
 	bound := f.Load.Duration.D() + f.Load.SettleOr() + f.Load.DrainTimeoutOr() + RunMargin
@@ -193,6 +221,11 @@ func Run(ctx context.Context, cfg Config, f *File) (*Result, error) {
 	runErr := r.execute(rctx)
 	if serr := r.stopAll(); serr != nil {
 		r.res.Errors = append(r.res.Errors, serr.Error())
+	}
+	for _, s := range r.procs {
+		runs, notes := s.history()
+		r.res.Processes = append(r.res.Processes, runs...)
+		r.res.Errors = append(r.res.Errors, notes...)
 	}
 	if runErr != nil {
 		r.res.Incomplete = true
@@ -305,7 +338,7 @@ func (r *run) execute(ctx context.Context) error {
 
 	truncated := uint64(0)
 	for _, s := range r.procs {
-		truncated += s.truncatedPulls()
+		truncated += s.truncatedPulls(ctx)
 	}
 	v, cerr := checker.Check(lc.RunDir)
 	if cerr != nil {
@@ -476,69 +509,59 @@ func deletePrefix(ctx context.Context, addr, prefix string) error {
 	return nil
 }
 
-// serverConfig is one process's config.
-func (r *run) serverConfig(i int, p ProcessSpec) server.Config {
-	s := r.f.Server
-	cfg := server.DefaultConfig()
-	cfg.Listen = "127.0.0.1:0"
-	cfg.Roles = p.Roles
-	cfg.Allocator = or(s.Allocator, DefaultAllocator)
-	cfg.Migrate = i == 0
-	cfg.ShutdownTimeout = StopTimeout
-	cfg.Auth.Secret = r.cfg.Secret
-	cfg.Redis.KeyPrefix = r.prefix
-	cfg.MySQL.MaxOpenConns, cfg.MySQL.MaxIdleConns = 32, 32
-	cfg.Send.Policy = s.PolicyOr()
-	cfg.Send.Node = uint16(i + 1)
-	cfg.Pull.RateLimit = s.PullRateLimit
-	if cfg.Pull.RateLimit == 0 {
-		cfg.Pull.RateLimit = DefaultPullRateLimit
-	}
-	cfg.Pull.RateBurst = int(cfg.Pull.RateLimit)
-	if s.UnreadThreshold > 0 {
-		cfg.Pull.UnreadThreshold = s.UnreadThreshold
-	}
-	if s.TruncatedLatest > 0 {
-		cfg.Pull.TruncatedLatest = s.TruncatedLatest
-	}
-	cfg.API.WS.CloseGrace = 200 * time.Millisecond
-	cfg.Fanout.Dedup = or(s.Dedup, DefaultDedup)
-	cfg.Fanout.Topics.Fanout = r.topic
-	cfg.Fanout.Topics.DLQ = r.topic + ".dlq"
-	cfg.Fanout.Topics.Partitions = int32(r.f.Backends.PartitionsOr())
-	cfg.Fanout.Relay.LockName = "imlab_relay_" + r.id
-	cfg.Fanout.Monitor.Interval = 500 * time.Millisecond
-	cfg.Fanout.Consumer.SessionTimeout = 6 * time.Second
-	cfg.Fanout.Producer.DeliveryTimeout = DefaultDeliveryTimeout
-	if s.DeliveryTimeout > 0 {
-		cfg.Fanout.Producer.DeliveryTimeout = s.DeliveryTimeout.D()
-	}
-	cfg.Reconcile.Interval = DefaultReconcileInterval
-	if s.ReconcileInterval > 0 {
-		cfg.Reconcile.Interval = s.ReconcileInterval.D()
-	}
-	cfg.Reconcile.Grace = DefaultReconcileGrace
-	if s.ReconcileGrace > 0 {
-		cfg.Reconcile.Grace = s.ReconcileGrace.D()
-	}
-	cfg.Mongo.Database = "imlab_scn_" + r.id
-	if len(r.f.Processes()) > 1 {
-		cfg.PushBus.Mode = "redis"
-	}
-	cfg.Logger = r.log
-	return cfg
+// childSpec describes process i: what serverConfig needs, in process or
+// out.
+func (r *run) childSpec(i int, p ProcessSpec) ChildSpec {
+	srv := r.f.Server
+	srv.Processes = nil
+	return ChildSpec{Server: srv, Process: p, Node: uint16(i + 1), Migrate: i == 0, Listen: "127.0.0.1:0",
+		Secret: r.cfg.Secret, RedisPrefix: r.prefix, RunID: r.id, Partitions: r.f.Backends.PartitionsOr(),
+		PushBus: len(r.f.Processes()) > 1, Backends: childBackends(r.back)}
+}
+
+// processLog is the log file of an exec process.
+func (r *run) processLog(name string) string {
+	return filepath.Join(r.cfg.OutDir, "process-"+name+".log")
 }
 
 // startProcesses starts every server process in file order.
 func (r *run) startProcesses(ctx context.Context) error {
-	r.topic = "imlab.scn." + r.id
+	r.topic = topicOf(r.id)
+	var command []string
 	for i, p := range r.f.Processes() {
-		s := &procSlot{name: p.Name, cfg: r.serverConfig(i, p), back: r.back}
+		spec := r.childSpec(i, p)
+		if err := spec.Validate(); err != nil {
+			return fmt.Errorf("scenarios: process %s: %w", p.Name, err)
+		}
+		var logw *os.File
+		var logPath string
+		if p.Exec {
+			if command == nil {
+				var err error
+				if command, err = r.cfg.childCommand(); err != nil {
+					return err
+				}
+			}
+			logPath = r.processLog(p.Name)
+			fh, err := os.OpenFile(logPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY|os.O_APPEND, 0o644)
+			if err != nil {
+				return fmt.Errorf("scenarios: process %s: log: %w", p.Name, err)
+			}
+			logw = fh
+			r.onStop(func(context.Context) error { return fh.Close() }) // after the process's stop
+		}
+		faults := 0
+		for _, x := range r.f.Faults {
+			if (x.Kind == KindStop || x.Kind == KindKill) && x.Target == p.Name {
+				faults++
+			}
+		}
+		s := newProcSlot(spec, r.log, command, logw, logPath, faults)
+		r.procs = append(r.procs, s)
+		r.onStop(s.stop)
 		if err := s.start(ctx); err != nil {
 			return fmt.Errorf("scenarios: start process %s: %w", p.Name, err)
 		}
-		r.procs = append(r.procs, s)
-		r.onStop(s.stop)
 	}
 	if r.target() == "" {
 		return fmt.Errorf("scenarios: no process serves the api")
@@ -587,14 +610,21 @@ func (r *run) buildSteps() ([]chaos.Step, error) {
 			} else {
 				fl = chaos.KafkaTopicRecreate(adm, r.topic)
 			}
-		case KindKill:
+		case KindStop, KindKill:
 			var slot *procSlot
 			for _, s := range r.procs {
 				if s.name == x.Target {
 					slot = s
 				}
 			}
-			fl = chaos.Func("kill("+x.Target+")", slot.kill, slot.restart)
+			if slot == nil {
+				return nil, fmt.Errorf("%w: faults[%d].target %q is not a process", ErrInvalid, i, x.Target)
+			}
+			if x.Kind == KindStop {
+				fl = chaos.Func("stop("+x.Target+")", slot.stopFault, slot.restart)
+			} else {
+				fl = chaos.Func("kill("+x.Target+")", slot.kill, slot.restart)
+			}
 		default:
 			return nil, fmt.Errorf("%w: faults[%d].kind %q", ErrInvalid, i, x.Kind)
 		}
@@ -658,7 +688,11 @@ func (r *run) recordSettings(lc loadgen.Config) {
 	r.setting("history", s.History)
 	var ps []string
 	for _, p := range r.f.Processes() {
-		ps = append(ps, p.Name+"="+strings.Join(p.Roles, "+"))
+		where := ""
+		if p.Exec {
+			where = " (exec, log " + r.processLog(p.Name) + ")"
+		}
+		ps = append(ps, p.Name+"="+strings.Join(p.Roles, "+")+where)
 	}
 	r.setting("processes", strings.Join(ps, " "))
 	r.setting("rate", lc.Shape.String())
@@ -683,136 +717,4 @@ func (r *run) recordSettings(lc loadgen.Config) {
 		}
 	}
 	r.setting("proxies", strings.Join(names, " "))
-}
-
-// procSlot is one server process that a kill fault may stop and start
-// again on the same address. Its methods are called from Run's goroutine
-// and the schedule's; mu guards the fields.
-type procSlot struct {
-	name string
-	cfg  server.Config
-	back server.Backends
-
-	mu        sync.Mutex
-	p         *server.Process
-	truncated uint64 // from stopped incarnations
-}
-
-func (s *procSlot) start(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.p != nil {
-		return nil
-	}
-	p, err := server.Start(ctx, s.cfg, s.back, server.DefaultRoles())
-	if err != nil {
-		return err
-	}
-	s.p = p
-	// A restart listens where the first start did: the load keeps its target.
-	s.cfg.Listen = p.Addr().String()
-	s.cfg.Migrate = false
-	return nil
-}
-
-// stop stops the process if it runs (keeping its counters).
-func (s *procSlot) stop(ctx context.Context) error {
-	s.mu.Lock()
-	p := s.p
-	s.p = nil
-	if p != nil {
-		s.truncated += truncatedOf(p)
-	}
-	s.mu.Unlock()
-	if p == nil {
-		return nil
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), StopTimeout)
-	defer cancel()
-	if err := p.Stop(sctx); err != nil {
-		return fmt.Errorf("scenarios: stop process %s: %w", s.name, err)
-	}
-	return nil
-}
-
-func (s *procSlot) kill(ctx context.Context) error { return s.stop(ctx) }
-
-// restart starts the process again, retrying while its old port is still
-// being released.
-func (s *procSlot) restart(ctx context.Context) error {
-	var err error
-	for range 20 {
-		if err = s.start(ctx); err == nil {
-			return nil
-		}
-		var oe *net.OpError
-		if !errors.As(err, &oe) && !strings.Contains(err.Error(), "address already in use") {
-			return err
-		}
-		select {
-		case <-time.After(250 * time.Millisecond):
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return err
-}
-
-func (s *procSlot) apiAddr() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.p == nil || !s.p.Runs(server.RoleAPI) {
-		return ""
-	}
-	return s.p.APIAddr().String()
-}
-
-// addr is the running process's address ("" while it is down).
-func (s *procSlot) addr() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.p == nil {
-		return ""
-	}
-	return s.p.Addr().String()
-}
-
-func (s *procSlot) truncatedPulls() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := s.truncated
-	if s.p != nil {
-		n += truncatedOf(s.p)
-	}
-	return n
-}
-
-// truncatedOf counts the truncated sync pulls a process served (its
-// imlab_pull_latency_seconds{kind="sync",source="truncated"} count).
-func truncatedOf(p *server.Process) uint64 {
-	mfs, err := p.Registry.Gather()
-	if err != nil {
-		return 0
-	}
-	var n uint64
-	for _, mf := range mfs {
-		if mf.GetName() != "imlab_pull_latency_seconds" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			src, kind := "", ""
-			for _, l := range m.GetLabel() {
-				switch l.GetName() {
-				case "source":
-					src = l.GetValue()
-				case "kind":
-					kind = l.GetValue()
-				}
-			}
-			if src == "truncated" && kind == "sync" && m.GetHistogram() != nil {
-				n += m.GetHistogram().GetSampleCount()
-			}
-		}
-	}
-	return n
 }

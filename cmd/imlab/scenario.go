@@ -58,6 +58,7 @@ func scenarioCmd(exit func(int)) *cobra.Command {
 		}
 		cmd.AddCommand(c)
 	}
+	cmd.AddCommand(newScenarioChildCmd())
 	return cmd
 }
 
@@ -208,6 +209,26 @@ func printScenarioResult(w io.Writer, r *scenarios.Result, dir string) {
 		}
 		if e.Err != "" {
 			line += ": " + e.Err
+		}
+		fmt.Fprintln(w, line)
+	}
+	// Processes a fault took down (or that ended otherwise than by the
+	// final stop): every incarnation, with how it ended.
+	incarnations := map[string]int{}
+	for _, p := range r.Processes {
+		incarnations[p.Name]++
+	}
+	for _, p := range r.Processes {
+		if incarnations[p.Name] < 2 && p.End == scenarios.EndStopped {
+			continue
+		}
+		line := fmt.Sprintf("    process %s", p.Name)
+		if p.Exec {
+			line += fmt.Sprintf(" pid %d", p.PID)
+		}
+		line += " " + p.End
+		if p.State != "" {
+			line += " (" + p.State + ")"
 		}
 		fmt.Fprintln(w, line)
 	}

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,5 +95,95 @@ func TestScenarioRunFails(t *testing.T) {
 	res, err := scenarios.ReadResult(filepath.Join(out, "impossible", scenarios.ResultFile))
 	if err != nil || res.Passed {
 		t.Fatalf("result: %+v %v", res, err)
+	}
+}
+
+// childCmd is `imlab scenario child` with the given stdin and stdout.
+func childCmd(ctx context.Context, stdin io.Reader, stdout io.Writer) *cobra.Command {
+	root := &cobra.Command{Use: "imlab", SilenceUsage: true, SilenceErrors: true}
+	root.AddCommand(scenarioCmd(func(int) {}))
+	root.SetArgs([]string{"scenario", "child"})
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(io.Discard)
+	root.SetContext(ctx)
+	return root
+}
+
+// TestScenarioChild: the hidden `imlab scenario child` refuses bad JSON on
+// stdin with a clear error (and the error line on stdout), is not listed in
+// the help, and with a good spec serves until its context ends (SIGTERM
+// in the binary: main's signal context).
+func TestScenarioChild(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	err := childCmd(ctx, strings.NewReader("{\"server\": nope}\n"), &out).ExecuteContext(ctx)
+	if err == nil || !strings.Contains(err.Error(), "child spec on stdin: not a ChildSpec JSON line") {
+		t.Fatalf("bad JSON: %v", err)
+	}
+	if !strings.Contains(out.String(), `"error":`) || strings.Count(out.String(), "\n") != 1 {
+		t.Fatalf("stdout %q: want one error line", out.String())
+	}
+	_, help, _ := runScenarioCmd(t, ctx, "--help")
+	if strings.Contains(help, "child") || !strings.Contains(help, "validate") {
+		t.Fatalf("help lists the hidden child command or not the others:\n%s", help)
+	}
+
+	my := testenv.NewMySQL(t)
+	rd := testenv.NewRedis(t)
+	spec := scenarios.ChildSpec{Server: scenarios.ServerSpec{Policy: "strict"},
+		Process: scenarios.ProcessSpec{Name: "api", Roles: []string{"api"}, Exec: true}, Node: 1, Listen: "127.0.0.1:0",
+		Secret: "scenario-child-secret-0123456789", RedisPrefix: rd.Keys.Prefix, RunID: "cmdtest", Partitions: 16,
+		Backends: scenarios.ChildBackends{MySQLDSN: my.DSN, RedisAddr: rd.Addr}}
+	line, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	cctx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	go func() {
+		err := childCmd(cctx, inR, outW).ExecuteContext(cctx)
+		outW.Close()
+		done <- err
+	}()
+	exited := false
+	defer func() {
+		if !exited {
+			stop()
+			inW.Close()
+			<-done
+		}
+	}()
+	go func() { _, _ = inW.Write(append(line, '\n')) }()
+	ready, err := bufio.NewReader(outR).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no ready line: %v", err)
+	}
+	var r struct {
+		PID     int    `json:"pid"`
+		APIAddr string `json:"api_addr"`
+		Error   string `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(ready), &r); err != nil || r.Error != "" || r.PID != os.Getpid() || r.APIAddr == "" {
+		t.Fatalf("ready line %q: %v", ready, err)
+	}
+	resp, err := http.Get("http://" + r.APIAddr + "/healthz")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("healthz: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	stop()
+	select {
+	case err := <-done:
+		exited = true
+		if err != nil {
+			t.Fatalf("child after its context ended: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the child did not stop when its context ended")
 	}
 }
