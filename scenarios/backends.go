@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -20,26 +19,11 @@ import (
 	"imlab/chaos"
 )
 
-// advertisedListener reports the proxy's address as its own, so that the
-// kfake broker advertises the proxy in metadata and every client that
-// bootstraps through the proxy stays behind it.
-type advertisedListener struct {
-	net.Listener
-	adv *atomic.Pointer[net.TCPAddr]
-}
-
-func (l advertisedListener) Addr() net.Addr {
-	if a := l.adv.Load(); a != nil {
-		return a
-	}
-	return l.Listener.Addr()
-}
-
 // proxiedKafka is the run's in-process one-broker kfake cluster. Real is
 // the broker's own listener; after Advertise the broker names the proxy.
 type proxiedKafka struct {
 	cluster *kfake.Cluster
-	adv     atomic.Pointer[net.TCPAddr]
+	adv     chaos.Advertiser
 	real    string
 }
 
@@ -55,7 +39,7 @@ func startKafka(partitions int) (*proxiedKafka, error) {
 			mu.Lock()
 			k.real = ln.Addr().String()
 			mu.Unlock()
-			return advertisedListener{Listener: ln, adv: &k.adv}, nil
+			return k.adv.Wrap(ln), nil
 		}))
 	if err != nil {
 		return nil, fmt.Errorf("scenarios: in-process kafka: %w", err)
@@ -72,11 +56,9 @@ func startKafka(partitions int) (*proxiedKafka, error) {
 
 // Advertise makes the broker name addr (the proxy) in metadata.
 func (k *proxiedKafka) Advertise(addr string) error {
-	a, err := net.ResolveTCPAddr("tcp", addr)
-	if err != nil {
+	if err := k.adv.Set(addr); err != nil {
 		return fmt.Errorf("scenarios: kafka proxy address: %w", err)
 	}
-	k.adv.Store(a)
 	return nil
 }
 
@@ -86,7 +68,7 @@ func (k *proxiedKafka) Advertise(addr string) error {
 func (k *proxiedKafka) admin() (*kadm.Client, *kgo.Client, error) {
 	real := k.real
 	dialer := func(ctx context.Context, network, host string) (net.Conn, error) {
-		if a := k.adv.Load(); a != nil && host == a.String() {
+		if a := k.adv.Addr(); a != nil && host == a.String() {
 			host = real
 		}
 		var d net.Dialer

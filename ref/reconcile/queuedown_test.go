@@ -14,26 +14,12 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"imlab/chaos"
 	"imlab/internal/testenv"
 	"imlab/ref/fanout"
 	"imlab/ref/model"
 	"imlab/ref/send"
 )
-
-// advertisedListener reports the proxy's address as its own, so that the
-// kfake broker advertises the proxy in metadata and every client keeps
-// going through it (kfake advertises its listener's Addr()).
-type advertisedListener struct {
-	net.Listener
-	adv *atomic.Pointer[net.TCPAddr]
-}
-
-func (l advertisedListener) Addr() net.Addr {
-	if a := l.adv.Load(); a != nil {
-		return a
-	}
-	return l.Listener.Addr()
-}
 
 // proxiedKafka is a one-broker kfake cluster reachable only through an
 // in-process toxiproxy proxy: Down stops the proxy (listener closed, every
@@ -46,7 +32,7 @@ type proxiedKafka struct {
 
 func newProxiedKafka(t testing.TB) *proxiedKafka {
 	t.Helper()
-	var adv atomic.Pointer[net.TCPAddr]
+	var adv chaos.Advertiser
 	var real string
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.ListenFn(func(network, addr string) (net.Listener, error) {
 		ln, err := net.Listen(network, addr)
@@ -54,7 +40,7 @@ func newProxiedKafka(t testing.TB) *proxiedKafka {
 			return nil, err
 		}
 		real = ln.Addr().String()
-		return advertisedListener{Listener: ln, adv: &adv}, nil
+		return adv.Wrap(ln), nil
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -66,11 +52,9 @@ func newProxiedKafka(t testing.TB) *proxiedKafka {
 		t.Fatal(err)
 	}
 	t.Cleanup(px.Stop)
-	a, err := net.ResolveTCPAddr("tcp", px.Listen) // the port actually bound
-	if err != nil {
+	if err := adv.Set(px.Listen); err != nil { // the port actually bound
 		t.Fatal(err)
 	}
-	adv.Store(a)
 	return &proxiedKafka{proxy: px, brokers: []string{px.Listen}}
 }
 
