@@ -201,6 +201,12 @@ func TestShippedFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// full/ holds full-size runs that take minutes: validated here, run by hand.
+	full, err := filepath.Glob("full/*.yaml")
+	if err != nil || len(full) == 0 {
+		t.Fatalf("full-size scenarios: %v %v", full, err)
+	}
+	paths = append(paths, full...)
 	have := map[string]bool{}
 	for _, p := range paths {
 		f, err := ReadFile(p)
