@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"imlab/loadgen"
 	"imlab/loadgen/schedule"
+	"imlab/ref/server"
 )
 
 // ErrInvalid is wrapped by every error about a scenario file or a runner
@@ -311,9 +313,12 @@ const (
 	DefaultProcessName = "all"
 )
 
-// roleNames are ref/server's role names (server.DefaultRoles), checked
-// here so that a bad file fails before anything starts.
-var roleNames = map[string]bool{"api": true, "relay": true, "consumer": true, "history": true, "reconciler": true, "all": true}
+// knownRole tells whether r names a role of ref/server's registry
+// (server.DefaultRoles) or "all", so that a bad file fails before anything
+// starts.
+func knownRole(r string) bool {
+	return r == server.RoleAll || slices.Contains(server.DefaultRoles().Names(), r)
+}
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
@@ -501,8 +506,8 @@ func (p ProcessSpec) validate(field string, history bool) error {
 		return bad(field+".roles", "at least one role")
 	}
 	for _, r := range p.Roles {
-		if !roleNames[r] {
-			return bad(field+".roles", "unknown role %q: want api, relay, consumer, history, reconciler or all", r)
+		if !knownRole(r) {
+			return bad(field+".roles", "unknown role %q: want one of %s or %s", r, strings.Join(server.DefaultRoles().Names(), ", "), server.RoleAll)
 		}
 		if r == "history" && !history {
 			return bad(field+".roles", "role history needs server.history: true")
