@@ -179,6 +179,22 @@ func (p *Proxies) checkOpen() error {
 	return nil
 }
 
+// change runs fn on the named proxy with p.mu held, after checking that
+// the proxy exists and the set is not closed: every change of a proxy's
+// toxics or state goes through it.
+func (p *Proxies) change(name string, fn func(px *toxiproxy.Proxy) error) error {
+	px, err := p.get(name)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.checkOpen(); err != nil {
+		return err
+	}
+	return fn(px)
+}
+
 // AddToxic adds t to the proxy: one toxic for a given Stream, two (one
 // per direction) for Stream "". On error nothing is added.
 func (p *Proxies) AddToxic(ctx context.Context, name string, t Toxic) error {
@@ -191,10 +207,6 @@ func (p *Proxies) addToxic(ctx context.Context, name string, t Toxic) ([]string,
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
-	px, err := p.get(name)
-	if err != nil {
-		return nil, err
-	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("chaos: add toxic to %q: %w", name, err)
 	}
@@ -202,27 +214,28 @@ func (p *Proxies) addToxic(ctx context.Context, name string, t Toxic) ([]string,
 	if t.Stream == "" {
 		streams = []string{StreamUpstream, StreamDownstream}
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if err := p.checkOpen(); err != nil {
+	var added []string
+	err := p.change(name, func(px *toxiproxy.Proxy) error {
+		if have := len(px.Toxics.GetToxicArray()); have+len(streams) > MaxToxicsPerProxy {
+			return fmt.Errorf("%w: proxy %q has %d toxics, at most %d", ErrInvalid, name, have, MaxToxicsPerProxy)
+		}
+		for _, s := range streams {
+			tname := fmt.Sprintf("%s_%s_%d", t.Kind, s, p.seq.Add(1))
+			body, err := json.Marshal(t.wire(tname, s))
+			if err != nil {
+				p.removeLocked(ctx, px, added)
+				return fmt.Errorf("chaos: encode toxic: %w", err)
+			}
+			if _, err := px.Toxics.AddToxicJson(bytes.NewReader(body)); err != nil {
+				p.removeLocked(ctx, px, added)
+				return fmt.Errorf("chaos: add %s toxic to %q: %w", t.Kind, name, err)
+			}
+			added = append(added, tname)
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, err
-	}
-	if have := len(px.Toxics.GetToxicArray()); have+len(streams) > MaxToxicsPerProxy {
-		return nil, fmt.Errorf("%w: proxy %q has %d toxics, at most %d", ErrInvalid, name, have, MaxToxicsPerProxy)
-	}
-	added := make([]string, 0, len(streams))
-	for _, s := range streams {
-		tname := fmt.Sprintf("%s_%s_%d", t.Kind, s, p.seq.Add(1))
-		body, err := json.Marshal(t.wire(tname, s))
-		if err != nil {
-			p.removeLocked(ctx, px, added)
-			return nil, fmt.Errorf("chaos: encode toxic: %w", err)
-		}
-		if _, err := px.Toxics.AddToxicJson(bytes.NewReader(body)); err != nil {
-			p.removeLocked(ctx, px, added)
-			return nil, fmt.Errorf("chaos: add %s toxic to %q: %w", t.Kind, name, err)
-		}
-		added = append(added, tname)
 	}
 	return added, nil
 }
@@ -238,41 +251,27 @@ func (p *Proxies) removeLocked(ctx context.Context, px *toxiproxy.Proxy, names [
 // removeToxics removes the named toxics from the proxy; toxics already gone
 // (healed by Heal or HealAll) are not an error.
 func (p *Proxies) removeToxics(ctx context.Context, name string, toxicNames []string) error {
-	px, err := p.get(name)
-	if err != nil {
-		return err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if err := p.checkOpen(); err != nil {
-		return err
-	}
-	for _, n := range toxicNames {
-		if err := px.Toxics.RemoveToxic(ctx, n); err != nil && !errors.Is(err, toxiproxy.ErrToxicNotFound) {
-			return fmt.Errorf("chaos: remove toxic %s from %q: %w", n, name, err)
+	return p.change(name, func(px *toxiproxy.Proxy) error {
+		for _, n := range toxicNames {
+			if err := px.Toxics.RemoveToxic(ctx, n); err != nil && !errors.Is(err, toxiproxy.ErrToxicNotFound) {
+				return fmt.Errorf("chaos: remove toxic %s from %q: %w", n, name, err)
+			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // SetDown disables (down=true: the listener is closed, so new connections
 // are refused, and every existing connection is cut) or enables the proxy
 // again on the same port. Either is a no-op when already in that state.
 func (p *Proxies) SetDown(ctx context.Context, name string, down bool) error {
-	px, err := p.get(name)
-	if err != nil {
-		return err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if err := p.checkOpen(); err != nil {
-		return err
-	}
-	if down {
-		px.Stop()
-		return nil
-	}
-	return p.start(ctx, name, px)
+	return p.change(name, func(px *toxiproxy.Proxy) error {
+		if down {
+			px.Stop()
+			return nil
+		}
+		return p.start(ctx, name, px)
+	})
 }
 
 // start enables the proxy, retrying a bounded number of times while its
@@ -297,17 +296,10 @@ func (p *Proxies) start(ctx context.Context, name string, px *toxiproxy.Proxy) e
 
 // Heal removes every toxic from the proxy and enables it.
 func (p *Proxies) Heal(ctx context.Context, name string) error {
-	px, err := p.get(name)
-	if err != nil {
-		return err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if err := p.checkOpen(); err != nil {
-		return err
-	}
-	px.Toxics.ResetToxics(ctx)
-	return p.start(ctx, name, px)
+	return p.change(name, func(px *toxiproxy.Proxy) error {
+		px.Toxics.ResetToxics(ctx)
+		return p.start(ctx, name, px)
+	})
 }
 
 // HealAll heals every proxy; it tries all of them and returns their errors
