@@ -222,4 +222,24 @@ func TestHTMLReport(t *testing.T) {
 	if !strings.Contains(buf.String(), "sample") {
 		t.Fatal("the page does not name the scenario")
 	}
+
+	// Process incarnations become a table, times from the time base.
+	res := sampleResult()
+	res.TimeBase = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	res.Processes = []ProcessRun{
+		{Name: "consumer", Exec: true, PID: 4242, StartedAt: res.TimeBase.Add(-time.Second), EndedAt: res.TimeBase.Add(2 * time.Second), End: "killed", State: "signal: killed"},
+		{Name: "api", StartedAt: res.TimeBase.Add(-time.Second), End: "stopped"},
+	}
+	rep = HTMLReport(res)
+	if len(rep.Tables) != 1 {
+		t.Fatalf("%d tables, want the processes table", len(rep.Tables))
+	}
+	want := [][]string{{"consumer", "4242", "-1.00", "2.00", "killed", "signal: killed"}, {"api", "in the runner", "-1.00", "", "stopped", ""}}
+	if got := rep.Tables[0].Rows; !reflect.DeepEqual(got, want) {
+		t.Fatalf("process rows %q, want %q", got, want)
+	}
+	buf.Reset()
+	if err := report.WriteHTML(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
 }

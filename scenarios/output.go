@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -127,6 +128,9 @@ func HTMLReport(res *Result) *report.Report {
 		}
 		rep.Markers = append(rep.Markers, report.Marker{T: e.At, Label: label, Kind: kind})
 	}
+	if len(res.Processes) > 0 {
+		rep.Tables = append(rep.Tables, processTable(res))
+	}
 	if res.LoadOffset > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("The load started %.2fs after the run's time base (loadgen's set-up); charts and markers share the run's base.", res.LoadOffset))
 	}
@@ -145,4 +149,29 @@ func (r *Result) spec() *File {
 		return &File{}
 	}
 	return r.Spec
+}
+
+// processTable lists every incarnation of the server processes: where it
+// ran, when it started and ended (seconds from the time base; negative:
+// before the load started) and how it ended.
+func processTable(res *Result) report.Table {
+	t := report.Table{Title: "Server processes", Header: []string{"process", "pid", "started (s)", "ended (s)", "end", "OS state"}}
+	at := func(ts time.Time) string {
+		if ts.IsZero() || res.TimeBase.IsZero() {
+			return ""
+		}
+		v := ts.Sub(res.TimeBase).Seconds()
+		if v > -0.005 && v < 0.005 {
+			v = 0 // not "-0.00"
+		}
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	for _, p := range res.Processes {
+		pid := "in the runner"
+		if p.Exec {
+			pid = strconv.Itoa(p.PID)
+		}
+		t.Rows = append(t.Rows, []string{p.Name, pid, at(p.StartedAt), at(p.EndedAt), p.End, p.State})
+	}
+	return t
 }

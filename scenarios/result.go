@@ -106,6 +106,9 @@ type Result struct {
 	File        string    `json:"file,omitempty"`
 	Spec        *File     `json:"spec,omitempty"`
 	StartedAt   time.Time `json:"started_at"`
+	// TimeBase is the instant the load's and the fault schedule's offsets
+	// count from (every "at" and every chart's t).
+	TimeBase time.Time `json:"time_base"`
 	// Seconds is the wall time of the whole run.
 	Seconds  float64   `json:"seconds"`
 	Settings []Setting `json:"settings"`

@@ -281,6 +281,7 @@ func (r *run) execute(ctx context.Context) error {
 	// The load and the schedule share one time base; loadgen starts its
 	// schedule after its own set-up (LoadOffset).
 	base := time.Now()
+	r.res.TimeBase = base.UTC()
 	pollCtx, stopPoll := context.WithCancel(ctx)
 	var lag []LagSample
 	pollDone := make(chan struct{})

@@ -30,7 +30,15 @@ type page struct {
 	Findings     []findingView
 	Markers      []markerRow
 	Charts       []chartView
+	Tables       []tableView
 	Notes        []string
+}
+
+type tableView struct {
+	Title  string
+	Header []string
+	Rows   [][]string
+	More   int
 }
 
 type findingView struct {
@@ -162,6 +170,27 @@ func buildPage(r *Report) (*page, error) {
 			return nil, fmt.Errorf("%w: marker %d %q: T is %g", ErrInvalid, i, m.Label, m.T)
 		}
 	}
+	if len(r.Tables) > MaxTables {
+		return nil, fmt.Errorf("%w: %d tables, at most %d (MaxTables)", ErrInvalid, len(r.Tables), MaxTables)
+	}
+	tables := make([]tableView, 0, len(r.Tables))
+	for i, t := range r.Tables {
+		if strings.TrimSpace(t.Title) == "" || len(t.Header) == 0 || len(t.Header) > MaxTableCols {
+			return nil, fmt.Errorf("%w: table %d %q: want a title and 1..%d header cells (MaxTableCols), have %d",
+				ErrInvalid, i+1, t.Title, MaxTableCols, len(t.Header))
+		}
+		for j, row := range t.Rows {
+			if len(row) != len(t.Header) {
+				return nil, fmt.Errorf("%w: table %d %q: row %d has %d cells, the header %d", ErrInvalid, i+1, t.Title, j+1, len(row), len(t.Header))
+			}
+		}
+		n := min(len(t.Rows), MaxTableRows)
+		rows := make([][]string, n)
+		for j := range rows {
+			rows[j] = slices.Clone(t.Rows[j])
+		}
+		tables = append(tables, tableView{Title: t.Title, Header: slices.Clone(t.Header), Rows: rows, More: len(t.Rows) - n})
+	}
 	markers := slices.Clone(r.Markers)
 	slices.SortStableFunc(markers, func(a, b Marker) int { return cmp.Compare(a.T, b.T) })
 
@@ -187,6 +216,7 @@ func buildPage(r *Report) (*page, error) {
 		VerdictClass: verdictClass(r.Verdict),
 		Settings:     slices.Clone(r.Settings),
 		Checks:       slices.Clone(r.Checks),
+		Tables:       tables,
 		Notes:        append(slices.Clone(r.Notes), notes...),
 	}
 	if !r.StartedAt.IsZero() {

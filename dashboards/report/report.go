@@ -29,6 +29,12 @@ const (
 	// marker line; the full label is in the line's hover title and in the
 	// fault schedule table.
 	MaxMarkerLabelRunes = 32
+	// MaxTables bounds the extra tables of a report, MaxTableRows the rows
+	// of one (the rest are summarised as "+N more rows") and MaxTableCols
+	// its columns.
+	MaxTables    = 16
+	MaxTableRows = 1000
+	MaxTableCols = 16
 )
 
 // Marker kinds.
@@ -98,6 +104,9 @@ type Report struct {
 	Charts      []Chart
 	Markers     []Marker
 	Notes       []string // free text lines (warnings, e.g. "embedded MySQL: figures are not capacity figures")
+	// Tables are extra tables shown after the fault schedule (e.g. the
+	// server processes and how each incarnation ended).
+	Tables []Table
 }
 
 // Validate reports, as an error wrapping ErrInvalid, the first reason r
@@ -134,4 +143,12 @@ func WriteHTML(w io.Writer, r *Report) error {
 		return fmt.Errorf("report: write %q: %w", r.Title, err)
 	}
 	return nil
+}
+
+// Table is an extra table of a report: a title, a header and rows of as
+// many cells as the header has.
+type Table struct {
+	Title  string     `json:"title"`
+	Header []string   `json:"header"`
+	Rows   [][]string `json:"rows"`
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -706,6 +707,48 @@ func TestSharedTimeAxis(t *testing.T) {
 		}
 		if got := strings.Join(ticks, " "); got != "0 10 20 30 40 50 60 70 80 90 100" {
 			t.Errorf("chart %d x ticks %q: every chart must share the page's time axis", ci, got)
+		}
+	}
+}
+
+func TestTables(t *testing.T) {
+	r := &Report{Title: "tables", Tables: []Table{{
+		Title:  "Server processes",
+		Header: []string{"process", "pid", "end"},
+		Rows:   [][]string{{"consumer", "101", "killed <signal>"}, {"consumer", "102", "stopped"}},
+	}}}
+	out, doc := render(t, r)
+	if !strings.Contains(out, "Server processes") || !strings.Contains(out, "killed &lt;signal&gt;") {
+		t.Fatalf("table title or escaped cell missing")
+	}
+	var cells []string
+	for _, tbl := range findAll(doc, elem("table", "extra")) {
+		for _, td := range findAll(tbl, elem("td")) {
+			cells = append(cells, text(td))
+		}
+	}
+	if got := strings.Join(cells, "|"); got != "consumer|101|killed <signal>|consumer|102|stopped" {
+		t.Fatalf("cells %q", got)
+	}
+
+	many := Table{Title: "many", Header: []string{"n"}}
+	for i := range MaxTableRows + 3 {
+		many.Rows = append(many.Rows, []string{strconv.Itoa(i)})
+	}
+	out, _ = render(t, &Report{Title: "many rows", Tables: []Table{many}})
+	if !strings.Contains(out, "+3 more rows") {
+		t.Fatal("rows past MaxTableRows are not summarised")
+	}
+
+	for name, bad := range map[string]Table{
+		"no title":   {Header: []string{"a"}},
+		"no header":  {Title: "x"},
+		"short row":  {Title: "x", Header: []string{"a", "b"}, Rows: [][]string{{"1"}}},
+		"wide table": {Title: "x", Header: make([]string, MaxTableCols+1)},
+	} {
+		var b strings.Builder
+		if err := WriteHTML(&b, &Report{Title: "bad", Tables: []Table{bad}}); !errors.Is(err, ErrInvalid) || b.Len() != 0 {
+			t.Errorf("%s: err %v, wrote %d bytes; want ErrInvalid and nothing written", name, err, b.Len())
 		}
 	}
 }

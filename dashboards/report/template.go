@@ -93,7 +93,17 @@ footer{color:#888;font-size:.8em;margin-top:2em}
 {{end}}</tbody>
 </table>{{else}}<p class="empty">no faults injected</p>{{end}}
 </section>
-
+{{range .Tables}}
+<section class="extra">
+<h2>{{.Title}}</h2>
+<table class="extra">
+<thead><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr></thead>
+<tbody>
+{{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</tbody>
+</table>{{if .More}}<p class="more">+{{.More}} more rows</p>{{end}}
+</section>
+{{end}}
 <section id="charts">
 <h2>Charts</h2>
 {{range .Charts}}<figure class="chart" id="{{.ID}}">
