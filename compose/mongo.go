@@ -53,11 +53,24 @@ const embeddedMongoWarning = "MongoDB is embedded FerretDB v1 (SQLite): filtered
 	"(measured 8-265 ops/s on 100-slot buckets); history figures from this run are embedded-backend figures"
 
 // warnLevel passes only warnings and errors to the wrapped handler:
-// FerretDB logs every connection at info.
+// FerretDB logs every connection at info. It also drops FerretDB's dumps of
+// a wire exchange that ended in an error ("Request header: ...",
+// "Response message: ...", logged at warn, several lines each, e.g. for the
+// driver's endSessions, which FerretDB v1 does not know): the client gets
+// that error and reports it itself.
 type warnLevel struct{ slog.Handler }
 
 func (h warnLevel) Enabled(ctx context.Context, l slog.Level) bool {
 	return l >= slog.LevelWarn && h.Handler.Enabled(ctx, l)
+}
+
+func (h warnLevel) Handle(ctx context.Context, r slog.Record) error {
+	for _, p := range [...]string{"Request header:", "Request message:", "Response header:", "Response message:"} {
+		if strings.HasPrefix(r.Message, p) {
+			return nil
+		}
+	}
+	return h.Handler.Handle(ctx, r)
 }
 func (h warnLevel) WithAttrs(a []slog.Attr) slog.Handler { return warnLevel{h.Handler.WithAttrs(a)} }
 func (h warnLevel) WithGroup(n string) slog.Handler      { return warnLevel{h.Handler.WithGroup(n)} }
