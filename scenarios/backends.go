@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"imlab/chaos"
+	"imlab/ref/server"
 )
 
 // proxiedKafka is the run's in-process one-broker kfake cluster. Real is
@@ -112,6 +113,11 @@ func freshDatabase(ctx context.Context, dsn, name string) (string, func(context.
 	if err != nil {
 		return "", nil, fmt.Errorf("%w: mysql dsn: %v", ErrInvalid, err)
 	}
+	c.DBName = name
+	fresh, err := server.MySQLDSN(c.FormatDSN()) // the options every imlab connection uses
+	if err != nil {
+		return "", nil, err
+	}
 	admin := c.Clone()
 	admin.DBName = ""
 	db, err := sql.Open("mysql", admin.FormatDSN())
@@ -122,8 +128,6 @@ func freshDatabase(ctx context.Context, dsn, name string) (string, func(context.
 		db.Close()
 		return "", nil, fmt.Errorf("scenarios: create database %s: %w", name, err)
 	}
-	c.DBName = name
-	c.ParseTime, c.Loc, c.InterpolateParams = true, time.UTC, true
 	drop := func(ctx context.Context) error {
 		defer db.Close()
 		if _, err := db.ExecContext(ctx, "DROP DATABASE IF EXISTS `"+name+"`"); err != nil {
@@ -131,7 +135,7 @@ func freshDatabase(ctx context.Context, dsn, name string) (string, func(context.
 		}
 		return nil
 	}
-	return c.FormatDSN(), drop, nil
+	return fresh, drop, nil
 }
 
 // mongoHost is the host:port of a single-host MongoDB URI.

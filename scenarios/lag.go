@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"imlab/ref/server"
 )
 
 // lagAnswer is the part of GET /v1/lab/lag the runner reads.
@@ -52,7 +54,7 @@ func (r *run) pollLag(ctx context.Context, base time.Time) []LagSample {
 		}
 		if addr == "" {
 			s.Err = "no process running"
-		} else if a, err := fetchLag(ctx, hc, "http://"+addr+lagPath); err != nil {
+		} else if a, err := fetchLag(ctx, hc, "http://"+addr+server.LagPath); err != nil {
 			if ctx.Err() != nil {
 				return out
 			}

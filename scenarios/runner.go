@@ -45,8 +45,6 @@ const (
 	MaxListedIDs = 1000
 	// VerdictFile is the checker's whole verdict in the output directory.
 	VerdictFile = "verdict.json"
-	// lagPath is the server's lag endpoint.
-	lagPath = "/v1/lab/lag"
 )
 
 // Config of the runner (not of a scenario: the file says that).
@@ -481,31 +479,17 @@ func (r *run) startBackends(ctx context.Context) error {
 	return nil
 }
 
-// deletePrefix deletes every key under prefix (never the whole server).
+// deletePrefix deletes every key under prefix, with the same SCAN + UNLINK
+// as the redis_wipe fault (chaos.RedisWipe); an empty prefix deletes
+// nothing (never the whole server).
 func deletePrefix(ctx context.Context, addr, prefix string) error {
 	if prefix == "" {
 		return nil
 	}
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	defer c.Close()
-	it := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-	var batch []string
-	for it.Next(ctx) {
-		batch = append(batch, it.Val())
-		if len(batch) == 1000 {
-			if err := c.Unlink(ctx, batch...).Err(); err != nil {
-				return fmt.Errorf("scenarios: clean redis prefix: %w", err)
-			}
-			batch = batch[:0]
-		}
-	}
-	if err := it.Err(); err != nil {
+	if err := chaos.RedisWipe(c, chaos.RedisWipeConfig{Prefix: prefix}).Inject(ctx); err != nil {
 		return fmt.Errorf("scenarios: clean redis prefix: %w", err)
-	}
-	if len(batch) > 0 {
-		if err := c.Unlink(ctx, batch...).Err(); err != nil {
-			return fmt.Errorf("scenarios: clean redis prefix: %w", err)
-		}
 	}
 	return nil
 }
