@@ -419,7 +419,6 @@ type procSlot struct {
 	spare  *childProc // exec: spawned, not yet begun
 	spares int        // exec: spares still to spawn (stop and kill faults to come)
 	run    int        // index in runs of cur
-	ended  uint64     // truncated pulls of the ended incarnations
 	runs   []ProcessRun
 	notes  []string
 }
@@ -516,7 +515,6 @@ func (s *procSlot) end(ctx context.Context, must bool, how func(incarnation) (en
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.ended += c.truncated
 	r := &s.runs[i]
 	r.EndedAt, r.End, r.State = time.Now().UTC(), end, state
 	r.TruncatedPulls, r.ConsumerRecords = c.truncated, c.consumed
@@ -609,7 +607,11 @@ func (s *procSlot) addr() string {
 // (a killed one: up to the scrape just before its SIGKILL).
 func (s *procSlot) truncatedPulls(ctx context.Context) uint64 {
 	s.mu.Lock()
-	n, inc := s.ended, s.cur
+	var n uint64 // the ended incarnations' (the running one's is 0 until it ends)
+	for _, r := range s.runs {
+		n += r.TruncatedPulls
+	}
+	inc := s.cur
 	s.mu.Unlock()
 	if inc == nil {
 		return n
