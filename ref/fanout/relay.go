@@ -190,7 +190,7 @@ func (r *Relay) relayHolding(ctx context.Context, conn *sql.Conn) error {
 				break
 			}
 			fails++
-			d := min(r.cfg.BackoffMax, time.Duration(1<<min(fails, 10))*10*time.Millisecond)
+			d := r.backoff(fails)
 			r.log.Warn("outbox publish failed", "err", err, "backoff", d)
 			sleepCtx(ctx, d)
 			continue
@@ -205,6 +205,12 @@ func (r *Relay) relayHolding(ctx context.Context, conn *sql.Conn) error {
 		}
 	}
 	return nil
+}
+
+// backoff is the wait after the fails-th failure in a row (a publish, or
+// opening the lock connection): 20 ms doubling, capped at BackoffMax.
+func (r *Relay) backoff(fails int) time.Duration {
+	return min(r.cfg.BackoffMax, time.Duration(1<<min(fails, 10))*10*time.Millisecond)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {
@@ -230,7 +236,7 @@ func (r *Relay) lock(ctx context.Context) (*sql.Conn, error) {
 				return nil, ctx.Err()
 			}
 			fails++
-			d := min(r.cfg.BackoffMax, time.Duration(1<<min(fails, 10))*10*time.Millisecond)
+			d := r.backoff(fails)
 			r.log.Warn("relay lock connection", "err", err, "backoff", d)
 			sleepCtx(ctx, d)
 			continue
