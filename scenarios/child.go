@@ -136,8 +136,8 @@ func validPrefix(p string) error {
 	return nil
 }
 
-// Names the run's Kafka topic, relay lock and MongoDB database get from
-// the run id.
+// Names the run's Kafka topic, relay lock and databases (the fresh MySQL
+// database and the MongoDB one) get from the run id.
 func topicOf(runID string) string     { return "imlab.scn." + runID }
 func relayLockOf(runID string) string { return "imlab_relay_" + runID }
 func databaseOf(runID string) string  { return "imlab_scn_" + runID }

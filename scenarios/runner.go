@@ -418,7 +418,7 @@ func (r *run) startBackends(ctx context.Context) error {
 
 	dsn := cb.MySQLDSN
 	if r.cfg.FreshDatabase {
-		name := "imlab_scn_" + r.id
+		name := databaseOf(r.id)
 		fresh, drop, err := freshDatabase(ctx, dsn, name)
 		if err != nil {
 			return err
