@@ -33,6 +33,7 @@ var subcommands = []func() *cobra.Command{
 	newCheckCmd,
 	newReconcileCmd,
 	newScenarioCmd,
+	newCompareCmd,
 }
 
 func newRootCmd() *cobra.Command {

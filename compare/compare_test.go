@@ -1,0 +1,401 @@
+package compare
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// scen is a synthetic scenario result.
+type scen struct {
+	name          string
+	p99ms         float64
+	ok, fail, unk uint64
+	lost          uint64
+	lagS          *float64 // nil: no lag poll answered
+	passed        bool
+	noVerdict     bool
+	incomplete    bool
+	recovery      map[string]any
+}
+
+func (s scen) json() map[string]any {
+	m := map[string]any{
+		"scenario": s.name, "checks": []map[string]any{{"name": "verdict", "want": "VALID", "got": "VALID", "ok": s.passed}},
+		"spec":     map[string]any{"load": map[string]any{"duration": "10s"}},
+		"passed":   s.passed, "incomplete": s.incomplete,
+	}
+	if !s.noVerdict {
+		m["verdict"] = map[string]any{
+			"valid":    s.lost == 0,
+			"attempts": map[string]uint64{"ok": s.ok, "fail": s.fail, "unknown": s.unk},
+			"latency":  map[string]any{"response": map[string]int64{"count": int64(s.ok), "p50_us": int64(s.p99ms * 500), "p99_us": int64(s.p99ms * 1000), "p999_us": int64(s.p99ms * 1200)}},
+			"findings": map[string]any{"lost": map[string]uint64{"count": s.lost}},
+		}
+	}
+	var lag []map[string]any
+	if s.lagS != nil {
+		lag = append(lag, map[string]any{"t_s": 1, "max_age_s": map[string]float64{"g": *s.lagS}})
+	} else {
+		lag = append(lag, map[string]any{"t_s": 1, "error": "connection refused"})
+	}
+	m["lag_timeline"] = lag
+	if s.recovery != nil {
+		m["recovery"] = s.recovery
+	}
+	return m
+}
+
+func writeJSON(t *testing.T, dir, name string, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func f64(v float64) *float64 { return &v }
+
+// runs writes one result per p99 value and reads them back.
+func runs(t *testing.T, side string, base scen, p99s ...float64) []*Run {
+	t.Helper()
+	dir := t.TempDir()
+	var out []*Run
+	for i, p := range p99s {
+		s := base
+		s.p99ms = p
+		path := writeJSON(t, dir, fmt.Sprintf("%s-%d/result.json", side, i), s.json())
+		r, err := Read(filepath.Dir(path)) // a directory reads its result.json
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func healthy() scen {
+	return scen{name: "smoke", ok: 10000, lagS: f64(0.5), passed: true}
+}
+
+func row(t *testing.T, rep *Report, metric string) Row {
+	t.Helper()
+	for _, r := range rep.Rows {
+		if r.Metric == metric {
+			return r
+		}
+	}
+	t.Fatalf("no row %s in %+v", metric, rep.Rows)
+	return Row{}
+}
+
+func TestClearRegressionIsNoiseTested(t *testing.T) {
+	base := runs(t, "base", healthy(), 100, 103, 98, 101, 99)
+	nw := runs(t, "new", healthy(), 150, 148, 155, 151, 149)
+	rep, err := Compare(base, nw, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := row(t, rep, MAckP99)
+	if r.Verdict != VRegressed || r.Method != MethodUTest || !(r.P < 0.05) {
+		t.Fatalf("ack_p99: %+v", r)
+	}
+	if r.Base != 100 || r.New != 150 {
+		t.Fatalf("medians %v %v", r.Base, r.New)
+	}
+	if !rep.Regressed() || !rep.NoiseRun {
+		t.Fatal("report must be a noise-tested regression")
+	}
+	if row(t, rep, MRate).Verdict != VSame {
+		t.Fatalf("rate identical on both sides: %+v", row(t, rep, MRate))
+	}
+}
+
+// TestNoiseOnly: medians differ by more than the tolerance, but the runs
+// overlap so much that the U test cannot tell them apart: not a regression.
+func TestNoiseOnly(t *testing.T) {
+	base := runs(t, "base", healthy(), 100, 140, 90, 130, 110)
+	nw := runs(t, "new", healthy(), 125, 95, 135, 105, 145)
+	rep, err := Compare(base, nw, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := row(t, rep, MAckP99)
+	if r.Pct < 10 {
+		t.Fatalf("test set-up: medians should differ beyond 10%%: %+v", r)
+	}
+	if r.Verdict != VSame || r.Method != MethodUTest || r.P < 0.05 {
+		t.Fatalf("ack_p99: %+v", r)
+	}
+	if rep.Regressed() {
+		t.Fatal("noise reported as a regression")
+	}
+}
+
+func TestOnePairIsToleranceOnlyAndSaysSo(t *testing.T) {
+	base := runs(t, "base", healthy(), 100)
+	nw := runs(t, "new", healthy(), 115)
+	rep, err := Compare(base, nw, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := row(t, rep, MAckP99)
+	if r.Verdict != VRegressed || r.Method != MethodTolerance || !strings.Contains(r.Note, "no noise test") {
+		t.Fatalf("%+v", r)
+	}
+	var b bytes.Buffer
+	if err := rep.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "no noise test was possible") {
+		t.Fatalf("text must say no noise test was possible:\n%s", b.String())
+	}
+	// A wider tolerance lets the same pair pass.
+	ts, err := ParseTolerances("ack_p99:+20%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err = Compare(base, nw, Options{Tolerances: ts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := row(t, rep, MAckP99); r.Bad() {
+		t.Fatalf("within +20%%: %+v", r)
+	}
+}
+
+func TestThreeRunsAreTooFewForTheUTest(t *testing.T) {
+	base := runs(t, "base", healthy(), 100, 101, 99)
+	nw := runs(t, "new", healthy(), 150, 151, 149)
+	rep, err := Compare(base, nw, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := row(t, rep, MAckP99)
+	if r.Verdict != VRegressed || r.Method != MethodTolerance || !strings.Contains(r.Note, "too few") {
+		t.Fatalf("%+v", r)
+	}
+}
+
+func TestMissingMetricsFailTheGate(t *testing.T) {
+	base := runs(t, "base", healthy(), 100, 100, 100, 100)
+	s := healthy()
+	s.lagS = nil // no lag poll answered: unknown, not zero
+	nw := runs(t, "new", s, 100, 100, 100, 100)
+	rep, err := Compare(base, nw, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := row(t, rep, MLag); r.Verdict != VMissing || !r.Bad() {
+		t.Fatalf("lag: %+v", r)
+	}
+	if !rep.Regressed() {
+		t.Fatal("a metric the new runs did not measure must not pass")
+	}
+	// No checker verdict: findings, latency and outcomes are missing.
+	s = healthy()
+	s.noVerdict = true
+	nw = runs(t, "new", s, 100)
+	rep, err = Compare(base[:1], nw, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{"lost", MAckP99, MRate, MErrors} {
+		if r := row(t, rep, m); r.Verdict != VMissing {
+			t.Fatalf("%s: %+v", m, r)
+		}
+	}
+	// A metric only the new side has is reported, not failed.
+	s = healthy()
+	s.recovery = map[string]any{"lag_s": 3.5, "never": nil}
+	nw = runs(t, "new", s, 100)
+	rep, err = Compare(base[:1], nw, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := row(t, rep, "recovery.lag_s"); r.Verdict != VNew || r.Bad() {
+		t.Fatalf("recovery: %+v", r)
+	}
+	for _, r := range rep.Rows {
+		if r.Metric == "recovery.never" {
+			t.Fatal("a null recovery figure is not measured, not 0")
+		}
+	}
+}
+
+func TestMismatchedScenarios(t *testing.T) {
+	base := runs(t, "base", healthy(), 100)
+	other := healthy()
+	other.name = "burst"
+	nw := runs(t, "new", other, 100)
+	if _, err := Compare(base, nw, Options{}); !errors.Is(err, ErrInput) {
+		t.Fatalf("want ErrInput, got %v", err)
+	}
+	rep, err := Compare(base, nw, Options{AllowMismatch: true})
+	if err != nil || rep.Mismatch == "" {
+		t.Fatalf("allowed mismatch: %v %+v", err, rep)
+	}
+	// Different kinds never compare.
+	dir := t.TempDir()
+	p := writeJSON(t, dir, "summary.json", loadSum(1000, 0, 0, 5000))
+	ld, err := Read(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Compare(base, []*Run{ld}, Options{AllowMismatch: true}); !errors.Is(err, ErrInput) {
+		t.Fatalf("kinds: want ErrInput, got %v", err)
+	}
+}
+
+func TestSafetyFindingIsNeverNoise(t *testing.T) {
+	base := runs(t, "base", healthy(), 100, 100, 100, 100, 100)
+	s := healthy()
+	s.lost = 1
+	nw := runs(t, "new", s, 100, 100, 100, 100, 100)
+	rep, err := Compare(base, nw, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := row(t, rep, "lost"); r.Verdict != VRegressed {
+		t.Fatalf("lost: %+v", r)
+	}
+}
+
+func TestMustHold(t *testing.T) {
+	base := runs(t, "base", healthy(), 100)
+	s := healthy()
+	s.passed = false
+	nw := runs(t, "new", s, 100)
+	rep, err := Compare(base, nw, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := row(t, rep, MPassed); r.Verdict != VFailed {
+		t.Fatalf("passed: %+v", r)
+	}
+	if r := row(t, rep, MVerdict); r.Verdict != VFailed {
+		t.Fatalf("verdict: %+v", r)
+	}
+}
+
+func loadSum(ok, fail, unknown uint64, p99us int64) map[string]any {
+	return map[string]any{
+		"run_id": "x", "shape": "const:1000", "send_via": "http", "duration": "10s", "pacer": map[string]any{"started": ok + fail + unknown},
+		"ok": ok, "fail": fail, "unknown": unknown, "achieved_per_sec": float64(ok+fail+unknown) / 10,
+		"latency": map[string]any{"response": map[string]int64{"count": int64(ok), "p50_us": p99us / 2, "p99_us": p99us, "p999_us": p99us}},
+	}
+}
+
+// TestLoadSummaryRateIsACKed: the rate counts ACKed sends only, so a run
+// whose sends mostly timed out regresses on rate and errors.
+func TestLoadSummaryRateIsACKed(t *testing.T) {
+	dir := t.TempDir()
+	b, err := Read(writeJSON(t, dir, "a/summary.json", loadSum(10000, 0, 0, 5000)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := Read(writeJSON(t, dir, "b/summary.json", loadSum(2000, 0, 8000, 5000)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Metrics[MRate] != 1000 || n.Metrics[MRate] != 200 || n.Metrics[MUnknown] != 0.8 {
+		t.Fatalf("metrics %v %v", b.Metrics, n.Metrics)
+	}
+	rep, err := Compare([]*Run{b}, []*Run{n}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{MRate, MErrors, MUnknown} {
+		if r := row(t, rep, m); r.Verdict != VRegressed {
+			t.Fatalf("%s: %+v", m, r)
+		}
+	}
+	if r := row(t, rep, MAckP99); r.Verdict != VWithin {
+		t.Fatalf("ack: %+v", r)
+	}
+}
+
+func TestReadRejects(t *testing.T) {
+	dir := t.TempDir()
+	for name, content := range map[string]string{
+		"notjson.json": "nope",
+		"other.json":   `{"hello": 1}`,
+		"array.json":   `[1,2]`,
+	} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Read(p); !errors.Is(err, ErrInput) {
+			t.Errorf("%s: want ErrInput, got %v", name, err)
+		}
+	}
+	if _, err := Read(filepath.Join(dir, "absent.json")); !errors.Is(err, ErrInput) {
+		t.Errorf("absent: %v", err)
+	}
+	if _, err := Read(dir); !errors.Is(err, ErrInput) {
+		t.Errorf("dir without a result: %v", err)
+	}
+	s := healthy()
+	s.incomplete = true
+	if _, err := Read(writeJSON(t, dir, "inc/result.json", s.json())); !errors.Is(err, ErrInput) {
+		t.Errorf("incomplete: %v", err)
+	}
+}
+
+func TestParseTolerances(t *testing.T) {
+	ts, err := ParseTolerances("ack_p99:+10%,rate:-5%,recovery:+20%,lag:+500ms,errors:+0.1%,e2e_p99:3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Tolerances{MAckP99: {Rel: 0.1}, MRate: {Rel: 0.05}, MRecovery: {Rel: 0.2}, MLag: {Abs: 0.5}, MErrors: {Abs: 0.001}, ME2EP99: {Abs: 3}}
+	for k, v := range want {
+		if got := ts[k]; fmt.Sprint(got) != fmt.Sprint(v) {
+			t.Errorf("%s: got %+v want %+v", k, got, v)
+		}
+	}
+	d, _ := Lookup("recovery.lag_s")
+	if ts.For(d).Rel != 0.2 {
+		t.Errorf("recovery group tolerance not applied: %+v", ts.For(d))
+	}
+	for _, bad := range []string{"ack_p99:-10%", "rate:+5%", "nosuch:+1%", "ack_p99", "ack_p99:x", "passed:+1%", "ack_p99:+1%,ack_p99:+2%", "lag:-1s"} {
+		if _, err := ParseTolerances(bad); !errors.Is(err, ErrInput) {
+			t.Errorf("%q: want ErrInput, got %v", bad, err)
+		}
+	}
+}
+
+func TestMarkdownAndJUnit(t *testing.T) {
+	base := runs(t, "base", healthy(), 100, 103, 98, 101, 99)
+	nw := runs(t, "new", healthy(), 150, 148, 155, 151, 149)
+	rep, err := Compare(base, nw, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md, ju bytes.Buffer
+	if err := rep.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "| ack_p99 | 100.00ms | 150.00ms | +50.0% |") || !strings.Contains(md.String(), "**REGRESSED**") {
+		t.Fatalf("markdown:\n%s", md.String())
+	}
+	if err := rep.WriteJUnit(&ju); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(ju.String(), `<failure message="ack_p99 REGRESSED`) || !strings.Contains(ju.String(), `failures="3"`) {
+		t.Fatalf("junit:\n%s", ju.String())
+	}
+}

@@ -1,0 +1,311 @@
+package compare
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Kinds of result file.
+const (
+	KindScenario = "scenario" // scenarios' result.json
+	KindLoad     = "load"     // loadgen's summary.json
+	KindCapacity = "capacity" // capacity's result.json
+)
+
+// File names Read looks for in a directory.
+const (
+	resultFile  = "result.json"
+	summaryFile = "summary.json"
+	loadDir     = "load"
+)
+
+// CapacityKind is the "kind" field of a capacity search's result.json.
+const CapacityKind = "imlab-capacity"
+
+// Run is one result file's metrics.
+type Run struct {
+	Path string
+	Kind string
+	// Subject is what was measured (a scenario's name, a load shape, a
+	// capacity target and SLO): runs of different subjects do not compare.
+	Subject string
+	Metrics map[string]float64
+	// Notes say why a metric is absent (not measured).
+	Notes []string
+}
+
+// Read reads one result: a file, or a directory holding result.json or
+// summary.json.
+func Read(path string) (*Run, error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		found := ""
+		for _, n := range []string{resultFile, summaryFile} {
+			if _, err := os.Stat(filepath.Join(path, n)); err == nil {
+				found = filepath.Join(path, n)
+				break
+			}
+		}
+		if found == "" {
+			return nil, fmt.Errorf("%w: %s: no %s or %s in the directory", ErrInput, path, resultFile, summaryFile)
+		}
+		path = found
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInput, err)
+	}
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(b, &probe); err != nil {
+		return nil, fmt.Errorf("%w: %s: not a JSON object: %v", ErrInput, path, err)
+	}
+	run := &Run{Path: path, Metrics: map[string]float64{}}
+	switch {
+	case has(probe, "kind") && string(probe["kind"]) == `"`+CapacityKind+`"`:
+		err = readCapacity(b, run)
+	case has(probe, "scenario") && has(probe, "checks"):
+		err = readScenario(b, run)
+	case has(probe, "run_id") && has(probe, "pacer") && has(probe, "latency"):
+		var s loadSummary
+		if err = json.Unmarshal(b, &s); err == nil {
+			run.Kind, run.Subject = KindLoad, fmt.Sprintf("load %s for %s via %s", s.Shape, s.Duration, s.SendVia)
+			err = s.metrics(run)
+		}
+	default:
+		return nil, fmt.Errorf("%w: %s: not a scenario result.json, a capacity result.json or a load summary.json", ErrInput, path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrInput, path, err)
+	}
+	return run, nil
+}
+
+func has(m map[string]json.RawMessage, k string) bool { _, ok := m[k]; return ok }
+
+func (r *Run) note(format string, a ...any) { r.Notes = append(r.Notes, fmt.Sprintf(format, a...)) }
+
+// quantiles is the JSON of a latency histogram's quantiles (µs), as
+// loadgen and the checker write them.
+type quantiles struct {
+	Count int64 `json:"count"`
+	P50   int64 `json:"p50_us"`
+	P99   int64 `json:"p99_us"`
+	P999  int64 `json:"p999_us"`
+}
+
+// ackQuantiles adds ack_p50/p99/p999 (ms) from the response histogram, or
+// notes that nothing was measured.
+func (r *Run) ackQuantiles(q quantiles, ok bool, what string) {
+	if !ok || q.Count == 0 {
+		r.note("ack latency: no ACKed send measured (%s)", what)
+		return
+	}
+	r.Metrics[MAckP50] = float64(q.P50) / 1000
+	r.Metrics[MAckP99] = float64(q.P99) / 1000
+	r.Metrics[MAckP999] = float64(q.P999) / 1000
+}
+
+// outcomes adds rate, errors and unknown from send outcome counts.
+func (r *Run) outcomes(ok, fail, unknown uint64, seconds float64) {
+	att := ok + fail + unknown
+	if att == 0 {
+		r.note("sends: no attempt recorded")
+		return
+	}
+	r.Metrics[MErrors] = float64(fail+unknown) / float64(att)
+	r.Metrics[MUnknown] = float64(unknown) / float64(att)
+	if seconds > 0 {
+		r.Metrics[MRate] = float64(ok) / seconds
+	} else {
+		r.note("rate: the load's duration is unknown")
+	}
+}
+
+// loadSummary is the part of loadgen's summary.json compared.
+type loadSummary struct {
+	Shape    string               `json:"shape"`
+	SendVia  string               `json:"send_via"`
+	Duration string               `json:"duration"`
+	OK       uint64               `json:"ok"`
+	Fail     uint64               `json:"fail"`
+	Unknown  uint64               `json:"unknown"`
+	Latency  map[string]quantiles `json:"latency"`
+}
+
+func (s loadSummary) metrics(r *Run) error {
+	d, err := time.ParseDuration(s.Duration)
+	if err != nil {
+		return fmt.Errorf("duration %q: %v", s.Duration, err)
+	}
+	// The rate is ACKed sends over the sending phase, not sends started:
+	// a send that timed out carried nothing.
+	r.outcomes(s.OK, s.Fail, s.Unknown, d.Seconds())
+	q, ok := s.Latency["response"]
+	r.ackQuantiles(q, ok, "summary response histogram")
+	if e, ok := s.Latency["end_to_end"]; ok && e.Count > 0 {
+		r.Metrics[ME2EP99] = float64(e.P99) / 1000
+	}
+	return nil
+}
+
+// scenarioResult is the part of a scenario's result.json compared.
+type scenarioResult struct {
+	Scenario string `json:"scenario"`
+	Spec     *struct {
+		Load struct {
+			Duration string `json:"duration"`
+		} `json:"load"`
+	} `json:"spec"`
+	Verdict *struct {
+		Valid    bool                 `json:"valid"`
+		Attempts map[string]uint64    `json:"attempts"`
+		Latency  map[string]quantiles `json:"latency"`
+		Findings map[string]*struct {
+			Count uint64 `json:"count"`
+		} `json:"findings"`
+	} `json:"verdict"`
+	Checks []struct {
+		Name string `json:"name"`
+		OK   bool   `json:"ok"`
+	} `json:"checks"`
+	Lag []struct {
+		MaxAge map[string]float64 `json:"max_age_s"`
+		Err    string             `json:"error"`
+	} `json:"lag_timeline"`
+	RunDir     string                     `json:"run_dir"`
+	Recovery   map[string]json.RawMessage `json:"recovery"`
+	Errors     []string                   `json:"errors"`
+	Incomplete bool                       `json:"incomplete"`
+	Passed     bool                       `json:"passed"`
+}
+
+func readScenario(b []byte, r *Run) error {
+	var s scenarioResult
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	if s.Incomplete {
+		return fmt.Errorf("scenario %s: the run could not be carried out (%s)", s.Scenario, strings.Join(s.Errors, "; "))
+	}
+	r.Kind, r.Subject = KindScenario, "scenario "+s.Scenario
+	if s.Spec != nil && s.Spec.Load.Duration != "" {
+		r.Subject += " for " + s.Spec.Load.Duration
+	}
+	r.Metrics[MPassed] = b2f(s.Passed)
+	for _, c := range s.Checks {
+		if c.Name == "verdict" {
+			r.Metrics[MVerdict] = b2f(c.OK)
+		}
+	}
+	if s.Verdict == nil {
+		r.note("checker: no verdict (findings, ack latency and outcomes not compared)")
+	} else {
+		for _, f := range SafetyFindings {
+			var n uint64
+			if fd := s.Verdict.Findings[f]; fd != nil {
+				n = fd.Count
+			}
+			r.Metrics[f] = float64(n)
+		}
+		q, ok := s.Verdict.Latency["response"]
+		r.ackQuantiles(q, ok, "checker response histogram")
+		if e, ok := s.Verdict.Latency["end_to_end"]; ok && e.Count > 0 {
+			r.Metrics[ME2EP99] = float64(e.P99) / 1000
+		}
+		secs := 0.0
+		if s.Spec != nil {
+			if d, err := time.ParseDuration(s.Spec.Load.Duration); err == nil {
+				secs = d.Seconds()
+			}
+		}
+		a := s.Verdict.Attempts
+		r.outcomes(a["ok"], a["fail"], a["unknown"], secs)
+	}
+	lagMetric(r, s)
+	recoveryMetrics(r, s.Recovery)
+	return nil
+}
+
+// lagMetric is the largest lag age over the answered polls.
+func lagMetric(r *Run, s scenarioResult) {
+	answered, most := 0, 0.0
+	for _, l := range s.Lag {
+		if l.Err != "" || len(l.MaxAge) == 0 {
+			continue
+		}
+		answered++
+		for _, v := range l.MaxAge {
+			most = max(most, v)
+		}
+	}
+	if answered == 0 {
+		r.note("lag: no lag poll answered")
+		return
+	}
+	r.Metrics[MLag] = most
+}
+
+// recoveryMetrics takes every number under the result's "recovery" object
+// (one level of nesting) as recovery.NAME seconds; a null is not measured.
+func recoveryMetrics(r *Run, rec map[string]json.RawMessage) {
+	keys := make([]string, 0, len(rec))
+	for k := range rec {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		var f float64
+		if err := json.Unmarshal(rec[k], &f); err == nil && string(rec[k]) != "null" {
+			r.Metrics[MRecovery+"."+k] = f
+			continue
+		}
+		var inner map[string]json.RawMessage
+		if json.Unmarshal(rec[k], &inner) == nil {
+			for ik, iv := range inner {
+				if json.Unmarshal(iv, &f) == nil && string(iv) != "null" {
+					r.Metrics[MRecovery+"."+k+"."+ik] = f
+				}
+			}
+		}
+	}
+}
+
+// capacityResult is the part of capacity's result.json compared.
+type capacityResult struct {
+	Target      string             `json:"target"`
+	SLO         string             `json:"slo"`
+	Sustainable *float64           `json:"sustainable_per_sec"`
+	Knee        *float64           `json:"knee_per_sec"`
+	Cost        map[string]float64 `json:"cpu_us_per_msg_at_sustainable"`
+}
+
+func readCapacity(b []byte, r *Run) error {
+	var c capacityResult
+	if err := json.Unmarshal(b, &c); err != nil {
+		return err
+	}
+	r.Kind, r.Subject = KindCapacity, "capacity slo "+c.SLO
+	if c.Sustainable == nil {
+		r.note("sustainable rate: no step held the SLO")
+	} else {
+		r.Metrics[MSustainable] = *c.Sustainable
+	}
+	if c.Knee != nil {
+		r.Metrics[MKnee] = *c.Knee
+	}
+	for p, v := range c.Cost {
+		r.Metrics["cpu_us_per_msg."+p] = v
+	}
+	return nil
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
