@@ -17,7 +17,7 @@ const (
 	VFailed    = "FAILED"    // a must-hold metric did not hold in a new run
 	VMissing   = "MISSING"   // the base measured it, no new run did
 	VImproved  = "improved"
-	VSame      = "~"          // the U test cannot tell the sides apart
+	VSame      = "~" // the U test cannot tell the sides apart
 	VWithin    = "within tolerance"
 	VNew       = "new metric" // only the new side measured it
 )

@@ -27,8 +27,8 @@ type scen struct {
 func (s scen) json() map[string]any {
 	m := map[string]any{
 		"scenario": s.name, "checks": []map[string]any{{"name": "verdict", "want": "VALID", "got": "VALID", "ok": s.passed}},
-		"spec":     map[string]any{"load": map[string]any{"duration": "10s"}},
-		"passed":   s.passed, "incomplete": s.incomplete,
+		"spec":   map[string]any{"load": map[string]any{"duration": "10s"}},
+		"passed": s.passed, "incomplete": s.incomplete,
 	}
 	if !s.noVerdict {
 		m["verdict"] = map[string]any{
