@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sort"
 	"sync"
 	"time"
@@ -31,7 +32,11 @@ type PartitionLag struct {
 	Records int64 `json:"records"`
 	// AgeSeconds is now minus the sent_at of the first unprocessed record
 	// (0 when there is none): the age of the oldest unprocessed message.
+	// It is 0 and AgeUnknown is true when records wait but the first of
+	// them could not be read (the probe failed or timed out): a failed
+	// measurement is unknown, never 0.
 	AgeSeconds float64 `json:"age_seconds"`
+	AgeUnknown bool    `json:"age_unknown,omitempty"`
 	// OldestSentAt is that record's sent_at (zero when caught up).
 	OldestSentAt time.Time `json:"oldest_sent_at,omitzero"`
 }
@@ -41,9 +46,15 @@ type PartitionLag struct {
 type LagSnapshot struct {
 	At         time.Time      `json:"at"`
 	Partitions []PartitionLag `json:"partitions"`
-	// MaxAgeSeconds and Records summarise each group.
+	// MaxAgeSeconds and Records summarise each group (MaxAgeSeconds over
+	// the partitions whose age is known).
 	MaxAgeSeconds map[string]float64 `json:"max_age_seconds"`
 	Records       map[string]int64   `json:"records"`
+	// UnknownAge counts, per group, the partitions with records waiting
+	// whose age could not be measured: MaxAgeSeconds of such a group is a
+	// lower bound only. A group whose offsets could not be read at all is
+	// missing from MaxAgeSeconds and named in Errors.
+	UnknownAge map[string]int `json:"unknown_age,omitempty"`
 	// OutboxBacklog is the count of mq_outbox rows with status 0 and
 	// OutboxOldestAgeSeconds the age of the oldest (-1 without a database).
 	OutboxBacklog          int64   `json:"outbox_backlog"`
@@ -51,8 +62,16 @@ type LagSnapshot struct {
 	// OutboxUnconfirmed counts rows published but not confirmed (status 1).
 	OutboxUnconfirmed int64 `json:"outbox_unconfirmed"`
 	// DLQRecords is the number of records in the dead-letter topic.
-	DLQRecords int64    `json:"dlq_records"`
-	Errors     []string `json:"errors,omitempty"`
+	DLQRecords int64 `json:"dlq_records"`
+	// Errors are the parts of the measurement that failed. A snapshot with
+	// errors is not a complete measurement (Complete).
+	Errors []string `json:"errors,omitempty"`
+}
+
+// Complete tells whether every part of the measurement succeeded: no
+// errors and no partition of unknown age.
+func (s LagSnapshot) Complete() bool {
+	return len(s.Errors) == 0 && len(s.UnknownAge) == 0 && !s.At.IsZero()
 }
 
 // MonitorConfig configures a lag Monitor.
@@ -100,6 +119,11 @@ func (c MonitorConfig) Validate() error {
 // behind the end, the record at that offset, whose sent_at the lab wrote.
 // It works from any process (a consumer that is down still has lag), and
 // it is exact up to the consumers' commit interval.
+//
+// The monitor keeps two Kafka clients for its life: the admin client and
+// a direct consumer (no group) that each probe points at the wanted
+// offsets (AddConsumePartitions) and releases afterwards, so a poll opens
+// no new connections. Polls are serialised.
 type Monitor struct {
 	cfg MonitorConfig
 	db  *sql.DB // optional, for the outbox backlog
@@ -107,9 +131,11 @@ type Monitor struct {
 	log *slog.Logger
 	adm *kadm.Client
 	cl  *kgo.Client
+	pc  *kgo.Client // the probe's direct consumer
 
-	mu   sync.Mutex
-	last LagSnapshot
+	pollMu sync.Mutex // one Poll at a time (the probe client's partitions)
+	mu     sync.Mutex
+	last   LagSnapshot
 }
 
 // NewMonitor builds a monitor; db (may be nil) adds the outbox backlog.
@@ -122,15 +148,24 @@ func NewMonitor(cfg MonitorConfig, db *sql.DB, m *Metrics) (*Monitor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fanout: monitor client: %w", err)
 	}
+	pc, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.ClientID("imlab-lag-probe"),
+		kgo.FetchMaxPartitionBytes(64<<10), kgo.FetchMaxWait(100*time.Millisecond))
+	if err != nil {
+		cl.Close()
+		return nil, fmt.Errorf("fanout: monitor probe client: %w", err)
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Monitor{cfg: cfg, db: db, m: m, log: log, adm: kadm.NewClient(cl), cl: cl}, nil
+	return &Monitor{cfg: cfg, db: db, m: m, log: log, adm: kadm.NewClient(cl), cl: cl, pc: pc}, nil
 }
 
-// Close releases the client.
-func (mo *Monitor) Close() { mo.cl.Close() }
+// Close releases the clients.
+func (mo *Monitor) Close() {
+	mo.pc.Close()
+	mo.cl.Close()
+}
 
 // Snapshot returns the latest measurement (zero before the first).
 func (mo *Monitor) Snapshot() LagSnapshot {
@@ -139,12 +174,20 @@ func (mo *Monitor) Snapshot() LagSnapshot {
 	return mo.last
 }
 
+// pollTimeout bounds one Poll of Run: a broker that does not answer makes
+// the measurement fail (and say so) instead of leaving an old snapshot in
+// place.
+func (mo *Monitor) pollTimeout() time.Duration { return mo.cfg.Interval + 2*mo.cfg.ProbeTimeout }
+
 // Run measures every Interval until ctx is done.
 func (mo *Monitor) Run(ctx context.Context) error {
 	t := time.NewTicker(mo.cfg.Interval)
 	defer t.Stop()
 	for {
-		if _, err := mo.Poll(ctx); err != nil && ctx.Err() == nil {
+		pctx, cancel := context.WithTimeout(ctx, mo.pollTimeout())
+		_, err := mo.Poll(pctx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
 			mo.log.Warn("lag measurement failed", "err", err)
 		}
 		select {
@@ -156,7 +199,23 @@ func (mo *Monitor) Run(ctx context.Context) error {
 }
 
 // Poll takes one measurement, stores it as the latest and updates metrics.
+// A measurement that failed as a whole is stored too, with its error and
+// no ages, so that nobody reads the previous one as current.
 func (mo *Monitor) Poll(ctx context.Context) (LagSnapshot, error) {
+	mo.pollMu.Lock()
+	defer mo.pollMu.Unlock()
+	s, err := mo.measure(ctx)
+	if err != nil {
+		s.Errors = append(s.Errors, err.Error())
+	}
+	mo.mu.Lock()
+	mo.last = s
+	mo.mu.Unlock()
+	return s, err
+}
+
+// measure is one measurement (Poll holds pollMu).
+func (mo *Monitor) measure(ctx context.Context) (LagSnapshot, error) {
 	now := time.Now()
 	s := LagSnapshot{At: now.UTC(), MaxAgeSeconds: map[string]float64{}, Records: map[string]int64{}, OutboxOldestAgeSeconds: -1}
 	starts, err := mo.adm.ListStartOffsets(ctx, mo.cfg.Topic, mo.cfg.DLQTopic)
@@ -242,6 +301,8 @@ func (mo *Monitor) Poll(ctx context.Context) (LagSnapshot, error) {
 				if ok {
 					s.Partitions[i].OldestSentAt = ts.UTC()
 					s.Partitions[i].AgeSeconds = max(0, now.Sub(ts).Seconds())
+				} else {
+					s.Partitions[i].AgeUnknown = true
 				}
 			}
 		}
@@ -249,6 +310,12 @@ func (mo *Monitor) Poll(ctx context.Context) (LagSnapshot, error) {
 	for _, pl := range s.Partitions {
 		s.MaxAgeSeconds[pl.Group] = max(s.MaxAgeSeconds[pl.Group], pl.AgeSeconds)
 		s.Records[pl.Group] += pl.Records
+		if pl.AgeUnknown {
+			if s.UnknownAge == nil {
+				s.UnknownAge = map[string]int{}
+			}
+			s.UnknownAge[pl.Group]++
+		}
 	}
 	sort.Slice(s.Partitions, func(i, j int) bool {
 		a, b := s.Partitions[i], s.Partitions[j]
@@ -265,7 +332,11 @@ func (mo *Monitor) Poll(ctx context.Context) (LagSnapshot, error) {
 	}
 
 	for _, pl := range s.Partitions {
-		mo.m.setLag(pl.Group, pl.Topic, pl.Partition, pl.AgeSeconds, pl.Records)
+		age := pl.AgeSeconds
+		if pl.AgeUnknown {
+			age = math.NaN() // unknown, never 0
+		}
+		mo.m.setLag(pl.Group, pl.Topic, pl.Partition, age, pl.Records)
 	}
 	if mo.m != nil {
 		mo.m.DLQRecords.Set(float64(s.DLQRecords))
@@ -274,9 +345,6 @@ func (mo *Monitor) Poll(ctx context.Context) (LagSnapshot, error) {
 			mo.m.OutboxOldest.Set(max(0, s.OutboxOldestAgeSeconds))
 		}
 	}
-	mo.mu.Lock()
-	mo.last = s
-	mo.mu.Unlock()
 	return s, nil
 }
 
@@ -300,16 +368,21 @@ func (mo *Monitor) probe(ctx context.Context, want map[int32]map[int64]bool) (ma
 		}
 	}
 	parts := map[int32]kgo.Offset{}
+	ids := make([]int32, 0, len(lo))
 	for p, o := range lo {
 		parts[p] = kgo.NewOffset().At(o)
+		ids = append(ids, p)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(mo.cfg.Brokers...), kgo.ClientID("imlab-lag-probe"),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{mo.cfg.Topic: parts}),
-		kgo.FetchMaxPartitionBytes(64<<10), kgo.FetchMaxWait(100*time.Millisecond))
-	if err != nil {
-		return nil, fmt.Errorf("fanout: probe client: %w", err)
-	}
-	defer cl.Close()
+	// The probe client consumes exactly these partitions for this probe:
+	// they are released (and resumed) before it returns, so the next probe
+	// starts from its own offsets.
+	cl := mo.pc
+	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{mo.cfg.Topic: parts})
+	defer func() {
+		tps := map[string][]int32{mo.cfg.Topic: ids}
+		cl.RemoveConsumePartitions(tps)
+		cl.ResumeFetchPartitions(tps)
+	}()
 	ctx, cancel := context.WithTimeout(ctx, mo.cfg.ProbeTimeout)
 	defer cancel()
 	out := map[int32]map[int64]time.Time{}

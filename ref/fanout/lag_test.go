@@ -2,11 +2,14 @@ package fanout
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestLagIsAgeOfOldestUnprocessed: with the consumer down, lag per
@@ -78,5 +81,120 @@ func TestLagIsAgeOfOldestUnprocessed(t *testing.T) {
 	})
 	if s.MaxAgeSeconds[cfg.Group] != 0 || s.DLQRecords != 1 {
 		t.Fatalf("after catching up: %+v", s)
+	}
+}
+
+// lagFixture is a private cluster with five records waiting on one
+// partition for a group that never committed, and a monitor of that group.
+func lagFixture(t *testing.T, probeTimeout time.Duration) (*kfake.Cluster, *Monitor, string, int32) {
+	t.Helper()
+	c := newCluster(t)
+	brokers, tp := c.ListenAddrs(), testTopics()
+	ensureTopics(t, brokers, tp)
+	p := testProducer(t, brokers)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conv := uint64(7)
+	var recs []*kgo.Record
+	for i := 0; i < 5; i++ {
+		recs = append(recs, eventRecord(t, tp.Fanout, Event{MsgID: uint64(200 + i), ConvID: conv, ConvSeq: uint64(i + 1),
+			SenderUID: 1, SentAt: time.Now().Add(-30 * time.Second)}))
+	}
+	if err := p.PublishSync(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	mc := DefaultMonitorConfig()
+	group := "lag-" + tp.Fanout
+	mc.Brokers, mc.Topic, mc.DLQTopic, mc.Groups, mc.ProbeTimeout = brokers, tp.Fanout, tp.DLQ, []string{group}, probeTimeout
+	mo, err := NewMonitor(mc, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(mo.Close)
+	return c, mo, group, int32(PartitionOf(conv, DefaultPartitions))
+}
+
+// TestLagProbeTimeoutIsUnknown: when the first unprocessed record cannot
+// be read in time (every Fetch is left unanswered), the partition's age is
+// unknown, not 0, the group counts it in UnknownAge, the snapshot is not
+// Complete and says why.
+func TestLagProbeTimeoutIsUnknown(t *testing.T) {
+	c, mo, group, part := lagFixture(t, 300*time.Millisecond)
+	c.ControlKey(int16(kmsg.Fetch), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		return nil, nil, true // never answered
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := mo.Poll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got *PartitionLag
+	for i := range s.Partitions {
+		if s.Partitions[i].Partition == part {
+			got = &s.Partitions[i]
+		}
+	}
+	if got == nil || got.Records != 5 || !got.AgeUnknown || got.AgeSeconds != 0 {
+		t.Fatalf("partition %d with 5 records waiting and the probe timed out: %+v, want age unknown", part, got)
+	}
+	if s.UnknownAge[group] != 1 || s.Complete() || len(s.Errors) == 0 {
+		t.Fatalf("snapshot: unknown %v, complete %v, errors %v: want 1 unknown, incomplete, an error", s.UnknownAge, s.Complete(), s.Errors)
+	}
+	if last := mo.Snapshot(); last.Complete() || last.UnknownAge[group] != 1 {
+		t.Fatalf("stored snapshot %+v", last)
+	}
+}
+
+// TestLagMonitorKeepsItsClients: successive polls reuse the monitor's
+// clients: after the first poll no new connection is made (no ApiVersions
+// handshake reaches the broker), and every poll still reads the age.
+func TestLagMonitorKeepsItsClients(t *testing.T) {
+	c, mo, group, _ := lagFixture(t, 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if s, err := mo.Poll(ctx); err != nil || !s.Complete() || s.MaxAgeSeconds[group] < 29 {
+		t.Fatalf("first poll: %+v, %v", s, err)
+	}
+	var handshakes atomic.Int64
+	c.ControlKey(int16(kmsg.ApiVersions), func(kmsg.Request) (kmsg.Response, error, bool) {
+		handshakes.Add(1)
+		c.KeepControl()
+		return nil, nil, false // observed only
+	})
+	for i := 0; i < 3; i++ {
+		s, err := mo.Poll(ctx)
+		if err != nil || !s.Complete() || s.MaxAgeSeconds[group] < 29 {
+			t.Fatalf("poll %d: %+v, %v", i+2, s, err)
+		}
+	}
+	if n := handshakes.Load(); n != 0 {
+		t.Fatalf("%d new connections in 3 polls: the monitor must keep its clients", n)
+	}
+}
+
+// TestLagFailedPollReplacesSnapshot: a poll that fails as a whole (the
+// broker gone) stores a snapshot that says so, so that the previous
+// measurement is not served as current.
+func TestLagFailedPollReplacesSnapshot(t *testing.T) {
+	c, mo, group, _ := lagFixture(t, 300*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if s, err := mo.Poll(ctx); err != nil || !s.Complete() {
+		t.Fatalf("first poll: %+v, %v", s, err)
+	}
+	c.Close()
+	pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+	defer pcancel()
+	if _, err := mo.Poll(pctx); err == nil {
+		t.Fatal("poll with the broker gone: no error")
+	}
+	last := mo.Snapshot()
+	if last.Complete() || len(last.Errors) == 0 {
+		t.Fatalf("snapshot after a failed poll: %+v", last)
+	}
+	if _, ok := last.MaxAgeSeconds[group]; ok {
+		t.Fatalf("a failed poll reports an age for %s: %v", group, last.MaxAgeSeconds)
 	}
 }
