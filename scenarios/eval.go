@@ -28,10 +28,22 @@ type Observed struct {
 	AckP99 time.Duration
 	// AchievedPerSec and TargetPerSec (the shape's mean) give the rate ratio.
 	AchievedPerSec, TargetPerSec float64
-	// LagSamples is how many lag polls answered; MaxLagAge the largest
-	// consumer lag age they saw (any group, any partition).
-	LagSamples int
-	MaxLagAge  time.Duration
+	// LagSamples is how many lag polls gave a complete measurement;
+	// MaxLagAge the largest consumer lag age they saw (any group, any
+	// partition). LagUnknown counts the polls that did not (the poll
+	// failed, the monitor reported an error or a partition of unknown age,
+	// its measurement was stale) and LagUnknownWhy is the first reason: an
+	// unknown lag is never read as 0, so it fails max_lag_age.
+	LagSamples    int
+	MaxLagAge     time.Duration
+	LagUnknown    int
+	LagUnknownWhy string
+	// Faults is how many faults the schedule had; FaultMisses says, for
+	// each fault that did not reach its target (its inject failed, it was
+	// never injected, or it affected nothing where it can count) and
+	// whose file entry does not say may_miss, what happened.
+	Faults      int
+	FaultMisses []string
 	// Attempts and Failed (fail + unknown) count sends.
 	Attempts, Failed uint64
 	// TruncatedPulls is how often the servers served a truncated answer.
@@ -103,10 +115,15 @@ func Evaluate(e ExpectSpec, o Observed) []Check {
 			fmt.Sprintf("%.3f (%.0f/s of %.0f/s)", ratio, o.AchievedPerSec, o.TargetPerSec), ratio >= *e.MinRateRatio)
 	}
 	if e.MaxLagAge != nil {
-		if o.LagSamples == 0 {
-			add("max_lag_age", "<= "+e.MaxLagAge.D().String(), "no lag samples", false)
-		} else {
-			add("max_lag_age", "<= "+e.MaxLagAge.D().String(), fmt.Sprintf("%s (%d samples)", o.MaxLagAge.Round(time.Millisecond), o.LagSamples), o.MaxLagAge <= e.MaxLagAge.D())
+		want := "<= " + e.MaxLagAge.D().String()
+		switch {
+		case o.LagUnknown > 0:
+			add("max_lag_age", want, fmt.Sprintf("unknown: %d of %d samples not measured (%s); measured max %s",
+				o.LagUnknown, o.LagUnknown+o.LagSamples, o.LagUnknownWhy, o.MaxLagAge.Round(time.Millisecond)), false)
+		case o.LagSamples == 0:
+			add("max_lag_age", want, "no lag samples", false)
+		default:
+			add("max_lag_age", want, fmt.Sprintf("%s (%d samples)", o.MaxLagAge.Round(time.Millisecond), o.LagSamples), o.MaxLagAge <= e.MaxLagAge.D())
 		}
 	}
 	if e.MaxSendFailRatio != nil {
@@ -119,6 +136,13 @@ func Evaluate(e ExpectSpec, o Observed) []Check {
 	}
 	if e.MinTruncatedPulls != nil {
 		add("min_truncated_pulls", fmt.Sprintf(">= %d", *e.MinTruncatedPulls), fmt.Sprint(o.TruncatedPulls), o.TruncatedPulls >= *e.MinTruncatedPulls)
+	}
+	if o.Faults > 0 {
+		got := fmt.Sprintf("all %d", o.Faults)
+		if len(o.FaultMisses) > 0 {
+			got = strings.Join(o.FaultMisses, "; ")
+		}
+		add("faults_reached", "every fault injected and, where it can count, affecting something", got, len(o.FaultMisses) == 0)
 	}
 	wantDrain := e.DrainComplete == nil || *e.DrainComplete
 	if wantDrain {

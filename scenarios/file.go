@@ -251,6 +251,11 @@ type FaultSpec struct {
 	// By (allocator_rollback): how far every seq counter is set back
 	// (0 or less: the counters are deleted).
 	By int64 `yaml:"by,omitempty" json:"by,omitempty"`
+	// MayMiss lets the fault fail to inject or affect nothing (0 keys,
+	// counters or records changed, for the data faults that count) without
+	// failing the scenario. Default false: a fault that did not reach its
+	// target proves nothing, so the faults_reached check fails.
+	MayMiss bool `yaml:"may_miss,omitempty" json:"may_miss,omitempty"`
 }
 
 // Verdicts an expectation may ask for.

@@ -15,7 +15,9 @@ import (
 
 // lagAnswer is the part of GET /v1/lab/lag the runner reads.
 type lagAnswer struct {
+	At                     time.Time          `json:"at"`
 	MaxAgeSeconds          map[string]float64 `json:"max_age_seconds"`
+	UnknownAge             map[string]int     `json:"unknown_age"`
 	Records                map[string]int64   `json:"records"`
 	OutboxBacklog          int64              `json:"outbox_backlog"`
 	OutboxOldestAgeSeconds float64            `json:"outbox_oldest_age_seconds"`
@@ -25,6 +27,35 @@ type lagAnswer struct {
 
 // maxLagBody bounds a lag answer.
 const maxLagBody = 1 << 20
+
+// LagStale is how old the server's latest measurement may be when the
+// runner reads it: an older one (the monitor is stuck, e.g. on a broker
+// that does not answer) is an unknown sample, not a current one.
+const LagStale = 5 * time.Second
+
+// unknownReason says why an answer is not a measurement of now ("" when
+// it is one): the monitor's own errors, partitions whose age it could not
+// read, a snapshot never taken or too old. A failed measurement is
+// unknown, never 0.
+func (a *lagAnswer) unknownReason(now time.Time) string {
+	var why []string
+	switch {
+	case a.At.IsZero():
+		why = append(why, "not measured yet")
+	case now.Sub(a.At) > LagStale:
+		why = append(why, fmt.Sprintf("the latest measurement is %s old", now.Sub(a.At).Round(time.Second)))
+	}
+	groups := make([]string, 0, len(a.UnknownAge))
+	for g := range a.UnknownAge {
+		groups = append(groups, g)
+	}
+	sort.Strings(groups)
+	for _, g := range groups {
+		why = append(why, fmt.Sprintf("%s: age of %d partitions unknown", g, a.UnknownAge[g]))
+	}
+	why = append(why, a.Errors...)
+	return strings.Join(why, "; ")
+}
 
 // pollLag polls the lag endpoint of the first live process every
 // LagInterval until ctx ends and returns the samples (T relative to base).
@@ -60,6 +91,7 @@ func (r *run) pollLag(ctx context.Context, base time.Time) []LagSample {
 			}
 			s.Err = err.Error()
 		} else {
+			s.Err = a.unknownReason(time.Now())
 			s.MaxAge, s.Records = a.MaxAgeSeconds, a.Records
 			s.OutboxBacklog, s.OutboxOldestAge, s.DLQRecords = a.OutboxBacklog, a.OutboxOldestAgeSeconds, a.DLQRecords
 		}
@@ -97,8 +129,8 @@ func fetchLag(ctx context.Context, hc *http.Client, url string) (*lagAnswer, err
 }
 
 func lagLine(s LagSample) string {
-	if s.Err != "" {
-		return fmt.Sprintf("t=%5.1fs lag: %s", s.T, s.Err)
+	if s.Err != "" && s.MaxAge == nil {
+		return fmt.Sprintf("t=%5.1fs lag: unknown: %s", s.T, s.Err)
 	}
 	groups := make([]string, 0, len(s.MaxAge))
 	for g := range s.MaxAge {
@@ -111,5 +143,8 @@ func lagLine(s LagSample) string {
 		fmt.Fprintf(&b, " %s age=%.2fs records=%d", g, s.MaxAge[g], s.Records[g])
 	}
 	fmt.Fprintf(&b, " outbox=%d (oldest %.2fs) dlq=%d", s.OutboxBacklog, s.OutboxOldestAge, s.DLQRecords)
+	if s.Err != "" {
+		fmt.Fprintf(&b, " (unknown: %s)", s.Err)
+	}
 	return b.String()
 }

@@ -60,7 +60,11 @@ type LagSample struct {
 	OutboxBacklog   int64              `json:"outbox_backlog"`
 	OutboxOldestAge float64            `json:"outbox_oldest_age_s"`
 	DLQRecords      int64              `json:"dlq_records"`
-	Err             string             `json:"error,omitempty"`
+	// Err says why the sample is not a complete measurement (the poll
+	// failed, the monitor reported errors or partitions of unknown age,
+	// its snapshot was stale): such a sample is unknown, and any figures
+	// it carries are lower bounds. "" for a measurement.
+	Err string `json:"error,omitempty"`
 }
 
 // ProcessRun is one incarnation of a server process: from a start to a

@@ -264,3 +264,37 @@ func TestRunConsumerKill(t *testing.T) {
 		t.Fatalf("process log %s: %v", dead.Log, err)
 	}
 }
+
+// TestRunFaultAffectsNothing: an allocator rollback at 0s, before any send
+// made a counter, changes nothing; the run must fail faults_reached (and
+// pass everything else), and pass once the file says may_miss.
+func TestRunFaultAffectsNothing(t *testing.T) {
+	t.Parallel()
+	body := `
+name: rollback-before-anything
+load:
+  rate: const:50
+  duration: 2s
+  users: 20
+  settle: 500ms
+faults:
+  - at: 0s
+    kind: allocator_rollback
+    by: 10
+expect:
+  max_lost: 0
+`
+	f, err := Parse("nothing.yaml", []byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := runFile(t, e2eConfig(t), f)
+	m := byName(res.Checks)
+	if res.Passed || m["faults_reached"].OK || !strings.Contains(m["faults_reached"].Got, "affected nothing") || !m["verdict"].OK {
+		t.Fatalf("a fault that affected nothing: passed=%v\n%s", res.Passed, Table(res.Checks))
+	}
+	f.Faults[0].MayMiss = true
+	if res := runFile(t, e2eConfig(t), f); !res.Passed {
+		t.Fatalf("may_miss: the run failed\n%s", Table(res.Checks))
+	}
+}

@@ -169,6 +169,7 @@ type run struct {
 	px        *chaos.Proxies
 	procs     []*procSlot
 	topic     string
+	reached   []*reach                      // one per fault of the file, in file order
 	stops     []func(context.Context) error // in start order; run in reverse
 }
 
@@ -347,6 +348,7 @@ func (r *run) execute(ctx context.Context) error {
 		return err
 	}
 	obs := observe(v, sum, lag, truncated, lc)
+	obs.Faults, obs.FaultMisses = len(r.reached), faultMisses(r.reached)
 	r.res.Findings = findings(v)
 	slim := *v
 	slim.Findings = nil
@@ -369,6 +371,10 @@ func observe(v *checker.Verdict, sum *loadgen.Summary, lag []LagSample, truncate
 	o.DrainComplete = sum.Drain.Complete
 	for _, s := range lag {
 		if s.Err != "" {
+			if o.LagUnknown == 0 {
+				o.LagUnknownWhy = fmt.Sprintf("t=%.1fs: %s", s.T, s.Err)
+			}
+			o.LagUnknown++
 			continue
 		}
 		o.LagSamples++
@@ -613,7 +619,9 @@ func (r *run) buildSteps() ([]chaos.Step, error) {
 		default:
 			return nil, fmt.Errorf("%w: faults[%d].kind %q", ErrInvalid, i, x.Kind)
 		}
-		steps = append(steps, chaos.Step{At: x.At.D(), For: x.For.D(), Fault: fl})
+		rc := newReach(i, x, fl)
+		r.reached = append(r.reached, rc)
+		steps = append(steps, chaos.Step{At: x.At.D(), For: x.For.D(), Fault: rc})
 	}
 	if err := chaos.ValidateSteps(steps); err != nil {
 		return nil, fmt.Errorf("scenarios: fault schedule: %w", err)

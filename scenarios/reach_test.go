@@ -1,0 +1,118 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"imlab/chaos"
+)
+
+// countingFault is a data fault that reports how much it changed.
+type countingFault struct {
+	n   int64
+	err error
+}
+
+func (f *countingFault) Name() string                 { return "counting" }
+func (f *countingFault) Inject(context.Context) error { return f.err }
+func (f *countingFault) Heal(context.Context) error   { return nil }
+func (f *countingFault) Affected() int64              { return f.n }
+func (f *countingFault) Validate() error              { return nil }
+func plainFault(err error) chaos.Fault {
+	return chaos.Func("plain", func(context.Context) error { return err }, nil)
+}
+func spec(kind string, mayMiss bool) FaultSpec {
+	return FaultSpec{Kind: kind, At: Duration(time.Second), MayMiss: mayMiss}
+}
+func inject(t *testing.T, r *reach) {
+	t.Helper()
+	_ = r.Inject(context.Background())
+}
+
+// TestFaultReach: a fault that affected nothing where it counts, failed to
+// inject or never ran is a miss (unless may_miss); one that reached its
+// target, or cannot count and injected cleanly, is not.
+func TestFaultReach(t *testing.T) {
+	cases := []struct {
+		name string
+		r    *reach
+		run  bool
+		miss string
+	}{
+		{"affected something", newReach(0, spec(KindRedisWipe, false), &countingFault{n: 3}), true, ""},
+		{"affected nothing", newReach(1, spec(KindRedisWipe, false), &countingFault{}), true, "affected nothing"},
+		{"affected nothing, may miss", newReach(2, spec(KindRedisWipe, true), &countingFault{}), true, ""},
+		{"inject failed", newReach(3, spec(KindKill, false), plainFault(errors.New("no such process"))), true, "no such process"},
+		{"inject failed, may miss", newReach(4, spec(KindKill, true), plainFault(errors.New("x"))), true, ""},
+		{"never injected", newReach(5, spec(KindDown, false), plainFault(nil)), false, "never injected"},
+		{"cannot count, injected", newReach(6, spec(KindDown, false), plainFault(nil)), true, ""},
+	}
+	var all []*reach
+	for _, c := range cases {
+		if c.run {
+			inject(t, c.r)
+		}
+		all = append(all, c.r)
+		got := c.r.miss()
+		if (c.miss == "") != (got == "") || !strings.Contains(got, c.miss) {
+			t.Errorf("%s: miss %q, want %q", c.name, got, c.miss)
+		}
+	}
+	if n := len(faultMisses(all)); n != 3 {
+		t.Errorf("%d misses, want 3: %v", n, faultMisses(all))
+	}
+	// The wrapper keeps what the schedule reads: the count, the check.
+	if r := newReach(0, spec(KindRedisWipe, false), &countingFault{n: 9}); r.Affected() != 9 || r.Validate() != nil {
+		t.Error("reach does not pass Affected/Validate through")
+	}
+}
+
+// TestEvaluateRunnerRules: a fault that missed fails faults_reached; an
+// unknown lag sample fails max_lag_age even when every measured sample is
+// within the bound (a failed measurement is unknown, never 0).
+func TestEvaluateRunnerRules(t *testing.T) {
+	e := ExpectSpec{MaxLagAge: dur(5 * time.Second)}
+	good := Observed{Checked: true, Valid: true, LagSamples: 5, MaxLagAge: time.Second, DrainComplete: true, Faults: 2}
+	if cs := Evaluate(e, good); !Passed(cs) || byName(cs)["faults_reached"].Got != "all 2" {
+		t.Fatalf("good run:\n%s", Table(cs))
+	}
+	o := good
+	o.FaultMisses = []string{"faults[0] redis_wipe at 1s: affected nothing (0 keys, counters or records)"}
+	if c := byName(Evaluate(e, o))["faults_reached"]; c.OK || !strings.Contains(c.Got, "affected nothing") {
+		t.Errorf("a fault that affected nothing: %+v", c)
+	}
+	o = good
+	o.LagUnknown, o.LagUnknownWhy = 1, "t=3.0s: imlab-inbox: age of 1 partitions unknown"
+	if c := byName(Evaluate(e, o))["max_lag_age"]; c.OK || !strings.Contains(c.Got, "unknown") {
+		t.Errorf("an unknown lag sample: %+v", c)
+	}
+	o = good
+	o.Faults = 0
+	if _, ok := byName(Evaluate(e, o))["faults_reached"]; ok {
+		t.Error("faults_reached without faults")
+	}
+}
+
+// TestLagAnswerUnknown: the runner reads the monitor's errors, unknown
+// partitions and the age of its snapshot.
+func TestLagAnswerUnknown(t *testing.T) {
+	now := time.Now()
+	for _, c := range []struct {
+		a    lagAnswer
+		want string
+	}{
+		{lagAnswer{At: now}, ""},
+		{lagAnswer{}, "not measured yet"},
+		{lagAnswer{At: now.Add(-time.Minute)}, "old"},
+		{lagAnswer{At: now, UnknownAge: map[string]int{"imlab-inbox": 2}}, "imlab-inbox: age of 2 partitions unknown"},
+		{lagAnswer{At: now, Errors: []string{"fanout: list end offsets: timeout"}}, "list end offsets"},
+	} {
+		got := c.a.unknownReason(now)
+		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+			t.Errorf("%+v: %q, want %q", c.a, got, c.want)
+		}
+	}
+}
