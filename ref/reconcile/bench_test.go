@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"imlab/internal/budget"
 	"imlab/internal/testenv"
 	"imlab/ref/fanout"
 	"imlab/ref/model"
@@ -28,14 +29,18 @@ const ackSenders = 1024
 func BenchmarkSendAck(b *testing.B) {
 	for _, policy := range []string{fanout.PolicyStore, fanout.PolicyOutbox} {
 		b.Run(policy, func(b *testing.B) {
-			p := newPipelineB(b, policy)
+			m := testenv.NewMySQL(b)
+			db, counted := countedDB(b, m.DSN)
+			p := newPipelineOpts(b, policy, pipeOpts{db: db})
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
 			const senders = ackSenders
 			var next atomic.Int64
 			var wg sync.WaitGroup
 			var failed atomic.Int64
+			pid := budget.ServerPID(ctx, m.DB)
 			b.ResetTimer()
+			run := budget.Start(counted, nil, pid)
 			t0 := time.Now()
 			for s := 1; s <= senders; s++ {
 				wg.Add(1)
@@ -57,10 +62,12 @@ func BenchmarkSendAck(b *testing.B) {
 			wg.Wait()
 			el := time.Since(t0)
 			b.StopTimer()
+			res := run.Result(b.N)
 			if f := failed.Load(); f > 0 {
 				b.Fatalf("%d sends failed", f)
 			}
 			b.ReportMetric(float64(b.N)/el.Seconds(), "acks/s")
+			res.Report(b)
 		})
 	}
 }
@@ -77,11 +84,14 @@ func BenchmarkRawContentInsert(b *testing.B) {
 	const rawBatch, rawWorkers = 256, 4
 	for _, policy := range []string{fanout.PolicyStore, fanout.PolicyOutbox} {
 		b.Run(policy, func(b *testing.B) {
-			db := testenv.NewMySQL(b).DB
+			m := testenv.NewMySQL(b)
+			db, counted := countedDB(b, m.DSN)
+			pid := budget.ServerPID(context.Background(), m.DB)
 			var next atomic.Int64
 			errs := make(chan error, rawWorkers)
 			var wg sync.WaitGroup
 			b.ResetTimer()
+			run := budget.Start(counted, nil, pid)
 			t0 := time.Now()
 			for range rawWorkers {
 				wg.Add(1)
@@ -103,13 +113,27 @@ func BenchmarkRawContentInsert(b *testing.B) {
 			wg.Wait()
 			el := time.Since(t0)
 			b.StopTimer()
+			res := run.Result(b.N)
 			close(errs)
 			for err := range errs {
 				b.Fatal(err)
 			}
 			b.ReportMetric(float64(b.N)/el.Seconds(), "msgs/s")
+			res.Report(b)
 		})
 	}
+}
+
+// countedDB opens a pool on dsn whose round trips the budget counts.
+func countedDB(b *testing.B, dsn string) (*sql.DB, *budget.SQL) {
+	db, c, err := budget.OpenMySQL(dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	db.SetMaxOpenConns(64)
+	db.SetMaxIdleConns(64)
+	b.Cleanup(func() { db.Close() })
+	return db, c
 }
 
 // rawContentBatch inserts messages lo+1..lo+n (msg_id = the index; the 1:1

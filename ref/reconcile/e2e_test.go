@@ -62,6 +62,9 @@ type pipeOpts struct {
 	deliveryTimeout time.Duration
 	// recGrace overrides the reconciler's grace period.
 	recGrace time.Duration
+	// db, when set, is the pipeline's MySQL pool (a counted one) instead of
+	// a fresh test database's.
+	db *sql.DB
 }
 
 func newPipelineTB(t testing.TB, policy string) *pipeline {
@@ -80,8 +83,12 @@ func newPipelineOpts(t testing.TB, policy string, o pipeOpts) *pipeline {
 		brokers = c.ListenAddrs()
 	}
 	var err error
+	db := o.db
+	if db == nil {
+		db = testenv.NewMySQL(t).DB
+	}
 	p := &pipeline{t: t, policy: policy, brokers: brokers, tp: fanout.DefaultTopics(),
-		db: testenv.NewMySQL(t).DB, rd: testenv.NewRedis(t), acked: map[uint64][]uint64{},
+		db: db, rd: testenv.NewRedis(t), acked: map[uint64][]uint64{},
 		group: testenv.RandomName("inbox_")}
 	p.tp.Fanout = testenv.RandomName("fan_")
 	p.tp.DLQ = p.tp.Fanout + "_dlq"

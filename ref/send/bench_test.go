@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"imlab/internal/budget"
 	"imlab/internal/testenv"
 	"imlab/ref/inbox"
 	"imlab/ref/model"
@@ -40,14 +41,16 @@ func BenchmarkSendStrict1to1(b *testing.B) {
 		b.Run(kind, func(b *testing.B) {
 			m := testenv.NewMySQL(b)
 			r := testenv.NewRedis(b)
+			db, counted := countedDB(b, m.DSN)
+			rc := budget.CountRedis(r.Client)
 			var alloc seqalloc.Allocator
 			switch kind {
 			case "redis":
 				alloc = seqalloc.NewRedis(r.Client, r.Keys)
 			case "segment":
-				alloc = seqalloc.NewSegment(m.DB, seqalloc.DefaultSegmentConfig())
+				alloc = seqalloc.NewSegment(db, seqalloc.DefaultSegmentConfig())
 			case "segment-warm":
-				seg := seqalloc.NewSegment(m.DB, seqalloc.DefaultSegmentConfig())
+				seg := seqalloc.NewSegment(db, seqalloc.DefaultSegmentConfig())
 				if err := warmSegments(seg, benchUsers); err != nil {
 					b.Fatal(err)
 				}
@@ -63,7 +66,7 @@ func BenchmarkSendStrict1to1(b *testing.B) {
 				b.Fatal(err)
 			}
 			cfg := benchConfig(b)
-			s, err := send.New(context.Background(), cfg, m.DB, w, nil)
+			s, err := send.New(context.Background(), cfg, db, w, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -73,6 +76,7 @@ func BenchmarkSendStrict1to1(b *testing.B) {
 			ctx := context.Background()
 			b.SetParallelism(benchSenders / max(1, runtimeProcs()))
 			b.ResetTimer()
+			run := budget.Start(counted, rc, budget.ServerPID(ctx, m.DB))
 			start := time.Now()
 			b.RunParallel(func(pb *testing.PB) {
 				rng := rand.New(rand.NewPCG(seq.Add(1), 7))
@@ -92,11 +96,35 @@ func BenchmarkSendStrict1to1(b *testing.B) {
 			})
 			el := time.Since(start)
 			b.StopTimer()
+			res := run.Result(b.N)
 			if f := failed.Load(); f > 0 {
 				b.Fatalf("%d sends failed", f)
 			}
 			b.ReportMetric(float64(b.N)/el.Seconds(), "msgs/s")
+			res.Report(b)
+			logBudget(b, res)
 		})
+	}
+}
+
+// countedDB opens a pool on dsn whose round trips the budget counts.
+func countedDB(b *testing.B, dsn string) (*sql.DB, *budget.SQL) {
+	db, c, err := budget.OpenMySQL(dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	db.SetMaxOpenConns(64)
+	db.SetMaxIdleConns(64)
+	b.Cleanup(func() { db.Close() })
+	return db, c
+}
+
+// logBudget writes the statements of a batch by kind to stderr (with -v,
+// or always with IMLAB_BENCH_BUDGET=1).
+func logBudget(b *testing.B, res budget.Result) {
+	if testing.Verbose() || os.Getenv("IMLAB_BENCH_BUDGET") != "" {
+		fmt.Fprintf(os.Stderr, "%s: per batch (%d batches, %.1f msgs each):\n%s", b.Name(), res.Batches,
+			float64(res.Msgs)/float64(max(res.Batches, 1)), res.SQL.Table(res.Batches))
 	}
 }
 
@@ -139,6 +167,7 @@ func benchConfig(b *testing.B) send.Config {
 func BenchmarkRawBatchedInsert(b *testing.B) {
 	const rawBatch, rawWorkers = 256, 4
 	m := testenv.NewMySQL(b)
+	db, counted := countedDB(b, m.DSN)
 	ids, err := msgid.New(1)
 	if err != nil {
 		b.Fatal(err)
@@ -146,6 +175,7 @@ func BenchmarkRawBatchedInsert(b *testing.B) {
 	var next atomic.Int64
 	var seqs [rawWorkers]uint64
 	b.ResetTimer()
+	run := budget.Start(counted, nil, budget.ServerPID(context.Background(), m.DB))
 	start := time.Now()
 	var wg sync.WaitGroup
 	errs := make(chan error, rawWorkers)
@@ -160,7 +190,7 @@ func BenchmarkRawBatchedInsert(b *testing.B) {
 					return
 				}
 				n := int(min(int64(rawBatch), int64(b.N)-lo))
-				if err := rawBatchInsert(m.DB, ids, rng, n, w, &seqs[w]); err != nil {
+				if err := rawBatchInsert(db, ids, rng, n, w, &seqs[w]); err != nil {
 					errs <- err
 					return
 				}
@@ -170,11 +200,13 @@ func BenchmarkRawBatchedInsert(b *testing.B) {
 	wg.Wait()
 	el := time.Since(start)
 	b.StopTimer()
+	res := run.Result(b.N)
 	close(errs)
 	for err := range errs {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(b.N)/el.Seconds(), "msgs/s")
+	res.Report(b)
 }
 
 func rawBatchInsert(db *sql.DB, ids *msgid.Generator, rng *rand.Rand, n, worker int, seq *uint64) error {
