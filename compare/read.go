@@ -59,11 +59,17 @@ func Read(path string) (*Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInput, err)
 	}
+	return Parse(path, b)
+}
+
+// Parse reads one result's JSON; path names it in the report.
+func Parse(path string, b []byte) (*Run, error) {
 	var probe map[string]json.RawMessage
 	if err := json.Unmarshal(b, &probe); err != nil {
 		return nil, fmt.Errorf("%w: %s: not a JSON object: %v", ErrInput, path, err)
 	}
 	run := &Run{Path: path, Metrics: map[string]float64{}}
+	var err error
 	switch {
 	case has(probe, "kind") && string(probe["kind"]) == `"`+CapacityKind+`"`:
 		err = readCapacity(b, run)

@@ -100,7 +100,10 @@
 // GET /v1/lab/lag once a second, heals everything after the load
 // (loadgen.Run includes the settle, the final drain and the witness
 // pulls), runs the checker on the ledger, evaluates every expectation into
-// a Check, and writes the outputs.
+// a Check, and writes the outputs. A file's baseline (or the runner's
+// BaselineDir) adds one more check, "baseline": the run's result compared
+// with a stored result by package compare (one run a side, so by
+// tolerance alone), the comparison itself kept in result.json.
 // Everything it starts is stopped and every goroutine it starts is joined
 // before Run returns, also on error and on cancellation; a run is bounded
 // by its duration + settle + drain timeout + RunMargin.

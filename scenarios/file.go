@@ -102,6 +102,8 @@ type File struct {
 	Load        LoadSpec     `yaml:"load" json:"load"`
 	Faults      []FaultSpec  `yaml:"faults,omitempty" json:"faults,omitempty"`
 	Expect      ExpectSpec   `yaml:"expect" json:"expect"`
+	// Baseline gates the run on a previous result (see BaselineSpec).
+	Baseline *BaselineSpec `yaml:"baseline,omitempty" json:"baseline,omitempty"`
 
 	// Path is where the file was read from (not part of the format).
 	Path string `yaml:"-" json:"path,omitempty"`
@@ -408,6 +410,9 @@ func (f *File) Validate() error {
 		}
 	}
 	if err := f.Expect.validate(); err != nil {
+		return err
+	}
+	if err := f.Baseline.validate(); err != nil {
 		return err
 	}
 	if f.Expect.MaxLagAge != nil && !f.UsesKafka() {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"imlab/compare"
 	"imlab/loadgen/checker"
 )
 
@@ -125,9 +126,11 @@ type Result struct {
 	Verdict    *checker.Verdict `json:"verdict,omitempty"`
 	Findings   []FindingSummary `json:"findings"`
 	Checks     []Check          `json:"checks"`
-	Events     []FaultEvent     `json:"fault_events"`
-	Sends      []SendSecond     `json:"send_timeline"`
-	Lag        []LagSample      `json:"lag_timeline"`
+	// Baseline is the comparison with the baseline result, when gated.
+	Baseline *compare.Report `json:"baseline,omitempty"`
+	Events   []FaultEvent    `json:"fault_events"`
+	Sends    []SendSecond    `json:"send_timeline"`
+	Lag      []LagSample     `json:"lag_timeline"`
 	// Processes are the server processes' incarnations, per process in
 	// file order.
 	Processes []ProcessRun `json:"processes"`

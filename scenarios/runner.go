@@ -83,6 +83,11 @@ type Config struct {
 	// ChildMain's protocol. Empty: this executable with "scenario child"
 	// (imlab's hidden subcommand).
 	ChildCommand []string
+	// BaselineDir holds stored results, one directory per scenario name
+	// (DIR/NAME/result.json): each run is gated on its own, overriding a
+	// file's baseline path (its tolerance still applies); a scenario with
+	// no stored result is noted, not gated.
+	BaselineDir string
 }
 
 // DefaultConfig writes to outDir with a fresh database and Redis prefix.
@@ -231,6 +236,9 @@ func Run(ctx context.Context, cfg Config, f *File) (*Result, error) {
 		r.res.Errors = append([]string{runErr.Error()}, r.res.Errors...)
 	}
 	r.res.Seconds = time.Since(began).Seconds()
+	if !r.res.Incomplete {
+		r.gateBaseline()
+	}
 	r.res.Passed = !r.res.Incomplete && Passed(r.res.Checks)
 	if werr := r.writeOutputs(); werr != nil {
 		return r.res, errors.Join(runErr, werr)

@@ -91,6 +91,7 @@ func newScenarioRunCmd() *cobra.Command {
 		out, mode, dsn, redisAddr, prefix string
 		duration                          time.Duration
 		keep                              bool
+		baselineDir                       string
 	)
 	cmd := &cobra.Command{
 		Use:   "run FILE...",
@@ -127,6 +128,7 @@ all of them.`,
 			base.RedisPrefix = prefix
 			base.KeepData = keep
 			base.Duration = duration
+			base.BaselineDir = baselineDir
 			base.DataDir = lookupEnv(compose.EnvDataDir)
 			base.Progress = w
 			var results []*scenarios.Result
@@ -189,6 +191,7 @@ all of them.`,
 	fl.StringVar(&prefix, "redis-prefix", "", "Redis key prefix of the runs (default a fresh random one per run)")
 	fl.DurationVar(&duration, "duration", 0, "override every file's load duration (fault times scale with it)")
 	fl.BoolVar(&keep, "keep-data", false, "keep the run's database and Redis keys")
+	fl.StringVar(&baselineDir, "baseline-dir", "", "gate each scenario on DIR/NAME/result.json (e.g. main's stored results; the file's baseline tolerance applies; a scenario with none stored is not gated)")
 	fl.String("secret", "", "token signing secret (default $"+envSecret+")")
 	return cmd
 }
