@@ -44,6 +44,9 @@ const (
 	MaxWSConnsPerUser = 16
 	// MaxPipelineConns bounds PipelineConns.
 	MaxPipelineConns = 1024
+	// MaxRunIDLen bounds Config.RunID: "<run id>-<tick>" must fit the
+	// contract's 64-byte client_msg_id.
+	MaxRunIDLen = 40
 )
 
 // DefaultProcs is the GOMAXPROCS imlab load runs the generator with: twice
@@ -143,6 +146,15 @@ type Config struct {
 	Shards       int // ledger shards
 	RunDir       string
 	Seed         uint64
+	// Segment: this process drives one part of the run (see Segment); the
+	// zero value is the whole run.
+	Segment Segment
+	// RunID names the run in every client_msg_id and message body. Empty:
+	// a random id for a whole run; for a segment, one derived from the
+	// run's Fingerprint, so that segments started apart agree (give one
+	// explicitly, unique to the run, when the same flags are run twice
+	// against one server).
+	RunID string
 	// CeilingFor: measure the generator's own ceiling against an in-process
 	// no-op endpoint for this long before the run (0 skips).
 	CeilingFor time.Duration
@@ -232,6 +244,14 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: ack-every and drain timeout must be > 0, settle and ceiling >= 0", ErrInvalid)
 	case c.RunDir == "":
 		return fmt.Errorf("%w: no run directory", ErrInvalid)
+	case len(c.RunID) > MaxRunIDLen || strings.ContainsAny(c.RunID, ": \t\n\"\\"):
+		return fmt.Errorf("%w: run id %q: at most %d characters, no ':', blanks or quotes", ErrInvalid, c.RunID, MaxRunIDLen)
+	}
+	if err := c.Segment.Validate(); err != nil {
+		return err
+	}
+	if !c.Segment.Whole() && c.Segment.Count > p.Users {
+		return fmt.Errorf("%w: %d segments of %d users: every segment needs a user", ErrInvalid, c.Segment.Count, p.Users)
 	}
 	for _, sw := range p.GroupSizes {
 		if sw.Size < 2 || sw.Size > MaxGroupSize || sw.Weight <= 0 {

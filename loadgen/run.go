@@ -68,7 +68,9 @@ type CeilingConfig struct {
 
 // Summary is written to RUN_DIR/summary.json.
 type Summary struct {
-	RunID          string               `json:"run_id"`
+	RunID string `json:"run_id"`
+	// Split: the segment of the run this process drove (1/1: the whole run).
+	Split          SegmentSummary       `json:"split"`
 	Target         string               `json:"target"`
 	Shape          string               `json:"shape"`
 	SendVia        string               `json:"send_via"`
@@ -123,6 +125,9 @@ type runner struct {
 	users  []uint64
 	devs   []*device
 	byUID  map[uint64][]*device
+	// mine are the uids of this segment (all of them for a whole run);
+	// devs holds only their devices, users and byUID the whole population.
+	mine   []uint64
 	groups []group
 	errMu  sync.Mutex
 	errs   []string
@@ -158,13 +163,21 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		}
 		defer sendCl.Close()
 	}
-	var rb [6]byte
-	_, _ = rand.Read(rb[:])
-	r := &runner{cfg: cfg, runID: hex.EncodeToString(rb[:]), cl: cl, sendCl: sendCl, m: newMetrics(16), byUID: map[uint64][]*device{}}
+	runID := cfg.RunID
+	if runID == "" && !cfg.Segment.Whole() {
+		runID = cfg.segmentRunID()
+	}
+	if runID == "" {
+		var rb [6]byte
+		_, _ = rand.Read(rb[:])
+		runID = hex.EncodeToString(rb[:])
+	}
+	r := &runner{cfg: cfg, runID: runID, cl: cl, sendCl: sendCl, m: newMetrics(16), byUID: map[uint64][]*device{}}
 	if err := r.population(); err != nil {
 		return nil, err
 	}
 	sum := &Summary{RunID: r.runID, Target: cfg.Target, Shape: cfg.Shape.String(), SendVia: cfg.SendVia, Duration: cfg.Duration.String(), Latency: map[string]Quantiles{}}
+	r.segmentSummary(sum)
 	sum.Generator = GeneratorSummary{GOMAXPROCS: runtime.GOMAXPROCS(0), CPUs: runtime.NumCPU(), GOGC: gcPercent(), Conns: cfg.Conns,
 		Pipeline: cfg.Pipeline, Workers: cfg.Pacer.Workers, MaxWorkers: cfg.Pacer.MaxWorkers}
 	if cfg.Pipeline > 0 {
@@ -199,6 +212,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 			return nil, fmt.Errorf("loadgen: target not answering on the pipelined pool: %w", err)
 		}
 	}
+	r.estimateClock(sum)
 	r.start = time.Now().Add(100 * time.Millisecond)
 	sum.StartedAt = r.start.UTC()
 	if r.led, err = ledger.Create(cfg.RunDir, r.runID, r.start, cfg.Shards); err != nil {
@@ -223,7 +237,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	repDone := make(chan struct{})
 	go r.report(&live, sum, repStop, repDone)
 
-	st, err := schedule.Run(ctx, cfg.Pacer, schedule.NewIter(cfg.Shape, cfg.Duration), r.start, &live, r.send)
+	st, err := schedule.Run(ctx, cfg.Pacer, r.ticks(), r.start, &live, r.send)
 	if err != nil {
 		close(repStop)
 		<-repDone
@@ -384,6 +398,7 @@ func (r *runner) population() error {
 		sort.Slice(members, func(i, j int) bool { return members[i] < members[j] })
 		r.groups = append(r.groups, group{id: p.GroupBase + uint64(g), members: members})
 	}
+	r.keepSegment()
 	return nil
 }
 
@@ -392,9 +407,12 @@ func (r *runner) createGroups(ctx context.Context) error {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var first error
-	for _, g := range r.groups {
+	for i, g := range r.groups {
 		if ctx.Err() != nil {
 			break
+		}
+		if !r.cfg.Segment.owns(i) {
+			continue // another segment creates it
 		}
 		sem <- struct{}{}
 		wg.Add(1)
@@ -643,8 +661,8 @@ func (r *runner) quiesce(ctx context.Context, deadline time.Time, sum *Summary) 
 func (r *runner) behind(ctx context.Context) (int, error) {
 	var mu sync.Mutex
 	n := 0
-	err := r.forEach(ctx, len(r.users), func(i int) error {
-		uid := r.users[i]
+	err := r.forEach(ctx, len(r.mine), func(i int) error {
+		uid := r.mine[i]
 		from := uint64(1<<64 - 1)
 		for _, d := range r.byUID[uid] {
 			from = min(from, d.chain)
@@ -702,7 +720,7 @@ func (r *runner) witness(ctx context.Context) (uids, errs int) {
 	sem := make(chan struct{}, 32)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	for i, uid := range r.users {
+	for i, uid := range r.mine {
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {

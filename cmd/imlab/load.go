@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,6 +23,7 @@ func newLoadCmd() *cobra.Command {
 	def := loadgen.DefaultConfig("", "", "")
 	var (
 		target, rate, sizes, runDir string
+		segment, claimDir           string
 		check                       bool
 		gogc, procs                 int
 	)
@@ -55,10 +58,16 @@ sine:mean=5000,amp=2000,period=30s`,
 			if err != nil {
 				return err
 			}
+			seg, err := loadSegment(segment, claimDir, os.LookupEnv)
+			if err != nil {
+				return err
+			}
 			if runDir == "" {
 				runDir = filepath.Join("runs", time.Now().UTC().Format("20060102-150405"))
 			}
+			runDir = strings.ReplaceAll(runDir, "{segment}", strconv.Itoa(max(seg.Index, 1)))
 			c := cfg
+			c.Segment = seg
 			c.Target, c.Secret, c.Shape, c.RunDir = target, secret, shape, runDir
 			c.Pop.GroupSizes = gs
 			if c.Pop.Groups == 0 {
@@ -120,13 +129,24 @@ sine:mean=5000,amp=2000,period=30s`,
 	f.IntVar(&cfg.Shards, "shards", def.Shards, "ledger shard files")
 	f.Uint64Var(&cfg.Seed, "seed", def.Seed, "population and traffic seed")
 	f.DurationVar(&cfg.CeilingFor, "ceiling", def.CeilingFor, "measure the generator's own ceiling on a no-op endpoint this long first (0: skip)")
-	f.StringVar(&runDir, "run-dir", "", "where the ledger and summary go (default runs/<UTC time>)")
+	f.StringVar(&runDir, "run-dir", "", "where the ledger and summary go (default runs/<UTC time>); {segment} is replaced by the segment's index")
+	f.StringVar(&segment, "segment", "", "drive one part of the run: i/n (1-based: 2/4 is the second quarter), index/n (i from $"+loadgen.EnvJobIndex+", 0-based, as a Kubernetes Indexed Job sets it) or claim/n (the lowest segment not yet claimed in --claim-dir, for replicas of one compose service); segments 1..n started apart with the same flags offer exactly the whole run's load; judge them together with imlab check DIR...")
+	f.StringVar(&claimDir, "claim-dir", "", "with --segment claim/n: a directory shared by the replicas where each claims its segment")
+	f.StringVar(&cfg.RunID, "run-id", "", "the run's id in every client_msg_id and message body (default: random; for a segment, derived from the seed, shape and population so segments agree: give one unique to the run when the same flags run twice against one server)")
 	f.BoolVar(&check, "check", false, "run the checker afterwards and fail when the run is invalid")
 	return cmd
 }
 
 func printSummary(w interface{ Write([]byte) (int, error) }, s *loadgen.Summary) {
 	fmt.Fprintf(w, "run %s: %s for %s against %s, sends over %s\n", s.RunID, s.Shape, s.Duration, s.Target, s.SendVia)
+	if sp := s.Split; sp.Segment.Count > 1 {
+		fmt.Fprintf(w, "segment %s of run %s (fingerprint %s, seed %d): %d users on host %s\n", sp.Segment, s.RunID, sp.Fingerprint, sp.Seed, sp.Users, sp.Host)
+	}
+	if c := s.Split.Clock; c != nil {
+		fmt.Fprintf(w, "clock offset to the target %s ± %s (%s, %d samples)\n", c.Offset, c.Precision, c.Source, c.Samples)
+	} else if s.Split.ClockError != "" {
+		fmt.Fprintf(w, "clock offset to the target: unknown (%s)\n", s.Split.ClockError)
+	}
 	if s.Ceiling != nil {
 		fmt.Fprintf(w, "generator ceiling (no-op endpoint, same client, over %s): %.0f sends/s\n", s.Ceiling.Via, s.Ceiling.PerSec)
 	}
@@ -181,4 +201,29 @@ func setProcs(n int, warn io.Writer) error {
 	}
 	runtime.GOMAXPROCS(n)
 	return nil
+}
+
+// loadSegment reads --segment (and --claim-dir for claim/n).
+func loadSegment(spec, claimDir string, getenv func(string) (string, bool)) (loadgen.Segment, error) {
+	if spec == "" {
+		if claimDir != "" {
+			return loadgen.Segment{}, fmt.Errorf("--claim-dir goes with --segment claim/n")
+		}
+		return loadgen.Segment{}, nil
+	}
+	seg, err := loadgen.ParseSegment(spec, getenv)
+	if err != nil {
+		return seg, err
+	}
+	if seg.Index != 0 {
+		if claimDir != "" {
+			return loadgen.Segment{}, fmt.Errorf("--claim-dir goes with --segment claim/n, not %s", spec)
+		}
+		return seg, nil
+	}
+	if claimDir == "" {
+		return loadgen.Segment{}, fmt.Errorf("--segment %s needs --claim-dir, a directory the replicas share", spec)
+	}
+	host, _ := os.Hostname()
+	return loadgen.ClaimSegment(claimDir, seg.Count, fmt.Sprintf("%s pid %d", host, os.Getpid()))
 }

@@ -17,6 +17,7 @@ type Iter struct {
 	dur   float64
 	t     float64 // ns from start of the next tick
 	idx   uint64
+	keep  func(idx uint64) bool
 }
 
 // idleStep is how far the iterator moves when the rate is zero.
@@ -27,9 +28,27 @@ func NewIter(shape Shape, dur time.Duration) *Iter {
 	return &Iter{shape: shape, dur: float64(dur)}
 }
 
+// Only makes the iterator yield just the ticks keep accepts, with their
+// indexes and intended times unchanged: a part of a run (an execution
+// segment) sees exactly its ticks of the whole schedule. keep must be
+// deterministic in idx.
+func (it *Iter) Only(keep func(idx uint64) bool) *Iter {
+	it.keep = keep
+	return it
+}
+
 // Next returns the next tick's index (from 1) and intended offset, or
 // ok=false when the run's duration is exhausted.
 func (it *Iter) Next() (idx uint64, at time.Duration, ok bool) {
+	for {
+		idx, at, ok = it.next()
+		if !ok || it.keep == nil || it.keep(idx) {
+			return idx, at, ok
+		}
+	}
+}
+
+func (it *Iter) next() (idx uint64, at time.Duration, ok bool) {
 	for it.t < it.dur {
 		r := it.shape.Rate(time.Duration(it.t))
 		if r <= 0 {

@@ -53,7 +53,8 @@
 //	                      it they answer 501 not_implemented.
 //	GET  /v1/...          Deps.Open routes: unauthenticated GET, empty query, for
 //	                      operational data without user content (ref/server
-//	                      mounts the queue lag snapshot at /v1/lab/lag).
+//	                      mounts the queue lag snapshot at /v1/lab/lag and its
+//	                      wall clock, {"unix_nano"}, at /v1/lab/time).
 //	GET  /v1/ws           WebSocket (see below).
 //	GET  /metrics         Prometheus text of the process registry.
 //	GET  /healthz         200 {"status":"ok"}; 503 {"status":"shutting_down"} once

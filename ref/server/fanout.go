@@ -21,6 +21,15 @@ import (
 // LagPath is where every process serves the lag monitor's snapshot.
 const LagPath = "/v1/lab/lag"
 
+// TimePath is where the api role serves its wall clock, {"unix_nano": N},
+// so that generators on other machines estimate their clock offset to the
+// server (and so to each other) before a split run.
+const TimePath = "/v1/lab/time"
+
+func clockAnswer(context.Context) (any, error) {
+	return map[string]int64{"unix_nano": time.Now().UnixNano()}, nil
+}
+
 // fanoutPart is the process's queue side: the runtime (producer, metrics,
 // policies, role runners) and the lag monitor with its goroutine.
 type fanoutPart struct {

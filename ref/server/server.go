@@ -614,7 +614,8 @@ func StartAPI(ctx context.Context, p *Process) (func(context.Context) error, err
 	if p.hist != nil {
 		deps.Extra = append(deps.Extra, p.historyExtraRoutes()...)
 	}
-	deps.Open = append(deps.Open, api.OpenRoute{Path: LagPath, Name: "lab_lag", Handle: p.lagAnswer})
+	deps.Open = append(deps.Open, api.OpenRoute{Path: LagPath, Name: "lab_lag", Handle: p.lagAnswer},
+		api.OpenRoute{Path: TimePath, Name: "lab_time", Handle: clockAnswer})
 	srv, err := api.New(p.Cfg.API, deps)
 	if err != nil {
 		return nil, fmt.Errorf("api: %w", err)
