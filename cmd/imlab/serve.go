@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"imlab/ref/fanout"
 	"imlab/ref/model"
+	"imlab/ref/msgid"
 	"imlab/ref/server"
 )
 
@@ -29,6 +31,7 @@ func addServeFlags(cmd *cobra.Command, backendsDefault string) {
 	f.String("policy", "strict", "ack policy: strict, store, outbox or queue ($"+envPolicy+"). "+fanout.UnsafeWarning)
 	f.String("role", server.RoleAll, "roles to run, comma-separated: api, relay, consumer, history, reconciler, or all ($"+envRoles+")")
 	f.Uint16("node", 0, "msg_id node 0..1023; processes sharing a database need distinct nodes")
+	f.Int("node-from-ordinal", -1, "msg_id node = this base + the ordinal that ends the host name (NAME-K, as a Kubernetes StatefulSet names its pods), so replicas get distinct nodes; -1: off, use --node")
 	f.Bool("migrate", true, "apply schema migrations at start")
 	f.String("redis-prefix", "", "prefix for every Redis key (labs sharing one Redis)")
 	f.Duration("shutdown-timeout", 30*time.Second, "bound on the graceful stop")
@@ -57,6 +60,14 @@ func serveConfig(cmd *cobra.Command, secret string) (server.Config, error) {
 	cfg.Send.Policy = fromEnv(f, "policy", envPolicy)
 	cfg.Roles = splitList(fromEnv(f, "role", envRoles))
 	node, _ := f.GetUint16("node")
+	if base, _ := f.GetInt("node-from-ordinal"); base >= 0 {
+		host, _ := os.Hostname()
+		n, err := nodeFromOrdinal(base, host)
+		if err != nil {
+			return cfg, err
+		}
+		node = n
+	}
 	cfg.Send.Node = node
 	cfg.Migrate, _ = f.GetBool("migrate")
 	cfg.Redis.KeyPrefix, _ = f.GetString("redis-prefix")
@@ -162,4 +173,18 @@ func reachable(a net.Addr) string {
 		host = "127.0.0.1"
 	}
 	return net.JoinHostPort(host, port)
+}
+
+// nodeFromOrdinal is base plus the ordinal K that ends host ("imlab-api-2":
+// 2), refused when host has no ordinal or the node leaves 0..MaxNode.
+func nodeFromOrdinal(base int, host string) (uint16, error) {
+	i := strings.LastIndexByte(host, '-')
+	k, err := strconv.Atoi(host[i+1:])
+	if i < 0 || err != nil || k < 0 {
+		return 0, fmt.Errorf("%w: --node-from-ordinal: host name %q does not end in -ORDINAL (a StatefulSet pod's does)", model.ErrInvalid, host)
+	}
+	if n := base + k; n <= msgid.MaxNode {
+		return uint16(n), nil
+	}
+	return 0, fmt.Errorf("%w: --node-from-ordinal %d + ordinal %d is past the largest msg_id node %d", model.ErrInvalid, base, k, msgid.MaxNode)
 }
