@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -15,43 +17,116 @@ import (
 // errInvalidRun makes `imlab check` exit non-zero.
 var errInvalidRun = errors.New("run is INVALID")
 
-// newCheckCmd is `imlab check RUN_DIR`: the verdict of a load run.
+// newCheckCmd is `imlab check RUN_DIR...`: the verdict of a load run, or of
+// the segments of one split run judged together.
 func newCheckCmd() *cobra.Command {
-	var asJSON bool
+	var (
+		asJSON, partial bool
+		wait            time.Duration
+		out             string
+	)
 	cmd := &cobra.Command{
-		Use:   "check RUN_DIR",
+		Use:   "check RUN_DIR...",
 		Short: "Judge a load run's ledger: ok, lost, duplicated, unexpected, recovered, reordered, skipped",
 		Long: `Reads RUN_DIR/ledger-*.bin, prints the verdict table, writes RUN_DIR/verdict.json and
-exits non-zero when the run is invalid (valid iff lost = unexpected = skipped = 0).`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return runCheck(cmd, args[0], asJSON) },
+exits non-zero when the run is invalid (valid iff lost = unexpected = skipped = 0).
+
+With several directories (the segments of one run, imlab load --segment i/n), their ledgers
+are judged together as if one generator had run: every record on one time base (each
+segment's start corrected by its clock offset to the target), latency histograms built from
+every record, findings listed once; the verdict goes to --out (default: verdict.json in the
+directories' common parent). Directories of different runs, two of one segment or a missing
+segment are refused (--partial judges the segments there are, and says so).`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runCheckDirs(cmd, args, checkOpts{json: asJSON, partial: partial, wait: wait, out: out})
+		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the verdict as JSON instead of a table")
+	cmd.Flags().BoolVar(&partial, "partial", false, "judge the segments given even when some of the run's segments are missing")
+	cmd.Flags().DurationVar(&wait, "wait", 0, "wait up to this long for every RUN_DIR's summary.json (segments still running), then judge")
+	cmd.Flags().StringVar(&out, "out", "", "where verdict.json goes (default: RUN_DIR/verdict.json; with several directories, their common parent)")
 	return cmd
 }
 
+type checkOpts struct {
+	json, partial bool
+	wait          time.Duration
+	out           string
+}
+
+// maxCheckWait bounds --wait.
+const maxCheckWait = 24 * time.Hour
+
 func runCheck(cmd *cobra.Command, dir string, asJSON bool) error {
-	v, err := checker.Check(dir)
+	return runCheckDirs(cmd, []string{dir}, checkOpts{json: asJSON})
+}
+
+func runCheckDirs(cmd *cobra.Command, dirs []string, o checkOpts) error {
+	out := cmd.OutOrStdout()
+	if o.wait < 0 || o.wait > maxCheckWait {
+		return fmt.Errorf("--wait %s: want 0..%s", o.wait, maxCheckWait)
+	}
+	if o.wait > 0 {
+		missing, err := loadgen.WaitForSummaries(cmd.Context(), dirs, o.wait, time.Second)
+		if err != nil {
+			return err
+		}
+		if len(missing) > 0 && !o.partial {
+			return fmt.Errorf("check: after %s these run directories still have no summary (their generators have not finished): %v", o.wait, missing)
+		}
+		dirs = slices.DeleteFunc(slices.Clone(dirs), func(d string) bool { return slices.Contains(missing, d) })
+		if len(dirs) == 0 {
+			return fmt.Errorf("check: no run directory has a summary after %s", o.wait)
+		}
+	}
+	srcs := []checker.Source{{Dir: dirs[0]}}
+	var plan *loadgen.MergePlan
+	if len(dirs) > 1 {
+		var err error
+		if plan, err = loadgen.PlanMerge(dirs, o.partial); err != nil {
+			return err
+		}
+		srcs = srcs[:0]
+		for _, s := range plan.Sources {
+			srcs = append(srcs, checker.Source{Dir: s.Dir, Shift: s.Shift})
+		}
+	}
+	v, err := checker.CheckSources(srcs)
 	if err != nil {
 		return err
 	}
-	out := cmd.OutOrStdout()
-	if s, err := loadgen.ReadSummary(dir); err == nil {
-		if s.Ceiling != nil {
+	if plan != nil {
+		fmt.Fprintf(out, "run %s: %d of %d segments judged together (fingerprint %s)\n", plan.RunID, len(plan.Sources), plan.Count, plan.Fingerprint)
+		for _, s := range plan.Sources {
+			fmt.Fprintf(out, "  segment %s: %s, shifted %s\n", s.Segment, s.Dir, s.Shift)
+		}
+		v.Warnings = append(v.Warnings, plan.Notes...)
+	}
+	for _, d := range dirs {
+		s, err := loadgen.ReadSummary(d)
+		if err != nil {
+			continue
+		}
+		if s.Ceiling != nil && len(dirs) == 1 {
 			fmt.Fprintf(out, "generator ceiling (no-op endpoint): %.0f sends/s; achieved %.0f sends/s\n", s.Ceiling.PerSec, s.AchievedPerSec)
 		}
 		if !s.Drain.Complete {
-			v.Warnings = append(v.Warnings, "the run's final drain did not complete: lost may include messages still in flight")
+			v.Warnings = append(v.Warnings, d+": the run's final drain did not complete: lost may include messages still in flight")
 		}
 	}
-	if asJSON {
+	if o.json {
 		if err := v.WriteJSON(out); err != nil {
 			return err
 		}
 	} else {
 		v.WriteTable(out)
 	}
-	f, err := os.Create(filepath.Join(dir, "verdict.json"))
+	path, err := verdictPath(dirs, o.out)
+	if err != nil {
+		return err
+	}
+	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("check: %w", err)
 	}
@@ -59,8 +134,29 @@ func runCheck(cmd *cobra.Command, dir string, asJSON bool) error {
 	if err := errors.Join(werr, f.Close()); err != nil {
 		return fmt.Errorf("check: %w", err)
 	}
+	if len(dirs) > 1 {
+		fmt.Fprintf(out, "verdict written to %s\n", path)
+	}
 	if !v.Valid {
 		return errInvalidRun
 	}
 	return nil
+}
+
+// verdictPath: --out, else RUN_DIR/verdict.json, else (several directories)
+// verdict.json in their common parent.
+func verdictPath(dirs []string, out string) (string, error) {
+	if out != "" {
+		return out, nil
+	}
+	if len(dirs) == 1 {
+		return filepath.Join(dirs[0], "verdict.json"), nil
+	}
+	parent := filepath.Dir(filepath.Clean(dirs[0]))
+	for _, d := range dirs[1:] {
+		if filepath.Dir(filepath.Clean(d)) != parent {
+			return "", fmt.Errorf("check: the run directories have no common parent for verdict.json: give --out")
+		}
+	}
+	return filepath.Join(parent, "verdict.json"), nil
 }

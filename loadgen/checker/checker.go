@@ -134,20 +134,41 @@ type devState struct {
 }
 
 // Check reads the ledger in dir and returns the verdict.
-func Check(dir string) (*Verdict, error) {
+func Check(dir string) (*Verdict, error) { return CheckSources([]Source{{Dir: dir}}) }
+
+// Source is one run directory to judge and the shift that puts its times on
+// the common time base (0 for a single run).
+type Source struct {
+	Dir   string
+	Shift time.Duration
+}
+
+// CheckSources judges the ledgers of several run directories (the segments
+// of one split run) as one run: their records are read as if one
+// generator had written them, each moved by its Shift, and the latency
+// histograms are built from every record, never from the segments'
+// percentiles.
+func CheckSources(srcs []Source) (*Verdict, error) {
 	c := newCollector()
-	infos, err := ledger.ReadDir(dir, func(_ int, r *ledger.Record) error { return c.add(r) })
-	if err != nil {
-		return nil, err
+	var infos []ledger.ShardInfo
+	for _, src := range srcs {
+		in, err := ledger.ReadDir(src.Dir, func(_ int, r *ledger.Record) error { r.Shift(src.Shift); return c.add(r) })
+		infos = append(infos, in...)
+		if err != nil {
+			return nil, err
+		}
 	}
 	// Second pass: deliveries, now that every ACK and member is known.
-	if _, err := ledger.ReadDir(dir, func(_ int, r *ledger.Record) error {
-		if r.Kind == ledger.KindDelivery {
-			c.delivery(&r.Delivery)
+	for _, src := range srcs {
+		if _, err := ledger.ReadDir(src.Dir, func(_ int, r *ledger.Record) error {
+			if r.Kind == ledger.KindDelivery {
+				r.Shift(src.Shift)
+				c.delivery(&r.Delivery)
+			}
+			return nil
+		}); err != nil {
+			return nil, err
 		}
-		return nil
-	}); err != nil {
-		return nil, err
 	}
 	v := c.verdict()
 	for _, in := range infos {
