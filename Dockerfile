@@ -12,6 +12,9 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends curl ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/imlab /usr/local/bin/imlab
+# /results: the load generators' run directories (a named volume copies
+# this ownership), writable by the unprivileged user.
+RUN mkdir -p /results && chown nobody:nogroup /results
 USER nobody
 EXPOSE 8080
 ENTRYPOINT ["/usr/local/bin/imlab"]

@@ -44,7 +44,7 @@ type toxiProxy struct {
 	Enabled  bool   `json:"enabled"`
 }
 
-var roleNames = []string{"api", "relay", "consumer", "reconciler"}
+var roleNames = []string{"api", "relay", "consumer", "history", "reconciler"}
 
 func loadCompose(t *testing.T) composeFile {
 	t.Helper()

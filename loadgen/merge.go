@@ -146,3 +146,37 @@ func WaitForSummaries(ctx context.Context, dirs []string, wait, poll time.Durati
 		}
 	}
 }
+
+// SegmentDirs lists the run directories below root (root/*/summary.json),
+// waiting up to wait until as many as the run has segments are there (the
+// count comes from the first summary found). It returns what it found when
+// the time is up; the caller's PlanMerge then names what is missing.
+func SegmentDirs(ctx context.Context, root string, wait, poll time.Duration) ([]string, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		sums, err := filepath.Glob(filepath.Join(root, "*", SummaryFile))
+		if err != nil {
+			return nil, fmt.Errorf("loadgen: %w", err)
+		}
+		var dirs []string
+		want := 0
+		for _, p := range sums {
+			d := filepath.Dir(p)
+			dirs = append(dirs, d)
+			if s, err := ReadSummary(d); err == nil && want == 0 {
+				want = max(s.Split.Segment.Count, 1)
+			}
+		}
+		if (want > 0 && len(dirs) >= want) || !time.Now().Before(deadline) {
+			if len(dirs) == 0 {
+				return nil, fmt.Errorf("%w: no run directory with a %s below %s", ErrInvalid, SummaryFile, root)
+			}
+			return dirs, nil
+		}
+		select {
+		case <-ctx.Done():
+			return dirs, ctx.Err()
+		case <-time.After(min(poll, time.Until(deadline))):
+		}
+	}
+}

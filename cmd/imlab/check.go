@@ -23,7 +23,7 @@ func newCheckCmd() *cobra.Command {
 	var (
 		asJSON, partial bool
 		wait            time.Duration
-		out             string
+		out, under      string
 	)
 	cmd := &cobra.Command{
 		Use:   "check RUN_DIR...",
@@ -37,11 +37,30 @@ segment's start corrected by its clock offset to the target), latency histograms
 every record, findings listed once; the verdict goes to --out (default: verdict.json in the
 directories' common parent). Directories of different runs, two of one segment or a missing
 segment are refused (--partial judges the segments there are, and says so).`,
-		Args: cobra.MinimumNArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if (len(args) == 0) == (under == "") {
+				return fmt.Errorf("check: give RUN_DIR... or --segments-in DIR, one of the two")
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if under != "" {
+				if wait < 0 || wait > maxCheckWait {
+					return fmt.Errorf("--wait %s: want 0..%s", wait, maxCheckWait)
+				}
+				dirs, err := loadgen.SegmentDirs(cmd.Context(), under, wait, time.Second)
+				if err != nil {
+					return err
+				}
+				args, wait = dirs, 0
+				if out == "" {
+					out = filepath.Join(under, "verdict.json")
+				}
+			}
 			return runCheckDirs(cmd, args, checkOpts{json: asJSON, partial: partial, wait: wait, out: out})
 		},
 	}
+	cmd.Flags().StringVar(&under, "segments-in", "", "judge every run directory below DIR (DIR/*/summary.json) as the segments of one run, waiting (--wait) until the run's segment count is there")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the verdict as JSON instead of a table")
 	cmd.Flags().BoolVar(&partial, "partial", false, "judge the segments given even when some of the run's segments are missing")
 	cmd.Flags().DurationVar(&wait, "wait", 0, "wait up to this long for every RUN_DIR's summary.json (segments still running), then judge")
@@ -82,7 +101,7 @@ func runCheckDirs(cmd *cobra.Command, dirs []string, o checkOpts) error {
 	}
 	srcs := []checker.Source{{Dir: dirs[0]}}
 	var plan *loadgen.MergePlan
-	if len(dirs) > 1 {
+	if len(dirs) > 1 || isSegment(dirs[0]) {
 		var err error
 		if plan, err = loadgen.PlanMerge(dirs, o.partial); err != nil {
 			return err
@@ -159,4 +178,10 @@ func verdictPath(dirs []string, out string) (string, error) {
 		}
 	}
 	return filepath.Join(parent, "verdict.json"), nil
+}
+
+// isSegment tells whether dir holds one segment of a split run.
+func isSegment(dir string) bool {
+	s, err := loadgen.ReadSummary(dir)
+	return err == nil && s.Split.Segment.Count > 1
 }

@@ -15,6 +15,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	yamlv3 "gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
@@ -484,5 +485,71 @@ func (o *k8sObjects) checkLoadAndCheckJobs(t *testing.T) {
 	}
 	if pvc := o.pvcs[mount(load)]; pvc != nil && !slices.Contains(pvc.Spec.AccessModes, corev1.ReadWriteMany) {
 		t.Errorf("claim %s: segments on several nodes need ReadWriteMany", pvc.Name)
+	}
+}
+
+// TestComposeLoadSplit: the compose file's split load (replicas of one
+// service claiming segments) and its merged check run real imlab commands
+// with real flags once compose has put in the variables' defaults, share
+// the results volume, and the check reads where the segments write; every
+// role service's command parses too.
+func TestComposeLoadSplit(t *testing.T) {
+	b, err := os.ReadFile("../../compose/docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Services map[string]struct {
+			Command  []string `yaml:"command"`
+			Volumes  []string `yaml:"volumes"`
+			Profiles []string `yaml:"profiles"`
+		} `yaml:"services"`
+		Volumes map[string]any `yaml:"volumes"`
+	}
+	if err := yamlv3.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	defaults := regexp.MustCompile(`\$\{[A-Z_]+:-([^}]*)\}`)
+	expand := func(args []string) []string {
+		out := make([]string, len(args))
+		for i, a := range args {
+			out[i] = defaults.ReplaceAllString(a, "$1")
+		}
+		return out
+	}
+	for name, s := range f.Services {
+		if len(s.Command) > 0 && (s.Command[0] == "ref" || s.Command[0] == "load" || s.Command[0] == "check") {
+			checkCommand(t, "compose "+name, expand(s.Command))
+		}
+	}
+	load, check := f.Services["loadgen"], f.Services["check"]
+	if !slices.Contains(load.Profiles, "load") || !slices.Contains(check.Profiles, "load") {
+		t.Error("loadgen and check must be in the load profile, apart from a plain up")
+	}
+	la, ca := expand(load.Command), expand(check.Command)
+	seg, _ := flagValue(la, "segment")
+	if !strings.HasPrefix(seg, "claim/") {
+		t.Errorf("loadgen --segment %q: replicas of one service claim their segment (claim/N)", seg)
+	}
+	runDir, _ := flagValue(la, "run-dir")
+	claims, _ := flagValue(la, "claim-dir")
+	under, _ := flagValue(ca, "segments-in")
+	if !strings.Contains(runDir, "{segment}") || filepath.Dir(runDir) != under || filepath.Dir(claims) != under {
+		t.Errorf("loadgen writes %s (claims in %s), check reads below %s", runDir, claims, under)
+	}
+	if _, ok := flagValue(ca, "wait"); !ok {
+		t.Error("check: no --wait")
+	}
+	vol := func(vs []string) string {
+		for _, v := range vs {
+			if src, dst, ok := strings.Cut(v, ":"); ok && strings.HasPrefix(under, dst) {
+				return src
+			}
+		}
+		return ""
+	}
+	v := vol(load.Volumes)
+	if _, named := f.Volumes[v]; v == "" || v != vol(check.Volumes) || !named {
+		t.Errorf("loadgen and check do not share a named volume at %s: %v vs %v", under, load.Volumes, check.Volumes)
 	}
 }
