@@ -3,7 +3,10 @@
 # benchmark shares the cores with another) against the real MariaDB and Redis
 # on this machine, and writes everything to runs/bench-<UTC time>.txt.
 # Each benchmark runs its reference (raw INSERTs, raw kfake consume, raw SQL,
-# vegeta, one-document-per-message) in the same run, so compare ratios.
+# vegeta, one-document-per-message, the in-process service beside HTTP, the
+# uniform case beside hot inboxes) in the same run, so compare ratios. The
+# send and ack benchmarks also report the per-batch budget (rt/batch,
+# stmts/msg, msgs/batch, redis-rt/batch, go-µs/msg, db-µs/msg).
 #
 #   scripts/bench.sh            # all
 #   scripts/bench.sh send pull  # only the named groups
@@ -14,7 +17,9 @@ out="runs/bench-$(date -u +%Y%m%dT%H%M%SZ).txt"
 
 declare -A groups=(
 	[send]="./ref/send/|BenchmarkSendStrict1to1|BenchmarkRawBatchedInsert|-benchtime=40000x -count=3"
-	[ack]="./ref/reconcile/|BenchmarkSendAck|BenchmarkRawContentInsert|-benchtime=100000x -count=2"
+	[hot]="./ref/send/|BenchmarkSendStrictHot||-benchtime=20000x -count=3"
+	[ack]="./ref/reconcile/|BenchmarkSendAck|BenchmarkRawContentInsert|-benchtime=100000x -count=3"
+	[e2e]="./ref/server/|BenchmarkE2ESend1to1||-benchtime=20000x -count=3"
 	[fanout]="./ref/fanout/|BenchmarkFanout||-benchtime=20000x -count=2"
 	[pull]="./ref/pull/|BenchmarkPull||-benchtime=2s -count=2"
 	[history]="./ref/history/|BenchmarkHistory||-benchtime=2s -count=1"
@@ -22,7 +27,7 @@ declare -A groups=(
 	[api]="./ref/api/|BenchmarkAPI||-benchtime=2s -count=2"
 	[compose]="./compose/|BenchmarkInsertOfflineMsg||-benchtime=200x -count=1"
 )
-order=(send ack fanout pull history loadgen api compose)
+order=(send hot ack e2e fanout pull history loadgen api compose)
 [ $# -gt 0 ] && order=("$@")
 
 {

@@ -38,73 +38,95 @@ const benchSenders = 512
 // before the timer starts.
 func BenchmarkSendStrict1to1(b *testing.B) {
 	for _, kind := range []string{"redis", "segment", "segment-warm"} {
-		b.Run(kind, func(b *testing.B) {
-			m := testenv.NewMySQL(b)
-			r := testenv.NewRedis(b)
-			db, counted := countedDB(b, m.DSN)
-			rc := budget.CountRedis(r.Client)
-			var alloc seqalloc.Allocator
-			switch kind {
-			case "redis":
-				alloc = seqalloc.NewRedis(r.Client, r.Keys)
-			case "segment":
-				alloc = seqalloc.NewSegment(db, seqalloc.DefaultSegmentConfig())
-			case "segment-warm":
-				seg := seqalloc.NewSegment(db, seqalloc.DefaultSegmentConfig())
-				if err := warmSegments(seg, benchUsers); err != nil {
-					b.Fatal(err)
-				}
-				alloc = seg
-			}
-			w, err := inbox.NewWriter(alloc, inbox.DefaultConfig(), nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			// Steady state: the users exist (their fence rows do); their
-			// conversations and inbox rows do not.
-			if err := createFenceRows(m.DB, benchUsers); err != nil {
-				b.Fatal(err)
-			}
-			cfg := benchConfig(b)
-			s, err := send.New(context.Background(), cfg, db, w, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			var seq atomic.Uint64
-			var failed atomic.Int64
-			ctx := context.Background()
-			b.SetParallelism(benchSenders / max(1, runtimeProcs()))
-			b.ResetTimer()
-			run := budget.Start(counted, rc, budget.ServerPID(ctx, m.DB))
-			start := time.Now()
-			b.RunParallel(func(pb *testing.PB) {
-				rng := rand.New(rand.NewPCG(seq.Add(1), 7))
-				for pb.Next() {
-					n := seq.Add(1)
-					from := 1 + rng.Uint64N(benchUsers)
-					to := 1 + rng.Uint64N(benchUsers)
-					if to == from {
-						to = from%benchUsers + 1
-					}
-					_, err := s.Send(ctx, model.SendRequest{SenderUID: from, DeviceID: "d", ClientMsgID: "b" + strconv.FormatUint(n, 10),
-						ConvType: model.ConvSingle, ToUID: to, Content: "benchmark message body of some sixty-four bytes, roughly."})
-					if err != nil {
-						failed.Add(1)
-					}
-				}
-			})
-			el := time.Since(start)
-			b.StopTimer()
-			res := run.Result(b.N)
-			if f := failed.Load(); f > 0 {
-				b.Fatalf("%d sends failed", f)
-			}
-			b.ReportMetric(float64(b.N)/el.Seconds(), "msgs/s")
-			res.Report(b)
-			logBudget(b, res)
-		})
+		b.Run(kind, func(b *testing.B) { benchStrict(b, kind, 0) })
 	}
+}
+
+// BenchmarkSendStrictHot is BenchmarkSendStrict1to1 (Redis allocator) with
+// hot inboxes: every message goes from a random user to one of hot uids
+// (1, 8, 64), so every batch locks those uids' seq_fence rows; "uniform" is
+// the same run with random pairs, for the ratio.
+func BenchmarkSendStrictHot(b *testing.B) {
+	for _, hot := range []int{0, 1, 8, 64} {
+		name := "uniform"
+		if hot > 0 {
+			name = "hot" + strconv.Itoa(hot)
+		}
+		b.Run(name, func(b *testing.B) { benchStrict(b, "redis", hot) })
+	}
+}
+
+// benchStrict runs strict sends with allocator kind; hot > 0 sends every
+// message to one of uids 1..hot.
+func benchStrict(b *testing.B, kind string, hot int) {
+	m := testenv.NewMySQL(b)
+	r := testenv.NewRedis(b)
+	db, counted := countedDB(b, m.DSN)
+	rc := budget.CountRedis(r.Client)
+	var alloc seqalloc.Allocator
+	switch kind {
+	case "redis":
+		alloc = seqalloc.NewRedis(r.Client, r.Keys)
+	case "segment":
+		alloc = seqalloc.NewSegment(db, seqalloc.DefaultSegmentConfig())
+	case "segment-warm":
+		seg := seqalloc.NewSegment(db, seqalloc.DefaultSegmentConfig())
+		if err := warmSegments(seg, benchUsers); err != nil {
+			b.Fatal(err)
+		}
+		alloc = seg
+	}
+	w, err := inbox.NewWriter(alloc, inbox.DefaultConfig(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Steady state: the users exist (their fence rows do); their
+	// conversations and inbox rows do not.
+	if err := createFenceRows(m.DB, benchUsers); err != nil {
+		b.Fatal(err)
+	}
+	cfg := benchConfig(b)
+	s, err := send.New(context.Background(), cfg, db, w, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	var seq atomic.Uint64
+	var failed atomic.Int64
+	ctx := context.Background()
+	pid := budget.ServerPID(ctx, m.DB)
+	b.SetParallelism(benchSenders / max(1, runtimeProcs()))
+	b.ResetTimer()
+	run := budget.Start(counted, rc, pid)
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		rng := rand.New(rand.NewPCG(seq.Add(1), 7))
+		for pb.Next() {
+			n := seq.Add(1)
+			from := 1 + rng.Uint64N(benchUsers)
+			to := 1 + rng.Uint64N(benchUsers)
+			if hot > 0 {
+				to = 1 + rng.Uint64N(uint64(hot))
+			}
+			if to == from {
+				to = from%benchUsers + 1
+			}
+			_, err := s.Send(ctx, model.SendRequest{SenderUID: from, DeviceID: "d", ClientMsgID: "b" + strconv.FormatUint(n, 10),
+				ConvType: model.ConvSingle, ToUID: to, Content: "benchmark message body of some sixty-four bytes, roughly."})
+			if err != nil {
+				failed.Add(1)
+			}
+		}
+	})
+	el := time.Since(start)
+	b.StopTimer()
+	res := run.Result(b.N)
+	if f := failed.Load(); f > 0 {
+		b.Fatalf("%d sends failed", f)
+	}
+	b.ReportMetric(float64(b.N)/el.Seconds(), "msgs/s")
+	res.Report(b)
+	logBudget(b, res)
 }
 
 // countedDB opens a pool on dsn whose round trips the budget counts.
