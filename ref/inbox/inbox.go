@@ -631,6 +631,10 @@ func insertRows(ctx context.Context, tx *sql.Tx, items []Item, seqs []uint64, ch
 		var sb strings.Builder
 		sb.Grow(64 + (end-start)*96)
 		sb.WriteString("INSERT INTO offline_msg (uid, seq, msg_id, conv_id, conv_type, sender_uid, created_at) VALUES ")
+		// A batch's items mostly share one created_at: it is formatted once
+		// per distinct value, not once per row.
+		var lastAt time.Time
+		var lastAtText string
 		for i := start; i < end; i++ {
 			it := items[i]
 			if i > start {
@@ -649,7 +653,10 @@ func insertRows(ctx context.Context, tx *sql.Tx, items []Item, seqs []uint64, ch
 			sb.WriteByte(',')
 			sb.WriteString(strconv.FormatUint(it.SenderUID, 10))
 			sb.WriteString(",'")
-			sb.WriteString(it.CreatedAt.UTC().Format("2006-01-02 15:04:05.000"))
+			if i == start || !it.CreatedAt.Equal(lastAt) {
+				lastAt, lastAtText = it.CreatedAt, it.CreatedAt.UTC().Format("2006-01-02 15:04:05.000")
+			}
+			sb.WriteString(lastAtText)
 			sb.WriteString("')")
 		}
 		if _, err := tx.ExecContext(ctx, sb.String()); err != nil {

@@ -145,10 +145,18 @@ func insertContent(ctx context.Context, tx *sql.Tx, batch []*Pending) (int, erro
 			end++
 		}
 		var sb strings.Builder
-		args := make([]any, 0, 3*(end-start))
+		sb.Grow(128 + (end-start)*(96+len(batch[start].Msg.Content)))
+		args := make([]any, 0, 2*(end-start))
 		sb.WriteString("INSERT INTO msg_content (msg_id, conv_id, conv_type, conv_seq, sender_uid, client_msg_id, content, created_at) VALUES ")
+		// One created_at for the whole batch (attempt sets it): formatted
+		// once per distinct value.
+		var lastAt time.Time
+		var lastAtText string
 		for i := start; i < end; i++ {
 			m := batch[i].Msg
+			if i == start || !m.CreatedAt.Equal(lastAt) {
+				lastAt, lastAtText = m.CreatedAt, m.CreatedAt.Format("2006-01-02 15:04:05.000")
+			}
 			if i > start {
 				sb.WriteByte(',')
 			}
@@ -163,7 +171,7 @@ func insertContent(ctx context.Context, tx *sql.Tx, batch []*Pending) (int, erro
 			sb.WriteByte(',')
 			sb.WriteString(strconv.FormatUint(m.SenderUID, 10))
 			sb.WriteString(",?,?,'")
-			sb.WriteString(m.CreatedAt.Format("2006-01-02 15:04:05.000"))
+			sb.WriteString(lastAtText)
 			sb.WriteString("')")
 			args = append(args, m.ClientMsgID, []byte(m.Content))
 		}
