@@ -30,6 +30,16 @@
 //	  - {at: 2s, for: 2s, kind: kill, target: consumer}   # SIGKILL, new process after 2s
 //	  - {at: 5s, for: 1s, kind: stop, target: api}        # graceful stop, start after 1s
 //
+// # Load segments
+//
+// load.segments: N (N > 1) splits the load over N generator OS processes
+// on this machine (loadgen execution segments, each with its share of the
+// schedule and population and GOMAXPROCS of its own; Config.LoadChildCommand,
+// default this executable with "scenario load-child"), started together,
+// each writing its ledger to load/seg-I. The checker judges the segments'
+// ledgers as one run on one time base; counts and timelines are added up,
+// latency quantiles come from the checker's histograms over every record.
+//
 // # Server processes: stop and kill
 //
 // Each entry of server.processes is one reference-server process with the

@@ -196,6 +196,10 @@ type LoadSpec struct {
 	PullLimit int `yaml:"pull_limit,omitempty" json:"pull_limit,omitempty"`
 	// Seed of the population and traffic (default 1).
 	Seed uint64 `yaml:"seed,omitempty" json:"seed,omitempty"`
+	// Segments > 1 splits the load over that many generator processes on
+	// this machine (loadgen execution segments, each an OS process with its
+	// own GOMAXPROCS), judged together as one run.
+	Segments int `yaml:"segments,omitempty" json:"segments,omitempty"`
 }
 
 // Fault kinds.
@@ -599,6 +603,9 @@ func (l LoadSpec) validate() error {
 	}
 	if l.PullLimit < 0 || l.PullLimit > 500 {
 		return bad("load.pull_limit", "%d: want 1..500", l.PullLimit)
+	}
+	if l.Segments < 0 || l.Segments > MaxLoadSegments || l.Segments > l.Users {
+		return bad("load.segments", "%d: want 0..%d and at most load.users", l.Segments, MaxLoadSegments)
 	}
 	return nil
 }

@@ -16,6 +16,13 @@ func TestMain(m *testing.M) {
 	if len(os.Args) == 3 && os.Args[1] == "scenario" && os.Args[2] == "child" {
 		os.Exit(testChild())
 	}
+	if len(os.Args) == 3 && os.Args[1] == "scenario" && os.Args[2] == "load-child" {
+		if err := LoadChildMain(context.Background(), os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "scenario load-child:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
 
@@ -37,4 +44,15 @@ func testChildCommand(t testing.TB) []string {
 		t.Fatal(err)
 	}
 	return append([]string{exe}, DefaultChildArgs()...)
+}
+
+// testLoadChildCommand is the load segments' command of the tests: this
+// test binary.
+func testLoadChildCommand(t testing.TB) []string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append([]string{exe}, DefaultLoadChildArgs()...)
 }

@@ -82,7 +82,9 @@ func checkOutputs(t *testing.T, dir string, res *Result) {
 		t.Fatal("report.html has no chart or does not name the scenario")
 	}
 	if _, err := os.Stat(filepath.Join(dir, LoadDir, "summary.json")); err != nil {
-		t.Fatalf("load directory: %v", err)
+		if _, serr := os.Stat(filepath.Join(dir, LoadDir, "seg-1", "summary.json")); serr != nil {
+			t.Fatalf("load directory: %v", err)
+		}
 	}
 	if len(res.Sends) == 0 {
 		t.Fatal("no send timeline")

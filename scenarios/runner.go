@@ -83,6 +83,10 @@ type Config struct {
 	// ChildMain's protocol. Empty: this executable with "scenario child"
 	// (imlab's hidden subcommand).
 	ChildCommand []string
+	// LoadChildCommand runs one load segment (load.segments > 1): the argv
+	// of a command that reads a LoadChildSpec line on stdin (see
+	// LoadChildMain). Empty: this executable with "scenario load-child".
+	LoadChildCommand []string
 	// BaselineDir holds stored results, one directory per scenario name
 	// (DIR/NAME/result.json): each run is gated on its own, overriding a
 	// file's baseline path (its tolerance still applies); a scenario with
@@ -160,13 +164,16 @@ func Scaled(f *File, d time.Duration) (*File, error) {
 // run is one scenario run's state; its fields are owned by Run's goroutine
 // unless noted.
 type run struct {
-	cfg  Config
-	f    *File
-	log  *slog.Logger
-	id   string
-	res  *Result
-	cb   *compose.Backends
-	back server.Backends // what the server processes get (through the proxies)
+	cfg Config
+	f   *File
+	log *slog.Logger
+	id  string
+	res *Result
+	// segNotes are what merging the load's segments had to say (clock
+	// precision), for the verdict's warnings.
+	segNotes []string
+	cb       *compose.Backends
+	back     server.Backends // what the server processes get (through the proxies)
 	// direct addresses for the lab's own clients
 	redisAddr string
 	prefix    string
@@ -306,7 +313,14 @@ func (r *run) execute(ctx context.Context) error {
 		schedCh <- schedOut{ev, err}
 	}()
 
-	sum, loadErr := loadgen.Run(ctx, lc)
+	var sum *loadgen.Summary
+	var loadErr error
+	srcs := []checker.Source{{Dir: lc.RunDir}}
+	if n := r.f.Load.Segments; n > 1 {
+		sum, srcs, loadErr = r.runSegments(ctx, lc, n)
+	} else {
+		sum, loadErr = loadgen.Run(ctx, lc)
+	}
 	if loadErr != nil {
 		stopSched() // heals what is injected
 	}
@@ -348,9 +362,13 @@ func (r *run) execute(ctx context.Context) error {
 	for _, s := range r.procs {
 		truncated += s.truncatedPulls(ctx)
 	}
-	v, cerr := checker.Check(lc.RunDir)
+	v, cerr := checker.CheckSources(srcs)
 	if cerr != nil {
 		return fmt.Errorf("scenarios: checker: %w", cerr)
+	}
+	if len(srcs) > 1 {
+		latencyFromVerdict(sum, v)
+		v.Warnings = append(v.Warnings, r.segNotes...)
 	}
 	if err := writeFile(filepath.Join(r.cfg.OutDir, VerdictFile), func(w io.Writer) error { return writeJSON(w, v) }); err != nil {
 		return err

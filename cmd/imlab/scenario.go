@@ -58,7 +58,7 @@ func scenarioCmd(exit func(int)) *cobra.Command {
 		}
 		cmd.AddCommand(c)
 	}
-	cmd.AddCommand(newScenarioChildCmd())
+	cmd.AddCommand(newScenarioChildCmd(), newScenarioLoadChildCmd())
 	return cmd
 }
 

@@ -29,3 +29,19 @@ func newScenarioChildCmd() *cobra.Command {
 		},
 	}
 }
+
+// newScenarioLoadChildCmd is the hidden `imlab scenario load-child`: the
+// runner starts one per load segment (load.segments > 1). It reads one
+// scenarios.LoadChildSpec line on stdin, runs that segment and exits. Not
+// meant to be run by hand.
+func newScenarioLoadChildCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:    "load-child",
+		Short:  "Run one load segment from a spec on stdin (started by scenario run)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return scenarios.LoadChildMain(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout())
+		},
+	}
+}
