@@ -118,6 +118,33 @@
 // before Run returns, also on error and on cancellation; a run is bounded
 // by its duration + settle + drain timeout + RunMargin.
 //
+// # Recovery figures
+//
+// For a file that uses Kafka the lag poller also reads each group's
+// consumed position (from the lag answer's partitions) and the inbox row
+// count (SELECT COUNT(*) FROM offline_msg on the run's database, directly,
+// not through the proxy), and result.json's "recovery" holds the figures
+// of imlab/scenarios/recovery: peak lag age and records per group, the
+// backlog peak, the recovery time from the end of the burst or the heal of
+// the last fault (whichever is later; without either, the end of the load)
+// until every group's lag age is under expect.recovery_bound (default 1s)
+// for expect.recovery_hold (default 2s), the drain rate meanwhile
+// (records/s per group, inbox rows/s), and the outbox's peak and drain
+// time. After the load the runner keeps polling until that recovery holds
+// or the drain timeout after its start has passed: lag_recovered (checked
+// by default with Kafka; expect.lag_recovered: false turns it off) fails
+// with the reason when it did not, and max_recovery and min_drain_rate
+// bound the figures. A poll that failed or whose monitor reported an error
+// is unknown: it never counts as caught up.
+//
+// For a burst shape, result.json's "burst" compares the sends the
+// generator intended around the burst with those it started, and the
+// start delay p99 in the burst's seconds; generator_kept_up (checked for
+// every burst shape; expect.min_offered_ratio, default 0.95, and
+// expect.max_start_delay, default 100ms) fails a run whose generator fell
+// behind, so that a burst the server never saw is not reported as one it
+// survived.
+//
 // # Kafka through a proxy
 //
 // A Kafka broker advertises its own address in metadata, so a client that

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"imlab/loadgen/schedule"
+	"imlab/scenarios/recovery"
 )
 
 // Check is one evaluated expectation.
@@ -49,6 +50,14 @@ type Observed struct {
 	// TruncatedPulls is how often the servers served a truncated answer.
 	TruncatedPulls uint64
 	DrainComplete  bool
+	// UsesKafka: the run had consumer groups (lag_recovered is checked by
+	// default); Recovery their recovery figures (nil: not computed).
+	UsesKafka bool
+	Recovery  *recovery.Figures
+	// BurstShape: the load is a burst (generator_kept_up is checked);
+	// Burst the generator's figures around it (nil: not measured).
+	BurstShape bool
+	Burst      *BurstFigures
 }
 
 // MeanRate is a shape's mean rate over d (sampled every 10ms).
@@ -148,7 +157,80 @@ func Evaluate(e ExpectSpec, o Observed) []Check {
 	if wantDrain {
 		add("drain_complete", "true", fmt.Sprint(o.DrainComplete), o.DrainComplete)
 	}
+	if o.BurstShape {
+		out = append(out, generatorCheck(e, o.Burst))
+	}
+	out = append(out, recoveryChecks(e, o)...)
 	return out
+}
+
+// recoveryChecks evaluates lag_recovered, max_recovery and
+// min_drain_rate. A figure that could not be computed fails its check
+// with the reason, never passes as 0.
+func recoveryChecks(e ExpectSpec, o Observed) []Check {
+	var out []Check
+	add := func(name, want, got string, ok bool) {
+		out = append(out, Check{Name: name, Want: want, Got: got, OK: ok})
+	}
+	f := o.Recovery
+	status := func() string {
+		if f == nil {
+			return "not computed"
+		}
+		if f.Status == recovery.Recovered {
+			return fmt.Sprintf("recovered at t=%.1fs, %s after the %s", *f.RecoveredAt, secs(*f.RecoverySeconds), f.Since)
+		}
+		return f.Status + ": " + f.Reason
+	}
+	bound := fmt.Sprintf("every group's lag age <= %s for %s", e.RecoveryBoundOr(), e.RecoveryHoldOr())
+	if o.UsesKafka && (e.LagRecovered == nil || *e.LagRecovered) {
+		want := bound + " within the drain timeout"
+		if f != nil {
+			want = fmt.Sprintf("%s by t=%.1fs (the drain timeout after the %s)", bound, f.Deadline, f.Since)
+		}
+		add("lag_recovered", want, status(), f != nil && f.Status == recovery.Recovered)
+	}
+	if e.MaxRecovery != nil {
+		lim := e.MaxRecovery.D()
+		ok := f != nil && f.Status == recovery.Recovered && *f.RecoverySeconds <= lim.Seconds()
+		add("max_recovery", "<= "+lim.String()+" ("+bound+")", status(), ok)
+	}
+	if e.MinDrainRate != nil {
+		want := fmt.Sprintf(">= %.0f records/s (slowest group)", *e.MinDrainRate)
+		switch v, name := minDrain(f); {
+		case v == nil:
+			add("min_drain_rate", want, "no drain rate: "+drainNotes(f), false)
+		default:
+			add("min_drain_rate", want, fmt.Sprintf("%.0f records/s (%s)", *v, name), *v >= *e.MinDrainRate)
+		}
+	}
+	return out
+}
+
+func minDrain(f *recovery.Figures) (*float64, string) {
+	if f == nil {
+		return nil, ""
+	}
+	return f.MinDrainRecordsPerSec()
+}
+
+func drainNotes(f *recovery.Figures) string {
+	if f == nil {
+		return "recovery not computed"
+	}
+	var ns []string
+	for _, g := range f.Groups {
+		ns = append(ns, g.Name+": "+g.DrainNote)
+	}
+	if len(ns) == 0 {
+		return "no consumer group measured"
+	}
+	return strings.Join(ns, "; ")
+}
+
+// secs formats seconds as a rounded duration.
+func secs(v float64) string {
+	return time.Duration(v * float64(time.Second)).Round(10 * time.Millisecond).String()
 }
 
 // Passed tells whether every check is OK (and there is at least one).

@@ -298,6 +298,29 @@ type ExpectSpec struct {
 	// DrainComplete (default true): every device reached the end of its
 	// inbox in the final drain.
 	DrainComplete *bool `yaml:"drain_complete,omitempty" json:"drain_complete,omitempty"`
+	// RecoveryBound (default 1s) is the lag age under which a consumer
+	// group counts as caught up, RecoveryHold (default 2s) how long it must
+	// stay there (see package recovery for the rule).
+	RecoveryBound *Duration `yaml:"recovery_bound,omitempty" json:"recovery_bound,omitempty"`
+	RecoveryHold  *Duration `yaml:"recovery_hold,omitempty" json:"recovery_hold,omitempty"`
+	// LagRecovered (default true for a file that uses Kafka): every group's
+	// lag age was back under the bound, and stayed there, within the drain
+	// timeout after the end of the burst or the heal of the last fault.
+	LagRecovered *bool `yaml:"lag_recovered,omitempty" json:"lag_recovered,omitempty"`
+	// MaxRecovery bounds the recovery time (from the end of the burst or
+	// the heal of the last fault until every group is back under the
+	// bound for good).
+	MaxRecovery *Duration `yaml:"max_recovery,omitempty" json:"max_recovery,omitempty"`
+	// MinDrainRate: the slowest group's mean drain rate during recovery,
+	// records/s.
+	MinDrainRate *float64 `yaml:"min_drain_rate,omitempty" json:"min_drain_rate,omitempty"`
+	// MinOfferedRatio (default 0.95) and MaxStartDelay (default 100ms):
+	// for a burst shape, generator_kept_up checks that the generator
+	// started that share of the sends it intended around the burst and
+	// that their start delay p99 stayed under the bound (else the run
+	// says the generator fell behind, and fails).
+	MinOfferedRatio *float64  `yaml:"min_offered_ratio,omitempty" json:"min_offered_ratio,omitempty"`
+	MaxStartDelay   *Duration `yaml:"max_start_delay,omitempty" json:"max_start_delay,omitempty"`
 }
 
 // Defaults of omitted fields.
@@ -419,8 +442,13 @@ func (f *File) Validate() error {
 	if err := f.Baseline.validate(); err != nil {
 		return err
 	}
-	if f.Expect.MaxLagAge != nil && !f.UsesKafka() {
-		return bad("expect.max_lag_age", "there is no consumer lag without Kafka: the strict policy without history does not use it")
+	if !f.UsesKafka() {
+		for name, set := range map[string]bool{"max_lag_age": f.Expect.MaxLagAge != nil, "max_recovery": f.Expect.MaxRecovery != nil,
+			"min_drain_rate": f.Expect.MinDrainRate != nil, "lag_recovered": f.Expect.LagRecovered != nil && *f.Expect.LagRecovered} {
+			if set {
+				return bad("expect."+name, "there is no consumer lag without Kafka: the strict policy without history does not use it")
+			}
+		}
 	}
 	if total := f.Load.Duration.D() + f.Load.SettleOr() + f.Load.DrainTimeoutOr(); total > MaxScenarioDuration {
 		return bad("load", "duration + settle + drain_timeout = %s: at most %s", total, MaxScenarioDuration)
@@ -793,6 +821,27 @@ func (e ExpectSpec) validate() error {
 	if e.MaxLagAge != nil && e.MaxLagAge.D() <= 0 {
 		return bad("expect.max_lag_age", "%s: want > 0", e.MaxLagAge.D())
 	}
+	if e.RecoveryBound != nil && (e.RecoveryBound.D() <= 0 || e.RecoveryBound.D() > MaxLatency) {
+		return bad("expect.recovery_bound", "%s: want (0, %s]", e.RecoveryBound.D(), MaxLatency)
+	}
+	if e.RecoveryHold != nil && (e.RecoveryHold.D() < 0 || e.RecoveryHold.D() > MaxLatency) {
+		return bad("expect.recovery_hold", "%s: want 0..%s", e.RecoveryHold.D(), MaxLatency)
+	}
+	if e.MaxRecovery != nil && e.MaxRecovery.D() <= 0 {
+		return bad("expect.max_recovery", "%s: want > 0", e.MaxRecovery.D())
+	}
+	if e.MinDrainRate != nil && !(*e.MinDrainRate > 0 && *e.MinDrainRate <= 1e9) {
+		return bad("expect.min_drain_rate", "%g: want (0, 1e9] records/s", *e.MinDrainRate)
+	}
+	if e.MinOfferedRatio != nil && (*e.MinOfferedRatio <= 0 || *e.MinOfferedRatio > 1) {
+		return bad("expect.min_offered_ratio", "%g: want (0, 1]", *e.MinOfferedRatio)
+	}
+	if e.MaxStartDelay != nil && (e.MaxStartDelay.D() <= 0 || e.MaxStartDelay.D() > MaxLatency) {
+		return bad("expect.max_start_delay", "%s: want (0, %s]", e.MaxStartDelay.D(), MaxLatency)
+	}
+	if e.LagRecovered != nil && !*e.LagRecovered && (e.MaxRecovery != nil || e.MinDrainRate != nil) {
+		return bad("expect.lag_recovered", "false, but max_recovery or min_drain_rate asks for a recovery")
+	}
 	if e.MinRateRatio != nil && (*e.MinRateRatio <= 0 || *e.MinRateRatio > 1) {
 		return bad("expect.min_rate_ratio", "%g: want (0, 1]", *e.MinRateRatio)
 	}
@@ -806,6 +855,39 @@ func (e ExpectSpec) validate() error {
 		return bad("expect.min_lost", "a loss makes the verdict invalid: set expect.verdict: invalid")
 	}
 	return nil
+}
+
+// RecoveryBoundOr is the recovery bound, default 1s.
+func (e ExpectSpec) RecoveryBoundOr() time.Duration {
+	if e.RecoveryBound == nil {
+		return DefaultRecoveryBound
+	}
+	return e.RecoveryBound.D()
+}
+
+// RecoveryHoldOr is the recovery hold, default 2s.
+func (e ExpectSpec) RecoveryHoldOr() time.Duration {
+	if e.RecoveryHold == nil {
+		return DefaultRecoveryHold
+	}
+	return e.RecoveryHold.D()
+}
+
+// MinOfferedRatioOr is the generator's minimum started/intended ratio
+// around a burst, default 0.95.
+func (e ExpectSpec) MinOfferedRatioOr() float64 {
+	if e.MinOfferedRatio == nil {
+		return DefaultMinOfferedRatio
+	}
+	return *e.MinOfferedRatio
+}
+
+// MaxStartDelayOr bounds the burst's start delay p99, default 100ms.
+func (e ExpectSpec) MaxStartDelayOr() time.Duration {
+	if e.MaxStartDelay == nil {
+		return DefaultMaxStartDelay
+	}
+	return e.MaxStartDelay.D()
 }
 
 // VerdictOr is the expected verdict, default valid.

@@ -2,12 +2,14 @@ package scenarios
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"imlab/ref/server"
@@ -15,7 +17,12 @@ import (
 
 // lagAnswer is the part of GET /v1/lab/lag the runner reads.
 type lagAnswer struct {
-	At                     time.Time          `json:"at"`
+	At         time.Time `json:"at"`
+	Partitions []struct {
+		Group   string `json:"group"`
+		End     int64  `json:"end"`
+		Records int64  `json:"records"`
+	} `json:"partitions"`
 	MaxAgeSeconds          map[string]float64 `json:"max_age_seconds"`
 	UnknownAge             map[string]int     `json:"unknown_age"`
 	Records                map[string]int64   `json:"records"`
@@ -23,6 +30,58 @@ type lagAnswer struct {
 	OutboxOldestAgeSeconds float64            `json:"outbox_oldest_age_seconds"`
 	DLQRecords             int64              `json:"dlq_records"`
 	Errors                 []string           `json:"errors"`
+}
+
+// consumed is each group's position summed over the partitions (end
+// offset minus records behind): the records it has consumed.
+func (a *lagAnswer) consumed() map[string]int64 {
+	out := map[string]int64{}
+	for _, p := range a.Partitions {
+		out[p.Group] += p.End - p.Records
+	}
+	return out
+}
+
+// lagLog is the lag timeline, appended by the poller and read by the run
+// while it waits for recovery.
+type lagLog struct {
+	mu      sync.Mutex
+	samples []LagSample
+}
+
+func (l *lagLog) add(s LagSample) {
+	l.mu.Lock()
+	l.samples = append(l.samples, s)
+	l.mu.Unlock()
+}
+
+// snapshot is a copy of the samples so far.
+func (l *lagLog) snapshot() []LagSample {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]LagSample(nil), l.samples...)
+}
+
+func (l *lagLog) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.samples)
+}
+
+// countRows is the inbox row count, read by the lab directly from MySQL
+// (not through the proxy, so that a MySQL fault does not blind it);
+// nil when it could not be read.
+func countRows(ctx context.Context, db *sql.DB) *int64 {
+	if db == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, lagTimeout)
+	defer cancel()
+	var n int64
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM offline_msg").Scan(&n); err != nil {
+		return nil
+	}
+	return &n
 }
 
 // maxLagBody bounds a lag answer.
@@ -58,22 +117,22 @@ func (a *lagAnswer) unknownReason(now time.Time) string {
 }
 
 // pollLag polls the lag endpoint of the first live process every
-// LagInterval until ctx ends and returns the samples (T relative to base).
-// It prints one line per sample to the progress writer.
-func (r *run) pollLag(ctx context.Context, base time.Time) []LagSample {
+// LagInterval until ctx ends, appending the samples (T relative to base)
+// to out; with db it also counts the inbox rows. It prints one line per
+// sample to the progress writer.
+func (r *run) pollLag(ctx context.Context, base time.Time, db *sql.DB, out *lagLog) {
 	if !r.f.UsesKafka() {
 		<-ctx.Done()
-		return nil
+		return
 	}
 	hc := &http.Client{Timeout: lagTimeout}
 	defer hc.CloseIdleConnections()
 	tk := time.NewTicker(LagInterval)
 	defer tk.Stop()
-	var out []LagSample
-	for len(out) < MaxLagSamples {
+	for out.len() < MaxLagSamples {
 		select {
 		case <-ctx.Done():
-			return out
+			return
 		case <-tk.C:
 		}
 		s := LagSample{T: time.Since(base).Seconds()}
@@ -87,21 +146,21 @@ func (r *run) pollLag(ctx context.Context, base time.Time) []LagSample {
 			s.Err = "no process running"
 		} else if a, err := fetchLag(ctx, hc, "http://"+addr+server.LagPath); err != nil {
 			if ctx.Err() != nil {
-				return out
+				return
 			}
 			s.Err = err.Error()
 		} else {
 			s.Err = a.unknownReason(time.Now())
-			s.MaxAge, s.Records = a.MaxAgeSeconds, a.Records
+			s.MaxAge, s.Records, s.Consumed = a.MaxAgeSeconds, a.Records, a.consumed()
 			s.OutboxBacklog, s.OutboxOldestAge, s.DLQRecords = a.OutboxBacklog, a.OutboxOldestAgeSeconds, a.DLQRecords
 		}
-		out = append(out, s)
+		s.InboxRows = countRows(ctx, db)
+		out.add(s)
 		if r.cfg.Progress != nil {
 			fmt.Fprintln(r.cfg.Progress, lagLine(s))
 		}
 	}
 	<-ctx.Done()
-	return out
 }
 
 func fetchLag(ctx context.Context, hc *http.Client, url string) (*lagAnswer, error) {
@@ -143,6 +202,9 @@ func lagLine(s LagSample) string {
 		fmt.Fprintf(&b, " %s age=%.2fs records=%d", g, s.MaxAge[g], s.Records[g])
 	}
 	fmt.Fprintf(&b, " outbox=%d (oldest %.2fs) dlq=%d", s.OutboxBacklog, s.OutboxOldestAge, s.DLQRecords)
+	if s.InboxRows != nil {
+		fmt.Fprintf(&b, " inbox_rows=%d", *s.InboxRows)
+	}
 	if s.Err != "" {
 		fmt.Fprintf(&b, " (unknown: %s)", s.Err)
 	}

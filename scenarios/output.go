@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"imlab/dashboards/report"
+	"imlab/scenarios/recovery"
 )
 
 func writeJSON(w io.Writer, v any) error {
@@ -114,6 +115,8 @@ func HTMLReport(res *Result) *report.Report {
 		}
 		if e := res.spec().Expect.MaxLagAge; e != nil {
 			lagChart.Threshold, lagChart.ThresholdLabel = e.D().Seconds(), "max lag age"
+		} else if res.Recovery != nil {
+			lagChart.Threshold, lagChart.ThresholdLabel = res.Recovery.Bound, "recovery bound"
 		}
 		if len(lagChart.Series) > 0 {
 			rep.Charts = append(rep.Charts, lagChart)
@@ -127,6 +130,20 @@ func HTMLReport(res *Result) *report.Report {
 			kind, label = "error", label+": "+e.Err
 		}
 		rep.Markers = append(rep.Markers, report.Marker{T: e.At, Label: label, Kind: kind})
+	}
+	if b := res.Burst; b != nil {
+		rep.Tables = append(rep.Tables, report.Table{Title: fmt.Sprintf("Generator during the burst (t=%.1fs..%.1fs)", b.From, b.To),
+			Header: []string{"peak rate", "intended/s", "started/s", "started of intended (±1 s)", "late starts", "start delay p99", "ok · fail · unknown", "ACK p99 from intended"},
+			Rows: [][]string{{fmt.Sprintf("%.0f/s", b.PeakPerSec), fmt.Sprintf("%.0f", b.IntendedPerSec), fmt.Sprintf("%.0f", b.StartedPerSec),
+				fmt.Sprintf("%d of %.0f (%.3f)", b.Started, b.Intended, b.Ratio), fmt.Sprint(b.Late), fmt.Sprintf("%.1f ms", b.StartDelayP99ms),
+				fmt.Sprintf("%d · %d · %d", b.OK, b.Fail, b.Unknown), fmt.Sprintf("%.0f ms", b.AckP99ms)}}})
+	}
+	if res.Recovery != nil {
+		rep.Tables = append(rep.Tables, recoveryTable(res.Recovery))
+		rep.Markers = append(rep.Markers, report.Marker{T: res.Recovery.From, Label: "recovery counts from the " + res.Recovery.Since, Kind: "heal"})
+		if at := res.Recovery.RecoveredAt; at != nil {
+			rep.Markers = append(rep.Markers, report.Marker{T: *at, Label: "every group recovered", Kind: "heal"})
+		}
 	}
 	if len(res.Processes) > 0 {
 		rep.Tables = append(rep.Tables, processTable(res))
@@ -174,4 +191,39 @@ func processTable(res *Result) report.Table {
 		t.Rows = append(t.Rows, []string{p.Name, pid, at(p.StartedAt), at(p.EndedAt), p.End, p.State})
 	}
 	return t
+}
+
+// recoveryTable shows the recovery figures: one row per consumer group,
+// then the run's overall figures, inbox rows/s and the outbox. A figure
+// that could not be computed says why instead of showing 0.
+func recoveryTable(f *recovery.Figures) report.Table {
+	t := report.Table{Title: fmt.Sprintf("Recovery (from t=%.1fs, the %s; bound: lag age <= %gs held %gs; deadline t=%.1fs)", f.From, f.Since, f.Bound, f.Hold, f.Deadline),
+		Header: []string{"what", "status", "recovery", "peak lag age", "peak records behind", "drain records/s (mean, peak)", "note"}}
+	for _, g := range f.Groups {
+		t.Rows = append(t.Rows, []string{"group " + g.Name, g.Status, optSecs(g.RecoverySeconds),
+			fmt.Sprintf("%.2fs at t=%.1fs", g.PeakAge, g.PeakAgeT), fmt.Sprintf("%d at t=%.1fs", g.PeakRecords, g.PeakRecordsT),
+			optRate(g.DrainRecordsPerSec) + ", " + optRate(g.PeakDrainRecordsPerSec), strings.TrimSpace(g.Reason + " " + g.DrainNote)})
+	}
+	t.Rows = append(t.Rows, []string{"all groups", f.Status, optSecs(f.RecoverySeconds), "", fmt.Sprintf("backlog peak %d at t=%.1fs", f.BacklogPeak, f.BacklogPeakT),
+		"inbox rows/s " + optRate(f.DrainRowsPerSec), strings.TrimSpace(f.Reason + " " + f.DrainRowsNote)})
+	if o := f.Outbox; o != nil {
+		t.Rows = append(t.Rows, []string{"outbox", o.Status, optSecs(o.DrainSeconds), fmt.Sprintf("oldest row %.2fs", o.PeakAge),
+			fmt.Sprintf("%d rows at t=%.1fs", o.PeakBacklog, o.PeakT), "", o.Reason})
+	}
+	t.Rows = append(t.Rows, []string{"samples", fmt.Sprintf("%d (%d unknown)", f.Samples, f.UnknownSamples), "", "", "", "", "one lag poll a second: figures are as fine as that"})
+	return t
+}
+
+func optSecs(v *float64) string {
+	if v == nil {
+		return "unknown"
+	}
+	return secs(*v)
+}
+
+func optRate(v *float64) string {
+	if v == nil {
+		return "unknown"
+	}
+	return strconv.FormatFloat(*v, 'f', 0, 64)
 }

@@ -12,6 +12,7 @@ import (
 
 	"imlab/compare"
 	"imlab/loadgen/checker"
+	"imlab/scenarios/recovery"
 )
 
 // Output file names in a scenario's output directory.
@@ -61,6 +62,11 @@ type LagSample struct {
 	OutboxBacklog   int64              `json:"outbox_backlog"`
 	OutboxOldestAge float64            `json:"outbox_oldest_age_s"`
 	DLQRecords      int64              `json:"dlq_records"`
+	// Consumed is each group's position summed over the partitions (the
+	// records it has consumed); InboxRows the inbox table's row count, read
+	// by the lab from MySQL directly (nil: not read).
+	Consumed  map[string]int64 `json:"consumed,omitempty"`
+	InboxRows *int64           `json:"inbox_rows,omitempty"`
 	// Err says why the sample is not a complete measurement (the poll
 	// failed, the monitor reported errors or partitions of unknown age,
 	// its snapshot was stale): such a sample is unknown, and any figures
@@ -131,6 +137,12 @@ type Result struct {
 	Events   []FaultEvent    `json:"fault_events"`
 	Sends    []SendSecond    `json:"send_timeline"`
 	Lag      []LagSample     `json:"lag_timeline"`
+	// Recovery are the recovery figures computed from Lag (nil without
+	// Kafka).
+	Recovery *recovery.Figures `json:"recovery,omitempty"`
+	// Burst says whether the generator offered the burst (nil: the shape
+	// is not a burst, or the load did not run).
+	Burst *BurstFigures `json:"burst,omitempty"`
 	// Processes are the server processes' incarnations, per process in
 	// file order.
 	Processes []ProcessRun `json:"processes"`

@@ -40,6 +40,11 @@ func runFile(t *testing.T, cfg Config, f *File) *Result {
 	for _, e := range res.Errors {
 		t.Logf("%s: note: %s", f.Name, e)
 	}
+	if !res.Passed {
+		for _, s := range res.Lag {
+			t.Logf("%s: %s", f.Name, lagLine(s))
+		}
+	}
 	checkOutputs(t, cfg.OutDir, res)
 	return res
 }
@@ -233,6 +238,15 @@ func TestRunConsumerKill(t *testing.T) {
 	if kill == nil || heal == nil || kill.Err != "" || heal.Err != "" {
 		t.Fatalf("kill events %+v", res.Events)
 	}
+	// Recovery counts from the new consumer's start, and the run waited
+	// for it to hold.
+	rf := res.Recovery
+	if rf == nil || rf.Status != "recovered" || rf.Since != "heal of kill(consumer)" || rf.From != heal.At || rf.RecoverySeconds == nil ||
+		len(rf.Groups) == 0 || rf.Groups[0].PeakAge <= 0 || !byName(res.Checks)["lag_recovered"].OK {
+		t.Fatalf("recovery figures %+v, checks:\n%s", rf, Table(res.Checks))
+	}
+	t.Logf("recovery: %.1fs after the heal, peak age %.2fs, drain %v records/s, rows %v/s (%s)", *rf.RecoverySeconds, rf.Groups[0].PeakAge,
+		rf.Groups[0].DrainRecordsPerSec, rf.DrainRowsPerSec, rf.DrainRowsNote)
 	var consumer []ProcessRun
 	for _, p := range res.Processes {
 		switch p.Name {

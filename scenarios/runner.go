@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -181,8 +182,12 @@ type run struct {
 	px        *chaos.Proxies
 	procs     []*procSlot
 	topic     string
-	reached   []*reach                      // one per fault of the file, in file order
-	stops     []func(context.Context) error // in start order; run in reverse
+	reached   []*reach // one per fault of the file, in file order
+	// rowsDB reads the inbox row count for the recovery figures (the
+	// run's database, directly, not through the proxy); nil without
+	// Kafka.
+	rowsDB *sql.DB
+	stops  []func(context.Context) error // in start order; run in reverse
 }
 
 func randomID() string {
@@ -297,9 +302,9 @@ func (r *run) execute(ctx context.Context) error {
 	base := time.Now()
 	r.res.TimeBase = base.UTC()
 	pollCtx, stopPoll := context.WithCancel(ctx)
-	var lag []LagSample
+	lagLog := &lagLog{}
 	pollDone := make(chan struct{})
-	go func() { defer close(pollDone); lag = r.pollLag(pollCtx, base) }()
+	go func() { defer close(pollDone); r.pollLag(pollCtx, base, r.rowsDB, lagLog) }()
 
 	type schedOut struct {
 		ev  []chaos.Event
@@ -328,15 +333,31 @@ func (r *run) execute(ctx context.Context) error {
 	healCtx, cancelHeal := context.WithTimeout(context.Background(), StopTimeout)
 	healErr := r.px.HealAll(healCtx)
 	cancelHeal()
-	stopPoll()
-	<-pollDone
-	r.res.Lag = lag
 	for _, e := range so.ev {
 		r.res.Events = append(r.res.Events, FaultEvent{At: e.At.Seconds(), Fault: e.Fault, Action: e.Action, Err: e.Err, Affected: e.Affected})
 	}
 	if sum != nil {
-		r.res.RunDir = lc.RunDir
 		r.res.LoadOffset = sum.StartedAt.Sub(base).Seconds()
+	}
+	sinceAt, since := recoverySince(lc.Shape, lc.Duration, r.res.LoadOffset, r.res.Events)
+	rcfg := recoveryConfig(r.f.Expect, sinceAt, lc.DrainTimeout)
+	if r.f.UsesKafka() && loadErr == nil {
+		r.awaitRecovery(ctx, base, rcfg, lagLog)
+	}
+	stopPoll()
+	<-pollDone
+	lag := lagLog.snapshot()
+	r.res.Lag = lag
+	if r.f.UsesKafka() {
+		fig, err := recoveryFigures(rcfg, since, lag)
+		if err != nil {
+			return err
+		}
+		r.res.Recovery = fig
+	}
+	r.res.Burst = burstFigures(lc.Shape, lc.Duration, sum, r.res.LoadOffset)
+	if sum != nil {
+		r.res.RunDir = lc.RunDir
 		for _, s := range sum.Timeline {
 			r.res.Sends = append(r.res.Sends, SendSecond{T: float64(s.T) + r.res.LoadOffset, Started: s.Started, OK: s.OK, Fail: s.Fail,
 				Unknown: s.Unknown, AckP50: float64(s.Response.P50) / 1000, AckP99: float64(s.Response.P99) / 1000})
@@ -375,6 +396,9 @@ func (r *run) execute(ctx context.Context) error {
 	}
 	obs := observe(v, sum, lag, truncated, lc)
 	obs.Faults, obs.FaultMisses = len(r.reached), faultMisses(r.reached)
+	obs.UsesKafka, obs.Recovery = r.f.UsesKafka(), r.res.Recovery
+	_, _, obs.BurstShape = burstWindow(lc.Shape, lc.Duration)
+	obs.Burst = r.res.Burst
 	r.res.Findings = findings(v)
 	slim := *v
 	slim.Findings = nil
@@ -470,6 +494,15 @@ func (r *run) startBackends(ctx context.Context) error {
 		r.onStop(func(ctx context.Context) error { return deletePrefix(ctx, addr, prefix) })
 	}
 
+	if r.f.UsesKafka() {
+		db, err := sql.Open("mysql", dsn)
+		if err != nil {
+			return fmt.Errorf("scenarios: mysql: %w", err)
+		}
+		db.SetMaxOpenConns(1)
+		r.rowsDB = db
+		r.onStop(func(context.Context) error { return db.Close() })
+	}
 	up := map[string]string{TargetRedis: cb.RedisAddr}
 	if up[TargetMySQL], err = mysqlAddr(dsn); err != nil {
 		return err
