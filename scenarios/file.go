@@ -54,6 +54,12 @@ const (
 	MaxRollback = 1 << 40
 	// MaxLatency bounds latency/jitter/timeout of a toxic.
 	MaxLatency = time.Minute
+	// MaxConns, MaxPipeline and MaxWorkers bound the generator's pool,
+	// pipeline depth and send goroutines (load.conns, load.pipeline,
+	// load.max_workers).
+	MaxConns    = 4096
+	MaxPipeline = 1024
+	MaxWorkers  = 1_000_000
 )
 
 // Duration is a time.Duration written as a Go duration string in files
@@ -104,6 +110,11 @@ type File struct {
 	Expect      ExpectSpec   `yaml:"expect" json:"expect"`
 	// Baseline gates the run on a previous result (see BaselineSpec).
 	Baseline *BaselineSpec `yaml:"baseline,omitempty" json:"baseline,omitempty"`
+	// Matrix runs the file once per value of a parameter (see Expand).
+	Matrix *MatrixSpec `yaml:"matrix,omitempty" json:"matrix,omitempty"`
+	// Variant names the matrix value a file expanded from a matrix runs
+	// with ("consumers=2"; not part of the format).
+	Variant string `yaml:"-" json:"variant,omitempty"`
 
 	// Path is where the file was read from (not part of the format).
 	Path string `yaml:"-" json:"path,omitempty"`
@@ -163,6 +174,10 @@ type ProcessSpec struct {
 	// the runner: only such a process can be the target of a kill fault
 	// (SIGKILL). Default false: in-process.
 	Exec bool `yaml:"exec,omitempty" json:"exec,omitempty"`
+	// Count runs that many identical processes, named NAME-1..NAME-N
+	// (default 1: one process named NAME). A fault targets one of them by
+	// its expanded name.
+	Count int `yaml:"count,omitempty" json:"count,omitempty"`
 }
 
 // LoadSpec is the load phase (loadgen).
@@ -194,6 +209,18 @@ type LoadSpec struct {
 	DrainTimeout Duration  `yaml:"drain_timeout,omitempty" json:"drain_timeout,omitempty"`
 	// PullLimit is the devices' page size (default 200).
 	PullLimit int `yaml:"pull_limit,omitempty" json:"pull_limit,omitempty"`
+	// The generator's transport and pool, for loads the defaults cannot
+	// offer (a 50k/s burst): Conns is the HTTP pool (default 64);
+	// Pipeline > 0 sends over PipelineConns connections (default 2) with
+	// up to Pipeline requests in flight on each; MaxWorkers bounds the
+	// pacer's send goroutines (default loadgen's 20000: a tick that finds
+	// them all busy starts late); SendTimeout bounds one send exchange
+	// (default 5s).
+	Conns         int      `yaml:"conns,omitempty" json:"conns,omitempty"`
+	Pipeline      int      `yaml:"pipeline,omitempty" json:"pipeline,omitempty"`
+	PipelineConns int      `yaml:"pipeline_conns,omitempty" json:"pipeline_conns,omitempty"`
+	MaxWorkers    int      `yaml:"max_workers,omitempty" json:"max_workers,omitempty"`
+	SendTimeout   Duration `yaml:"send_timeout,omitempty" json:"send_timeout,omitempty"`
 	// Seed of the population and traffic (default 1).
 	Seed uint64 `yaml:"seed,omitempty" json:"seed,omitempty"`
 	// Segments > 1 splits the load over that many generator processes on
@@ -429,7 +456,13 @@ func (f *File) Validate() error {
 	}
 	procs := map[string]int{}
 	for i, p := range f.Processes() {
+		if _, dup := procs[p.Name]; dup {
+			return bad("server.processes", "%q used twice once the counts are expanded", p.Name)
+		}
 		procs[p.Name] = i
+	}
+	if err := f.Matrix.validate(f); err != nil {
+		return err
 	}
 	for i := range f.Faults {
 		if err := f.Faults[i].validate(fmt.Sprintf("faults[%d]", i), f, procs); err != nil {
@@ -536,6 +569,19 @@ func (s ServerSpec) validate() error {
 	if len(s.Processes) > 0 && !api {
 		return bad("server.processes", "no process runs the api role")
 	}
+	total := 0
+	for i, p := range s.Processes {
+		if p.Count < 0 || p.Count > MaxProcesses {
+			return bad(fmt.Sprintf("server.processes[%d].count", i), "%d: want 1..%d", p.Count, MaxProcesses)
+		}
+		if p.Count > 1 && p.runsAPI() {
+			return bad(fmt.Sprintf("server.processes[%d].count", i), "%d copies of a process that runs the api: only the first would serve the load", p.Count)
+		}
+		total += max(1, p.Count)
+	}
+	if total > MaxProcesses {
+		return bad("server.processes", "%d processes with their counts: at most %d", total, MaxProcesses)
+	}
 	return nil
 }
 
@@ -575,12 +621,28 @@ func (s ServerSpec) PolicyOr() string { return or(s.Policy, DefaultPolicy) }
 // history tier).
 func (f *File) UsesKafka() bool { return f.Server.PolicyOr() != "strict" || f.Server.History }
 
-// Processes are the file's processes, or the default one.
+// Processes are the file's processes, each count expanded (NAME-1 ..
+// NAME-N), or the default one.
 func (f *File) Processes() []ProcessSpec {
 	if len(f.Server.Processes) == 0 {
 		return []ProcessSpec{{Name: DefaultProcessName, Roles: []string{"all"}}}
 	}
-	return f.Server.Processes
+	var out []ProcessSpec
+	for _, p := range f.Server.Processes {
+		if p.Count <= 1 {
+			p.Count = 0
+			out = append(out, p)
+			continue
+		}
+		n := p.Count
+		for i := 1; i <= n; i++ {
+			q := p
+			q.Count = 0
+			q.Name = fmt.Sprintf("%s-%d", p.Name, i)
+			out = append(out, q)
+		}
+	}
+	return out
 }
 
 func (l LoadSpec) validate() error {
@@ -634,6 +696,21 @@ func (l LoadSpec) validate() error {
 	}
 	if l.Segments < 0 || l.Segments > MaxLoadSegments || l.Segments > l.Users {
 		return bad("load.segments", "%d: want 0..%d and at most load.users", l.Segments, MaxLoadSegments)
+	}
+	if l.Conns < 0 || l.Conns > MaxConns {
+		return bad("load.conns", "%d: want 1..%d", l.Conns, MaxConns)
+	}
+	if l.Pipeline < 0 || l.Pipeline > MaxPipeline || l.PipelineConns < 0 || l.PipelineConns > loadgen.MaxPipelineConns {
+		return bad("load.pipeline", "%d on %d connections: want 0..%d requests on 1..%d connections", l.Pipeline, l.PipelineConns, MaxPipeline, loadgen.MaxPipelineConns)
+	}
+	if l.PipelineConns > 0 && l.Pipeline == 0 {
+		return bad("load.pipeline_conns", "%d without load.pipeline", l.PipelineConns)
+	}
+	if l.MaxWorkers < 0 || l.MaxWorkers > MaxWorkers {
+		return bad("load.max_workers", "%d: want 1..%d", l.MaxWorkers, MaxWorkers)
+	}
+	if l.SendTimeout < 0 || l.SendTimeout.D() > MaxLatency {
+		return bad("load.send_timeout", "%s: want (0, %s]", l.SendTimeout.D(), MaxLatency)
 	}
 	return nil
 }

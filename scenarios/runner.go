@@ -722,6 +722,22 @@ func (r *run) loadConfig() (loadgen.Config, error) {
 		lc.Seed = l.Seed
 	}
 	lc.Conns = 64
+	if l.Conns > 0 {
+		lc.Conns = l.Conns
+	}
+	if l.Pipeline > 0 {
+		lc.Pipeline = l.Pipeline
+		if l.PipelineConns > 0 {
+			lc.PipelineConns = l.PipelineConns
+		}
+	}
+	if l.MaxWorkers > 0 {
+		lc.Pacer.MaxWorkers = l.MaxWorkers
+		lc.Pacer.Workers = min(lc.Pacer.Workers, l.MaxWorkers)
+	}
+	if l.SendTimeout > 0 {
+		lc.Timeout = l.SendTimeout.D()
+	}
 	lc.CeilingFor = 0
 	lc.Progress = r.cfg.Progress
 	if err := lc.Validate(); err != nil {
@@ -747,6 +763,10 @@ func (r *run) recordSettings(lc loadgen.Config) {
 		ps = append(ps, p.Name+"="+strings.Join(p.Roles, "+")+where)
 	}
 	r.setting("processes", strings.Join(ps, " "))
+	r.setting("consumer_processes", r.f.ConsumerProcesses())
+	if r.f.Variant != "" {
+		r.setting("variant", r.f.Variant)
+	}
 	r.setting("rate", lc.Shape.String())
 	r.setting("duration", lc.Duration)
 	r.setting("users", lc.Pop.Users)
@@ -756,6 +776,7 @@ func (r *run) recordSettings(lc loadgen.Config) {
 	r.setting("groups", lc.Pop.Groups)
 	r.setting("come_back_every", lc.Pop.ComeBackEvery)
 	r.setting("settle", lc.Settle)
+	r.setting("generator", fmt.Sprintf("conns %d, pipeline %d on %d conns, max workers %d, send timeout %s", lc.Conns, lc.Pipeline, lc.PipelineConns, lc.Pacer.MaxWorkers, lc.Timeout))
 	r.setting("unread_threshold", r.procs[0].cfg.Pull.UnreadThreshold)
 	r.setting("reconcile_interval", r.procs[0].cfg.Reconcile.Interval)
 	r.setting("redis_prefix", r.prefix)

@@ -100,17 +100,24 @@ func newScenarioRunCmd() *cobra.Command {
 backend, the reference server process(es), the load and the fault schedule; then checks the
 ledger and evaluates the file's expectations. Writes, per scenario, OUT/NAME/result.json,
 junit.xml, report.html, verdict.json and the load directory (ledger), and OUT/junit.xml for
-all of them.`,
+all of them. A file with a matrix (matrix: {consumers: [1, 2, 4]}) runs once per value, as
+NAME.consumers-N, and the recovery figures of those runs are printed side by side at the end.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			w := cmd.OutOrStdout()
 			var files []*scenarios.File
+			matrix := false
 			for _, p := range args {
 				f, err := scenarios.ReadFile(p)
 				if err != nil {
 					return &exitError{code: scenarioExitBroken, err: err}
 				}
-				files = append(files, f)
+				runs, err := scenarios.Expand(f)
+				if err != nil {
+					return &exitError{code: scenarioExitBroken, err: fmt.Errorf("%s: %w", p, err)}
+				}
+				matrix = matrix || f.Matrix != nil
+				files = append(files, runs...)
 			}
 			secret, err := secretFrom(cmd, true, cmd.ErrOrStderr())
 			if err != nil {
@@ -155,6 +162,9 @@ all of them.`,
 				if cmd.Context().Err() != nil {
 					break
 				}
+			}
+			if matrix && len(results) > 0 {
+				fmt.Fprintf(w, "=== recovery side by side\n%s", scenarios.MatrixTable(results))
 			}
 			if len(results) > 0 {
 				if err := os.MkdirAll(out, 0o755); err != nil {
