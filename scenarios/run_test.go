@@ -245,8 +245,8 @@ func TestRunConsumerKill(t *testing.T) {
 		len(rf.Groups) == 0 || rf.Groups[0].PeakAge <= 0 || !byName(res.Checks)["lag_recovered"].OK {
 		t.Fatalf("recovery figures %+v, checks:\n%s", rf, Table(res.Checks))
 	}
-	t.Logf("recovery: %.1fs after the heal, peak age %.2fs, drain %v records/s, rows %v/s (%s)", *rf.RecoverySeconds, rf.Groups[0].PeakAge,
-		rf.Groups[0].DrainRecordsPerSec, rf.DrainRowsPerSec, rf.DrainRowsNote)
+	t.Logf("recovery: %.1fs after the heal, peak age %.2fs, drain %s records/s, rows %s/s (%s)", *rf.RecoverySeconds, rf.Groups[0].PeakAge,
+		optRate(rf.Groups[0].DrainRecordsPerSec), optRate(rf.DrainRowsPerSec), rf.DrainRowsNote)
 	var consumer []ProcessRun
 	for _, p := range res.Processes {
 		switch p.Name {

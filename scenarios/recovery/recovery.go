@@ -17,12 +17,14 @@
 // missing from it, or it reported a measurement error). Only samples at or
 // after From are classified.
 //
-// A group has recovered at R when the sample at R is good and every later
-// sample is good too: an unknown sample breaks the run (nothing says the
-// lag stayed under the bound across it), so R is the first good sample
-// after the last bad or unknown one. Recovery must also have held for at
-// least Hold up to the last sample, and R must not lie past Deadline (the
-// drain timeout): otherwise the group has not recovered. A group that went
+// A group has recovered at R when the sample at R is good and no later
+// sample is bad. An unknown sample breaks a run of good samples that has
+// not yet lasted Hold (nothing says the lag stayed under the bound across
+// it), so R is then the first good sample after it; once good samples have
+// spanned Hold, later unknown samples are gaps in an established recovery
+// and only a bad sample ends it. Recovery must have held for at least Hold
+// up to the last sample, and R must not lie past Deadline (the drain
+// timeout): otherwise the group has not recovered. A group that went
 // good and then bad again counts a relapse. The run has recovered when
 // every group has, at the latest group's R; its recovery time is R - From.
 // The status is "recovered", "not_recovered" (the last classified sample
@@ -216,15 +218,17 @@ const (
 
 // run tracks the recovery rule over a series of classified samples.
 type run struct {
-	cand     float64 // T of the first good sample since the last bad/unknown
-	haveCand bool
-	last     class // last classified
-	lastT    float64
-	seenGood bool
-	relapses int
-	any      bool    // a known sample was classified
-	unkSince float64 // T of the first unknown sample since the last known one
-	unk      bool
+	hold      float64
+	cand      float64 // T of the first good sample since the last bad/unknown
+	haveCand  bool
+	lastGood  float64 // T of the last good sample of the candidate run
+	last      class   // last classified
+	lastKnown class   // last good or bad
+	lastT     float64
+	relapses  int
+	any       bool    // a known sample was classified
+	unkSince  float64 // T of the first unknown sample since the last known one
+	unk       bool
 }
 
 func (r *run) add(t float64, c class) {
@@ -233,22 +237,25 @@ func (r *run) add(t float64, c class) {
 		if !r.haveCand {
 			r.cand, r.haveCand = t, true
 		}
-		r.seenGood = true
+		r.lastGood = t
 		r.any = true
 	case badC:
-		if r.last == goodC && r.seenGood {
-			r.relapses++
+		if r.lastKnown == goodC {
+			r.relapses++ // under the bound, then over it again (unknown samples between or not)
 		}
 		r.haveCand = false
 		r.any = true
 	default:
-		r.haveCand = false
+		if r.haveCand && r.lastGood-r.cand < r.hold {
+			r.haveCand = false // not established: the gap breaks it
+		}
 		if !r.unk {
 			r.unkSince, r.unk = t, true
 		}
 	}
 	if c != unknownC {
 		r.unk = false
+		r.lastKnown = c
 	}
 	r.last, r.lastT = c, t
 }
@@ -258,8 +265,8 @@ func (r *run) verdict(cfg Config, end float64, what string) (status, reason stri
 	switch {
 	case !r.any:
 		return Unknown, fmt.Sprintf("no known %s sample at or after t=%.1fs", what, cfg.From), nil
-	case r.haveCand && end-r.cand < cfg.Hold:
-		return NotRecovered, fmt.Sprintf("%s under the bound only from t=%.1fs to the last sample t=%.1fs, less than the hold of %gs", what, r.cand, end, cfg.Hold), nil
+	case r.haveCand && r.lastGood-r.cand < cfg.Hold:
+		return NotRecovered, fmt.Sprintf("%s under the bound only from t=%.1fs to t=%.1fs (the last sample t=%.1fs), less than the hold of %gs", what, r.cand, r.lastGood, end, cfg.Hold), nil
 	case r.haveCand && cfg.Deadline > 0 && r.cand > cfg.Deadline:
 		return NotRecovered, fmt.Sprintf("%s back under the bound only at t=%.1fs, after the deadline t=%.1fs (drain timeout)", what, r.cand, cfg.Deadline), nil
 	case r.haveCand:
@@ -311,7 +318,7 @@ func Compute(cfg Config, samples []Sample) (*Figures, error) {
 
 func groupFigures(cfg Config, ss []Sample, name string, end float64) GroupFigures {
 	gf := GroupFigures{Name: name}
-	var r run
+	r := run{hold: cfg.Hold}
 	for _, s := range ss {
 		g, ok := s.Groups[name]
 		known := s.Known && ok
@@ -490,7 +497,7 @@ func (f *Figures) rows(ss []Sample) {
 
 func outboxFigures(cfg Config, ss []Sample, end float64) *OutboxFigures {
 	of := &OutboxFigures{}
-	var r run
+	r := run{hold: cfg.Hold}
 	measured := false
 	for _, s := range ss {
 		known := s.Known && s.OutboxAge >= 0

@@ -96,6 +96,16 @@ func TestUnknownSamples(t *testing.T) {
 	if f.Status != Recovered || !near(*f.RecoveredAt, 4) || f.UnknownSamples != 1 {
 		t.Fatalf("unknown in the middle: %+v", f)
 	}
+	// unknown samples after a recovery that has held: gaps, not a relapse.
+	f = compute(t, cfgFrom(2), timeline(0, 3, 0.5, 0.5, 0.5, -1, -1, 0.5, -1))
+	if f.Status != Recovered || !near(*f.RecoveredAt, 2) {
+		t.Fatalf("unknown after an established recovery: %+v", f)
+	}
+	// ... but a bad sample after them is.
+	f = compute(t, cfgFrom(2), timeline(0, 3, 0.5, 0.5, 0.5, -1, 4, 0.5, 0.5, 0.5))
+	if f.Status != Recovered || !near(*f.RecoveredAt, 7) || f.Groups[0].Relapses != 1 {
+		t.Fatalf("bad after the gap: %+v %+v", f, f.Groups[0])
+	}
 	// everything after the burst unknown.
 	f = compute(t, cfgFrom(2), timeline(0, 3, -1, -1, -1))
 	if f.Status != Unknown || !strings.Contains(f.Reason, "no known") {
