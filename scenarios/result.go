@@ -112,6 +112,8 @@ type FindingSummary struct {
 
 // Result is what a scenario run produced; written as result.json.
 type Result struct {
+	// Format is ResultFormat.
+	Format      string    `json:"format"`
 	Scenario    string    `json:"scenario"`
 	Description string    `json:"description,omitempty"`
 	File        string    `json:"file,omitempty"`

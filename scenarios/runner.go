@@ -225,7 +225,7 @@ func Run(ctx context.Context, cfg Config, f *File) (*Result, error) {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	r := &run{cfg: cfg, f: f, log: log, id: randomID()}
-	r.res = &Result{Scenario: f.Name, Description: f.Description, File: f.Path, Spec: f, StartedAt: time.Now().UTC(),
+	r.res = &Result{Format: ResultFormat, Scenario: f.Name, Description: f.Description, File: f.Path, Spec: f, StartedAt: time.Now().UTC(),
 		Findings: []FindingSummary{}, Checks: []Check{}, Events: []FaultEvent{}, Sends: []SendSecond{}, Lag: []LagSample{},
 		Processes: []ProcessRun{}}
 	began := time.Now()

@@ -34,6 +34,7 @@ var subcommands = []func() *cobra.Command{
 	newReconcileCmd,
 	newScenarioCmd,
 	newCompareCmd,
+	newReportCmd,
 }
 
 func newRootCmd() *cobra.Command {

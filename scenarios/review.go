@@ -1,0 +1,312 @@
+package scenarios
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"imlab/dashboards/report"
+)
+
+// ResultFormat names the layout of result.json; a reader that relies on
+// it (Review) refuses a file of another format.
+const ResultFormat = "imlab-scenario-result/1"
+
+// MaxReviewRuns bounds the runs one review page sets side by side.
+const MaxReviewRuns = 12
+
+// ReadRun reads one run for a review: path is a run's output directory
+// (holding result.json) or a result.json itself. A missing file, one that
+// is not a result, or one of another format is an error naming the file.
+func ReadRun(path string) (*Result, error) {
+	file := path
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		file = filepath.Join(path, ResultFile)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s: no such file (want a run directory holding %s, or the file itself)", ErrInvalid, file, ResultFile)
+		}
+		return nil, fmt.Errorf("%w: %s: %w", ErrInvalid, file, err)
+	}
+	var head struct {
+		Format   *string `json:"format"`
+		Scenario *string `json:"scenario"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return nil, fmt.Errorf("%w: %s: not a result.json: %v", ErrInvalid, file, err)
+	}
+	switch {
+	case head.Scenario == nil:
+		return nil, fmt.Errorf("%w: %s: not a scenario result (no \"scenario\")", ErrInvalid, file)
+	case head.Format == nil:
+		return nil, fmt.Errorf("%w: %s: a result of an older imlab (no \"format\"; this one reads %q): run the scenario again", ErrInvalid, file, ResultFormat)
+	case *head.Format != ResultFormat:
+		return nil, fmt.Errorf("%w: %s: result format %q, this imlab reads %q", ErrInvalid, file, *head.Format, ResultFormat)
+	}
+	var r Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, file, err)
+	}
+	if r.File == "" {
+		r.File = file
+	}
+	return &r, nil
+}
+
+// family is the scenario a run is of, without a matrix variant's suffix.
+func family(r *Result) string {
+	if i := strings.LastIndex(r.Scenario, ".consumers-"); i > 0 && r.spec().Variant != "" {
+		return r.Scenario[:i]
+	}
+	return r.Scenario
+}
+
+// alignAt is where a run's curves start on the review's time axis: the
+// burst's start, else the first fault's injection, else the time base.
+func alignAt(r *Result) (float64, string) {
+	if r.Burst != nil {
+		return r.Burst.From, "burst start"
+	}
+	for _, e := range r.Events {
+		if e.Action == "inject" {
+			return e.At, "first fault (" + e.Fault + ")"
+		}
+	}
+	return 0, "time base (no burst, no fault)"
+}
+
+// Review builds one page that sets runs side by side for a review: which
+// runs (verdicts, checks), the settings that differ, the recovery figures
+// and the generator's burst figures in one table each, and the lag,
+// throughput and ACK latency curves of every run on one time axis,
+// aligned at each run's burst start. Runs of different scenarios are
+// allowed; the page says so at the top.
+func Review(runs []*Result) (*report.Report, error) {
+	if len(runs) == 0 || len(runs) > MaxReviewRuns {
+		return nil, fmt.Errorf("%w: review of %d runs: want 1..%d", ErrInvalid, len(runs), MaxReviewRuns)
+	}
+	labels := make([]string, len(runs))
+	fams := []string{}
+	for i, r := range runs {
+		labels[i] = fmt.Sprintf("#%d %s", i+1, r.Scenario)
+		if f := family(r); !slices.Contains(fams, f) {
+			fams = append(fams, f)
+		}
+	}
+	rep := &report.Report{Title: fmt.Sprintf("imlab review: %d runs of %s", len(runs), strings.Join(fams, ", ")),
+		Scenario: strings.Join(fams, ", "), Passed: true}
+	if len(fams) > 1 {
+		rep.Description = fmt.Sprintf("These runs are of %d different scenarios (%s): their settings differ by more than one parameter, so compare their figures with care.",
+			len(fams), strings.Join(fams, ", "))
+	}
+	passed, valid := 0, 0
+	for i, r := range runs {
+		if r.Passed {
+			passed++
+		}
+		if r.Verdict != nil && r.Verdict.Valid {
+			valid++
+		}
+		rep.Passed = rep.Passed && r.Passed
+		if rep.StartedAt.IsZero() || r.StartedAt.Before(rep.StartedAt) {
+			rep.StartedAt = r.StartedAt
+		}
+		rep.Duration += time.Duration(r.Seconds * float64(time.Second))
+		ok := 0
+		var failed []string
+		for _, c := range r.Checks {
+			if c.OK {
+				ok++
+			} else {
+				failed = append(failed, c.Name+" ("+c.Got+")")
+			}
+		}
+		got := fmt.Sprintf("%d of %d checks passed; verdict %s", ok, len(r.Checks), verdictWord(r))
+		if len(failed) > 0 {
+			got += "; failed: " + strings.Join(failed, "; ")
+		}
+		if r.Incomplete {
+			got = "the run could not be carried out: " + strings.Join(r.Errors, "; ")
+		}
+		rep.Checks = append(rep.Checks, report.Check{Name: labels[i], Want: "every check passes", Got: got, OK: r.Passed})
+	}
+	rep.Verdict = fmt.Sprintf("%d of %d runs passed; %d of %d verdicts valid", passed, len(runs), valid, len(runs))
+	if valid == len(runs) {
+		rep.Verdict = "valid: " + rep.Verdict
+	} else {
+		rep.Verdict = "invalid: " + rep.Verdict
+	}
+	rep.Tables = append(rep.Tables, runsTable(runs, labels), settingsDiff(runs, labels), reviewRecovery(runs, labels), reviewBurst(runs, labels))
+	rep.Charts = reviewCharts(runs, labels)
+	rep.Markers = []report.Marker{{T: 0, Label: "alignment point of every run (see the runs table)", Kind: report.KindInject}}
+	rep.Notes = append(rep.Notes, "Every curve is drawn on one time axis: t = 0 is each run's own alignment point (its burst start, else its first fault, else its time base), so \"time since start\" on the charts means since that point.",
+		"This page was made from the runs' result.json files only: "+strings.Join(files(runs), ", "))
+	return rep, nil
+}
+
+func files(runs []*Result) []string {
+	var out []string
+	for _, r := range runs {
+		out = append(out, r.File)
+	}
+	return out
+}
+
+func verdictWord(r *Result) string {
+	switch {
+	case r.Verdict == nil:
+		return "not checked"
+	case r.Verdict.Valid:
+		return "valid"
+	default:
+		return "invalid"
+	}
+}
+
+func runsTable(runs []*Result, labels []string) report.Table {
+	t := report.Table{Title: "Runs", Header: []string{"run", "scenario", "variant", "started", "seconds", "passed", "verdict", "aligned at", "result"}}
+	for i, r := range runs {
+		at, what := alignAt(r)
+		t.Rows = append(t.Rows, []string{labels[i], family(r), r.spec().Variant, r.StartedAt.UTC().Format("2006-01-02 15:04:05"),
+			fmt.Sprintf("%.1f", r.Seconds), fmt.Sprint(r.Passed), verdictWord(r), fmt.Sprintf("t=%.1fs (%s)", at, what), r.File})
+	}
+	return t
+}
+
+// settingsDiff lists the settings whose values differ between the runs
+// (a setting missing from a run shows as "(none)"); identical ones are
+// counted in the title.
+func settingsDiff(runs []*Result, labels []string) report.Table {
+	var names []string
+	vals := make([]map[string]string, len(runs))
+	for i, r := range runs {
+		vals[i] = map[string]string{}
+		for _, s := range r.Settings {
+			if s.Name == "redis_prefix" || s.Name == "proxies" || s.Name == "kafka" {
+				continue // differ in every run by construction
+			}
+			vals[i][s.Name] = s.Value
+			if !slices.Contains(names, s.Name) {
+				names = append(names, s.Name)
+			}
+		}
+	}
+	t := report.Table{Header: append([]string{"setting"}, labels...)}
+	same := 0
+	for _, n := range names {
+		row := []string{n}
+		differ := false
+		for i := range runs {
+			v, ok := vals[i][n]
+			if !ok {
+				v = "(none)"
+			}
+			row = append(row, v)
+			differ = differ || v != row[1]
+		}
+		if differ {
+			t.Rows = append(t.Rows, row)
+		} else {
+			same++
+		}
+	}
+	t.Title = fmt.Sprintf("Settings that differ (%d differ, %d the same in every run; run-specific names such as the Redis prefix left out)", len(t.Rows), same)
+	if len(runs) == 1 {
+		t.Title = "Settings (one run: nothing to compare)"
+	}
+	return t
+}
+
+func reviewRecovery(runs []*Result, labels []string) report.Table {
+	t := report.Table{Title: "Recovery (from the end of the burst or the heal of the last fault; see each run's report for the per-group rows)",
+		Header: []string{"run", "status", "recovery", "since", "bound", "peak lag age", "peak records behind", "backlog peak", "drain records/s (slowest group)", "peak drain records/s", "inbox rows/s", "outbox peak", "outbox drain"}}
+	for i, r := range runs {
+		f := r.Recovery
+		if f == nil {
+			t.Rows = append(t.Rows, []string{labels[i], "not computed (no Kafka in this run)", "", "", "", "", "", "", "", "", "", "", ""})
+			continue
+		}
+		var age float64
+		var recs int64
+		peakDrain := (*float64)(nil)
+		for _, g := range f.Groups {
+			age, recs = math.Max(age, g.PeakAge), max(recs, g.PeakRecords)
+			if g.PeakDrainRecordsPerSec != nil && (peakDrain == nil || *g.PeakDrainRecordsPerSec > *peakDrain) {
+				peakDrain = g.PeakDrainRecordsPerSec
+			}
+		}
+		status := f.Status
+		if f.Reason != "" {
+			status += ": " + f.Reason
+		}
+		drain, _ := f.MinDrainRecordsPerSec()
+		ob, od := "", ""
+		if o := f.Outbox; o != nil {
+			ob, od = fmt.Sprint(o.PeakBacklog), optSecs(o.DrainSeconds)
+		}
+		t.Rows = append(t.Rows, []string{labels[i], status, optSecs(f.RecoverySeconds), f.Since, fmt.Sprintf("%gs for %gs", f.Bound, f.Hold),
+			fmt.Sprintf("%.2fs", age), fmt.Sprint(recs), fmt.Sprint(f.BacklogPeak), optRate(drain), optRate(peakDrain), optRate(f.DrainRowsPerSec), ob, od})
+	}
+	return t
+}
+
+func reviewBurst(runs []*Result, labels []string) report.Table {
+	t := report.Table{Title: "Generator during the burst (intended vs started; ACK latency from the intended time)",
+		Header: []string{"run", "peak rate", "intended/s", "started/s", "started of intended (±1 s)", "start delay p99", "ok · fail · unknown", "ACK p99"}}
+	for i, r := range runs {
+		b := r.Burst
+		if b == nil {
+			t.Rows = append(t.Rows, []string{labels[i], "no burst", "", "", "", "", "", ""})
+			continue
+		}
+		t.Rows = append(t.Rows, []string{labels[i], fmt.Sprintf("%.0f/s", b.PeakPerSec), fmt.Sprintf("%.0f", b.IntendedPerSec), fmt.Sprintf("%.0f", b.StartedPerSec),
+			fmt.Sprintf("%d of %.0f (%.3f)", b.Started, b.Intended, b.Ratio), fmt.Sprintf("%.1f ms", b.StartDelayP99ms),
+			fmt.Sprintf("%d · %d · %d", b.OK, b.Fail, b.Unknown), fmt.Sprintf("%.0f ms", b.AckP99ms)})
+	}
+	return t
+}
+
+// reviewCharts overlays every run's lag age (max over groups), records
+// behind, throughput and ACK p99, each shifted to its alignment point.
+func reviewCharts(runs []*Result, labels []string) []report.Chart {
+	lag := report.Chart{Title: "Consumer lag age (max over groups and partitions)", Unit: "s"}
+	behind := report.Chart{Title: "Records behind (sum over groups)", Unit: "records"}
+	tput := report.Chart{Title: "Throughput (sends ACKed per second)", Unit: "msg/s"}
+	ack := report.Chart{Title: "ACK latency p99 (from the intended send time)", Unit: "ms"}
+	for i, r := range runs {
+		at, _ := alignAt(r)
+		ls, bs := report.Series{Name: labels[i]}, report.Series{Name: labels[i]}
+		for _, s := range r.Lag {
+			if s.Err != "" {
+				continue // unknown: a gap, never a 0
+			}
+			a, n := 0.0, int64(0)
+			for g, v := range s.MaxAge {
+				a, n = math.Max(a, v), n+s.Records[g]
+			}
+			ls.Points = append(ls.Points, report.Point{T: s.T - at, V: a})
+			bs.Points = append(bs.Points, report.Point{T: s.T - at, V: float64(n)})
+		}
+		ts, ps := report.Series{Name: labels[i]}, report.Series{Name: labels[i]}
+		for _, s := range r.Sends {
+			ts.Points = append(ts.Points, report.Point{T: s.T - at, V: float64(s.OK)})
+			if s.OK > 0 {
+				ps.Points = append(ps.Points, report.Point{T: s.T - at, V: s.AckP99})
+			}
+		}
+		lag.Series, behind.Series = append(lag.Series, ls), append(behind.Series, bs)
+		tput.Series, ack.Series = append(tput.Series, ts), append(ack.Series, ps)
+	}
+	if len(runs) > 0 && runs[0].Recovery != nil {
+		lag.Threshold, lag.ThresholdLabel = runs[0].Recovery.Bound, "recovery bound of "+labels[0]
+	}
+	return []report.Chart{lag, behind, tput, ack}
+}

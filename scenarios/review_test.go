@@ -1,0 +1,156 @@
+package scenarios
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"imlab/dashboards/report"
+	"imlab/loadgen/checker"
+)
+
+// reviewRun is a hand-made result of a burst run with consumers
+// consumer processes whose burst started at burstAt (time base seconds).
+func reviewRun(t *testing.T, name string, consumers int, burstAt float64, lagAges ...float64) *Result {
+	t.Helper()
+	lag := lagTimeline(lagAges...)
+	fig, err := recoveryFigures(recoveryConfig(ExpectSpec{}, burstAt+2, time.Minute), "end of the burst", lag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Result{Format: ResultFormat, Scenario: name, StartedAt: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC), Seconds: 20, Passed: true,
+		Verdict: &checker.Verdict{Valid: true}, Checks: []Check{{Name: "verdict", Want: "valid", Got: "valid", OK: true}},
+		Settings: []Setting{{"policy", "store"}, {"consumer_processes", string(rune('0' + consumers))}, {"redis_prefix", "imlab:scn:" + name}},
+		Lag:      lag, Recovery: fig,
+		Burst: &BurstFigures{From: burstAt, To: burstAt + 2, PeakPerSec: 50000, IntendedPerSec: 50000, StartedPerSec: 49800, Intended: 100400, Started: 100100, Ratio: 0.997, StartDelayP99ms: 3.5},
+		Spec:  &File{Name: name}}
+	for i := 0; i < len(lagAges); i++ {
+		r.Sends = append(r.Sends, SendSecond{T: float64(i), OK: 100, AckP99: 12})
+	}
+	return r
+}
+
+func writeRun(t *testing.T, r *Result) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := writeFile(filepath.Join(dir, ResultFile), r.WriteJSON); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func reviewPage(t *testing.T, runs ...*Result) string {
+	t.Helper()
+	var read []*Result
+	for _, r := range runs {
+		back, err := ReadRun(writeRun(t, r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		read = append(read, back)
+	}
+	rep, err := Review(read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := report.WriteHTML(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func TestReviewPage(t *testing.T) {
+	a := reviewRun(t, "burst-50k.consumers-1", 1, 3, 0, 0, 0, 0.5, 4, 6, 5, 3, 0.5, 0.2, 0, 0)
+	a.Spec.Variant = "consumers=1"
+	b := reviewRun(t, "burst-50k.consumers-2", 2, 4, 0, 0, 0, 0, 0.5, 3, 1.5, 0.4, 0.1, 0, 0, 0)
+	b.Spec.Variant = "consumers=2"
+	page := reviewPage(t, a, b)
+	for _, want := range []string{
+		"imlab review: 2 runs of burst-50k",
+		"#1 burst-50k.consumers-1", "#2 burst-50k.consumers-2",
+		"Settings that differ (1 differ, 1 the same",
+		"consumer_processes",
+		"Recovery (from the end of the burst",
+		"end of the burst",
+		"Generator during the burst",
+		"100100 of 100400 (0.997)",
+		"Consumer lag age", "Records behind", "Throughput", "ACK latency p99",
+		"t=3.0s (burst start)", "t=4.0s (burst start)",
+		"2 of 2 runs passed; 2 of 2 verdicts valid",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "different scenarios") {
+		t.Error("two variants of one scenario are flagged as different scenarios")
+	}
+	if strings.Contains(page, "redis_prefix") {
+		t.Error("the run-specific Redis prefix is listed as a difference")
+	}
+	// recovery: a's burst ends at t=5 and its lag is under 1 s from t=8
+	// on (3 s); b's ends at t=6, under from t=7 (1 s).
+	if !strings.Contains(page, "<td>#1 burst-50k.consumers-1</td><td>recovered</td><td>3s</td>") ||
+		!strings.Contains(page, "<td>#2 burst-50k.consumers-2</td><td>recovered</td><td>1s</td>") {
+		t.Errorf("recovery rows missing:\n%s", page[strings.Index(page, "Recovery (from"):][:1500])
+	}
+
+	// every curve is shifted to its run's burst start.
+	rep, err := Review([]*Result{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range rep.Charts {
+		if len(ch.Series) != 2 || ch.Series[0].Points[0].T != -3 || ch.Series[1].Points[0].T != -4 {
+			t.Fatalf("chart %q not aligned at the burst starts: %+v", ch.Title, ch.Series)
+		}
+	}
+	if p := rep.Charts[0].Series[0].Points[5]; p.T != 2 || p.V != 6 {
+		t.Fatalf("lag of run a at 2 s after its burst start: %+v", p)
+	}
+
+	// different scenarios are allowed, and said at the top.
+	c := reviewRun(t, "consumer-kill", 1, 2, 0, 0, 3, 0.5, 0.1, 0, 0)
+	page = reviewPage(t, a, c)
+	if !strings.Contains(page, "2 different scenarios (burst-50k, consumer-kill)") {
+		t.Error("a compare of different scenarios does not say so")
+	}
+	if i, j := strings.Index(page, "different scenarios"), strings.Index(page, "Checks"); i < 0 || i > j {
+		t.Error("the different-scenarios warning is not at the top")
+	}
+}
+
+func TestReadRunErrors(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "nowhere")
+	if _, err := ReadRun(missing); err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), filepath.Join(missing, ResultFile)) && !strings.Contains(err.Error(), missing) {
+		t.Fatalf("missing: %v", err)
+	}
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, c := range []struct{ file, body, want string }{
+		{"old.json", `{"scenario":"burst"}`, "older imlab"},
+		{"other.json", `{"format":"imlab-scenario-result/9","scenario":"burst"}`, `result format "imlab-scenario-result/9"`},
+		{"summary.json", `{"run_id":"x"}`, "not a scenario result"},
+		{"junk.json", `{{`, "not a result.json"},
+	} {
+		p := write(c.file, c.body)
+		_, err := ReadRun(p)
+		if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error naming the file and %q", c.file, err, c.want)
+		}
+	}
+	if _, err := Review(nil); err == nil {
+		t.Error("a review of no runs")
+	}
+}
