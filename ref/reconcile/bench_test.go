@@ -130,8 +130,10 @@ func countedDB(b *testing.B, dsn string) (*sql.DB, *budget.SQL) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	db.SetMaxOpenConns(64)
-	db.SetMaxIdleConns(64)
+	// Few connections: the committers keep one each; the MySQL server is
+	// shared.
+	db.SetMaxOpenConns(16)
+	db.SetMaxIdleConns(16)
 	b.Cleanup(func() { db.Close() })
 	return db, c
 }
