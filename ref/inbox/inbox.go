@@ -20,7 +20,8 @@
 //     fence is raised from MAX(seq) (reason="pk_collision") and the rows are
 //     allocated again; uk_uid_msg means the row already exists: it is dropped
 //     (idempotent) and the rest is written again;
-//  5. raise seq_fence max_seq to each uid's new top.
+//  5. raise seq_fence max_seq to each uid's new top (one UPDATE of the
+//     locked rows by each uid's difference, see raiseFence).
 //
 // Because a uid's fence row stays locked from step 1 to COMMIT, seqs are
 // committed in increasing order per uid and each new entry's PrevSeq is the
@@ -356,6 +357,9 @@ func (w *Writer) write(ctx context.Context, tx *sql.Tx, items []Item, precheck b
 	if err != nil {
 		return nil, err
 	}
+	// The rows' values as locked: raiseFence updates by the difference
+	// (fence may be raised in memory by raiseFromTable on the way).
+	locked := maps.Clone(fence)
 	if precheck {
 		if items, err = w.dedup.Fresh(ctx, tx, items); err != nil {
 			return nil, err
@@ -420,7 +424,7 @@ func (w *Writer) write(ctx context.Context, tx *sql.Tx, items []Item, precheck b
 		}
 		tops[e.UID] = e.Seq
 	}
-	if err := raiseFence(ctx, tx, tops); err != nil {
+	if err := raiseFence(ctx, tx, tops, locked); err != nil {
 		return nil, err
 	}
 	return entries, nil
@@ -676,14 +680,87 @@ func insertRows(ctx context.Context, tx *sql.Tx, items []Item, seqs []uint64, ch
 	return nil
 }
 
-// raiseFence persists each uid's new top seq (the rows are locked by this
-// transaction). ON DUPLICATE KEY UPDATE with VALUES() keeps it O(rows):
-// MariaDB and MySQL 8 both run it (MySQL 8.0.20+ flags VALUES() as
-// deprecated, with a warning only).
-func raiseFence(ctx context.Context, tx *sql.Tx, tops map[uint64]uint64) error {
+// maxRaiseSteps bounds the distinct per-uid increments one raiseFence
+// UPDATE carries; a batch with more is raised by the upsert.
+const maxRaiseSteps = 32
+
+// raiseFence persists each uid's new top seq. The rows are locked by this
+// transaction since lockFence read locked[uid], so each is raised by the
+// difference top - locked in one UPDATE of the locked rows: the uids are
+// grouped by that difference (almost always a few values: 1 for a uid with
+// one new message) and each group is a constant IN list, which both MariaDB
+// and MySQL evaluate by binary search, so the statement is O(rows · log)
+// and touches existing rows only (no insert attempt per row as the upsert
+// makes). A batch with more than maxRaiseSteps distinct differences uses the
+// upsert (raiseFenceUpsert).
+func raiseFence(ctx context.Context, tx *sql.Tx, tops, locked map[uint64]uint64) error {
 	if len(tops) == 0 {
 		return nil
 	}
+	steps := map[uint64][]uint64{} // difference -> uids
+	for u, top := range tops {
+		old, ok := locked[u]
+		if !ok || top <= old {
+			return raiseFenceUpsert(ctx, tx, tops)
+		}
+		steps[top-old] = append(steps[top-old], u)
+	}
+	if len(steps) > maxRaiseSteps {
+		return raiseFenceUpsert(ctx, tx, tops)
+	}
+	// The most common difference is the ELSE branch.
+	var common uint64
+	for d, us := range steps {
+		if common == 0 || len(us) > len(steps[common]) || (len(us) == len(steps[common]) && d < common) {
+			common = d
+		}
+	}
+	uids := slices.Sorted(maps.Keys(tops))
+	now := time.Now().UTC().Format("2006-01-02 15:04:05.000")
+	var sb strings.Builder
+	sb.Grow(96 + len(uids)*24)
+	sb.WriteString("UPDATE seq_fence SET updated_at = '")
+	sb.WriteString(now)
+	sb.WriteString("', max_seq = max_seq + ")
+	if len(steps) == 1 {
+		sb.WriteString(strconv.FormatUint(common, 10))
+	} else {
+		sb.WriteString("CASE")
+		for _, d := range slices.Sorted(maps.Keys(steps)) {
+			if d == common {
+				continue
+			}
+			us := steps[d]
+			slices.Sort(us)
+			sb.WriteString(" WHEN uid IN (")
+			uidList(&sb, us)
+			sb.WriteString(") THEN ")
+			sb.WriteString(strconv.FormatUint(d, 10))
+		}
+		sb.WriteString(" ELSE ")
+		sb.WriteString(strconv.FormatUint(common, 10))
+		sb.WriteString(" END")
+	}
+	sb.WriteString(" WHERE uid IN (")
+	uidList(&sb, uids)
+	sb.WriteString(")")
+	res, err := tx.ExecContext(ctx, sb.String())
+	if err != nil {
+		return fmt.Errorf("inbox: raise seq_fence: %w", err)
+	}
+	// Every row is locked by this transaction and changes (difference >
+	// 0), so each is matched and counted whatever CLIENT_FOUND_ROWS says.
+	if n, err := res.RowsAffected(); err == nil && n != int64(len(uids)) {
+		return fmt.Errorf("inbox: raise seq_fence: %d of %d locked rows updated", n, len(uids))
+	}
+	return nil
+}
+
+// raiseFenceUpsert persists each uid's new top seq with one upsert.
+// ON DUPLICATE KEY UPDATE with VALUES() keeps it O(rows): MariaDB and MySQL
+// 8 both run it (MySQL 8.0.20+ flags VALUES() as deprecated, with a warning
+// only).
+func raiseFenceUpsert(ctx context.Context, tx *sql.Tx, tops map[uint64]uint64) error {
 	uids := slices.Sorted(maps.Keys(tops))
 	now := time.Now().UTC().Format("2006-01-02 15:04:05.000")
 	var sb strings.Builder

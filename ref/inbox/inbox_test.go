@@ -449,3 +449,38 @@ func TestWriteRetriesLockWaitTimeout(t *testing.T) {
 		t.Fatalf("entries %+v", es)
 	}
 }
+
+// TestFenceRaisedByEachDifference: uids with different numbers of new
+// items in one write (differences 1..n between the locked fence and the new
+// top, beyond the UPDATE's grouping bound too) all end with the fence at
+// their top seq, on fresh and on existing fence rows.
+func TestFenceRaisedByEachDifference(t *testing.T) {
+	db := testenv.NewMySQL(t).DB
+	rd := testenv.NewRedis(t)
+	w := newWriter(t, seqalloc.NewRedis(rd.Client, rd.Keys), nil)
+	led := &ledger{}
+	want := map[uint64]map[uint64]bool{}
+	next := uint64(1)
+	for _, uids := range []int{3, 40} { // 3 differences; 40 (past the bound)
+		for round := 0; round < 2; round++ { // fence rows created, then existing
+			var items []inbox.Item
+			for u := 1; u <= uids; u++ {
+				uid := uint64(100*uids + u)
+				if want[uid] == nil {
+					want[uid] = map[uint64]bool{}
+				}
+				for k := 0; k < u; k++ {
+					items = append(items, item(uid, next))
+					want[uid][next] = true
+					next++
+				}
+			}
+			es, err := w.Write(context.Background(), db, items)
+			if err != nil {
+				t.Fatal(err)
+			}
+			led.add(es)
+		}
+	}
+	led.check(t, db, want)
+}

@@ -28,8 +28,9 @@ var strictBudget = map[string]map[string]int64{
 		"INSERT conv_counter": 1, // upsert; all rows inserted, so no read back
 		"INSERT msg_content":  1,
 		"SELECT seq_fence":    2, // lock (finds none), lock the created rows
-		"INSERT seq_fence":    2, // create the missing rows, raise
+		"INSERT seq_fence":    1, // create the missing rows
 		"INSERT offline_msg":  1,
+		"UPDATE seq_fence":    1, // raise the locked rows
 		"COMMIT":              1,
 	},
 	"again": {
@@ -39,7 +40,7 @@ var strictBudget = map[string]map[string]int64{
 		"INSERT msg_content":  1,
 		"SELECT seq_fence":    1,
 		"INSERT offline_msg":  1,
-		"INSERT seq_fence":    1,
+		"UPDATE seq_fence":    1,
 		"COMMIT":              1,
 	},
 }
