@@ -3,6 +3,7 @@ package send
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -55,10 +56,191 @@ func lookupSent(ctx context.Context, tx *sql.Tx, batch []*Pending) (map[dupKey]m
 	return found, nil
 }
 
+// convCacheSize bounds the conversations one committer remembers the
+// committed counter of (cleared when full).
+const convCacheSize = 1 << 17
+
+// maxConvSteps bounds the distinct per-conversation message counts one
+// guarded conv_counter upsert carries; a batch with more reads back.
+const maxConvSteps = 32
+
+// convTops is what one committer knows of its conversations' conv_counter
+// values as last committed by it (a conversation always goes to the same
+// committer of a process). It is owned by that committer's goroutine. The
+// values are predictions only: advanceConvSeqs checks them in the upsert
+// itself and rolls the attempt back when one was wrong (another process
+// wrote the conversation, a restore set the counter back).
+type convTops struct {
+	m map[uint64]uint64
+	// changedRows: the connection reports changed rows as affected (no
+	// CLIENT_FOUND_ROWS), which the guarded upsert's check relies on; set
+	// by probeChangedRows on each new connection.
+	changedRows bool
+}
+
+func (c *convTops) get(conv uint64) (uint64, bool) {
+	v, ok := c.m[conv]
+	return v, ok
+}
+
+// committed records the counters batch left (its messages' highest
+// conv_seq per conversation) after COMMIT.
+func (c *convTops) committed(batch []*Pending) {
+	if c.m == nil || len(c.m)+len(batch) > convCacheSize {
+		c.m = make(map[uint64]uint64, min(convCacheSize, 4096))
+	}
+	for _, p := range batch {
+		if p.Msg.ConvSeq > c.m[p.Msg.ConvID] {
+			c.m[p.Msg.ConvID] = p.Msg.ConvSeq
+		}
+	}
+}
+
+// forget drops batch's conversations (their prediction failed).
+func (c *convTops) forget(batch []*Pending) {
+	for _, p := range batch {
+		delete(c.m, p.Msg.ConvID)
+	}
+}
+
+// errConvStale marks an attempt rolled back because a remembered
+// conv_counter value was not the stored one; the next attempt reads back.
+var errConvStale = errors.New("send: remembered conv_counter value stale")
+
 // advanceConvSeqs takes len(msgs of conv) conv_seqs per conversation in one
 // upsert (rows locked in ascending conv_id order) and hands them out in
-// batch order.
-func advanceConvSeqs(ctx context.Context, tx *sql.Tx, batch []*Pending) error {
+// batch order. When the committer remembers some of the counters (tops),
+// the upsert checks them itself and nothing is read back; otherwise the
+// counters are read back unless every row was created.
+func advanceConvSeqs(ctx context.Context, tx *sql.Tx, batch []*Pending, tops *convTops) error {
+	if tops != nil && tops.changedRows {
+		done, err := advanceConvSeqsKnown(ctx, tx, batch, tops)
+		if done || err != nil {
+			return err
+		}
+	}
+	return advanceConvSeqsRead(ctx, tx, batch)
+}
+
+// advanceConvSeqsKnown is the upsert without read back, for batches where
+// at least one conversation's counter is remembered. Each row is written
+// as base+k (base: the remembered value, 0 for a conversation not known,
+// k: its messages in the batch); an existing row takes the new value only
+// if it holds exactly base, else it is left as it is:
+//
+//	ON DUPLICATE KEY UPDATE max_seq = IF(max_seq = VALUES(max_seq) - k, VALUES(max_seq), max_seq)
+//
+// With changed rows counted as affected, a remembered row updated counts 2
+// and an unknown row inserted 1; every wrong prediction counts less (a
+// row left as it is 0, a remembered row found missing and inserted 1), so
+// the sum equals the expectation exactly when every prediction held, and
+// the conv_seqs are base+1.. . Otherwise the attempt is rolled back
+// (errConvStale: a remembered row may have been inserted with a wrong
+// value) and the conversations are forgotten. done is false when the batch
+// is not for this path (nothing remembered, too many distinct counts).
+func advanceConvSeqsKnown(ctx context.Context, tx *sql.Tx, batch []*Pending, tops *convTops) (done bool, err error) {
+	counts := make(map[uint64]uint64)
+	for _, p := range batch {
+		counts[p.Msg.ConvID]++
+	}
+	convs := slices.Sorted(maps.Keys(counts))
+	base := make(map[uint64]uint64, len(convs))
+	steps := map[uint64][]uint64{} // count -> convs
+	var want int64
+	for _, c := range convs {
+		if b, ok := tops.get(c); ok {
+			base[c] = b
+			want += 2
+		} else {
+			want++
+		}
+		steps[counts[c]] = append(steps[counts[c]], c)
+	}
+	if want == int64(len(convs)) || len(steps) > maxConvSteps {
+		return false, nil
+	}
+	var sb strings.Builder
+	sb.Grow(160 + len(convs)*48)
+	sb.WriteString("INSERT INTO conv_counter (conv_id, max_seq) VALUES ")
+	for i, c := range convs {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteByte('(')
+		sb.WriteString(strconv.FormatUint(c, 10))
+		sb.WriteByte(',')
+		sb.WriteString(strconv.FormatUint(base[c]+counts[c], 10))
+		sb.WriteByte(')')
+	}
+	sb.WriteString(" ON DUPLICATE KEY UPDATE max_seq = IF(max_seq = VALUES(max_seq) - ")
+	if len(steps) == 1 {
+		sb.WriteString(strconv.FormatUint(counts[convs[0]], 10))
+	} else {
+		ks := slices.Sorted(maps.Keys(steps))
+		sb.WriteString("CASE")
+		for _, k := range ks[1:] {
+			sb.WriteString(" WHEN conv_id IN (")
+			for i, c := range steps[k] {
+				if i > 0 {
+					sb.WriteByte(',')
+				}
+				sb.WriteString(strconv.FormatUint(c, 10))
+			}
+			sb.WriteString(") THEN ")
+			sb.WriteString(strconv.FormatUint(k, 10))
+		}
+		sb.WriteString(" ELSE ")
+		sb.WriteString(strconv.FormatUint(ks[0], 10))
+		sb.WriteString(" END")
+	}
+	sb.WriteString(", VALUES(max_seq), max_seq)")
+	res, err := tx.ExecContext(ctx, sb.String())
+	if err != nil {
+		return true, fmt.Errorf("send: advance conv_counter: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return true, fmt.Errorf("send: advance conv_counter: %w", err)
+	}
+	if n != want {
+		tops.forget(batch)
+		return true, fmt.Errorf("%w: %d of %d expected rows affected", errConvStale, n, want)
+	}
+	next := make(map[uint64]uint64, len(convs))
+	for _, p := range batch {
+		next[p.Msg.ConvID]++
+		p.Msg.ConvSeq = base[p.Msg.ConvID] + next[p.Msg.ConvID]
+	}
+	return true, nil
+}
+
+// probeChangedRows tells whether conn counts an update that changes
+// nothing as 0 affected rows (the default; CLIENT_FOUND_ROWS counts it 1),
+// by writing conv_id 0 (no conversation has it) twice in a transaction
+// that is rolled back.
+func probeChangedRows(ctx context.Context, conn *sql.Conn) (bool, error) {
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback() //nolint:errcheck // the probe leaves nothing
+	const q = "INSERT INTO conv_counter (conv_id, max_seq) VALUES (0, 0) ON DUPLICATE KEY UPDATE max_seq = max_seq"
+	if _, err := tx.ExecContext(ctx, q); err != nil {
+		return false, err
+	}
+	res, err := tx.ExecContext(ctx, q)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, err
+	}
+	return n == 0, nil
+}
+
+// advanceConvSeqsRead is the upsert with read back.
+func advanceConvSeqsRead(ctx context.Context, tx *sql.Tx, batch []*Pending) error {
 	counts := make(map[uint64]uint64)
 	for _, p := range batch {
 		counts[p.Msg.ConvID]++

@@ -41,7 +41,7 @@ func newMetrics(reg prometheus.Registerer) (metrics, error) {
 		}, []string{"source"}),
 		rollbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "imlab_send_batch_rollbacks_total",
-			Help: "Batch transaction attempts rolled back, by reason (duplicate, conv_behind, retryable, unavailable, error).",
+			Help: "Batch transaction attempts rolled back, by reason (duplicate, conv_behind, conv_stale, retryable, unavailable, error).",
 		}, []string{"reason"}),
 		lookups: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "imlab_send_dedupe_lookups_total",

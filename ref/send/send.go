@@ -519,6 +519,8 @@ func rollbackReason(err error) string {
 		return "duplicate"
 	case errors.Is(err, errConvBehind):
 		return "conv_behind"
+	case errors.Is(err, errConvStale):
+		return "conv_stale"
 	case inbox.Retryable(err):
 		return "retryable"
 	case !itemSpecific(err):
@@ -607,6 +609,7 @@ func (s *Service) runBatch(cc *txConn, batch []*Pending) ([]*Pending, error) {
 			lookup = true
 		}
 		if errors.Is(err, errConvBehind) {
+			cc.convs.forget(rest)
 			if rerr := repairConvCounters(s.bgCtx, s.db, rest); rerr != nil {
 				return rest, rerr
 			}
@@ -620,7 +623,7 @@ func (s *Service) runBatch(cc *txConn, batch []*Pending) ([]*Pending, error) {
 		if len(batch) == 0 {
 			return nil, nil
 		}
-		if !errors.Is(err, errDupRace) && !errors.Is(err, errConvBehind) && !inbox.Retryable(err) {
+		if !errors.Is(err, errDupRace) && !errors.Is(err, errConvBehind) && !errors.Is(err, errConvStale) && !inbox.Retryable(err) {
 			return batch, err
 		}
 	}
@@ -667,7 +670,7 @@ func (s *Service) attempt(cc *txConn, batch []*Pending, lookup bool) (rest []*Pe
 	if len(work) == 0 {
 		return nil, tx.Commit()
 	}
-	if err = advanceConvSeqs(ctx, tx, work); err != nil {
+	if err = advanceConvSeqs(ctx, tx, work, &cc.convs); err != nil {
 		return work, err
 	}
 	now := time.Now().UTC().Truncate(time.Millisecond)
@@ -717,6 +720,7 @@ func (s *Service) attempt(cc *txConn, batch []*Pending, lookup bool) (rest []*Pe
 	if err = tx.Commit(); err != nil {
 		return work, fmt.Errorf("%w: commit: %v", model.ErrUnavailable, err)
 	}
+	cc.convs.committed(work)
 	// Committed: from here on every Pending is answered.
 	if aerr := s.policy.AfterCommit(ctx, work); aerr != nil {
 		for _, p := range work {
@@ -747,6 +751,9 @@ type txConn struct {
 	// perTx: the server refused the session setting; the isolation level
 	// is then set per transaction, as database/sql does.
 	perTx bool
+	// convs is what the committer knows of its conversations' counters
+	// (db.go, convTops); its changedRows is probed on each new connection.
+	convs convTops
 }
 
 var readCommitted = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
@@ -774,6 +781,13 @@ func (c *txConn) begin(ctx context.Context) (*sql.Tx, error) {
 					c.perTx = true
 				}
 			}
+			ok, err := probeChangedRows(ctx, conn)
+			if err != nil && !isMySQLErr(err) {
+				c.discard()
+				lastErr = err
+				continue
+			}
+			c.convs.changedRows = ok && err == nil
 		}
 		var opts *sql.TxOptions
 		if c.perTx {
@@ -790,6 +804,11 @@ func (c *txConn) begin(ctx context.Context) (*sql.Tx, error) {
 		}
 	}
 	return nil, lastErr
+}
+
+func isMySQLErr(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me)
 }
 
 // discard closes the kept connection (it does not return to the pool).
