@@ -42,8 +42,11 @@ type BurstFigures struct {
 	// Late: sends of the burst's seconds that started more than the
 	// pacer's LateAfter after their intended time; StartDelayP99 (ms) the
 	// largest per-second p99 of start - intended.
-	Late            uint64  `json:"late"`
-	StartDelayP99ms float64 `json:"start_delay_p99_ms"`
+	Late uint64 `json:"late"`
+	// StartDelayP99ms is nil when a second of the burst that started sends
+	// has no start delay measured (the generator's per-second histogram
+	// was empty): unknown, never 0.
+	StartDelayP99ms *float64 `json:"start_delay_p99_ms"`
 	// OK, Fail and Unknown: outcomes of the sends answered in the burst's
 	// seconds; AckP99ms their largest per-second ACK p99 from the intended
 	// time.
@@ -75,6 +78,7 @@ func burstFigures(sh schedule.Shape, d time.Duration, sum *loadgen.Summary, load
 	first, last := int(math.Floor(from.Seconds()))+1, int(math.Ceil(to.Seconds())) // the burst's own seconds
 	padA, padB := max(0, first-2), last+1                                          // one more second each side
 	var own uint64
+	delay, delayKnown := 0.0, true
 	for _, s := range sum.Timeline {
 		if s.T > padA && s.T <= padB {
 			bf.Started += s.Started
@@ -83,9 +87,15 @@ func burstFigures(sh schedule.Shape, d time.Duration, sum *loadgen.Summary, load
 			own += s.Started
 			bf.Late += s.Late
 			bf.OK, bf.Fail, bf.Unknown = bf.OK+s.OK, bf.Fail+s.Fail, bf.Unknown+s.Unknown
-			bf.StartDelayP99ms = max(bf.StartDelayP99ms, float64(s.SendDelay.P99)/1000)
+			if s.SendDelay.Count == 0 {
+				delayKnown = false
+			}
+			delay = max(delay, float64(s.SendDelay.P99)/1000)
 			bf.AckP99ms = max(bf.AckP99ms, float64(s.Response.P99)/1000)
 		}
+	}
+	if delayKnown {
+		bf.StartDelayP99ms = &delay
 	}
 	bf.Intended = integral(sh, time.Duration(padA)*time.Second, min(time.Duration(padB)*time.Second, d))
 	if bf.Intended > 0 {
@@ -107,11 +117,19 @@ func generatorCheck(e ExpectSpec, bf *BurstFigures) Check {
 		c.Got = "the burst was not measured (no generator timeline)"
 		return c
 	}
-	c.Got = fmt.Sprintf("%.0f/s intended, %.0f/s started in the burst; %d of %.0f started around it (%.3f); start delay p99 %.1fms",
-		bf.IntendedPerSec, bf.StartedPerSec, bf.Started, bf.Intended, bf.Ratio, bf.StartDelayP99ms)
-	c.OK = bf.Ratio >= minRatio && bf.StartDelayP99ms <= float64(maxDelay)/float64(time.Millisecond)
+	c.Got = fmt.Sprintf("%.0f/s intended, %.0f/s started in the burst; %d of %.0f started around it (%.3f); start delay p99 %s",
+		bf.IntendedPerSec, bf.StartedPerSec, bf.Started, bf.Intended, bf.Ratio, bf.startDelay())
+	c.OK = bf.Ratio >= minRatio && bf.StartDelayP99ms != nil && *bf.StartDelayP99ms <= float64(maxDelay)/float64(time.Millisecond)
 	if !c.OK {
 		c.Got = "the generator fell behind: " + c.Got
 	}
 	return c
+}
+
+// startDelay formats the start delay p99 ("unknown" when not measured).
+func (bf *BurstFigures) startDelay() string {
+	if bf.StartDelayP99ms == nil {
+		return "unknown (a second of the burst has no start delay measured)"
+	}
+	return fmt.Sprintf("%.1f ms", *bf.StartDelayP99ms)
 }

@@ -135,7 +135,7 @@ func HTMLReport(res *Result) *report.Report {
 		rep.Tables = append(rep.Tables, report.Table{Title: fmt.Sprintf("Generator during the burst (t=%.1fs..%.1fs)", b.From, b.To),
 			Header: []string{"peak rate", "intended/s", "started/s", "started of intended (±1 s)", "late starts", "start delay p99", "ok · fail · unknown", "ACK p99 from intended"},
 			Rows: [][]string{{fmt.Sprintf("%.0f/s", b.PeakPerSec), fmt.Sprintf("%.0f", b.IntendedPerSec), fmt.Sprintf("%.0f", b.StartedPerSec),
-				fmt.Sprintf("%d of %.0f (%.3f)", b.Started, b.Intended, b.Ratio), fmt.Sprint(b.Late), fmt.Sprintf("%.1f ms", b.StartDelayP99ms),
+				fmt.Sprintf("%d of %.0f (%.3f)", b.Started, b.Intended, b.Ratio), fmt.Sprint(b.Late), b.startDelay(),
 				fmt.Sprintf("%d · %d · %d", b.OK, b.Fail, b.Unknown), fmt.Sprintf("%.0f ms", b.AckP99ms)}}})
 	}
 	if res.Recovery != nil {
@@ -200,18 +200,30 @@ func recoveryTable(f *recovery.Figures) report.Table {
 	t := report.Table{Title: fmt.Sprintf("Recovery (from t=%.1fs, the %s; bound: lag age <= %gs held %gs; deadline t=%.1fs)", f.From, f.Since, f.Bound, f.Hold, f.Deadline),
 		Header: []string{"what", "status", "recovery", "peak lag age", "peak records behind", "drain records/s (mean, peak)", "note"}}
 	for _, g := range f.Groups {
-		t.Rows = append(t.Rows, []string{"group " + g.Name, g.Status, optSecs(g.RecoverySeconds),
+		t.Rows = append(t.Rows, []string{"group " + g.Name, g.Status, recoveryCell(g.Status, g.RecoverySeconds),
 			fmt.Sprintf("%.2fs at t=%.1fs", g.PeakAge, g.PeakAgeT), fmt.Sprintf("%d at t=%.1fs", g.PeakRecords, g.PeakRecordsT),
 			optRate(g.DrainRecordsPerSec) + ", " + optRate(g.PeakDrainRecordsPerSec), strings.TrimSpace(g.Reason + " " + g.DrainNote)})
 	}
-	t.Rows = append(t.Rows, []string{"all groups", f.Status, optSecs(f.RecoverySeconds), "", fmt.Sprintf("backlog peak %d at t=%.1fs", f.BacklogPeak, f.BacklogPeakT),
+	t.Rows = append(t.Rows, []string{"all groups", f.Status, recoveryCell(f.Status, f.RecoverySeconds), "", fmt.Sprintf("backlog peak %d at t=%.1fs", f.BacklogPeak, f.BacklogPeakT),
 		"inbox rows/s " + optRate(f.DrainRowsPerSec), strings.TrimSpace(f.Reason + " " + f.DrainRowsNote)})
 	if o := f.Outbox; o != nil {
-		t.Rows = append(t.Rows, []string{"outbox", o.Status, optSecs(o.DrainSeconds), fmt.Sprintf("oldest row %.2fs", o.PeakAge),
+		t.Rows = append(t.Rows, []string{"outbox", o.Status, recoveryCell(o.Status, o.DrainSeconds), fmt.Sprintf("oldest row %.2fs", o.PeakAge),
 			fmt.Sprintf("%d rows at t=%.1fs", o.PeakBacklog, o.PeakT), "", o.Reason})
 	}
 	t.Rows = append(t.Rows, []string{"samples", fmt.Sprintf("%d (%d unknown)", f.Samples, f.UnknownSamples), "", "", "", "", "one lag poll a second: figures are as fine as that"})
 	return t
+}
+
+// recoveryCell is a recovery time, or why there is none.
+func recoveryCell(status string, v *float64) string {
+	switch {
+	case v != nil:
+		return secs(*v)
+	case status == recovery.NotRecovered:
+		return "none (not recovered)"
+	default:
+		return "unknown"
+	}
 }
 
 func optSecs(v *float64) string {

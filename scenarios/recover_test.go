@@ -132,7 +132,7 @@ func TestRecoveryTable(t *testing.T) {
 func genTimeline(started []uint64, delayUS int64) *loadgen.Summary {
 	s := &loadgen.Summary{}
 	for i, n := range started {
-		s.Timeline = append(s.Timeline, loadgen.Second{T: i + 1, Started: n, OK: n, SendDelay: loadgen.Quantiles{P99: delayUS}})
+		s.Timeline = append(s.Timeline, loadgen.Second{T: i + 1, Started: n, OK: n, SendDelay: loadgen.Quantiles{Count: int64(n), P99: delayUS}})
 	}
 	return s
 }
@@ -160,6 +160,12 @@ func TestBurstFigures(t *testing.T) {
 	late := burstFigures(sh, d, genTimeline([]uint64{100, 100, 50000, 50000, 100, 100, 100, 100}, 400_000), 0.5)
 	if c := generatorCheck(ExpectSpec{}, late); c.OK {
 		t.Fatalf("late: %+v", c)
+	}
+	// a burst second without a start delay measured: unknown, not 0.
+	blind := genTimeline([]uint64{100, 100, 50000, 50000, 100, 100, 100, 100}, 900)
+	blind.Timeline[3].SendDelay = loadgen.Quantiles{}
+	if c := generatorCheck(ExpectSpec{}, burstFigures(sh, d, blind, 0.5)); c.OK || !strings.Contains(c.Got, "unknown") {
+		t.Fatalf("unmeasured delay: %+v", c)
 	}
 	if c := generatorCheck(ExpectSpec{}, nil); c.OK {
 		t.Fatalf("not measured passed: %+v", c)

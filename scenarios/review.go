@@ -250,9 +250,9 @@ func reviewRecovery(runs []*Result, labels []string) report.Table {
 		drain, _ := f.MinDrainRecordsPerSec()
 		ob, od := "", ""
 		if o := f.Outbox; o != nil {
-			ob, od = fmt.Sprint(o.PeakBacklog), optSecs(o.DrainSeconds)
+			ob, od = fmt.Sprint(o.PeakBacklog), recoveryCell(o.Status, o.DrainSeconds)
 		}
-		t.Rows = append(t.Rows, []string{labels[i], status, optSecs(f.RecoverySeconds), f.Since, fmt.Sprintf("%gs for %gs", f.Bound, f.Hold),
+		t.Rows = append(t.Rows, []string{labels[i], status, recoveryCell(f.Status, f.RecoverySeconds), f.Since, fmt.Sprintf("%gs for %gs", f.Bound, f.Hold),
 			fmt.Sprintf("%.2fs", age), fmt.Sprint(recs), fmt.Sprint(f.BacklogPeak), optRate(drain), optRate(peakDrain), optRate(f.DrainRowsPerSec), ob, od})
 	}
 	return t
@@ -268,7 +268,7 @@ func reviewBurst(runs []*Result, labels []string) report.Table {
 			continue
 		}
 		t.Rows = append(t.Rows, []string{labels[i], fmt.Sprintf("%.0f/s", b.PeakPerSec), fmt.Sprintf("%.0f", b.IntendedPerSec), fmt.Sprintf("%.0f", b.StartedPerSec),
-			fmt.Sprintf("%d of %.0f (%.3f)", b.Started, b.Intended, b.Ratio), fmt.Sprintf("%.1f ms", b.StartDelayP99ms),
+			fmt.Sprintf("%d of %.0f (%.3f)", b.Started, b.Intended, b.Ratio), b.startDelay(),
 			fmt.Sprintf("%d · %d · %d", b.OK, b.Fail, b.Unknown), fmt.Sprintf("%.0f ms", b.AckP99ms)})
 	}
 	return t

@@ -341,6 +341,7 @@ func (r *run) execute(ctx context.Context) error {
 	}
 	sinceAt, since := recoverySince(lc.Shape, lc.Duration, r.res.LoadOffset, r.res.Events)
 	rcfg := recoveryConfig(r.f.Expect, sinceAt, lc.DrainTimeout)
+	rcfg.Outbox = r.f.Server.PolicyOr() == "outbox"
 	if r.f.UsesKafka() && loadErr == nil {
 		r.awaitRecovery(ctx, base, rcfg, lagLog)
 	}

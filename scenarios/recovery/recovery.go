@@ -105,6 +105,9 @@ type Config struct {
 	// Deadline (seconds since the time base): recovery after it does not
 	// count (the drain timeout). 0: none.
 	Deadline float64
+	// Outbox: the run has an outbox (the outbox policy); without it the
+	// samples' outbox figures are ignored and Figures.Outbox is nil.
+	Outbox bool
 }
 
 // Validate checks the config.
@@ -312,7 +315,9 @@ func Compute(cfg Config, samples []Sample) (*Figures, error) {
 	f.backlogPeak(ss, sorted)
 	f.overall(cfg)
 	f.rows(ss)
-	f.Outbox = outboxFigures(cfg, ss, end)
+	if cfg.Outbox {
+		f.Outbox = outboxFigures(cfg, ss, end)
+	}
 	return f, nil
 }
 

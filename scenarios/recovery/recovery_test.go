@@ -156,7 +156,12 @@ func TestSeveralGroupsAndOutbox(t *testing.T) {
 		ss[i].Groups["history"] = Group{Age: ages[i], Records: int64(ages[i] * 10), Consumed: int64(i * 10)}
 		ss[i].OutboxBacklog, ss[i].OutboxAge = int64(ages[i]*1000), ages[i]/2
 	}
-	f := compute(t, cfgFrom(2), ss)
+	if f := compute(t, cfgFrom(2), ss); f.Outbox != nil {
+		t.Fatalf("outbox figures for a run without an outbox: %+v", f.Outbox)
+	}
+	c := cfgFrom(2)
+	c.Outbox = true
+	f := compute(t, c, ss)
 	if f.Status != Recovered || !near(*f.RecoveredAt, 5) || len(f.Groups) != 2 {
 		t.Fatalf("figures: %+v", f)
 	}
