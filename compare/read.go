@@ -238,9 +238,10 @@ func readScenario(b []byte, r *Run) error {
 
 // lagMetric is the largest lag age over the answered polls.
 func lagMetric(r *Run, s scenarioResult) {
-	answered, most := 0, 0.0
+	answered, unknown, most := 0, 0, 0.0
 	for _, l := range s.Lag {
 		if l.Err != "" || len(l.MaxAge) == 0 {
+			unknown++
 			continue
 		}
 		answered++
@@ -253,6 +254,9 @@ func lagMetric(r *Run, s scenarioResult) {
 		return
 	}
 	r.Metrics[MLag] = most
+	if unknown > 0 {
+		r.note("lag: %d of %d polls incomplete (unknown); the figure is the largest of the %d complete ones", unknown, len(s.Lag), answered)
+	}
 }
 
 // recoveryMetrics takes every number under the result's "recovery" object

@@ -160,6 +160,11 @@ type Config struct {
 	CeilingFor time.Duration
 	// Progress receives a line per second (nil: none).
 	Progress io.Writer
+	// OnSecond, when set, is called by the reporter with each second's
+	// timeline row as it is made (a capacity search watches a step with
+	// it and cancels the run's context when the SLO is clearly broken). It
+	// must return quickly: the next second waits for it.
+	OnSecond func(Second)
 }
 
 // DefaultConfig returns a small, valid run against target.

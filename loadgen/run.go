@@ -616,6 +616,9 @@ func (r *runner) report(live *schedule.Live, sum *Summary, stop <-chan struct{},
 			Response: quantiles(h[hResponse]), SendDelay: quantiles(h[hDelay]), E2E: quantiles(h[hE2E])}
 		prev = cur
 		sum.Timeline = append(sum.Timeline, row)
+		if r.cfg.OnSecond != nil {
+			r.cfg.OnSecond(row)
+		}
 		if r.cfg.Progress != nil {
 			fmt.Fprintf(r.cfg.Progress, "t=%3ds rate=%6d/s ok=%d ack_p99=%s e2e_p99=%s delay_p99=%s errors=%d (fail %d, unknown %d) late=%d missed=%d workers=%d deliveries=%d/s\n",
 				sec, row.Started, cur.OK, fmtUS(row.Response.P99), fmtUS(row.E2E.P99), fmtUS(row.SendDelay.P99),

@@ -108,3 +108,26 @@ func TestCompareManyRuns(t *testing.T) {
 		t.Fatalf("flag form differs: exit %d\n%s", code2, out2)
 	}
 }
+
+func TestCapacityBadFlags(t *testing.T) {
+	for name, args := range map[string][]string{
+		"slo":   {"--slo", "ack_p99<200ms"},
+		"pid":   {"--pid", "ref"},
+		"rates": {"--from", "500", "--to", "100"},
+		"step":  {"--step", "1500ms"},
+	} {
+		code := 0
+		root := &cobra.Command{Use: "imlab", SilenceUsage: true, SilenceErrors: true}
+		root.AddCommand(capacityCmd(func(c int) { code = c }))
+		var out, errb bytes.Buffer
+		root.SetArgs(append([]string{"capacity", "--secret", "imlab-capacity-secret-0123456789", "--out", t.TempDir(), "--ceiling", "0"}, args...))
+		root.SetOut(&out)
+		root.SetErr(&errb)
+		if err := root.ExecuteContext(context.Background()); err != nil {
+			t.Fatalf("%s: error without an exit status: %v", name, err)
+		}
+		if code != capacityExitBroken {
+			t.Errorf("%s: exit %d, want 2 (%s)", name, code, errb.String())
+		}
+	}
+}

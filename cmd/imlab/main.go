@@ -35,6 +35,7 @@ var subcommands = []func() *cobra.Command{
 	newScenarioCmd,
 	newCompareCmd,
 	newReportCmd,
+	newCapacityCmd,
 }
 
 func newRootCmd() *cobra.Command {

@@ -48,6 +48,25 @@ type Config struct {
 	// PushQueue bounds each connection's outgoing frames; a connection that
 	// falls behind is closed with a reason.
 	PushQueue int
+	// Capacity models a server's limits on HTTP sends (zero: none).
+	Capacity Capacity
+}
+
+// Capacity makes the fake behave as a server with limits, for testing a
+// capacity search against a known answer. It applies to HTTP sends.
+type Capacity struct {
+	// SendsPerSec > 0: sends are served one after another at this rate,
+	// each taking the next free slot (a single-server queue): below it a
+	// send is answered at once, above it the queue and the latency grow
+	// without bound.
+	SendsPerSec float64
+	// FailAbovePerSec > 0: sends beyond this many in one wall-clock second
+	// are answered 503 without being stored.
+	FailAbovePerSec int
+	// MaxQueue bounds the queue of SendsPerSec: a send that would wait
+	// longer is answered 503 at once (default 2s), so a backlog drains
+	// within MaxQueue after the load stops.
+	MaxQueue time.Duration
 }
 
 // DefaultConfig returns a correct server.
@@ -119,6 +138,14 @@ type Server struct {
 	served  map[devKey]uint64
 	conns   map[uint64]map[*conn]bool
 	rate    map[uint64][2]int64 // uid -> {second, count}
+	// capacity model (qmu): the next free send slot, the current second's
+	// send count, and the stall gate (closed: not stalled).
+	qmu       sync.Mutex
+	slot      time.Time
+	failSec   int64
+	failCount int
+	unstalled chan struct{}
+	closed    chan struct{}
 }
 
 // Start listens on 127.0.0.1:0 and serves until Close.
@@ -138,7 +165,9 @@ func Start(cfg Config) (*Server, error) {
 		dedupe: map[string]ack{}, convSeq: map[uint64]uint64{}, groups: map[uint64][]uint64{},
 		inboxes: map[uint64]*inbox{}, cursor: map[devKey]uint64{}, served: map[devKey]uint64{},
 		conns: map[uint64]map[*conn]bool{}, rate: map[uint64][2]int64{},
+		unstalled: make(chan struct{}), closed: make(chan struct{}),
 	}
+	close(s.unstalled)
 	s.up = websocket.FastHTTPUpgrader{CheckOrigin: func(*fasthttp.RequestCtx) bool { return true }}
 	// Generous timeouts: tests run it on loaded machines, and a keep-alive
 	// connection closed under a client's request turns a send into an
@@ -161,8 +190,88 @@ func (s *Server) Counters() Counters {
 	return c
 }
 
+// Stall makes every HTTP send wait (unanswered) until Stall(false) or
+// Close: a server that stopped answering.
+func (s *Server) Stall(on bool) {
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	select {
+	case <-s.unstalled:
+		if on {
+			s.unstalled = make(chan struct{})
+		}
+	default:
+		if !on {
+			close(s.unstalled)
+		}
+	}
+}
+
+// admit applies the capacity model to one send: it waits while stalled
+// and for the send's slot, and tells whether the send may be served.
+func (s *Server) admit() bool {
+	s.qmu.Lock()
+	gate := s.unstalled
+	s.qmu.Unlock()
+	select {
+	case <-gate:
+	case <-s.closed:
+		return false
+	}
+	c := s.cfg.Capacity
+	now := time.Now()
+	s.qmu.Lock()
+	if c.FailAbovePerSec > 0 {
+		if sec := now.Unix(); sec != s.failSec {
+			s.failSec, s.failCount = sec, 0
+		}
+		s.failCount++
+		if s.failCount > c.FailAbovePerSec {
+			s.qmu.Unlock()
+			return false
+		}
+	}
+	var wait time.Duration
+	if c.SendsPerSec > 0 {
+		maxQ := c.MaxQueue
+		if maxQ <= 0 {
+			maxQ = 2 * time.Second
+		}
+		slot := later(s.slot, now).Add(time.Duration(float64(time.Second) / c.SendsPerSec))
+		if wait = slot.Sub(now); wait > maxQ {
+			s.qmu.Unlock()
+			return false
+		}
+		s.slot = slot
+	}
+	s.qmu.Unlock()
+	if wait <= 0 {
+		return true
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.closed:
+		return false
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 // Close stops the server and its connections.
 func (s *Server) Close() error {
+	select {
+	case <-s.closed:
+	default:
+		close(s.closed)
+	}
 	s.mu.Lock()
 	for _, cs := range s.conns {
 		for c := range cs {
@@ -220,6 +329,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		var r sendReq
 		if err := json.Unmarshal(ctx.PostBody(), &r); err != nil {
 			jsonErr(ctx, 400, "invalid", err.Error())
+			return
+		}
+		if !s.admit() {
+			jsonErr(ctx, 503, "unavailable", "over the fake's capacity")
 			return
 		}
 		a, status, err := s.send(dev.uid, r)

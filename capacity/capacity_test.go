@@ -1,0 +1,214 @@
+package capacity
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"imlab/compare"
+	"imlab/loadgen/faketarget"
+)
+
+const testSecret = "imlab-capacity-test-secret-0123"
+
+// fake starts an in-process fake target with the given capacity model.
+func fake(t *testing.T, c faketarget.Capacity) *faketarget.Server {
+	t.Helper()
+	fc := faketarget.DefaultConfig(testSecret)
+	fc.Capacity = c
+	srv, err := faketarget.Start(fc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	return srv
+}
+
+// quick is a short search: 1s warm-up, 2s steps, a small population.
+func quick(t *testing.T, target, slo string) Config {
+	t.Helper()
+	c := DefaultConfig(target, testSecret, t.TempDir())
+	var err error
+	if c.SLO, err = ParseSLO(slo); err != nil {
+		t.Fatal(err)
+	}
+	c.Load.Pop.Users = 40
+	c.Load.Conns = 64
+	c.Load.Timeout = 2 * time.Second
+	c.Load.Settle, c.Load.DrainTimeout = 200*time.Millisecond, 10*time.Second
+	c.WarmUp, c.Step = time.Second, 2*time.Second
+	c.CoolDown = 500 * time.Millisecond
+	c.CeilingFor = time.Second
+	c.MaxSteps = 9
+	c.Resolution = 0.2
+	return c
+}
+
+func run(t *testing.T, c Config) *Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	began := time.Now()
+	res, err := Search(ctx, c)
+	if err != nil {
+		t.Fatalf("search: %v", err)
+	}
+	var b bytes.Buffer
+	_ = res.WriteTable(&b)
+	t.Logf("%s in %s\n%s", res.Answer, time.Since(began).Round(time.Second), b.String())
+	return res
+}
+
+// TestSearchFindsAKnownCapacity: a fake that serves 400 sends/s (a single
+// queue): the sustainable rate must be found within [60%, 105%] of it and
+// put down to the server.
+func TestSearchFindsAKnownCapacity(t *testing.T) {
+	const capacity = 400
+	srv := fake(t, faketarget.Capacity{SendsPerSec: capacity, MaxQueue: time.Second})
+	c := quick(t, srv.URL(), "ack_p99<=150ms,errors<=1%")
+	c.From, c.To = 100, 3200
+	res := run(t, c)
+	if res.Sustainable == nil || *res.Sustainable < 0.6*capacity || *res.Sustainable > 1.05*capacity {
+		t.Fatalf("sustainable %v, want within [%.0f, %.0f]", res.Sustainable, 0.6*capacity, 1.05*capacity)
+	}
+	if res.Limit != LimitServer || res.Broke == nil || *res.Broke > 2.1*capacity {
+		t.Fatalf("limit %q broke %v", res.Limit, res.Broke)
+	}
+	last := res.Steps[len(res.Steps)-1]
+	if last.Phase != PhaseRepeat || !last.Held || last.OfferedPerSec != *res.Sustainable {
+		t.Fatalf("the answer must be a repeat that held: %+v", last)
+	}
+	// Every held step: measured, valid, with the generator's CPU read.
+	for _, st := range res.Steps {
+		if st.Held && (st.AckP99Ms == nil || st.AckedPerSec == nil || st.Valid == nil || !*st.Valid || st.CPU[0].USPerMsg == nil) {
+			t.Fatalf("held step without its figures: %+v", st)
+		}
+	}
+	// The outputs: result.json reads back as a capacity result for compare,
+	// report.html has both curves and the marks.
+	run, err := compare.Read(c.OutDir)
+	if err != nil || run.Kind != compare.KindCapacity || run.Metrics[compare.MSustainable] != *res.Sustainable {
+		t.Fatalf("compare.Read: %v %+v", err, run)
+	}
+	page, err := os.ReadFile(filepath.Join(c.OutDir, ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"rate vs ACK latency", "rate vs CPU", "sustainable", "generator (cores)", "shares this machine"} {
+		if !bytes.Contains(page, []byte(want)) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(last.RunDir, "ledger-0.bin")); !os.IsNotExist(err) {
+		t.Errorf("the step ledgers should be removed: %v", err)
+	}
+}
+
+// TestSearchReportsTheGeneratorLimit: a fake with no limit and a
+// generator held to one send worker: the generator breaks first.
+func TestSearchReportsTheGeneratorLimit(t *testing.T) {
+	srv := fake(t, faketarget.Capacity{})
+	c := quick(t, srv.URL(), "ack_p99<=50ms,errors<=1%")
+	c.Load.Pacer.Workers, c.Load.Pacer.MaxWorkers = 1, 1
+	c.From, c.To, c.Growth = 500, 500_000, 4
+	res := run(t, c)
+	if res.Limit != LimitGenerator || !strings.Contains(res.Answer, "GENERATOR") {
+		t.Fatalf("limit %q: %s", res.Limit, res.Answer)
+	}
+}
+
+// TestSearchStalledServer: a server that answers no send: the first step
+// stops early and the search ends, bounded, with no sustainable rate.
+func TestSearchStalledServer(t *testing.T) {
+	srv := fake(t, faketarget.Capacity{})
+	srv.Stall(true)
+	c := quick(t, srv.URL(), "ack_p99<=100ms")
+	c.Step = 6 * time.Second
+	c.From, c.To = 200, 800
+	began := time.Now()
+	res := run(t, c)
+	if res.Sustainable != nil || len(res.Steps) != 1 || res.Steps[0].StoppedEarly == "" || !strings.Contains(res.Steps[0].StoppedEarly, "stalled") {
+		t.Fatalf("stalled: %+v %+v", res, res.Steps)
+	}
+	if el := time.Since(began); el > 40*time.Second {
+		t.Fatalf("took %s", el)
+	}
+	if res.Steps[0].AckedPerSec != nil {
+		t.Fatal("a stopped step has no ACKed rate")
+	}
+	b, _ := json.Marshal(res)
+	if !bytes.Contains(b, []byte(`"sustainable_per_sec":null`)) {
+		t.Fatal("no sustainable rate must be null, not 0")
+	}
+}
+
+// TestSearchServerErrorsAboveARate: sends beyond 300 in a second fail.
+func TestSearchServerErrorsAboveARate(t *testing.T) {
+	srv := fake(t, faketarget.Capacity{FailAbovePerSec: 300})
+	c := quick(t, srv.URL(), "ack_p99<=200ms,errors<=0.5%")
+	c.From, c.To = 100, 3200
+	res := run(t, c)
+	if res.Sustainable == nil || *res.Sustainable > 300 || *res.Sustainable < 150 {
+		t.Fatalf("sustainable %v, want 150..300", res.Sustainable)
+	}
+	if res.Limit != LimitServer {
+		t.Fatalf("limit %q", res.Limit)
+	}
+	var broke *Step
+	for _, st := range res.Steps {
+		if !st.Held {
+			broke = st
+			break
+		}
+	}
+	if broke == nil || !strings.Contains(strings.Join(broke.Broken, ";"), "errors") {
+		t.Fatalf("the broken step must say errors: %+v", broke)
+	}
+}
+
+func TestParseSLO(t *testing.T) {
+	o, err := ParseSLO("ack_p99<=200ms,lag<=2s,errors<=0.1%,ack_p50<=20ms")
+	if err != nil || *o.AckP99 != 200*time.Millisecond || *o.Lag != 2*time.Second || *o.Errors != 0.001 || *o.AckP50 != 20*time.Millisecond {
+		t.Fatalf("%v %+v", err, o)
+	}
+	if back, err := ParseSLO(o.String()); err != nil || back.String() != o.String() {
+		t.Fatalf("round trip %q: %v", o.String(), err)
+	}
+	for _, bad := range []string{"", "ack_p99<200ms", "ack_p99<=-1s", "errors<=200%", "cpu<=1", "ack_p99<=1s,ack_p99<=2s"} {
+		if _, err := ParseSLO(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestJudgeUnknownDoesNotHold(t *testing.T) {
+	o, _ := ParseSLO("ack_p99<=200ms,lag<=2s,errors<=1%")
+	why := o.judge(&Step{})
+	if len(why) != 3 {
+		t.Fatalf("every unmeasured term must be named: %v", why)
+	}
+}
+
+func TestProcCPU(t *testing.T) {
+	for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); {
+	}
+	d, err := cpuTime(os.Getpid())
+	if err != nil || d <= 0 {
+		t.Fatalf("own cpu %v %v", d, err)
+	}
+	if _, err := cpuTime(1 << 30); err == nil {
+		t.Fatal("a missing pid must fail")
+	}
+	ps, err := ParsePIDs("ref=12,db=34")
+	if err != nil || len(ps) != 2 || ps[1].PID != 34 {
+		t.Fatalf("%v %v", ps, err)
+	}
+	if _, err := ParsePIDs("ref"); err == nil {
+		t.Fatal("bad pid list accepted")
+	}
+}

@@ -1,0 +1,299 @@
+package capacity
+
+import (
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+func fv(p *float64, format string) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprintf(format, *p)
+}
+
+func stepLine(st *Step) string {
+	verdict := "held"
+	if !st.Held {
+		verdict = "BROKE (" + st.Limit + "): " + strings.Join(st.Broken, "; ")
+	}
+	return fmt.Sprintf("step %d %-6s offered %.0f/s: acked %s/s, ack p50 %s ms p99 %s ms, errors %s%%, lag %s s: %s",
+		st.Index, st.Phase, st.OfferedPerSec, fv(st.AckedPerSec, "%.0f"), fv(st.AckP50Ms, "%.1f"), fv(st.AckP99Ms, "%.1f"),
+		fv(pct(st.ErrorRate), "%.3f"), fv(st.LagS, "%.2f"), verdict)
+}
+
+func pct(p *float64) *float64 {
+	if p == nil {
+		return nil
+	}
+	return ptr(*p * 100)
+}
+
+// WriteTable writes the steps and the answer as text.
+func (r *Result) WriteTable(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "capacity of %s within %s (warm-up %gs not counted, %gs measured per step)\n", r.Target, r.SLO, r.WarmUpS, r.StepS)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	hdr := "step\tphase\toffered/s\tacked/s\tack p50 ms\tack p99 ms\tservice p99 ms\tlate %\terrors %\tunknown %\tlag s\tvalid\t"
+	for _, p := range r.Procs {
+		hdr += p.Name + " cores\t" + p.Name + " µs/msg\t"
+	}
+	fmt.Fprintln(tw, hdr+"verdict\t")
+	for _, st := range r.Steps {
+		valid := "-"
+		if st.Valid != nil {
+			valid = fmt.Sprint(*st.Valid)
+		}
+		line := fmt.Sprintf("%d\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t", st.Index, st.Phase, st.OfferedPerSec, fv(st.AckedPerSec, "%.0f"),
+			fv(st.AckP50Ms, "%.1f"), fv(st.AckP99Ms, "%.1f"), fv(st.ServiceP99Ms, "%.1f"), fv(pct(st.LateFraction), "%.2f"), fv(pct(st.ErrorRate), "%.3f"),
+			fv(pct(st.UnknownRate), "%.3f"), fv(st.LagS, "%.2f"), valid)
+		for _, pc := range st.CPU {
+			line += fv(pc.Cores, "%.2f") + "\t" + fv(pc.USPerMsg, "%.0f") + "\t"
+		}
+		v := "held"
+		if !st.Held {
+			v = "broke (" + st.Limit + ")"
+		}
+		fmt.Fprintln(tw, line+v+"\t")
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, st := range r.Steps {
+		if !st.Held {
+			fmt.Fprintf(&b, "  step %d: %s\n", st.Index, strings.Join(st.Broken, "; "))
+		}
+		for _, e := range st.Errors {
+			fmt.Fprintf(&b, "  step %d error: %s\n", st.Index, e)
+		}
+	}
+	fmt.Fprintf(&b, "answer: %s\n", r.Answer)
+	if r.Knee != nil {
+		fmt.Fprintf(&b, "knee: %.0f sends/s (the ACK p99 more than doubled above it)\n", *r.Knee)
+	}
+	if len(r.Cost) > 0 {
+		names := make([]string, 0, len(r.Cost))
+		for n := range r.Cost {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		var parts []string
+		for _, n := range names {
+			parts = append(parts, fmt.Sprintf("%s %.0f", n, r.Cost[n]))
+		}
+		fmt.Fprintf(&b, "CPU-µs per ACKed message at the sustainable rate: %s\n", strings.Join(parts, ", "))
+	}
+	fmt.Fprintf(&b, "machine: %d CPUs; %s\n", r.Machine.CPUs, r.Machine.Note)
+	for _, e := range r.Errors {
+		fmt.Fprintf(&b, "error: %s\n", e)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// chart geometry
+const (
+	cw, ch         = 640.0, 300.0
+	padL, padR     = 60.0, 20.0
+	padT, padB     = 20.0, 40.0
+	plotW, plotH   = cw - padL - padR, ch - padT - padB
+	maxChartPoints = 200
+)
+
+type xy struct{ X, Y float64 }
+
+type svgSeries struct {
+	Name, Color string
+	Pts         []xy
+}
+
+// svgChart renders a rate-axis chart with vertical markers (knee,
+// sustainable) and an optional horizontal limit.
+func svgChart(title, yLabel string, series []svgSeries, marks map[string]float64, limit *float64) template.HTML {
+	maxX, maxY := 1.0, 1.0
+	for _, s := range series {
+		for _, p := range s.Pts {
+			maxX, maxY = math.Max(maxX, p.X), math.Max(maxY, p.Y)
+		}
+	}
+	for _, v := range marks {
+		maxX = math.Max(maxX, v)
+	}
+	if limit != nil {
+		maxY = math.Max(maxY, *limit)
+	}
+	maxX, maxY = maxX*1.05, maxY*1.1
+	px := func(x float64) float64 { return padL + x/maxX*plotW }
+	py := func(y float64) float64 { return padT + plotH - y/maxY*plotH }
+	var b strings.Builder
+	e := template.HTMLEscapeString
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" role="img" aria-label="%s">`, cw, ch, cw, ch, e(title))
+	fmt.Fprintf(&b, `<rect x="%.0f" y="%.0f" width="%.0f" height="%.0f" fill="#fff" stroke="#999"/>`, padL, padT, plotW, plotH)
+	for i := 0; i <= 4; i++ {
+		y, x := maxY*float64(i)/4, maxX*float64(i)/4
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#eee"/>`, padL, py(y), padL+plotW, py(y))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" text-anchor="end">%.3g</text>`, padL-4, py(y)+4, y)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" text-anchor="middle">%.0f</text>`, px(x), padT+plotH+16, x)
+	}
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="12" text-anchor="middle">offered rate (sends/s)</text>`, padL+plotW/2, ch-6)
+	fmt.Fprintf(&b, `<text x="14" y="%.1f" font-size="12" text-anchor="middle" transform="rotate(-90 14 %.1f)">%s</text>`, padT+plotH/2, padT+plotH/2, e(yLabel))
+	if limit != nil {
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#c00" stroke-dasharray="6 3"/><text x="%.1f" y="%.1f" font-size="11" fill="#c00" text-anchor="end">SLO %.4g</text>`,
+			padL, py(*limit), padL+plotW, py(*limit), padL+plotW-4, py(*limit)-4, *limit)
+	}
+	names := make([]string, 0, len(marks))
+	for n := range marks {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for i, n := range names {
+		x := px(marks[n])
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#060" stroke-dasharray="3 3"/><text x="%.1f" y="%.1f" font-size="11" fill="#060">%s %.0f/s</text>`,
+			x, padT, x, padT+plotH, x+3, padT+12+float64(i)*13, e(n), marks[n])
+	}
+	for si, s := range series {
+		var pts []string
+		sort.Slice(s.Pts, func(i, j int) bool { return s.Pts[i].X < s.Pts[j].X })
+		for _, p := range s.Pts {
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(p.X), py(p.Y)))
+			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"><title>%s: %.0f/s, %.4g</title></circle>`, px(p.X), py(p.Y), s.Color, e(s.Name), p.X, p.Y)
+		}
+		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/>`, s.Color, strings.Join(pts, " "))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" fill="%s">%s</text>`, padL+8, padT+14+float64(si)*13, s.Color, e(s.Name))
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String()) // every text above is escaped
+}
+
+var palette = []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"}
+
+// charts builds the two capacity curves.
+func (r *Result) charts() []template.HTML {
+	marks := map[string]float64{}
+	if r.Knee != nil {
+		marks["knee"] = *r.Knee
+	}
+	if r.Sustainable != nil {
+		marks["sustainable"] = *r.Sustainable
+	}
+	var p50, p99 svgSeries
+	p50, p99 = svgSeries{Name: "ACK p50 (ms)", Color: palette[0]}, svgSeries{Name: "ACK p99 (ms)", Color: palette[3]}
+	cpu := map[string]*svgSeries{}
+	var order []string
+	for _, st := range r.Steps {
+		if len(p99.Pts) >= maxChartPoints {
+			break
+		}
+		if st.AckP99Ms != nil {
+			p99.Pts = append(p99.Pts, xy{st.OfferedPerSec, *st.AckP99Ms})
+			p50.Pts = append(p50.Pts, xy{st.OfferedPerSec, *st.AckP50Ms})
+		}
+		for _, pc := range st.CPU {
+			if pc.Cores == nil {
+				continue
+			}
+			s, ok := cpu[pc.Name]
+			if !ok {
+				s = &svgSeries{Name: pc.Name + " (cores)", Color: palette[len(order)%len(palette)]}
+				cpu[pc.Name] = s
+				order = append(order, pc.Name)
+			}
+			s.Pts = append(s.Pts, xy{st.OfferedPerSec, *pc.Cores})
+		}
+	}
+	var lim *float64
+	if r.sloAck() > 0 {
+		lim = ptr(r.sloAck())
+	}
+	out := []template.HTML{svgChart("rate vs ACK latency", "ACK latency from intended time (ms)", []svgSeries{p50, p99}, marks, lim)}
+	var cs []svgSeries
+	for _, n := range order {
+		cs = append(cs, *cpu[n])
+	}
+	out = append(out, svgChart("rate vs CPU", "CPU (cores busy)", cs, marks, ptr(float64(r.Machine.CPUs))))
+	return out
+}
+
+// sloAck is the SLO's ack_p99 limit in ms (0: none).
+func (r *Result) sloAck() float64 {
+	o, err := ParseSLO(r.SLO)
+	if err != nil || o.AckP99 == nil {
+		return 0
+	}
+	return float64(*o.AckP99) / 1e6
+}
+
+var page = template.Must(template.New("capacity").Parse(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>imlab capacity: {{.R.Target}}</title>
+<style>body{font-family:system-ui,sans-serif;margin:24px;color:#222}table{border-collapse:collapse;font-size:13px}
+td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}th{background:#f4f4f4}.bad{color:#b00}.ok{color:#060}
+.answer{font-size:18px;margin:12px 0}.note{color:#555;font-size:13px}</style></head><body>
+<h1>Capacity of {{.R.Target}}</h1>
+<p class="answer">{{.R.Answer}}</p>
+<p>SLO <code>{{.R.SLO}}</code>; rates {{printf "%.0f" .R.From}}..{{printf "%.0f" .R.To}}/s; each step {{.R.WarmUpS}}s warm-up (not counted) + {{.R.StepS}}s measured; {{len .R.Steps}} steps in {{printf "%.0f" .R.Seconds}}s.
+{{with .R.Ceiling}}Generator ceiling (no-op endpoint, same client): {{printf "%.0f" .PerSec}} sends/s.{{end}}
+{{with .R.Knee}}Knee: {{printf "%.0f" .}}/s.{{end}}</p>
+<p class="note">Machine: {{.R.Machine.CPUs}} CPUs. {{.R.Machine.Note}}.</p>
+{{range .Charts}}<div>{{.}}</div>{{end}}
+<h2>Steps</h2>
+<table><tr><th>#</th><th>phase</th><th>offered/s</th><th>acked/s</th><th>ack p50 ms</th><th>ack p99 ms</th><th>service p99 ms</th><th>errors %</th><th>unknown %</th><th>lag s</th><th>valid</th><th>verdict</th></tr>
+{{range .Rows}}<tr><td>{{.Index}}</td><td>{{.Phase}}</td><td>{{.Offered}}</td><td>{{.Acked}}</td><td>{{.P50}}</td><td>{{.P99}}</td><td>{{.Svc}}</td><td>{{.Err}}</td><td>{{.Unk}}</td><td>{{.Lag}}</td><td>{{.Valid}}</td><td class="{{if .Held}}ok{{else}}bad{{end}}" style="text-align:left">{{.Verdict}}</td></tr>
+{{end}}</table>
+<h2>Cost per message</h2>
+<p class="note">CPU-µs per ACKed send and per inbox row, from /proc/PID/stat over each step's measured window. {{.R.Machine.Note}}.</p>
+<table><tr><th>#</th><th>offered/s</th><th>process</th><th>pid</th><th>cores</th><th>µs/msg</th><th>µs/row</th><th>note</th></tr>
+{{range .Costs}}<tr><td>{{.Index}}</td><td>{{.Offered}}</td><td>{{.Name}}</td><td>{{.PID}}</td><td>{{.Cores}}</td><td>{{.PerMsg}}</td><td>{{.PerRow}}</td><td style="text-align:left">{{.Err}}</td></tr>
+{{end}}</table>
+{{range .R.Errors}}<p class="bad">error: {{.}}</p>{{end}}
+</body></html>
+`))
+
+type htmlRow struct {
+	Index                                          int
+	Phase, Offered, Acked, P50, P99, Svc, Err, Unk string
+	Lag, Valid, Verdict                            string
+	Held                                           bool
+}
+
+type htmlCost struct {
+	Index                      int
+	Offered, Name              string
+	PID                        int
+	Cores, PerMsg, PerRow, Err string
+}
+
+// WriteHTML writes the self-contained report page.
+func (r *Result) WriteHTML(w io.Writer) error {
+	d := struct {
+		R      *Result
+		Charts []template.HTML
+		Rows   []htmlRow
+		Costs  []htmlCost
+	}{R: r, Charts: r.charts()}
+	for _, st := range r.Steps {
+		valid := "-"
+		if st.Valid != nil {
+			valid = fmt.Sprint(*st.Valid)
+		}
+		v := "held"
+		if !st.Held {
+			v = "broke (" + st.Limit + "): " + strings.Join(st.Broken, "; ")
+		}
+		d.Rows = append(d.Rows, htmlRow{Index: st.Index, Phase: st.Phase, Offered: fmt.Sprintf("%.0f", st.OfferedPerSec), Acked: fv(st.AckedPerSec, "%.0f"),
+			P50: fv(st.AckP50Ms, "%.1f"), P99: fv(st.AckP99Ms, "%.1f"), Svc: fv(st.ServiceP99Ms, "%.1f"), Err: fv(pct(st.ErrorRate), "%.3f"),
+			Unk: fv(pct(st.UnknownRate), "%.3f"), Lag: fv(st.LagS, "%.2f"), Valid: valid, Verdict: v, Held: st.Held})
+		for _, pc := range st.CPU {
+			d.Costs = append(d.Costs, htmlCost{Index: st.Index, Offered: fmt.Sprintf("%.0f", st.OfferedPerSec), Name: pc.Name, PID: pc.PID,
+				Cores: fv(pc.Cores, "%.2f"), PerMsg: fv(pc.USPerMsg, "%.0f"), PerRow: fv(pc.USPerRow, "%.0f"), Err: pc.Err})
+		}
+	}
+	if err := page.Execute(w, d); err != nil {
+		return fmt.Errorf("capacity: report: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,409 @@
+package capacity
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"time"
+
+	"imlab/loadgen"
+)
+
+// Named limits.
+const (
+	MaxSteps   = 40
+	MaxStepDur = 10 * time.Minute
+	// MaxRate bounds To.
+	MaxRate = 10_000_000
+)
+
+// Config of a search.
+type Config struct {
+	// Load is the template of every step's run: target, secret,
+	// population, transport, timeouts. Shape, Duration, RunDir, the uid
+	// and group ranges (one fresh range per step), CeilingFor, Progress
+	// and OnSecond are set per step.
+	Load loadgen.Config
+	SLO  SLO
+	// From and To bound the rates tried (sends/s).
+	From, To float64
+	// Growth multiplies the rate between ramp steps (> 1).
+	Growth float64
+	// Resolution ends the bisection when (broke - held) <= Resolution *
+	// held (0.1: within 10%).
+	Resolution float64
+	// WarmUp (not counted) and Step (measured), whole seconds.
+	WarmUp, Step time.Duration
+	// MaxSteps bounds the steps, the repeat included.
+	MaxSteps int
+	// CoolDown is the pause after a step that broke, so the target's
+	// backlog drains before the next step.
+	CoolDown time.Duration
+	// CeilingFor measures the generator's ceiling this long first (0: no
+	// ceiling; the generator-limit diagnosis then rests on lateness only).
+	CeilingFor time.Duration
+	// Check runs the checker on every step; a step counts only with a
+	// valid verdict.
+	Check bool
+	// Procs are the processes whose CPU is read (the generator is added).
+	Procs []Proc
+	// OutDir receives result.json, the step run directories, report.html.
+	OutDir string
+	// KeepLedgers keeps every step's ledger (default: removed once the
+	// step is judged; the step's summary.json stays).
+	KeepLedgers bool
+	// Progress receives one line per step (nil: none).
+	Progress io.Writer
+}
+
+// DefaultConfig is a search of 200..20000 sends/s against target.
+func DefaultConfig(target, secret, outDir string) Config {
+	lc := loadgen.DefaultConfig(target, secret, "")
+	lc.Pop.Users, lc.Pop.DevicesPerUser, lc.Pop.Groups, lc.Pop.GroupShare = 500, 1, 0, 0
+	lc.Pop.Online, lc.Pop.Crashy = 0.5, 0
+	lc.Settle, lc.DrainTimeout = time.Second, 20*time.Second
+	slo, _ := ParseSLO(DefaultSLO)
+	return Config{Load: lc, SLO: slo, From: 200, To: 20000, Growth: 2, Resolution: 0.1,
+		WarmUp: 3 * time.Second, Step: 10 * time.Second, MaxSteps: 16, CoolDown: 3 * time.Second, CeilingFor: 2 * time.Second, Check: true, OutDir: outDir}
+}
+
+// Validate checks every limit.
+func (c Config) Validate() error {
+	whole := func(d time.Duration) bool { return d%time.Second == 0 }
+	switch {
+	case c.From <= 0 || c.To < c.From || c.To > MaxRate:
+		return fmt.Errorf("%w: rates %g..%g: want 0 < from <= to <= %d", ErrInvalid, c.From, c.To, MaxRate)
+	case c.Growth <= 1 || c.Growth > 10:
+		return fmt.Errorf("%w: growth %g: want 1 < growth <= 10", ErrInvalid, c.Growth)
+	case c.Resolution <= 0 || c.Resolution >= 1:
+		return fmt.Errorf("%w: resolution %g: want 0 < resolution < 1", ErrInvalid, c.Resolution)
+	case c.WarmUp < time.Second || c.Step < 2*time.Second || !whole(c.WarmUp) || !whole(c.Step) || c.WarmUp+c.Step > MaxStepDur:
+		return fmt.Errorf("%w: warm-up %s and step %s: want whole seconds, warm-up >= 1s, step >= 2s, together <= %s", ErrInvalid, c.WarmUp, c.Step, MaxStepDur)
+	case c.MaxSteps < 2 || c.MaxSteps > MaxSteps:
+		return fmt.Errorf("%w: max steps %d: want 2..%d", ErrInvalid, c.MaxSteps, MaxSteps)
+	case c.CeilingFor < 0 || c.CoolDown < 0 || c.CoolDown > time.Minute:
+		return fmt.Errorf("%w: ceiling duration >= 0 and cool-down in 0..1m", ErrInvalid)
+	case c.OutDir == "":
+		return fmt.Errorf("%w: no output directory", ErrInvalid)
+	case c.SLO.String() == "":
+		return fmt.Errorf("%w: empty SLO", ErrInvalid)
+	case len(c.Procs) > MaxProcs:
+		return fmt.Errorf("%w: %d processes: at most %d", ErrInvalid, len(c.Procs), MaxProcs)
+	case c.Load.Pop.UIDBase+uint64(c.MaxSteps*c.Load.Pop.Users) > loadgen.MaxUID:
+		return fmt.Errorf("%w: %d steps of %d users from uid %d pass uid %d", ErrInvalid, c.MaxSteps, c.Load.Pop.Users, c.Load.Pop.UIDBase, loadgen.MaxUID)
+	}
+	lc := c.Load
+	lc.RunDir = c.OutDir
+	lc.Duration = c.WarmUp + c.Step
+	return lc.Validate()
+}
+
+// Result is written as OUTDIR/result.json.
+type Result struct {
+	// Kind identifies the format ("imlab-capacity").
+	Kind      string    `json:"kind"`
+	Target    string    `json:"target"`
+	SLO       string    `json:"slo"`
+	StartedAt time.Time `json:"started_at"`
+	Seconds   float64   `json:"seconds"`
+	From      float64   `json:"from_per_sec"`
+	To        float64   `json:"to_per_sec"`
+	WarmUpS   float64   `json:"warm_up_s"`
+	StepS     float64   `json:"step_s"`
+	// Ceiling is the generator's own ceiling, measured first.
+	Ceiling *loadgen.Ceiling `json:"generator_ceiling,omitempty"`
+	// Sustainable is the highest rate that held the SLO twice (nil: none).
+	Sustainable *float64 `json:"sustainable_per_sec"`
+	// Broke is the lowest rate that broke it (nil: none did up to To).
+	Broke *float64 `json:"broke_per_sec"`
+	// Knee is the highest rate before the ACK p99 first exceeded twice
+	// the p99 of the lowest rate tried (nil: no knee within the steps).
+	Knee *float64 `json:"knee_per_sec"`
+	// Limit says what bounded the answer: server, generator, or "to" (the
+	// search's upper bound held).
+	Limit string `json:"limit"`
+	// Answer says it in words.
+	Answer string `json:"answer"`
+	// Cost at the sustainable rate, CPU-µs per ACKed message per process.
+	Cost      map[string]float64 `json:"cpu_us_per_msg_at_sustainable,omitempty"`
+	Procs     []Proc             `json:"processes"`
+	Machine   Machine            `json:"machine"`
+	Steps     []*Step            `json:"steps"`
+	Errors    []string           `json:"errors,omitempty"`
+	Cancelled bool               `json:"cancelled,omitempty"`
+}
+
+// Machine says where the figures were measured.
+type Machine struct {
+	CPUs     int    `json:"cpus"`
+	Hostname string `json:"hostname"`
+	Note     string `json:"note"`
+}
+
+// MachineNote is printed beside every cost figure.
+const MachineNote = "every watched process (the generator, the server, its databases) shares this machine's cores; the figures are what each process used here, not what it would use alone"
+
+type search struct {
+	cfg   Config
+	procs []Proc
+	res   *Result
+}
+
+// Search runs the search and writes OUTDIR/result.json. It returns the
+// result also with an error (a cancelled search keeps the steps it ran).
+func Search(ctx context.Context, cfg Config) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
+		return nil, fmt.Errorf("capacity: %w", err)
+	}
+	host, _ := os.Hostname()
+	s := &search{cfg: cfg, procs: append([]Proc{{Name: "generator", PID: os.Getpid()}}, cfg.Procs...)}
+	s.res = &Result{Kind: "imlab-capacity", Target: cfg.Load.Target, SLO: cfg.SLO.String(), StartedAt: time.Now().UTC(),
+		From: cfg.From, To: cfg.To, WarmUpS: cfg.WarmUp.Seconds(), StepS: cfg.Step.Seconds(), Procs: s.procs,
+		Machine: Machine{CPUs: runtime.NumCPU(), Hostname: host, Note: MachineNote}, Steps: []*Step{}}
+	began := time.Now()
+	err := s.run(ctx)
+	s.res.Seconds = time.Since(began).Seconds()
+	if err != nil {
+		s.res.Errors = append(s.res.Errors, err.Error())
+	}
+	s.res.Cancelled = ctx.Err() != nil
+	s.conclude()
+	if werr := s.write(); werr != nil {
+		return s.res, werr
+	}
+	return s.res, err
+}
+
+func (s *search) run(ctx context.Context) error {
+	c := s.cfg
+	if c.SLO.Lag != nil {
+		if _, ok := lagOnce(ctx, &http.Client{Timeout: 2 * time.Second}, c.Load.Target); !ok {
+			return fmt.Errorf("%w: the SLO has a lag term but %s%s gave no complete answer: lag cannot be measured", ErrInvalid, c.Load.Target, lagPath)
+		}
+	}
+	if c.CeilingFor > 0 {
+		ceil, err := loadgen.MeasureCeiling(ctx, loadgen.CeilingConfig{Secret: c.Load.Secret, Via: c.Load.SendVia, Conns: c.Load.Conns,
+			Pipeline: c.Load.Pipeline, PipelineDelay: c.Load.PipelineDelay, Workers: c.Load.Pacer.Workers, For: c.CeilingFor})
+		if err != nil {
+			return fmt.Errorf("capacity: generator ceiling: %w", err)
+		}
+		s.res.Ceiling = &ceil
+		s.progress("generator ceiling (no-op endpoint, same client): %.0f sends/s", ceil.PerSec)
+	}
+	// Ramp.
+	var held, broke float64
+	for rate := c.From; ; rate = math.Min(rate*c.Growth, c.To) {
+		st, err := s.step(ctx, PhaseRamp, rate)
+		if err != nil {
+			return err
+		}
+		if !st.Held {
+			broke = rate
+			break
+		}
+		held = rate
+		if rate >= c.To {
+			break
+		}
+	}
+	// Bisect.
+	for held > 0 && broke > 0 && broke-held > c.Resolution*held && len(s.res.Steps) < c.MaxSteps-1 {
+		mid := math.Round((held + broke) / 2)
+		st, err := s.step(ctx, PhaseBisect, mid)
+		if err != nil {
+			return err
+		}
+		if st.Held {
+			held = mid
+		} else {
+			broke = mid
+		}
+	}
+	// Repeat the highest rate that held; step down while it does not.
+	for held > 0 && len(s.res.Steps) < c.MaxSteps {
+		st, err := s.step(ctx, PhaseRepeat, held)
+		if err != nil {
+			return err
+		}
+		if st.Held {
+			return nil
+		}
+		held = math.Round(held * (1 - c.Resolution))
+		if held < c.From {
+			return nil
+		}
+	}
+	return nil
+}
+
+// step runs one step unless the search is out of steps or cancelled.
+func (s *search) step(ctx context.Context, phase string, rate float64) (*Step, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(s.res.Steps) >= s.cfg.MaxSteps {
+		return nil, fmt.Errorf("capacity: out of steps (%d) before the search ended", s.cfg.MaxSteps)
+	}
+	st := s.runStep(ctx, phase, rate)
+	s.res.Steps = append(s.res.Steps, st)
+	if !s.cfg.KeepLedgers {
+		if err := removeLedger(st.RunDir); err != nil {
+			st.Errors = append(st.Errors, "removing the ledger: "+err.Error())
+		}
+	}
+	s.progress("%s", stepLine(st))
+	if !st.Held && s.cfg.CoolDown > 0 {
+		select {
+		case <-time.After(s.cfg.CoolDown):
+		case <-ctx.Done():
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return st, err
+	}
+	return st, nil
+}
+
+func (s *search) progress(format string, a ...any) {
+	if s.cfg.Progress != nil {
+		fmt.Fprintf(s.cfg.Progress, format+"\n", a...)
+	}
+}
+
+// conclude derives the answer from the steps: the sustainable rate (held
+// on a repeat, and on its first run), the lowest rate that broke, the
+// knee, whose limit it was, and the cost at the sustainable rate.
+func (s *search) conclude() {
+	r := s.res
+	heldTwice := map[float64]int{}
+	var sust *Step
+	for _, st := range r.Steps {
+		if st.Held {
+			heldTwice[st.OfferedPerSec]++
+		}
+	}
+	for _, st := range r.Steps {
+		if st.Held && st.Phase == PhaseRepeat && heldTwice[st.OfferedPerSec] >= 2 && (sust == nil || st.OfferedPerSec > sust.OfferedPerSec) {
+			sust = st
+		}
+	}
+	var broke *Step
+	for _, st := range r.Steps {
+		if !st.Held && (broke == nil || st.OfferedPerSec < broke.OfferedPerSec) && (sust == nil || st.OfferedPerSec > sust.OfferedPerSec) {
+			broke = st
+		}
+	}
+	if sust != nil {
+		r.Sustainable = ptr(sust.OfferedPerSec)
+		r.Cost = map[string]float64{}
+		for _, pc := range sust.CPU {
+			if pc.USPerMsg != nil {
+				r.Cost[pc.Name] = *pc.USPerMsg
+			}
+		}
+	}
+	r.Knee = knee(r.Steps)
+	switch {
+	case broke != nil:
+		r.Broke = ptr(broke.OfferedPerSec)
+		r.Limit = broke.Limit
+	case sust != nil && sust.OfferedPerSec >= r.To:
+		r.Limit = "to"
+	}
+	r.Answer = answer(r, broke)
+}
+
+func answer(r *Result, broke *Step) string {
+	var a string
+	switch {
+	case r.Sustainable == nil && len(r.Steps) == 0:
+		return "no step ran"
+	case r.Sustainable == nil:
+		a = fmt.Sprintf("no rate from %.0f/s held the SLO (%s) on a repeat", r.From, r.SLO)
+	default:
+		a = fmt.Sprintf("sustainable %.0f sends/s within %s (held twice)", *r.Sustainable, r.SLO)
+	}
+	switch r.Limit {
+	case LimitGenerator:
+		a += fmt.Sprintf("; %.0f/s broke it, and that was the GENERATOR's limit, not the server's: the answer is a lower bound of the server's capacity", broke.OfferedPerSec)
+	case LimitServer:
+		a += fmt.Sprintf("; %.0f/s broke it (%s): the server's limit", broke.OfferedPerSec, joinShort(broke.Broken))
+	case "to":
+		a += "; the search's upper bound (--to) held: the capacity is at least that"
+	}
+	if r.Ceiling != nil {
+		a += fmt.Sprintf("; generator ceiling %.0f/s", r.Ceiling.PerSec)
+	}
+	return a
+}
+
+func joinShort(s []string) string {
+	if len(s) > 2 {
+		s = s[:2]
+	}
+	out := ""
+	for i, x := range s {
+		if i > 0 {
+			out += "; "
+		}
+		out += x
+	}
+	return out
+}
+
+// knee is the highest rate tried before the first rate (in rate order)
+// whose ACK p99 exceeded twice the p99 of the lowest rate.
+func knee(steps []*Step) *float64 {
+	var ms []*Step
+	for _, st := range steps {
+		if st.AckP99Ms != nil && st.StoppedEarly == "" {
+			ms = append(ms, st)
+		}
+	}
+	if len(ms) < 2 {
+		return nil
+	}
+	sort.SliceStable(ms, func(i, j int) bool { return ms[i].OfferedPerSec < ms[j].OfferedPerSec })
+	base := *ms[0].AckP99Ms
+	for i := 1; i < len(ms); i++ {
+		if *ms[i].AckP99Ms > 2*base {
+			return ptr(ms[i-1].OfferedPerSec)
+		}
+	}
+	return nil
+}
+
+func (s *search) write() error {
+	b, err := json.MarshalIndent(s.res, "", "  ")
+	if err != nil {
+		return fmt.Errorf("capacity: result json: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(s.cfg.OutDir, ResultFile), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("capacity: %w", err)
+	}
+	fh, err := os.Create(filepath.Join(s.cfg.OutDir, ReportFile))
+	if err != nil {
+		return fmt.Errorf("capacity: %w", err)
+	}
+	werr := s.res.WriteHTML(fh)
+	if cerr := fh.Close(); werr == nil && cerr != nil {
+		werr = fmt.Errorf("capacity: %w", cerr)
+	}
+	return werr
+}
+
+// Output file names.
+const (
+	ResultFile = "result.json"
+	ReportFile = "report.html"
+)

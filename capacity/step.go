@@ -1,0 +1,437 @@
+package capacity
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"imlab/loadgen"
+	"imlab/loadgen/checker"
+	"imlab/loadgen/ledger"
+	"imlab/loadgen/schedule"
+)
+
+// Step phases.
+const (
+	PhaseRamp   = "ramp"
+	PhaseBisect = "bisect"
+	PhaseRepeat = "repeat"
+)
+
+// Limits a broken step is put down to.
+const (
+	LimitServer    = "server"
+	LimitGenerator = "generator"
+)
+
+// ProcCost is one watched process's CPU over a step's measured window.
+type ProcCost struct {
+	Name string `json:"name"`
+	PID  int    `json:"pid"`
+	// CPUSeconds is user + system time used in the window; Cores the same
+	// per second of wall time (1.0 = one core busy).
+	CPUSeconds *float64 `json:"cpu_s"`
+	Cores      *float64 `json:"cores"`
+	// USPerMsg and USPerRow are CPU-µs per ACKed send and per inbox row.
+	USPerMsg *float64 `json:"cpu_us_per_msg"`
+	USPerRow *float64 `json:"cpu_us_per_row"`
+	Err      string   `json:"error,omitempty"`
+}
+
+// Step is one rate tried. A nil figure was not measured.
+type Step struct {
+	Index         int     `json:"index"`
+	Phase         string  `json:"phase"`
+	OfferedPerSec float64 `json:"offered_per_sec"`
+	// Window counts: sends whose intended time is in the measured window.
+	Attempts uint64 `json:"attempts"`
+	OK       uint64 `json:"ok"`
+	Fail     uint64 `json:"fail"`
+	Unknown  uint64 `json:"unknown"`
+	// AckedPerSec is ACKed sends of the window per second of the window.
+	AckedPerSec *float64 `json:"acked_per_sec"`
+	// AckP50Ms, AckP99Ms: ACK latency from the intended send time.
+	AckP50Ms *float64 `json:"ack_p50_ms"`
+	AckP99Ms *float64 `json:"ack_p99_ms"`
+	// ServiceP99Ms: actual send to ACK; SendDelayP99Ms: intended to
+	// actual send (the generator's own lateness).
+	ServiceP99Ms   *float64 `json:"service_p99_ms"`
+	SendDelayP99Ms *float64 `json:"send_delay_p99_ms"`
+	// LateFraction: sends of the whole step that started more than the
+	// pacer's LateAfter after their intended time, or never (missed).
+	LateFraction *float64 `json:"late_fraction"`
+	Missed       uint64   `json:"missed"`
+	ErrorRate    *float64 `json:"error_rate"`
+	UnknownRate  *float64 `json:"unknown_rate"`
+	// LagS is the largest consumer lag age over LagPolls complete polls.
+	LagS     *float64 `json:"lag_s"`
+	LagPolls int      `json:"lag_polls"`
+	// RowsPerMsg: inbox rows per ACKed send (the checker's witness pulls).
+	RowsPerMsg *float64   `json:"rows_per_msg"`
+	CPU        []ProcCost `json:"cpu"`
+	// Valid is the checker's verdict on the step's ledger (nil: not
+	// checked).
+	Valid *bool `json:"valid"`
+	Held  bool  `json:"held"`
+	// Broken lists why the step did not hold; Limit whose limit it was.
+	Broken       []string `json:"broken,omitempty"`
+	Limit        string   `json:"limit,omitempty"`
+	StoppedEarly string   `json:"stopped_early,omitempty"`
+	Seconds      float64  `json:"seconds"`
+	RunDir       string   `json:"run_dir"`
+	Errors       []string `json:"errors,omitempty"`
+}
+
+// Early-stop thresholds (see the package doc).
+const (
+	brokenSeconds   = 3
+	brokenAckFactor = 3
+	brokenErrFactor = 10
+	brokenErrFloor  = 0.05
+	// stepMargin is added to a step's deadline beyond its own phases.
+	stepMargin = 15 * time.Second
+)
+
+// watcher sees the step's seconds: it samples CPU at the window's edges
+// and stops the step when the SLO is clearly broken. Called from
+// loadgen's reporter goroutine; mu guards what the step reads after.
+type watcher struct {
+	mu                sync.Mutex
+	slo               SLO
+	warm, end         int // window rows are warm < T <= end
+	procs             []Proc
+	cpu0, cpu1        *cpuSample
+	windowOK          uint64
+	streak            int
+	stopped           string
+	cancel            context.CancelFunc
+	maxErrs, maxAckUS float64
+	// inWindow is set while the measured window runs (lag polls count).
+	inWindow atomic.Bool
+}
+
+func (w *watcher) second(row loadgen.Second) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if row.T == w.warm {
+		s := sampleCPU(w.procs)
+		w.cpu0 = &s
+		w.inWindow.Store(true)
+	}
+	if row.T > w.warm && row.T <= w.end {
+		w.windowOK += row.OK
+	}
+	if row.T == w.end {
+		s := sampleCPU(w.procs)
+		w.cpu1 = &s
+		w.inWindow.Store(false)
+	}
+	if w.stopped != "" {
+		return
+	}
+	why := ""
+	att := row.OK + row.Fail + row.Unknown
+	switch {
+	case row.Started > 0 && row.OK == 0 && row.T > 1:
+		why = "sends started and none ACKed (stalled)"
+	case w.maxAckUS > 0 && row.Response.Count > 0 && float64(row.Response.P99) > w.maxAckUS:
+		why = fmt.Sprintf("ACK p99 %s beyond %d x the limit", time.Duration(row.Response.P99)*time.Microsecond, brokenAckFactor)
+	case att > 0 && float64(row.Fail+row.Unknown)/float64(att) > w.maxErrs:
+		why = fmt.Sprintf("%.1f%% of sends failed or unknown", 100*float64(row.Fail+row.Unknown)/float64(att))
+	}
+	if why == "" {
+		w.streak = 0
+		return
+	}
+	w.streak++
+	if w.streak >= brokenSeconds {
+		w.stopped = fmt.Sprintf("at t=%ds: %s for %d seconds", row.T, why, brokenSeconds)
+		w.cancel()
+	}
+}
+
+// runStep runs one rate and judges it.
+func (s *search) runStep(ctx context.Context, phase string, rate float64) *Step {
+	c := s.cfg
+	idx := len(s.res.Steps)
+	st := &Step{Index: idx, Phase: phase, OfferedPerSec: rate,
+		RunDir: filepath.Join(c.OutDir, "steps", fmt.Sprintf("%02d-%s-%.0f", idx, phase, rate))}
+	began := time.Now()
+	defer func() { st.Seconds = time.Since(began).Seconds() }()
+
+	lc := c.Load
+	lc.Shape = schedule.Constant{PerSec: rate}
+	lc.Duration = c.WarmUp + c.Step
+	lc.RunDir = st.RunDir
+	lc.CeilingFor = 0
+	lc.Progress = nil
+	lc.Pop.UIDBase = c.Load.Pop.UIDBase + uint64(idx*c.Load.Pop.Users)
+	lc.Pop.GroupBase = c.Load.Pop.GroupBase + uint64(idx*max(c.Load.Pop.Groups, 1))
+	bound := lc.Duration + lc.Pacer.Grace + lc.Settle + lc.DrainTimeout + stepMargin
+	sctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	w := &watcher{slo: c.SLO, warm: int(c.WarmUp / time.Second), end: int((c.WarmUp + c.Step) / time.Second), procs: s.procs, cancel: cancel,
+		maxErrs: brokenErrFloor, maxAckUS: float64(brokenAckFactor*c.SLO.ackLimit()) / float64(time.Microsecond)}
+	if c.SLO.Errors != nil {
+		w.maxErrs = max(brokenErrFloor, brokenErrFactor**c.SLO.Errors)
+	}
+	lc.OnSecond = w.second
+
+	lagCtx, stopLag := context.WithCancel(sctx)
+	lagDone := make(chan lagResult, 1)
+	go func() { lagDone <- pollLag(lagCtx, c.Load.Target, w.inWindow.Load) }()
+
+	sum, runErr := loadgen.Run(sctx, lc)
+	stopLag()
+	lag := <-lagDone
+
+	w.mu.Lock()
+	st.StoppedEarly = w.stopped
+	cpu0, cpu1, windowOK := w.cpu0, w.cpu1, w.windowOK
+	w.mu.Unlock()
+	if runErr != nil && st.StoppedEarly == "" {
+		if sctx.Err() != nil && ctx.Err() == nil {
+			st.StoppedEarly = fmt.Sprintf("the step's deadline (%s) passed", bound)
+		}
+		st.Errors = append(st.Errors, "load: "+runErr.Error())
+	}
+	if sum != nil {
+		st.Errors = append(st.Errors, sum.Errors...)
+		if sum.Pacer.Scheduled > 0 {
+			st.LateFraction = ptr(float64(sum.Pacer.Late+sum.Pacer.Missed) / float64(sum.Pacer.Scheduled))
+			st.Missed = sum.Pacer.Missed
+		}
+	}
+	if err := s.window(st); err != nil {
+		st.Errors = append(st.Errors, err.Error())
+	}
+	if lag.polls > 0 {
+		st.LagS, st.LagPolls = ptr(lag.max), lag.polls
+	}
+	if st.StoppedEarly == "" && runErr == nil && c.Check {
+		s.check(st)
+	}
+	st.CPU = costs(s.procs, cpu0, cpu1, windowOK, st.RowsPerMsg)
+	s.judge(st)
+	return st
+}
+
+// window reads the step's ledger: outcomes and latency of the sends
+// whose intended time is in the measured window.
+func (s *search) window(st *Step) error {
+	from, to := s.cfg.WarmUp, s.cfg.WarmUp+s.cfg.Step
+	resp, svc, delay := newHist(), newHist(), newHist()
+	_, err := ledger.ReadDir(st.RunDir, func(_ int, r *ledger.Record) error {
+		if r.Kind != ledger.KindAttempt {
+			return nil
+		}
+		a := r.Attempt
+		if a.Intended < from || a.Intended >= to {
+			return nil
+		}
+		st.Attempts++
+		_ = delay.RecordValue(max(1, (a.Started - a.Intended).Microseconds()))
+		switch a.Outcome {
+		case ledger.OK:
+			st.OK++
+			_ = resp.RecordValue(max(1, (a.Ended - a.Intended).Microseconds()))
+			_ = svc.RecordValue(max(1, (a.Ended - a.Started).Microseconds()))
+		case ledger.Fail:
+			st.Fail++
+		default:
+			st.Unknown++
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("ledger: %w", err)
+	}
+	if st.Attempts > 0 {
+		st.ErrorRate = ptr(float64(st.Fail+st.Unknown) / float64(st.Attempts))
+		st.UnknownRate = ptr(float64(st.Unknown) / float64(st.Attempts))
+		st.SendDelayP99Ms = ptr(float64(delay.ValueAtQuantile(99)) / 1000)
+	}
+	if st.StoppedEarly == "" && st.Attempts > 0 {
+		st.AckedPerSec = ptr(float64(st.OK) / s.cfg.Step.Seconds())
+	}
+	if st.OK > 0 {
+		st.AckP50Ms = ptr(float64(resp.ValueAtQuantile(50)) / 1000)
+		st.AckP99Ms = ptr(float64(resp.ValueAtQuantile(99)) / 1000)
+		st.ServiceP99Ms = ptr(float64(svc.ValueAtQuantile(99)) / 1000)
+	}
+	return nil
+}
+
+func newHist() *hdr.Histogram { return hdr.New(1, int64(time.Hour/time.Microsecond), 3) }
+
+// check runs the checker on the step's ledger.
+func (s *search) check(st *Step) {
+	v, err := checker.Check(st.RunDir)
+	if err != nil {
+		st.Errors = append(st.Errors, "checker: "+err.Error())
+		return
+	}
+	st.Valid = ptr(v.Valid)
+	if ok := v.Attempts["ok"]; ok > 0 && v.Witnessed > 0 {
+		st.RowsPerMsg = ptr(float64(v.Witnessed) / float64(ok))
+	}
+}
+
+// costs turns the window's CPU samples into per-message figures.
+func costs(procs []Proc, c0, c1 *cpuSample, ok uint64, rowsPerMsg *float64) []ProcCost {
+	out := make([]ProcCost, 0, len(procs))
+	for _, p := range procs {
+		pc := ProcCost{Name: p.Name, PID: p.PID}
+		switch {
+		case c0 == nil || c1 == nil:
+			pc.Err = "the window did not complete: no CPU sample"
+		case c0.errs[p.PID] != "" || c1.errs[p.PID] != "":
+			pc.Err = c0.errs[p.PID] + c1.errs[p.PID]
+		default:
+			used := c1.used[p.PID] - c0.used[p.PID]
+			wall := c1.at.Sub(c0.at)
+			pc.CPUSeconds = ptr(used.Seconds())
+			if wall > 0 {
+				pc.Cores = ptr(used.Seconds() / wall.Seconds())
+			}
+			if ok > 0 {
+				us := float64(used.Microseconds()) / float64(ok)
+				pc.USPerMsg = ptr(us)
+				if rowsPerMsg != nil && *rowsPerMsg > 0 {
+					pc.USPerRow = ptr(us / *rowsPerMsg)
+				}
+			}
+		}
+		out = append(out, pc)
+	}
+	return out
+}
+
+// judge decides whether the step held and, if not, whose limit it was.
+func (s *search) judge(st *Step) {
+	c := s.cfg
+	st.Broken = c.SLO.judge(st)
+	if st.StoppedEarly != "" {
+		st.Broken = append([]string{"stopped early " + st.StoppedEarly}, st.Broken...)
+	}
+	if st.Attempts == 0 {
+		st.Broken = append(st.Broken, "no send in the measured window")
+	}
+	if c.Check && st.StoppedEarly == "" {
+		switch {
+		case st.Valid == nil:
+			st.Broken = append(st.Broken, "not checked: the checker could not judge the ledger")
+		case !*st.Valid:
+			st.Broken = append(st.Broken, "the checker's verdict is INVALID")
+		}
+	}
+	st.Held = len(st.Broken) == 0
+	if st.Held {
+		return
+	}
+	st.Limit = LimitServer
+	lim := float64(c.SLO.ackLimit()) / float64(time.Millisecond)
+	late := st.Missed > 0
+	if lim > 0 && st.SendDelayP99Ms != nil && *st.SendDelayP99Ms > lim/2 {
+		late = true
+	}
+	serverOK := st.ServiceP99Ms != nil && (lim == 0 || *st.ServiceP99Ms <= lim) && (st.ErrorRate == nil || c.SLO.Errors == nil || *st.ErrorRate <= *c.SLO.Errors)
+	if s.res.Ceiling != nil && st.OfferedPerSec >= 0.9*s.res.Ceiling.PerSec {
+		st.Limit = LimitGenerator
+	} else if late && serverOK {
+		st.Limit = LimitGenerator
+	}
+}
+
+type lagResult struct {
+	polls int
+	max   float64
+}
+
+// lagAnswer is the part of GET /v1/lab/lag read: the largest age per
+// consumer group, partitions of unknown age, the monitor's errors.
+type lagAnswer struct {
+	At         time.Time          `json:"at"`
+	MaxAge     map[string]float64 `json:"max_age_seconds"`
+	UnknownAge map[string]int     `json:"unknown_age"`
+	Errors     []string           `json:"errors"`
+}
+
+// lagPath is the contract's lab lag route.
+const lagPath = "/v1/lab/lag"
+
+// pollLag polls the lag route once a second while inWindow says the
+// measured window runs, until ctx ends; a poll that fails, or whose
+// answer is incomplete or stale, is not counted.
+func pollLag(ctx context.Context, target string, inWindow func() bool) lagResult {
+	var res lagResult
+	hc := &http.Client{Timeout: time.Second}
+	defer hc.CloseIdleConnections()
+	tk := time.NewTicker(time.Second)
+	defer tk.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return res
+		case <-tk.C:
+			if !inWindow() {
+				continue
+			}
+			if a, ok := lagOnce(ctx, hc, target); ok {
+				res.polls++
+				for _, v := range a.MaxAge {
+					res.max = max(res.max, v)
+				}
+			}
+		}
+	}
+}
+
+func lagOnce(ctx context.Context, hc *http.Client, target string) (lagAnswer, bool) {
+	var a lagAnswer
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(target, "/")+lagPath, nil)
+	if err != nil {
+		return a, false
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return a, false
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return a, false
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&a); err != nil {
+		return a, false
+	}
+	if a.At.IsZero() || time.Since(a.At) > 5*time.Second || len(a.UnknownAge) > 0 || len(a.Errors) > 0 {
+		return a, false
+	}
+	return a, true
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// removeLedger deletes a step's ledger files when asked not to keep them.
+func removeLedger(dir string) error {
+	fs, err := ledger.Files(dir)
+	if err != nil {
+		return err
+	}
+	for _, f := range fs {
+		if err := os.Remove(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"imlab/capacity"
+	"imlab/loadgen"
+)
+
+// Exit statuses of imlab capacity.
+const (
+	capacityExitNone   = 1 // the search ran, and no rate held the SLO on a repeat
+	capacityExitBroken = 2 // bad flags, or the search could not be carried out
+)
+
+// newCapacityCmd is `imlab capacity`: the search for the sustainable rate.
+func newCapacityCmd() *cobra.Command { return capacityCmd(os.Exit) }
+
+func capacityCmd(exit func(int)) *cobra.Command {
+	def := capacity.DefaultConfig("", "", "")
+	cfg := def
+	var (
+		slo, pids, procNames, out string
+		gogc, procs               int
+		noCheck                   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "capacity",
+		Short: "Search the highest constant send rate that holds an SLO (ramp, bisect, repeat), with CPU-µs per message; exit 0 found, 1 none held, 2 could not run",
+		Long: `An open-loop search, one loadgen run per step (a fresh uid range each): the generator's
+own ceiling first, then a ramp from --from (x --growth) until a step breaks the SLO or --to holds,
+a bisection to --resolution, and a repeat of the highest rate that held; only a rate that held twice
+is the sustainable rate. Each step sends for --warm-up (not counted) + --step (measured); its
+figures are read back from its ledger for the sends intended in the measured window (ACK latency
+from the intended time). A step holds only when every SLO term was measured and within its limit
+and the checker's verdict is valid. A step is stopped early when the SLO is clearly broken (3 s of
+ACK p99 beyond 3x its limit, errors beyond 10x theirs, or no ACK at all: a stalled server), and
+each step has a deadline. A broken step is put down to the generator when it offered 90% of the
+generator's ceiling or sent late while the server answered in time.
+
+CPU per message: the generator's own process, and --pid NAME=PID / --proc mariadbd,redis-server
+(by command name), read from /proc at the window's edges. All of them share this machine's cores.
+
+Writes OUT/result.json (every step), OUT/report.html (rate vs ACK p99, rate vs CPU, knee and
+sustainable rate marked) and OUT/steps/*/summary.json; prints the table.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			broken := func(err error) error {
+				fmt.Fprintln(cmd.ErrOrStderr(), "imlab:", err)
+				exit(capacityExitBroken)
+				return nil
+			}
+			secret, err := secretFrom(cmd, true, cmd.ErrOrStderr())
+			if err != nil {
+				return broken(err)
+			}
+			if err := setGC(gogc, cmd.ErrOrStderr()); err != nil {
+				return broken(err)
+			}
+			if err := setProcs(procs, cmd.ErrOrStderr()); err != nil {
+				return broken(err)
+			}
+			c := cfg
+			c.Load.Secret = secret
+			c.Check = !noCheck
+			if c.SLO, err = capacity.ParseSLO(slo); err != nil {
+				return broken(err)
+			}
+			if c.Procs, err = capacity.ParsePIDs(pids); err != nil {
+				return broken(err)
+			}
+			if procNames != "" {
+				found, err := capacity.FindProcs(strings.Split(procNames, ","))
+				if err != nil {
+					return broken(err)
+				}
+				c.Procs = append(c.Procs, found...)
+			}
+			if out == "" {
+				out = filepath.Join("runs", "capacity-"+time.Now().UTC().Format("20060102-150405"))
+			}
+			c.OutDir = out
+			c.Progress = cmd.OutOrStdout()
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "capacity search of %s within %s, %.0f..%.0f sends/s, into %s; watching %d processes besides the generator\n",
+				c.Load.Target, c.SLO, c.From, c.To, out, len(c.Procs))
+			res, err := capacity.Search(cmd.Context(), c)
+			if res != nil {
+				fmt.Fprintln(w)
+				if werr := res.WriteTable(w); werr != nil {
+					return broken(werr)
+				}
+				fmt.Fprintf(w, "wrote %s and %s\n", filepath.Join(out, capacity.ResultFile), filepath.Join(out, capacity.ReportFile))
+			}
+			switch {
+			case err != nil:
+				return broken(err)
+			case res.Sustainable == nil:
+				fmt.Fprintln(cmd.ErrOrStderr(), "imlab: no rate held the SLO on a repeat")
+				exit(capacityExitNone)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Load.Target, "target", "http://127.0.0.1:8080", "server base URL")
+	f.String("secret", "", "token signing secret (default $"+envSecret+")")
+	f.StringVar(&slo, "slo", capacity.DefaultSLO, "what a step must hold: ack_p50, ack_p99, lag (durations), errors (failed + unknown, % of sends)")
+	f.Float64Var(&cfg.From, "from", def.From, "first rate (sends/s)")
+	f.Float64Var(&cfg.To, "to", def.To, "highest rate tried (sends/s)")
+	f.Float64Var(&cfg.Growth, "growth", def.Growth, "rate factor between ramp steps")
+	f.Float64Var(&cfg.Resolution, "resolution", def.Resolution, "bisect until the rate that broke is within this fraction of the rate that held")
+	f.DurationVar(&cfg.WarmUp, "warm-up", def.WarmUp, "uncounted warm-up of each step (whole seconds)")
+	f.DurationVar(&cfg.Step, "step", def.Step, "measured length of each step (whole seconds)")
+	f.IntVar(&cfg.MaxSteps, "max-steps", def.MaxSteps, "steps at most, the repeat included")
+	f.DurationVar(&cfg.CoolDown, "cool-down", def.CoolDown, "pause after a step that broke, for the target's backlog to drain")
+	f.DurationVar(&cfg.CeilingFor, "ceiling", def.CeilingFor, "measure the generator's ceiling on a no-op endpoint this long first (0: skip)")
+	f.StringVar(&pids, "pid", "", "processes to read CPU from: NAME=PID,... (e.g. ref=1234)")
+	f.StringVar(&procNames, "proc", "", "processes to read CPU from by command name: mariadbd,redis-server,imlab (every match but this process)")
+	f.StringVar(&out, "out", "", "output directory (default runs/capacity-<UTC time>)")
+	f.BoolVar(&cfg.KeepLedgers, "keep-ledgers", false, "keep every step's ledger")
+	f.BoolVar(&noCheck, "no-check", false, "do not run the checker on each step (a step then holds on the SLO alone)")
+	f.IntVar(&cfg.Load.Pop.Users, "users", def.Load.Pop.Users, "users per step (each step a fresh uid range)")
+	f.IntVar(&cfg.Load.Pop.DevicesPerUser, "devices", def.Load.Pop.DevicesPerUser, "devices per user")
+	f.Uint64Var(&cfg.Load.Pop.UIDBase, "uid-base", def.Load.Pop.UIDBase, "first uid of the first step (use a range fresh to the server)")
+	f.Float64Var(&cfg.Load.Pop.Online, "online", def.Load.Pop.Online, "fraction of devices online on WebSocket")
+	f.IntVar(&cfg.Load.Conns, "conns", def.Load.Conns, "HTTP connections")
+	f.DurationVar(&cfg.Load.Timeout, "timeout", def.Load.Timeout, "timeout of one HTTP exchange")
+	f.StringVar(&cfg.Load.SendVia, "send-via", def.Load.SendVia, "send transport: http or ws")
+	f.IntVar(&cfg.Load.Pacer.MaxWorkers, "max-workers", def.Load.Pacer.MaxWorkers, "send workers at most")
+	f.DurationVar(&cfg.Load.DrainTimeout, "drain-timeout", def.Load.DrainTimeout, "bound on each step's final drain")
+	f.IntVar(&procs, "procs", loadgen.DefaultProcs(), "GOMAXPROCS of the generator (default: twice the CPUs); ignored when $GOMAXPROCS is set")
+	f.IntVar(&gogc, "gogc", defaultLoadGOGC, "garbage collector target percentage of the generator")
+	return cmd
+}
