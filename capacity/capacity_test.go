@@ -41,11 +41,11 @@ func quick(t *testing.T, target, slo string) Config {
 	c.Load.Conns = 64
 	c.Load.Timeout = 2 * time.Second
 	c.Load.Settle, c.Load.DrainTimeout = 200*time.Millisecond, 10*time.Second
-	c.WarmUp, c.Step = time.Second, 2*time.Second
+	c.WarmUp, c.Step = time.Second, 3*time.Second
 	c.CoolDown = 500 * time.Millisecond
 	c.CeilingFor = time.Second
-	c.MaxSteps = 9
-	c.Resolution = 0.2
+	c.MaxSteps = 8
+	c.Resolution = 0.25
 	return c
 }
 
@@ -64,17 +64,19 @@ func run(t *testing.T, c Config) *Result {
 	return res
 }
 
-// TestSearchFindsAKnownCapacity: a fake that serves 400 sends/s (a single
-// queue): the sustainable rate must be found within [60%, 105%] of it and
-// put down to the server.
+// TestSearchFindsAKnownCapacity: a fake that serves 100 sends/s (a single
+// queue): the sustainable rate must be found within [60%, 115%] of it and
+// put down to the server. (The rates and the generous SLO leave room for
+// a loaded 2-core machine under -race: the generator and the fake share
+// this process.)
 func TestSearchFindsAKnownCapacity(t *testing.T) {
-	const capacity = 400
-	srv := fake(t, faketarget.Capacity{SendsPerSec: capacity, MaxQueue: time.Second})
-	c := quick(t, srv.URL(), "ack_p99<=150ms,errors<=1%")
-	c.From, c.To = 100, 3200
+	const capacity = 100
+	srv := fake(t, faketarget.Capacity{SendsPerSec: capacity, MaxQueue: 3 * time.Second})
+	c := quick(t, srv.URL(), "ack_p99<=1s,errors<=1%")
+	c.From, c.To = 25, 800
 	res := run(t, c)
-	if res.Sustainable == nil || *res.Sustainable < 0.6*capacity || *res.Sustainable > 1.05*capacity {
-		t.Fatalf("sustainable %v, want within [%.0f, %.0f]", res.Sustainable, 0.6*capacity, 1.05*capacity)
+	if res.Sustainable == nil || *res.Sustainable < 0.6*capacity || *res.Sustainable > 1.15*capacity {
+		t.Fatalf("sustainable %v, want within [%.0f, %.0f]", res.Sustainable, 0.6*capacity, 1.15*capacity)
 	}
 	if res.Limit != LimitServer || res.Broke == nil || *res.Broke > 2.1*capacity {
 		t.Fatalf("limit %q broke %v", res.Limit, res.Broke)
@@ -147,14 +149,14 @@ func TestSearchStalledServer(t *testing.T) {
 	}
 }
 
-// TestSearchServerErrorsAboveARate: sends beyond 300 in a second fail.
+// TestSearchServerErrorsAboveARate: sends beyond 100 in a second fail.
 func TestSearchServerErrorsAboveARate(t *testing.T) {
-	srv := fake(t, faketarget.Capacity{FailAbovePerSec: 300})
-	c := quick(t, srv.URL(), "ack_p99<=200ms,errors<=0.5%")
-	c.From, c.To = 100, 3200
+	srv := fake(t, faketarget.Capacity{FailAbovePerSec: 100})
+	c := quick(t, srv.URL(), "ack_p99<=2s,errors<=0.5%")
+	c.From, c.To = 25, 800
 	res := run(t, c)
-	if res.Sustainable == nil || *res.Sustainable > 300 || *res.Sustainable < 150 {
-		t.Fatalf("sustainable %v, want 150..300", res.Sustainable)
+	if res.Sustainable == nil || *res.Sustainable > 100 || *res.Sustainable < 45 {
+		t.Fatalf("sustainable %v, want 45..100", res.Sustainable)
 	}
 	if res.Limit != LimitServer {
 		t.Fatalf("limit %q", res.Limit)
@@ -210,5 +212,28 @@ func TestProcCPU(t *testing.T) {
 	}
 	if _, err := ParsePIDs("ref"); err == nil {
 		t.Fatal("bad pid list accepted")
+	}
+}
+
+func TestKnee(t *testing.T) {
+	st := func(rate, p99 float64) *Step { return &Step{OfferedPerSec: rate, AckP99Ms: ptr(p99)} }
+	// Noise at low rates (10ms -> 30ms, under a quarter of 200ms) is no knee.
+	steps := []*Step{st(100, 10), st(200, 30), st(400, 40), st(800, 180), st(600, 45)}
+	if k := knee(steps, 200*time.Millisecond); k == nil || *k != 600 {
+		t.Fatalf("knee %v, want 600", k)
+	}
+	if k := knee(steps[:3], 200*time.Millisecond); k != nil {
+		t.Fatalf("no knee expected, got %v", *k)
+	}
+}
+
+func TestGrowingWindowIsNotStable(t *testing.T) {
+	s := &Step{AckP90HalvesMs: [2]*float64{ptr(100.0), ptr(400.0)}}
+	if growing(s, time.Second) == "" {
+		t.Fatal("a latency that quadrupled through the window is a growing queue")
+	}
+	s = &Step{AckP90HalvesMs: [2]*float64{ptr(5.0), ptr(20.0)}}
+	if growing(s, time.Second) != "" {
+		t.Fatal("20ms against a 1s limit is noise, not a queue")
 	}
 }

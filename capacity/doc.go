@@ -21,7 +21,10 @@
 // of per-second figures. A step holds the SLO when every SLO term was
 // measured and within its limit and the checker's verdict on the step's
 // ledger is valid: a figure that was not measured (no ACK, no lag poll
-// answered) is unknown, and unknown does not hold.
+// answered) is unknown, and unknown does not hold. Nor does a step whose
+// latency grew through the window (the second half's ACK p90 more than
+// twice the first half's and beyond a quarter of the ACK limit): a queue
+// that grows is not a sustainable rate, however short the step.
 //
 // Bounded time: each step runs under a deadline (WarmUp + Step + Settle +
 // DrainTimeout + a margin) and is stopped early, from loadgen's per-second

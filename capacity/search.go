@@ -124,7 +124,8 @@ type Result struct {
 	// Broke is the lowest rate that broke it (nil: none did up to To).
 	Broke *float64 `json:"broke_per_sec"`
 	// Knee is the highest rate before the ACK p99 first exceeded twice
-	// the p99 of the lowest rate tried (nil: no knee within the steps).
+	// the p99 of the lowest rate tried and a quarter of the SLO's ACK
+	// limit (nil: no knee within the steps).
 	Knee *float64 `json:"knee_per_sec"`
 	// Limit says what bounded the answer: server, generator, or "to" (the
 	// search's upper bound held).
@@ -312,7 +313,7 @@ func (s *search) conclude() {
 			}
 		}
 	}
-	r.Knee = knee(r.Steps)
+	r.Knee = knee(r.Steps, s.cfg.SLO.ackLimit())
 	switch {
 	case broke != nil:
 		r.Broke = ptr(broke.OfferedPerSec)
@@ -362,8 +363,9 @@ func joinShort(s []string) string {
 }
 
 // knee is the highest rate tried before the first rate (in rate order)
-// whose ACK p99 exceeded twice the p99 of the lowest rate.
-func knee(steps []*Step) *float64 {
+// whose ACK p99 exceeded twice the p99 of the lowest rate and a quarter of
+// the SLO's ACK limit (so that noise at low rates is no knee).
+func knee(steps []*Step, limit time.Duration) *float64 {
 	var ms []*Step
 	for _, st := range steps {
 		if st.AckP99Ms != nil && st.StoppedEarly == "" {
@@ -375,8 +377,9 @@ func knee(steps []*Step) *float64 {
 	}
 	sort.SliceStable(ms, func(i, j int) bool { return ms[i].OfferedPerSec < ms[j].OfferedPerSec })
 	base := *ms[0].AckP99Ms
+	floor := 0.25 * float64(limit) / float64(time.Millisecond)
 	for i := 1; i < len(ms); i++ {
-		if *ms[i].AckP99Ms > 2*base {
+		if p := *ms[i].AckP99Ms; p > 2*base && p > floor {
 			return ptr(ms[i-1].OfferedPerSec)
 		}
 	}

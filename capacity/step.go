@@ -65,8 +65,12 @@ type Step struct {
 	AckP99Ms *float64 `json:"ack_p99_ms"`
 	// ServiceP99Ms: actual send to ACK; SendDelayP99Ms: intended to
 	// actual send (the generator's own lateness).
-	ServiceP99Ms   *float64 `json:"service_p99_ms"`
-	SendDelayP99Ms *float64 `json:"send_delay_p99_ms"`
+	ServiceP99Ms *float64 `json:"service_p99_ms"`
+	// AckP90HalvesMs is the ACK p90 of the window's first and second
+	// halves: a latency that keeps growing through the window is a queue
+	// that grows, a rate that is not sustainable however short the step.
+	AckP90HalvesMs [2]*float64 `json:"ack_p90_halves_ms"`
+	SendDelayP99Ms *float64    `json:"send_delay_p99_ms"`
 	// LateFraction: sends of the whole step that started more than the
 	// pacer's LateAfter after their intended time, or never (missed).
 	LateFraction *float64 `json:"late_fraction"`
@@ -231,6 +235,8 @@ func (s *search) runStep(ctx context.Context, phase string, rate float64) *Step 
 func (s *search) window(st *Step) error {
 	from, to := s.cfg.WarmUp, s.cfg.WarmUp+s.cfg.Step
 	resp, svc, delay := newHist(), newHist(), newHist()
+	halves := [2]*hdr.Histogram{newHist(), newHist()}
+	mid := from + s.cfg.Step/2
 	_, err := ledger.ReadDir(st.RunDir, func(_ int, r *ledger.Record) error {
 		if r.Kind != ledger.KindAttempt {
 			return nil
@@ -245,6 +251,11 @@ func (s *search) window(st *Step) error {
 		case ledger.OK:
 			st.OK++
 			_ = resp.RecordValue(max(1, (a.Ended - a.Intended).Microseconds()))
+			h := 0
+			if a.Intended >= mid {
+				h = 1
+			}
+			_ = halves[h].RecordValue(max(1, (a.Ended - a.Intended).Microseconds()))
 			_ = svc.RecordValue(max(1, (a.Ended - a.Started).Microseconds()))
 		case ledger.Fail:
 			st.Fail++
@@ -268,6 +279,11 @@ func (s *search) window(st *Step) error {
 		st.AckP50Ms = ptr(float64(resp.ValueAtQuantile(50)) / 1000)
 		st.AckP99Ms = ptr(float64(resp.ValueAtQuantile(99)) / 1000)
 		st.ServiceP99Ms = ptr(float64(svc.ValueAtQuantile(99)) / 1000)
+	}
+	for i, h := range halves {
+		if h.TotalCount() > 0 {
+			st.AckP90HalvesMs[i] = ptr(float64(h.ValueAtQuantile(90)) / 1000)
+		}
 	}
 	return nil
 }
@@ -321,6 +337,9 @@ func costs(procs []Proc, c0, c1 *cpuSample, ok uint64, rowsPerMsg *float64) []Pr
 func (s *search) judge(st *Step) {
 	c := s.cfg
 	st.Broken = c.SLO.judge(st)
+	if why := growing(st, c.SLO.ackLimit()); why != "" {
+		st.Broken = append(st.Broken, why)
+	}
 	if st.StoppedEarly != "" {
 		st.Broken = append([]string{"stopped early " + st.StoppedEarly}, st.Broken...)
 	}
@@ -351,6 +370,27 @@ func (s *search) judge(st *Step) {
 	} else if late && serverOK {
 		st.Limit = LimitGenerator
 	}
+}
+
+// Growth thresholds: the second half's ACK p90 above growthFactor times
+// the first half's and above growthFloor of the ACK limit.
+const (
+	growthFactor = 2
+	growthFloor  = 0.25
+)
+
+// growing says whether the ACK latency grew through the window (a queue
+// building up), or "".
+func growing(st *Step, limit time.Duration) string {
+	a, b := st.AckP90HalvesMs[0], st.AckP90HalvesMs[1]
+	if a == nil || b == nil || limit <= 0 {
+		return ""
+	}
+	floor := growthFloor * float64(limit) / float64(time.Millisecond)
+	if *b > growthFactor**a && *b > floor {
+		return fmt.Sprintf("not stable: ACK p90 grew from %.1fms to %.1fms through the window (a growing queue)", *a, *b)
+	}
+	return ""
 }
 
 type lagResult struct {
