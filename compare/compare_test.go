@@ -220,19 +220,27 @@ func TestMissingMetricsFailTheGate(t *testing.T) {
 	}
 	// A metric only the new side has is reported, not failed.
 	s = healthy()
-	s.recovery = map[string]any{"lag_s": 3.5, "never": nil}
+	s.recovery = map[string]any{"status": "recovered", "recovery_s": 3.5, "backlog_peak": 900, "samples": 20}
 	nw = runs(t, "new", s, 100)
 	rep, err = Compare(base[:1], nw, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := row(t, rep, "recovery.lag_s"); r.Verdict != VNew || r.Bad() {
+	if r := row(t, rep, MRecovery); r.Verdict != VNew || r.Bad() || r.New != 3.5 {
 		t.Fatalf("recovery: %+v", r)
 	}
-	for _, r := range rep.Rows {
-		if r.Metric == "recovery.never" {
-			t.Fatal("a null recovery figure is not measured, not 0")
-		}
+	// A run that did not recover has no recovery time: missing, not 0.
+	s.recovery = map[string]any{"status": "not recovered", "reason": "lag above bound at the end", "recovery_s": nil, "samples": 20, "backlog_peak": 5000}
+	never := runs(t, "never", s, 100)
+	rep, err = Compare(nw, never, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := row(t, rep, MRecovery); r.Verdict != VMissing {
+		t.Fatalf("not recovered: %+v", r)
+	}
+	if r := row(t, rep, MRecoveryBacklog); r.Verdict != VRegressed {
+		t.Fatalf("backlog 900 -> 5000: %+v", r)
 	}
 }
 
@@ -367,9 +375,13 @@ func TestParseTolerances(t *testing.T) {
 			t.Errorf("%s: got %+v want %+v", k, got, v)
 		}
 	}
-	d, _ := Lookup("recovery.lag_s")
-	if ts.For(d).Rel != 0.2 {
-		t.Errorf("recovery group tolerance not applied: %+v", ts.For(d))
+	ts2, err := ParseTolerances("cpu_us_per_msg:+30%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := Lookup("cpu_us_per_msg.generator")
+	if ts2.For(d).Rel != 0.3 {
+		t.Errorf("group tolerance not applied: %+v", ts2.For(d))
 	}
 	for _, bad := range []string{"ack_p99:-10%", "rate:+5%", "nosuch:+1%", "ack_p99", "ack_p99:x", "passed:+1%", "ack_p99:+1%,ack_p99:+2%", "lag:-1s"} {
 		if _, err := ParseTolerances(bad); !errors.Is(err, ErrInput) {

@@ -94,8 +94,10 @@ const (
 	MLag     = "lag"     // largest consumer lag age seen, s
 	MVerdict = "verdict" // the scenario's verdict check held
 	MPassed  = "passed"  // every check of the scenario held
-	// MRecovery prefixes recovery figures (recovery.<name>, seconds).
-	MRecovery = "recovery"
+	// MRecovery is the time to recover (s) after a burst or a fault's
+	// heal; MRecoveryBacklog the peak records behind on the way.
+	MRecovery        = "recovery"
+	MRecoveryBacklog = "recovery_backlog"
 	// Capacity search results.
 	MSustainable = "sustainable_rate"
 	MKnee        = "knee_rate"
@@ -107,18 +109,20 @@ var SafetyFindings = []string{"lost", "skipped", "unexpected", "reordered", "dup
 var (
 	latencyTol = Tolerance{Rel: 0.10, Abs: 1}
 	defs       = map[string]Def{
-		MRate:        {Name: MRate, Unit: "/s", Better: Higher, Tol: Tolerance{Rel: 0.05}, Desc: "ACKed sends per second"},
-		MAckP50:      {Name: MAckP50, Unit: "ms", Tol: latencyTol, Desc: "ACK latency p50 from intended send time"},
-		MAckP99:      {Name: MAckP99, Unit: "ms", Tol: latencyTol, Desc: "ACK latency p99 from intended send time"},
-		MAckP999:     {Name: MAckP999, Unit: "ms", Tol: latencyTol, Desc: "ACK latency p99.9 from intended send time"},
-		ME2EP99:      {Name: ME2EP99, Unit: "ms", Tol: latencyTol, Desc: "intended send to a recipient's device, p99"},
-		MErrors:      {Name: MErrors, Unit: "ratio", Tol: Tolerance{Abs: 0.001}, Desc: "failed + unknown sends / attempts"},
-		MUnknown:     {Name: MUnknown, Unit: "ratio", Tol: Tolerance{Abs: 0.001}, Desc: "unknown sends / attempts"},
-		MLag:         {Name: MLag, Unit: "s", Tol: Tolerance{Rel: 0.20, Abs: 0.1}, Desc: "largest consumer lag age seen"},
-		MVerdict:     {Name: MVerdict, Unit: "bool", Better: Higher, Rule: MustHold, Desc: "the checker's verdict is the expected one"},
-		MPassed:      {Name: MPassed, Unit: "bool", Better: Higher, Rule: MustHold, Desc: "every check of the scenario held"},
-		MSustainable: {Name: MSustainable, Unit: "/s", Better: Higher, Tol: Tolerance{Rel: 0.05}, Desc: "highest rate that held the SLO (confirmed)"},
-		MKnee:        {Name: MKnee, Unit: "/s", Better: Higher, Tol: Tolerance{Rel: 0.10}, Desc: "rate where ACK p99 starts to climb"},
+		MRate:            {Name: MRate, Unit: "/s", Better: Higher, Tol: Tolerance{Rel: 0.05}, Desc: "ACKed sends per second"},
+		MAckP50:          {Name: MAckP50, Unit: "ms", Tol: latencyTol, Desc: "ACK latency p50 from intended send time"},
+		MAckP99:          {Name: MAckP99, Unit: "ms", Tol: latencyTol, Desc: "ACK latency p99 from intended send time"},
+		MAckP999:         {Name: MAckP999, Unit: "ms", Tol: latencyTol, Desc: "ACK latency p99.9 from intended send time"},
+		ME2EP99:          {Name: ME2EP99, Unit: "ms", Tol: latencyTol, Desc: "intended send to a recipient's device, p99"},
+		MErrors:          {Name: MErrors, Unit: "ratio", Tol: Tolerance{Abs: 0.001}, Desc: "failed + unknown sends / attempts"},
+		MUnknown:         {Name: MUnknown, Unit: "ratio", Tol: Tolerance{Abs: 0.001}, Desc: "unknown sends / attempts"},
+		MLag:             {Name: MLag, Unit: "s", Tol: Tolerance{Rel: 0.20, Abs: 0.1}, Desc: "largest consumer lag age seen"},
+		MVerdict:         {Name: MVerdict, Unit: "bool", Better: Higher, Rule: MustHold, Desc: "the checker's verdict is the expected one"},
+		MPassed:          {Name: MPassed, Unit: "bool", Better: Higher, Rule: MustHold, Desc: "every check of the scenario held"},
+		MRecovery:        {Name: MRecovery, Unit: "s", Tol: Tolerance{Rel: 0.20, Abs: 0.1}, Desc: "time to recover after the burst or the last heal"},
+		MRecoveryBacklog: {Name: MRecoveryBacklog, Unit: "count", Tol: Tolerance{Rel: 0.20}, Desc: "peak records behind during the recovery"},
+		MSustainable:     {Name: MSustainable, Unit: "/s", Better: Higher, Tol: Tolerance{Rel: 0.05}, Desc: "highest rate that held the SLO (confirmed)"},
+		MKnee:            {Name: MKnee, Unit: "/s", Better: Higher, Tol: Tolerance{Rel: 0.10}, Desc: "rate where ACK p99 starts to climb"},
 	}
 )
 
@@ -128,22 +132,19 @@ func Lookup(name string) (Def, bool) {
 	if d, ok := defs[name]; ok {
 		return d, true
 	}
-	if strings.HasPrefix(name, MRecovery+".") {
-		return Def{Name: name, Unit: "s", Tol: Tolerance{Rel: 0.20, Abs: 0.1}, Desc: "time to recover"}, true
-	}
 	for _, f := range SafetyFindings {
 		if name == f {
 			return Def{Name: name, Unit: "count", Rule: Safety, Tol: Tolerance{Rel: 1}, Desc: "checker finding: distinct messages " + f}, true
 		}
 	}
-	if strings.HasPrefix(name, "cpu_us_per_msg.") {
+	if name == "cpu_us_per_msg" || strings.HasPrefix(name, "cpu_us_per_msg.") {
 		return Def{Name: name, Unit: "µs", Tol: Tolerance{Rel: 0.15, Abs: 1}, Desc: "CPU-µs per ACKed message at the sustainable rate"}, true
 	}
 	return Def{}, false
 }
 
-// Names lists the fixed metric names (recovery.*, cpu_us_per_msg.* and
-// the findings aside), sorted.
+// Names lists the fixed metric names (cpu_us_per_msg.* and the findings
+// aside), sorted.
 func Names() []string {
 	var out []string
 	for n := range defs {
@@ -154,7 +155,7 @@ func Names() []string {
 }
 
 // group is the tolerance key a metric answers to besides its own name
-// (recovery.x answers to "recovery").
+// (cpu_us_per_msg.generator answers to "cpu_us_per_msg").
 func group(name string) string {
 	if i := strings.IndexByte(name, '.'); i > 0 {
 		return name[:i]

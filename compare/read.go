@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 )
@@ -182,11 +181,11 @@ type scenarioResult struct {
 		MaxAge map[string]float64 `json:"max_age_s"`
 		Err    string             `json:"error"`
 	} `json:"lag_timeline"`
-	RunDir     string                     `json:"run_dir"`
-	Recovery   map[string]json.RawMessage `json:"recovery"`
-	Errors     []string                   `json:"errors"`
-	Incomplete bool                       `json:"incomplete"`
-	Passed     bool                       `json:"passed"`
+	RunDir     string           `json:"run_dir"`
+	Recovery   *recoveryFigures `json:"recovery"`
+	Errors     []string         `json:"errors"`
+	Incomplete bool             `json:"incomplete"`
+	Passed     bool             `json:"passed"`
 }
 
 func readScenario(b []byte, r *Run) error {
@@ -259,28 +258,32 @@ func lagMetric(r *Run, s scenarioResult) {
 	}
 }
 
-// recoveryMetrics takes every number under the result's "recovery" object
-// (one level of nesting) as recovery.NAME seconds; a null is not measured.
-func recoveryMetrics(r *Run, rec map[string]json.RawMessage) {
-	keys := make([]string, 0, len(rec))
-	for k := range rec {
-		keys = append(keys, k)
+// recoveryFigures is the part of a scenario's recovery figures compared
+// (scenarios/recovery.Figures).
+type recoveryFigures struct {
+	Status          string   `json:"status"`
+	Reason          string   `json:"reason"`
+	Since           string   `json:"since"`
+	RecoverySeconds *float64 `json:"recovery_s"`
+	BacklogPeak     *int64   `json:"backlog_peak"`
+	Samples         int      `json:"samples"`
+}
+
+// recoveryMetrics adds recovery (seconds from the end of the burst or the
+// heal of the last fault until the lag stayed within its bound) and
+// recovery_backlog (the peak records behind); a run that did not recover
+// has no recovery figure, and compares as missing against one that did.
+func recoveryMetrics(r *Run, rec *recoveryFigures) {
+	if rec == nil {
+		return
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		var f float64
-		if err := json.Unmarshal(rec[k], &f); err == nil && string(rec[k]) != "null" {
-			r.Metrics[MRecovery+"."+k] = f
-			continue
-		}
-		var inner map[string]json.RawMessage
-		if json.Unmarshal(rec[k], &inner) == nil {
-			for ik, iv := range inner {
-				if json.Unmarshal(iv, &f) == nil && string(iv) != "null" {
-					r.Metrics[MRecovery+"."+k+"."+ik] = f
-				}
-			}
-		}
+	if rec.RecoverySeconds != nil {
+		r.Metrics[MRecovery] = *rec.RecoverySeconds
+	} else {
+		r.note("recovery: %s (%s)", rec.Status, rec.Reason)
+	}
+	if rec.BacklogPeak != nil && rec.Samples > 0 {
+		r.Metrics[MRecoveryBacklog] = float64(*rec.BacklogPeak)
 	}
 }
 

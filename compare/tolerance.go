@@ -12,8 +12,8 @@ import (
 // format, runs of different subjects, a bad tolerance.
 var ErrInput = errors.New("compare: unusable input")
 
-// Tolerances maps a metric name, or a group prefix (recovery), to the
-// worsening it may show.
+// Tolerances maps a metric name, or a group prefix (cpu_us_per_msg), to
+// the worsening it may show.
 type Tolerances map[string]Tolerance
 
 // For returns the tolerance of a metric: its own entry, its group's, or
@@ -45,12 +45,8 @@ func ParseTolerances(s string) (Tolerances, error) {
 			return nil, fmt.Errorf("%w: tolerance %q: want metric:+10%%", ErrInput, part)
 		}
 		d, known := Lookup(name)
-		if !known && name == MRecovery {
-			d, known = Lookup(MRecovery + ".x")
-			d.Name = MRecovery
-		}
 		if !known {
-			return nil, fmt.Errorf("%w: tolerance %q: unknown metric (known: %s, recovery, recovery.NAME, cpu_us_per_msg.PROC, %s)",
+			return nil, fmt.Errorf("%w: tolerance %q: unknown metric (known: %s, cpu_us_per_msg[.PROC], %s)",
 				ErrInput, name, strings.Join(Names(), ", "), strings.Join(SafetyFindings, ", "))
 		}
 		if _, dup := ts[name]; dup {

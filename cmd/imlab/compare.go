@@ -34,7 +34,7 @@ func compareCmd(exit func(int)) *cobra.Command {
 		Short: "Compare results (scenario or capacity result.json, load summary.json) metric by metric; exit 0 no regression, 1 regression, 2 unusable input",
 		Long: `Reads the base and new results (files, or directories holding result.json or summary.json),
 extracts the same metrics from each (rate = ACKed sends/s, ack_p50/p99/p999 from intended send time,
-e2e_p99, errors, unknown, lag, recovery.*, the checker's findings, the scenario's verdict and passed;
+e2e_p99, errors, unknown, lag, recovery, recovery_backlog, the checker's findings, the scenario's verdict and passed;
 for a capacity search sustainable_rate, knee_rate, cpu_us_per_msg.*) and decides per metric:
 
   - several runs on each side: medians, and a Mann-Whitney U test (alpha 0.05); a change the test
