@@ -43,6 +43,9 @@ for g in "${order[@]}"; do
 	[ -n "$b2" ] && pat="$b1|$b2"
 	echo "## $g: go test -run '^\$' -bench '$pat' $flags $pkg   (load average before: $(cut -d' ' -f1-3 /proc/loadavg))" | tee -a "$out"
 	# shellcheck disable=SC2086
-	go test -run '^$' -bench "$pat" $flags -timeout 20m "$pkg" 2>&1 | tee -a "$out"
+	# A failed group (e.g. the shared MySQL out of connections) is marked
+	# and the next group still runs.
+	go test -run '^$' -bench "$pat" $flags -timeout 20m "$pkg" 2>&1 | tee -a "$out" ||
+		echo "## $g: FAILED (exit ${PIPESTATUS[0]})" | tee -a "$out"
 done
 echo "written: $out"
