@@ -134,10 +134,21 @@ func Review(runs []*Result) (*report.Report, error) {
 			got += "; failed: " + strings.Join(failed, "; ")
 		}
 		if r.Incomplete {
-			got = "the run could not be carried out: " + strings.Join(r.Errors, "; ")
+			errs := r.Errors[:min(len(r.Errors), 3)]
+			got = "the run could not be carried out: " + strings.Join(errs, "; ")
+			if len(r.Errors) > len(errs) {
+				got += fmt.Sprintf(" (+%d more in its result.json)", len(r.Errors)-len(errs))
+			}
 		}
 		rep.Checks = append(rep.Checks, report.Check{Name: labels[i], Want: "every check passes", Got: got, OK: r.Passed})
 	}
+	var backends []string
+	for _, r := range runs {
+		if r.Backends != "" && !slices.Contains(backends, r.Backends) {
+			backends = append(backends, r.Backends)
+		}
+	}
+	rep.Backends = strings.Join(backends, " | ")
 	rep.Verdict = fmt.Sprintf("%d of %d runs passed; %d of %d verdicts valid", passed, len(runs), valid, len(runs))
 	if valid == len(runs) {
 		rep.Verdict = "valid: " + rep.Verdict
@@ -172,7 +183,7 @@ func verdictWord(r *Result) string {
 }
 
 func runsTable(runs []*Result, labels []string) report.Table {
-	t := report.Table{Title: "Runs", Header: []string{"run", "scenario", "variant", "started", "seconds", "passed", "verdict", "aligned at", "result"}}
+	t := report.Table{Title: "Runs", Header: []string{"run", "scenario", "variant", "started", "seconds", "passed", "verdict", "aligned at", "scenario file"}}
 	for i, r := range runs {
 		at, what := alignAt(r)
 		t.Rows = append(t.Rows, []string{labels[i], family(r), r.spec().Variant, r.StartedAt.UTC().Format("2006-01-02 15:04:05"),

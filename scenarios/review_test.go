@@ -3,6 +3,7 @@ package scenarios
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,6 +113,16 @@ func TestReviewPage(t *testing.T) {
 	}
 	if p := rep.Charts[0].Series[0].Points[5]; p.T != 2 || p.V != 6 {
 		t.Fatalf("lag of run a at 2 s after its burst start: %+v", p)
+	}
+
+	// an incomplete run lists its first errors only.
+	inc := reviewRun(t, "burst-50k", 1, 3, 0, 0, 0)
+	inc.Incomplete, inc.Passed = true, false
+	for i := 0; i < 50; i++ {
+		inc.Errors = append(inc.Errors, fmt.Sprintf("device %d ack 1: timeout", i))
+	}
+	if page := reviewPage(t, inc); !strings.Contains(page, "47 more in its result.json") || strings.Contains(page, "device 10 ack") {
+		t.Errorf("an incomplete run's errors are not capped: %v %v", strings.Contains(page, "47 more in its result.json"), strings.Contains(page, "device 10 ack"))
 	}
 
 	// different scenarios are allowed, and said at the top.
