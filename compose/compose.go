@@ -57,6 +57,7 @@ const (
 	EnvMongoURI        = "IMLAB_MONGO_URI"
 	EnvDataDir         = "IMLAB_DATA_DIR"
 	EnvKafkaPartitions = "IMLAB_KAFKA_PARTITIONS"
+	EnvMongoNice       = "IMLAB_MONGO_NICE"
 )
 
 // Named limits.
@@ -76,6 +77,12 @@ const (
 	DefaultStopTimeout = 30 * time.Second
 	// DefaultEmbeddedLockWait is the embedded MySQL's lock wait timeout.
 	DefaultEmbeddedLockWait = 20 * time.Second
+	// DefaultMongoNice is the nice value of an embedded FerretDB run as a
+	// child process (Config.MongoCommand): it gets the CPU the server
+	// leaves over, so a slow history store lags instead of starving sends.
+	DefaultMongoNice = 10
+	// MaxNice is the largest nice value (the lowest priority) on Linux.
+	MaxNice = 19
 )
 
 // Part names used as keys of Backends.Kinds.
@@ -98,10 +105,14 @@ var ErrUnavailable = errors.New("compose: backend unavailable")
 type Config struct {
 	Mode string // auto|external|local|embedded
 
-	MySQLDSN     string   // go-sql-driver DSN; the database defaults to "imlab"
-	RedisAddr    string   // host:port
-	KafkaBrokers []string // host:port seed brokers
-	MongoURI     string   // mongodb://...
+	MySQLDSN string // go-sql-driver DSN; the database defaults to "imlab"
+	// MySQLNoCreate: an external MySQL is only checked, the DSN's database
+	// is not created (the caller makes databases of its own on that
+	// server). Backends.MySQLDSN still names it.
+	MySQLNoCreate bool
+	RedisAddr     string   // host:port
+	KafkaBrokers  []string // host:port seed brokers
+	MongoURI      string   // mongodb://...
 
 	WithKafka bool // start or check Kafka
 	WithMongo bool // start or check MongoDB
@@ -126,6 +137,15 @@ type Config struct {
 	// fails with error 1205, lock wait timeout.
 	EmbeddedLockWait time.Duration
 
+	// MongoCommand, when set, runs the embedded FerretDB in a child process
+	// instead of in this one: the command (e.g. {"/path/to/imlab",
+	// "internal", "ferretdb"}) gets the data directory as its last argument
+	// and must call ServeEmbeddedMongo. Empty: FerretDB runs in-process and
+	// competes with everything here for the CPUs.
+	MongoCommand []string
+	// MongoNice is the child's nice value, 0..MaxNice ($IMLAB_MONGO_NICE).
+	MongoNice int
+
 	Logger *slog.Logger // nil: discard
 }
 
@@ -140,6 +160,7 @@ func DefaultConfig() Config {
 		StopTimeout:     DefaultStopTimeout,
 
 		EmbeddedLockWait: DefaultEmbeddedLockWait,
+		MongoNice:        DefaultMongoNice,
 	}
 }
 
@@ -171,6 +192,13 @@ func (c *Config) ApplyEnv(lookup func(string) (string, bool)) error {
 			return fmt.Errorf("%w: %s=%q: %v", ErrConfig, EnvKafkaPartitions, v, err)
 		}
 		c.KafkaPartitions = n
+	}
+	if v, ok := lookup(EnvMongoNice); ok && v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("%w: %s=%q: %v", ErrConfig, EnvMongoNice, v, err)
+		}
+		c.MongoNice = n
 	}
 	return nil
 }
@@ -247,6 +275,9 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%w: data dir %s is not a directory", ErrConfig, c.DataDir)
 		}
 	}
+	if c.MongoNice < 0 || c.MongoNice > MaxNice {
+		return fmt.Errorf("%w: MongoDB nice %d not in [0, %d]", ErrConfig, c.MongoNice, MaxNice)
+	}
 	if c.StartTimeout <= 0 || c.StopTimeout <= 0 || c.EmbeddedLockWait <= 0 {
 		return fmt.Errorf("%w: start, stop and lock wait timeouts must be positive", ErrConfig)
 	}
@@ -272,6 +303,7 @@ type Backends struct {
 	Kinds map[string]string
 
 	// Warnings are for the operator: slow stand-ins, fallbacks taken.
+	// compose does not log them: the caller prints each one once.
 	Warnings []string
 
 	// Embedded lists the parts served by in-process stand-ins.
@@ -439,10 +471,6 @@ func Start(ctx context.Context, cfg Config) (b *Backends, stop func(context.Cont
 		b.Mode = "mixed"
 	}
 	sort.Strings(b.Embedded)
-	if len(b.Embedded) > 0 {
-		log.Warn("compose: in-process stand-ins in use; figures are for correctness demos, not capacity",
-			"parts", strings.Join(b.Embedded, ","))
-	}
 	log.Info("compose: backends ready", "summary", b.Summary())
 	return b, st.stop, nil
 }
@@ -455,9 +483,11 @@ type run struct {
 	b   *Backends
 }
 
+// warn records an operator warning in Backends.Warnings; the caller shows
+// them (once: compose does not also log them).
 func (r *run) warn(msg string) {
 	r.b.Warnings = append(r.b.Warnings, msg)
-	r.log.Warn("compose: " + msg)
+	r.log.Debug("compose: warning recorded", "warning", msg)
 }
 
 func (r *run) makeRoot() error {

@@ -1,12 +1,18 @@
 package compose
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/FerretDB/FerretDB/ferretdb"
 	"go.mongodb.org/mongo-driver/bson"
@@ -80,14 +86,49 @@ func (r *run) embeddedMongo(ctx context.Context) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("%w: embedded MongoDB: %v", ErrUnavailable, err)
 	}
-	f, err := ferretdb.New(&ferretdb.Config{
+	var uri string
+	var exited <-chan struct{}
+	var err error
+	where := "in-process"
+	if len(r.cfg.MongoCommand) > 0 {
+		uri, exited, err = r.childMongo(dir)
+		where = fmt.Sprintf("child process, nice %d", r.cfg.MongoNice)
+	} else {
+		uri, exited, err = r.inProcessMongo(ctx, dir)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: embedded MongoDB: %v", ErrUnavailable, err)
+	}
+	if err := waitFor(ctx, r.cfg.StartTimeout, exited, func(ctx context.Context) error {
+		_, err := mongoVersion(ctx, uri)
+		return err
+	}); err != nil {
+		return fmt.Errorf("%w: embedded MongoDB: %v", ErrUnavailable, err)
+	}
+	r.b.MongoURI = uri
+	r.b.Kinds[PartMongo] = "embedded ferretdb " + moduleVersion("github.com/FerretDB/FerretDB") + " sqlite (" + where + ")"
+	r.b.Embedded = append(r.b.Embedded, PartMongo)
+	r.warn(embeddedMongoWarning)
+	return nil
+}
+
+// newFerretDB builds FerretDB v1 with its SQLite handler on a free loopback
+// port, its files under dir, logging warnings and errors to log.
+func newFerretDB(dir string, log *slog.Logger) (*ferretdb.FerretDB, error) {
+	return ferretdb.New(&ferretdb.Config{
 		Listener:  ferretdb.ListenerConfig{TCP: "127.0.0.1:0"},
-		Logger:    slog.New(warnLevel{r.log.Handler()}),
+		Logger:    slog.New(warnLevel{log.Handler()}),
 		Handler:   "sqlite",
 		SQLiteURL: "file:" + dir + "/",
 	})
+}
+
+// inProcessMongo runs FerretDB on a goroutine of this process: it shares
+// the process's CPUs with everything else here (Config.MongoCommand).
+func (r *run) inProcessMongo(ctx context.Context, dir string) (string, <-chan struct{}, error) {
+	f, err := newFerretDB(dir, r.log)
 	if err != nil {
-		return fmt.Errorf("%w: embedded MongoDB: %v", ErrUnavailable, err)
+		return "", nil, err
 	}
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
@@ -100,16 +141,119 @@ func (r *run) embeddedMongo(ctx context.Context) error {
 		<-done
 		return nil
 	})
-	uri := f.MongoDBURI()
-	if err := waitFor(ctx, r.cfg.StartTimeout, done, func(ctx context.Context) error {
-		_, err := mongoVersion(ctx, uri)
-		return err
-	}); err != nil {
+	return f.MongoDBURI(), done, nil
+}
+
+// childMongo runs Config.MongoCommand (which calls ServeEmbeddedMongo) at
+// nice Config.MongoNice, reads the URI from the first line of its stdout,
+// and passes its later lines (FerretDB's warnings) to the run's log. The
+// child's stdin is a pipe this process never writes: it reads EOF when
+// this process dies, and exits.
+func (r *run) childMongo(dir string) (string, <-chan struct{}, error) {
+	cmd := exec.Command(r.cfg.MongoCommand[0], append(slices.Clone(r.cfg.MongoCommand[1:]), dir)...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	logPath := filepath.Join(dir, "stderr.log")
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return "", nil, err
+	}
+	cmd.Stderr = logf
+	p, err := launch("embedded MongoDB", cmd, logPath, r.cfg.MongoNice)
+	logf.Close()
+	if err != nil {
+		return "", nil, err
+	}
+	grace := r.cfg.StopTimeout
+	r.st.add("embedded MongoDB", func(ctx context.Context) error {
+		stdin.Close() // the child's signal to stop
+		return p.stop(ctx, grace)
+	})
+	uric := make(chan string, 1)
+	go func() { // owned by p: ends at the child's stdout EOF (it exited)
+		sc := bufio.NewScanner(out)
+		first := true
+		for sc.Scan() {
+			if first {
+				first = false
+				uric <- strings.TrimSpace(sc.Text())
+				continue
+			}
+			r.log.Warn("compose: embedded MongoDB: " + sc.Text())
+		}
+		if first {
+			close(uric)
+		}
+	}()
+	t := time.NewTimer(r.cfg.StartTimeout)
+	defer t.Stop()
+	select {
+	case uri, ok := <-uric:
+		if !ok || !strings.HasPrefix(uri, "mongodb://") {
+			<-p.exited
+			return "", nil, fmt.Errorf("%s did not print a MongoDB URI (%v): %s", strings.Join(r.cfg.MongoCommand, " "), p.waitErr, p.logTail())
+		}
+		return uri, p.exited, nil
+	case <-t.C:
+		return "", nil, fmt.Errorf("%s printed no URI within %s", strings.Join(r.cfg.MongoCommand, " "), r.cfg.StartTimeout)
+	}
+}
+
+// ServeEmbeddedMongo is the body of the child process that
+// Config.MongoCommand names: it runs FerretDB (SQLite files under dir) on a
+// free loopback port, writes its mongodb:// URI as the first line of out,
+// then FerretDB's warnings as text log lines, and returns when ctx ends or
+// stdin reaches EOF (the parent closed it, or died).
+func ServeEmbeddedMongo(ctx context.Context, dir string, stdin io.Reader, out io.Writer) error {
+	if dir == "" {
+		return fmt.Errorf("%w: embedded MongoDB: no directory", ErrConfig)
+	}
+	var mu sync.Mutex // out is written by FerretDB's goroutines
+	w := &lockedWriter{mu: &mu, w: out}
+	f, err := newFerretDB(dir, slog.New(slog.NewTextHandler(w, nil)))
+	if err != nil {
 		return fmt.Errorf("%w: embedded MongoDB: %v", ErrUnavailable, err)
 	}
-	r.b.MongoURI = uri
-	r.b.Kinds[PartMongo] = strings.TrimSpace("embedded ferretdb " + moduleVersion("github.com/FerretDB/FerretDB") + " sqlite")
-	r.b.Embedded = append(r.b.Embedded, PartMongo)
-	r.warn(embeddedMongoWarning)
-	return nil
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- f.Run(ctx) }() // owned here: waited for below
+	uric := make(chan string, 1)
+	go func() { uric <- f.MongoDBURI() }() // returns once FerretDB listens; abandoned if Run fails first
+	select {
+	case uri := <-uric:
+		if _, err := fmt.Fprintln(w, uri); err != nil {
+			cancel()
+			<-done
+			return err
+		}
+	case err := <-done:
+		return fmt.Errorf("%w: embedded MongoDB: %v", ErrUnavailable, err)
+	}
+	go func() { // ends at stdin EOF or error (the parent closed it or died); then cancels the server
+		_, _ = io.Copy(io.Discard, stdin)
+		cancel()
+	}()
+	err = <-done
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }

@@ -53,8 +53,9 @@ func tcpDSN(addr, db string) string {
 }
 
 // createDatabase connects to the server of dsn without a database, creates
-// dsn's database if missing, and returns the server's VERSION().
-func createDatabase(ctx context.Context, dsn string) (version string, err error) {
+// dsn's database if missing (when create is set), and returns the server's
+// VERSION().
+func createDatabase(ctx context.Context, dsn string, create bool) (version string, err error) {
 	c, err := mysqlConfig(dsn)
 	if err != nil {
 		return "", err
@@ -71,6 +72,9 @@ func createDatabase(ctx context.Context, dsn string) (version string, err error)
 	defer db.Close()
 	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
 		return "", err
+	}
+	if !create {
+		return version, nil
 	}
 	if _, err := db.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS `"+name+"` CHARACTER SET utf8mb4"); err != nil {
 		return "", fmt.Errorf("create database %s: %w", name, err)
@@ -105,7 +109,7 @@ func (r *run) externalMySQL(ctx context.Context) error {
 	dsn := c.FormatDSN()
 	var version string
 	err = waitFor(ctx, r.cfg.StartTimeout, nil, func(ctx context.Context) error {
-		v, err := createDatabase(ctx, dsn)
+		v, err := createDatabase(ctx, dsn, !r.cfg.MySQLNoCreate)
 		version = v
 		return err
 	})
@@ -278,7 +282,7 @@ func (r *run) localMySQL(ctx context.Context) error {
 		dsn := tcpDSN(addr, DefaultDatabase)
 		var version string
 		err = waitFor(ctx, r.cfg.StartTimeout, p.exited, func(ctx context.Context) error {
-			v, err := createDatabase(ctx, dsn)
+			v, err := createDatabase(ctx, dsn, true)
 			version = v
 			return err
 		})

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -55,9 +56,7 @@ type proc struct {
 }
 
 // startProc starts bin with args, its stdout and stderr appended to
-// logPath. The process gets its own process group (a terminal's Ctrl-C
-// reaches only imlab, which then stops it in order) and SIGTERM if imlab
-// dies first.
+// logPath, at the caller's scheduling priority (see launch).
 func startProc(name, bin string, args []string, logPath string) (*proc, error) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -67,17 +66,49 @@ func startProc(name, bin string, args []string, logPath string) (*proc, error) {
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	cmd.Stdin = nil
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return nil, fmt.Errorf("%s: start %s: %w", name, bin, err)
+	p, err := launch(name, cmd, logPath, 0)
+	logf.Close() // the child holds its own copy
+	return p, err
+}
+
+// launch starts cmd in a process group of its own (a terminal's Ctrl-C
+// reaches only imlab, which then stops it in order) that gets SIGTERM when
+// imlab dies first, however it dies (SIGKILL included): the kernel sends
+// the parent-death signal when the thread that forked the child ends, so
+// the fork happens on a goroutine locked to its OS thread, and that
+// goroutine holds the thread until the child has exited (Go ends a
+// thread whose goroutine returns while locked; the thread is never reused
+// by other goroutines). nice > 0 lowers the child's scheduling priority
+// (it inherits the forking thread's nice value, which is set on that
+// thread alone), so that a helper such as the embedded FerretDB takes
+// only the CPU the server leaves over.
+func launch(name string, cmd *exec.Cmd, logPath string, nice int) (*proc, error) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
+	cmd.SysProcAttr.Setpgid = true
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGTERM
 	p := &proc{name: name, cmd: cmd, logPath: logPath, exited: make(chan struct{})}
-	go func() { // owned by p: ends when the process exits
+	started := make(chan error, 1)
+	go func() { // owned by p: ends when the process exits (or did not start)
+		runtime.LockOSThread() // never unlocked: see above
+		if nice != 0 {
+			if err := syscall.Setpriority(syscall.PRIO_PROCESS, syscall.Gettid(), nice); err != nil {
+				started <- fmt.Errorf("%s: set nice %d: %w", name, nice, err)
+				return
+			}
+		}
+		if err := cmd.Start(); err != nil {
+			started <- fmt.Errorf("%s: start %s: %w", name, cmd.Path, err)
+			return
+		}
+		started <- nil
 		p.waitErr = cmd.Wait()
-		logf.Close()
 		close(p.exited)
 	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 

@@ -93,6 +93,10 @@ type Config struct {
 	// file's baseline path (its tolerance still applies); a scenario with
 	// no stored result is noted, not gated.
 	BaselineDir string
+	// MongoCommand is compose.Config.MongoCommand: the command that serves
+	// an embedded FerretDB from a child process at a lower priority
+	// (empty: in-process).
+	MongoCommand []string
 }
 
 // DefaultConfig writes to outDir with a fresh database and Redis prefix.
@@ -464,6 +468,10 @@ func (r *run) startBackends(ctx context.Context) error {
 	cc.MySQLDSN, cc.RedisAddr, cc.DataDir = r.cfg.MySQLDSN, r.cfg.RedisAddr, r.cfg.DataDir
 	cc.WithKafka = false // in-process here, so that it can be proxied
 	cc.WithMongo = r.f.Server.History
+	cc.MongoCommand = r.cfg.MongoCommand
+	// A fresh database is made below: compose must not leave the DSN's
+	// own database behind, created and empty.
+	cc.MySQLNoCreate = r.cfg.FreshDatabase
 	cc.Logger = r.log
 	cb, stop, err := compose.Start(ctx, cc)
 	if err != nil {

@@ -73,6 +73,7 @@ func startBackends(ctx context.Context, cmd *cobra.Command, scfg server.Config, 
 		cfg.KafkaPartitions = int(scfg.Fanout.Topics.Partitions)
 	}
 	cfg.Logger = scfg.Logger
+	cfg.MongoCommand = embeddedMongoCommand()
 	b, stop, err := compose.Start(ctx, cfg)
 	if err != nil {
 		return nil, err

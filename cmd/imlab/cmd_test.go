@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -88,7 +89,26 @@ type upRun struct {
 	banner string // everything printed up to the ready line
 	cancel context.CancelFunc
 	done   chan error
-	errb   *bytes.Buffer
+	errb   *lockedBuffer
+}
+
+// lockedBuffer is a bytes.Buffer that up's goroutines write while a test
+// reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func startUp(t *testing.T, extra ...string) *upRun {
@@ -104,7 +124,7 @@ func startUp(t *testing.T, extra ...string) *upRun {
 		"--redis-prefix", rd.Keys.Prefix, "--log-level", "warn", "--shutdown-timeout", "10s"}, extra...)
 	root.SetArgs(args)
 	root.SetOut(pw)
-	u := &upRun{cancel: cancel, done: make(chan error, 1), errb: &bytes.Buffer{}}
+	u := &upRun{cancel: cancel, done: make(chan error, 1), errb: &lockedBuffer{}}
 	root.SetErr(u.errb)
 	go func() { u.done <- root.ExecuteContext(ctx); pw.Close() }()
 	ready := make(chan [2]string, 1)
@@ -148,6 +168,15 @@ func (u *upRun) stop(t *testing.T) {
 
 func TestUpServesAndStops(t *testing.T) {
 	u := startUp(t)
+	if !strings.Contains(u.banner, "sqlite (child process, nice 10)") {
+		t.Errorf("the embedded FerretDB does not run as a lower-priority child:\n%s", u.banner)
+	}
+	// Each warning once: a WARNING line of the banner, not also a log line.
+	for _, w := range []string{"MongoDB is embedded FerretDB", "embedded stand-ins serve kafka, mongo"} {
+		if n := strings.Count(u.banner+u.errb.String(), w); n != 1 {
+			t.Errorf("%q printed %d times:\n%s\n%s", w, n, u.banner, u.errb.String())
+		}
+	}
 	r, err := http.Get(u.base + "/healthz")
 	if err != nil || r.StatusCode != 200 {
 		t.Fatalf("healthz: %v %v", r, err)

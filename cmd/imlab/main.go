@@ -36,6 +36,7 @@ var subcommands = []func() *cobra.Command{
 	newCompareCmd,
 	newReportCmd,
 	newCapacityCmd,
+	newEmbeddedMongoCmd,
 }
 
 func newRootCmd() *cobra.Command {

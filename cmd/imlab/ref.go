@@ -53,6 +53,12 @@ need Kafka; history needs MongoDB). A process without the api role serves /metri
 					attrs = append(attrs, "listen", "http://"+reachable(a))
 				}
 				cfg.Logger.Info("imlab ref ready", attrs...)
+				for _, w := range be.Warnings {
+					cfg.Logger.Warn(w)
+				}
+				if len(be.Embedded) > 0 {
+					cfg.Logger.Warn(embeddedWarning(be.Embedded))
+				}
 				if cfg.Send.Policy == fanout.PolicyQueue {
 					cfg.Logger.Warn(fanout.UnsafeWarning)
 				}

@@ -137,6 +137,7 @@ NAME.consumers-N, and the recovery figures of those runs are printed side by sid
 			base.Duration = duration
 			base.BaselineDir = baselineDir
 			base.DataDir = lookupEnv(compose.EnvDataDir)
+			base.MongoCommand = embeddedMongoCommand()
 			base.Progress = w
 			var results []*scenarios.Result
 			code := 0

@@ -52,7 +52,7 @@ func newUpCmd() *cobra.Command {
 					fmt.Fprintf(out, "WARNING: %s\n", w)
 				}
 				if len(be.Embedded) > 0 {
-					fmt.Fprintf(out, "WARNING: embedded in-process stand-ins serve %s: correct but slow; figures from this run are not capacity figures\n", strings.Join(be.Embedded, ", "))
+					fmt.Fprintf(out, "WARNING: %s\n", embeddedWarning(be.Embedded))
 				}
 				if cfg.Send.Policy == fanout.PolicyQueue {
 					fmt.Fprintf(out, "WARNING: %s\n", fanout.UnsafeWarning)
@@ -74,4 +74,9 @@ func newUpCmd() *cobra.Command {
 	}
 	addServeFlags(cmd, "auto")
 	return cmd
+}
+
+// embeddedWarning says which parts run on stand-ins.
+func embeddedWarning(parts []string) string {
+	return "embedded stand-ins serve " + strings.Join(parts, ", ") + ": correct but slow; figures from this run are not capacity figures"
 }
