@@ -15,8 +15,15 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := newRootCmd().ExecuteContext(ctx); err != nil {
+	if startedByGoRun() {
+		// go run does not pass SIGTERM on: end with the go tool instead.
+		var unwatch func()
+		ctx, unwatch = watchParent(ctx, os.Stderr)
+		defer unwatch()
+	}
+	err := newRootCmd().ExecuteContext(ctx)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "imlab:", err)
 		os.Exit(1)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"syscall"
 	"testing"
@@ -25,5 +26,32 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if len(os.Args) == 2 && os.Args[1] == "test-middle" {
+		os.Exit(testMiddle())
+	}
+	if len(os.Args) == 2 && os.Args[1] == "test-watch" {
+		ctx, unwatch := watchParent(context.Background(), os.Stdout)
+		fmt.Println("watching")
+		<-ctx.Done()
+		unwatch()
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
+}
+
+// testMiddle stands for the go tool of `go run`: it starts a child that
+// watches its parent, prints the child's pid and waits to be killed.
+func testMiddle() int {
+	exe, err := os.Executable()
+	if err != nil {
+		return 1
+	}
+	c := exec.Command(exe, "test-watch")
+	c.Stdout = os.Stdout
+	if err := c.Start(); err != nil {
+		return 1
+	}
+	fmt.Println(c.Process.Pid)
+	_ = c.Wait()
+	return 0
 }

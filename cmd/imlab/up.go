@@ -67,7 +67,7 @@ func newUpCmd() *cobra.Command {
 					fmt.Fprintf(out, "  dedup: %s  topic: %s (%d partitions)", cfg.Fanout.Dedup, cfg.Fanout.Topics.Fanout, cfg.Fanout.Topics.Partitions)
 				}
 				fmt.Fprintln(out)
-				fmt.Fprintln(out, "token:  imlab token --uid 1 --did phone")
+				fmt.Fprintf(out, "token:  %s token --uid 1 --did phone\n", thisCommand())
 				fmt.Fprintf(out, "imlab ready: http://%s\n", addr)
 			})
 		},

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestWatchParentEndsWithTheParent: the middle process (as the go tool of
+// `go run`) is SIGKILLed; its child, watching its parent, must notice,
+// say so and exit by itself.
+func TestWatchParentEndsWithTheParent(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mid := exec.Command(exe, "test-middle")
+	out, err := mid.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mid.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mid.Process.Kill(); _ = mid.Wait() })
+	lines := make(chan string, 4)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	next := func() string {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatal("output ended")
+			}
+			return l
+		case <-time.After(20 * time.Second):
+			t.Fatal("no output")
+		}
+		return ""
+	}
+	pid, err := strconv.Atoi(next())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	if l := next(); l != "watching" {
+		t.Fatalf("child said %q", l)
+	}
+	if err := mid.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if l := next(); !strings.Contains(l, "exited; stopping") {
+		t.Fatalf("child said %q, want the parent's exit noticed", l)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("child %d still running after its parent was killed", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// alive: pid exists and is not a zombie.
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+func TestSelfCommand(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin", "imlab")
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, []byte("x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "other-imlab")
+	if err := os.WriteFile(other, []byte("y"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	notFound := func(string) (string, error) { return "", errors.New("not found") }
+	onPath := func(string) (string, error) { return bin, nil }
+	elsewhere := func(string) (string, error) { return other, nil }
+	cases := []struct {
+		name, exe string
+		goRun     bool
+		look      func(string) (string, error)
+		wd, want  string
+	}{
+		{"go run", "/tmp/go-build1/b001/exe/imlab", true, notFound, dir, "go run ./cmd/imlab"},
+		{"on PATH", bin, false, onPath, "/", "imlab"},
+		{"another imlab on PATH", bin, false, elsewhere, dir, "./bin/imlab"},
+		{"built here", bin, false, notFound, dir, "./bin/imlab"},
+		{"built elsewhere", bin, false, notFound, filepath.Join(dir, "bin", "sub"), bin},
+	}
+	for _, c := range cases {
+		if got := selfCommand(c.exe, c.goRun, c.look, c.wd); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
