@@ -88,10 +88,14 @@ func (r *run) embeddedMongo(ctx context.Context) error {
 	}
 	var uri string
 	var exited <-chan struct{}
+	var child *proc
 	var err error
 	where := "in-process"
 	if len(r.cfg.MongoCommand) > 0 {
-		uri, exited, err = r.childMongo(dir)
+		uri, child, err = r.childMongo(dir)
+		if child != nil {
+			exited = child.exited
+		}
 		where = fmt.Sprintf("child process, nice %d", r.cfg.MongoNice)
 	} else {
 		uri, exited, err = r.inProcessMongo(ctx, dir)
@@ -104,6 +108,11 @@ func (r *run) embeddedMongo(ctx context.Context) error {
 		return err
 	}); err != nil {
 		return fmt.Errorf("%w: embedded MongoDB: %v", ErrUnavailable, err)
+	}
+	if child != nil && r.cfg.MongoNice != 0 {
+		if err := renice(child.cmd.Process.Pid, r.cfg.MongoNice); err != nil {
+			return fmt.Errorf("%w: embedded MongoDB: %v", ErrUnavailable, err)
+		}
 	}
 	r.b.MongoURI = uri
 	r.b.Kinds[PartMongo] = "embedded ferretdb " + moduleVersion("github.com/FerretDB/FerretDB") + " sqlite (" + where + ")"
@@ -144,12 +153,12 @@ func (r *run) inProcessMongo(ctx context.Context, dir string) (string, <-chan st
 	return f.MongoDBURI(), done, nil
 }
 
-// childMongo runs Config.MongoCommand (which calls ServeEmbeddedMongo) at
-// nice Config.MongoNice, reads the URI from the first line of its stdout,
+// childMongo runs Config.MongoCommand (which calls ServeEmbeddedMongo),
+// reads the URI from the first line of its stdout,
 // and passes its later lines (FerretDB's warnings) to the run's log. The
 // child's stdin is a pipe this process never writes: it reads EOF when
 // this process dies, and exits.
-func (r *run) childMongo(dir string) (string, <-chan struct{}, error) {
+func (r *run) childMongo(dir string) (string, *proc, error) {
 	cmd := exec.Command(r.cfg.MongoCommand[0], append(slices.Clone(r.cfg.MongoCommand[1:]), dir)...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -165,7 +174,7 @@ func (r *run) childMongo(dir string) (string, <-chan struct{}, error) {
 		return "", nil, err
 	}
 	cmd.Stderr = logf
-	p, err := launch("embedded MongoDB", cmd, logPath, r.cfg.MongoNice)
+	p, err := launch("embedded MongoDB", cmd, logPath) // reniced once it answers
 	logf.Close()
 	if err != nil {
 		return "", nil, err
@@ -199,7 +208,7 @@ func (r *run) childMongo(dir string) (string, <-chan struct{}, error) {
 			<-p.exited
 			return "", nil, fmt.Errorf("%s did not print a MongoDB URI (%v): %s", strings.Join(r.cfg.MongoCommand, " "), p.waitErr, p.logTail())
 		}
-		return uri, p.exited, nil
+		return uri, p, nil
 	case <-t.C:
 		return "", nil, fmt.Errorf("%s printed no URI within %s", strings.Join(r.cfg.MongoCommand, " "), r.cfg.StartTimeout)
 	}

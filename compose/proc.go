@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -56,7 +57,7 @@ type proc struct {
 }
 
 // startProc starts bin with args, its stdout and stderr appended to
-// logPath, at the caller's scheduling priority (see launch).
+// logPath (see launch).
 func startProc(name, bin string, args []string, logPath string) (*proc, error) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -66,7 +67,7 @@ func startProc(name, bin string, args []string, logPath string) (*proc, error) {
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	cmd.Stdin = nil
-	p, err := launch(name, cmd, logPath, 0)
+	p, err := launch(name, cmd, logPath)
 	logf.Close() // the child holds its own copy
 	return p, err
 }
@@ -78,11 +79,8 @@ func startProc(name, bin string, args []string, logPath string) (*proc, error) {
 // the fork happens on a goroutine locked to its OS thread, and that
 // goroutine holds the thread until the child has exited (Go ends a
 // thread whose goroutine returns while locked; the thread is never reused
-// by other goroutines). nice > 0 lowers the child's scheduling priority
-// (it inherits the forking thread's nice value, which is set on that
-// thread alone), so that a helper such as the embedded FerretDB takes
-// only the CPU the server leaves over.
-func launch(name string, cmd *exec.Cmd, logPath string, nice int) (*proc, error) {
+// by other goroutines).
+func launch(name string, cmd *exec.Cmd, logPath string) (*proc, error) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
@@ -92,12 +90,6 @@ func launch(name string, cmd *exec.Cmd, logPath string, nice int) (*proc, error)
 	started := make(chan error, 1)
 	go func() { // owned by p: ends when the process exits (or did not start)
 		runtime.LockOSThread() // never unlocked: see above
-		if nice != 0 {
-			if err := syscall.Setpriority(syscall.PRIO_PROCESS, syscall.Gettid(), nice); err != nil {
-				started <- fmt.Errorf("%s: set nice %d: %w", name, nice, err)
-				return
-			}
-		}
 		if err := cmd.Start(); err != nil {
 			started <- fmt.Errorf("%s: start %s: %w", name, cmd.Path, err)
 			return
@@ -110,6 +102,39 @@ func launch(name string, cmd *exec.Cmd, logPath string, nice int) (*proc, error)
 		return nil, err
 	}
 	return p, nil
+}
+
+// renice sets the nice value of every thread of process pid (Linux's nice
+// is per thread; a new thread inherits its creator's), passing over the
+// thread list until a pass finds no thread it had not set, so that a
+// thread created during a pass is not missed. Used once a helper such as
+// the embedded FerretDB is ready: it starts at full priority (a start at
+// low priority on a busy machine can take minutes), then takes only the
+// CPU the server leaves over.
+func renice(pid, nice int) error {
+	done := map[int]bool{}
+	for pass := 0; pass < 10; pass++ {
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		if err != nil {
+			return fmt.Errorf("renice %d: %w", pid, err)
+		}
+		fresh := 0
+		for _, t := range tasks {
+			tid, err := strconv.Atoi(t.Name())
+			if err != nil || done[tid] {
+				continue
+			}
+			if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, nice); err != nil && !errors.Is(err, syscall.ESRCH) {
+				return fmt.Errorf("renice %d thread %d to %d: %w", pid, tid, nice, err)
+			}
+			done[tid] = true
+			fresh++
+		}
+		if fresh == 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("renice %d: its threads kept changing", pid)
 }
 
 // stop sends SIGTERM, waits up to grace, then kills. It returns once the
