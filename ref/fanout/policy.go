@@ -214,21 +214,30 @@ func (p *Queue) AfterCommit(ctx context.Context, batch []*send.Pending) error {
 	return nil
 }
 
-// Health tells whether the brokers answer, from a ping every Interval.
-type Health struct {
-	down atomic.Bool
+// Pinger answers whether the brokers are reachable; Producer is one (it
+// pings with its current client, which it replaces after a topic is
+// re-created).
+type Pinger interface {
+	Ping(ctx context.Context) error
 }
 
-// NewHealth pings with cl every interval until ctx is done (the caller
-// owns the goroutine through ctx).
-func NewHealth(ctx context.Context, cl *kgo.Client, interval time.Duration) *Health {
-	h := &Health{}
-	go func() {
+// Health tells whether the brokers answer, from a ping every interval.
+type Health struct {
+	down atomic.Bool
+	done chan struct{}
+}
+
+// NewHealth pings through p every interval until ctx is done. The caller
+// owns the goroutine: it ends it through ctx and waits for it with Wait.
+func NewHealth(ctx context.Context, p Pinger, interval time.Duration) *Health {
+	h := &Health{done: make(chan struct{})}
+	go func() { // owned by the caller of NewHealth: ends with ctx, awaited by Wait
+		defer close(h.done)
 		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
 			pctx, cancel := context.WithTimeout(ctx, interval)
-			err := cl.Ping(pctx)
+			err := p.Ping(pctx)
 			cancel()
 			if ctx.Err() != nil {
 				return
@@ -243,6 +252,9 @@ func NewHealth(ctx context.Context, cl *kgo.Client, interval time.Duration) *Hea
 	}()
 	return h
 }
+
+// Wait blocks until the ping goroutine has ended (after its ctx is done).
+func (h *Health) Wait() { <-h.done }
 
 // Down reports the last ping's failure.
 func (h *Health) Down() bool { return h != nil && h.down.Load() }

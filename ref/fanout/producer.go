@@ -126,6 +126,16 @@ func (p *Producer) Client() *kgo.Client {
 	return p.cl
 }
 
+// Ping asks the brokers for metadata with the current client (so a
+// health check keeps working after the client is replaced).
+func (p *Producer) Ping(ctx context.Context) error {
+	cl, _, err := p.current()
+	if err != nil {
+		return err
+	}
+	return cl.Ping(ctx)
+}
+
 // Recreates counts client rebuilds after UNKNOWN_TOPIC_ID.
 func (p *Producer) Recreates() int64 { return p.recreates.Load() }
 

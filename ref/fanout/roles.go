@@ -177,7 +177,9 @@ func (r *Runtime) Policy(name string) (send.Policy, error) {
 		if name == PolicyStore {
 			return NewStore(r.prod, r.cfg.Topics.Fanout, direct, r.m, r.log)
 		}
-		health := NewHealth(r.ctx, r.prod.Client(), r.cfg.HealthInterval)
+		health := NewHealth(r.ctx, r.prod, r.cfg.HealthInterval)
+		r.wg.Add(1)
+		go func() { defer r.wg.Done(); <-r.ctx.Done(); health.Wait() }()
 		return NewOutbox(r.cfg.Topics.Fanout, r.wakeRelay, health, direct)
 	case PolicyQueue:
 		return NewQueue(r.prod, r.cfg.Topics.Fanout, r.m, r.log)

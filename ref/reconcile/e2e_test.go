@@ -121,8 +121,8 @@ func newPipelineOpts(t testing.TB, policy string, o pipeOpts) *pipeline {
 		if p.direct, err = fanout.NewDirect(dctx, fanout.DefaultDirectConfig(), p.sink(hooks...), nil); err != nil {
 			t.Fatal(err)
 		}
-		p.health = fanout.NewHealth(dctx, p.prod.Client(), 100*time.Millisecond)
-		t.Cleanup(func() { dcancel(); p.direct.Wait() })
+		p.health = fanout.NewHealth(dctx, p.prod, 100*time.Millisecond)
+		t.Cleanup(func() { dcancel(); p.direct.Wait(); p.health.Wait() })
 	}
 
 	w := p.writer(nil)
