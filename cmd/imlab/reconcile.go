@@ -2,18 +2,17 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"imlab/ref/inbox"
 	"imlab/ref/model"
+	"imlab/ref/pushbus"
 	"imlab/ref/reconcile"
-	"imlab/ref/rkeys"
-	"imlab/ref/send"
-	"imlab/ref/seqalloc"
 	"imlab/ref/server"
 )
 
@@ -53,46 +52,16 @@ func newReconcileCmd() *cobra.Command {
 			if err := rcfg.Validate(); err != nil {
 				return err
 			}
+			if raddr == "" {
+				return fmt.Errorf("%w: no Redis: set --redis-addr or %s (the hot cache, and the redis allocator, live there)", model.ErrInvalid, envRedisAddr)
+			}
 			timeout, _ := f.GetDuration("timeout")
 			ctx := cmd.Context()
-			scfg := server.DefaultConfig()
-			db, err := server.OpenMySQL(ctx, dsn, scfg.MySQL)
+			r, stop, err := startReconciler(ctx, cmd, rcfg, dsn, raddr, alloc)
 			if err != nil {
 				return err
 			}
-			defer db.Close()
-			var allocator seqalloc.Allocator
-			switch alloc {
-			case server.AllocatorSegment:
-				allocator = seqalloc.NewSegment(db, seqalloc.DefaultSegmentConfig())
-			case server.AllocatorRedis:
-				if raddr == "" {
-					return fmt.Errorf("%w: the redis allocator needs --redis-addr or %s", model.ErrInvalid, envRedisAddr)
-				}
-				rdb, err := server.OpenRedis(ctx, raddr, scfg.Redis)
-				if err != nil {
-					return err
-				}
-				defer rdb.Close()
-				prefix, _ := f.GetString("redis-prefix")
-				allocator = seqalloc.NewRedis(rdb, rkeys.Keys{Prefix: prefix})
-			default:
-				return fmt.Errorf("%w: --allocator %q (want redis or segment)", model.ErrInvalid, alloc)
-			}
-			w, err := inbox.NewWriter(allocator, inbox.DefaultConfig(), nil)
-			if err != nil {
-				return err
-			}
-			// The send service is used for group membership only (no sends).
-			svc, err := send.New(ctx, send.DefaultConfig(), db, w, nil)
-			if err != nil {
-				return err
-			}
-			defer svc.Close()
-			r, err := reconcile.New(rcfg, db, w, svc.Members, nil, nil)
-			if err != nil {
-				return err
-			}
+			defer stop()
 			rctx, cancel := contextWithTimeout(ctx, timeout)
 			defer cancel()
 			rep, err := r.Run(rctx, since, until)
@@ -108,13 +77,69 @@ func newReconcileCmd() *cobra.Command {
 	f.String("since", "-1h", "start of the range: RFC 3339 time or a negative duration from now (-1h)")
 	f.String("until", "-30s", "end of the range (exclusive): RFC 3339 time, a negative duration from now, or now")
 	f.String("mysql-dsn", "", "go-sql-driver DSN with a database ($"+envMySQLDSN+")")
-	f.String("redis-addr", "", "Redis host:port for the redis allocator ($"+envRedisAddr+")")
+	f.String("redis-addr", "", "Redis host:port: the hot cache and the redis allocator ($"+envRedisAddr+")")
 	f.String("redis-prefix", "", "Redis key prefix (as the server's)")
 	f.String("allocator", server.AllocatorRedis, "per-user seq allocator: redis or segment ($"+envAllocator+")")
 	f.Duration("push-after", reconcile.DefaultConfig().PushAfter, "N of \"unpulled for N minutes\" (push reconciliation)")
 	f.Int("max-repairs", reconcile.DefaultConfig().MaxRepairs, "bound on inbox rows written by this run")
+	f.String("push-bus", pushbus.ModeLocal, "where repairs are pushed: local (nowhere: this process has no devices) or redis (the servers' push bus, as imlab ref --push-bus redis) ($"+envPushBus+")")
 	f.Duration("timeout", 30*time.Minute, "bound on the whole run")
+	f.String("log-level", "warn", "debug, info, warn or error, on stderr ($"+envLogLevel+")")
 	return cmd
+}
+
+// reconcileRole is the one role of imlab reconcile's process: it starts
+// nothing; the command runs one pass of the process's Reconciler.
+const reconcileRole = "reconcile-once"
+
+// startReconciler wires the reconciler as a server process does
+// (ref/server: allocator, inbox config, commit hooks into the hot cache,
+// push and the push bus), without serving anything but a loopback ops
+// listener, and without migrating. stop closes it.
+func startReconciler(ctx context.Context, cmd *cobra.Command, rcfg reconcile.Config, dsn, raddr, alloc string) (*reconcile.Reconciler, func(), error) {
+	f := cmd.Flags()
+	cfg := server.DefaultConfig()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Roles = []string{reconcileRole}
+	cfg.Migrate = false
+	cfg.Allocator = alloc
+	cfg.Redis.KeyPrefix, _ = f.GetString("redis-prefix")
+	cfg.PushBus.Mode = fromEnv(f, "push-bus", envPushBus)
+	cfg.Reconcile = rcfg
+	// Nothing here verifies a token: a random secret satisfies the config.
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		return nil, nil, err
+	}
+	cfg.Auth.Secret = hex.EncodeToString(secret)
+	log, err := newLogger(cmd)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.Logger = log
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, err
+	}
+	roles := server.Roles{{Name: reconcileRole, Start: func(context.Context, *server.Process) (func(context.Context) error, error) {
+		return nil, nil
+	}}}
+	p, err := server.Start(ctx, cfg, server.Backends{MySQLDSN: dsn, RedisAddr: raddr}, roles)
+	if err != nil {
+		return nil, nil, err
+	}
+	stop := func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+		defer cancel()
+		if err := p.Stop(sctx); err != nil {
+			log.Error("reconcile: stop", "err", err)
+		}
+	}
+	r, err := p.Reconciler(ctx)
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return r, stop, nil
 }
 
 // parseWhen reads "now", an RFC 3339 time, or a duration relative to now.

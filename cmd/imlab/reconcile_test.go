@@ -54,6 +54,11 @@ func TestReconcileCmd(t *testing.T) {
 	if err := my.DB.QueryRow("SELECT COUNT(*) FROM offline_msg WHERE msg_id = ?", uint64(1)<<40).Scan(&rows); err != nil || rows != 2 {
 		t.Fatalf("inbox rows: %d %v", rows, err)
 	}
+	// The repair went through the server's commit hooks: the hot cache
+	// holds the message, as it would after a send.
+	if n, err := rd.Client.Exists(context.Background(), rd.Keys.Msg(uint64(1)<<40)).Result(); err != nil || n != 1 {
+		t.Fatalf("hot cache: the repaired message is not cached (%d, %v): the repair bypassed the commit hooks", n, err)
+	}
 	if r := runOnce(); r.Forward.MissingRows != 0 || r.Forward.Repaired != 0 {
 		t.Fatalf("second run repaired again: %+v", r)
 	}

@@ -236,6 +236,29 @@ func StartHistoryTier(_ context.Context, p *Process) (func(context.Context) erro
 // StartReconciler is the reconciler role: reconciliation (forward, reverse,
 // push) and retention, each on its own timer.
 func StartReconciler(ctx context.Context, p *Process) (func(context.Context) error, error) {
+	r, err := p.Reconciler(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tc := p.Cfg.Retention
+	if tc.Logger == nil {
+		tc.Logger = p.Log
+	}
+	ret, err := retention.New(tc, p.DB)
+	if err != nil {
+		return nil, err
+	}
+	stopR := p.runner("reconciler/reconcile", func(ctx context.Context) error { return r.RunTimer(ctx, nil) })
+	stopT := p.runner("reconciler/retention", ret.RunTimer)
+	return func(ctx context.Context) error { return errors.Join(stopT(ctx), stopR(ctx)) }, nil
+}
+
+// Reconciler builds reconciliation as the reconciler role runs it: the
+// process's allocator and inbox config, its metrics, the core's group
+// membership, and the core's commit hooks (hot cache, push hub, and the
+// push bus when on), so that a repaired row reaches the hot cache and the
+// devices as a sent one does. imlab reconcile runs one pass of it.
+func (p *Process) Reconciler(ctx context.Context) (*reconcile.Reconciler, error) {
 	core, err := p.Core(ctx)
 	if err != nil {
 		return nil, err
@@ -252,21 +275,11 @@ func StartReconciler(ctx context.Context, p *Process) (func(context.Context) err
 	if rc.Logger == nil {
 		rc.Logger = p.Log
 	}
-	r, err := reconcile.New(rc, p.DB, w, core.Send.Members, nil, m, core.Cache, core.Hub)
-	if err != nil {
-		return nil, err
+	hooks := []send.CommitHook{core.Cache, core.Hub}
+	if p.bus != nil {
+		hooks = append(hooks, p.bus)
 	}
-	tc := p.Cfg.Retention
-	if tc.Logger == nil {
-		tc.Logger = p.Log
-	}
-	ret, err := retention.New(tc, p.DB)
-	if err != nil {
-		return nil, err
-	}
-	stopR := p.runner("reconciler/reconcile", func(ctx context.Context) error { return r.RunTimer(ctx, nil) })
-	stopT := p.runner("reconciler/retention", ret.RunTimer)
-	return func(ctx context.Context) error { return errors.Join(stopT(ctx), stopR(ctx)) }, nil
+	return reconcile.New(rc, p.DB, w, core.Send.Members, nil, m, hooks...)
 }
 
 // strictHistory feeds the history tier under the strict policy, which
