@@ -24,6 +24,14 @@ const (
 	// still writing to. A body larger than this is refused by closing the
 	// connection (fasthttp's own 413), never buffered.
 	MaxReadBodyBytes = 4 * MaxBodyBytes
+	// MaxHeaderBytes bounds the request line plus the header fields: it is
+	// the server's read buffer. A request whose line alone overflows it is
+	// answered 414 too_large, one whose headers do 431 too_large, both as
+	// JSON, and the connection is closed.
+	MaxHeaderBytes = 16 << 10
+	// MaxRequestURIBytes bounds the request target (path and query) of a
+	// request that fits MaxHeaderBytes: longer gets 414 too_large.
+	MaxRequestURIBytes = 8 << 10
 )
 
 // Sender is the write side the API calls (ref/send.Service satisfies it).

@@ -92,6 +92,9 @@
 //	MaxBodyBytes            32 KiB per request body and per ws client frame
 //	MaxReadBodyBytes        128 KiB: an oversized body up to this is read and answered 413 JSON;
 //	                        beyond it the connection is answered 413 and closed unread
+//	MaxHeaderBytes          16 KiB of request line and headers (the read buffer): past it
+//	                        414 when the request line overflows it, else 431, JSON, closed
+//	MaxRequestURIBytes      8 KiB of request target (414)
 //	model.MaxPullLimit      500 (sync/pull limit)
 //	model.MaxConvPullLimit  50 (conv/pull limit)
 //	model.MaxGroupMembers   500

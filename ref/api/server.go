@@ -119,6 +119,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		ErrorHandler:         s.parseError,
 		Name:                 "imlab",
 		MaxRequestBodySize:   MaxReadBodyBytes,
+		ReadBufferSize:       MaxHeaderBytes,
 		ReadTimeout:          cfg.ReadTimeout,
 		WriteTimeout:         cfg.WriteTimeout,
 		IdleTimeout:          cfg.IdleTimeout,
@@ -268,6 +269,10 @@ func (s *Server) serve(rc *fasthttp.RequestCtx) {
 		writeAPIError(rc, apiError{Status: fasthttp.StatusNotFound, Code: model.ErrNotFound.Error(), Message: "no such route"})
 		return
 	}
+	if n := len(rc.Request.RequestURI()); n > MaxRequestURIBytes {
+		writeAPIError(rc, uriTooLong())
+		return
+	}
 	if string(rc.Method()) != r.method {
 		rc.Response.Header.Set("Allow", r.method)
 		writeAPIError(rc, apiError{Status: fasthttp.StatusMethodNotAllowed, Code: codeMethod, Message: "use " + r.method})
@@ -367,11 +372,40 @@ func (s *Server) parseError(rc *fasthttp.RequestCtx, err error) {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		e = apiError{Status: fasthttp.StatusRequestEntityTooLarge, Code: model.ErrTooLarge.Error(),
 			Message: "request body larger than " + strconv.Itoa(MaxBodyBytes) + " bytes"}
+	case isSmallBuffer(err) && requestLineOverflowed(err):
+		e = uriTooLong()
+	case isSmallBuffer(err):
+		e = apiError{Status: fasthttp.StatusRequestHeaderFieldsTooLarge, Code: model.ErrTooLarge.Error(),
+			Message: "request line and header fields larger than " + strconv.Itoa(MaxHeaderBytes) + " bytes"}
 	default:
 		e = apiError{Status: fasthttp.StatusBadRequest, Code: model.ErrInvalid.Error(), Message: "malformed HTTP request"}
 	}
 	s.m.requests.WithLabelValues("unparsed", strconv.Itoa(e.Status)).Inc()
 	writeAPIError(rc, e)
+}
+
+func uriTooLong() apiError {
+	return apiError{Status: fasthttp.StatusRequestURITooLong, Code: model.ErrTooLarge.Error(),
+		Message: "request target longer than " + strconv.Itoa(MaxRequestURIBytes) + " bytes"}
+}
+
+// isSmallBuffer: the request line and headers did not fit the read buffer
+// (MaxHeaderBytes).
+func isSmallBuffer(err error) bool {
+	var sb *fasthttp.ErrSmallBuffer
+	return errors.As(err, &sb)
+}
+
+// requestLineOverflowed tells whether the request line alone filled the
+// read buffer. fasthttp says only that the buffer was too small; its
+// message quotes the buffer's first and last 200 bytes ("contents: "),
+// and the request line comes first: when neither part holds a line break
+// the line is (almost surely) the whole buffer. Without the quote (a
+// format fasthttp may change), the answer is 431, which covers the
+// request line too.
+func requestLineOverflowed(err error) bool {
+	_, contents, ok := strings.Cut(err.Error(), "contents: ")
+	return ok && !strings.Contains(contents, `\n`) && !strings.Contains(contents, `\r`)
 }
 
 func (s *Server) handleMetrics(rc *fasthttp.RequestCtx) {
