@@ -38,30 +38,30 @@ func TestWatchParentEndsWithTheParent(t *testing.T) {
 		}
 		close(lines)
 	}()
-	next := func() string {
+	next := func(what string) string {
 		select {
 		case l, ok := <-lines:
 			if !ok {
-				t.Fatal("output ended")
+				t.Fatalf("output ended before %s", what)
 			}
 			return l
-		case <-time.After(20 * time.Second):
-			t.Fatal("no output")
+		case <-time.After(90 * time.Second): // two -race binaries start on a busy machine
+			t.Fatalf("no %s", what)
 		}
 		return ""
 	}
-	pid, err := strconv.Atoi(next())
+	pid, err := strconv.Atoi(next("pid of the watching child"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
-	if l := next(); l != "watching" {
+	if l := next("ready line of the child"); l != "watching" {
 		t.Fatalf("child said %q", l)
 	}
 	if err := mid.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	if l := next(); !strings.Contains(l, "exited; stopping") {
+	if l := next("notice of the parent's exit"); !strings.Contains(l, "exited; stopping") {
 		t.Fatalf("child said %q, want the parent's exit noticed", l)
 	}
 	deadline := time.Now().Add(10 * time.Second)
