@@ -249,3 +249,35 @@ func parseDur(kv map[string]string, key string, def time.Duration) (time.Duratio
 	}
 	return d, nil
 }
+
+// Scale returns a shape of the same kind as s with every rate multiplied by
+// f, in (0, 1], and rounded to 9 significant digits (150 × 0.1 is 15, not
+// 15.000000000000002); times (steps, bursts, periods) are unchanged. The
+// result's String parses back to it. A shape kind Scale does not know is
+// refused.
+func Scale(s Shape, f float64) (Shape, error) {
+	if !(f > 0 && f <= 1) {
+		return nil, fmt.Errorf("%w: rate scale %g: want (0, 1]", ErrInvalid, f)
+	}
+	mul := func(r float64) float64 {
+		v, _ := strconv.ParseFloat(strconv.FormatFloat(r*f, 'g', 9, 64), 64)
+		return v
+	}
+	switch v := s.(type) {
+	case Constant:
+		return Constant{PerSec: mul(v.PerSec)}, nil
+	case Steps:
+		st := Steps{Steps: make([]Step, len(v.Steps))}
+		for i, x := range v.Steps {
+			st.Steps[i] = Step{Dur: x.Dur, PerSec: mul(x.PerSec)}
+		}
+		return st, nil
+	case Burst:
+		v.Base, v.Peak = mul(v.Base), mul(v.Peak)
+		return v, nil
+	case Sine:
+		v.Mean, v.Amp = mul(v.Mean), mul(v.Amp)
+		return v, nil
+	}
+	return nil, fmt.Errorf("%w: rate scale: shape %T cannot be scaled", ErrInvalid, s)
+}
