@@ -145,6 +145,24 @@
 // behind, so that a burst the server never saw is not reported as one it
 // survived.
 //
+// # Rates on the embedded topology
+//
+// The embedded MySQL (go-mysql-server's memory engine behind compose's
+// one-transaction-at-a-time lock) carries about a tenth of the rates the
+// shipped files send to MariaDB. When the run's MySQL is embedded, the
+// runner multiplies every rate of the file's shape by
+// load.embedded_rate_scale (default DefaultEmbeddedRateScale, 0.1; a file
+// whose expectations need more traffic states its own factor, 1 keeps the
+// file's rate); Config.RateScale (imlab scenario run --rate-scale) sets
+// the factor on any topology instead. Only rates change: the shape's
+// times, the faults, the population and every expectation are the file's,
+// and min_rate_ratio is judged against the scaled shape. A scaled run is
+// never silent: Result.RateScale in result.json, the "rate_scale" setting
+// (junit properties), the report's backends line and notes, and the CLI's
+// verdict block all carry RateScale.Label ("rates scaled ×0.1 for the
+// embedded topology (file const:200, run const:20)"). Figures from such a
+// run are embedded-backend figures, never capacity figures.
+//
 // # Kafka through a proxy
 //
 // A Kafka broker advertises its own address in metadata, so a client that

@@ -227,6 +227,10 @@ type LoadSpec struct {
 	// this machine (loadgen execution segments, each an OS process with its
 	// own GOMAXPROCS), judged together as one run.
 	Segments int `yaml:"segments,omitempty" json:"segments,omitempty"`
+	// EmbeddedRateScale multiplies every rate of Rate when the run's MySQL
+	// is the embedded engine (default DefaultEmbeddedRateScale; 1 runs the
+	// file's rate). The run says so wherever it reports (Result.RateScale).
+	EmbeddedRateScale *float64 `yaml:"embedded_rate_scale,omitempty" json:"embedded_rate_scale,omitempty"`
 }
 
 // Fault kinds.
@@ -370,6 +374,10 @@ const (
 	DefaultPullLimit         = 200
 	DefaultSeed              = 1
 	DefaultGroupSizes        = "3:60,10:40"
+	// DefaultEmbeddedRateScale is load.embedded_rate_scale's default: the
+	// embedded MySQL (go-mysql-server's memory engine, one transaction at
+	// a time) carries about a tenth of the shipped rates (RESULTS.md).
+	DefaultEmbeddedRateScale = 0.1
 	// DefaultProcessName is the one process of a file without processes.
 	DefaultProcessName = "all"
 )
@@ -649,6 +657,9 @@ func (l LoadSpec) validate() error {
 	if _, err := schedule.Parse(l.Rate); err != nil {
 		return bad("load.rate", "%q: %v", l.Rate, err)
 	}
+	if e := l.EmbeddedRateScale; e != nil && !(*e > 0 && *e <= 1) {
+		return bad("load.embedded_rate_scale", "%g: want (0, 1]", *e)
+	}
 	if l.Duration <= 0 || l.Duration.D() > MaxLoadDuration {
 		return bad("load.duration", "%s: want (0, %s]", l.Duration.D(), MaxLoadDuration)
 	}
@@ -729,6 +740,14 @@ func (l LoadSpec) CrashyOr() float64 {
 		return DefaultCrashy
 	}
 	return *l.Crashy
+}
+
+// EmbeddedRateScaleOr is load.embedded_rate_scale or its default.
+func (l LoadSpec) EmbeddedRateScaleOr() float64 {
+	if l.EmbeddedRateScale != nil {
+		return *l.EmbeddedRateScale
+	}
+	return DefaultEmbeddedRateScale
 }
 
 // SettleOr is the settle wait, default 2s.

@@ -146,6 +146,8 @@ func TestParseBad(t *testing.T) {
 		{"online+crashy", base("  rate: const:1\n  duration: 1s\n  users: 3\n  online: 0.8\n  crashy: 0.5\n", ""), "load.crashy"},
 		{"share without groups", base("  rate: const:1\n  duration: 1s\n  users: 3\n  group_share: 0.5\n", ""), "load.group_share"},
 		{"bad sizes", base("  rate: const:1\n  duration: 1s\n  users: 3\n  group_sizes: '1:5'\n", ""), "load.group_sizes"},
+		{"embedded scale 0", base("  rate: const:1\n  duration: 1s\n  users: 3\n  embedded_rate_scale: 0\n", ""), "load.embedded_rate_scale"},
+		{"embedded scale up", base("  rate: const:1\n  duration: 1s\n  users: 3\n  embedded_rate_scale: 2\n", ""), "load.embedded_rate_scale"},
 		{"send via", base("  rate: const:1\n  duration: 1s\n  users: 3\n  send_via: smoke\n", ""), "load.send_via"},
 		{"policy", base("", "server:\n  policy: yolo\n"), "server.policy"},
 		{"allocator", base("", "server:\n  allocator: dice\n"), "server.allocator"},
@@ -303,6 +305,8 @@ func TestConfigValidate(t *testing.T) {
 		"duration":    func(c *Config) { c.Duration = -time.Second },
 		"glob prefix": func(c *Config) { c.RedisPrefix = "a*" },
 		"child":       func(c *Config) { c.ChildCommand = []string{""} },
+		"rate scale":  func(c *Config) { c.RateScale = 1.5 },
+		"neg scale":   func(c *Config) { c.RateScale = -0.1 },
 	} {
 		c := good
 		mut(&c)

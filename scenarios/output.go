@@ -43,6 +43,9 @@ func HTMLReport(res *Result) *report.Report {
 		Passed: res.Passed, StartedAt: res.StartedAt, Duration: time.Duration(res.Seconds * float64(time.Second)),
 		Backends: res.Backends,
 	}
+	if res.RateScale != nil {
+		rep.Backends += "; " + res.RateScale.Label()
+	}
 	for _, s := range res.Settings {
 		rep.Settings = append(rep.Settings, [2]string{s.Name, s.Value})
 	}
@@ -147,6 +150,9 @@ func HTMLReport(res *Result) *report.Report {
 	}
 	if len(res.Processes) > 0 {
 		rep.Tables = append(rep.Tables, processTable(res))
+	}
+	if res.RateScale != nil {
+		rep.Notes = append(rep.Notes, res.RateScale.Label()+": faults, population and expectations are the file's; the figures are not the file's rate")
 	}
 	if res.LoadOffset > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("The load started %.2fs after the run's time base (loadgen's set-up); charts and markers share the run's base.", res.LoadOffset))

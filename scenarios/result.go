@@ -101,6 +101,28 @@ type ProcessRun struct {
 	Log string `json:"log,omitempty"`
 }
 
+// Why a run's rate is scaled (RateScale.For).
+const (
+	RateScaleEmbedded = "the embedded topology"
+	RateScaleByConfig = "the runner's --rate-scale"
+)
+
+// RateScale says that the run did not send at the file's rate: every rate
+// of the file's shape was multiplied by Factor (its times unchanged).
+// Faults, the population and the expectations are the file's.
+type RateScale struct {
+	Factor float64 `json:"factor"`
+	// For says why: RateScaleEmbedded or RateScaleByConfig.
+	For      string `json:"for"`
+	FileRate string `json:"file_rate"`
+	RunRate  string `json:"run_rate"`
+}
+
+// Label is the line every output prints beside the run's figures.
+func (s *RateScale) Label() string {
+	return fmt.Sprintf("rates scaled ×%g for %s (file %s, run %s)", s.Factor, s.For, s.FileRate, s.RunRate)
+}
+
 // FindingSummary is one finding of the checker.
 type FindingSummary struct {
 	Name     string   `json:"name"`
@@ -127,6 +149,8 @@ type Result struct {
 	Settings []Setting `json:"settings"`
 	// Backends says what the backends were (compose's summary).
 	Backends string `json:"backends"`
+	// RateScale is set when the run's rate was not the file's.
+	RateScale *RateScale `json:"rate_scale,omitempty"`
 	// LoadOffset is how long after the run's time base the load started
 	// (loadgen's own setup); fault events and lag samples use the run's
 	// base, the send timeline is shifted by it.

@@ -314,3 +314,44 @@ expect:
 		t.Fatalf("may_miss: the run failed\n%s", Table(res.Checks))
 	}
 }
+
+// TestRunEmbedded runs a shipped scenario on the embedded topology (the
+// Go-only path: in-process go-mysql-server and miniredis) end to end: it
+// must pass at the per-topology rate scale, and every output must say the
+// rate was scaled. allocator-rollback: a safety scenario with the smaller
+// population (the embedded engine under -race is slow).
+func TestRunEmbedded(t *testing.T) {
+	t.Parallel()
+	f, err := ReadFile("allocator-rollback.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig(t.TempDir())
+	cfg.Mode = "embedded"
+	cfg.DataDir = t.TempDir()
+	cfg.Duration = 4 * time.Second
+	res := runFile(t, cfg, f)
+	if !res.Passed || res.Incomplete || res.Verdict == nil || !res.Verdict.Valid {
+		t.Fatalf("%s on the embedded topology did not pass:\n%s", f.Name, Table(res.Checks))
+	}
+	if !strings.Contains(res.Backends, "embedded go-mysql-server") {
+		t.Fatalf("backends %q: want the embedded MySQL", res.Backends)
+	}
+	rs := res.RateScale
+	if rs == nil || rs.Factor != DefaultEmbeddedRateScale || rs.For != RateScaleEmbedded || rs.FileRate != f.Load.Rate || rs.RunRate != "const:20" {
+		t.Fatalf("rate scale %+v: want ×%g of %s for the embedded topology", rs, DefaultEmbeddedRateScale, f.Load.Rate)
+	}
+	if len(res.Events) != 2 || res.Events[0].Err != "" || res.Events[0].Affected == 0 {
+		t.Fatalf("rollback events %+v", res.Events)
+	}
+	for _, name := range []string{ResultFile, JUnitFile, ReportFile} {
+		b, err := os.ReadFile(filepath.Join(cfg.OutDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// JSON and XML escape differently; the run's rate is in every one.
+		if !bytes.Contains(b, []byte("run const:20")) {
+			t.Fatalf("%s does not say the rate was scaled", name)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -71,6 +72,11 @@ type Config struct {
 	// Duration, when > 0, overrides load.duration; fault times are scaled
 	// by the same ratio (the rate shape is not).
 	Duration time.Duration
+	// RateScale, when > 0, multiplies every rate of every file's shape, on
+	// any topology; 0 leaves it to the topology: load.embedded_rate_scale
+	// when MySQL is the embedded engine, else the file's rate. Either way
+	// the run reports it (Result.RateScale).
+	RateScale float64
 	// DataDir: compose's parent of private data directories.
 	DataDir string
 	// Progress receives a live line per second (nil: none).
@@ -119,6 +125,9 @@ func (c Config) Validate() error {
 	}
 	if c.Duration < 0 || c.Duration > MaxLoadDuration {
 		return fmt.Errorf("%w: duration override %s: want 0..%s", ErrInvalid, c.Duration, MaxLoadDuration)
+	}
+	if !(c.RateScale >= 0 && c.RateScale <= 1) {
+		return fmt.Errorf("%w: rate scale %g: want (0, 1], or 0 for the topology's", ErrInvalid, c.RateScale)
 	}
 	if err := validPrefix(c.RedisPrefix); err != nil {
 		return fmt.Errorf("%w: redis prefix %v", ErrInvalid, err)
@@ -300,6 +309,9 @@ func (r *run) execute(ctx context.Context) error {
 		return err
 	}
 	r.recordSettings(lc)
+	if rs := r.res.RateScale; rs != nil && r.cfg.Progress != nil {
+		fmt.Fprintf(r.cfg.Progress, "%s: faults, population and expectations are the file's\n", rs.Label())
+	}
 
 	// The load and the schedule share one time base; loadgen starts its
 	// schedule after its own set-up (LoadOffset).
@@ -705,6 +717,13 @@ func (r *run) loadConfig() (loadgen.Config, error) {
 	if err != nil {
 		return lc, fmt.Errorf("%w: load.rate: %w", ErrInvalid, err)
 	}
+	if rs := r.rateScale(sh); rs != nil {
+		if sh, err = schedule.Scale(sh, rs.Factor); err != nil {
+			return lc, fmt.Errorf("%w: load.rate: %w", ErrInvalid, err)
+		}
+		rs.RunRate = sh.String()
+		r.res.RateScale = rs
+	}
 	lc.Shape, lc.Duration = sh, l.Duration.D()
 	lc.Pop.Users = l.Users
 	lc.Pop.DevicesPerUser = DefaultDevices
@@ -755,6 +774,24 @@ func (r *run) loadConfig() (loadgen.Config, error) {
 	return lc, nil
 }
 
+// rateScale is how the run scales the file's rate sh (nil: it does not):
+// Config.RateScale when set, else load.embedded_rate_scale when the run's
+// MySQL is the embedded engine (compose.Backends.Embedded). RunRate is
+// left to the caller.
+func (r *run) rateScale(sh schedule.Shape) *RateScale {
+	rs := &RateScale{Factor: r.cfg.RateScale, For: RateScaleByConfig, FileRate: sh.String()}
+	if rs.Factor == 0 {
+		if !slices.Contains(r.cb.Embedded, compose.PartMySQL) {
+			return nil
+		}
+		rs.Factor, rs.For = r.f.Load.EmbeddedRateScaleOr(), RateScaleEmbedded
+	}
+	if rs.Factor == 1 {
+		return nil
+	}
+	return rs
+}
+
 func (r *run) recordSettings(lc loadgen.Config) {
 	s := r.f.Server
 	r.setting("backends", r.cb.Summary())
@@ -777,6 +814,9 @@ func (r *run) recordSettings(lc loadgen.Config) {
 		r.setting("variant", r.f.Variant)
 	}
 	r.setting("rate", lc.Shape.String())
+	if rs := r.res.RateScale; rs != nil {
+		r.setting("rate_scale", rs.Label())
+	}
 	r.setting("duration", lc.Duration)
 	r.setting("users", lc.Pop.Users)
 	r.setting("devices_per_user", lc.Pop.DevicesPerUser)

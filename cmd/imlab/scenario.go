@@ -90,6 +90,7 @@ func newScenarioRunCmd() *cobra.Command {
 	var (
 		out, mode, dsn, redisAddr, prefix string
 		duration                          time.Duration
+		rateScale                         float64
 		keep                              bool
 		baselineDir                       string
 	)
@@ -136,6 +137,7 @@ NAME.consumers-N, and the recovery figures of those runs are printed side by sid
 			base.KeepData = keep
 			base.Duration = duration
 			base.BaselineDir = baselineDir
+			base.RateScale = rateScale
 			base.DataDir = lookupEnv(compose.EnvDataDir)
 			base.MongoCommand = embeddedMongoCommand()
 			base.Progress = w
@@ -201,6 +203,7 @@ NAME.consumers-N, and the recovery figures of those runs are printed side by sid
 	fl.StringVar(&redisAddr, "redis-addr", "", "Redis host:port ($"+envRedisAddr+")")
 	fl.StringVar(&prefix, "redis-prefix", "", "Redis key prefix of the runs (default a fresh random one per run)")
 	fl.DurationVar(&duration, "duration", 0, "override every file's load duration (fault times scale with it)")
+	fl.Float64Var(&rateScale, "rate-scale", 0, "multiply every file's rates by this factor in (0, 1] (default: the topology's, load.embedded_rate_scale when MySQL is embedded); every output says so")
 	fl.BoolVar(&keep, "keep-data", false, "keep the run's database and Redis keys")
 	fl.StringVar(&baselineDir, "baseline-dir", "", "gate each scenario on DIR/NAME/result.json (e.g. main's stored results; the file's baseline tolerance applies; a scenario with none stored is not gated)")
 	fl.String("secret", "", "token signing secret (default $"+envSecret+")")
@@ -216,6 +219,9 @@ func printScenarioResult(w io.Writer, r *scenarios.Result, dir string) {
 		status = "NOT CARRIED OUT"
 	}
 	fmt.Fprintf(w, "--- scenario %s: %s in %.1fs (%s)\n", r.Scenario, status, r.Seconds, r.Backends)
+	if r.RateScale != nil {
+		fmt.Fprintf(w, "    %s\n", r.RateScale.Label())
+	}
 	for _, e := range r.Events {
 		line := fmt.Sprintf("    fault t=%.1fs %s %s", e.At, e.Action, e.Fault)
 		if e.Affected > 0 {
@@ -253,6 +259,9 @@ func printScenarioResult(w io.Writer, r *scenarios.Result, dir string) {
 	}
 	if len(r.Checks) > 0 {
 		fmt.Fprint(w, scenarios.Table(r.Checks))
+		if r.RateScale != nil {
+			fmt.Fprintf(w, "      checked at %s: rates ×%g for %s\n", r.RateScale.RunRate, r.RateScale.Factor, r.RateScale.For)
+		}
 	}
 	for _, e := range r.Errors {
 		fmt.Fprintf(w, "    error: %s\n", e)
