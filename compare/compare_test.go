@@ -22,6 +22,7 @@ type scen struct {
 	noVerdict     bool
 	incomplete    bool
 	recovery      map[string]any
+	rateScale     float64 // > 0: the run's rates were scaled
 }
 
 func (s scen) json() map[string]any {
@@ -47,6 +48,9 @@ func (s scen) json() map[string]any {
 	m["lag_timeline"] = lag
 	if s.recovery != nil {
 		m["recovery"] = s.recovery
+	}
+	if s.rateScale > 0 {
+		m["rate_scale"] = map[string]any{"factor": s.rateScale, "for": "the embedded topology"}
 	}
 	return m
 }
@@ -255,6 +259,12 @@ func TestMismatchedScenarios(t *testing.T) {
 	rep, err := Compare(base, nw, Options{AllowMismatch: true})
 	if err != nil || rep.Mismatch == "" {
 		t.Fatalf("allowed mismatch: %v %+v", err, rep)
+	}
+	// A run at scaled rates is another subject than one at the file's.
+	scaled := healthy()
+	scaled.rateScale = 0.1
+	if _, err := Compare(base, runs(t, "scaled", scaled, 100), Options{}); !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "×0.1") {
+		t.Fatalf("scaled rates: want ErrInput naming the scale, got %v", err)
 	}
 	// Different kinds never compare.
 	dir := t.TempDir()

@@ -181,7 +181,13 @@ type scenarioResult struct {
 		MaxAge map[string]float64 `json:"max_age_s"`
 		Err    string             `json:"error"`
 	} `json:"lag_timeline"`
-	RunDir     string           `json:"run_dir"`
+	RunDir string `json:"run_dir"`
+	// RateScale: the run sent at a fraction of the file's rates (a
+	// different subject from a run at the file's rates).
+	RateScale *struct {
+		Factor float64 `json:"factor"`
+		For    string  `json:"for"`
+	} `json:"rate_scale"`
 	Recovery   *recoveryFigures `json:"recovery"`
 	Errors     []string         `json:"errors"`
 	Incomplete bool             `json:"incomplete"`
@@ -199,6 +205,9 @@ func readScenario(b []byte, r *Run) error {
 	r.Kind, r.Subject = KindScenario, "scenario "+s.Scenario
 	if s.Spec != nil && s.Spec.Load.Duration != "" {
 		r.Subject += " for " + s.Spec.Load.Duration
+	}
+	if rs := s.RateScale; rs != nil {
+		r.Subject += fmt.Sprintf(" at rates ×%g for %s", rs.Factor, rs.For)
 	}
 	r.Metrics[MPassed] = b2f(s.Passed)
 	for _, c := range s.Checks {
