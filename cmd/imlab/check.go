@@ -27,9 +27,12 @@ func newCheckCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "check RUN_DIR...",
-		Short: "Judge a load run's ledger: ok, lost, duplicated, unexpected, recovered, reordered, skipped",
+		Short: "Judge a load run's ledger: lost, unexpected, reordered, skipped, lost-in-store, unstored-at-ack, ...",
 		Long: `Reads RUN_DIR/ledger-*.bin, prints the verdict table, writes RUN_DIR/verdict.json and
-exits non-zero when the run is invalid (valid iff lost = unexpected = skipped = 0).
+exits non-zero when the run is invalid: valid iff every deciding finding is 0 (lost, unexpected,
+reordered, skipped, lost-in-store, unstored-at-ack, double-stored, seq-conflict, ack-mismatch;
+duplicated and recovered are counted, allowed). Each check whose evidence the run lacks (an older
+ledger, a server without lab routes) is named NOT MADE; the findings it feeds are judged without it.
 
 With several directories (the segments of one run, imlab load --segment i/n), their ledgers
 are judged together as if one generator had run: every record on one time base (each

@@ -3,46 +3,88 @@
 // nothing else: it does no I/O beyond reading the ledger and never talks to
 // the server.
 //
-// Definitions (a "device" is one (uid, did) of the population; a message's
+// The model: a per-uid inbox is a log, (uid, seq) -> one message, each
+// message at most once; a conversation is ordered by conv_seq, and every
+// inbox shows a conversation's messages in conv_seq order; an ACK is a
+// promise that the message reaches every recipient's inbox, stored as the
+// ACK says (conv_id, conv_seq), with what the ack policy promises already
+// stored at the ACK.
+//
+// Evidence (a "device" is one (uid, did) of the population; a message's
 // recipients are both parties of a 1:1 conversation, sender included, or
 // every member of the group; a recipient device is every device of a
 // recipient uid):
+//   - attempts and their outcomes (ok = ACKed, fail, unknown);
+//   - deliveries: what each device stored, by push or pull, in order;
+//   - cursors each device claimed;
+//   - the pull witness: a full sync/pull of each uid from seq 0 after the
+//     final drain by a device outside the population (it may be served from
+//     the hot cache);
+//   - the store witness: every uid's inbox read from the store of record
+//     (MySQL, the lab route, bypassing every cache) after the final drain;
+//   - read-after-ACK probes: right after some ACKs, the store read for the
+//     sender (and recipients) through the lab route;
+//   - notes saying which of the last three could be gathered, and the
+//     server's ack policy.
+//
+// Findings (each is one small function in findings.go):
 //
 //   - ok: an ACKed message that every recipient device stored at least once.
 //   - lost: an ACKed message (or a recovered one, below) that some recipient
 //     device never stored, after the final drain. Listed per message; the
 //     (message, device) pairs are counted too.
-//   - duplicated: a device stored the same msg_id more than once. Counted,
-//     allowed. Duplicates are recognised by msg_id only: a second msg_id for
-//     the same send (same client_msg_id, read from the content) is not a
-//     duplicate but an unexpected message.
+//   - duplicated: a device stored the same (msg_id, seq) more than once.
+//     Counted, allowed. A second msg_id for the same send (same
+//     client_msg_id, read from the content) is not a duplicate but an
+//     unexpected message, and one msg_id at two seqs is double-stored.
 //   - unexpected: a stored (or witnessed) msg_id that no ACK names and that
 //     no send of unknown outcome explains; or a message stored by a device
-//     whose uid is not one of its recipients; or a second msg_id for one send.
+//     (or held in the inbox of a uid) that is not one of its recipients; or
+//     a second msg_id for one send (a retry stored twice).
 //   - recovered: a send whose outcome was unknown (timeout, 5xx, connection
-//     lost) whose message was stored by some device anyway. Not an anomaly.
+//     lost) whose message was stored by some device or witness anyway. Not
+//     an anomaly.
 //   - reordered: within one device and one conversation, after dropping
 //     repeated msg_ids, the conv_seq of the messages in the order the device
-//     stored them does not strictly increase.
+//     stored them does not strictly increase; or, within one witnessed
+//     inbox (pull or store witness) and one conversation, conv_seq does not
+//     strictly increase in seq order.
 //   - skipped: a device claimed cursor C (an ack the server accepted, or an
 //     ack frame sent on the WebSocket) while the uid's inbox holds a message
 //     at seq ≤ C that this device never stored. The inbox is known from the
-//     witness pulls (a full pull of each uid from seq 0 after the final
-//     drain, by a device outside the population) together with every
-//     (seq, msg_id) any device of that uid stored, so an entry overwritten
-//     after some device saw it still counts.
+//     witnesses together with every (seq, msg_id) any device of that uid
+//     stored, so an entry overwritten after some device saw it still counts.
+//   - lost-in-store: an ACKed (or recovered) message missing from the stored
+//     inbox of one of its recipient uids, whatever devices got by push or
+//     from a cache. Listed per message; (message, uid) pairs counted. Judged
+//     only for uids whose store witness was read whole.
+//   - unstored-at-ack: a read-after-ACK probe found the store without what
+//     the server's ack policy promises at the ACK: strict, the probed uid's
+//     inbox row and the msg_content row; store, msg_content; outbox,
+//     msg_content and (the mq_outbox row, or the probed uid's inbox row once
+//     a consumer has confirmed and the relay removed the outbox row); queue
+//     promises nothing stored, so nothing is probed against it.
+//   - double-stored: one msg_id at two seqs of one uid's inbox (what
+//     uk_uid_msg forbids), seen in any observation: deliveries, pull
+//     witness, store witness. Not a duplicate delivery.
+//   - seq-conflict: one (uid, seq) seen holding two msg_ids across all
+//     observations (a reused seq).
+//   - ack-mismatch: a delivery or witnessed entry of an ACKed msg_id whose
+//     conv_id or conv_seq differs from the ACK's.
 //
-// A run is valid iff lost = unexpected = skipped = 0.
+// A run is valid iff every deciding finding is 0: all but duplicated and
+// recovered decide (Deciding). Verdict.Judge re-decides with allowances
+// (e.g. a scenario that names a degraded window allows some reordered).
+//
+// A check whose evidence is absent is named, never silently passed:
+// Verdict.Checks says for the pull witness, the store witness and
+// read-after-ACK whether the check was made, partly made, or not made and
+// why (an older ledger, the lab route answering 404, errors). An older
+// ledger is judged with what it has.
 package checker
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
-	"maps"
-	"slices"
-	"sort"
-	"strings"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
@@ -50,21 +92,71 @@ import (
 	"imlab/loadgen/ledger"
 )
 
-// MaxListed bounds how many msg_ids a finding lists in the text table; the
-// JSON verdict lists them all.
+// MaxListed bounds how many msg_ids a finding lists in the text table and
+// how many examples it keeps; the JSON verdict lists every msg_id.
 const MaxListed = 10
+
+// Finding names.
+const (
+	Lost          = "lost"
+	Duplicated    = "duplicated"
+	Unexpected    = "unexpected"
+	Recovered     = "recovered"
+	Reordered     = "reordered"
+	Skipped       = "skipped"
+	LostInStore   = "lost-in-store"
+	UnstoredAtAck = "unstored-at-ack"
+	DoubleStored  = "double-stored"
+	SeqConflict   = "seq-conflict"
+	AckMismatch   = "ack-mismatch"
+)
+
+// Names of the findings, in table order.
+var Names = []string{Lost, Duplicated, Unexpected, Recovered, Reordered, Skipped,
+	LostInStore, UnstoredAtAck, DoubleStored, SeqConflict, AckMismatch}
+
+// Deciding are the findings that make a run invalid (unless allowed, see
+// Verdict.Judge).
+var Deciding = []string{Lost, Unexpected, Reordered, Skipped, LostInStore, UnstoredAtAck, DoubleStored, SeqConflict, AckMismatch}
+
+// Check names (Verdict.Checks).
+const (
+	CheckPullWitness  = "pull-witness"
+	CheckStoreWitness = "store-witness"
+	CheckReadAfterAck = "read-after-ack"
+)
 
 // Finding is one anomaly class.
 type Finding struct {
 	Name string `json:"name"`
 	// Count is the number of distinct messages concerned (for duplicated:
-	// extra copies; for lost and skipped see Pairs).
+	// extra copies; for lost, skipped and lost-in-store see Pairs).
 	Count int `json:"count"`
-	// Pairs counts (message, device) pairs for lost and skipped.
+	// Pairs counts (message, device) pairs for lost and skipped, (message,
+	// uid) pairs for lost-in-store and unstored-at-ack.
 	Pairs  int      `json:"pairs,omitempty"`
 	MsgIDs []uint64 `json:"msg_ids"`
+	// UIDs lists the uids concerned, for the store-level findings.
+	UIDs []uint64 `json:"uids,omitempty"`
+	// Decides: a count above Allowed makes the run invalid.
+	Decides bool `json:"decides"`
+	// Allowed is the count this finding may reach and still leave the run
+	// valid (0 unless Judge was given an allowance).
+	Allowed int `json:"allowed,omitempty"`
 	// Examples explain a few entries in words.
 	Examples []string `json:"examples,omitempty"`
+}
+
+// CheckResult says whether a piece of evidence was there to judge with.
+type CheckResult struct {
+	Name string `json:"name"`
+	// Made: the evidence was gathered (Partial: for some uids or probes
+	// only, Detail says which).
+	Made    bool   `json:"made"`
+	Partial bool   `json:"partial,omitempty"`
+	Detail  string `json:"detail,omitempty"`
+	// Findings are the findings this evidence feeds.
+	Findings []string `json:"findings"`
 }
 
 // Latency quantiles in microseconds.
@@ -79,15 +171,23 @@ type Latency struct {
 
 // Verdict is the checker's answer.
 type Verdict struct {
-	Valid      bool                `json:"valid"`
+	Valid bool `json:"valid"`
+	// LedgerVersion is the format version of the ledger judged.
+	LedgerVersion int `json:"ledger_version"`
+	// Policy is the server's ack policy as the lab route reported it ("":
+	// unknown).
+	Policy     string              `json:"policy,omitempty"`
 	Devices    int                 `json:"devices"`
 	Users      int                 `json:"users"`
 	Groups     int                 `json:"groups"`
 	Attempts   map[string]int      `json:"attempts"` // ok / fail / unknown
 	Deliveries int                 `json:"deliveries"`
 	Witnessed  int                 `json:"witnessed"`
+	Stored     int                 `json:"stored"` // store witness entries
+	Probes     int                 `json:"probes"` // read-after-ACK probes answered
 	OK         int                 `json:"ok"`
 	Findings   map[string]*Finding `json:"findings"`
+	Checks     []CheckResult       `json:"checks"`
 	Latency    map[string]Latency  `json:"latency"`
 	Shards     []ShardNote         `json:"shards"`
 	Warnings   []string            `json:"warnings,omitempty"`
@@ -101,8 +201,44 @@ type ShardNote struct {
 	Truncated bool   `json:"truncated"`
 }
 
-// Names of the findings, in table order.
-var Names = []string{"lost", "duplicated", "unexpected", "recovered", "reordered", "skipped"}
+// Judge re-decides Valid: a deciding finding counts against validity only
+// beyond its allowance (allow[name]; absent: 0). Allowances for findings
+// that do not decide, or that are unknown, are ignored and reported in the
+// error. Check calls Judge(nil).
+func (v *Verdict) Judge(allow map[string]int) error {
+	var bad []string
+	for n, a := range allow {
+		if f, ok := v.Findings[n]; !ok || !f.Decides || a < 0 {
+			bad = append(bad, n)
+		}
+	}
+	v.Valid = true
+	for _, n := range Deciding {
+		f := v.Findings[n]
+		if f == nil {
+			continue
+		}
+		f.Allowed = max(allow[n], 0)
+		if f.Count > f.Allowed {
+			v.Valid = false
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("checker: allowances for %v: not deciding findings (or negative)", bad)
+	}
+	return nil
+}
+
+// Unmade names the checks that could not be made (Made false).
+func (v *Verdict) Unmade() []string {
+	var out []string
+	for _, c := range v.Checks {
+		if !c.Made {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
 
 type ack struct {
 	tick     uint64
@@ -118,20 +254,30 @@ type sendInfo struct {
 	target   uint64
 }
 
-// witnessed is what the witness pulls saw of one msg_id.
+// witnessed is what the witnesses (pull and store) saw of one msg_id.
 type witnessed struct {
 	tick uint64   // the send its content names (0: none, or an older ledger)
 	uids []uint64 // inboxes holding it
+	src  []string // the witness of each uid entry
 }
 
 type devState struct {
 	uid       uint64
-	recv      map[uint64]uint32 // msg_id -> copies
+	recv      map[uint64]uint64 // msg_id -> seq of its first copy
 	lastConv  map[uint64]uint64 // conv_id -> last conv_seq (after dedupe)
 	claimed   uint64
 	hasClaim  bool
 	firstSeen map[uint64]time.Duration
 }
+
+// inboxObs is everything seen of one uid's inbox, from every observation.
+type inboxObs struct {
+	seqOf map[uint64]uint64 // msg_id -> first seq seen
+	at    map[uint64]uint64 // seq -> first msg_id seen
+}
+
+// entry is one witnessed inbox entry (order checks).
+type entry struct{ seq, msgID, conv, convSeq uint64 }
 
 // Check reads the ledger in dir and returns the verdict.
 func Check(dir string) (*Verdict, error) { return CheckSources([]Source{{Dir: dir}}) }
@@ -170,6 +316,9 @@ func CheckSources(srcs []Source) (*Verdict, error) {
 			return nil, err
 		}
 	}
+	for _, in := range infos {
+		c.version = max(c.version, in.Header.Version)
+	}
 	v := c.verdict()
 	for _, in := range infos {
 		v.Shards = append(v.Shards, ShardNote{Path: in.Path, Records: in.Records, Bytes: in.Bytes, Truncated: in.Truncated})
@@ -181,24 +330,30 @@ func CheckSources(srcs []Source) (*Verdict, error) {
 }
 
 type collector struct {
+	version   int
 	devices   map[uint32]*devState
 	uidDevs   map[uint64][]uint32
 	groups    map[uint64][]uint64
-	acks      map[uint64]ack               // msg_id -> ack
-	ackByTick map[uint64]uint64            // tick -> msg_id
-	unknown   map[uint64]sendInfo          // tick -> send of unknown outcome
-	sends     map[uint64]sendInfo          // tick -> every send
-	recovered map[uint64]uint64            // msg_id -> tick
-	recTick   map[uint64]uint64            // tick -> recovered msg_id
-	inbox     map[uint64]map[uint64]uint64 // uid -> msg_id -> seq
-	witnessed map[uint64]*witnessed        // msg_ids seen by a witness pull
+	acks      map[uint64]ack             // msg_id -> ack
+	ackByTick map[uint64]uint64          // tick -> msg_id
+	unknown   map[uint64]sendInfo        // tick -> send of unknown outcome
+	sends     map[uint64]sendInfo        // tick -> every send
+	recovered map[uint64]uint64          // msg_id -> tick
+	recTick   map[uint64]uint64          // tick -> recovered msg_id
+	inbox     map[uint64]*inboxObs       // uid -> every observation
+	witnessed map[uint64]*witnessed      // msg_ids seen by a witness
+	wEntries  map[uint64][]entry         // uid -> pull witness entries
+	sEntries  map[uint64][]entry         // uid -> store witness entries
+	stored    map[uint64]map[uint64]bool // uid -> msg_ids in the stored inbox
+	probes    []ledger.Probe
+	notes     []ledger.Note
 	attempts  map[string]int
 	deliv     int
 	witness   int
+	storeN    int
 	f         map[string]*Finding
-	unexpSet  map[uint64]bool
-	reordSet  map[uint64]bool
-	dupSet    map[uint64]bool
+	sets      map[string]map[uint64]bool // finding -> msg_ids
+	uidSets   map[string]map[uint64]bool // finding -> uids
 	hist      map[string]*hdr.Histogram
 }
 
@@ -206,18 +361,37 @@ func newCollector() *collector {
 	c := &collector{
 		devices: map[uint32]*devState{}, uidDevs: map[uint64][]uint32{}, groups: map[uint64][]uint64{},
 		acks: map[uint64]ack{}, ackByTick: map[uint64]uint64{}, unknown: map[uint64]sendInfo{}, sends: map[uint64]sendInfo{},
-		recovered: map[uint64]uint64{}, recTick: map[uint64]uint64{}, inbox: map[uint64]map[uint64]uint64{},
-		witnessed: map[uint64]*witnessed{}, attempts: map[string]int{"ok": 0, "fail": 0, "unknown": 0},
-		f: map[string]*Finding{}, unexpSet: map[uint64]bool{}, reordSet: map[uint64]bool{}, dupSet: map[uint64]bool{},
+		recovered: map[uint64]uint64{}, recTick: map[uint64]uint64{}, inbox: map[uint64]*inboxObs{},
+		witnessed: map[uint64]*witnessed{}, wEntries: map[uint64][]entry{}, sEntries: map[uint64][]entry{},
+		stored: map[uint64]map[uint64]bool{}, attempts: map[string]int{"ok": 0, "fail": 0, "unknown": 0},
+		f: map[string]*Finding{}, sets: map[string]map[uint64]bool{}, uidSets: map[string]map[uint64]bool{},
 		hist: map[string]*hdr.Histogram{},
 	}
 	for _, n := range Names {
 		c.f[n] = &Finding{Name: n, MsgIDs: []uint64{}}
+		c.sets[n] = map[uint64]bool{}
+		c.uidSets[n] = map[uint64]bool{}
+	}
+	for _, n := range Deciding {
+		c.f[n].Decides = true
 	}
 	for _, n := range []string{"response", "service", "send_delay", "end_to_end"} {
 		c.hist[n] = hdr.New(1, int64(time.Hour/time.Microsecond), 3)
 	}
 	return c
+}
+
+// mark puts msg_id m into finding name (and uid u, when not 0) and keeps
+// an example the first time m is marked.
+func (c *collector) mark(name string, m, u uint64, format string, args ...any) {
+	if u != 0 {
+		c.uidSets[name][u] = true
+	}
+	if c.sets[name][m] {
+		return
+	}
+	c.sets[name][m] = true
+	c.example(name, format, args...)
 }
 
 func (c *collector) example(name, format string, args ...any) {
@@ -238,7 +412,7 @@ func us(d time.Duration) int64 {
 func (c *collector) dev(id uint32) *devState {
 	d := c.devices[id]
 	if d == nil {
-		d = &devState{recv: map[uint64]uint32{}, lastConv: map[uint64]uint64{}, firstSeen: map[uint64]time.Duration{}}
+		d = &devState{recv: map[uint64]uint64{}, lastConv: map[uint64]uint64{}, firstSeen: map[uint64]time.Duration{}}
 		c.devices[id] = d
 	}
 	return d
@@ -253,24 +427,7 @@ func (c *collector) add(r *ledger.Record) error {
 	case ledger.KindGroup:
 		c.groups[r.Group.GroupID] = append([]uint64(nil), r.Group.Members...)
 	case ledger.KindAttempt:
-		a := r.Attempt
-		c.attempts[a.Outcome.String()]++
-		si := sendInfo{dev: a.Dev, convType: a.ConvType, target: a.Target}
-		c.sends[a.Tick] = si
-		switch a.Outcome {
-		case ledger.OK:
-			if prev, ok := c.acks[a.MsgID]; ok && prev.tick != a.Tick {
-				c.unexpSet[a.MsgID] = true
-				c.example("unexpected", "msg_id %d ACKed for two sends (ticks %d and %d)", a.MsgID, prev.tick, a.Tick)
-			}
-			c.acks[a.MsgID] = ack{tick: a.Tick, intended: a.Intended, dev: a.Dev, conv: a.ConvID, convSeq: a.ConvSeq}
-			c.ackByTick[a.Tick] = a.MsgID
-			c.hist["response"].RecordValue(us(a.Ended - a.Intended))
-			c.hist["service"].RecordValue(us(a.Ended - a.Started))
-		case ledger.Unknown:
-			c.unknown[a.Tick] = si
-		}
-		c.hist["send_delay"].RecordValue(us(a.Started - a.Intended))
+		c.attempt(r.Attempt)
 	case ledger.KindDelivery:
 		c.deliv++ // judged in the second pass, once every ACK is known
 	case ledger.KindCursor:
@@ -282,28 +439,59 @@ func (c *collector) add(r *ledger.Record) error {
 		}
 	case ledger.KindWitness:
 		c.witness++
+		c.witnessEntry(r.Witness, CheckPullWitness)
 		w := r.Witness
-		c.known(w.UID)[w.MsgID] = w.Seq
-		x := c.witnessed[w.MsgID]
-		if x == nil {
-			x = &witnessed{}
-			c.witnessed[w.MsgID] = x
+		c.wEntries[w.UID] = append(c.wEntries[w.UID], entry{w.Seq, w.MsgID, w.ConvID, w.ConvSeq})
+	case ledger.KindStored:
+		c.storeN++
+		c.witnessEntry(r.Witness, CheckStoreWitness)
+		w := r.Witness
+		c.sEntries[w.UID] = append(c.sEntries[w.UID], entry{w.Seq, w.MsgID, w.ConvID, w.ConvSeq})
+		if c.stored[w.UID] == nil {
+			c.stored[w.UID] = map[uint64]bool{}
 		}
-		if w.Tick != 0 {
-			x.tick = w.Tick
-		}
-		x.uids = append(x.uids, w.UID)
+		c.stored[w.UID][w.MsgID] = true
+	case ledger.KindProbe:
+		c.probes = append(c.probes, r.Probe)
+	case ledger.KindNote:
+		c.notes = append(c.notes, r.Note)
 	}
 	return nil
 }
 
-func (c *collector) known(uid uint64) map[uint64]uint64 {
-	m := c.inbox[uid]
-	if m == nil {
-		m = map[uint64]uint64{}
-		c.inbox[uid] = m
+func (c *collector) attempt(a ledger.Attempt) {
+	c.attempts[a.Outcome.String()]++
+	si := sendInfo{dev: a.Dev, convType: a.ConvType, target: a.Target}
+	c.sends[a.Tick] = si
+	switch a.Outcome {
+	case ledger.OK:
+		if prev, ok := c.acks[a.MsgID]; ok && prev.tick != a.Tick {
+			c.mark(Unexpected, a.MsgID, 0, "msg_id %d ACKed for two sends (ticks %d and %d)", a.MsgID, prev.tick, a.Tick)
+		}
+		c.acks[a.MsgID] = ack{tick: a.Tick, intended: a.Intended, dev: a.Dev, conv: a.ConvID, convSeq: a.ConvSeq}
+		c.ackByTick[a.Tick] = a.MsgID
+		c.hist["response"].RecordValue(us(a.Ended - a.Intended))
+		c.hist["service"].RecordValue(us(a.Ended - a.Started))
+	case ledger.Unknown:
+		c.unknown[a.Tick] = si
 	}
-	return m
+	c.hist["send_delay"].RecordValue(us(a.Started - a.Intended))
+}
+
+// witnessEntry takes one entry of a witness (src: which one).
+func (c *collector) witnessEntry(w ledger.Witness, src string) {
+	c.observe(w.UID, w.Seq, w.MsgID, src, w.UID)
+	c.ackMismatch(w.MsgID, w.ConvID, w.ConvSeq, src+" of uid", w.UID)
+	x := c.witnessed[w.MsgID]
+	if x == nil {
+		x = &witnessed{}
+		c.witnessed[w.MsgID] = x
+	}
+	if w.Tick != 0 {
+		x.tick = w.Tick
+	}
+	x.uids = append(x.uids, w.UID)
+	x.src = append(x.src, src)
 }
 
 // recipients lists the uids a send is addressed to.
@@ -326,213 +514,4 @@ func contains(xs []uint64, x uint64) bool {
 		}
 	}
 	return false
-}
-
-// delivery judges one stored message, in its device's order (a device's
-// records are all in one shard, in order).
-func (c *collector) delivery(d *ledger.Delivery) {
-	{
-		ds := c.dev(d.Dev)
-		c.known(ds.uid)[d.MsgID] = d.Seq
-		ds.recv[d.MsgID]++
-		if ds.recv[d.MsgID] > 1 {
-			c.f["duplicated"].Count++
-			c.dupSet[d.MsgID] = true
-			return
-		}
-		ds.firstSeen[d.MsgID] = d.At
-		var rcpt []uint64
-		if a, ok := c.acks[d.MsgID]; ok {
-			rcpt = c.recipients(c.sends[a.tick])
-			c.hist["end_to_end"].RecordValue(us(d.At - a.intended))
-		} else if s, ok := c.unknown[d.Tick]; ok && d.Tick != 0 {
-			if prev, seen := c.recTick[d.Tick]; seen && prev != d.MsgID {
-				c.unexpSet[d.MsgID] = true
-				c.example("unexpected", "msg_id %d and %d both carry send %d (one client_msg_id, two messages)", prev, d.MsgID, d.Tick)
-			} else if !seen {
-				c.recTick[d.Tick] = d.MsgID
-				c.recovered[d.MsgID] = d.Tick
-			}
-			rcpt = c.recipients(s)
-		} else {
-			c.unexpSet[d.MsgID] = true
-			if m, acked := c.ackByTick[d.Tick]; acked && d.Tick != 0 {
-				c.example("unexpected", "device %d stored msg_id %d for send %d, whose ACK said msg_id %d", d.Dev, d.MsgID, d.Tick, m)
-			} else {
-				c.example("unexpected", "device %d stored msg_id %d (seq %d) that no ACK names", d.Dev, d.MsgID, d.Seq)
-			}
-		}
-		if rcpt != nil && !contains(rcpt, ds.uid) {
-			c.unexpSet[d.MsgID] = true
-			c.example("unexpected", "device %d (uid %d) stored msg_id %d addressed to uids %v", d.Dev, ds.uid, d.MsgID, rcpt)
-		}
-		if last, ok := ds.lastConv[d.ConvID]; ok && d.ConvSeq <= last {
-			c.reordSet[d.MsgID] = true
-			c.example("reordered", "device %d: conv %d seq %d (msg_id %d) after conv_seq %d", d.Dev, d.ConvID, d.ConvSeq, d.MsgID, last)
-		} else {
-			ds.lastConv[d.ConvID] = d.ConvSeq
-		}
-	}
-}
-
-func (c *collector) verdict() *Verdict {
-	// Witnessed entries: a message of unknown outcome that only the
-	// witness saw is recovered (and then lost on every device); one that no
-	// send explains, or that sits in the inbox of a uid it is not addressed
-	// to, is unexpected.
-	wit := slices.Sorted(maps.Keys(c.witnessed))
-	for _, m := range wit {
-		x := c.witnessed[m]
-		var rcpt []uint64
-		if a, ok := c.acks[m]; ok {
-			rcpt = c.recipients(c.sends[a.tick])
-		} else if tick, ok := c.recovered[m]; ok {
-			rcpt = c.recipients(c.unknown[tick])
-		} else if s, ok := c.unknown[x.tick]; ok && x.tick != 0 {
-			if prev, seen := c.recTick[x.tick]; seen && prev != m {
-				c.unexpSet[m] = true
-				c.example("unexpected", "msg_id %d and %d both carry send %d (one client_msg_id, two messages; witness)", prev, m, x.tick)
-				continue
-			}
-			c.recTick[x.tick] = m
-			c.recovered[m] = x.tick
-			rcpt = c.recipients(s)
-		} else {
-			if !c.unexpSet[m] {
-				c.example("unexpected", "msg_id %d is in an inbox (witness) but no ACK or unknown send explains it", m)
-			}
-			c.unexpSet[m] = true
-			continue
-		}
-		for _, u := range x.uids {
-			if !contains(rcpt, u) {
-				c.unexpSet[m] = true
-				c.example("unexpected", "msg_id %d is in uid %d's inbox (witness) but addressed to uids %v", m, u, rcpt)
-				break
-			}
-		}
-	}
-	// Lost: ACKed or recovered messages missing on a recipient device.
-	lostSet := map[uint64]bool{}
-	okCount := 0
-	checkMsg := func(m uint64, s sendInfo) bool {
-		complete := true
-		for _, u := range c.recipients(s) {
-			for _, dv := range c.uidDevs[u] {
-				if c.devices[dv].recv[m] == 0 {
-					complete = false
-					c.f["lost"].Pairs++
-					if !lostSet[m] {
-						c.example("lost", "msg_id %d never reached device %d (uid %d)", m, dv, u)
-					}
-					lostSet[m] = true
-				}
-			}
-		}
-		return complete
-	}
-	for m, a := range c.acks {
-		if checkMsg(m, c.sends[a.tick]) {
-			okCount++
-		}
-	}
-	for m, tick := range c.recovered {
-		checkMsg(m, c.unknown[tick])
-	}
-	// Skipped: claimed cursors past inbox entries the device never stored.
-	skipSet := map[uint64]bool{}
-	for id, ds := range c.devices {
-		if !ds.hasClaim {
-			continue
-		}
-		for m, seq := range c.inbox[ds.uid] {
-			if seq <= ds.claimed && ds.recv[m] == 0 {
-				c.f["skipped"].Pairs++
-				if !skipSet[m] {
-					c.example("skipped", "device %d acked cursor %d but never stored msg_id %d at seq %d", id, ds.claimed, m, seq)
-				}
-				skipSet[m] = true
-			}
-		}
-	}
-	set := func(name string, s map[uint64]bool, countIsSet bool) {
-		f := c.f[name]
-		for m := range s {
-			f.MsgIDs = append(f.MsgIDs, m)
-		}
-		sort.Slice(f.MsgIDs, func(i, j int) bool { return f.MsgIDs[i] < f.MsgIDs[j] })
-		if countIsSet {
-			f.Count = len(f.MsgIDs)
-		}
-	}
-	set("lost", lostSet, true)
-	set("unexpected", c.unexpSet, true)
-	set("reordered", c.reordSet, true)
-	set("skipped", skipSet, true)
-	set("duplicated", c.dupSet, false)
-	rec := map[uint64]bool{}
-	for m := range c.recovered {
-		rec[m] = true
-	}
-	set("recovered", rec, true)
-	v := &Verdict{
-		Devices: len(c.devices), Users: len(c.uidDevs), Groups: len(c.groups), Attempts: c.attempts,
-		Deliveries: c.deliv, Witnessed: c.witness, OK: okCount, Findings: c.f, Latency: map[string]Latency{},
-	}
-	for n, h := range c.hist {
-		v.Latency[n] = Latency{Count: h.TotalCount(), P50: h.ValueAtQuantile(50), P90: h.ValueAtQuantile(90),
-			P99: h.ValueAtQuantile(99), P999: h.ValueAtQuantile(99.9), Max: h.Max()}
-	}
-	v.Valid = c.f["lost"].Count == 0 && c.f["unexpected"].Count == 0 && c.f["skipped"].Count == 0
-	if c.witness == 0 {
-		v.Warnings = append(v.Warnings, "no witness pull in the ledger: skipped is judged from device deliveries only")
-	}
-	return v
-}
-
-// WriteTable prints the verdict as a table.
-func (v *Verdict) WriteTable(w io.Writer) {
-	verdict := "VALID"
-	if !v.Valid {
-		verdict = "INVALID"
-	}
-	fmt.Fprintf(w, "verdict: %s  (valid iff lost = unexpected = skipped = 0)\n", verdict)
-	fmt.Fprintf(w, "population: %d users, %d devices, %d groups; attempts ok %d, fail %d, unknown %d; deliveries %d; witnessed %d\n",
-		v.Users, v.Devices, v.Groups, v.Attempts["ok"], v.Attempts["fail"], v.Attempts["unknown"], v.Deliveries, v.Witnessed)
-	fmt.Fprintf(w, "%-11s %9s %9s  %s\n", "finding", "count", "pairs", "msg_ids")
-	fmt.Fprintf(w, "%-11s %9d %9s  %s\n", "ok", v.OK, "", "")
-	for _, n := range Names {
-		f := v.Findings[n]
-		ids := make([]string, 0, MaxListed)
-		for i, m := range f.MsgIDs {
-			if i == MaxListed {
-				ids = append(ids, fmt.Sprintf("... (+%d)", len(f.MsgIDs)-MaxListed))
-				break
-			}
-			ids = append(ids, fmt.Sprint(m))
-		}
-		pairs := ""
-		if n == "lost" || n == "skipped" {
-			pairs = fmt.Sprint(f.Pairs)
-		}
-		fmt.Fprintf(w, "%-11s %9d %9s  %s\n", n, f.Count, pairs, strings.Join(ids, " "))
-		for _, e := range f.Examples {
-			fmt.Fprintf(w, "%-11s %9s %9s    e.g. %s\n", "", "", "", e)
-		}
-	}
-	fmt.Fprintf(w, "latency (µs)   count      p50      p90      p99     p999      max\n")
-	for _, n := range []string{"response", "service", "send_delay", "end_to_end"} {
-		l := v.Latency[n]
-		fmt.Fprintf(w, "%-11s %8d %8d %8d %8d %8d %8d\n", n, l.Count, l.P50, l.P90, l.P99, l.P999, l.Max)
-	}
-	for _, s := range v.Warnings {
-		fmt.Fprintf(w, "warning: %s\n", s)
-	}
-}
-
-// WriteJSON writes the verdict as indented JSON.
-func (v *Verdict) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

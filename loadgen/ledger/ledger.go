@@ -1,8 +1,11 @@
 // Package ledger owns the on-disk record of a load run: every send attempt
 // and its outcome (with the ACK's msg_id, conv_id and conv_seq when there is
 // one), the population (devices, groups) from which recipients follow, every
-// delivery each device stored, every cursor each device acknowledged, and the
-// witness pulls made after the final drain.
+// delivery each device stored, every cursor each device acknowledged, the
+// witness pulls made after the final drain, the store witness (every inbox
+// read from the store of record through the server's lab route), the
+// read-after-ACK probes, and notes that say which of those pieces of
+// evidence could be gathered.
 //
 // Format: a run directory holds shard files ledger-NNN.bin. Each starts with
 // the 8-byte magic "IMLEDG01", a uvarint length and a JSON Header, then
@@ -14,6 +17,10 @@
 // record defines the next index the first time an id appears). A shard ends
 // with an end record holding its record count; a shard cut short (a crash)
 // reads up to its last whole record and is reported as truncated.
+//
+// Versions: the header's "version" field (absent: 1). Version 2 adds the
+// stored (kind 9), probe (kind 10) and note (kind 11) records; a version 1
+// ledger reads as before and simply has none of them.
 //
 // A shard is an append-only log written through a buffered writer; its
 // methods serialize on a mutex so several goroutines may share a shard, and
@@ -35,6 +42,12 @@ import (
 
 // Magic opens every shard file.
 const Magic = "IMLEDG01"
+
+// Version is the format version this package writes (Header.Version).
+const Version = 2
+
+// MaxNoteBytes bounds a note's JSON text.
+const MaxNoteBytes = 4096
 
 // MaxShards bounds the number of shard files of a run.
 const MaxShards = 4096
@@ -64,6 +77,10 @@ const (
 	KindWitness  Kind = 6
 	KindEnd      Kind = 7
 	kindConv     Kind = 8
+	// Version 2.
+	KindStored Kind = 9  // an inbox entry read from the store of record
+	KindProbe  Kind = 10 // a read-after-ACK probe
+	KindNote   Kind = 11 // which evidence was gathered (JSON)
 )
 
 // Outcome of a send attempt, in Jepsen's terms.
@@ -132,6 +149,9 @@ const (
 
 // Header is the JSON header of a shard.
 type Header struct {
+	// Version of the format (0 in the file means 1: written before the
+	// field existed).
+	Version       int    `json:"version,omitempty"`
 	RunID         string `json:"run_id"`
 	Shard         int    `json:"shard"`
 	StartUnixNano int64  `json:"start_unix_nano"`
@@ -201,6 +221,58 @@ type Witness struct {
 	Tick uint64
 }
 
+// Probe found-flags: what a read-after-ACK probe found in the store for
+// one uid.
+const (
+	FoundInbox   uint8 = 1 // the uid's offline_msg row of the message
+	FoundContent uint8 = 2 // the msg_content row
+	FoundOutbox  uint8 = 4 // the mq_outbox row (any status)
+)
+
+// ProbeStatus tells whether a probe could read the store.
+type ProbeStatus uint8
+
+// Probe statuses.
+const (
+	ProbeRead   ProbeStatus = 1 // the store answered; Found says what it holds
+	ProbeFailed ProbeStatus = 2 // no answer (Status: the HTTP status, 0 for a transport error)
+)
+
+// Probe is one read-after-ACK probe: right after the ACK of MsgID, the
+// store of record was read for UID (the sender, or a recipient).
+type Probe struct {
+	Tick   uint64
+	MsgID  uint64
+	UID    uint64
+	Status ProbeStatus
+	Found  uint8  // FoundInbox | FoundContent | FoundOutbox
+	HTTP   uint16 // ProbeFailed: the last HTTP status (0: transport error)
+	// After is the time from the ACK to the probe's answer (kept to the
+	// microsecond).
+	After time.Duration
+}
+
+// Note is what a run says about the evidence it gathered, so that the
+// checker can name a check it could not make. Check names which evidence
+// ("store-witness", "read-after-ack", "pull-witness"); Made is false when
+// the evidence could not be gathered at all (Reason says why); Errors
+// counts the uids or probes that failed when the rest succeeded. One note
+// per check sums it up (UID 0); a store witness that failed for some uids
+// adds one note per such uid.
+type Note struct {
+	Check string `json:"check"`
+	// UID, when not 0, makes the note about one uid (a store witness
+	// that failed for that uid only).
+	UID    uint64 `json:"uid,omitempty"`
+	Made   bool   `json:"made"`
+	Reason string `json:"reason,omitempty"`
+	// Policy is the server's ack policy as the lab route reported it.
+	Policy string `json:"policy,omitempty"`
+	UIDs   int    `json:"uids,omitempty"`
+	Probes int    `json:"probes,omitempty"`
+	Errors int    `json:"errors,omitempty"`
+}
+
 // Record is one decoded record; Kind says which field is set.
 type Record struct {
 	Kind     Kind
@@ -209,7 +281,9 @@ type Record struct {
 	Attempt  Attempt
 	Delivery Delivery
 	Cursor   Cursor
-	Witness  Witness
+	Witness  Witness // KindWitness and KindStored
+	Probe    Probe
+	Note     Note
 	Count    uint64 // KindEnd: records in the shard before it
 }
 
@@ -265,7 +339,7 @@ func Create(dir, runID string, start time.Time, n int) (*Ledger, error) {
 			return nil, fmt.Errorf("ledger: %w", err)
 		}
 		s := &Shard{f: f, bw: bufio.NewWriterSize(f, 256<<10), st: newState(), convs: map[uint64]uint64{}}
-		hdr, _ := json.Marshal(Header{RunID: runID, Shard: i, StartUnixNano: start.UnixNano()})
+		hdr, _ := json.Marshal(Header{Version: Version, RunID: runID, Shard: i, StartUnixNano: start.UnixNano()})
 		s.bw.WriteString(Magic)
 		s.buf = binary.AppendUvarint(s.buf[:0], uint64(len(hdr)))
 		s.bw.Write(s.buf)
@@ -493,4 +567,55 @@ func (s *Shard) Witness(w Witness) {
 	s.uv(w.ConvSeq)
 	s.uv(w.Tick)
 	s.emit()
+}
+
+// Stored appends one inbox entry read from the store of record (the store
+// witness). Same fields as Witness.
+func (s *Shard) Stored(w Witness) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ix := s.conv(w.ConvID)
+	s.tag(KindStored, 0)
+	s.uv(w.UID)
+	s.uv(w.Seq)
+	s.sv(int64(w.MsgID - s.st.prevMsgID))
+	s.st.prevMsgID = w.MsgID
+	s.uv(ix)
+	s.uv(w.ConvSeq)
+	s.uv(w.Tick)
+	s.emit()
+}
+
+// Probe appends a read-after-ACK probe.
+func (s *Shard) Probe(p Probe) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tag(KindProbe, uint8(p.Status))
+	s.uv(p.Tick)
+	s.sv(int64(p.MsgID - s.st.prevMsgID))
+	s.st.prevMsgID = p.MsgID
+	s.uv(p.UID)
+	s.uv(uint64(p.Found))
+	s.uv(uint64(p.HTTP))
+	s.uv(uint64(p.After.Microseconds()))
+	s.emit()
+}
+
+// Note appends a note on the evidence. A note whose JSON is longer than
+// MaxNoteBytes is an error.
+func (s *Shard) Note(n Note) error {
+	b, err := json.Marshal(n)
+	if err != nil {
+		return fmt.Errorf("ledger: note: %w", err)
+	}
+	if len(b) > MaxNoteBytes {
+		return fmt.Errorf("%w: note of %d bytes (max %d)", ErrInvalid, len(b), MaxNoteBytes)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tag(KindNote, 0)
+	s.uv(uint64(len(b)))
+	s.buf = append(s.buf, b...)
+	s.emit()
+	return nil
 }

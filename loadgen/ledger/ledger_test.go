@@ -1,10 +1,12 @@
 package ledger
 
 import (
+	"encoding/binary"
 	"errors"
 	"math/rand/v2"
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -20,7 +22,25 @@ func sampleRecords(r *rand.Rand, n int) []Record {
 	for i := 0; i < n; i++ {
 		msg += uint64(r.IntN(1 << 20))
 		conv := uint64(1)<<63 | uint64(r.IntN(50))<<31 | uint64(r.IntN(50))
-		switch r.IntN(5) {
+		switch r.IntN(6) {
+		case 5:
+			switch r.IntN(3) {
+			case 0:
+				out = append(out, Record{Kind: KindStored, Witness: Witness{UID: uint64(r.IntN(1 << 31)), Seq: uint64(r.IntN(1e9)),
+					MsgID: msg, ConvID: conv, ConvSeq: uint64(r.IntN(1e6)), Tick: uint64(r.IntN(1e6))}})
+			case 1:
+				st := ProbeStatus(r.IntN(2) + 1)
+				p := Probe{Tick: uint64(r.IntN(1e6)), MsgID: msg, UID: uint64(r.IntN(1 << 31)), Status: st,
+					After: time.Duration(r.Int64N(int64(time.Second))).Truncate(time.Microsecond)}
+				if st == ProbeRead {
+					p.Found = uint8(r.IntN(8))
+				} else {
+					p.HTTP = uint16(r.IntN(600))
+				}
+				out = append(out, Record{Kind: KindProbe, Probe: p})
+			default:
+				out = append(out, Record{Kind: KindNote, Note: Note{Check: "store-witness", Made: r.IntN(2) == 0, Reason: "x", Policy: "strict", UIDs: r.IntN(100), Errors: r.IntN(3)}})
+			}
 		case 0, 1:
 			a := Attempt{Tick: uint64(i + 1), Dev: uint32(r.IntN(1000)), ConvType: 1, Target: uint64(r.IntN(1 << 31)),
 				Intended: time.Duration(i) * 20 * time.Microsecond, Tries: uint8(r.IntN(3) + 1), Status: 200}
@@ -67,6 +87,14 @@ func write(t *testing.T, s *Shard, rec Record) {
 		s.Cursor(rec.Cursor)
 	case KindWitness:
 		s.Witness(rec.Witness)
+	case KindStored:
+		s.Stored(rec.Witness)
+	case KindProbe:
+		s.Probe(rec.Probe)
+	case KindNote:
+		if err := s.Note(rec.Note); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -95,7 +123,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		if !infos[i].Closed || infos[i].Truncated || infos[i].Header.RunID != "run-1" || infos[i].Header.Shard != i ||
+		if !infos[i].Closed || infos[i].Truncated || infos[i].Header.Version != Version || infos[i].Header.RunID != "run-1" || infos[i].Header.Shard != i ||
 			infos[i].Header.StartUnixNano != time.Unix(100, 5).UnixNano() || infos[i].Records != uint64(len(want[i])) {
 			t.Fatalf("shard %d info %+v", i, infos[i])
 		}
@@ -235,5 +263,38 @@ func TestSizePerMessage(t *testing.T) {
 		per, per*30e6/(1<<30))
 	if per > 160 {
 		t.Fatalf("ledger too large: %.1f bytes per message", per)
+	}
+}
+
+// TestVersion1: a shard written before the version field reads as version
+// 1; a version newer than this reader is refused; an oversized note is an
+// error and writes nothing.
+func TestVersion1(t *testing.T) {
+	dir := t.TempDir()
+	shard := func(hdr string) string {
+		b := []byte(Magic)
+		b = binary.AppendUvarint(b, uint64(len(hdr)))
+		b = append(b, hdr...)
+		b = append(b, byte(KindEnd), 0)
+		p := ShardPath(dir, 0)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	info, err := ReadFile(shard(`{"run_id":"old","shard":0,"start_unix_nano":1}`), func(*Record) error { return nil })
+	if err != nil || info.Header.Version != 1 || !info.Closed {
+		t.Fatalf("v1 shard: %+v %v", info, err)
+	}
+	if _, err := ReadFile(shard(`{"version":99,"run_id":"new","shard":0}`), func(*Record) error { return nil }); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("future version: %v", err)
+	}
+	l, err := Create(t.TempDir(), "r", time.Now(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := l.Shard(0).Note(Note{Check: "x", Reason: strings.Repeat("y", MaxNoteBytes)}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("oversized note: %v", err)
 	}
 }

@@ -86,6 +86,12 @@ func ReadFile(path string, fn func(r *Record) error) (ShardInfo, error) {
 	if err := json.Unmarshal(hb, &info.Header); err != nil {
 		return info, fmt.Errorf("%w: %s: header: %v", ErrCorrupt, path, err)
 	}
+	if info.Header.Version == 0 {
+		info.Header.Version = 1
+	}
+	if info.Header.Version > Version {
+		return info, fmt.Errorf("%w: %s: format version %d is newer than this reader's %d", ErrCorrupt, path, info.Header.Version, Version)
+	}
 	var rec Record
 	for {
 		err := d.next(&rec)
@@ -236,6 +242,39 @@ func (d *decoder) next(r *Record) error {
 			w.ConvSeq = e.u(d)
 			if sub >= 1 {
 				w.Tick = e.u(d)
+			}
+		case KindStored:
+			w := &r.Witness
+			w.UID = e.u(d)
+			w.Seq = e.u(d)
+			d.st.prevMsgID += uint64(e.s(d))
+			w.MsgID = d.st.prevMsgID
+			w.ConvID = e.c(d)
+			w.ConvSeq = e.u(d)
+			w.Tick = e.u(d)
+		case KindProbe:
+			p := &r.Probe
+			p.Status = ProbeStatus(sub)
+			p.Tick = e.u(d)
+			d.st.prevMsgID += uint64(e.s(d))
+			p.MsgID = d.st.prevMsgID
+			p.UID = e.u(d)
+			p.Found = uint8(e.u(d))
+			p.HTTP = uint16(e.u(d))
+			p.After = time.Duration(e.u(d)) * time.Microsecond
+		case KindNote:
+			n := e.u(d)
+			if e.err == nil && n > MaxNoteBytes {
+				return fmt.Errorf("note of %d bytes", n)
+			}
+			if e.err == nil {
+				b := make([]byte, n)
+				if _, err := io.ReadFull(d.r, b); err != nil {
+					return io.ErrUnexpectedEOF
+				}
+				if err := json.Unmarshal(b, &r.Note); err != nil {
+					return fmt.Errorf("note: %v", err)
+				}
 			}
 		case KindEnd:
 			r.Count = e.u(d)

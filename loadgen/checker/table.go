@@ -1,0 +1,80 @@
+package checker
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// WriteTable prints the verdict as a table.
+func (v *Verdict) WriteTable(w io.Writer) {
+	verdict := "VALID"
+	if !v.Valid {
+		verdict = "INVALID"
+	}
+	fmt.Fprintf(w, "verdict: %s  (valid iff every deciding finding (*) is within its allowance, 0 unless named)\n", verdict)
+	fmt.Fprintf(w, "population: %d users, %d devices, %d groups; attempts ok %d, fail %d, unknown %d; deliveries %d; witnessed %d; stored %d; probes %d\n",
+		v.Users, v.Devices, v.Groups, v.Attempts["ok"], v.Attempts["fail"], v.Attempts["unknown"], v.Deliveries, v.Witnessed, v.Stored, v.Probes)
+	pol := v.Policy
+	if pol == "" {
+		pol = "unknown"
+	}
+	fmt.Fprintf(w, "ledger version %d; server ack policy %s\n", v.LedgerVersion, pol)
+	for _, c := range v.Checks {
+		state := "made"
+		switch {
+		case !c.Made:
+			state = "NOT MADE"
+		case c.Partial:
+			state = "partial"
+		}
+		fmt.Fprintf(w, "check %-15s %-9s %s\n", c.Name, state, c.Detail)
+	}
+	fmt.Fprintf(w, "%-17s %9s %9s  %s\n", "finding", "count", "pairs", "msg_ids")
+	fmt.Fprintf(w, "%-17s %9d %9s  %s\n", "ok", v.OK, "", "")
+	for _, n := range Names {
+		f := v.Findings[n]
+		if f == nil {
+			continue
+		}
+		ids := make([]string, 0, MaxListed)
+		for i, m := range f.MsgIDs {
+			if i == MaxListed {
+				ids = append(ids, fmt.Sprintf("... (+%d)", len(f.MsgIDs)-MaxListed))
+				break
+			}
+			ids = append(ids, fmt.Sprint(m))
+		}
+		pairs := ""
+		if f.Pairs > 0 || n == Lost || n == Skipped {
+			pairs = fmt.Sprint(f.Pairs)
+		}
+		name := n
+		if f.Decides {
+			name += " *"
+		}
+		if f.Allowed > 0 {
+			name += fmt.Sprintf(" (≤%d)", f.Allowed)
+		}
+		fmt.Fprintf(w, "%-17s %9d %9s  %s\n", name, f.Count, pairs, strings.Join(ids, " "))
+		for _, e := range f.Examples {
+			fmt.Fprintf(w, "%-17s %9s %9s    e.g. %s\n", "", "", "", e)
+		}
+	}
+	fmt.Fprintf(w, "latency (µs)   count      p50      p90      p99     p999      max\n")
+	for _, n := range []string{"response", "service", "send_delay", "end_to_end"} {
+		l := v.Latency[n]
+		fmt.Fprintf(w, "%-11s %8d %8d %8d %8d %8d %8d\n", n, l.Count, l.P50, l.P90, l.P99, l.P999, l.Max)
+	}
+	for _, s := range v.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", s)
+	}
+}
+
+// WriteJSON writes the verdict as indented JSON.
+func (v *Verdict) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
