@@ -4,8 +4,11 @@
 // come back and pull to the end, crashy devices that lose what they pulled or
 // crash before acknowledging), writes every attempt, ACK, delivery and cursor
 // to the run's ledger (loadgen/ledger), drains every device at the end, takes
-// a witness pull of every inbox, and writes a JSON run summary with
-// per-second figures. The checker (loadgen/checker) judges the ledger.
+// a witness pull of every inbox, reads every inbox from the store of record
+// through the server's lab route (the store witness), probes the store
+// right after a fraction of the ACKs (read-after-ACK), and writes a JSON run
+// summary with per-second figures. The checker (loadgen/checker) judges the
+// ledger.
 //
 // It owns the goroutines it starts (pacer workers, one per device, the
 // reporter) and stops them all before Run returns. It talks to the server
@@ -125,7 +128,18 @@ type Config struct {
 	// PipelineDelay: client.Config.PipelineDelay.
 	PipelineDelay time.Duration
 	Timeout       time.Duration // one HTTP exchange
-	Retries       int           // resends of a send whose outcome is unknown (same client_msg_id)
+	// Retries: resends of a send whose outcome is unknown (a timeout, a
+	// connection error, a 5xx), with the same client_msg_id, as a real
+	// client does; a server must answer them with the first message.
+	Retries int
+	// ProbeFraction of the ACKed sends get a read-after-ACK probe: right
+	// after the ACK the store of record is read (lab route GET
+	// /v1/lab/stored) for the sender and up to ProbeRecipients recipients,
+	// and the checker holds it to what the server's ack policy promises.
+	// 0 turns the probes off (the verdict then names the check as not
+	// made).
+	ProbeFraction   float64
+	ProbeRecipients int
 	// SendVia is ViaHTTP or ViaWS. Over WebSocket, each sending uid has one
 	// connection of its own as device SenderDID (not a member of the
 	// population, so it never takes a receiving device's connection); its
@@ -179,21 +193,23 @@ func DefaultConfig(target, secret, runDir string) Config {
 			GroupSizes: []SizeWeight{{3, 50}, {20, 30}, {100, 15}, {500, 5}},
 			GroupShare: 0.2, ComeBackEvery: 5 * time.Second, CrashEvery: 2,
 		},
-		Pacer:          schedule.DefaultConfig(),
-		Conns:          256,
-		PipelineConns:  2,
-		Timeout:        5 * time.Second,
-		Retries:        2,
-		SendVia:        ViaHTTP,
-		WSConnsPerUser: 4,
-		ContentSize:    64,
-		PullLimit:      200,
-		AckEvery:       100 * time.Millisecond,
-		Settle:         2 * time.Second,
-		DrainTimeout:   60 * time.Second,
-		Shards:         8,
-		Seed:           1,
-		CeilingFor:     2 * time.Second,
+		Pacer:           schedule.DefaultConfig(),
+		Conns:           256,
+		PipelineConns:   2,
+		Timeout:         5 * time.Second,
+		Retries:         2,
+		ProbeFraction:   0.02,
+		ProbeRecipients: 3,
+		SendVia:         ViaHTTP,
+		WSConnsPerUser:  4,
+		ContentSize:     64,
+		PullLimit:       200,
+		AckEvery:        100 * time.Millisecond,
+		Settle:          2 * time.Second,
+		DrainTimeout:    60 * time.Second,
+		Shards:          8,
+		Seed:            1,
+		CeilingFor:      2 * time.Second,
 	}
 }
 
@@ -239,6 +255,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: sending over WebSocket opens %d connections per user: at most %d connections", ErrInvalid, c.WSConnsPerUser, MaxWSSenders)
 	case c.Pipeline > 0 && (c.PipelineConns < 1 || c.PipelineConns > MaxPipelineConns):
 		return fmt.Errorf("%w: pipeline conns %d must be in 1..%d", ErrInvalid, c.PipelineConns, MaxPipelineConns)
+	case c.ProbeFraction < 0 || c.ProbeFraction > 1:
+		return fmt.Errorf("%w: probe fraction %g must be in 0..1", ErrInvalid, c.ProbeFraction)
+	case c.ProbeRecipients < 0 || c.ProbeRecipients > MaxProbeRecipients:
+		return fmt.Errorf("%w: probe recipients %d must be in 0..%d", ErrInvalid, c.ProbeRecipients, MaxProbeRecipients)
 	case c.Retries < 0 || c.Retries > maxRetries:
 		return fmt.Errorf("%w: retries must be in 0..%d", ErrInvalid, maxRetries)
 	case c.ContentSize < 0 || c.ContentSize > MaxContentSize:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -127,6 +128,12 @@ func testCorrectServerIsValid(t *testing.T, via string) {
 	if sum.SendVia != via {
 		t.Fatalf("summary says sends went over %q, want %q", sum.SendVia, via)
 	}
+	// The fake has no lab routes: the run says which checks it could not
+	// make, and why, instead of passing them silently.
+	if u := v.Unmade(); !slices.Equal(u, []string{checker.CheckStoreWitness, checker.CheckReadAfterAck}) ||
+		sum.Evidence.StoreWitness.Made || !strings.Contains(sum.Evidence.StoreWitness.Reason, "404") {
+		t.Fatalf("unmade %v, evidence %+v", u, sum.Evidence)
+	}
 	s2, err := ReadSummary(t.TempDir())
 	if err == nil || s2 != nil {
 		t.Fatal("ReadSummary of an empty dir must fail")
@@ -168,7 +175,7 @@ func TestReusedSeqIsCaught(t *testing.T) {
 	if c.Reused == 0 {
 		t.Fatal("the fake reused no seq")
 	}
-	if v.Valid || v.Findings["lost"].Count == 0 || v.Findings["skipped"].Count == 0 {
+	if v.Valid || v.Findings["lost"].Count == 0 || v.Findings["skipped"].Count == 0 || v.Findings[checker.SeqConflict].Count == 0 {
 		t.Fatalf("reused seq not caught: %+v", v.Findings)
 	}
 }
@@ -188,5 +195,55 @@ func TestCeilingEachTransport(t *testing.T) {
 			t.Fatalf("ceiling over %s pipeline %d: %+v", c.Via, c.Pipeline, got)
 		}
 		t.Logf("ceiling over %s, pipeline %d: %.0f/s (a test figure, not a measure)", c.Via, c.Pipeline, got.PerSec)
+	}
+}
+
+// TestRetriesResendTheSameClientMsgID: the fake answers the first try of
+// one send in 50 only after the client's timeout (it stored the message),
+// so the generator retries it with the same client_msg_id, as a real
+// client does. A server that dedupes answers the retry with the first
+// message: valid. A server that stores the retry again holds two messages
+// for one send, and the checker says so (unexpected: one client_msg_id,
+// two messages).
+func TestRetriesResendTheSameClientMsgID(t *testing.T) {
+	for _, broken := range []bool{false, true} {
+		t.Run(map[bool]string{false: "deduped", true: "stored-twice"}[broken], func(t *testing.T) {
+			fc := faketarget.DefaultConfig(testSecret)
+			fc.Faults = faketarget.Faults{SlowFirstTryEvery: 50, SlowFor: 600 * time.Millisecond, StoreRetries: broken}
+			srv, err := faketarget.Start(fc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Close()
+			cfg := testConfig(t, srv.URL(), 400, time.Second)
+			cfg.Timeout = 200 * time.Millisecond
+			cfg.Retries = 3
+			ctx, cancel := context.WithTimeout(context.Background(), testBound)
+			defer cancel()
+			sum, err := Run(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := checker.Check(cfg.RunDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			v.WriteTable(&buf)
+			c := srv.Counters()
+			t.Logf("ok %d unknown %d retries %d; fake: slowed %d resends %d\n%s", sum.OK, sum.Unknown, sum.Retries, c.Slowed, c.Resends, buf.String())
+			if c.Slowed == 0 || c.Resends < c.Slowed || sum.Retries < uint64(c.Slowed) {
+				t.Fatalf("slowed %d first tries but the fake saw %d resends of a known client_msg_id (generator retries %d)", c.Slowed, c.Resends, sum.Retries)
+			}
+			if !broken {
+				if !v.Valid || sum.OK != 400 {
+					t.Fatalf("a deduping server judged invalid (ok %d): %+v", sum.OK, v.Findings)
+				}
+				return
+			}
+			if v.Valid || v.Findings[checker.Unexpected].Count < c.Slowed {
+				t.Fatalf("a server that stored %d retries twice passed: %+v", c.Slowed, v.Findings[checker.Unexpected])
+			}
+		})
 	}
 }

@@ -30,6 +30,7 @@ func TestRealServerNoLossNoSkip(t *testing.T) {
 	cfg.Auth.Secret = secret
 	cfg.Redis.KeyPrefix = rd.Keys.Prefix
 	cfg.ShutdownTimeout = 10 * time.Second
+	cfg.LabRoutes = true
 	startCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	p, err := server.Start(startCtx, cfg, server.Backends{MySQLDSN: my.DSN, RedisAddr: rd.Addr}, server.DefaultRoles())
@@ -70,6 +71,7 @@ func TestRealServerNoLossNoSkip(t *testing.T) {
 			lc.DrainTimeout = time.Minute
 			lc.CeilingFor = 0
 			lc.Shards = 4
+			lc.ProbeFraction = 0.2
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 			defer cancel()
 			sum, err := loadgen.Run(ctx, lc)
@@ -101,6 +103,16 @@ func TestRealServerNoLossNoSkip(t *testing.T) {
 			}
 			if v.OK+v.Findings["recovered"].Count != 300 || v.Witnessed == 0 || v.Deliveries == 0 {
 				t.Fatalf("ok %d recovered %d of 300 sends; witnessed %d; deliveries %d", v.OK, v.Findings["recovered"].Count, v.Witnessed, v.Deliveries)
+			}
+			// The store witness and the read-after-ACK probes were made
+			// through the lab routes and found nothing amiss.
+			if u := v.Unmade(); len(u) != 0 || v.Policy != "strict" || v.Stored < v.Witnessed || v.Probes == 0 {
+				t.Fatalf("evidence: unmade %v policy %q stored %d (witnessed %d) probes %d; summary %+v", u, v.Policy, v.Stored, v.Witnessed, v.Probes, sum.Evidence)
+			}
+			for _, n := range []string{checker.LostInStore, checker.UnstoredAtAck, checker.DoubleStored, checker.SeqConflict, checker.AckMismatch} {
+				if v.Findings[n].Count != 0 {
+					t.Fatalf("%s on the reference server: %+v", n, v.Findings[n])
+				}
 			}
 		})
 	}

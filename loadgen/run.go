@@ -89,6 +89,7 @@ type Summary struct {
 	Latency        map[string]Quantiles `json:"latency"`
 	Timeline       []Second             `json:"timeline"`
 	Drain          DrainSummary         `json:"drain"`
+	Evidence       EvidenceSummary      `json:"evidence"`
 	LedgerBytes    int64                `json:"ledger_bytes"`
 	Errors         []string             `json:"errors,omitempty"`
 }
@@ -129,6 +130,7 @@ type runner struct {
 	// devs holds only their devices, users and byUID the whole population.
 	mine   []uint64
 	groups []group
+	ev     evidence
 	errMu  sync.Mutex
 	errs   []string
 }
@@ -278,7 +280,14 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	sum.Drain.Seconds = time.Since(drainStart).Seconds()
 	if ctx.Err() == nil {
 		sum.Drain.WitnessUIDs, sum.Drain.WitnessErrors = r.witness(ctx)
+		r.note(ledger.Note{Check: "pull-witness", Made: ctx.Err() == nil, UIDs: sum.Drain.WitnessUIDs, Errors: sum.Drain.WitnessErrors})
+		r.storeWitness(ctx, sum)
+	} else {
+		r.note(ledger.Note{Check: "pull-witness", Reason: "the run was cancelled before the witness"})
+		r.note(ledger.Note{Check: "store-witness", Reason: "the run was cancelled before the store witness"})
 	}
+	r.probeNote(sum)
+	sum.Evidence.Policy = r.ev.policyName()
 	close(repStop)
 	<-repDone
 
@@ -577,7 +586,11 @@ func (r *runner) send(worker int, t schedule.Tick, started time.Duration) {
 	default:
 		r.m.unknown.Add(1)
 	}
-	r.led.Shard(worker).Attempt(a)
+	sh := r.led.Shard(worker)
+	sh.Attempt(a)
+	if a.Outcome == ledger.OK && r.probeChosen(t.Idx) {
+		r.probe(sh, &a, sender, a.Ended)
+	}
 }
 
 // sendOnce makes one try over the configured transport.
@@ -769,25 +782,7 @@ func (r *runner) witnessOne(ctx context.Context, i int, uid uint64) error {
 // pull fetches one page, waiting out 429s (Retry-After) and retrying
 // transport errors, until ctx ends.
 func (r *runner) pull(ctx context.Context, token string, o client.PullOpts) (client.PullResp, error) {
-	for attempt := 0; ; attempt++ {
-		pr, err := r.cl.Pull(token, o)
-		if err == nil {
-			return pr, nil
-		}
-		var ce *client.Error
-		if !errors.As(err, &ce) || (ce.Definite() && ce.Status != 429) || attempt >= 1000 {
-			return pr, err
-		}
-		wait := ce.RetryAfter
-		if wait <= 0 {
-			wait = min(time.Duration(attempt+1)*20*time.Millisecond, time.Second)
-		}
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			return pr, ctx.Err()
-		}
-	}
+	return readRetry(ctx, maxReadTries, func() (client.PullResp, error) { return r.cl.Pull(token, o) })
 }
 
 // MeasureCeiling runs the generator's send path (over c.Via, with c.Conns

@@ -157,6 +157,7 @@ func serverConfig(c ChildSpec, log *slog.Logger) server.Config {
 	cfg.MySQL.MaxOpenConns, cfg.MySQL.MaxIdleConns = 32, 32
 	cfg.Send.Policy = s.PolicyOr()
 	cfg.Send.Node = c.Node
+	cfg.LabRoutes = true // the store witness and read-after-ACK probe need them
 	cfg.Pull.RateLimit = s.PullRateLimit
 	if cfg.Pull.RateLimit == 0 {
 		cfg.Pull.RateLimit = DefaultPullRateLimit

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"imlab/loadgen"
+	"imlab/loadgen/client"
 	"imlab/loadgen/schedule"
 )
 
@@ -120,7 +121,9 @@ sine:mean=5000,amp=2000,period=30s`,
 	f.DurationVar(&cfg.Timeout, "timeout", def.Timeout, "timeout of one HTTP exchange or WebSocket send")
 	f.StringVar(&cfg.SendVia, "send-via", def.SendVia, "send transport: http (POST /v1/msg/send) or ws (send frames, WebSockets of their own per sending user)")
 	f.IntVar(&cfg.WSConnsPerUser, "ws-conns-per-user", def.WSConnsPerUser, "with --send-via ws: sending WebSockets per user (a server answers one connection's sends in order)")
-	f.IntVar(&cfg.Retries, "retries", def.Retries, "resends of a send of unknown outcome (same client_msg_id)")
+	f.IntVar(&cfg.Retries, "retries", def.Retries, "resends of a send of unknown outcome (timeout, connection error, 5xx), with the same client_msg_id")
+	f.Float64Var(&cfg.ProbeFraction, "probe-fraction", def.ProbeFraction, "fraction of ACKed sends whose stored state is read right after the ACK (read-after-ACK, lab route "+client.LabStoredPath+"; 0: off)")
+	f.IntVar(&cfg.ProbeRecipients, "probe-recipients", def.ProbeRecipients, "recipients a read-after-ACK probe reads besides the sender")
 	f.IntVar(&cfg.ContentSize, "content-size", def.ContentSize, "message body size in bytes")
 	f.IntVar(&cfg.PullLimit, "pull-limit", def.PullLimit, "pull page size")
 	f.DurationVar(&cfg.AckEvery, "ack-every", def.AckEvery, "online devices acknowledge their chain this often")
@@ -162,9 +165,20 @@ func printSummary(w interface{ Write([]byte) (int, error) }, s *loadgen.Summary)
 	}
 	fmt.Fprintf(w, "deliveries %d; drain complete %v in %.1fs (%d rounds); witness %d uids (%d errors); ledger %d bytes\n",
 		s.Deliveries, s.Drain.Complete, s.Drain.Seconds, s.Drain.Rounds, s.Drain.WitnessUIDs, s.Drain.WitnessErrors, s.LedgerBytes)
+	ev := s.Evidence
+	fmt.Fprintf(w, "evidence: server policy %q; store witness %s; read-after-ACK %s\n", ev.Policy,
+		evidenceState(ev.StoreWitness.Made, fmt.Sprintf("%d uids (%d errors)", ev.StoreWitness.UIDs, ev.StoreWitness.Errors), ev.StoreWitness.Reason),
+		evidenceState(ev.ReadAfterAck.Made, fmt.Sprintf("%d reads (%d failed)", ev.ReadAfterAck.Probes, ev.ReadAfterAck.Errors), ev.ReadAfterAck.Reason))
 	for _, e := range s.Errors {
 		fmt.Fprintf(w, "error: %s\n", e)
 	}
+}
+
+func evidenceState(made bool, counts, reason string) string {
+	if made {
+		return counts
+	}
+	return "NOT MADE (" + reason + ")"
 }
 
 // defaultLoadGOGC is imlab load's garbage collector setting: the generator

@@ -65,7 +65,7 @@ need Kafka; history needs MongoDB). A process without the api role serves /metri
 			})
 		},
 	}
-	addServeFlags(cmd, "external")
+	addServeFlags(cmd, "external", false)
 	cmd.Flags().String("push-bus", pushbus.ModeLocal, "push transport between processes: local (devices of this process only) or redis (pub/sub: an api process pushes what a consumer process wrote; best-effort, pull fills gaps) ($"+envPushBus+")")
 	return cmd
 }

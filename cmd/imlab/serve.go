@@ -16,8 +16,9 @@ import (
 	"imlab/ref/server"
 )
 
-// addServeFlags registers the flags shared by ref and up.
-func addServeFlags(cmd *cobra.Command, backendsDefault string) {
+// addServeFlags registers the flags shared by ref and up; labRoutes is
+// --lab-routes' default (up: on, the laptop lab; ref: off).
+func addServeFlags(cmd *cobra.Command, backendsDefault string, labRoutes bool) {
 	f := cmd.Flags()
 	def := server.DefaultConfig()
 	f.String("listen", "127.0.0.1:8080", "listen address, host:port: the API, or /metrics, /healthz and "+server.LagPath+" for a process without the api role ($"+envListen+")")
@@ -46,6 +47,8 @@ func addServeFlags(cmd *cobra.Command, backendsDefault string) {
 	f.String("inbox-group", def.Fanout.Consumer.Group, "consumer group of the inbox tier ($"+envInboxGroup+")")
 	f.String("history-group", def.Fanout.HistoryGroup, "consumer group of the history tier ($"+envHistoryGroup+")")
 	f.String("pprof", "", "serve net/http/pprof on this loopback host:port, apart from the API (e.g. 127.0.0.1:6060; empty: off) ($"+envPprof+")")
+	f.Bool("lab-routes", labRoutes, "mount the lab routes GET /v1/lab/inbox and /v1/lab/stored: inboxes and messages read straight from MySQL, "+
+		"for the lab's store witness and read-after-ACK probe; never in a production-like set-up ($"+envLabRoutes+")")
 	f.String("admin-uids", "", "uids allowed to call POST "+server.PurgePath+" (physical delete), comma-separated ($"+envAdminUIDs+")")
 }
 
@@ -53,6 +56,7 @@ func addServeFlags(cmd *cobra.Command, backendsDefault string) {
 func serveConfig(cmd *cobra.Command, secret string) (server.Config, error) {
 	f := cmd.Flags()
 	cfg := server.DefaultConfig()
+	var err error
 	cfg.Listen = fromEnv(f, "listen", envListen)
 	cfg.PprofListen = fromEnv(f, "pprof", envPprof)
 	cfg.Auth.Secret = secret
@@ -80,6 +84,9 @@ func serveConfig(cmd *cobra.Command, secret string) (server.Config, error) {
 	cfg.Fanout.HistoryGroup = fromEnv(f, "history-group", envHistoryGroup)
 	if f.Lookup("push-bus") != nil {
 		cfg.PushBus.Mode = fromEnv(f, "push-bus", envPushBus)
+	}
+	if cfg.LabRoutes, err = boolFromEnv(cmd, "lab-routes", envLabRoutes); err != nil {
+		return cfg, err
 	}
 	parts, err := intFromEnv(cmd, "partitions", envPartitions)
 	if err != nil {
@@ -110,16 +117,20 @@ func serveConfig(cmd *cobra.Command, secret string) (server.Config, error) {
 }
 
 // historyWanted resolves --history / IMLAB_HISTORY.
-func historyWanted(cmd *cobra.Command) (bool, error) {
+func historyWanted(cmd *cobra.Command) (bool, error) { return boolFromEnv(cmd, "history", envHistory) }
+
+// boolFromEnv resolves a boolean flag: given, it wins; else the
+// environment variable when set; else the flag's default.
+func boolFromEnv(cmd *cobra.Command, flag, env string) (bool, error) {
 	f := cmd.Flags()
-	v, _ := f.GetBool("history")
-	if f.Changed("history") {
+	v, _ := f.GetBool(flag)
+	if f.Changed(flag) {
 		return v, nil
 	}
-	if e := strings.TrimSpace(lookupEnv(envHistory)); e != "" {
+	if e := strings.TrimSpace(lookupEnv(env)); e != "" {
 		b, err := strconv.ParseBool(e)
 		if err != nil {
-			return false, fmt.Errorf("%w: %s=%q: want true or false", model.ErrInvalid, envHistory, e)
+			return false, fmt.Errorf("%w: %s=%q: want true or false", model.ErrInvalid, env, e)
 		}
 		return b, nil
 	}

@@ -72,7 +72,7 @@ func newUpCmd() *cobra.Command {
 			})
 		},
 	}
-	addServeFlags(cmd, "auto")
+	addServeFlags(cmd, "auto", true)
 	return cmd
 }
 

@@ -610,3 +610,55 @@ func (c *Client) clockSample() (Clock, error) {
 	mid = t0.Add(t1.Sub(t0) / 2)
 	return Clock{Offset: d.Add(500 * time.Millisecond).Sub(mid), Precision: 500*time.Millisecond + t1.Sub(t0)/2, Source: "http-date"}, nil
 }
+
+// Lab routes: the store of record read through the server's lab-only read
+// path (mounted only when the server enables it; 404 otherwise).
+const (
+	LabInboxPath  = "/v1/lab/inbox"
+	LabStoredPath = "/v1/lab/stored"
+)
+
+// StoredPage is the answer of GET /v1/lab/inbox: the token's uid's inbox
+// as the store of record holds it, and the server's ack policy.
+type StoredPage struct {
+	Policy     string `json:"policy"`
+	Msgs       []Msg  `json:"msgs"`
+	HasMore    bool   `json:"has_more"`
+	NextCursor uint64 `json:"next_cursor"`
+}
+
+// StoredMsg is the answer of GET /v1/lab/stored: what the store holds of
+// one message for the token's uid.
+type StoredMsg struct {
+	Policy  string `json:"policy"`
+	MsgID   uint64 `json:"msg_id"`
+	UID     uint64 `json:"uid"`
+	Content bool   `json:"content"`
+	ConvID  uint64 `json:"conv_id"`
+	ConvSeq uint64 `json:"conv_seq"`
+	Inbox   bool   `json:"inbox"`
+	Seq     uint64 `json:"seq"`
+	// Outbox is the mq_outbox row's state: none, pending, published or
+	// confirmed.
+	Outbox string `json:"outbox"`
+}
+
+// StoredInbox reads one page (limit 1..MaxPullLimit) of the token's uid's
+// stored inbox after seq after.
+func (c *Client) StoredInbox(token string, after uint64, limit int) (StoredPage, error) {
+	if limit < 1 || limit > MaxPullLimit {
+		return StoredPage{}, fmt.Errorf("%w: store read limit %d must be in 1..%d", ErrInvalid, limit, MaxPullLimit)
+	}
+	b := append([]byte(LabInboxPath+"?limit="), strconv.Itoa(limit)...)
+	b = strconv.AppendUint(append(b, "&after="...), after, 10)
+	var p StoredPage
+	err := c.do(fasthttp.MethodGet, string(b), token, nil, &p)
+	return p, err
+}
+
+// Stored reads what the store holds of msgID for the token's uid.
+func (c *Client) Stored(token string, msgID uint64) (StoredMsg, error) {
+	var m StoredMsg
+	err := c.do(fasthttp.MethodGet, LabStoredPath+"?msg_id="+strconv.FormatUint(msgID, 10), token, nil, &m)
+	return m, err
+}

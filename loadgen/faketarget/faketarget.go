@@ -37,6 +37,14 @@ type Faults struct {
 	// ReuseSeqEvery N > 0: every Nth inbox append of a uid reuses the uid's
 	// last seq, overwriting the message stored there.
 	ReuseSeqEvery int
+	// SlowFirstTryEvery N > 0: the first try of every Nth distinct send is
+	// stored, then answered only after SlowFor (a client with a shorter
+	// timeout retries it with the same client_msg_id).
+	SlowFirstTryEvery int
+	SlowFor           time.Duration
+	// StoreRetries: a send whose client_msg_id was seen before is stored as
+	// a new message (dedupe broken) instead of getting the first answer.
+	StoreRetries bool
 }
 
 // Config of the fake.
@@ -75,6 +83,9 @@ func DefaultConfig(secret string) Config { return Config{Secret: secret, PushQue
 // Counters of what the fake did.
 type Counters struct {
 	Sends, Dropped, Reused, Pulls, Throttled, SlowClosed int
+	// Slowed counts first tries answered late; Resends the sends whose
+	// client_msg_id the fake had seen before.
+	Slowed, Resends int
 	// DroppedMsgIDs lists the msg_id of every dropped send, in order.
 	DroppedMsgIDs []uint64
 }
@@ -335,10 +346,13 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 			jsonErr(ctx, 503, "unavailable", "over the fake's capacity")
 			return
 		}
-		a, status, err := s.send(dev.uid, r)
+		a, status, slow, err := s.send(dev.uid, r)
 		if err != nil {
 			jsonErr(ctx, status, "invalid", err.Error())
 			return
+		}
+		if slow {
+			time.Sleep(s.cfg.Faults.SlowFor)
 		}
 		jsonOK(ctx, a)
 	case "/v1/group/create":
@@ -397,16 +411,30 @@ func singleConv(a, b uint64) uint64 {
 	return 1<<63 | a<<31 | b
 }
 
-func (s *Server) send(uid uint64, r sendReq) (ack, int, error) {
+// send stores one message; slow says its answer is to be held back.
+func (s *Server) send(uid uint64, r sendReq) (a ack, status int, slow bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	key := strconv.FormatUint(uid, 10) + "/" + r.ClientMsgID
 	if r.ClientMsgID == "" {
-		return ack{}, 400, errors.New("client_msg_id required")
+		return ack{}, 400, false, errors.New("client_msg_id required")
 	}
 	if a, ok := s.dedupe[key]; ok {
-		return a, 200, nil
+		s.c.Resends++
+		if !s.cfg.Faults.StoreRetries {
+			return a, 200, false, nil
+		}
 	}
+	a, status, err = s.store(uid, r, key)
+	if f := s.cfg.Faults; err == nil && f.SlowFirstTryEvery > 0 && s.c.Sends%f.SlowFirstTryEvery == 0 {
+		s.c.Slowed++
+		slow = true
+	}
+	return a, status, slow, err
+}
+
+// store makes a new message of r (s.mu held).
+func (s *Server) store(uid uint64, r sendReq, key string) (ack, int, error) {
 	var conv uint64
 	var rcpt []uint64
 	switch r.ConvType {
@@ -608,7 +636,10 @@ func (s *Server) serveWS(dev devKey, ws *websocket.Conn) {
 			case "ack":
 				s.ack(dev, f.PullSeq)
 			case "send":
-				a, _, err := s.send(dev.uid, f.sendReq)
+				a, _, slow, err := s.send(dev.uid, f.sendReq)
+				if slow {
+					time.Sleep(s.cfg.Faults.SlowFor)
+				}
 				var out []byte
 				if err != nil {
 					out, _ = json.Marshal(map[string]any{"type": "error", "client_msg_id": f.ClientMsgID, "error": map[string]string{"code": "invalid", "message": err.Error()}})

@@ -51,6 +51,16 @@ type Puller interface {
 	MarkServedAck(ctx context.Context, uid uint64, did string, seq uint64) (uint64, error)
 }
 
+// LabStore is the lab's read of the store of record, bypassing every cache
+// (ref/pull.StoreReader satisfies it). It backs the lab routes, mounted only
+// when Deps.Lab is set.
+type LabStore interface {
+	// Policy is the process's ack policy name.
+	Policy() string
+	Inbox(ctx context.Context, uid, after uint64, limit int) (model.PullResult, error)
+	Message(ctx context.Context, uid, msgID uint64) (model.StoredMessage, error)
+}
+
 // Subscription is one device's push stream (ref/push, adapted in
 // ref/server). Frames carries complete JSON server frames and is closed when
 // the subscription ends (frames already queued are still written first);
@@ -206,13 +216,16 @@ func (c Config) Validate() error {
 // Deps are the collaborators of the API. Auth, Send, Pull and Registry are
 // required; Hub nil answers /v1/ws with 501; History handlers may be nil.
 type Deps struct {
-	Auth     *auth.Authority
-	Send     Sender
-	Pull     Puller
-	Hub      Hub
-	History  History
-	Extra    []Route
-	Open     []OpenRoute // unauthenticated GET routes (operational data only)
+	Auth    *auth.Authority
+	Send    Sender
+	Pull    Puller
+	Hub     Hub
+	History History
+	Extra   []Route
+	Open    []OpenRoute // unauthenticated GET routes (operational data only)
+	// Lab mounts the lab routes /v1/lab/inbox and /v1/lab/stored (nil: not
+	// mounted, 404). For the lab only: never in a production-like set-up.
+	Lab      LabStore
 	Encoder  ItemEncoder // nil: EncodeItem
 	Registry *prometheus.Registry
 	Logger   *slog.Logger // nil: discard

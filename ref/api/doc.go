@@ -4,7 +4,8 @@
 //
 // It owns no business rule: it authenticates, parses, bounds and encodes,
 // and calls ref/send, ref/pull and ref/push through the small interfaces in
-// config.go. It must not touch storage.
+// config.go (the lab routes call ref/pull's StoreReader as LabStore). It
+// must not touch storage.
 //
 // # Authentication
 //
@@ -55,6 +56,21 @@
 //	                      operational data without user content (ref/server
 //	                      mounts the queue lag snapshot at /v1/lab/lag and its
 //	                      wall clock, {"unix_nano"}, at /v1/lab/time).
+//	GET  /v1/lab/inbox    ?after=&limit=  LAB ONLY, mounted only with Deps.Lab
+//	                      (imlab ref --lab-routes): the token's uid's inbox as the
+//	                      store of record (MySQL offline_msg + msg_content) holds
+//	                      it, bypassing every cache, the rate limit, the served
+//	                      mark and the cursors; rows with seq > after (default 0)
+//	                      in seq order, limit 1..500 (default 500).
+//	                      -> {"policy":"strict","msgs":[item...],"has_more","next_cursor"}
+//	GET  /v1/lab/stored   ?msg_id=  LAB ONLY, as above: what the store holds of one
+//	                      message for the token's uid, and the ack policy.
+//	                      -> {"policy","msg_id","uid","content":bool[,"conv_id","conv_seq"],
+//	                          "inbox":bool[,"seq"],"outbox":"none|pending|published|confirmed"}
+//	                      Without Deps.Lab both answer 404. They exist so that the
+//	                      lab can witness the store (checker: lost-in-store) and
+//	                      read it right after an ACK (unstored-at-ack); the token
+//	                      still names the uid, so no route takes a uid.
 //	GET  /v1/ws           WebSocket (see below).
 //	GET  /metrics         Prometheus text of the process registry.
 //	GET  /healthz         200 {"status":"ok"}; 503 {"status":"shutting_down"} once

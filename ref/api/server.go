@@ -161,6 +161,16 @@ func (s *Server) buildRoutes() error {
 			return err
 		}
 	}
+	if s.deps.Lab != nil {
+		for _, l := range []struct {
+			path, name string
+			h          HandlerFunc
+		}{{LabInboxPath, "lab_inbox", s.handleLabInbox}, {LabStoredPath, "lab_stored", s.handleLabStored}} {
+			if err := add(&route{name: l.name, method: "GET", authed: true, serve: s.json(l.h)}, l.path); err != nil {
+				return err
+			}
+		}
+	}
 	for _, e := range s.deps.Extra {
 		if !strings.HasPrefix(e.Path, "/v1/") || e.Handle == nil || e.Name == "" || (e.Method != "GET" && e.Method != "POST") {
 			return fmt.Errorf("%w: api extra route %q needs a /v1/ path, GET or POST, a name and a handler", model.ErrInvalid, e.Path)

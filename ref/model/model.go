@@ -207,6 +207,30 @@ type PullResult struct {
 	Source string
 }
 
+// Outbox states of a StoredMessage (mq_outbox.status, or none).
+const (
+	OutboxNone      = -1 // no mq_outbox row names the message
+	OutboxPending   = 0
+	OutboxPublished = 1
+	OutboxConfirmed = 2
+)
+
+// StoredMessage is what the store of record holds of one message for one
+// uid, read directly from MySQL (the lab's read-after-ACK probe).
+type StoredMessage struct {
+	MsgID uint64
+	UID   uint64
+	// Content: the msg_content row exists; ConvID and ConvSeq are its.
+	Content bool
+	ConvID  uint64
+	ConvSeq uint64
+	// InInbox: uid's offline_msg row of the message exists, at InboxSeq.
+	InInbox  bool
+	InboxSeq uint64
+	// Outbox is the mq_outbox row's status, or OutboxNone.
+	Outbox int
+}
+
 // Error taxonomy. Every error that reaches the API wraps one of these; the
 // HTTP layer maps them to codes and statuses and never shows internals.
 var (

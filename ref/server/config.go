@@ -104,6 +104,13 @@ type Config struct {
 	// Reconcile and Retention are the reconciler role's two timers.
 	Reconcile reconcile.Config
 	Retention retention.Config
+	// LabRoutes mounts the lab routes GET /v1/lab/inbox and GET
+	// /v1/lab/stored on the api role (ref/api): a uid's inbox and one
+	// message as MySQL holds them, bypassing every cache, for the lab's
+	// store witness and read-after-ACK probe. Off by default: they cost full
+	// reads and are no part of the contract. imlab up and the scenario
+	// runner turn them on; imlab ref with --lab-routes (IMLAB_LAB_ROUTES).
+	LabRoutes bool
 	// AdminUIDs may call POST /v1/admin/msg/purge (physical delete of a
 	// history message); empty: the route refuses everyone (403).
 	AdminUIDs []uint64

@@ -45,6 +45,10 @@
 // needs no token: it holds no user content. Keep cfg.Listen on loopback (the
 // default) unless the network in front is trusted.
 //
+// With Config.LabRoutes the api role also mounts the lab routes GET
+// /v1/lab/inbox and GET /v1/lab/stored (ref/api; read by ref/pull's
+// StoreReader straight from MySQL), off by default.
+//
 // With MongoDB the api role also mounts POST /v1/admin/msg/purge
 // ({"conv_id","conv_seq"}: physical delete; only for the uids in
 // Config.AdminUIDs, 403 for everyone else, logged) and POST /v1/msg/read
@@ -616,6 +620,13 @@ func StartAPI(ctx context.Context, p *Process) (func(context.Context) error, err
 	}
 	deps.Open = append(deps.Open, api.OpenRoute{Path: LagPath, Name: "lab_lag", Handle: p.lagAnswer},
 		api.OpenRoute{Path: TimePath, Name: "lab_time", Handle: clockAnswer})
+	if p.Cfg.LabRoutes {
+		lab, err := pull.NewStoreReader(p.DB, core.Send.PolicyName(), p.Cfg.API.RequestTimeout)
+		if err != nil {
+			return nil, fmt.Errorf("api: %w", err)
+		}
+		deps.Lab = lab
+	}
 	srv, err := api.New(p.Cfg.API, deps)
 	if err != nil {
 		return nil, fmt.Errorf("api: %w", err)

@@ -1,0 +1,299 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"imlab/loadgen/client"
+	"imlab/loadgen/ledger"
+)
+
+// This file gathers the evidence beyond what devices stored: the store
+// witness (every uid's inbox read from the store of record through the
+// server's lab route after the final drain) and the read-after-ACK probes
+// (the store read right after some ACKs), and writes the notes that tell
+// the checker which of them it has.
+
+// Named limits of the evidence.
+const (
+	// MaxProbeRecipients bounds the recipients a probe reads besides the
+	// sender (a group's are chosen by the tick).
+	MaxProbeRecipients = 16
+	// maxStoreFailNotes bounds the per-uid notes of a store witness that
+	// failed for some uids; past it the whole witness is marked not made.
+	maxStoreFailNotes = 100
+	// maxStorePages bounds the pages of one uid's store witness (500 rows
+	// each).
+	maxStorePages = 100_000
+	// maxReadTries bounds the tries of one witness read; maxProbeTries
+	// those of a probe, which must answer right after its ACK.
+	maxReadTries  = 1000
+	maxProbeTries = 3
+)
+
+// EvidenceSummary says what evidence beyond the devices' deliveries the
+// run gathered.
+type EvidenceSummary struct {
+	// Policy is the server's ack policy as its lab route reported it.
+	Policy       string   `json:"policy,omitempty"`
+	StoreWitness StoreSum `json:"store_witness"`
+	ReadAfterAck ProbeSum `json:"read_after_ack"`
+}
+
+// StoreSum is the store witness's outcome.
+type StoreSum struct {
+	Made   bool   `json:"made"`
+	UIDs   int    `json:"uids"`
+	Errors int    `json:"errors"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// ProbeSum is the read-after-ACK probes' outcome.
+type ProbeSum struct {
+	Made   bool   `json:"made"`
+	Probes uint64 `json:"probes"` // reads answered
+	Errors uint64 `json:"errors"` // reads that failed
+	Reason string `json:"reason,omitempty"`
+}
+
+// errNoLab marks a server without the lab routes (404).
+var errNoLab = errors.New("the server has no lab routes (404): start it with --lab-routes (imlab ref) to witness the store")
+
+// evidence is the run's shared state of the probes and the lab route.
+type evidence struct {
+	noLab   atomic.Bool
+	policy  atomic.Pointer[string]
+	probes  atomic.Uint64
+	failed  atomic.Uint64
+	touched atomic.Uint64 // ACKed sends chosen for a probe
+}
+
+func (e *evidence) setPolicy(p string) {
+	if p != "" && e.policy.Load() == nil {
+		e.policy.CompareAndSwap(nil, &p)
+	}
+}
+
+func (e *evidence) policyName() string {
+	if p := e.policy.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// readRetry calls f until it answers, a definite refusal comes, ctx ends,
+// or tries calls were made; it waits out 429s (Retry-After) and backs off
+// after transport errors and 5xx.
+func readRetry[T any](ctx context.Context, tries int, f func() (T, error)) (T, error) {
+	for attempt := 1; ; attempt++ {
+		v, err := f()
+		if err == nil {
+			return v, nil
+		}
+		var ce *client.Error
+		if !errors.As(err, &ce) || (ce.Definite() && ce.Status != 429) || attempt >= tries {
+			return v, err
+		}
+		wait := ce.RetryAfter
+		if wait <= 0 {
+			wait = min(time.Duration(attempt)*20*time.Millisecond, time.Second)
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return v, ctx.Err()
+		}
+	}
+}
+
+// labRead is readRetry for a lab route: a 404 is errNoLab.
+func labRead[T any](ctx context.Context, tries int, f func() (T, error)) (T, error) {
+	v, err := readRetry(ctx, tries, f)
+	if ce := (*client.Error)(nil); errors.As(err, &ce) && ce.Status == 404 {
+		return v, fmt.Errorf("%w: %v", errNoLab, err)
+	}
+	return v, err
+}
+
+// probeChosen says whether tick's ACK is probed (ProbeFraction, by the
+// tick's own hash so that a run is reproducible).
+func (r *runner) probeChosen(tick uint64) bool {
+	f := r.cfg.ProbeFraction
+	if f <= 0 || r.ev.noLab.Load() {
+		return false
+	}
+	h := splitmix64(r.cfg.Seed ^ tick*0x9e3779b97f4a7c15 ^ 0x70b3)
+	return float64(h>>11)/(1<<53) < f
+}
+
+// probeUIDs lists the uids a probe reads: the sender, then up to
+// ProbeRecipients other recipients.
+func (r *runner) probeUIDs(tick uint64, sender uint64, convType uint8, target uint64) []uint64 {
+	out := []uint64{sender}
+	if convType == 1 {
+		if r.cfg.ProbeRecipients > 0 {
+			out = append(out, target)
+		}
+		return out
+	}
+	var members []uint64
+	for _, g := range r.groups {
+		if g.id == target {
+			members = g.members
+			break
+		}
+	}
+	n := len(members)
+	for i := 0; i < n && len(out) <= r.cfg.ProbeRecipients; i++ {
+		m := members[(int(tick%uint64(n))+i)%n]
+		if m != sender {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// probe reads the store for each uid of an ACKed send right after its ACK
+// and records what it found. acked is when the ACK arrived.
+func (r *runner) probe(shard *ledger.Shard, a *ledger.Attempt, sender *device, acked time.Duration) {
+	r.ev.touched.Add(1)
+	for _, uid := range r.probeUIDs(a.Tick, sender.uid, a.ConvType, a.Target) {
+		p := ledger.Probe{Tick: a.Tick, MsgID: a.MsgID, UID: uid}
+		tok, err := r.cl.Token(uid, WitnessDID)
+		var m client.StoredMsg
+		if err == nil {
+			m, err = labRead(context.Background(), maxProbeTries, func() (client.StoredMsg, error) { return r.cl.Stored(tok, a.MsgID) })
+		}
+		p.After = time.Since(r.start) - acked
+		if errors.Is(err, errNoLab) {
+			r.ev.noLab.Store(true)
+			return
+		}
+		if err != nil {
+			p.Status = ledger.ProbeFailed
+			var ce *client.Error
+			if errors.As(err, &ce) {
+				p.HTTP = uint16(ce.Status)
+			}
+			r.ev.failed.Add(1)
+			shard.Probe(p)
+			continue
+		}
+		r.ev.setPolicy(m.Policy)
+		p.Status = ledger.ProbeRead
+		if m.Inbox {
+			p.Found |= ledger.FoundInbox
+		}
+		if m.Content {
+			p.Found |= ledger.FoundContent
+		}
+		if m.Outbox != "" && m.Outbox != "none" {
+			p.Found |= ledger.FoundOutbox
+		}
+		r.ev.probes.Add(1)
+		shard.Probe(p)
+	}
+}
+
+// probeNote sums the probes up in the ledger and the summary.
+func (r *runner) probeNote(sum *Summary) {
+	ps := ProbeSum{Probes: r.ev.probes.Load(), Errors: r.ev.failed.Load()}
+	switch {
+	case r.cfg.ProbeFraction <= 0:
+		ps.Reason = "read-after-ACK probes were off (probe fraction 0)"
+	case r.ev.noLab.Load():
+		ps.Reason = errNoLab.Error()
+	case r.ev.touched.Load() == 0:
+		ps.Reason = "no ACKed send was chosen for a probe"
+	case ps.Probes == 0:
+		ps.Reason = fmt.Sprintf("every probe read failed (%d)", ps.Errors)
+	default:
+		ps.Made = true
+	}
+	sum.Evidence.ReadAfterAck = ps
+	r.note(ledger.Note{Check: "read-after-ack", Made: ps.Made, Reason: ps.Reason, Policy: r.ev.policyName(),
+		Probes: int(ps.Probes), Errors: int(ps.Errors)})
+}
+
+func (r *runner) note(n ledger.Note) {
+	if err := r.led.Shard(0).Note(n); err != nil {
+		r.fail("%v", err)
+	}
+}
+
+// storeWitness reads every uid's inbox from the store of record through
+// the lab route (bounded pages by seq, never OFFSET) and records it.
+func (r *runner) storeWitness(ctx context.Context, sum *Summary) {
+	ss := StoreSum{}
+	var mu sync.Mutex
+	var failed []ledger.Note
+	_ = r.forEach(ctx, len(r.users), func(i int) error {
+		if r.ev.noLab.Load() {
+			return nil
+		}
+		uid := r.users[i]
+		err := r.storeOne(ctx, i, uid)
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case errors.Is(err, errNoLab):
+			r.ev.noLab.Store(true)
+		case err != nil:
+			ss.Errors++
+			failed = append(failed, ledger.Note{Check: "store-witness", UID: uid, Reason: err.Error()})
+		default:
+			ss.UIDs++
+		}
+		return nil
+	})
+	switch {
+	case r.ev.noLab.Load():
+		ss.Reason = errNoLab.Error()
+	case ctx.Err() != nil:
+		ss.Reason = "the run was cancelled before the store witness"
+	case ss.Errors > maxStoreFailNotes:
+		ss.Reason = fmt.Sprintf("the store witness failed for %d uids (e.g. %s)", ss.Errors, failed[0].Reason)
+	default:
+		ss.Made = true
+	}
+	if ss.Made {
+		for _, n := range failed {
+			r.note(n)
+			r.fail("store witness uid %d: %s", n.UID, n.Reason)
+		}
+	}
+	sum.Evidence.StoreWitness = ss
+	r.note(ledger.Note{Check: "store-witness", Made: ss.Made, Reason: ss.Reason, Policy: r.ev.policyName(), UIDs: ss.UIDs, Errors: ss.Errors})
+}
+
+func (r *runner) storeOne(ctx context.Context, i int, uid uint64) error {
+	tok, err := r.cl.Token(uid, WitnessDID)
+	if err != nil {
+		return err
+	}
+	sh := r.led.Shard(i)
+	var after uint64
+	for range maxStorePages {
+		p, err := labRead(ctx, maxReadTries, func() (client.StoredPage, error) { return r.cl.StoredInbox(tok, after, client.MaxPullLimit) })
+		if err != nil {
+			return err
+		}
+		r.ev.setPolicy(p.Policy)
+		for _, m := range p.Msgs {
+			tick, _, _ := r.parseContent(m.Content)
+			sh.Stored(ledger.Witness{UID: uid, Seq: m.Seq, MsgID: m.MsgID, ConvID: m.ConvID, ConvSeq: m.ConvSeq, Tick: tick})
+		}
+		if !p.HasMore {
+			return nil
+		}
+		if p.NextCursor <= after {
+			return fmt.Errorf("store page after seq %d did not advance (next %d)", after, p.NextCursor)
+		}
+		after = p.NextCursor
+	}
+	return fmt.Errorf("store witness: more than %d pages", maxStorePages)
+}

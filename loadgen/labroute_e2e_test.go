@@ -1,0 +1,131 @@
+package loadgen_test
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+
+	"imlab/internal/testenv"
+	"imlab/loadgen/client"
+	"imlab/ref/server"
+)
+
+// TestLabRoutesReadTheStore: the lab routes of the real reference server
+// (MariaDB + Redis) answer what MySQL holds, not what the hot cache holds:
+// a row deleted behind the cache's back is still served by sync/pull (the
+// cache) and absent from GET /v1/lab/inbox and /v1/lab/stored. Right after
+// an ACK under strict, the sender's and the recipient's rows and the
+// content are stored. Without the flag the routes are absent (404).
+func TestLabRoutesReadTheStore(t *testing.T) {
+	const secret = "loadgen-lab-secret-0123456789"
+	my := testenv.NewMySQL(t)
+	rd := testenv.NewRedis(t)
+	start := func(lab bool) string {
+		cfg := server.DefaultConfig()
+		cfg.Listen = "127.0.0.1:0"
+		cfg.Auth.Secret = secret
+		cfg.Redis.KeyPrefix = rd.Keys.Prefix
+		cfg.ShutdownTimeout = 10 * time.Second
+		cfg.LabRoutes = lab
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		p, err := server.Start(ctx, cfg, server.Backends{MySQLDSN: my.DSN, RedisAddr: rd.Addr}, server.DefaultRoles())
+		if err != nil {
+			t.Fatalf("start the reference server: %v", err)
+		}
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			if err := p.Stop(ctx); err != nil {
+				t.Errorf("stop: %v", err)
+			}
+		})
+		return "http://" + p.APIAddr().String()
+	}
+	cc := client.DefaultConfig()
+	cc.Target, cc.Secret = start(true), secret
+	cl, err := client.New(cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	alice, _ := cl.Token(7001, "d0")
+	bob, _ := cl.Token(7002, "d0")
+	var acks []client.SendAck
+	for i := range 3 {
+		ack, err := cl.Send(alice, &client.SendReq{ClientMsgID: "lab-" + string(rune('a'+i)), ConvType: 1, ToUID: 7002, Content: "hello"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Read after ACK: strict promises both inbox rows and the content.
+		for _, tok := range []string{alice, bob} {
+			m, err := cl.Stored(tok, ack.MsgID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Policy != "strict" || !m.Content || !m.Inbox || m.ConvSeq != ack.ConvSeq || m.Outbox != "none" {
+				t.Fatalf("stored right after the ACK: %+v (ack %+v)", m, ack)
+			}
+		}
+		acks = append(acks, ack)
+	}
+	// Warm bob's hot cache, then delete his middle row behind its back.
+	pr, err := cl.Pull(bob, client.PullOpts{Limit: 10, UseCursor: true})
+	if err != nil || len(pr.Msgs) != 3 {
+		t.Fatalf("pull: %v %+v", err, pr)
+	}
+	db, err := sql.Open("mysql", my.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("DELETE FROM offline_msg WHERE uid = ? AND msg_id = ?", 7002, acks[1].MsgID); err != nil {
+		t.Fatal(err)
+	}
+	pr, err = cl.Pull(bob, client.PullOpts{Limit: 10, UseCursor: true})
+	if err != nil || len(pr.Msgs) != 3 {
+		t.Fatalf("the cache should still serve the deleted row (this test proves the lab route bypasses it): %v %+v", err, pr)
+	}
+	// Pages of one row: bounded pages by seq.
+	var got []uint64
+	var after uint64
+	for range 10 {
+		p, err := cl.StoredInbox(bob, after, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range p.Msgs {
+			got = append(got, m.MsgID)
+		}
+		if !p.HasMore {
+			break
+		}
+		after = p.NextCursor
+	}
+	if len(got) != 2 || got[0] != acks[0].MsgID || got[1] != acks[2].MsgID {
+		t.Fatalf("stored inbox %v, want %d and %d", got, acks[0].MsgID, acks[2].MsgID)
+	}
+	if m, err := cl.Stored(bob, acks[1].MsgID); err != nil || m.Inbox || !m.Content {
+		t.Fatalf("stored state of the deleted row: %+v %v", m, err)
+	}
+	// Off by default.
+	cc.Target = start(false)
+	off, err := client.New(cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer off.Close()
+	var ce *client.Error
+	if _, err := off.StoredInbox(bob, 0, 10); !asStatus(err, &ce, 404) {
+		t.Fatalf("lab route without the flag: %v", err)
+	}
+}
+
+func asStatus(err error, ce **client.Error, status int) bool {
+	e, ok := err.(*client.Error)
+	*ce = e
+	return ok && e.Status == status
+}
