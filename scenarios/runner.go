@@ -709,6 +709,11 @@ func (r *run) buildSteps() ([]chaos.Step, error) {
 	return steps, nil
 }
 
+// ScenarioProbeFraction is the share of ACKed sends a scenario probes
+// right after the ACK (read-after-ACK, through the lab routes the runner's
+// server processes mount).
+const ScenarioProbeFraction = 0.1
+
 // loadConfig is loadgen's config for the file.
 func (r *run) loadConfig() (loadgen.Config, error) {
 	l := r.f.Load
@@ -740,6 +745,7 @@ func (r *run) loadConfig() (loadgen.Config, error) {
 		lc.Pop.ComeBackEvery = l.ComeBackEvery.D()
 	}
 	lc.SendVia = or(l.SendVia, loadgen.ViaHTTP)
+	lc.ProbeFraction = ScenarioProbeFraction // short runs: probe more ACKs than a load run does
 	lc.Settle, lc.DrainTimeout = l.SettleOr(), l.DrainTimeoutOr()
 	lc.PullLimit = DefaultPullLimit
 	if l.PullLimit > 0 {
