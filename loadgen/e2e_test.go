@@ -209,14 +209,14 @@ func TestRetriesResendTheSameClientMsgID(t *testing.T) {
 	for _, broken := range []bool{false, true} {
 		t.Run(map[bool]string{false: "deduped", true: "stored-twice"}[broken], func(t *testing.T) {
 			fc := faketarget.DefaultConfig(testSecret)
-			fc.Faults = faketarget.Faults{SlowFirstTryEvery: 50, SlowFor: 600 * time.Millisecond, StoreRetries: broken}
+			fc.Faults = faketarget.Faults{SlowFirstTryEvery: 50, SlowFor: 3 * time.Second, StoreRetries: broken}
 			srv, err := faketarget.Start(fc)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer srv.Close()
 			cfg := testConfig(t, srv.URL(), 400, time.Second)
-			cfg.Timeout = 200 * time.Millisecond
+			cfg.Timeout = time.Second // the slowed first tries time out; on a loaded machine some others may too
 			cfg.Retries = 3
 			ctx, cancel := context.WithTimeout(context.Background(), testBound)
 			defer cancel()
@@ -236,13 +236,13 @@ func TestRetriesResendTheSameClientMsgID(t *testing.T) {
 				t.Fatalf("slowed %d first tries but the fake saw %d resends of a known client_msg_id (generator retries %d)", c.Slowed, c.Resends, sum.Retries)
 			}
 			if !broken {
-				if !v.Valid || sum.OK != 400 {
-					t.Fatalf("a deduping server judged invalid (ok %d): %+v", sum.OK, v.Findings)
+				if !v.Valid || sum.OK+sum.Unknown != 400 || sum.OK == 0 {
+					t.Fatalf("a deduping server judged invalid (ok %d unknown %d): %v", sum.OK, sum.Unknown, buf.String())
 				}
 				return
 			}
 			if v.Valid || v.Findings[checker.Unexpected].Count < c.Slowed {
-				t.Fatalf("a server that stored %d retries twice passed: %+v", c.Slowed, v.Findings[checker.Unexpected])
+				t.Fatalf("a server that stored %d retries twice passed: %v", c.Slowed, buf.String())
 			}
 		})
 	}
