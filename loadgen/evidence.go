@@ -158,8 +158,8 @@ func (r *runner) probeUIDs(tick uint64, sender uint64, convType uint8, target ui
 }
 
 // probe reads the store for each uid of an ACKed send right after its ACK
-// and records what it found. acked is when the ACK arrived.
-func (r *runner) probe(shard *ledger.Shard, a *ledger.Attempt, sender *device, acked time.Duration) {
+// and records what it found.
+func (r *runner) probe(shard *ledger.Shard, a *ledger.Attempt, sender *device) {
 	r.ev.touched.Add(1)
 	for _, uid := range r.probeUIDs(a.Tick, sender.uid, a.ConvType, a.Target) {
 		p := ledger.Probe{Tick: a.Tick, MsgID: a.MsgID, UID: uid}
@@ -168,7 +168,7 @@ func (r *runner) probe(shard *ledger.Shard, a *ledger.Attempt, sender *device, a
 		if err == nil {
 			m, err = labRead(context.Background(), maxProbeTries, func() (client.StoredMsg, error) { return r.cl.Stored(tok, a.MsgID) })
 		}
-		p.After = time.Since(r.start) - acked
+		p.At = time.Since(r.start)
 		if errors.Is(err, errNoLab) {
 			r.ev.noLab.Store(true)
 			return

@@ -589,7 +589,7 @@ func (r *runner) send(worker int, t schedule.Tick, started time.Duration) {
 	sh := r.led.Shard(worker)
 	sh.Attempt(a)
 	if a.Outcome == ledger.OK && r.probeChosen(t.Idx) {
-		r.probe(sh, &a, sender, a.Ended)
+		r.probe(sh, &a, sender)
 	}
 }
 

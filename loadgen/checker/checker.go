@@ -243,6 +243,7 @@ func (v *Verdict) Unmade() []string {
 type ack struct {
 	tick     uint64
 	intended time.Duration
+	ended    time.Duration
 	dev      uint32
 	conv     uint64
 	convSeq  uint64
@@ -468,7 +469,7 @@ func (c *collector) attempt(a ledger.Attempt) {
 		if prev, ok := c.acks[a.MsgID]; ok && prev.tick != a.Tick {
 			c.mark(Unexpected, a.MsgID, 0, "msg_id %d ACKed for two sends (ticks %d and %d)", a.MsgID, prev.tick, a.Tick)
 		}
-		c.acks[a.MsgID] = ack{tick: a.Tick, intended: a.Intended, dev: a.Dev, conv: a.ConvID, convSeq: a.ConvSeq}
+		c.acks[a.MsgID] = ack{tick: a.Tick, intended: a.Intended, ended: a.Ended, dev: a.Dev, conv: a.ConvID, convSeq: a.ConvSeq}
 		c.ackByTick[a.Tick] = a.MsgID
 		c.hist["response"].RecordValue(us(a.Ended - a.Intended))
 		c.hist["service"].RecordValue(us(a.Ended - a.Started))

@@ -128,7 +128,7 @@ func TestOldLedger(t *testing.T) {
 }
 
 func probe(msg, uid uint64, found uint8) ledger.Probe {
-	return ledger.Probe{Tick: 1, MsgID: msg, UID: uid, Status: ledger.ProbeRead, Found: found, After: ms(1)}
+	return ledger.Probe{Tick: 1, MsgID: msg, UID: uid, Status: ledger.ProbeRead, Found: found, At: ms(3)}
 }
 
 // TestUnstoredAtAck: each policy is held to its own promise.

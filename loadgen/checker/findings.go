@@ -235,7 +235,7 @@ func (c *collector) unstoredAtAck(p ledger.Probe, pr promise) {
 	}
 	c.f[UnstoredAtAck].Pairs++
 	c.mark(UnstoredAtAck, p.MsgID, p.UID, "msg_id %d: %s after its ACK the store held %s for uid %d",
-		p.MsgID, p.After, foundString(p.Found), p.UID)
+		p.MsgID, p.At-c.acks[p.MsgID].ended, foundString(p.Found), p.UID)
 }
 
 func foundString(f uint8) string {

@@ -247,9 +247,10 @@ type Probe struct {
 	Status ProbeStatus
 	Found  uint8  // FoundInbox | FoundContent | FoundOutbox
 	HTTP   uint16 // ProbeFailed: the last HTTP status (0: transport error)
-	// After is the time from the ACK to the probe's answer (kept to the
-	// microsecond).
-	After time.Duration
+	// At is when the probe's answer came (an offset from the shard's
+	// start like every time of the ledger, kept to the microsecond); the
+	// ACK's Ended is when the ACK came.
+	At time.Duration
 }
 
 // Note is what a run says about the evidence it gathered, so that the
@@ -597,7 +598,9 @@ func (s *Shard) Probe(p Probe) {
 	s.uv(p.UID)
 	s.uv(uint64(p.Found))
 	s.uv(uint64(p.HTTP))
-	s.uv(uint64(p.After.Microseconds()))
+	at := p.At.Microseconds()
+	s.sv(at - s.st.prevAt)
+	s.st.prevAt = at
 	s.emit()
 }
 

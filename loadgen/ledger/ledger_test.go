@@ -31,7 +31,7 @@ func sampleRecords(r *rand.Rand, n int) []Record {
 			case 1:
 				st := ProbeStatus(r.IntN(2) + 1)
 				p := Probe{Tick: uint64(r.IntN(1e6)), MsgID: msg, UID: uint64(r.IntN(1 << 31)), Status: st,
-					After: time.Duration(r.Int64N(int64(time.Second))).Truncate(time.Microsecond)}
+					At: time.Duration(r.Int64N(int64(time.Hour))).Truncate(time.Microsecond)}
 				if st == ProbeRead {
 					p.Found = uint8(r.IntN(8))
 				} else {

@@ -261,7 +261,8 @@ func (d *decoder) next(r *Record) error {
 			p.UID = e.u(d)
 			p.Found = uint8(e.u(d))
 			p.HTTP = uint16(e.u(d))
-			p.After = time.Duration(e.u(d)) * time.Microsecond
+			d.st.prevAt += e.s(d)
+			p.At = time.Duration(d.st.prevAt) * time.Microsecond
 		case KindNote:
 			n := e.u(d)
 			if e.err == nil && n > MaxNoteBytes {
