@@ -54,7 +54,9 @@ func runAgainst(t *testing.T, faults faketarget.Faults, rate float64, dur time.D
 	return runVia(t, ViaHTTP, faults, rate, dur)
 }
 
-func runVia(t *testing.T, via string, faults faketarget.Faults, rate float64, dur time.Duration) (*Summary, *checker.Verdict, faketarget.Counters) {
+// runFake runs a load against a fake with faults (mutate adjusts the
+// config) and judges it; buf holds the verdict table.
+func runFake(t *testing.T, faults faketarget.Faults, rate float64, dur time.Duration, mutate func(*Config)) (*Summary, *checker.Verdict, faketarget.Counters, *bytes.Buffer, Config) {
 	t.Helper()
 	fc := faketarget.DefaultConfig(testSecret)
 	fc.Faults = faults
@@ -64,7 +66,7 @@ func runVia(t *testing.T, via string, faults faketarget.Faults, rate float64, du
 	}
 	defer srv.Close()
 	cfg := testConfig(t, srv.URL(), rate, dur)
-	cfg.SendVia = via
+	mutate(&cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), testBound)
 	defer cancel()
 	sum, err := Run(ctx, cfg)
@@ -77,6 +79,12 @@ func runVia(t *testing.T, via string, faults faketarget.Faults, rate float64, du
 	}
 	var buf bytes.Buffer
 	v.WriteTable(&buf)
+	return sum, v, srv.Counters(), &buf, cfg
+}
+
+func runVia(t *testing.T, via string, faults faketarget.Faults, rate float64, dur time.Duration) (*Summary, *checker.Verdict, faketarget.Counters) {
+	t.Helper()
+	sum, v, c, buf, cfg := runFake(t, faults, rate, dur, func(c *Config) { c.SendVia = via })
 	t.Logf("summary: ok %d fail %d unknown %d late %d missed %d deliveries %d ledger %d bytes errors %v\n%s",
 		sum.OK, sum.Fail, sum.Unknown, sum.Pacer.Late, sum.Pacer.Missed, sum.Deliveries, sum.LedgerBytes, sum.Errors, buf.String())
 	if !sum.Drain.Complete || sum.Drain.WitnessErrors != 0 || sum.Drain.WitnessUIDs != cfg.Pop.Users {
@@ -88,7 +96,6 @@ func runVia(t *testing.T, via string, faults faketarget.Faults, rate float64, du
 	}
 	// Every send reaches the fake and is ACKed: nothing fails, nothing is
 	// left unknown, and the fake saw each tick's client_msg_id exactly once.
-	c := srv.Counters()
 	if sum.OK != want || uint64(c.Sends) != want {
 		t.Fatalf("sends: ok %d fail %d unknown %d, the fake accepted %d, want %d", sum.OK, sum.Fail, sum.Unknown, c.Sends, want)
 	}
@@ -208,29 +215,11 @@ func TestCeilingEachTransport(t *testing.T) {
 func TestRetriesResendTheSameClientMsgID(t *testing.T) {
 	for _, broken := range []bool{false, true} {
 		t.Run(map[bool]string{false: "deduped", true: "stored-twice"}[broken], func(t *testing.T) {
-			fc := faketarget.DefaultConfig(testSecret)
-			fc.Faults = faketarget.Faults{SlowFirstTryEvery: 50, SlowFor: 3 * time.Second, StoreRetries: broken}
-			srv, err := faketarget.Start(fc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer srv.Close()
-			cfg := testConfig(t, srv.URL(), 400, time.Second)
-			cfg.Timeout = time.Second // the slowed first tries time out; on a loaded machine some others may too
-			cfg.Retries = 3
-			ctx, cancel := context.WithTimeout(context.Background(), testBound)
-			defer cancel()
-			sum, err := Run(ctx, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			v, err := checker.Check(cfg.RunDir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var buf bytes.Buffer
-			v.WriteTable(&buf)
-			c := srv.Counters()
+			faults := faketarget.Faults{SlowFirstTryEvery: 50, SlowFor: 3 * time.Second, StoreRetries: broken}
+			sum, v, c, buf, _ := runFake(t, faults, 400, time.Second, func(c *Config) {
+				c.Timeout = time.Second // the slowed first tries time out; on a loaded machine some others may too
+				c.Retries = 3
+			})
 			t.Logf("ok %d unknown %d retries %d; fake: slowed %d resends %d\n%s", sum.OK, sum.Unknown, sum.Retries, c.Slowed, c.Resends, buf.String())
 			if c.Slowed == 0 || c.Resends < c.Slowed || sum.Retries < uint64(c.Slowed) {
 				t.Fatalf("slowed %d first tries but the fake saw %d resends of a known client_msg_id (generator retries %d)", c.Slowed, c.Resends, sum.Retries)

@@ -225,17 +225,18 @@ func (r *runner) note(n ledger.Note) {
 	}
 }
 
-// storeWitness reads every uid's inbox from the store of record through
-// the lab route (bounded pages by seq, never OFFSET) and records it.
+// storeWitness reads every uid of this segment (all of them for a whole
+// run) from the store of record through the lab route (bounded pages by
+// seq, never OFFSET) and records it.
 func (r *runner) storeWitness(ctx context.Context, sum *Summary) {
 	ss := StoreSum{}
 	var mu sync.Mutex
 	var failed []ledger.Note
-	_ = r.forEach(ctx, len(r.users), func(i int) error {
+	_ = r.forEach(ctx, len(r.mine), func(i int) error {
 		if r.ev.noLab.Load() {
 			return nil
 		}
-		uid := r.users[i]
+		uid := r.mine[i]
 		err := r.storeOne(ctx, i, uid)
 		mu.Lock()
 		defer mu.Unlock()

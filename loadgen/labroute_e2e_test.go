@@ -1,16 +1,13 @@
 package loadgen_test
 
 import (
-	"context"
 	"database/sql"
 	"testing"
-	"time"
 
 	_ "github.com/go-sql-driver/mysql"
 
 	"imlab/internal/testenv"
 	"imlab/loadgen/client"
-	"imlab/ref/server"
 )
 
 // TestLabRoutesReadTheStore: the lab routes of the real reference server
@@ -23,28 +20,7 @@ func TestLabRoutesReadTheStore(t *testing.T) {
 	const secret = "loadgen-lab-secret-0123456789"
 	my := testenv.NewMySQL(t)
 	rd := testenv.NewRedis(t)
-	start := func(lab bool) string {
-		cfg := server.DefaultConfig()
-		cfg.Listen = "127.0.0.1:0"
-		cfg.Auth.Secret = secret
-		cfg.Redis.KeyPrefix = rd.Keys.Prefix
-		cfg.ShutdownTimeout = 10 * time.Second
-		cfg.LabRoutes = lab
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		p, err := server.Start(ctx, cfg, server.Backends{MySQLDSN: my.DSN, RedisAddr: rd.Addr}, server.DefaultRoles())
-		if err != nil {
-			t.Fatalf("start the reference server: %v", err)
-		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-			defer cancel()
-			if err := p.Stop(ctx); err != nil {
-				t.Errorf("stop: %v", err)
-			}
-		})
-		return "http://" + p.APIAddr().String()
-	}
+	start := func(lab bool) string { return startRef(t, secret, my, rd, lab) }
 	cc := client.DefaultConfig()
 	cc.Target, cc.Secret = start(true), secret
 	cl, err := client.New(cc)

@@ -23,28 +23,7 @@ import (
 // contract; the test imports ref/server only to start it.
 func TestRealServerNoLossNoSkip(t *testing.T) {
 	const secret = "loadgen-e2e-secret-0123456789"
-	my := testenv.NewMySQL(t)
-	rd := testenv.NewRedis(t)
-	cfg := server.DefaultConfig()
-	cfg.Listen = "127.0.0.1:0"
-	cfg.Auth.Secret = secret
-	cfg.Redis.KeyPrefix = rd.Keys.Prefix
-	cfg.ShutdownTimeout = 10 * time.Second
-	cfg.LabRoutes = true
-	startCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	p, err := server.Start(startCtx, cfg, server.Backends{MySQLDSN: my.DSN, RedisAddr: rd.Addr}, server.DefaultRoles())
-	if err != nil {
-		t.Fatalf("start the reference server: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		if err := p.Stop(ctx); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
-	target := "http://" + p.APIAddr().String()
+	target := startRef(t, secret, testenv.NewMySQL(t), testenv.NewRedis(t), true)
 	for i, tr := range []struct {
 		name, via string
 		pipeline  int
@@ -116,4 +95,31 @@ func TestRealServerNoLossNoSkip(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startRef starts the reference server in process (every role its backends
+// allow) on my and rd, with the lab routes when lab, until t ends, and
+// returns its API's URL.
+func startRef(t *testing.T, secret string, my *testenv.MySQL, rd *testenv.Redis, lab bool) string {
+	t.Helper()
+	cfg := server.DefaultConfig()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Auth.Secret = secret
+	cfg.Redis.KeyPrefix = rd.Keys.Prefix
+	cfg.ShutdownTimeout = 10 * time.Second
+	cfg.LabRoutes = lab
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := server.Start(ctx, cfg, server.Backends{MySQLDSN: my.DSN, RedisAddr: rd.Addr}, server.DefaultRoles())
+	if err != nil {
+		t.Fatalf("start the reference server: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if err := p.Stop(ctx); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	return "http://" + p.APIAddr().String()
 }

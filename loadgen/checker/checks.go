@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"cmp"
 	"fmt"
 
 	"imlab/loadgen/ledger"
@@ -9,14 +10,30 @@ import (
 // This file decides, for each piece of evidence that is not always there
 // (the witnesses, the probes), whether its check can be made, and makes it.
 
-// note returns the summary note of a check (nil: none).
-func (c *collector) note(check string) *ledger.Note {
-	for i := range c.notes {
-		if n := &c.notes[i]; n.Check == check && n.UID == 0 {
-			return n
+// note combines the summary notes of a check (nil: none), one per
+// generator of the run (the segments of a split run each witness their own
+// uids): counts add up; with all, it is made only if every one is (the
+// first unmade one's reason explains), else if any one is.
+func (c *collector) note(check string, all bool) *ledger.Note {
+	var n *ledger.Note
+	for _, x := range c.notes {
+		if x.Check != check || x.UID != 0 {
+			continue
+		}
+		if n == nil {
+			n = &x
+			continue
+		}
+		n.UIDs, n.Errors, n.Probes = n.UIDs+x.UIDs, n.Errors+x.Errors, n.Probes+x.Probes
+		n.Policy = cmp.Or(n.Policy, x.Policy)
+		switch {
+		case all && n.Made && !x.Made:
+			n.Made, n.Reason = false, x.Reason
+		case !all && !n.Made && x.Made:
+			n.Made, n.Reason = true, ""
 		}
 	}
-	return nil
+	return n
 }
 
 // absent says why a check has no note.
@@ -41,7 +58,7 @@ func (c *collector) policy() string {
 // reordered, the store-level invariants) beyond what devices stored.
 func (c *collector) pullWitnessCheck() CheckResult {
 	ch := CheckResult{Name: CheckPullWitness, Findings: []string{Skipped}}
-	n := c.note(CheckPullWitness)
+	n := c.note(CheckPullWitness, true)
 	switch {
 	case n != nil && !n.Made:
 		ch.Detail = n.Reason
@@ -63,7 +80,7 @@ func (c *collector) pullWitnessCheck() CheckResult {
 // was read whole.
 func (c *collector) storeWitnessCheck() CheckResult {
 	ch := CheckResult{Name: CheckStoreWitness, Findings: []string{LostInStore}}
-	n := c.note(CheckStoreWitness)
+	n := c.note(CheckStoreWitness, true)
 	if n == nil {
 		ch.Detail = c.absent("store witness")
 		return ch
@@ -83,7 +100,9 @@ func (c *collector) storeWitnessCheck() CheckResult {
 	if len(failed) > 0 {
 		ch.Detail += fmt.Sprintf("; not judged for %d uids whose read failed", len(failed))
 	}
-	judged := func(u uint64) bool { return !failed[u] }
+	// A uid is judged when its devices are in the ledger (a split run
+	// judged --partial lacks some segments' uids) and its read succeeded.
+	judged := func(u uint64) bool { _, ours := c.uidDevs[u]; return ours && !failed[u] }
 	for m, a := range c.acks {
 		c.lostInStore(m, c.sends[a.tick], judged)
 	}
@@ -97,7 +116,7 @@ func (c *collector) storeWitnessCheck() CheckResult {
 // promise.
 func (c *collector) readAfterAckCheck() CheckResult {
 	ch := CheckResult{Name: CheckReadAfterAck, Findings: []string{UnstoredAtAck}}
-	n := c.note(CheckReadAfterAck)
+	n := c.note(CheckReadAfterAck, false)
 	if n == nil {
 		ch.Detail = c.absent("read-after-ACK probe")
 		return ch

@@ -249,3 +249,21 @@ func TestRetryStoredTwice(t *testing.T) {
 		t.Fatalf("example %v", v.Findings[Unexpected].Examples)
 	}
 }
+
+// TestNotesOfSegments: a split run has one note per segment and check. The
+// store witness is made only if every segment made it; read-after-ACK if
+// any segment's probes were read.
+func TestNotesOfSegments(t *testing.T) {
+	w := withStore()
+	w.probes = []ledger.Probe{probe(101, 1, ledger.FoundInbox|ledger.FoundContent)}
+	w.notes = append(w.notes,
+		ledger.Note{Check: CheckStoreWitness, Reason: "the run was cancelled before the store witness"},
+		ledger.Note{Check: CheckReadAfterAck, Reason: "no ACKed send was chosen for a probe"})
+	v := check(t, w)
+	if c := checkOf(t, v, CheckStoreWitness); c.Made || !strings.Contains(c.Detail, "cancelled") {
+		t.Fatalf("store witness of two segments, one not made: %+v", c)
+	}
+	if c := checkOf(t, v, CheckReadAfterAck); !c.Made {
+		t.Fatalf("read-after-ack of two segments, one made: %+v", c)
+	}
+}

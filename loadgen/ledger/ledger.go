@@ -555,28 +555,18 @@ func (s *Shard) Cursor(c Cursor) {
 }
 
 // Witness appends one inbox entry seen by a witness pull.
-func (s *Shard) Witness(w Witness) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ix := s.conv(w.ConvID)
-	s.tag(KindWitness, 1)
-	s.uv(w.UID)
-	s.uv(w.Seq)
-	s.sv(int64(w.MsgID - s.st.prevMsgID))
-	s.st.prevMsgID = w.MsgID
-	s.uv(ix)
-	s.uv(w.ConvSeq)
-	s.uv(w.Tick)
-	s.emit()
-}
+func (s *Shard) Witness(w Witness) { s.entry(KindWitness, 1, w) }
 
 // Stored appends one inbox entry read from the store of record (the store
 // witness). Same fields as Witness.
-func (s *Shard) Stored(w Witness) {
+func (s *Shard) Stored(w Witness) { s.entry(KindStored, 0, w) }
+
+// entry appends a witnessed inbox entry of kind k.
+func (s *Shard) entry(k Kind, sub uint8, w Witness) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ix := s.conv(w.ConvID)
-	s.tag(KindStored, 0)
+	s.tag(k, sub)
 	s.uv(w.UID)
 	s.uv(w.Seq)
 	s.sv(int64(w.MsgID - s.st.prevMsgID))

@@ -232,7 +232,7 @@ func (d *decoder) next(r *Record) error {
 			c.Seq = e.u(d)
 			d.st.prevAt += e.s(d)
 			c.At = time.Duration(d.st.prevAt) * time.Microsecond
-		case KindWitness:
+		case KindWitness, KindStored:
 			w := &r.Witness
 			w.UID = e.u(d)
 			w.Seq = e.u(d)
@@ -240,18 +240,9 @@ func (d *decoder) next(r *Record) error {
 			w.MsgID = d.st.prevMsgID
 			w.ConvID = e.c(d)
 			w.ConvSeq = e.u(d)
-			if sub >= 1 {
+			if sub >= 1 || k == KindStored {
 				w.Tick = e.u(d)
 			}
-		case KindStored:
-			w := &r.Witness
-			w.UID = e.u(d)
-			w.Seq = e.u(d)
-			d.st.prevMsgID += uint64(e.s(d))
-			w.MsgID = d.st.prevMsgID
-			w.ConvID = e.c(d)
-			w.ConvSeq = e.u(d)
-			w.Tick = e.u(d)
 		case KindProbe:
 			p := &r.Probe
 			p.Status = ProbeStatus(sub)

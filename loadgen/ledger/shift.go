@@ -24,6 +24,8 @@ func (r *Record) Shift(d time.Duration) {
 		r.Delivery.At += d
 	case KindCursor:
 		r.Cursor.At += d
+	case KindProbe:
+		r.Probe.At += d
 	}
 }
 

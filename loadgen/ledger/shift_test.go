@@ -12,7 +12,7 @@ func TestShiftMovesEveryTime(t *testing.T) {
 	durType := reflect.TypeOf(time.Duration(0))
 	rt := reflect.TypeOf(Record{})
 	kinds := map[string]Kind{"Attempt": KindAttempt, "Delivery": KindDelivery, "Cursor": KindCursor,
-		"Device": KindDevice, "Group": KindGroup, "Witness": KindWitness}
+		"Device": KindDevice, "Group": KindGroup, "Witness": KindWitness, "Probe": KindProbe, "Note": KindNote}
 	for i := range rt.NumField() {
 		f := rt.Field(i)
 		if f.Type.Kind() != reflect.Struct {
