@@ -12,7 +12,6 @@ import (
 	"imlab/loadgen"
 	"imlab/loadgen/checker"
 	"imlab/loadgen/schedule"
-	"imlab/ref/server"
 )
 
 // One run against the real reference server, then the same run split in
@@ -24,25 +23,7 @@ func TestSegmentsMergeToTheWholeRun(t *testing.T) {
 	const secret = "loadgen-seg-secret-0123456789"
 	my := testenv.NewMySQL(t)
 	rd := testenv.NewRedis(t)
-	cfg := server.DefaultConfig()
-	cfg.Listen = "127.0.0.1:0"
-	cfg.Auth.Secret = secret
-	cfg.Redis.KeyPrefix = rd.Keys.Prefix
-	cfg.ShutdownTimeout = 10 * time.Second
-	startCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	p, err := server.Start(startCtx, cfg, server.Backends{MySQLDSN: my.DSN, RedisAddr: rd.Addr}, server.DefaultRoles())
-	if err != nil {
-		t.Fatalf("start the reference server: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		if err := p.Stop(ctx); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
-	target := "http://" + p.APIAddr().String()
+	target := startRef(t, secret, my, rd, true)
 	base := t.TempDir()
 	conf := func(dir string, uidBase uint64, seg loadgen.Segment) loadgen.Config {
 		lc := loadgen.DefaultConfig(target, secret, dir)
@@ -117,6 +98,11 @@ func TestSegmentsMergeToTheWholeRun(t *testing.T) {
 	t.Logf("merged (shifts %v, precision %s):\n%s", plan.Sources, plan.Precision, buf.String())
 	if !wv.Valid || !mv.Valid {
 		t.Fatalf("whole valid %v, merged valid %v", wv.Valid, mv.Valid)
+	}
+	// Each segment witnessed its own uids' stored inboxes: merged, the
+	// store witness covers every uid, as the whole run's does.
+	if u := mv.Unmade(); len(u) != 0 || mv.Stored != wv.Stored || mv.Stored == 0 {
+		t.Fatalf("merged evidence: unmade %v, stored %d (whole run %d)", u, mv.Stored, wv.Stored)
 	}
 	if mv.OK+mv.Findings["recovered"].Count != wv.OK+wv.Findings["recovered"].Count || mv.OK == 0 {
 		t.Fatalf("merged ok %d (+%d recovered), whole ok %d (+%d)", mv.OK, mv.Findings["recovered"].Count, wv.OK, wv.Findings["recovered"].Count)
