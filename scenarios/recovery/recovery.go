@@ -234,6 +234,22 @@ type run struct {
 	unk       bool
 }
 
+// observe classifies a sample at t (ignored before cfg.From): unknown,
+// good (age <= Bound) or bad.
+func (r *run) observe(cfg Config, t float64, known bool, age float64) {
+	if t < cfg.From {
+		return
+	}
+	c := unknownC
+	if known {
+		c = badC
+		if age <= cfg.Bound {
+			c = goodC
+		}
+	}
+	r.add(t, c)
+}
+
 func (r *run) add(t float64, c class) {
 	switch c {
 	case goodC:
@@ -335,17 +351,7 @@ func groupFigures(cfg Config, ss []Sample, name string, end float64) GroupFigure
 				gf.PeakRecords, gf.PeakRecordsT = g.Records, s.T
 			}
 		}
-		if s.T < cfg.From {
-			continue
-		}
-		c := unknownC
-		if known {
-			c = badC
-			if g.Age <= cfg.Bound {
-				c = goodC
-			}
-		}
-		r.add(s.T, c)
+		r.observe(cfg, s.T, known, g.Age)
 	}
 	gf.Relapses = r.relapses
 	var at *float64
@@ -513,17 +519,7 @@ func outboxFigures(cfg Config, ss []Sample, end float64) *OutboxFigures {
 			}
 			of.PeakAge = max(of.PeakAge, s.OutboxAge)
 		}
-		if s.T < cfg.From {
-			continue
-		}
-		c := unknownC
-		if known {
-			c = badC
-			if s.OutboxAge <= cfg.Bound {
-				c = goodC
-			}
-		}
-		r.add(s.T, c)
+		r.observe(cfg, s.T, known, s.OutboxAge)
 	}
 	if !measured {
 		return nil
