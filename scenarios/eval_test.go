@@ -120,7 +120,7 @@ func TestMeanRate(t *testing.T) {
 func sampleResult() *Result {
 	return &Result{
 		Scenario: "sample", Description: "d", StartedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Seconds: 12.5,
-		Settings: []Setting{{"policy", "strict"}}, Backends: "mysql=x",
+		Settings: []Setting{{"policy", "strict"}, {"backends", "mysql=x"}}, Backends: "mysql=x",
 		Findings: []FindingSummary{{Name: "lost", Count: 2, Pairs: 3, MsgIDs: []uint64{5, 6}, Examples: []string{"msg 5 missing on dev 1"}}},
 		Checks: []Check{{Name: "verdict", Want: "valid", Got: "invalid", OK: false}, {Name: "max_lost", Want: "<= 0", Got: "2"},
 			{Name: "drain_complete", Want: "true", Got: "true", OK: true}},
@@ -209,8 +209,29 @@ func TestResultRoundTrip(t *testing.T) {
 
 func TestHTMLReport(t *testing.T) {
 	rep := HTMLReport(sampleResult())
-	if len(rep.Charts) != 4 || len(rep.Markers) != 2 || len(rep.Checks) != 3 || rep.Passed {
+	// Strict with lag polled: throughput, ACK and lag charts; no outbox
+	// chart (the policy writes none), a note says so and one that the
+	// failed lag poll is left out.
+	if len(rep.Charts) != 3 || len(rep.Markers) != 2 || len(rep.Checks) != 3 || rep.Passed {
 		t.Fatalf("report: %d charts, %d markers, %d checks", len(rep.Charts), len(rep.Markers), len(rep.Checks))
+	}
+	if notes := strings.Join(rep.Notes, "\n"); !strings.Contains(notes, "No outbox chart") || !strings.Contains(notes, "1 of 2 lag polls failed") {
+		t.Fatalf("notes %q", notes)
+	}
+	outbox := sampleResult()
+	outbox.Spec.Server.Policy = "outbox"
+	if n := len(HTMLReport(outbox).Charts); n != 4 {
+		t.Fatalf("outbox policy: %d charts, want 4 with the outbox backlog", n)
+	}
+	noQueue := sampleResult()
+	noQueue.Lag = nil
+	if notes := strings.Join(HTMLReport(noQueue).Notes, "\n"); !strings.Contains(notes, "nothing goes through a queue") {
+		t.Fatalf("strict without history: notes %q lack why there is no lag chart", notes)
+	}
+	for _, s := range rep.Settings {
+		if s[0] == "backends" {
+			t.Fatalf("backends listed in the settings as well as the header")
+		}
 	}
 	if rep.Charts[1].Threshold != 1000 || rep.Charts[2].Threshold != 1 {
 		t.Fatalf("thresholds %g %g", rep.Charts[1].Threshold, rep.Charts[2].Threshold)
@@ -234,7 +255,7 @@ func TestHTMLReport(t *testing.T) {
 	if len(rep.Tables) != 1 {
 		t.Fatalf("%d tables, want the processes table", len(rep.Tables))
 	}
-	want := [][]string{{"consumer", "4242", "-1.00", "2.00", "killed", "signal: killed"}, {"api", "in the runner", "-1.00", "", "stopped", ""}}
+	want := [][]string{{"consumer", "4242", "-1.00", "2.00", "killed", "signal: killed"}, {"api", "in the runner", "-1.00", "", "stopped", "none: runs inside the runner's process"}}
 	if got := rep.Tables[0].Rows; !reflect.DeepEqual(got, want) {
 		t.Fatalf("process rows %q, want %q", got, want)
 	}

@@ -47,6 +47,9 @@ func HTMLReport(res *Result) *report.Report {
 		rep.Backends += "; " + res.RateScale.Label()
 	}
 	for _, s := range res.Settings {
+		if s.Name == "backends" && s.Value == res.Backends {
+			continue // in the page's header already
+		}
 		rep.Settings = append(rep.Settings, [2]string{s.Name, s.Value})
 	}
 	switch {
@@ -69,7 +72,7 @@ func HTMLReport(res *Result) *report.Report {
 		if len(ex) > 10 {
 			ex = ex[:10]
 		}
-		rep.Findings = append(rep.Findings, report.Finding{Name: f.Name, Count: f.Count, Examples: ex})
+		rep.Findings = append(rep.Findings, report.Finding{Name: f.Name, Count: f.Count, Examples: ex, MsgIDs: f.MsgIDs})
 	}
 	for _, c := range res.Checks {
 		rep.Checks = append(rep.Checks, report.Check{Name: c.Name, Want: c.Want, Got: c.Got, OK: c.OK})
@@ -90,6 +93,10 @@ func HTMLReport(res *Result) *report.Report {
 		lat.Threshold, lat.ThresholdLabel = float64(e.D())/float64(time.Millisecond), "max ACK p99"
 	}
 	rep.Charts = append(rep.Charts, lat)
+	spec := res.spec()
+	if len(res.Lag) == 0 && !spec.UsesKafka() {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("No consumer lag or outbox chart: with policy %s and the history tier off nothing goes through a queue, so there is no lag to poll.", spec.Server.PolicyOr()))
+	}
 	if len(res.Lag) > 0 {
 		groups := map[string]*report.Series{}
 		var backlog, oldest report.Series
@@ -116,7 +123,7 @@ func HTMLReport(res *Result) *report.Report {
 		for _, g := range names {
 			lagChart.Series = append(lagChart.Series, *groups[g])
 		}
-		if e := res.spec().Expect.MaxLagAge; e != nil {
+		if e := spec.Expect.MaxLagAge; e != nil {
 			lagChart.Threshold, lagChart.ThresholdLabel = e.D().Seconds(), "max lag age"
 		} else if res.Recovery != nil {
 			lagChart.Threshold, lagChart.ThresholdLabel = res.Recovery.Bound, "recovery bound"
@@ -124,7 +131,15 @@ func HTMLReport(res *Result) *report.Report {
 		if len(lagChart.Series) > 0 {
 			rep.Charts = append(rep.Charts, lagChart)
 		}
-		rep.Charts = append(rep.Charts, report.Chart{Title: "Outbox backlog", Unit: "records", Series: []report.Series{backlog}})
+		failed := len(res.Lag) - len(backlog.Points)
+		if failed > 0 {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%d of %d lag polls failed: those seconds are unknown and left out of the lag and outbox charts (result.json has each error).", failed, len(res.Lag)))
+		}
+		if spec.Server.PolicyOr() == "outbox" || anyAbove(backlog.Points, 0) {
+			rep.Charts = append(rep.Charts, report.Chart{Title: "Outbox backlog", Unit: "records", Series: []report.Series{backlog}})
+		} else {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("No outbox chart: policy %s writes no outbox (every poll read a backlog of 0).", spec.Server.PolicyOr()))
+		}
 	}
 	for _, e := range res.Events {
 		kind := e.Action
@@ -166,6 +181,16 @@ func HTMLReport(res *Result) *report.Report {
 	return rep
 }
 
+// anyAbove says whether some point is above v.
+func anyAbove(pts []report.Point, v float64) bool {
+	for _, p := range pts {
+		if p.V > v {
+			return true
+		}
+	}
+	return false
+}
+
 // spec is the scenario of a result (an empty one when it is missing).
 func (r *Result) spec() *File {
 	if r.Spec == nil {
@@ -190,11 +215,20 @@ func processTable(res *Result) report.Table {
 		return strconv.FormatFloat(v, 'f', 2, 64)
 	}
 	for _, p := range res.Processes {
-		pid := "in the runner"
+		pid, state := "in the runner", p.State
 		if p.Exec {
 			pid = strconv.Itoa(p.PID)
 		}
-		t.Rows = append(t.Rows, []string{p.Name, pid, at(p.StartedAt), at(p.EndedAt), p.End, p.State})
+		switch {
+		case state != "":
+		case !p.Exec:
+			state = "none: runs inside the runner's process"
+		case p.EndedAt.IsZero():
+			state = "still running"
+		default:
+			state = "not reported"
+		}
+		t.Rows = append(t.Rows, []string{p.Name, pid, at(p.StartedAt), at(p.EndedAt), p.End, state})
 	}
 	return t
 }

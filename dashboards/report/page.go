@@ -46,6 +46,8 @@ type findingView struct {
 	Count    uint64
 	Examples []string
 	More     int
+	MsgIDs   []string
+	MoreIDs  uint64 // messages counted but not listed
 	Class    string
 }
 
@@ -109,6 +111,7 @@ type thresholdView struct {
 	TextY     string
 	Label     string
 	Title     string
+	OffScale  bool
 }
 
 type markerLine struct {
@@ -231,6 +234,12 @@ func buildPage(r *Report) (*page, error) {
 		fv := findingView{Name: f.Name, Count: f.Count, Class: findingClass(f.Name, f.Count)}
 		fv.Examples = slices.Clone(f.Examples[:min(len(f.Examples), MaxExamples)])
 		fv.More = len(f.Examples) - len(fv.Examples)
+		for _, id := range f.MsgIDs[:min(len(f.MsgIDs), MaxExamples)] {
+			fv.MsgIDs = append(fv.MsgIDs, strconv.FormatUint(id, 10))
+		}
+		if n := uint64(len(fv.MsgIDs)); len(f.MsgIDs) > 0 {
+			fv.MoreIDs = max(f.Count, uint64(len(f.MsgIDs))) - n
+		}
 		p.Findings = append(p.Findings, fv)
 	}
 	for _, m := range markers {
@@ -332,7 +341,8 @@ func drawChart(ci int, c cleanChart, markers []Marker, tmin, tmax float64) (char
 		}
 		points += len(s.points)
 	}
-	if c.threshold > 0 {
+	offScale := c.threshold > 0 && points > 0 && c.threshold > OffScaleFactor*vmax && vmax > 0
+	if c.threshold > 0 && !offScale {
 		vmax = math.Max(vmax, c.threshold)
 	}
 	ax, err := niceAxis(tmin, tmax, xTickTarget)
@@ -399,35 +409,88 @@ func drawChart(ci int, c cleanChart, markers []Marker, tmin, tmax float64) (char
 		if strings.TrimSpace(label) == "" {
 			label = "threshold"
 		}
-		y := yPos(ay, c.threshold)
 		label += " (" + withUnit(c.threshold, c.unit) + ")"
+		title := label
+		y := yPos(ay, c.threshold)
+		if offScale {
+			// Above the axis: a marker at the top edge, not to scale.
+			y = plotTop
+			label = "↑ " + label + ", off scale"
+			title = label + ": the axis is scaled to the data, whose largest point is " + withUnit(vmax, c.unit)
+		}
 		cv.Threshold = &thresholdView{
 			X1: coord(plotLeft), X2: coord(plotRight), Y: coord(y),
-			TextX: coord(plotRight - 4), TextY: coord(y - 4),
-			Label: label, Title: label,
+			TextX: coord(plotRight - 4), TextY: coord(y + 12),
+			Label: label, Title: title, OffScale: offScale,
+		}
+		if !offScale && y-4 > plotTop+12 {
+			cv.Threshold.TextY = coord(y - 4)
 		}
 	}
-	for i, m := range markers {
+	var rows labelRows
+	for _, m := range markers {
 		x := xPos(ax, m.T)
-		row := i % markerLabelRows
-		textY := float64(plotTop) - 6 - float64(markerLabelRows-1-row)*markerRowHeight
 		stroke, dash, width := markerStyle(m.Kind)
 		ml := markerLine{
-			Kind: m.Kind, X: coord(x), Y1: coord(textY - 9), Y2: coord(plotBottom),
-			TextX: coord(x + 3), TextY: coord(textY), Anchor: "start",
+			Kind: m.Kind, X: coord(x), Y2: coord(plotBottom), Anchor: "start",
 			Stroke: stroke, Dash: dash, Width: width,
 			Title: "t=" + formatValue(m.T) + " s " + m.Kind + ": " + m.Label,
-			Short: shorten(m.Label, MaxMarkerLabelRunes),
 		}
-		if x > plotRight-markerFlipRoom {
+		short := shorten(m.Label, MaxMarkerLabelRunes)
+		if short == "" {
+			short = m.Kind
+		}
+		flip := x > plotRight-markerFlipRoom
+		row, text := rows.place(x, flip, short, m.Kind)
+		textY := float64(plotTop) - 6 - float64(markerLabelRows-1-row)*markerRowHeight
+		ml.Y1, ml.TextY, ml.Short = coord(textY-9), coord(textY), text
+		ml.TextX = coord(x + 3)
+		if flip {
 			ml.TextX, ml.Anchor = coord(x-3), "end"
-		}
-		if ml.Short == "" {
-			ml.Short = m.Kind
 		}
 		cv.Markers = append(cv.Markers, ml)
 	}
 	return cv, nil
+}
+
+// labelRows places marker labels in the top margin's rows without
+// overlap: each row remembers the right end of its last label.
+type labelRows [markerLabelRows]struct {
+	used bool
+	end  float64
+}
+
+// markerCharWidth estimates one character's width of a marker label (font
+// size 11) in SVG user units; labelGap separates neighbours in a row.
+const (
+	markerCharWidth = 6.3
+	labelGap        = 6
+)
+
+// place returns the row (0 = top) and the text of a label for a marker
+// line at x (flip: the label ends at the line instead of starting there):
+// the first row where the whole label fits, else where the marker kind
+// alone fits, else the lowest row with no text (the line's hover title and
+// the fault schedule table name it).
+func (rs *labelRows) place(x float64, flip bool, label, kind string) (int, string) {
+	extent := func(text string) (lo, hi float64) {
+		w := float64(utf8.RuneCountInString(text)) * markerCharWidth
+		if flip {
+			return x - 3 - w, x
+		}
+		return x, x + 3 + w
+	}
+	for _, text := range []string{label, kind} {
+		lo, hi := extent(text)
+		for i := markerLabelRows - 1; i >= 0; i-- {
+			r := &rs[i]
+			if !r.used || r.end+labelGap <= lo {
+				r.used, r.end = true, hi
+				return i, text
+			}
+		}
+	}
+	return markerLabelRows - 1, ""
 }
 
 // shorten cuts s to at most n runes, ending in "…" when cut.

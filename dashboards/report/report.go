@@ -35,6 +35,10 @@ const (
 	MaxTables    = 16
 	MaxTableRows = 1000
 	MaxTableCols = 16
+	// OffScaleFactor: a threshold above OffScaleFactor times the largest
+	// point of its chart is marked at the top edge instead of stretching
+	// the value axis.
+	OffScaleFactor = 2.5
 )
 
 // Marker kinds.
@@ -62,6 +66,8 @@ type Chart struct {
 	Unit   string   `json:"unit"`  // "s", "ms", "msg/s", "records"
 	Series []Series `json:"series"`
 	// Threshold, when > 0, is drawn as a dashed horizontal line labelled ThresholdLabel (e.g. the scenario's limit).
+	// The value axis is scaled to the data: a threshold more than OffScaleFactor times above every point is not
+	// drawn to scale but marked at the plot's top edge as off scale, so it never flattens the curves.
 	Threshold      float64 `json:"threshold,omitempty"`
 	ThresholdLabel string  `json:"threshold_label,omitempty"`
 }
@@ -85,7 +91,10 @@ type Check struct {
 type Finding struct {
 	Name     string   `json:"name"` // ok, lost, duplicated, unexpected, recovered, reordered, skipped
 	Count    uint64   `json:"count"`
-	Examples []string `json:"examples,omitempty"` // msg_ids or device/seq descriptions
+	Examples []string `json:"examples,omitempty"` // device/seq descriptions in words
+	// MsgIDs are the messages concerned (possibly only the first of
+	// them); the first MaxExamples are listed after the examples.
+	MsgIDs []uint64 `json:"msg_ids,omitempty"`
 }
 
 // Report is everything one page shows about a scenario run.

@@ -752,3 +752,89 @@ func TestTables(t *testing.T) {
 		}
 	}
 }
+
+func TestFindingsListMsgIDs(t *testing.T) {
+	r := sample()
+	ids := make([]uint64, MaxExamples+3)
+	for i := range ids {
+		ids[i] = uint64(1000 + i)
+	}
+	r.Findings = []Finding{{Name: "duplicated", Count: 40, MsgIDs: ids}, {Name: "recovered", Count: 2, MsgIDs: ids[:2]}}
+	_, doc := render(t, r)
+	rows := findAll(findAll(doc, elem("table", "findings"))[0], elem("tr"))[1:]
+	ids0 := findAll(rows[0], elem("div", "ids"))
+	if len(ids0) != 1 || len(findAll(ids0[0], elem("code"))) != MaxExamples || !strings.Contains(text(ids0[0]), "1000") {
+		t.Fatalf("duplicated row: want %d msg_ids listed, got %q", MaxExamples, text(rows[0]))
+	}
+	// 40 counted, 20 listed: the rest are summarised.
+	if more := findAll(ids0[0], elem("span", "more")); len(more) != 1 || text(more[0]) != "+20 more" {
+		t.Errorf("duplicated row: want +20 more, got %q", text(ids0[0]))
+	}
+	if got := text(rows[1]); !strings.Contains(got, "1000") || !strings.Contains(got, "1001") || strings.Contains(got, "more") {
+		t.Errorf("recovered row %q", got)
+	}
+}
+
+func TestThresholdOffScale(t *testing.T) {
+	r := &Report{Title: "t", Charts: []Chart{{Title: "ACK", Unit: "ms", Threshold: 5000, ThresholdLabel: "max ACK p99",
+		Series: []Series{{Name: "p99", Points: []Point{{0, 120}, {1, 210}, {2, 180}}}}}}}
+	_, doc := render(t, r)
+	svg := findAll(doc, elem("svg"))[0]
+	var ticks []string
+	for _, tx := range findAll(findAll(svg, elem("g", "yaxis"))[0], elem("text")) {
+		ticks = append(ticks, text(tx))
+	}
+	// The axis follows the data (210 ms), not the 5 s threshold.
+	if got := ticks[len(ticks)-1]; got != "250" {
+		t.Fatalf("value axis ticks %q: want it scaled to the data", ticks)
+	}
+	th := findAll(svg, elem("line", "threshold-line"))[0]
+	if y := attr(th, "y1"); y != coord(plotTop) {
+		t.Errorf("off-scale threshold at y %s, want the top edge %s", y, coord(plotTop))
+	}
+	g := findAll(svg, elem("g", "threshold"))[0]
+	if got := text(findAll(g, elem("text"))[0]); !strings.Contains(got, "off scale") || !strings.Contains(got, "5000 ms") {
+		t.Errorf("off-scale threshold label %q", got)
+	}
+	// Within OffScaleFactor the threshold stays to scale.
+	r.Charts[0].Threshold = 400
+	_, doc = render(t, r)
+	g = findAll(findAll(doc, elem("svg"))[0], elem("g", "threshold"))[0]
+	if got := text(findAll(g, elem("text"))[0]); strings.Contains(got, "off scale") {
+		t.Errorf("threshold 400 over data 210 marked off scale: %q", got)
+	}
+}
+
+func TestMarkerLabelsDoNotOverlap(t *testing.T) {
+	r := &Report{Title: "t", Charts: []Chart{{Title: "c", Series: []Series{{Name: "a", Points: []Point{{0, 1}, {16, 2}}}}}}}
+	for _, m := range []Marker{{1, "inject latency(redis,50ms,jitter=10ms)", KindInject}, {3, "heal latency(redis,50ms,jitter=10ms)", KindHeal},
+		{3.5, "inject reset_peer(mysql)", KindInject}, {4.5, "heal reset_peer(mysql)", KindHeal}, {5, "inject down(kafka)", KindInject},
+		{5.01, "heal down(kafka)", KindHeal}, {7, "heal kill(consumer)", KindHeal}} {
+		r.Markers = append(r.Markers, m)
+	}
+	_, doc := render(t, r)
+	type span struct{ lo, hi float64 }
+	rows := map[string][]span{}
+	for _, g := range findAll(findAll(doc, elem("svg"))[0], elem("g", "marker")) {
+		tx := findAll(g, elem("text"))[0]
+		if text(tx) == "" {
+			continue
+		}
+		x, _ := strconv.ParseFloat(attr(tx, "x"), 64)
+		w := float64(len([]rune(text(tx)))) * markerCharWidth
+		s := span{x, x + w}
+		if attr(tx, "text-anchor") == "end" {
+			s = span{x - w, x}
+		}
+		y := attr(tx, "y")
+		for _, o := range rows[y] {
+			if s.lo < o.hi && o.lo < s.hi {
+				t.Errorf("label %q at y %s overlaps another in its row", text(tx), y)
+			}
+		}
+		rows[y] = append(rows[y], s)
+	}
+	if len(rows) < 2 {
+		t.Fatalf("labels on %d rows: want them staggered", len(rows))
+	}
+}

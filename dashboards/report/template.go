@@ -33,6 +33,7 @@ tr.mk-heal td:nth-child(2){color:#2ca02c}
 tr.mk-error td:nth-child(2){color:#222;font-weight:bold}
 code{font-size:.9em;background:#f0f1f3;padding:0 3px;border-radius:2px;margin-right:3px;display:inline-block}
 .more{color:#666;font-style:italic}
+.ids{margin-top:2px;color:#555}
 .empty{color:#777;font-style:italic}
 .description{color:#444}
 figure.chart{background:#fff;border:1px solid #ddd;margin:14px 0;padding:8px 10px}
@@ -79,7 +80,7 @@ footer{color:#888;font-size:.8em;margin-top:2em}
 {{if .Findings}}<table class="findings">
 <thead><tr><th>finding</th><th>count</th><th>examples</th></tr></thead>
 <tbody>
-{{range .Findings}}<tr class="{{.Class}}"><td>{{.Name}}</td><td class="num">{{.Count}}</td><td>{{range .Examples}}<code>{{.}}</code>{{end}}{{if .More}}<span class="more">+{{.More}} more</span>{{end}}</td></tr>
+{{range .Findings}}<tr class="{{.Class}}"><td>{{.Name}}</td><td class="num">{{.Count}}</td><td>{{range .Examples}}<code>{{.}}</code>{{end}}{{if .More}}<span class="more">+{{.More}} more</span>{{end}}{{if .MsgIDs}}<div class="ids">msg_ids: {{range .MsgIDs}}<code>{{.}}</code>{{end}}{{if .MoreIDs}}<span class="more">+{{.MoreIDs}} more</span>{{end}}</div>{{end}}</td></tr>
 {{end}}</tbody>
 </table>{{else}}<p class="empty">no findings</p>{{end}}
 </section>
@@ -114,7 +115,7 @@ footer{color:#888;font-size:.8em;margin-top:2em}
 <g class="xaxis">{{range .XTicks}}<line class="tick" x1="{{.Pos}}" y1="{{$c.Bottom}}" x2="{{.Pos}}" y2="{{$c.TickEnd}}" stroke="#bbbbbb"/><line class="grid" x1="{{.Pos}}" y1="{{$c.Top}}" x2="{{.Pos}}" y2="{{$c.Bottom}}" stroke="#f3f3f3"/><text x="{{.Pos}}" y="{{$c.XTickTextY}}" text-anchor="middle">{{.Label}}</text>{{end}}</g>
 <text class="unit" transform="translate(14 {{.MidY}}) rotate(-90)" text-anchor="middle">{{.Unit}}</text>
 <text class="caption" x="{{.Right}}" y="{{.CaptionY}}" text-anchor="end" fill="#666666">time since start (s)</text>
-{{with .Threshold}}<g class="threshold"><title>{{.Title}}</title><line class="threshold-line" x1="{{.X1}}" y1="{{.Y}}" x2="{{.X2}}" y2="{{.Y}}" stroke="#555555" stroke-width="1.5" stroke-dasharray="6 4"/><text x="{{.TextX}}" y="{{.TextY}}" text-anchor="end" fill="#555555">{{.Label}}</text></g>{{end}}
+{{with .Threshold}}<g class="threshold"><title>{{.Title}}</title><line class="threshold-line" x1="{{.X1}}" y1="{{.Y}}" x2="{{.X2}}" y2="{{.Y}}" stroke="#555555" stroke-width="1.5" stroke-dasharray="{{if .OffScale}}2 3{{else}}6 4{{end}}"/><text x="{{.TextX}}" y="{{.TextY}}" text-anchor="end" fill="#555555">{{.Label}}</text></g>{{end}}
 {{range .Lines}}<polyline class="series" points="{{.Points}}" fill="none" stroke="{{.Color}}" stroke-width="1.5" stroke-linejoin="round"><title>{{.Name}}</title></polyline>{{with .Dot}}<circle class="dot" cx="{{.CX}}" cy="{{.CY}}" r="3" fill="{{.Color}}"/>{{end}}
 {{end}}{{range .Markers}}<g class="marker {{.Kind}}"><title>{{.Title}}</title><line class="marker-line" x1="{{.X}}" y1="{{.Y1}}" x2="{{.X}}" y2="{{.Y2}}" stroke="{{.Stroke}}" stroke-width="{{.Width}}"{{if .Dash}} stroke-dasharray="{{.Dash}}"{{end}}/><line class="marker-hit" x1="{{.X}}" y1="{{.Y1}}" x2="{{.X}}" y2="{{.Y2}}" stroke="#000000" stroke-opacity="0" stroke-width="8"/><text x="{{.TextX}}" y="{{.TextY}}" text-anchor="{{.Anchor}}" fill="{{.Stroke}}">{{.Short}}</text></g>
 {{end}}{{if .NoData}}<text class="nodata" x="{{.MidX}}" y="{{.MidY}}" text-anchor="middle" dominant-baseline="middle" font-size="16" fill="#888888">no data</text>{{end}}
