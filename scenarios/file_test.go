@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -312,6 +313,33 @@ func TestConfigValidate(t *testing.T) {
 		mut(&c)
 		if err := c.Validate(); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// TestShippedCompiledIn: the compiled-in files are this directory's, each
+// parses, and the default set names shipped scenarios.
+func TestShippedCompiledIn(t *testing.T) {
+	paths, err := filepath.Glob("*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, p := range paths {
+		want = append(want, strings.TrimSuffix(p, ".yaml"))
+	}
+	if got := ShippedNames(); !slices.Equal(got, want) {
+		t.Fatalf("compiled in %q, on disk %q", got, want)
+	}
+	for _, n := range append(slices.Clone(DefaultSet), want...) {
+		f, err := Shipped(n)
+		if err != nil || f.Name != n || f.Path != "scenarios/"+n+".yaml" {
+			t.Fatalf("Shipped(%q): %+v %v", n, f, err)
+		}
+	}
+	for _, bad := range []string{"nope", "../go", "full/offline-month-full", ""} {
+		if _, err := Shipped(bad); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Shipped(%q): %v, want ErrInvalid", bad, err)
 		}
 	}
 }

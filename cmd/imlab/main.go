@@ -44,6 +44,7 @@ var subcommands = []func() *cobra.Command{
 	newReportCmd,
 	newCapacityCmd,
 	newEmbeddedMongoCmd,
+	newDemoCmd,
 }
 
 func newRootCmd() *cobra.Command {

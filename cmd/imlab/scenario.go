@@ -46,20 +46,26 @@ func scenarioCmd(exit func(int)) *cobra.Command {
 		Short: "Scenario files: load phases, a fault schedule and pass/fail thresholds (run, validate)",
 	}
 	for _, c := range []*cobra.Command{newScenarioRunCmd(), newScenarioValidateCmd()} {
-		run := c.RunE
-		c.RunE = func(cmd *cobra.Command, args []string) error {
-			err := run(cmd, args)
-			var ee *exitError
-			if errors.As(err, &ee) {
-				fmt.Fprintln(cmd.ErrOrStderr(), "imlab:", ee.err)
-				exit(ee.code)
-			}
-			return err
-		}
-		cmd.AddCommand(c)
+		cmd.AddCommand(exitWith(c, exit))
 	}
 	cmd.AddCommand(newScenarioChildCmd(), newScenarioLoadChildCmd())
 	return cmd
+}
+
+// exitWith makes c end the process through exit with the status of an
+// exitError it returns, after printing the message.
+func exitWith(c *cobra.Command, exit func(int)) *cobra.Command {
+	run := c.RunE
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		err := run(cmd, args)
+		var ee *exitError
+		if errors.As(err, &ee) {
+			fmt.Fprintln(cmd.ErrOrStderr(), "imlab:", ee.err)
+			exit(ee.code)
+		}
+		return err
+	}
+	return c
 }
 
 func newScenarioValidateCmd() *cobra.Command {
@@ -86,14 +92,32 @@ func newScenarioValidateCmd() *cobra.Command {
 	}
 }
 
+// scenarioOpts are the flags shared by `imlab scenario run` and `imlab demo`.
+type scenarioOpts struct {
+	out, mode, dsn, redisAddr, prefix string
+	duration                          time.Duration
+	rateScale                         float64
+	keep                              bool
+	baselineDir                       string
+}
+
+// flags registers the shared flags; defOut describes --out's default.
+func (o *scenarioOpts) flags(cmd *cobra.Command, defOut string) {
+	fl := cmd.Flags()
+	fl.StringVar(&o.out, "out", "", "output directory (default "+defOut+"); one subdirectory per scenario")
+	fl.StringVar(&o.mode, "backends", "", "backend mode, overrides the files: auto, external, local or embedded ($"+envBackends+")")
+	fl.StringVar(&o.dsn, "mysql-dsn", "", "MySQL DSN; each run gets a database of its own next to it ($"+envMySQLDSN+")")
+	fl.StringVar(&o.redisAddr, "redis-addr", "", "Redis host:port ($"+envRedisAddr+")")
+	fl.StringVar(&o.prefix, "redis-prefix", "", "Redis key prefix of the runs (default a fresh random one per run)")
+	fl.DurationVar(&o.duration, "duration", 0, "override every file's load duration (fault times scale with it)")
+	fl.Float64Var(&o.rateScale, "rate-scale", 0, "multiply every file's rates by this factor in (0, 1] (default: the topology's, load.embedded_rate_scale when MySQL is embedded); every output says so")
+	fl.BoolVar(&o.keep, "keep-data", false, "keep the run's database and Redis keys")
+	fl.StringVar(&o.baselineDir, "baseline-dir", "", "gate each scenario on DIR/NAME/result.json (e.g. main's stored results; the file's baseline tolerance applies; a scenario with none stored is not gated)")
+	fl.String("secret", "", "token signing secret (default $"+envSecret+")")
+}
+
 func newScenarioRunCmd() *cobra.Command {
-	var (
-		out, mode, dsn, redisAddr, prefix string
-		duration                          time.Duration
-		rateScale                         float64
-		keep                              bool
-		baselineDir                       string
-	)
+	var o scenarioOpts
 	cmd := &cobra.Command{
 		Use:   "run FILE...",
 		Short: "Run scenario files; exit 0 when every check passed, 1 when one failed, 2 when a file is bad or a run could not be carried out",
@@ -105,7 +129,6 @@ all of them. A file with a matrix (matrix: {consumers: [1, 2, 4]}) runs once per
 NAME.consumers-N, and the recovery figures of those runs are printed side by side at the end.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			w := cmd.OutOrStdout()
 			var files []*scenarios.File
 			matrix := false
 			for _, p := range args {
@@ -120,94 +143,97 @@ NAME.consumers-N, and the recovery figures of those runs are printed side by sid
 				matrix = matrix || f.Matrix != nil
 				files = append(files, runs...)
 			}
-			secret, err := secretFrom(cmd, true, cmd.ErrOrStderr())
-			if err != nil {
-				return &exitError{code: scenarioExitBroken, err: err}
-			}
-			f := cmd.Flags()
-			if out == "" {
-				out = filepath.Join("runs", "scenarios-"+time.Now().UTC().Format("20060102-150405"))
-			}
-			base := scenarios.DefaultConfig("")
-			base.Secret = secret
-			base.Mode = fromEnv(f, "backends", envBackends)
-			base.MySQLDSN = fromEnv(f, "mysql-dsn", envMySQLDSN)
-			base.RedisAddr = fromEnv(f, "redis-addr", envRedisAddr)
-			base.RedisPrefix = prefix
-			base.KeepData = keep
-			base.Duration = duration
-			base.BaselineDir = baselineDir
-			base.RateScale = rateScale
-			base.DataDir = lookupEnv(compose.EnvDataDir)
-			base.MongoCommand = embeddedMongoCommand()
-			base.Progress = w
-			var results []*scenarios.Result
-			code := 0
-			for _, sf := range files {
-				c := base
-				c.OutDir = filepath.Join(out, sf.Name)
-				fmt.Fprintf(w, "=== scenario %s (%s)\n", sf.Name, sf.Path)
-				res, err := scenarios.Run(cmd.Context(), c, sf)
-				if res != nil {
-					results = append(results, res)
-					printScenarioResult(w, res, c.OutDir)
-				}
-				switch {
-				case err != nil && (res == nil || res.Incomplete):
-					fmt.Fprintf(cmd.ErrOrStderr(), "scenario %s: %v\n", sf.Name, err)
-					code = max(code, scenarioExitBroken)
-				case err != nil:
-					fmt.Fprintf(cmd.ErrOrStderr(), "scenario %s: %v\n", sf.Name, err)
-					code = max(code, scenarioExitBroken)
-				case !res.Passed:
-					code = max(code, scenarioExitFailed)
-				}
-				if cmd.Context().Err() != nil {
-					break
-				}
-			}
-			if matrix && len(results) > 0 {
-				fmt.Fprintf(w, "=== recovery side by side\n%s", scenarios.MatrixTable(results))
-			}
-			if len(results) > 0 {
-				if err := os.MkdirAll(out, 0o755); err != nil {
-					return &exitError{code: scenarioExitBroken, err: err}
-				}
-				fh, err := os.Create(filepath.Join(out, scenarios.JUnitFile))
-				if err != nil {
-					return &exitError{code: scenarioExitBroken, err: err}
-				}
-				werr := scenarios.WriteJUnit(fh, results...)
-				if cerr := fh.Close(); werr == nil {
-					werr = cerr
-				}
-				if werr != nil {
-					return &exitError{code: scenarioExitBroken, err: werr}
-				}
-				fmt.Fprintf(w, "junit (all scenarios): %s\n", filepath.Join(out, scenarios.JUnitFile))
-			}
-			switch code {
-			case 0:
-				return nil
-			case scenarioExitFailed:
-				return &exitError{code: code, err: errors.New("a scenario check failed")}
-			default:
-				return &exitError{code: code, err: errors.New("a scenario could not be carried out")}
-			}
+			return runScenarios(cmd, files, o, "scenarios", matrix)
 		},
 	}
-	fl := cmd.Flags()
-	fl.StringVar(&out, "out", "", "output directory (default runs/scenarios-<UTC time>); one subdirectory per scenario")
-	fl.StringVar(&mode, "backends", "", "backend mode, overrides the files: auto, external, local or embedded ($"+envBackends+")")
-	fl.StringVar(&dsn, "mysql-dsn", "", "MySQL DSN; each run gets a database of its own next to it ($"+envMySQLDSN+")")
-	fl.StringVar(&redisAddr, "redis-addr", "", "Redis host:port ($"+envRedisAddr+")")
-	fl.StringVar(&prefix, "redis-prefix", "", "Redis key prefix of the runs (default a fresh random one per run)")
-	fl.DurationVar(&duration, "duration", 0, "override every file's load duration (fault times scale with it)")
-	fl.Float64Var(&rateScale, "rate-scale", 0, "multiply every file's rates by this factor in (0, 1] (default: the topology's, load.embedded_rate_scale when MySQL is embedded); every output says so")
-	fl.BoolVar(&keep, "keep-data", false, "keep the run's database and Redis keys")
-	fl.StringVar(&baselineDir, "baseline-dir", "", "gate each scenario on DIR/NAME/result.json (e.g. main's stored results; the file's baseline tolerance applies; a scenario with none stored is not gated)")
-	fl.String("secret", "", "token signing secret (default $"+envSecret+")")
+	o.flags(cmd, "runs/scenarios-<UTC time>")
 	return cmd
+}
+
+// runScenarios runs files one after another, prints each result and, at
+// the end, the verdict table (and, for a matrix, the recovery figures side
+// by side) and OUT/junit.xml; the error carries the exit status
+// (exitError). outPrefix names the default output directory
+// runs/PREFIX-<UTC time>.
+func runScenarios(cmd *cobra.Command, files []*scenarios.File, o scenarioOpts, outPrefix string, matrix bool) error {
+	w := cmd.OutOrStdout()
+	secret, err := secretFrom(cmd, true, cmd.ErrOrStderr())
+	if err != nil {
+		return &exitError{code: scenarioExitBroken, err: err}
+	}
+	f := cmd.Flags()
+	out := o.out
+	if out == "" {
+		out = filepath.Join("runs", outPrefix+"-"+time.Now().UTC().Format("20060102-150405"))
+	}
+	base := scenarios.DefaultConfig("")
+	base.Secret = secret
+	base.Mode = fromEnv(f, "backends", envBackends)
+	base.MySQLDSN = fromEnv(f, "mysql-dsn", envMySQLDSN)
+	base.RedisAddr = fromEnv(f, "redis-addr", envRedisAddr)
+	base.RedisPrefix = o.prefix
+	base.KeepData = o.keep
+	base.Duration = o.duration
+	base.BaselineDir = o.baselineDir
+	base.RateScale = o.rateScale
+	base.DataDir = lookupEnv(compose.EnvDataDir)
+	base.MongoCommand = embeddedMongoCommand()
+	base.Progress = w
+	var (
+		results []*scenarios.Result
+		rows    []verdictRow
+	)
+	code := 0
+	for _, sf := range files {
+		c := base
+		c.OutDir = filepath.Join(out, sf.Name)
+		fmt.Fprintf(w, "=== scenario %s (%s)\n", sf.Name, sf.Path)
+		res, err := scenarios.Run(cmd.Context(), c, sf)
+		if res != nil {
+			results = append(results, res)
+			printScenarioResult(w, res, c.OutDir)
+		}
+		rows = append(rows, newVerdictRow(sf, res, err, c.OutDir))
+		switch {
+		case err != nil:
+			fmt.Fprintf(cmd.ErrOrStderr(), "scenario %s: %v\n", sf.Name, err)
+			code = max(code, scenarioExitBroken)
+		case !res.Passed:
+			code = max(code, scenarioExitFailed)
+		}
+		if cmd.Context().Err() != nil {
+			break
+		}
+	}
+	printVerdictTable(w, rows)
+	if matrix && len(results) > 0 {
+		fmt.Fprintf(w, "=== recovery side by side\n%s", scenarios.MatrixTable(results))
+	}
+	if len(results) > 0 {
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			return &exitError{code: scenarioExitBroken, err: err}
+		}
+		fh, err := os.Create(filepath.Join(out, scenarios.JUnitFile))
+		if err != nil {
+			return &exitError{code: scenarioExitBroken, err: err}
+		}
+		werr := scenarios.WriteJUnit(fh, results...)
+		if cerr := fh.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			return &exitError{code: scenarioExitBroken, err: werr}
+		}
+		fmt.Fprintf(w, "junit (all scenarios): %s\n", filepath.Join(out, scenarios.JUnitFile))
+	}
+	switch code {
+	case 0:
+		return nil
+	case scenarioExitFailed:
+		return &exitError{code: code, err: errors.New("a scenario check failed")}
+	default:
+		return &exitError{code: code, err: errors.New("a scenario could not be carried out")}
+	}
 }
 
 func printScenarioResult(w io.Writer, r *scenarios.Result, dir string) {
@@ -254,7 +280,16 @@ func printScenarioResult(w io.Writer, r *scenarios.Result, dir string) {
 	}
 	for _, f := range r.Findings {
 		if f.Count > 0 {
-			fmt.Fprintf(w, "    %s: %d %s\n", f.Name, f.Count, strings.Join(f.Examples[:min(3, len(f.Examples))], "; "))
+			ex := f.Examples[:min(3, len(f.Examples))]
+			if len(ex) == 0 {
+				for _, id := range f.MsgIDs[:min(5, len(f.MsgIDs))] {
+					ex = append(ex, fmt.Sprint(id))
+				}
+				if len(ex) > 0 {
+					ex[0] = "msg_ids " + ex[0]
+				}
+			}
+			fmt.Fprintf(w, "    %s: %d %s\n", f.Name, f.Count, strings.Join(ex, "; "))
 		}
 	}
 	if len(r.Checks) > 0 {

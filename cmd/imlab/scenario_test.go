@@ -187,3 +187,53 @@ func TestScenarioChild(t *testing.T) {
 		t.Fatal("the child did not stop when its context ended")
 	}
 }
+
+// runDemoCmd runs `imlab demo ARGS` like runScenarioCmd.
+func runDemoCmd(t *testing.T, ctx context.Context, args ...string) (int, string, string) {
+	t.Helper()
+	code := -1
+	root := &cobra.Command{Use: "imlab", SilenceUsage: true, SilenceErrors: true}
+	root.AddCommand(exitWith(demoCmd(), func(c int) { code = c }))
+	var out, errb bytes.Buffer
+	root.SetArgs(append([]string{"demo"}, args...))
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	if err := root.ExecuteContext(ctx); code == -1 && err != nil {
+		t.Fatalf("error without an exit status: %v", err)
+	}
+	return code, out.String(), errb.String()
+}
+
+// TestDemo runs `imlab demo` with one shipped scenario, shortened, against
+// the real MariaDB and Redis: the verdict table names the scenario, its
+// verdict and its report.html, which exists; an unknown name exits 2.
+func TestDemo(t *testing.T) {
+	code, _, errOut := runDemoCmd(t, context.Background(), "no-such-scenario")
+	if code != 2 || !strings.Contains(errOut, "redis-wipe") {
+		t.Fatalf("unknown scenario: exit %d, stderr %q", code, errOut)
+	}
+	my := testenv.NewMySQL(t)
+	rd := testenv.NewRedis(t)
+	t.Setenv(envSecret, "demo-cmd-test-secret-0123456")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	out := filepath.Join(t.TempDir(), "out")
+	code, stdout, errOut := runDemoCmd(t, ctx, "--out", out, "--duration", "3s", "--backends", "external",
+		"--mysql-dsn", my.DSN, "--redis-addr", rd.Addr, "--redis-prefix", rd.Keys.Prefix, "redis-wipe")
+	if code != -1 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, errOut)
+	}
+	report := filepath.Join(out, "redis-wipe", scenarios.ReportFile)
+	var row string
+	for _, l := range strings.Split(stdout, "\n") {
+		if strings.HasPrefix(l, "redis-wipe ") {
+			row = l
+		}
+	}
+	if f := strings.Fields(row); len(f) != 7 || f[1] != "valid" || f[2] != "VALID" || f[3] != "0" || f[4] != "PASSED" || f[6] != report {
+		t.Fatalf("verdict table row %q, want redis-wipe valid VALID 0 PASSED TIME %s\n%s", row, report, stdout)
+	}
+	if _, err := os.Stat(report); err != nil {
+		t.Fatal(err)
+	}
+}
