@@ -48,7 +48,7 @@ func (d *device) store(m *client.Msg, via ledger.Via) {
 	tick, intended, ours := d.r.parseContent(m.Content)
 	at := d.now()
 	if ours && m.Seq > d.chain {
-		d.r.m.lane(int(d.idx)).record(hE2E, at-intended)
+		d.r.e2e.stored(d.r.m.lane(int(d.idx)), tick, at-intended)
 	}
 	d.shard().Delivery(ledger.Delivery{Dev: d.idx, Via: via, Seq: m.Seq, MsgID: m.MsgID, ConvID: m.ConvID, ConvSeq: m.ConvSeq, Tick: tick, At: at})
 	d.r.m.deliv.Add(1)

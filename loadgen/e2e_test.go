@@ -123,6 +123,11 @@ func testCorrectServerIsValid(t *testing.T, via string) {
 	if sum.Latency["end_to_end"].Count == 0 || sum.Latency["response"].Count != int64(sum.OK) || len(sum.Timeline) == 0 {
 		t.Fatalf("latency figures missing: %+v", sum.Latency)
 	}
+	// One definition of end_to_end: the summary counts what the checker
+	// counts (the first copy per device of an ACKed send).
+	if s, c := sum.Latency["end_to_end"], v.Latency["end_to_end"]; s.Count != c.Count {
+		t.Fatalf("end_to_end: summary counts %d, checker %d", s.Count, c.Count)
+	}
 	kinds := map[ledger.DeviceKind]bool{}
 	for k, n := range sum.Population.Devices {
 		if n > 0 {

@@ -13,7 +13,7 @@ const (
 	hResponse = iota // intended send -> ACK (what a user waits; no coordinated omission)
 	hService         // actual send -> ACK
 	hDelay           // intended -> actual send (scheduling error)
-	hE2E             // intended send -> a recipient device stored it
+	hE2E             // intended send -> a recipient device stored its first copy, ACKed sends only (as the checker's)
 	nHist
 )
 

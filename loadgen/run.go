@@ -66,7 +66,12 @@ type CeilingConfig struct {
 	For           time.Duration
 }
 
-// Summary is written to RUN_DIR/summary.json.
+// Summary is written to RUN_DIR/summary.json. AchievedPerSec is ACKed
+// sends per second of the sending phase (LoadSeconds); StartedPerSec counts
+// every send started, whatever became of it (achieved_per_sec held that
+// figure before). Outcome holds the fractions of ok, failed and unknown
+// sends and whether they make the run OVERLOADED (Outcomes with
+// OverloadFraction).
 type Summary struct {
 	RunID string `json:"run_id"`
 	// Split: the segment of the run this process drove (1/1: the whole run).
@@ -86,6 +91,9 @@ type Summary struct {
 	Retries        uint64               `json:"retries"`
 	Deliveries     uint64               `json:"deliveries"`
 	AchievedPerSec float64              `json:"achieved_per_sec"`
+	StartedPerSec  float64              `json:"started_per_sec"`
+	LoadSeconds    float64              `json:"load_seconds"`
+	Outcome        Outcome              `json:"outcome"`
 	Latency        map[string]Quantiles `json:"latency"`
 	Timeline       []Second             `json:"timeline"`
 	Drain          DrainSummary         `json:"drain"`
@@ -123,6 +131,8 @@ type runner struct {
 	start  time.Time
 	led    *ledger.Ledger
 	m      *metrics
+	e2e    *e2eTracker
+	prog   progress
 	users  []uint64
 	devs   []*device
 	byUID  map[uint64][]*device
@@ -174,7 +184,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		_, _ = rand.Read(rb[:])
 		runID = hex.EncodeToString(rb[:])
 	}
-	r := &runner{cfg: cfg, runID: runID, cl: cl, sendCl: sendCl, m: newMetrics(16), byUID: map[uint64][]*device{}}
+	r := &runner{cfg: cfg, runID: runID, cl: cl, sendCl: sendCl, m: newMetrics(16), e2e: newE2ETracker(), byUID: map[uint64][]*device{}}
 	if err := r.population(); err != nil {
 		return nil, err
 	}
@@ -232,11 +242,12 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	var devWG sync.WaitGroup
 	for _, d := range r.devs {
 		devWG.Add(1)
-		go func() { defer devWG.Done(); d.run(devCtx, drain) }()
+		go func() { defer devWG.Done(); d.run(devCtx, drain); r.prog.step() }()
 	}
 	var live schedule.Live
 	repStop := make(chan struct{})
 	repDone := make(chan struct{})
+	r.prog.enter(PhaseSending, 0, 0)
 	go r.report(&live, sum, repStop, repDone)
 
 	st, err := schedule.Run(ctx, cfg.Pacer, r.ticks(), r.start, &live, r.send)
@@ -252,11 +263,13 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	loadEnd := time.Since(r.start)
 
 	// Settle, then the final drain of every device, bounded.
+	r.prog.enter(PhaseSettle, 0, 0)
 	select {
 	case <-time.After(cfg.Settle):
 	case <-ctx.Done():
 	}
 	drainStart := time.Now()
+	r.prog.enter(PhaseDrain, 0, len(r.devs))
 	close(drain)
 	done := make(chan struct{})
 	go func() { devWG.Wait(); close(done) }()
@@ -279,6 +292,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	}
 	sum.Drain.Seconds = time.Since(drainStart).Seconds()
 	if ctx.Err() == nil {
+		r.prog.enter(PhaseWitness, 0, len(r.users))
 		sum.Drain.WitnessUIDs, sum.Drain.WitnessErrors = r.witness(ctx)
 		r.note(ledger.Note{Check: "pull-witness", Made: ctx.Err() == nil, UIDs: sum.Drain.WitnessUIDs, Errors: sum.Drain.WitnessErrors})
 		r.storeWitness(ctx, sum)
@@ -294,8 +308,11 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	sum.OK, sum.Fail, sum.Unknown = r.m.ok.Load(), r.m.fail.Load(), r.m.unknown.Load()
 	sum.Retries, sum.Deliveries = r.m.retries.Load(), r.m.deliv.Load()
 	if loadEnd > 0 {
-		sum.AchievedPerSec = float64(st.Started) / loadEnd.Seconds()
+		sum.LoadSeconds = loadEnd.Seconds()
+		sum.StartedPerSec = float64(st.Started) / sum.LoadSeconds
+		sum.AchievedPerSec = float64(sum.OK) / sum.LoadSeconds
 	}
+	sum.Outcome = sum.Outcomes(OverloadFraction)
 	for h := range nHist {
 		sum.Latency[histNames[h]] = quantiles(r.m.total[h])
 	}
@@ -576,6 +593,7 @@ func (r *runner) send(worker int, t schedule.Tick, started time.Duration) {
 	a.Ended = time.Since(r.start)
 	l := r.m.lane(worker)
 	l.record(hDelay, a.Started-a.Intended)
+	r.e2e.outcome(l, t.Idx, a.Outcome == ledger.OK)
 	switch a.Outcome {
 	case ledger.OK:
 		r.m.ok.Add(1)
@@ -632,9 +650,15 @@ func (r *runner) report(live *schedule.Live, sum *Summary, stop <-chan struct{},
 		if r.cfg.OnSecond != nil {
 			r.cfg.OnSecond(row)
 		}
-		if r.cfg.Progress != nil {
-			fmt.Fprintf(r.cfg.Progress, "t=%3ds rate=%6d/s ok=%d ack_p99=%s e2e_p99=%s delay_p99=%s errors=%d (fail %d, unknown %d) late=%d missed=%d workers=%d deliveries=%d/s\n",
-				sec, row.Started, cur.OK, fmtUS(row.Response.P99), fmtUS(row.E2E.P99), fmtUS(row.SendDelay.P99),
+		if r.cfg.Progress == nil {
+			continue
+		}
+		if ph := r.prog.line(&r.cfg); ph != "" {
+			fmt.Fprintf(r.cfg.Progress, "t=%3ds %s; ok=%d errors=%d (fail %d, unknown %d) deliveries=%d/s\n",
+				sec, ph, cur.OK, cur.Fail+cur.Unknown, cur.Fail, cur.Unknown, row.Deliveries)
+		} else {
+			fmt.Fprintf(r.cfg.Progress, "t=%3ds sending %s/%s rate=%6d/s ok=%d ack_p99=%s e2e_p99=%s delay_p99=%s errors=%d (fail %d, unknown %d) late=%d missed=%d workers=%d deliveries=%d/s\n",
+				sec, min(time.Duration(sec)*time.Second, r.cfg.Duration), r.cfg.Duration, row.Started, cur.OK, fmtUS(row.Response.P99), fmtUS(row.E2E.P99), fmtUS(row.SendDelay.P99),
 				cur.Fail+cur.Unknown, cur.Fail, cur.Unknown, cur.Late, cur.Missed, cur.Workers, row.Deliveries)
 		}
 	}
@@ -667,8 +691,9 @@ func (r *runner) quiesce(ctx context.Context, deadline time.Time, sum *Summary) 
 			r.fail("final drain: %d uids still had new inbox entries after %d rounds", behind, sum.Drain.Rounds)
 			return false
 		}
+		r.prog.enter(PhaseDrain, sum.Drain.Rounds, len(r.devs))
 		sum.Drain.Rounds++
-		r.forEach(ctx, len(r.devs), func(i int) error { r.devs[i].final(ctx); return nil })
+		r.forEach(ctx, len(r.devs), func(i int) error { r.devs[i].final(ctx); r.prog.step(); return nil })
 	}
 }
 
@@ -742,6 +767,7 @@ func (r *runner) witness(ctx context.Context) (uids, errs int) {
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			err := r.witnessOne(ctx, i, uid)
+			r.prog.step()
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {

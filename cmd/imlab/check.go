@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +18,10 @@ import (
 // errInvalidRun makes `imlab check` exit non-zero.
 var errInvalidRun = errors.New("run is INVALID")
 
+// checkExitOverloaded is imlab check's status for a VALID run that was
+// OVERLOADED: safe, but not a clean pass.
+const checkExitOverloaded = 3
+
 // newCheckCmd is `imlab check RUN_DIR...`: the verdict of a load run, or of
 // the segments of one split run judged together.
 func newCheckCmd() *cobra.Command {
@@ -24,6 +29,7 @@ func newCheckCmd() *cobra.Command {
 		asJSON, partial bool
 		wait            time.Duration
 		out, under      string
+		limit           float64
 	)
 	cmd := &cobra.Command{
 		Use:   "check RUN_DIR...",
@@ -39,7 +45,13 @@ are judged together as if one generator had run: every record on one time base (
 segment's start corrected by its clock offset to the target), latency histograms built from
 every record, findings listed once; the verdict goes to --out (default: verdict.json in the
 directories' common parent). Directories of different runs, two of one segment or a missing
-segment are refused (--partial judges the segments there are, and says so).`,
+segment are refused (--partial judges the segments there are, and says so).
+
+Beside the safety verdict it reports the load, from the summaries: "achieved" is ACKed sends
+per second only, printed with the fractions of sends that failed or whose outcome stayed
+unknown; when those exceed --max-unknown-failed the run is OVERLOADED (its latencies describe
+a server that was not keeping up). Exit status: 0 VALID within load, 1 INVALID (whatever the
+load), 3 VALID but OVERLOADED.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if (len(args) == 0) == (under == "") {
 				return fmt.Errorf("check: give RUN_DIR... or --segments-in DIR, one of the two")
@@ -60,13 +72,14 @@ segment are refused (--partial judges the segments there are, and says so).`,
 					out = filepath.Join(under, "verdict.json")
 				}
 			}
-			return runCheckDirs(cmd, args, checkOpts{json: asJSON, partial: partial, wait: wait, out: out})
+			return runCheckDirs(cmd, args, checkOpts{json: asJSON, partial: partial, wait: wait, out: out, limit: limit})
 		},
 	}
 	cmd.Flags().StringVar(&under, "segments-in", "", "judge every run directory below DIR (DIR/*/summary.json) as the segments of one run, waiting (--wait) until the run's segment count is there")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the verdict as JSON instead of a table")
 	cmd.Flags().BoolVar(&partial, "partial", false, "judge the segments given even when some of the run's segments are missing")
 	cmd.Flags().DurationVar(&wait, "wait", 0, "wait up to this long for every RUN_DIR's summary.json (segments still running), then judge")
+	cmd.Flags().Float64Var(&limit, "max-unknown-failed", loadgen.OverloadFraction, "fraction of sends failed or of unknown outcome above which the run is OVERLOADED")
 	cmd.Flags().StringVar(&out, "out", "", "where verdict.json goes (default: RUN_DIR/verdict.json; with several directories, their common parent)")
 	return cmd
 }
@@ -75,17 +88,24 @@ type checkOpts struct {
 	json, partial bool
 	wait          time.Duration
 	out           string
+	limit         float64 // OVERLOADED above this fraction of failed + unknown sends (0: loadgen.OverloadFraction)
 }
 
 // maxCheckWait bounds --wait.
 const maxCheckWait = 24 * time.Hour
 
 func runCheck(cmd *cobra.Command, dir string, asJSON bool) error {
-	return runCheckDirs(cmd, []string{dir}, checkOpts{json: asJSON})
+	return runCheckDirs(cmd, []string{dir}, checkOpts{json: asJSON, limit: loadgen.OverloadFraction})
 }
 
 func runCheckDirs(cmd *cobra.Command, dirs []string, o checkOpts) error {
 	out := cmd.OutOrStdout()
+	if o.limit == 0 {
+		o.limit = loadgen.OverloadFraction
+	}
+	if o.limit < 0 || o.limit >= 1 {
+		return fmt.Errorf("check: --max-unknown-failed %g: want a fraction in (0, 1)", o.limit)
+	}
 	if o.wait < 0 || o.wait > maxCheckWait {
 		return fmt.Errorf("--wait %s: want 0..%s", o.wait, maxCheckWait)
 	}
@@ -125,13 +145,21 @@ func runCheckDirs(cmd *cobra.Command, dirs []string, o checkOpts) error {
 		}
 		v.Warnings = append(v.Warnings, plan.Notes...)
 	}
+	var (
+		load  loadgen.Summary // the segments' counts summed, the longest sending phase
+		loads int
+	)
 	for _, d := range dirs {
 		s, err := loadgen.ReadSummary(d)
 		if err != nil {
 			continue
 		}
-		if s.Ceiling != nil && len(dirs) == 1 {
-			fmt.Fprintf(out, "generator ceiling (no-op endpoint): %.0f sends/s; achieved %.0f sends/s\n", s.Ceiling.PerSec, s.AchievedPerSec)
+		loads++
+		load.OK, load.Fail, load.Unknown = load.OK+s.OK, load.Fail+s.Fail, load.Unknown+s.Unknown
+		load.LoadSeconds = max(load.LoadSeconds, s.LoadSeconds)
+		load.AchievedPerSec += s.AchievedPerSec
+		if len(dirs) == 1 && !o.json {
+			printLoad(out, s, v, o.limit)
 		}
 		if !s.Drain.Complete {
 			v.Warnings = append(v.Warnings, d+": the run's final drain did not complete: lost may include messages still in flight")
@@ -162,7 +190,29 @@ func runCheckDirs(cmd *cobra.Command, dirs []string, o checkOpts) error {
 	if !v.Valid {
 		return errInvalidRun
 	}
+	if lo := load.Outcomes(o.limit); loads > 0 && lo.Overloaded {
+		if !o.json {
+			fmt.Fprintf(out, "result: VALID but OVERLOADED: not a clean pass (%s)\n", lo)
+		}
+		return &exitError{code: checkExitOverloaded, err: errors.New("run is VALID but OVERLOADED")}
+	}
 	return nil
+}
+
+// printLoad prints a run's load beside its verdict: the achieved (ACKed)
+// rate with the failed and unknown fractions, the generator's ceiling, and
+// a note when an older summary's end_to_end differs from the checker's
+// definition.
+func printLoad(w io.Writer, s *loadgen.Summary, v *checker.Verdict, limit float64) {
+	fmt.Fprintf(w, "load: %s\n", s.Outcomes(limit))
+	if s.Ceiling != nil {
+		fmt.Fprintf(w, "generator ceiling (no-op endpoint): %.0f sends/s; sends started %.0f/s\n", s.Ceiling.PerSec, s.StartedPerSec)
+	}
+	se, ce := s.Latency["end_to_end"], v.Latency["end_to_end"]
+	if se.Count != ce.Count {
+		fmt.Fprintf(w, "note: the load summary's end_to_end has %d samples (p99 %s), this check %d (p99 %s): summaries written by an older imlab also counted copies of sends that failed or stayed unknown; the checker counts the first copy per device of ACKed sends only\n",
+			se.Count, checker.Dur(se.P99), ce.Count, checker.Dur(ce.P99))
+	}
 }
 
 // verdictPath: --out, else RUN_DIR/verdict.json, else (several directories)

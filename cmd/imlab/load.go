@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"imlab/loadgen"
+	"imlab/loadgen/checker"
 	"imlab/loadgen/client"
 	"imlab/loadgen/schedule"
 )
@@ -156,13 +157,15 @@ func printSummary(w interface{ Write([]byte) (int, error) }, s *loadgen.Summary)
 	g := s.Generator
 	fmt.Fprintf(w, "generator: GOMAXPROCS %d on %d CPUs, GOGC %d, %d conns, pipeline %d on %d conns, workers %d..%d\n",
 		g.GOMAXPROCS, g.CPUs, g.GOGC, g.Conns, g.Pipeline, g.PipelineConns, g.Workers, g.MaxWorkers)
-	fmt.Fprintf(w, "sends: scheduled %d, started %d, late %d, missed %d; ok %d, fail %d, unknown %d, retries %d; achieved %.0f/s\n",
-		s.Pacer.Scheduled, s.Pacer.Started, s.Pacer.Late, s.Pacer.Missed, s.OK, s.Fail, s.Unknown, s.Retries, s.AchievedPerSec)
-	fmt.Fprintf(w, "latency (µs)   count      p50      p90      p99     p999      max\n")
+	fmt.Fprintf(w, "sends: scheduled %d, started %d (%.0f/s), late %d, missed %d; ok %d, fail %d, unknown %d, retries %d\n",
+		s.Pacer.Scheduled, s.Pacer.Started, s.StartedPerSec, s.Pacer.Late, s.Pacer.Missed, s.OK, s.Fail, s.Unknown, s.Retries)
+	fmt.Fprintf(w, "load: %s\n", s.Outcome)
+	fmt.Fprintf(w, "%-11s %8s %9s %9s %9s %9s %9s\n", "latency", "count", "p50", "p90", "p99", "p999", "max")
 	for _, n := range []string{"response", "service", "send_delay", "end_to_end"} {
 		l := s.Latency[n]
-		fmt.Fprintf(w, "%-11s %8d %8d %8d %8d %8d %8d\n", n, l.Count, l.P50, l.P90, l.P99, l.P999, l.Max)
+		fmt.Fprintf(w, "%-11s %8d %9s %9s %9s %9s %9s\n", n, l.Count, checker.Dur(l.P50), checker.Dur(l.P90), checker.Dur(l.P99), checker.Dur(l.P999), checker.Dur(l.Max))
 	}
+	fmt.Fprintln(w, checker.LatencyLegend)
 	fmt.Fprintf(w, "deliveries %d; drain complete %v in %.1fs (%d rounds); witness %d uids (%d errors); ledger %d bytes\n",
 		s.Deliveries, s.Drain.Complete, s.Drain.Seconds, s.Drain.Rounds, s.Drain.WitnessUIDs, s.Drain.WitnessErrors, s.LedgerBytes)
 	ev := s.Evidence

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -25,6 +26,11 @@ func main() {
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "imlab:", err)
+		var ee *exitError
+		if errors.As(err, &ee) {
+			stop()
+			os.Exit(ee.code)
+		}
 		os.Exit(1)
 	}
 }

@@ -304,3 +304,11 @@ func TestTableAndJSON(t *testing.T) {
 		t.Fatalf("json: %s", js.String())
 	}
 }
+
+func TestDurFormatsLatencies(t *testing.T) {
+	for us, want := range map[int64]string{9420799: "9.42s", 64612345: "1m4.6s", 212345: "212ms", 1234: "1.23ms", 840: "840µs", 0: "0s", 150000000: "2m30s"} {
+		if got := Dur(us); got != want {
+			t.Errorf("Dur(%d) = %q, want %q", us, got, want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 )
 
 // WriteTable prints the verdict as a table.
@@ -62,14 +63,32 @@ func (v *Verdict) WriteTable(w io.Writer) {
 			fmt.Fprintf(w, "%-17s %9s %9s    e.g. %s\n", "", "", "", e)
 		}
 	}
-	fmt.Fprintf(w, "latency (µs)   count      p50      p90      p99     p999      max\n")
+	fmt.Fprintf(w, "%-11s %8s %9s %9s %9s %9s %9s\n", "latency", "count", "p50", "p90", "p99", "p999", "max")
 	for _, n := range []string{"response", "service", "send_delay", "end_to_end"} {
 		l := v.Latency[n]
-		fmt.Fprintf(w, "%-11s %8d %8d %8d %8d %8d %8d\n", n, l.Count, l.P50, l.P90, l.P99, l.P999, l.Max)
+		fmt.Fprintf(w, "%-11s %8d %9s %9s %9s %9s %9s\n", n, l.Count, Dur(l.P50), Dur(l.P90), Dur(l.P99), Dur(l.P999), Dur(l.Max))
 	}
+	fmt.Fprintln(w, LatencyLegend)
 	for _, s := range v.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", s)
 	}
+}
+
+// LatencyLegend defines the latency rows of the verdict table (and of the
+// load summary, whose histograms follow the same definitions).
+const LatencyLegend = "(response: intended send to ACK; end_to_end: intended send to a recipient device's first copy, ACKed sends only)"
+
+// Dur formats a latency in microseconds as a duration to three
+// significant digits ("9.42s", "212ms", "840µs").
+func Dur(us int64) string {
+	d := time.Duration(us) * time.Microsecond
+	// Round to a hundredth of the largest power of ten at most d.
+	for p := 100 * time.Second; p >= time.Millisecond; p /= 10 {
+		if d >= p {
+			return d.Round(p / 100).String()
+		}
+	}
+	return d.String()
 }
 
 // WriteJSON writes the verdict as indented JSON.

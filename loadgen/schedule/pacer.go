@@ -134,14 +134,18 @@ type Tick struct {
 type Handler func(worker int, t Tick, started time.Duration)
 
 // Stats counts what the pacer did.
+//
+// Its JSON keys are snake_case like the rest of the load summary; files
+// written before the tags (keys "Scheduled", "Started", ...) still read,
+// since encoding/json matches keys case-insensitively.
 type Stats struct {
-	Scheduled uint64 // ticks the shape produced (started + missed)
-	Started   uint64 // ticks handed to a worker
-	Late      uint64 // started more than LateAfter after intended
-	Direct    uint64 // started by a worker that took a due tick itself on finishing a send (the rest were handed over by the pacer)
-	Missed    uint64 // never started: past duration+Grace, or the run was cancelled
-	Canceled  bool   // ctx ended before the schedule did
-	Workers   int    // pool size at the end
+	Scheduled uint64 `json:"scheduled"` // ticks the shape produced (started + missed)
+	Started   uint64 `json:"started"`   // ticks handed to a worker
+	Late      uint64 `json:"late"`      // started more than LateAfter after intended
+	Direct    uint64 `json:"direct"`    // started by a worker that took a due tick itself on finishing a send (the rest were handed over by the pacer)
+	Missed    uint64 `json:"missed"`    // never started: past duration+Grace, or the run was cancelled
+	Canceled  bool   `json:"canceled"`  // ctx ended before the schedule did
+	Workers   int    `json:"workers"`   // pool size at the end
 }
 
 // Live counters readable while Run is going.

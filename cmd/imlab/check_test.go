@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"imlab/loadgen"
+	"imlab/loadgen/faketarget"
+	"imlab/loadgen/schedule"
+)
+
+// TestCheckReportsLoadBesideTheVerdict: imlab check prints latencies as
+// durations, "achieved" as ACKed sends/s with the unknown and failed
+// fractions, and a VALID run whose sends mostly stayed unknown as
+// OVERLOADED with exit status 3, the safety verdict still VALID.
+func TestCheckReportsLoadBesideTheVerdict(t *testing.T) {
+	const secret = "check-cmd-test-secret-0123456"
+	srv, err := faketarget.Start(faketarget.DefaultConfig(secret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	dir := t.TempDir()
+	cfg := loadgen.DefaultConfig(srv.URL(), secret, dir)
+	cfg.Shape, cfg.Duration = schedule.Constant{PerSec: 200}, time.Second
+	cfg.Pop.Users, cfg.Pop.Groups, cfg.Pop.GroupShare = 10, 0, 0
+	cfg.Settle, cfg.CeilingFor, cfg.Timeout = 200*time.Millisecond, 0, 30*time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := loadgen.Run(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	check := func() (string, error) {
+		root := &cobra.Command{Use: "imlab", SilenceUsage: true, SilenceErrors: true}
+		root.AddCommand(newCheckCmd())
+		var out bytes.Buffer
+		root.SetOut(&out)
+		root.SetArgs([]string{"check", dir})
+		err := root.ExecuteContext(ctx)
+		return out.String(), err
+	}
+	out, err := check()
+	if err != nil {
+		t.Fatalf("check: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "load: achieved ") || !strings.Contains(out, "ACKed sends/s") || !strings.Contains(out, "unknown 0.0%, failed 0.0%: within load") {
+		t.Fatalf("no load line:\n%s", out)
+	}
+	row := regexp.MustCompile(`(?m)^response +\d+ +(\S+)`).FindStringSubmatch(out)
+	if row == nil {
+		t.Fatalf("no response row:\n%s", out)
+	}
+	if _, err := time.ParseDuration(row[1]); err != nil {
+		t.Fatalf("response p50 %q is not a duration:\n%s", row[1], out)
+	}
+	if strings.Contains(out, "note: the load summary's end_to_end") {
+		t.Fatalf("summary and check count end_to_end differently:\n%s", out)
+	}
+
+	// The same ledger, with a summary saying 40 of 240 sends stayed unknown.
+	p := filepath.Join(dir, loadgen.SummaryFile)
+	s, err := loadgen.ReadSummary(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Unknown = s.OK / 5
+	b, _ := json.Marshal(s)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = check()
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != checkExitOverloaded {
+		t.Fatalf("overloaded run: error %v, want exit status %d\n%s", err, checkExitOverloaded, out)
+	}
+	if !strings.Contains(out, "verdict: VALID") || !strings.Contains(out, "result: VALID but OVERLOADED") || !strings.Contains(out, "unknown 16.7%") {
+		t.Fatalf("overloaded run output:\n%s", out)
+	}
+}

@@ -1,0 +1,103 @@
+package loadgen
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"imlab/loadgen/schedule"
+)
+
+// TestE2ETrackerCountsACKedSendsOnly: a copy stored before its send's ACK
+// is counted once the ACK comes, one stored after it at once, and copies
+// of a send that failed or stayed unknown never.
+func TestE2ETrackerCountsACKedSendsOnly(t *testing.T) {
+	m := newMetrics(1)
+	l := m.lane(0)
+	tr := newE2ETracker()
+	tr.stored(l, 1, 10*time.Millisecond) // pushed before the ACK
+	tr.stored(l, 2, 20*time.Millisecond) // a send that will stay unknown
+	tr.stored(l, 3, 5*time.Second)
+	tr.outcome(l, 1, true)
+	tr.outcome(l, 2, false)
+	tr.outcome(l, 3, false)
+	tr.stored(l, 1, 30*time.Millisecond) // another recipient, after the ACK
+	tr.stored(l, 2, 40*time.Millisecond) // delivered late, outcome unknown
+	h := m.swap()[hE2E]
+	if h.TotalCount() != 2 || h.Max() > 31000 || h.Min() < 9000 {
+		t.Fatalf("end_to_end: %d samples, min %dµs max %dµs; want the two copies of send 1", h.TotalCount(), h.Min(), h.Max())
+	}
+	for i := range tr.shards {
+		if n := len(tr.shards[i].wait); n != 0 {
+			t.Fatalf("shard %d still holds %d waiting sends", i, n)
+		}
+	}
+}
+
+// TestProgressLineNamesThePhase: the live line says which phase the run is
+// in and how far it has come.
+func TestProgressLineNamesThePhase(t *testing.T) {
+	cfg := DefaultConfig("http://127.0.0.1:1", "x", t.TempDir())
+	var p progress
+	p.enter(PhaseSending, 0, 0)
+	if got := p.line(&cfg); got != "" {
+		t.Fatalf("sending: %q, want the send line", got)
+	}
+	p.enter(PhaseSettle, 0, 0)
+	if got := p.line(&cfg); !strings.HasPrefix(got, "settle ") || !strings.Contains(got, " of "+cfg.Settle.String()) {
+		t.Fatalf("settle: %q", got)
+	}
+	p.enter(PhaseDrain, 0, 40)
+	for range 3 {
+		p.step()
+	}
+	if got := p.line(&cfg); !strings.HasPrefix(got, "drain: 3/40 devices at the end") {
+		t.Fatalf("drain: %q", got)
+	}
+	p.enter(PhaseDrain, 1, 40)
+	if got := p.line(&cfg); !strings.HasPrefix(got, "drain round 2: 0/40") {
+		t.Fatalf("drain round: %q", got)
+	}
+	p.enter(PhaseWitness, 0, 20)
+	p.step()
+	if got := p.line(&cfg); !strings.HasPrefix(got, "witness: 1/20 users") {
+		t.Fatalf("witness: %q", got)
+	}
+}
+
+// TestSummaryKeys: summary.json's pacer keys are snake_case, and a summary
+// written with the old keys ("Scheduled", "Started") still reads; its
+// outcome is computed from the counts.
+func TestSummaryKeys(t *testing.T) {
+	dir := t.TempDir()
+	if err := writeSummary(dir, &Summary{Pacer: schedule.Stats{Scheduled: 5, Started: 4}, OK: 3, Unknown: 1, LoadSeconds: 2}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, SummaryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"scheduled": 5`) || strings.Contains(string(b), `"Scheduled"`) {
+		t.Fatalf("pacer keys not snake_case:\n%s", b)
+	}
+	old := `{"run_id":"r","pacer":{"Scheduled":7,"Started":6,"Late":1,"Missed":1},"ok":90,"fail":4,"unknown":6,"achieved_per_sec":50}`
+	if err := os.WriteFile(filepath.Join(dir, SummaryFile), []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := ReadSummary(dir)
+	if err != nil || s.Pacer.Scheduled != 7 || s.Pacer.Started != 6 || s.Pacer.Missed != 1 {
+		t.Fatalf("old summary: %+v %v", s, err)
+	}
+	o := s.Outcomes(0)
+	if o.Sends != 100 || o.UnknownFrac != 0.06 || o.FailFrac != 0.04 || !o.Overloaded || o.Limit != OverloadFraction {
+		t.Fatalf("outcome %+v", o)
+	}
+	if got := o.String(); !strings.Contains(got, "OVERLOADED") || !strings.Contains(got, "unknown 6.0%") || !strings.Contains(got, "failed 4.0%") {
+		t.Fatalf("outcome line %q", got)
+	}
+	if o := (&Summary{OK: 1000, Unknown: 5, LoadSeconds: 10}).Outcomes(0); o.Overloaded || o.AckedPerSec != 100 {
+		t.Fatalf("0.5%% unknown: %+v, want within load at 100/s", o)
+	}
+}
