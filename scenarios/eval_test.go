@@ -228,6 +228,9 @@ func TestHTMLReport(t *testing.T) {
 	if notes := strings.Join(HTMLReport(noQueue).Notes, "\n"); !strings.Contains(notes, "nothing goes through a queue") {
 		t.Fatalf("strict without history: notes %q lack why there is no lag chart", notes)
 	}
+	if len(rep.Settings) == 0 || rep.Settings[0][0] != "load" || !strings.Contains(rep.Settings[0][1], "ACKed sends/s") {
+		t.Fatalf("first setting %q: want the load outcome", rep.Settings)
+	}
 	for _, s := range rep.Settings {
 		if s[0] == "backends" {
 			t.Fatalf("backends listed in the settings as well as the header")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"imlab/dashboards/report"
+	"imlab/loadgen"
 	"imlab/scenarios/recovery"
 )
 
@@ -51,6 +52,16 @@ func HTMLReport(res *Result) *report.Report {
 			continue // in the page's header already
 		}
 		rep.Settings = append(rep.Settings, [2]string{s.Name, s.Value})
+	}
+	if len(res.Sends) > 0 {
+		// The load beside the safety verdict: the achieved (ACKed) rate, the
+		// unknown and failed fractions, OVERLOADED above the stated limit.
+		var load loadgen.Summary
+		for _, s := range res.Sends {
+			load.OK, load.Fail, load.Unknown = load.OK+s.OK, load.Fail+s.Fail, load.Unknown+s.Unknown
+		}
+		load.LoadSeconds = res.spec().Load.Duration.D().Seconds()
+		rep.Settings = append([][2]string{{"load", load.Outcomes(loadgen.OverloadFraction).String()}}, rep.Settings...)
 	}
 	switch {
 	case res.Incomplete:
