@@ -28,7 +28,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "imlab:", err)
 		var ee *exitError
 		if errors.As(err, &ee) {
-			stop()
 			os.Exit(ee.code)
 		}
 		os.Exit(1)
