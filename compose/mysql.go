@@ -327,8 +327,9 @@ func moduleVersion(path string) string {
 }
 
 const embeddedMySQLWarning = "MySQL is embedded go-mysql-server (memory engine, one transaction at a time): " +
-	"correctness demos only; it slows down as tables grow (measured ~1k single-row inserts/s on an empty table, " +
-	"~100-200/s at 3k rows, see BenchmarkInsertOfflineMsg); every figure from this run is an embedded-backend figure"
+	"correctness on a laptop, not capacity; every INSERT re-sorts its table, so it slows as tables grow " +
+	"(see BenchmarkInsertOfflineMsg and BenchmarkInsertOfflineMsgPosition; scenario runs scale their rates for it); " +
+	"every figure from this run is an embedded-backend figure"
 
 func (r *run) embeddedMySQL(ctx context.Context) error {
 	// go-mysql-server logs every connection through logrus's process-wide
