@@ -38,8 +38,13 @@ import (
 type SQL struct {
 	begins, commits, rollbacks, execs, queries, prepares atomic.Int64
 
-	mu     sync.Mutex
-	byKind map[string]*kindStat
+	// handlers: read the server's session Handler_* counters after each
+	// COMMIT (WithHandlerStats).
+	handlers bool
+
+	mu       sync.Mutex
+	byKind   map[string]*kindStat
+	rowCalls map[string]int64 // committed transactions' Handler_* calls
 }
 
 type kindStat struct {
@@ -53,6 +58,22 @@ type SQLSnapshot struct {
 	// Kinds counts statements by kind ("INSERT conv_counter",
 	// "SELECT seq_fence", "COMMIT", ...) with their summed wall time.
 	Kinds map[string]KindStat
+	// Handlers sums the server's Handler_* counters (row-level storage
+	// engine calls: Handler_read_key, Handler_write, Handler_update, ...)
+	// of the pool's sessions, read at each COMMIT (so a rolled-back attempt
+	// or an autocommit statement counts with the connection's next commit),
+	// when it was opened WithHandlerStats; nil otherwise. Unlike CPU time
+	// they are exact on a shared server.
+	Handlers map[string]int64
+}
+
+// RowCalls is the sum of Handlers.
+func (s SQLSnapshot) RowCalls() int64 {
+	var n int64
+	for _, v := range s.Handlers {
+		n += v
+	}
+	return n
 }
 
 // KindStat is one statement kind's count and summed wall time (from the
@@ -83,6 +104,14 @@ func (s SQLSnapshot) Sub(o SQLSnapshot) SQLSnapshot {
 			d.Kinds[k] = KindStat{N: v.N - w.N, Dur: v.Dur - w.Dur}
 		}
 	}
+	if s.Handlers != nil {
+		d.Handlers = map[string]int64{}
+		for k, v := range s.Handlers {
+			if v-o.Handlers[k] != 0 {
+				d.Handlers[k] = v - o.Handlers[k]
+			}
+		}
+	}
 	return d
 }
 
@@ -108,6 +137,9 @@ func (c *SQL) Snapshot() SQLSnapshot {
 	c.mu.Lock()
 	for k, v := range c.byKind {
 		s.Kinds[k] = KindStat{N: v.n, Dur: v.dur}
+	}
+	if c.handlers {
+		s.Handlers = maps.Clone(c.rowCalls)
 	}
 	c.mu.Unlock()
 	return s
@@ -168,9 +200,19 @@ func Kind(query string) string {
 	return verb + " " + table
 }
 
+// Option changes what OpenMySQL's pool counts.
+type Option func(*SQL)
+
+// WithHandlerStats makes each connection read the server's session
+// Handler_* counters (SHOW SESSION STATUS) after every COMMIT and add the
+// difference to the previous reading, less what the reading itself costs
+// (measured at connect). The readings are extra round trips, not
+// counted as such.
+func WithHandlerStats() Option { return func(c *SQL) { c.handlers = true } }
+
 // OpenMySQL opens a pool on dsn (go-sql-driver syntax) whose every call is
 // counted by the returned SQL.
-func OpenMySQL(dsn string) (*sql.DB, *SQL, error) {
+func OpenMySQL(dsn string, opts ...Option) (*sql.DB, *SQL, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		return nil, nil, fmt.Errorf("budget: parse dsn: %w", err)
@@ -179,7 +221,10 @@ func OpenMySQL(dsn string) (*sql.DB, *SQL, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("budget: connector: %w", err)
 	}
-	c := &SQL{byKind: map[string]*kindStat{}}
+	c := &SQL{byKind: map[string]*kindStat{}, rowCalls: map[string]int64{}}
+	for _, o := range opts {
+		o(c)
+	}
 	return sql.OpenDB(&connector{inner: inner, c: c}), c, nil
 }
 
@@ -193,7 +238,73 @@ func (k *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &countedConn{Conn: conn, c: k.c}, nil
+	cc := &countedConn{Conn: conn, c: k.c}
+	if k.c.handlers {
+		// Three readings: the first of a session may cost more than
+		// the steady ones, whose difference is the overhead.
+		var r [3]map[string]int64
+		for i := range r {
+			if r[i], err = cc.readHandlers(ctx); err != nil {
+				conn.Close()
+				return nil, err
+			}
+		}
+		cc.overhead = map[string]int64{}
+		for name, v := range r[2] {
+			cc.overhead[name] = v - r[1][name]
+		}
+		cc.last = r[2]
+	}
+	return cc, nil
+}
+
+// handlerQuery reads the row-level storage engine calls of the session.
+const handlerQuery = "SHOW SESSION STATUS WHERE Variable_name IN ('Handler_read_key','Handler_read_next','Handler_read_prev'," +
+	"'Handler_read_first','Handler_read_last','Handler_read_rnd','Handler_read_rnd_next','Handler_write','Handler_update','Handler_delete')"
+
+func (cc *countedConn) readHandlers(ctx context.Context) (map[string]int64, error) {
+	rows, err := cc.Conn.(driver.QueryerContext).QueryContext(ctx, handlerQuery, nil)
+	if err != nil {
+		return nil, fmt.Errorf("budget: session status: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	dest := make([]driver.Value, len(rows.Columns()))
+	for {
+		if err := rows.Next(dest); err != nil {
+			break
+		}
+		name := fmt.Sprint(asString(dest[0]))
+		v, err := strconv.ParseInt(asString(dest[1]), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("budget: session status %s: %w", name, err)
+		}
+		out[name] = v
+	}
+	return out, nil
+}
+
+func asString(v driver.Value) string {
+	if b, ok := v.([]byte); ok {
+		return string(b)
+	}
+	return fmt.Sprint(v)
+}
+
+// noteHandlers adds the session's Handler_* calls since the last reading.
+func (cc *countedConn) noteHandlers() {
+	now, err := cc.readHandlers(context.Background())
+	if err != nil {
+		return
+	}
+	cc.c.mu.Lock()
+	for name, v := range now {
+		if d := v - cc.last[name] - cc.overhead[name]; d > 0 {
+			cc.c.rowCalls[name] += d
+		}
+	}
+	cc.c.mu.Unlock()
+	cc.last = now
 }
 
 func (k *connector) Driver() driver.Driver { return k.inner.Driver() }
@@ -203,6 +314,9 @@ func (k *connector) Driver() driver.Driver { return k.inner.Driver() }
 type countedConn struct {
 	driver.Conn
 	c *SQL
+	// last and overhead: the previous Handler_* reading and what one
+	// reading adds (WithHandlerStats).
+	last, overhead map[string]int64
 }
 
 func (cc *countedConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
@@ -213,7 +327,7 @@ func (cc *countedConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driv
 	if err != nil {
 		return nil, err
 	}
-	return &countedTx{Tx: tx, c: cc.c}, nil
+	return &countedTx{Tx: tx, c: cc.c, conn: cc}, nil
 }
 
 func (cc *countedConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
@@ -253,7 +367,8 @@ func (cc *countedConn) CheckNamedValue(nv *driver.NamedValue) error {
 
 type countedTx struct {
 	driver.Tx
-	c *SQL
+	c    *SQL
+	conn *countedConn
 }
 
 func (t *countedTx) Commit() error {
@@ -261,6 +376,9 @@ func (t *countedTx) Commit() error {
 	start := time.Now()
 	err := t.Tx.Commit()
 	t.c.note("COMMIT", start)
+	if err == nil && t.c.handlers {
+		t.conn.noteHandlers()
+	}
 	return err
 }
 
@@ -460,7 +578,9 @@ type Reporter interface {
 }
 
 // Report puts the per-batch and per-message figures on b: rt/batch (MySQL
-// round trips), stmts/msg, msgs/batch, redis-rt/batch, go-µs/msg and, when
+// round trips), stmts/msg, rowcalls/msg (the server's Handler_* calls of
+// committed transactions, WithHandlerStats), msgs/batch, redis-rt/batch,
+// go-µs/msg and, when
 // the server process was readable, db-µs/msg (both CPU; on a shared machine
 // the server figure includes other clients' work).
 func (res Result) Report(b Reporter) {
@@ -470,6 +590,9 @@ func (res Result) Report(b Reporter) {
 		b.ReportMetric(float64(res.Redis.RoundTrips)/float64(res.Batches), "redis-rt/batch")
 	}
 	if res.Msgs > 0 {
+		if res.SQL.Handlers != nil {
+			b.ReportMetric(float64(res.SQL.RowCalls())/float64(res.Msgs), "rowcalls/msg")
+		}
 		b.ReportMetric(float64(res.SQL.Statements())/float64(res.Msgs), "stmts/msg")
 		b.ReportMetric(float64(res.CPU.Self.Microseconds())/float64(res.Msgs), "go-µs/msg")
 		if res.CPU.ServerOK {

@@ -126,7 +126,7 @@ func BenchmarkRawContentInsert(b *testing.B) {
 
 // countedDB opens a pool on dsn whose round trips the budget counts.
 func countedDB(b *testing.B, dsn string) (*sql.DB, *budget.SQL) {
-	db, c, err := budget.OpenMySQL(dsn)
+	db, c, err := budget.OpenMySQL(dsn, budget.WithHandlerStats())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -131,7 +131,7 @@ func benchStrict(b *testing.B, kind string, hot int) {
 
 // countedDB opens a pool on dsn whose round trips the budget counts.
 func countedDB(b *testing.B, dsn string) (*sql.DB, *budget.SQL) {
-	db, c, err := budget.OpenMySQL(dsn)
+	db, c, err := budget.OpenMySQL(dsn, budget.WithHandlerStats())
 	if err != nil {
 		b.Fatal(err)
 	}
