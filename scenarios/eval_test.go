@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"imlab/dashboards/report"
+	"imlab/loadgen"
 	"imlab/loadgen/schedule"
 )
 
@@ -265,5 +266,17 @@ func TestHTMLReport(t *testing.T) {
 	buf.Reset()
 	if err := report.WriteHTML(&buf, rep); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMergedSummaryOutcome: the segments' merged summary carries the
+// outcome of the summed counts (one segment's unknowns make the whole run
+// OVERLOADED when they exceed the limit of all its sends).
+func TestMergedSummaryOutcome(t *testing.T) {
+	a := &loadgen.Summary{OK: 500, LoadSeconds: 5, StartedPerSec: 100, AchievedPerSec: 100}
+	b := &loadgen.Summary{OK: 450, Unknown: 50, LoadSeconds: 5.2, StartedPerSec: 100, AchievedPerSec: 90}
+	m := mergeSummaries([]*loadgen.Summary{a, b})
+	if m.OK != 950 || m.LoadSeconds != 5.2 || m.StartedPerSec != 200 || !m.Outcome.Overloaded || m.Outcome.UnknownFrac != 0.05 {
+		t.Fatalf("merged: ok %d load %gs started %g/s outcome %+v", m.OK, m.LoadSeconds, m.StartedPerSec, m.Outcome)
 	}
 }

@@ -171,6 +171,7 @@ func mergeSummaries(sums []*loadgen.Summary) *loadgen.Summary {
 	m.Timeline = nil
 	m.Errors = nil
 	m.OK, m.Fail, m.Unknown, m.Retries, m.Deliveries, m.AchievedPerSec = 0, 0, 0, 0, 0, 0
+	m.StartedPerSec, m.LoadSeconds = 0, 0
 	m.Pacer = schedule.Stats{}
 	m.Drain = loadgen.DrainSummary{Complete: true}
 	m.Split.Users = 0
@@ -186,6 +187,8 @@ func mergeSummaries(sums []*loadgen.Summary) *loadgen.Summary {
 		m.Retries += s.Retries
 		m.Deliveries += s.Deliveries
 		m.AchievedPerSec += s.AchievedPerSec
+		m.StartedPerSec += s.StartedPerSec
+		m.LoadSeconds = max(m.LoadSeconds, s.LoadSeconds)
 		m.Split.Users += s.Split.Users
 		m.Pacer.Scheduled += s.Pacer.Scheduled
 		m.Pacer.Started += s.Pacer.Started
@@ -217,6 +220,7 @@ func mergeSummaries(sums []*loadgen.Summary) *loadgen.Summary {
 	for _, t := range ts {
 		m.Timeline = append(m.Timeline, *byT[t])
 	}
+	m.Outcome = m.Outcomes(loadgen.OverloadFraction)
 	return &m
 }
 
