@@ -12,10 +12,10 @@ import (
 	"strings"
 	"testing"
 
+	yamlv3 "gopkg.in/yaml.v3"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	yamlv3 "gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
@@ -69,6 +69,17 @@ func ptrOr(p *int32, def int32) int32 {
 }
 
 func strictInto(doc []byte, out any) error { return yaml.UnmarshalStrict(doc, out) }
+
+// decodeAs decodes doc strictly into a new T and files it by name.
+func decodeAs[T any, P interface {
+	*T
+	GetName() string
+}](doc []byte, into map[string]*T) (string, error) {
+	x := P(new(T))
+	err := strictInto(doc, x)
+	into[x.GetName()] = x
+	return x.GetName(), err
+}
 
 func loadK8s(t *testing.T) *k8sObjects {
 	t.Helper()
@@ -125,33 +136,19 @@ func (o *k8sObjects) add(doc []byte) error {
 	var name string
 	switch tm.APIVersion + " " + tm.Kind {
 	case "v1 ConfigMap":
-		x := &corev1.ConfigMap{}
-		err, name = strictInto(doc, x), x.Name
-		o.configMaps[name] = x
+		name, err = decodeAs(doc, o.configMaps)
 	case "v1 Secret":
-		x := &corev1.Secret{}
-		err, name = strictInto(doc, x), x.Name
-		o.secrets[name] = x
+		name, err = decodeAs(doc, o.secrets)
 	case "v1 PersistentVolumeClaim":
-		x := &corev1.PersistentVolumeClaim{}
-		err, name = strictInto(doc, x), x.Name
-		o.pvcs[name] = x
+		name, err = decodeAs(doc, o.pvcs)
 	case "v1 Service":
-		x := &corev1.Service{}
-		err, name = strictInto(doc, x), x.Name
-		o.services[name] = x
+		name, err = decodeAs(doc, o.services)
 	case "apps/v1 Deployment":
-		x := &appsv1.Deployment{}
-		err, name = strictInto(doc, x), x.Name
-		o.deploys[name] = x
+		name, err = decodeAs(doc, o.deploys)
 	case "apps/v1 StatefulSet":
-		x := &appsv1.StatefulSet{}
-		err, name = strictInto(doc, x), x.Name
-		o.sets[name] = x
+		name, err = decodeAs(doc, o.sets)
 	case "batch/v1 Job":
-		x := &batchv1.Job{}
-		err, name = strictInto(doc, x), x.Name
-		o.jobs[name] = x
+		name, err = decodeAs(doc, o.jobs)
 	default:
 		return fmt.Errorf("unexpected %s %s", tm.APIVersion, tm.Kind)
 	}
