@@ -3,7 +3,6 @@ package pull
 import (
 	"context"
 	"database/sql"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -25,15 +24,22 @@ type StoreReader struct {
 	db      *sql.DB
 	policy  string
 	timeout time.Duration
+	outbox  OutboxLookup
 }
 
+// OutboxLookup returns the mq_outbox status of a message's row, or
+// model.OutboxNone (ref/fanout.OutboxStatus: the queue side owns the table
+// and its event format).
+type OutboxLookup func(ctx context.Context, msgID uint64) (int, error)
+
 // NewStoreReader builds the reader; policy is the send path's ack policy
-// name, timeout bounds each statement.
-func NewStoreReader(db *sql.DB, policy string, timeout time.Duration) (*StoreReader, error) {
+// name, timeout bounds each statement, outbox (nil: every message has no
+// outbox row) looks up mq_outbox.
+func NewStoreReader(db *sql.DB, policy string, timeout time.Duration, outbox OutboxLookup) (*StoreReader, error) {
 	if db == nil || policy == "" || timeout <= 0 {
 		return nil, fmt.Errorf("%w: pull: store reader needs a db, a policy and a timeout", model.ErrInvalid)
 	}
-	return &StoreReader{db: db, policy: policy, timeout: timeout}, nil
+	return &StoreReader{db: db, policy: policy, timeout: timeout, outbox: outbox}, nil
 }
 
 // Policy is the process's ack policy.
@@ -70,8 +76,7 @@ func (r *StoreReader) Inbox(ctx context.Context, uid, after uint64, limit int) (
 
 // Message reads what the store holds of msgID for uid: the msg_content
 // row, uid's offline_msg row (uk_uid_msg), and the mq_outbox row whose
-// event names the message (matched on the event's msg_id bytes; the lab's
-// tables are small, this scans mq_outbox).
+// event names the message (through the OutboxLookup).
 func (r *StoreReader) Message(ctx context.Context, uid, msgID uint64) (model.StoredMessage, error) {
 	if uid == 0 || msgID == 0 {
 		return model.StoredMessage{}, fmt.Errorf("%w: store read of uid %d msg_id %d", model.ErrInvalid, uid, msgID)
@@ -93,14 +98,10 @@ func (r *StoreReader) Message(ctx context.Context, uid, msgID uint64) (model.Sto
 	case !errors.Is(err, sql.ErrNoRows):
 		return m, dbErr("store inbox row", err)
 	}
-	// The event's msg_id is bytes 3..10 (1-based) of the payload, big endian.
-	key := binary.BigEndian.AppendUint64(nil, msgID)
-	err = r.db.QueryRowContext(qctx, `SELECT status FROM mq_outbox WHERE SUBSTRING(payload, 3, 8) = ? ORDER BY id LIMIT 1`, key).Scan(&m.Outbox)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		m.Outbox = model.OutboxNone
-	case err != nil:
-		return m, dbErr("store outbox row", err)
+	if r.outbox != nil {
+		if m.Outbox, err = r.outbox(qctx, msgID); err != nil {
+			return m, fmt.Errorf("pull: store outbox row: %w", err)
+		}
 	}
 	return m, nil
 }

@@ -97,6 +97,7 @@ import (
 
 	"imlab/ref/api"
 	"imlab/ref/auth"
+	"imlab/ref/fanout"
 	"imlab/ref/hotcache"
 	"imlab/ref/inbox"
 	"imlab/ref/model"
@@ -621,7 +622,8 @@ func StartAPI(ctx context.Context, p *Process) (func(context.Context) error, err
 	deps.Open = append(deps.Open, api.OpenRoute{Path: LagPath, Name: "lab_lag", Handle: p.lagAnswer},
 		api.OpenRoute{Path: TimePath, Name: "lab_time", Handle: clockAnswer})
 	if p.Cfg.LabRoutes {
-		lab, err := pull.NewStoreReader(p.DB, core.Send.PolicyName(), p.Cfg.API.RequestTimeout)
+		outbox := func(ctx context.Context, msgID uint64) (int, error) { return fanout.OutboxStatus(ctx, p.DB, msgID) }
+		lab, err := pull.NewStoreReader(p.DB, core.Send.PolicyName(), p.Cfg.API.RequestTimeout, outbox)
 		if err != nil {
 			return nil, fmt.Errorf("api: %w", err)
 		}
