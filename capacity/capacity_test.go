@@ -228,11 +228,11 @@ func TestKnee(t *testing.T) {
 }
 
 func TestGrowingWindowIsNotStable(t *testing.T) {
-	s := &Step{AckP90HalvesMs: [2]*float64{ptr(100.0), ptr(400.0)}}
+	s := &Step{AckP50HalvesMs: [2]*float64{ptr(100.0), ptr(400.0)}}
 	if growing(s, time.Second) == "" {
 		t.Fatal("a latency that quadrupled through the window is a growing queue")
 	}
-	s = &Step{AckP90HalvesMs: [2]*float64{ptr(5.0), ptr(20.0)}}
+	s = &Step{AckP50HalvesMs: [2]*float64{ptr(5.0), ptr(20.0)}}
 	if growing(s, time.Second) != "" {
 		t.Fatal("20ms against a 1s limit is noise, not a queue")
 	}

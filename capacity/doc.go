@@ -22,13 +22,14 @@
 // measured and within its limit and the checker's verdict on the step's
 // ledger is valid: a figure that was not measured (no ACK, no lag poll
 // answered) is unknown, and unknown does not hold. Nor does a step whose
-// latency grew through the window (the second half's ACK p90 more than
+// latency grew through the window (the second half's ACK p50 more than
 // twice the first half's and beyond a quarter of the ACK limit): a queue
 // that grows is not a sustainable rate, however short the step.
 //
 // Bounded time: each step runs under a deadline (WarmUp + Step + Settle +
 // DrainTimeout + a margin) and is stopped early, from loadgen's per-second
-// rows, when the SLO is clearly broken (three seconds in a row with the
+// rows of the measured window (never for the warm-up), when the SLO is
+// clearly broken (three seconds in a row with the
 // ACK p99 beyond three times its limit, errors beyond ten times theirs
 // (at least 5%), or sends started and none ACKed: a stalled server).
 //

@@ -66,10 +66,10 @@ type Step struct {
 	// ServiceP99Ms: actual send to ACK; SendDelayP99Ms: intended to
 	// actual send (the generator's own lateness).
 	ServiceP99Ms *float64 `json:"service_p99_ms"`
-	// AckP90HalvesMs is the ACK p90 of the window's first and second
+	// AckP50HalvesMs is the ACK p50 of the window's first and second
 	// halves: a latency that keeps growing through the window is a queue
 	// that grows, a rate that is not sustainable however short the step.
-	AckP90HalvesMs [2]*float64 `json:"ack_p90_halves_ms"`
+	AckP50HalvesMs [2]*float64 `json:"ack_p50_halves_ms"`
 	SendDelayP99Ms *float64    `json:"send_delay_p99_ms"`
 	// LateFraction: sends of the whole step that started more than the
 	// pacer's LateAfter after their intended time, or never (missed).
@@ -140,13 +140,15 @@ func (w *watcher) second(row loadgen.Second) {
 		w.cpu1 = &s
 		w.inWindow.Store(false)
 	}
-	if w.stopped != "" {
+	// The warm-up absorbs a cold start (new users' first rows, pools
+	// filling): only measured seconds can stop a step.
+	if w.stopped != "" || row.T <= w.warm {
 		return
 	}
 	why := ""
 	att := row.OK + row.Fail + row.Unknown
 	switch {
-	case row.Started > 0 && row.OK == 0 && row.T > 1:
+	case row.Started > 0 && row.OK == 0:
 		why = "sends started and none ACKed (stalled)"
 	case w.maxAckUS > 0 && row.Response.Count > 0 && float64(row.Response.P99) > w.maxAckUS:
 		why = fmt.Sprintf("ACK p99 %s beyond %d x the limit", time.Duration(row.Response.P99)*time.Microsecond, brokenAckFactor)
@@ -282,7 +284,7 @@ func (s *search) window(st *Step) error {
 	}
 	for i, h := range halves {
 		if h.TotalCount() > 0 {
-			st.AckP90HalvesMs[i] = ptr(float64(h.ValueAtQuantile(90)) / 1000)
+			st.AckP50HalvesMs[i] = ptr(float64(h.ValueAtQuantile(50)) / 1000)
 		}
 	}
 	return nil
@@ -372,8 +374,9 @@ func (s *search) judge(st *Step) {
 	}
 }
 
-// Growth thresholds: the second half's ACK p90 above growthFactor times
-// the first half's and above growthFloor of the ACK limit.
+// Growth thresholds: the second half's ACK p50 above growthFactor times
+// the first half's and above growthFloor of the ACK limit (the median,
+// not a tail quantile: a shared machine's spikes are not a queue).
 const (
 	growthFactor = 2
 	growthFloor  = 0.25
@@ -382,13 +385,13 @@ const (
 // growing says whether the ACK latency grew through the window (a queue
 // building up), or "".
 func growing(st *Step, limit time.Duration) string {
-	a, b := st.AckP90HalvesMs[0], st.AckP90HalvesMs[1]
+	a, b := st.AckP50HalvesMs[0], st.AckP50HalvesMs[1]
 	if a == nil || b == nil || limit <= 0 {
 		return ""
 	}
 	floor := growthFloor * float64(limit) / float64(time.Millisecond)
 	if *b > growthFactor**a && *b > floor {
-		return fmt.Sprintf("not stable: ACK p90 grew from %.1fms to %.1fms through the window (a growing queue)", *a, *b)
+		return fmt.Sprintf("not stable: ACK p50 grew from %.1fms to %.1fms through the window (a growing queue)", *a, *b)
 	}
 	return ""
 }
