@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -235,5 +236,47 @@ func TestGrowingWindowIsNotStable(t *testing.T) {
 	s = &Step{AckP50HalvesMs: [2]*float64{ptr(5.0), ptr(20.0)}}
 	if growing(s, time.Second) != "" {
 		t.Fatal("20ms against a 1s limit is noise, not a queue")
+	}
+}
+
+func TestFit(t *testing.T) {
+	// cores = 0.1 + 200µs x rate.
+	xs := []float64{100, 200, 400, 800}
+	ys := make([]float64, len(xs))
+	for i, x := range xs {
+		ys[i] = 0.1 + 200e-6*x
+	}
+	a, b, r2, ok := fit(xs, ys)
+	if !ok || math.Abs(a*1e6-200) > 1e-6 || math.Abs(b-0.1) > 1e-9 || r2 < 0.999 {
+		t.Fatalf("fit %v %v %v %v", a, b, r2, ok)
+	}
+	if _, _, _, ok := fit(xs[:2], ys[:2]); ok {
+		t.Fatal("two points are no fit")
+	}
+	if _, _, _, ok := fit([]float64{5, 5, 5}, []float64{1, 2, 3}); ok {
+		t.Fatal("no spread in x is no fit")
+	}
+}
+
+// TestConcludeNeedsTwoHolds: a rate stepped down to after a broken repeat
+// is the answer only once it held again on its own repeat.
+func TestConcludeNeedsTwoHolds(t *testing.T) {
+	st := func(phase string, rate float64, held bool) *Step {
+		s := &Step{Phase: phase, OfferedPerSec: rate, Held: held}
+		if !held {
+			s.Limit, s.Broken = LimitServer, []string{"ack_p99 over"}
+		}
+		return s
+	}
+	s := &search{cfg: Config{}, res: &Result{SLO: "ack_p99<=1s", From: 50, To: 800}}
+	s.res.Steps = []*Step{st(PhaseRamp, 100, true), st(PhaseRamp, 200, false), st(PhaseRepeat, 100, false), st(PhaseStepDown, 90, true)}
+	s.conclude()
+	if s.res.Sustainable != nil {
+		t.Fatalf("90/s held once: no answer yet, got %v", *s.res.Sustainable)
+	}
+	s.res.Steps = append(s.res.Steps, st(PhaseRepeat, 90, true))
+	s.conclude()
+	if s.res.Sustainable == nil || *s.res.Sustainable != 90 || s.res.Broke == nil || *s.res.Broke != 100 || s.res.Limit != LimitServer {
+		t.Fatalf("sustainable %v broke %v limit %q", s.res.Sustainable, s.res.Broke, s.res.Limit)
 	}
 }

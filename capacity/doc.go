@@ -10,8 +10,10 @@
 //  3. bisect between the highest rate that held and the lowest that broke
 //     until they are within Resolution of each other (or MaxSteps);
 //  4. repeat: the highest rate that held is run once more; only a rate
-//     that held twice is the sustainable rate (a repeat that breaks steps
-//     down by Resolution and tries again, within MaxSteps).
+//     that held twice is the sustainable rate. A repeat that breaks steps
+//     down by Resolution until a rate holds, and repeats that one (within
+//     MaxSteps; running out of steps is noted, and leaves no answer
+//     unless some rate held twice).
 //
 // A step is a fresh population (its own uid range) sending at one rate
 // for WarmUp + Step. Only sends whose intended time falls in the measured

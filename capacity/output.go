@@ -88,7 +88,14 @@ func (r *Result) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "CPU-µs per ACKed message at the sustainable rate: %s\n", strings.Join(parts, ", "))
 	}
+	for _, m := range r.Marginal {
+		fmt.Fprintf(&b, "marginal cost %s: %s CPU-µs per extra msg/s, %s cores idle (R² %s over %d steps)%s\n", m.Name, fv(m.USPerMsg, "%.0f"), fv(m.IdleCores, "%.2f"),
+			fv(m.R2, "%.2f"), m.Steps, noteSuffix(m.Note))
+	}
 	fmt.Fprintf(&b, "machine: %d CPUs; %s\n", r.Machine.CPUs, r.Machine.Note)
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "note: %s\n", n)
+	}
 	for _, e := range r.Errors {
 		fmt.Fprintf(&b, "error: %s\n", e)
 	}
@@ -99,7 +106,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 // chart geometry
 const (
 	cw, ch         = 640.0, 300.0
-	padL, padR     = 60.0, 20.0
+	padL, padR     = 72.0, 20.0
 	padT, padB     = 20.0, 40.0
 	plotW, plotH   = cw - padL - padR, ch - padT - padB
 	maxChartPoints = 200
@@ -114,7 +121,7 @@ type svgSeries struct {
 
 // svgChart renders a rate-axis chart with vertical markers (knee,
 // sustainable) and an optional horizontal limit.
-func svgChart(title, yLabel string, series []svgSeries, marks map[string]float64, limit *float64) template.HTML {
+func svgChart(title, yLabel string, series []svgSeries, marks map[string]float64, limit *float64, limitLabel string) template.HTML {
 	maxX, maxY := 1.0, 1.0
 	for _, s := range series {
 		for _, p := range s.Pts {
@@ -137,14 +144,14 @@ func svgChart(title, yLabel string, series []svgSeries, marks map[string]float64
 	for i := 0; i <= 4; i++ {
 		y, x := maxY*float64(i)/4, maxX*float64(i)/4
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#eee"/>`, padL, py(y), padL+plotW, py(y))
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" text-anchor="end">%.3g</text>`, padL-4, py(y)+4, y)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" text-anchor="end">%s</text>`, padL-4, py(y)+4, tick(y))
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" text-anchor="middle">%.0f</text>`, px(x), padT+plotH+16, x)
 	}
 	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="12" text-anchor="middle">offered rate (sends/s)</text>`, padL+plotW/2, ch-6)
-	fmt.Fprintf(&b, `<text x="14" y="%.1f" font-size="12" text-anchor="middle" transform="rotate(-90 14 %.1f)">%s</text>`, padT+plotH/2, padT+plotH/2, e(yLabel))
+	fmt.Fprintf(&b, `<text x="12" y="%.1f" font-size="12" text-anchor="middle" transform="rotate(-90 12 %.1f)">%s</text>`, padT+plotH/2, padT+plotH/2, e(yLabel))
 	if limit != nil {
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#c00" stroke-dasharray="6 3"/><text x="%.1f" y="%.1f" font-size="11" fill="#c00" text-anchor="end">SLO %.4g</text>`,
-			padL, py(*limit), padL+plotW, py(*limit), padL+plotW-4, py(*limit)-4, *limit)
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#c00" stroke-dasharray="6 3"/><text x="%.1f" y="%.1f" font-size="11" fill="#c00" text-anchor="end">%s</text>`,
+			padL, py(*limit), padL+plotW, py(*limit), padL+plotW-4, py(*limit)-4, e(limitLabel))
 	}
 	names := make([]string, 0, len(marks))
 	for n := range marks {
@@ -171,6 +178,18 @@ func svgChart(title, yLabel string, series []svgSeries, marks map[string]float64
 }
 
 var palette = []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"}
+
+// tick formats an axis value.
+func tick(v float64) string {
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 1:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.2f", v)
+	}
+}
 
 // charts builds the two capacity curves.
 func (r *Result) charts() []template.HTML {
@@ -210,12 +229,12 @@ func (r *Result) charts() []template.HTML {
 	if r.sloAck() > 0 {
 		lim = ptr(r.sloAck())
 	}
-	out := []template.HTML{svgChart("rate vs ACK latency", "ACK latency from intended time (ms)", []svgSeries{p50, p99}, marks, lim)}
+	out := []template.HTML{svgChart("rate vs ACK latency", "ACK latency from intended time (ms)", []svgSeries{p50, p99}, marks, lim, "SLO ack_p99")}
 	var cs []svgSeries
 	for _, n := range order {
 		cs = append(cs, *cpu[n])
 	}
-	out = append(out, svgChart("rate vs CPU", "CPU (cores busy)", cs, marks, ptr(float64(r.Machine.CPUs))))
+	out = append(out, svgChart("rate vs CPU", "CPU (cores busy)", cs, marks, ptr(float64(r.Machine.CPUs)), fmt.Sprintf("%d CPUs of the machine", r.Machine.CPUs)))
 	return out
 }
 
@@ -237,18 +256,24 @@ td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}th{background:#f4f4
 <p class="answer">{{.R.Answer}}</p>
 <p>SLO <code>{{.R.SLO}}</code>; rates {{printf "%.0f" .R.From}}..{{printf "%.0f" .R.To}}/s; each step {{.R.WarmUpS}}s warm-up (not counted) + {{.R.StepS}}s measured; {{len .R.Steps}} steps in {{printf "%.0f" .R.Seconds}}s.
 {{with .R.Ceiling}}Generator ceiling (no-op endpoint, same client): {{printf "%.0f" .PerSec}} sends/s.{{end}}
-{{with .R.Knee}}Knee: {{printf "%.0f" .}}/s.{{end}}</p>
+{{with .Knee}}Knee: {{.}}/s.{{end}}</p>
 <p class="note">Machine: {{.R.Machine.CPUs}} CPUs. {{.R.Machine.Note}}.</p>
 {{range .Charts}}<div>{{.}}</div>{{end}}
 <h2>Steps</h2>
 <table><tr><th>#</th><th>phase</th><th>offered/s</th><th>acked/s</th><th>ack p50 ms</th><th>ack p99 ms</th><th>service p99 ms</th><th>errors %</th><th>unknown %</th><th>lag s</th><th>valid</th><th>verdict</th></tr>
 {{range .Rows}}<tr><td>{{.Index}}</td><td>{{.Phase}}</td><td>{{.Offered}}</td><td>{{.Acked}}</td><td>{{.P50}}</td><td>{{.P99}}</td><td>{{.Svc}}</td><td>{{.Err}}</td><td>{{.Unk}}</td><td>{{.Lag}}</td><td>{{.Valid}}</td><td class="{{if .Held}}ok{{else}}bad{{end}}" style="text-align:left">{{.Verdict}}</td></tr>
 {{end}}</table>
-<h2>Cost per message</h2>
+<h2>Marginal cost (what one more message per second costs)</h2>
+<p class="note">Least squares of each process's cores against ACKed/s over every step that ran its whole window: the slope is CPU-µs per additional message, the intercept the cores it uses with no load. {{.R.Machine.Note}}.</p>
+<table><tr><th>process</th><th>µs per extra msg</th><th>idle cores</th><th>R²</th><th>steps</th><th>note</th></tr>
+{{range .Marginal}}<tr><td>{{.Name}}</td><td>{{.PerMsg}}</td><td>{{.Idle}}</td><td>{{.R2}}</td><td>{{.Steps}}</td><td style="text-align:left">{{.Note}}</td></tr>
+{{end}}</table>
+<h2>Cost per message at each step</h2>
 <p class="note">CPU-µs per ACKed send and per inbox row, from /proc/PID/stat over each step's measured window. {{.R.Machine.Note}}.</p>
 <table><tr><th>#</th><th>offered/s</th><th>process</th><th>pid</th><th>cores</th><th>µs/msg</th><th>µs/row</th><th>note</th></tr>
 {{range .Costs}}<tr><td>{{.Index}}</td><td>{{.Offered}}</td><td>{{.Name}}</td><td>{{.PID}}</td><td>{{.Cores}}</td><td>{{.PerMsg}}</td><td>{{.PerRow}}</td><td style="text-align:left">{{.Err}}</td></tr>
 {{end}}</table>
+{{range .R.Notes}}<p>note: {{.}}</p>{{end}}
 {{range .R.Errors}}<p class="bad">error: {{.}}</p>{{end}}
 </body></html>
 `))
@@ -258,6 +283,12 @@ type htmlRow struct {
 	Phase, Offered, Acked, P50, P99, Svc, Err, Unk string
 	Lag, Valid, Verdict                            string
 	Held                                           bool
+}
+
+type htmlMarginal struct {
+	Name, PerMsg, Idle, R2 string
+	Steps                  int
+	Note                   string
 }
 
 type htmlCost struct {
@@ -270,11 +301,20 @@ type htmlCost struct {
 // WriteHTML writes the self-contained report page.
 func (r *Result) WriteHTML(w io.Writer) error {
 	d := struct {
-		R      *Result
-		Charts []template.HTML
-		Rows   []htmlRow
-		Costs  []htmlCost
-	}{R: r, Charts: r.charts()}
+		R        *Result
+		Knee     string
+		Charts   []template.HTML
+		Rows     []htmlRow
+		Costs    []htmlCost
+		Marginal []htmlMarginal
+	}{R: r, Knee: fv(r.Knee, "%.0f"), Charts: r.charts()}
+	if r.Knee == nil {
+		d.Knee = ""
+	}
+	for _, m := range r.Marginal {
+		d.Marginal = append(d.Marginal, htmlMarginal{Name: m.Name, PerMsg: fv(m.USPerMsg, "%.0f"), Idle: fv(m.IdleCores, "%.2f"),
+			R2: fv(m.R2, "%.2f"), Steps: m.Steps, Note: m.Note})
+	}
 	for _, st := range r.Steps {
 		valid := "-"
 		if st.Valid != nil {
@@ -296,4 +336,11 @@ func (r *Result) WriteHTML(w io.Writer) error {
 		return fmt.Errorf("capacity: report: %w", err)
 	}
 	return nil
+}
+
+func noteSuffix(n string) string {
+	if n == "" {
+		return ""
+	}
+	return " (" + n + ")"
 }

@@ -3,6 +3,7 @@ package capacity
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -133,12 +134,16 @@ type Result struct {
 	// Answer says it in words.
 	Answer string `json:"answer"`
 	// Cost at the sustainable rate, CPU-µs per ACKed message per process.
-	Cost      map[string]float64 `json:"cpu_us_per_msg_at_sustainable,omitempty"`
-	Procs     []Proc             `json:"processes"`
-	Machine   Machine            `json:"machine"`
-	Steps     []*Step            `json:"steps"`
-	Errors    []string           `json:"errors,omitempty"`
-	Cancelled bool               `json:"cancelled,omitempty"`
+	Cost map[string]float64 `json:"cpu_us_per_msg_at_sustainable,omitempty"`
+	// Marginal is each process's CPU against the ACKed rate over the
+	// steps: what one more message per second costs.
+	Marginal  []Marginal `json:"marginal"`
+	Procs     []Proc     `json:"processes"`
+	Machine   Machine    `json:"machine"`
+	Steps     []*Step    `json:"steps"`
+	Notes     []string   `json:"notes,omitempty"`
+	Errors    []string   `json:"errors,omitempty"`
+	Cancelled bool       `json:"cancelled,omitempty"`
 }
 
 // Machine says where the figures were measured.
@@ -150,6 +155,9 @@ type Machine struct {
 
 // MachineNote is printed beside every cost figure.
 const MachineNote = "every watched process (the generator, the server, its databases) shares this machine's cores; the figures are what each process used here, not what it would use alone"
+
+// errOutOfSteps: MaxSteps ran before the search ended.
+var errOutOfSteps = errors.New("capacity: out of steps")
 
 type search struct {
 	cfg   Config
@@ -173,6 +181,12 @@ func Search(ctx context.Context, cfg Config) (*Result, error) {
 		Machine: Machine{CPUs: runtime.NumCPU(), Hostname: host, Note: MachineNote}, Steps: []*Step{}}
 	began := time.Now()
 	err := s.run(ctx)
+	if errors.Is(err, errOutOfSteps) {
+		// Not a failure of the search: the answer is what the steps show,
+		// and says that the search was cut short.
+		s.res.Notes = append(s.res.Notes, err.Error())
+		err = nil
+	}
 	s.res.Seconds = time.Since(began).Seconds()
 	if err != nil {
 		s.res.Errors = append(s.res.Errors, err.Error())
@@ -230,8 +244,10 @@ func (s *search) run(ctx context.Context) error {
 			broke = mid
 		}
 	}
-	// Repeat the highest rate that held; step down while it does not.
-	for held > 0 && len(s.res.Steps) < c.MaxSteps {
+	// Repeat the highest rate that held. When the repeat breaks, step down
+	// by the resolution until a rate holds, and repeat that one: only a
+	// rate that held twice is the answer.
+	for held > 0 {
 		st, err := s.step(ctx, PhaseRepeat, held)
 		if err != nil {
 			return err
@@ -239,9 +255,18 @@ func (s *search) run(ctx context.Context) error {
 		if st.Held {
 			return nil
 		}
-		held = math.Round(held * (1 - c.Resolution))
-		if held < c.From {
-			return nil
+		for {
+			held = math.Round(held * (1 - c.Resolution))
+			if held < c.From {
+				return nil
+			}
+			st, err := s.step(ctx, PhaseStepDown, held)
+			if err != nil {
+				return err
+			}
+			if st.Held {
+				break
+			}
 		}
 	}
 	return nil
@@ -253,7 +278,7 @@ func (s *search) step(ctx context.Context, phase string, rate float64) (*Step, e
 		return nil, err
 	}
 	if len(s.res.Steps) >= s.cfg.MaxSteps {
-		return nil, fmt.Errorf("capacity: out of steps (%d) before the search ended", s.cfg.MaxSteps)
+		return nil, fmt.Errorf("%w (%d) before the search ended", errOutOfSteps, s.cfg.MaxSteps)
 	}
 	st := s.runStep(ctx, phase, rate)
 	s.res.Steps = append(s.res.Steps, st)
@@ -314,6 +339,7 @@ func (s *search) conclude() {
 		}
 	}
 	r.Knee = knee(r.Steps, s.cfg.SLO.ackLimit())
+	r.Marginal = marginal(r.Procs, r.Steps)
 	switch {
 	case broke != nil:
 		r.Broke = ptr(broke.OfferedPerSec)
@@ -410,3 +436,68 @@ const (
 	ResultFile = "result.json"
 	ReportFile = "report.html"
 )
+
+// Marginal is a least-squares line of one process's cores against the
+// ACKed rate: USPerMsg is its slope in CPU-µs per message, IdleCores its
+// intercept.
+type Marginal struct {
+	Name      string   `json:"name"`
+	USPerMsg  *float64 `json:"cpu_us_per_extra_msg"`
+	IdleCores *float64 `json:"idle_cores"`
+	R2        *float64 `json:"r2"`
+	Steps     int      `json:"steps"`
+	Note      string   `json:"note,omitempty"`
+}
+
+// marginal fits every process over the steps that ran their whole window.
+func marginal(procs []Proc, steps []*Step) []Marginal {
+	out := make([]Marginal, 0, len(procs))
+	for i, p := range procs {
+		var xs, ys []float64
+		for _, st := range steps {
+			if st.StoppedEarly != "" || st.AckedPerSec == nil || i >= len(st.CPU) || st.CPU[i].Cores == nil {
+				continue
+			}
+			xs, ys = append(xs, *st.AckedPerSec), append(ys, *st.CPU[i].Cores)
+		}
+		m := Marginal{Name: p.Name, Steps: len(xs)}
+		slope, icept, r2, ok := fit(xs, ys)
+		if !ok {
+			m.Note = "fewer than 3 steps at distinct rates: no fit"
+		} else {
+			m.USPerMsg, m.IdleCores, m.R2 = ptr(slope*1e6), ptr(icept), ptr(r2)
+			if r2 < 0.5 {
+				m.Note = "a poor fit: the process's CPU hardly follows the rate (other load on it, or a fixed cost)"
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// fit is ordinary least squares y = a x + b with R²; ok is false with
+// fewer than 3 points or no spread in x.
+func fit(xs, ys []float64) (a, b, r2 float64, ok bool) {
+	n := float64(len(xs))
+	if len(xs) < 3 {
+		return 0, 0, 0, false
+	}
+	var sx, sy, sxx, sxy, syy float64
+	for i := range xs {
+		sx, sy = sx+xs[i], sy+ys[i]
+		sxx, sxy, syy = sxx+xs[i]*xs[i], sxy+xs[i]*ys[i], syy+ys[i]*ys[i]
+	}
+	vx := sxx - sx*sx/n
+	if vx <= 0 {
+		return 0, 0, 0, false
+	}
+	a = (sxy - sx*sy/n) / vx
+	b = (sy - a*sx) / n
+	vy := syy - sy*sy/n
+	if vy > 0 {
+		r2 = a * a * vx / vy
+	} else {
+		r2 = 1
+	}
+	return a, b, r2, true
+}

@@ -26,6 +26,9 @@ const (
 	PhaseRamp   = "ramp"
 	PhaseBisect = "bisect"
 	PhaseRepeat = "repeat"
+	// PhaseStepDown: below a rate whose repeat broke, until one holds
+	// (which is then repeated).
+	PhaseStepDown = "step-down"
 )
 
 // Limits a broken step is put down to.
