@@ -161,7 +161,7 @@ func svgChart(title, yLabel string, series []svgSeries, marks map[string]float64
 	for i, n := range names {
 		x := px(marks[n])
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#060" stroke-dasharray="3 3"/><text x="%.1f" y="%.1f" font-size="11" fill="#060">%s %.0f/s</text>`,
-			x, padT, x, padT+plotH, x+3, padT+12+float64(i)*13, e(n), marks[n])
+			x, padT, x, padT+plotH, x+3, padT+14+float64(len(series)+i)*13, e(n), marks[n])
 	}
 	for si, s := range series {
 		var pts []string
