@@ -104,7 +104,8 @@ const (
 )
 
 // SafetyFindings are the checker's findings compared as Safety metrics.
-var SafetyFindings = []string{"lost", "skipped", "unexpected", "reordered", "duplicated"}
+var SafetyFindings = []string{"lost", "skipped", "unexpected", "reordered", "duplicated",
+	"lost-in-store", "unstored-at-ack", "double-stored", "seq-conflict", "ack-mismatch"}
 
 var (
 	latencyTol = Tolerance{Rel: 0.10, Abs: 1}

@@ -543,16 +543,16 @@ func verdictClass(v string) string {
 }
 
 // findingClass highlights a non-zero finding: the anomalies that make a
-// run invalid (lost, unexpected, skipped) as bad, the tolerated ones
-// (duplicated, reordered) as a warning.
+// run invalid (the checker's deciding findings) as bad, the tolerated one
+// (duplicated) as a warning.
 func findingClass(name string, count uint64) string {
 	if count == 0 {
 		return ""
 	}
 	switch name {
-	case "lost", "unexpected", "skipped":
+	case "lost", "unexpected", "skipped", "reordered", "lost-in-store", "unstored-at-ack", "double-stored", "seq-conflict", "ack-mismatch":
 		return "bad"
-	case "duplicated", "reordered":
+	case "duplicated":
 		return "warn"
 	}
 	return ""

@@ -89,7 +89,7 @@ type Check struct {
 
 // Finding is one row of the checker's verdict table.
 type Finding struct {
-	Name     string   `json:"name"` // ok, lost, duplicated, unexpected, recovered, reordered, skipped
+	Name     string   `json:"name"` // ok and the checker's findings: lost, duplicated, unexpected, recovered, reordered, skipped, lost-in-store, ...
 	Count    uint64   `json:"count"`
 	Examples []string `json:"examples,omitempty"` // device/seq descriptions in words
 	// MsgIDs are the messages concerned (possibly only the first of
