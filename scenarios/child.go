@@ -63,6 +63,9 @@ type ChildSpec struct {
 	PushBus bool `json:"push_bus"`
 	// Backends are what the process must use: the proxies' addresses.
 	Backends ChildBackends `json:"backends"`
+	// Defects are shipped defects to put into the process (the runner's
+	// Config.Defects; lab only): ref/server's ParseDefects names.
+	Defects []string `json:"defects,omitempty"`
 }
 
 // ChildBackends are server.Backends in the child protocol.
@@ -109,6 +112,9 @@ func (c ChildSpec) Validate() error {
 	}
 	if len(c.Secret) < MinSecretLen {
 		return bad("secret", "at least %d bytes", MinSecretLen)
+	}
+	if _, err := server.ParseDefects(c.Defects...); err != nil {
+		return bad("defects", "%v", err)
 	}
 	if err := validPrefix(c.RedisPrefix); err != nil {
 		return bad("redis_prefix", "%v", err)
@@ -191,6 +197,7 @@ func serverConfig(c ChildSpec, log *slog.Logger) server.Config {
 		cfg.Reconcile.Grace = s.ReconcileGrace.D()
 	}
 	cfg.Mongo.Database = databaseOf(c.RunID)
+	cfg.Defects, _ = server.ParseDefects(c.Defects...) // checked by Validate
 	if c.PushBus {
 		cfg.PushBus.Mode = "redis"
 	}

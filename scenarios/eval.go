@@ -45,6 +45,10 @@ type Observed struct {
 	// whose file entry does not say may_miss, what happened.
 	Faults      int
 	FaultMisses []string
+	// Repairs is the inbox rows forward reconciliation wrote during the
+	// run; RepairsKnown false when a process could not be read.
+	Repairs      uint64
+	RepairsKnown bool
 	// Attempts and Failed (fail + unknown) count sends.
 	Attempts, Failed uint64
 	// TruncatedPulls is how often the servers served a truncated answer.
@@ -145,6 +149,19 @@ func Evaluate(e ExpectSpec, o Observed) []Check {
 	}
 	if e.MinTruncatedPulls != nil {
 		add("min_truncated_pulls", fmt.Sprintf(">= %d", *e.MinTruncatedPulls), fmt.Sprint(o.TruncatedPulls), o.TruncatedPulls >= *e.MinTruncatedPulls)
+	}
+	repairs := func(name, want string, ok func(uint64) bool) {
+		if !o.RepairsKnown {
+			add(name, want, fmt.Sprintf("unknown (%d rows read)", o.Repairs), false)
+			return
+		}
+		add(name, want, fmt.Sprint(o.Repairs), ok(o.Repairs))
+	}
+	if e.MaxRepairs != nil {
+		repairs("max_repairs", fmt.Sprintf("<= %d", *e.MaxRepairs), func(v uint64) bool { return v <= *e.MaxRepairs })
+	}
+	if e.MinRepairs != nil {
+		repairs("min_repairs", fmt.Sprintf(">= %d", *e.MinRepairs), func(v uint64) bool { return v >= *e.MinRepairs })
 	}
 	if o.Faults > 0 {
 		got := fmt.Sprintf("all %d", o.Faults)

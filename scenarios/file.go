@@ -153,8 +153,12 @@ type ServerSpec struct {
 	PullRateLimit float64 `yaml:"pull_rate_limit,omitempty" json:"pull_rate_limit,omitempty"`
 	// ReconcileInterval and ReconcileGrace: the reconciler role's forward
 	// reconciliation timer and the age below which it leaves messages to
-	// the consumers (defaults 1s and 2s, so that it repairs within a short
-	// scenario; the server's own defaults are 1m and 30s).
+	// the consumers (defaults 1s and 30m). The default grace is late on
+	// purpose: no message of a run is repaired before the checker judged
+	// it, so reconciliation cannot hide a loss of the pipeline. A scenario
+	// about repair sets a short grace (e.g. 1s) and asserts min_repairs;
+	// its repairs are reported beside the verdict. (The server's own
+	// defaults are 1m and 30s.)
 	ReconcileInterval Duration `yaml:"reconcile_interval,omitempty" json:"reconcile_interval,omitempty"`
 	ReconcileGrace    Duration `yaml:"reconcile_grace,omitempty" json:"reconcile_grace,omitempty"`
 	// DeliveryTimeout bounds a Kafka publish (default 2s).
@@ -326,6 +330,12 @@ type ExpectSpec struct {
 	// MinTruncatedPulls: the truncated answer (past the unread threshold)
 	// was served at least this often (from the servers' metrics).
 	MinTruncatedPulls *uint64 `yaml:"min_truncated_pulls,omitempty" json:"min_truncated_pulls,omitempty"`
+	// MaxRepairs and MinRepairs bound the inbox rows forward
+	// reconciliation repaired during the run (rows the pipeline lost, read
+	// from the servers' GET /v1/lab/repairs). A scenario about repair
+	// asserts min_repairs; any other can assert max_repairs: 0.
+	MaxRepairs *uint64 `yaml:"max_repairs,omitempty" json:"max_repairs,omitempty"`
+	MinRepairs *uint64 `yaml:"min_repairs,omitempty" json:"min_repairs,omitempty"`
 	// DrainComplete (default true): every device reached the end of its
 	// inbox in the final drain.
 	DrainComplete *bool `yaml:"drain_complete,omitempty" json:"drain_complete,omitempty"`
@@ -363,7 +373,7 @@ const (
 	DefaultDedup             = "uk_uid_msg"
 	DefaultPullRateLimit     = 10000
 	DefaultReconcileInterval = time.Second
-	DefaultReconcileGrace    = 2 * time.Second
+	DefaultReconcileGrace    = 30 * time.Minute
 	DefaultDeliveryTimeout   = 2 * time.Second
 	DefaultDevices           = 2
 	DefaultOnline            = 0.6

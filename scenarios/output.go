@@ -174,6 +174,7 @@ func HTMLReport(res *Result) *report.Report {
 			rep.Markers = append(rep.Markers, report.Marker{T: *at, Label: "every group recovered", Kind: "heal"})
 		}
 	}
+	rep.Tables = append(rep.Tables, repairsTable(res))
 	if len(res.Processes) > 0 {
 		rep.Tables = append(rep.Tables, processTable(res))
 	}
@@ -208,6 +209,28 @@ func (r *Result) spec() *File {
 		return &File{}
 	}
 	return r.Spec
+}
+
+// repairsTable is the pipeline's repairs beside the verdict: how many
+// inbox rows forward reconciliation wrote (rows the pipeline had lost) and
+// which messages.
+func repairsTable(res *Result) report.Table {
+	t := report.Table{Title: "Repairs by forward reconciliation (rows the pipeline lost)", Header: []string{"rows repaired", "messages", "msg_ids (first 20)", "note"}}
+	r := res.Repairs
+	note := "read from every reconciler process"
+	if !r.Known {
+		note = "unknown: " + strings.Join(r.Errors, "; ")
+	}
+	ids := make([]string, 0, 20)
+	for _, id := range r.MsgIDs[:min(20, len(r.MsgIDs))] {
+		ids = append(ids, strconv.FormatUint(id, 10))
+	}
+	n := strconv.Itoa(len(r.MsgIDs))
+	if r.Truncated {
+		n += "+"
+	}
+	t.Rows = append(t.Rows, []string{strconv.FormatUint(r.Rows, 10), n, strings.Join(ids, " "), note})
+	return t
 }
 
 // processTable lists every incarnation of the server processes: where it

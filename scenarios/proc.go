@@ -413,14 +413,15 @@ type procSlot struct {
 	log     *slog.Logger
 	cfg     server.Config // the in-process config of the first start (settings)
 
-	mu     sync.Mutex
-	spec   ChildSpec // Listen and Migrate change after the first start
-	cur    incarnation
-	spare  *childProc // exec: spawned, not yet begun
-	spares int        // exec: spares still to spawn (stop and kill faults to come)
-	run    int        // index in runs of cur
-	runs   []ProcessRun
-	notes  []string
+	mu       sync.Mutex
+	spec     ChildSpec // Listen and Migrate change after the first start
+	cur      incarnation
+	spare    *childProc // exec: spawned, not yet begun
+	spares   int        // exec: spares still to spawn (stop and kill faults to come)
+	run      int        // index in runs of cur
+	runs     []ProcessRun
+	repaired RepairSummary // the ended incarnations' repairs, read when each ended
+	notes    []string
 }
 
 // newProcSlot is the slot of the process spec describes; faults is how
@@ -507,6 +508,11 @@ func (s *procSlot) end(ctx context.Context, must bool, how func(incarnation) (en
 	}
 	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ScrapeTimeout)
 	mfs, gerr := inc.gather(gctx)
+	var rep server.Repairs
+	var rerr error
+	if s.reconciles() {
+		rep, rerr = fetchRepairs(gctx, inc.addr())
+	}
 	cancel()
 	c := countsOf(mfs)
 	end, state, err := how(inc)
@@ -518,6 +524,11 @@ func (s *procSlot) end(ctx context.Context, must bool, how func(incarnation) (en
 	r := &s.runs[i]
 	r.EndedAt, r.End, r.State = time.Now().UTC(), end, state
 	r.TruncatedPulls, r.ConsumerRecords = c.truncated, c.consumed
+	r.Repaired = rep.Rows
+	s.repaired.add(rep)
+	if rerr != nil {
+		s.repaired.Errors = append(s.repaired.Errors, fmt.Sprintf("process %s (pid %d): repairs before it ended not read: %v", s.name, inc.pid(), rerr))
+	}
 	if cp, ok := inc.(*childProc); ok {
 		r.Signal = cp.signal()
 	}
@@ -625,6 +636,43 @@ func (s *procSlot) truncatedPulls(ctx context.Context) uint64 {
 		s.mu.Unlock()
 	}
 	return n + countsOf(mfs).truncated
+}
+
+// reconciles tells whether the process runs the reconciler role.
+func (s *procSlot) reconciles() bool {
+	for _, r := range s.spec.Process.Roles {
+		if r == server.RoleAll || r == "reconciler" {
+			return true
+		}
+	}
+	return false
+}
+
+// repairs is what the process's reconciler repaired: every ended
+// incarnation's, read when it ended, and the running one's now. Known is
+// false when one of them could not be read.
+func (s *procSlot) repairs(ctx context.Context) RepairSummary {
+	s.mu.Lock()
+	out := s.repaired
+	out.MsgIDs = append([]uint64(nil), s.repaired.MsgIDs...)
+	out.Errors = append([]string(nil), s.repaired.Errors...)
+	inc := s.cur
+	s.mu.Unlock()
+	if !s.reconciles() {
+		out.Known = true
+		return out
+	}
+	if inc != nil {
+		gctx, cancel := context.WithTimeout(ctx, ScrapeTimeout)
+		rep, err := fetchRepairs(gctx, inc.addr())
+		cancel()
+		if err != nil {
+			out.Errors = append(out.Errors, fmt.Sprintf("process %s: repairs not read: %v", s.name, err))
+		}
+		out.add(rep)
+	}
+	out.Known = len(out.Errors) == 0
+	return out
 }
 
 // history is every incarnation so far, and the notes.

@@ -97,6 +97,9 @@ type ProcessRun struct {
 	// its metrics when it ended (a killed process: just before the kill).
 	TruncatedPulls  uint64 `json:"truncated_pulls"`
 	ConsumerRecords uint64 `json:"consumer_records"`
+	// Repaired is the inbox rows its reconciler repaired, read when it
+	// ended (GET /v1/lab/repairs).
+	Repaired uint64 `json:"repaired"`
 	// Log is the file that received an exec process's stderr.
 	Log string `json:"log,omitempty"`
 }
@@ -157,6 +160,9 @@ type Result struct {
 	LoadOffset float64          `json:"load_offset_s"`
 	Verdict    *checker.Verdict `json:"verdict,omitempty"`
 	Findings   []FindingSummary `json:"findings"`
+	// Repairs are what forward reconciliation wrote during the run (rows
+	// the pipeline had lost): a finding of the pipeline beside the verdict.
+	Repairs RepairSummary `json:"repairs"`
 	Checks     []Check          `json:"checks"`
 	// Baseline is the comparison with the baseline result, when gated.
 	Baseline *compare.Report `json:"baseline,omitempty"`

@@ -85,6 +85,11 @@ type Config struct {
 	// (nil: warnings and errors to stderr). An exec process logs to
 	// OutDir/process-NAME.log.
 	Logger *slog.Logger
+	// Defects are shipped defects of the reference server (ref/server's
+	// Defects) put into every server process of the run: the lab's
+	// negative controls, for `imlab scenario selftest`. The runner is a
+	// lab tool, so no further switch is asked for; empty by default.
+	Defects []string
 	// ChildCommand runs one exec process (server.processes[].exec): the
 	// argv of a command that reads a ChildSpec line on stdin and speaks
 	// ChildMain's protocol. Empty: this executable with "scenario child"
@@ -131,6 +136,9 @@ func (c Config) Validate() error {
 	}
 	if err := validPrefix(c.RedisPrefix); err != nil {
 		return fmt.Errorf("%w: redis prefix %v", ErrInvalid, err)
+	}
+	if _, err := server.ParseDefects(c.Defects...); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	if len(c.ChildCommand) > 0 && c.ChildCommand[0] == "" {
 		return fmt.Errorf("%w: child command: the program is empty", ErrInvalid)
@@ -397,9 +405,15 @@ func (r *run) execute(ctx context.Context) error {
 	}
 
 	truncated := uint64(0)
+	rep := RepairSummary{Known: true, MsgIDs: []uint64{}}
 	for _, s := range r.procs {
 		truncated += s.truncatedPulls(ctx)
+		pr := s.repairs(ctx)
+		rep.add(server.Repairs{Rows: pr.Rows, MsgIDs: pr.MsgIDs, Truncated: pr.Truncated})
+		rep.Known = rep.Known && pr.Known
+		rep.Errors = append(rep.Errors, pr.Errors...)
 	}
+	r.res.Repairs = rep
 	v, cerr := checker.CheckSources(srcs)
 	if cerr != nil {
 		return fmt.Errorf("scenarios: checker: %w", cerr)
@@ -416,6 +430,7 @@ func (r *run) execute(ctx context.Context) error {
 	obs.UsesKafka, obs.Recovery = r.f.UsesKafka(), r.res.Recovery
 	_, _, obs.BurstShape = burstWindow(lc.Shape, lc.Duration)
 	obs.Burst = r.res.Burst
+	obs.Repairs, obs.RepairsKnown = rep.Rows, rep.Known
 	r.res.Findings = findings(v)
 	slim := *v
 	slim.Findings = nil
@@ -587,7 +602,7 @@ func (r *run) childSpec(i int, p ProcessSpec) ChildSpec {
 	srv.Processes = nil
 	return ChildSpec{Server: srv, Process: p, Node: uint16(i + 1), Migrate: i == 0, Listen: "127.0.0.1:0",
 		Secret: r.cfg.Secret, RedisPrefix: r.prefix, RunID: r.id, Partitions: r.f.Backends.PartitionsOr(),
-		PushBus: len(r.f.Processes()) > 1, Backends: childBackends(r.back)}
+		PushBus: len(r.f.Processes()) > 1, Backends: childBackends(r.back), Defects: r.cfg.Defects}
 }
 
 // processLog is the log file of an exec process.
@@ -834,7 +849,16 @@ func (r *run) recordSettings(lc loadgen.Config) {
 	r.setting("generator", fmt.Sprintf("conns %d, pipeline %d on %d conns, max workers %d, send timeout %s", lc.Conns, lc.Pipeline, lc.PipelineConns, lc.Pacer.MaxWorkers, lc.Timeout))
 	r.setting("unread_threshold", r.procs[0].cfg.Pull.UnreadThreshold)
 	r.setting("reconcile_interval", r.procs[0].cfg.Reconcile.Interval)
+	grace := r.procs[0].cfg.Reconcile.Grace
+	if bound := lc.Duration + lc.Settle + lc.DrainTimeout; grace > bound {
+		r.setting("reconcile_grace", fmt.Sprintf("%s (late: no message of this run can be repaired before the checker judged it, so a repair cannot hide a loss)", grace))
+	} else {
+		r.setting("reconcile_grace", fmt.Sprintf("%s (early: repairs can put back what the pipeline lost before the checker sees it; they are reported as findings)", grace))
+	}
 	r.setting("redis_prefix", r.prefix)
+	if len(r.cfg.Defects) > 0 {
+		r.setting("defects", strings.Join(r.cfg.Defects, ",")+" (shipped defects: a negative control)")
+	}
 	if r.kafka != nil {
 		r.setting("kafka", "in-process kfake behind a proxy, topic "+r.topic)
 	}

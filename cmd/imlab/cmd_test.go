@@ -316,3 +316,27 @@ func TestLoadRefusesBadFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestRefDefects: --list-defects lists every shipped defect with one line
+// each; --defect without --lab-defects is refused before anything starts
+// (no backend is reached: the DSN points nowhere), and so is an unknown
+// name even with the switch.
+func TestRefDefects(t *testing.T) {
+	out, _, err := run(t, context.Background(), "ref", "--list-defects")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) < 9 || !strings.HasPrefix(lines[0], "ack-before-commit ") || !strings.Contains(out, "cursor-on-pull") || !strings.Contains(out, "ref/pull") {
+		t.Fatalf("--list-defects:\n%s", out)
+	}
+	args := []string{"ref", "--secret", "cmd-test-secret-0123456789", "--mysql-dsn", "root@tcp(127.0.0.1:1)/none", "--redis-addr", "127.0.0.1:1"}
+	_, _, err = run(t, context.Background(), append(args, "--defect", "cursor-on-pull")...)
+	if err == nil || !strings.Contains(err.Error(), "refused without the lab switch") || !strings.Contains(err.Error(), "--lab-defects") {
+		t.Fatalf("--defect without --lab-defects: %v", err)
+	}
+	_, _, err = run(t, context.Background(), append(args, "--defect", "no-such", "--lab-defects")...)
+	if err == nil || !strings.Contains(err.Error(), "unknown defect") {
+		t.Fatalf("unknown defect: %v", err)
+	}
+}

@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"imlab/ref/defect"
 	"imlab/ref/fanout"
 	"imlab/ref/pushbus"
 	"imlab/ref/server"
@@ -26,6 +29,10 @@ need Kafka; history needs MongoDB). A process without the api role serves /metri
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if list, _ := cmd.Flags().GetBool("list-defects"); list {
+				printDefects(cmd.OutOrStdout())
+				return nil
+			}
 			secret, err := secretFrom(cmd, false, cmd.ErrOrStderr())
 			if err != nil {
 				return err
@@ -66,8 +73,17 @@ need Kafka; history needs MongoDB). A process without the api role serves /metri
 		},
 	}
 	addServeFlags(cmd, "external", false)
+	cmd.Flags().Bool("list-defects", false, "list the shipped defects (--defect NAME --lab-defects), one line each, and exit")
 	cmd.Flags().String("push-bus", pushbus.ModeLocal, "push transport between processes: local (devices of this process only) or redis (pub/sub: an api process pushes what a consumer process wrote; best-effort, pull fills gaps) ($"+envPushBus+")")
 	return cmd
+}
+
+// printDefects writes one line per shipped defect: name, where it lives,
+// what it does.
+func printDefects(w io.Writer) {
+	for _, d := range defect.List() {
+		fmt.Fprintf(w, "%-26s %-22s %s\n", d.Name, d.Where, d.What)
+	}
 }
 
 func stopBackends(cfg server.Config, be *backends) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"imlab/compose"
+	"imlab/ref/server"
 	"imlab/scenarios"
 )
 
@@ -45,7 +47,7 @@ func scenarioCmd(exit func(int)) *cobra.Command {
 		Use:   "scenario",
 		Short: "Scenario files: load phases, a fault schedule and pass/fail thresholds (run, validate)",
 	}
-	for _, c := range []*cobra.Command{newScenarioRunCmd(), newScenarioValidateCmd()} {
+	for _, c := range []*cobra.Command{newScenarioRunCmd(), newScenarioValidateCmd(), newScenarioSelftestCmd()} {
 		cmd.AddCommand(exitWith(c, exit))
 	}
 	cmd.AddCommand(newScenarioChildCmd(), newScenarioLoadChildCmd())
@@ -278,6 +280,13 @@ func printScenarioResult(w io.Writer, r *scenarios.Result, dir string) {
 		}
 		fmt.Fprintln(w, line)
 	}
+	if rp := r.Repairs; rp.Rows > 0 || !rp.Known {
+		line := fmt.Sprintf("    repairs: %d inbox rows of %d messages written by forward reconciliation (lost by the pipeline)", rp.Rows, len(rp.MsgIDs))
+		if !rp.Known {
+			line += " (unknown: " + strings.Join(rp.Errors, "; ") + ")"
+		}
+		fmt.Fprintln(w, line)
+	}
 	for _, f := range r.Findings {
 		if f.Count > 0 {
 			ex := f.Examples[:min(3, len(f.Examples))]
@@ -307,4 +316,117 @@ func printScenarioResult(w io.Writer, r *scenarios.Result, dir string) {
 			fmt.Fprintf(w, "    wrote %s\n", p)
 		}
 	}
+}
+
+// defaultScenarioGlob is what selftest runs without arguments.
+const defaultScenarioGlob = "scenarios/*.yaml"
+
+// selftestFile is the matrix in the selftest's output directory.
+const selftestFile = "matrix.json"
+
+func newScenarioSelftestCmd() *cobra.Command {
+	var (
+		out, dsn, redisAddr string
+		duration            time.Duration
+		defects             []string
+		parallel            int
+	)
+	cmd := &cobra.Command{
+		Use:   "selftest [FILE...]",
+		Short: "Run the scenario library against the reference server once unmodified and once per shipped defect; print the matrix defect × scenario (caught/missed)",
+		Long: `Runs every file (default ` + defaultScenarioGlob + `) once against the unmodified reference server
+and once per shipped defect (imlab ref --list-defects), and prints the matrix: for the unmodified
+server pass/FAIL, for a defect caught (the scenario failed) or missed (it passed). A run that could
+not be carried out is "error" and proves nothing. Exit 0 when every defect is caught by at least one
+scenario and the unmodified server passes all; 1 otherwise; 2 when a file is bad or the selftest
+could not run. Writes OUT/matrix.json and each run's outputs under OUT/DEFECT/SCENARIO.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			w := cmd.OutOrStdout()
+			if len(args) == 0 {
+				var err error
+				if args, err = filepath.Glob(defaultScenarioGlob); err != nil || len(args) == 0 {
+					return &exitError{code: scenarioExitBroken, err: fmt.Errorf("no files given and none match %s", defaultScenarioGlob)}
+				}
+			}
+			var files []*scenarios.File
+			for _, p := range args {
+				f, err := scenarios.ReadFile(p)
+				if err != nil {
+					return &exitError{code: scenarioExitBroken, err: err}
+				}
+				files = append(files, f)
+			}
+			secret, err := secretFrom(cmd, true, cmd.ErrOrStderr())
+			if err != nil {
+				return &exitError{code: scenarioExitBroken, err: err}
+			}
+			fl := cmd.Flags()
+			if out == "" {
+				out = filepath.Join("runs", "selftest-"+time.Now().UTC().Format("20060102-150405"))
+			}
+			base := scenarios.DefaultConfig(out)
+			base.Secret = secret
+			base.Mode = fromEnv(fl, "backends", envBackends)
+			base.MySQLDSN = fromEnv(fl, "mysql-dsn", envMySQLDSN)
+			base.RedisAddr = fromEnv(fl, "redis-addr", envRedisAddr)
+			base.Duration = duration
+			base.DataDir = lookupEnv(compose.EnvDataDir)
+			sc := scenarios.SelftestConfig{Base: base, Parallel: parallel, Progress: w}
+			if len(defects) > 0 {
+				sc.Defects = defects
+			}
+			rows := len(defectNames())
+			if sc.Defects != nil {
+				rows = len(sc.Defects)
+			}
+			fmt.Fprintf(w, "selftest: %d scenarios x (unmodified + %d defects), %d at a time, into %s\n", len(files), rows, max(1, parallel), out)
+			m, err := scenarios.Selftest(cmd.Context(), sc, files)
+			if m != nil {
+				fmt.Fprintf(w, "\n%s\nselftest took %.0fs\n", m.Table(), m.Seconds)
+				if werr := writeJSONFile(filepath.Join(out, selftestFile), m); werr != nil {
+					return &exitError{code: scenarioExitBroken, err: werr}
+				}
+				fmt.Fprintf(w, "wrote %s\n", filepath.Join(out, selftestFile))
+			}
+			if err != nil {
+				return &exitError{code: scenarioExitBroken, err: err}
+			}
+			if probs := m.Problems(); len(probs) > 0 {
+				return &exitError{code: scenarioExitFailed, err: errors.New(strings.Join(probs, "; "))}
+			}
+			fmt.Fprintln(w, "selftest: every defect was caught by at least one scenario; the unmodified server passed every scenario")
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&out, "out", "", "output directory (default runs/selftest-<UTC time>)")
+	fl.String("backends", "", "backend mode, overrides the files: auto, external, local or embedded ($"+envBackends+")")
+	fl.StringVar(&dsn, "mysql-dsn", "", "MySQL DSN; each run gets a database of its own next to it ($"+envMySQLDSN+")")
+	fl.StringVar(&redisAddr, "redis-addr", "", "Redis host:port ($"+envRedisAddr+")")
+	fl.DurationVar(&duration, "duration", 0, "override every file's load duration (fault times scale with it)")
+	fl.StringSliceVar(&defects, "defects", nil, "the defects to run (default every shipped one; see imlab ref --list-defects)")
+	fl.IntVar(&parallel, "parallel", 1, "scenario runs at once (the machine is shared by them: latency thresholds suffer)")
+	fl.String("secret", "", "token signing secret (default $"+envSecret+")")
+	return cmd
+}
+
+// defectNames are the shipped defects' names.
+func defectNames() []string {
+	var out []string
+	for _, d := range server.Defects() {
+		out = append(out, d.Name)
+	}
+	return out
+}
+
+// writeJSONFile writes v as indented JSON to path (its directory made).
+func writeJSONFile(path string, v any) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"imlab/ref/defect"
 	"imlab/ref/fanout"
 	"imlab/ref/model"
 	"imlab/ref/msgid"
@@ -50,6 +52,8 @@ func addServeFlags(cmd *cobra.Command, backendsDefault string, labRoutes bool) {
 	f.Bool("lab-routes", labRoutes, "mount the lab routes GET /v1/lab/inbox and /v1/lab/stored: inboxes and messages read straight from MySQL, "+
 		"for the lab's store witness and read-after-ACK probe; never in a production-like set-up ($"+envLabRoutes+")")
 	f.String("admin-uids", "", "uids allowed to call POST "+server.PurgePath+" (physical delete), comma-separated ($"+envAdminUIDs+")")
+	f.StringSlice("defect", nil, "LAB ONLY: enable a shipped defect (a negative control that loses or misorders messages on purpose; see imlab ref --list-defects); refused without --lab-defects")
+	f.Bool("lab-defects", false, "LAB ONLY: allow --defect on this instance")
 }
 
 // serveConfig builds the server config from the flags and environment.
@@ -104,6 +108,14 @@ func serveConfig(cmd *cobra.Command, secret string) (server.Config, error) {
 	case "strict", fanout.PolicyStore, fanout.PolicyOutbox, fanout.PolicyQueue:
 	default:
 		return cfg, fmt.Errorf("%w: --policy %q (want strict, store, outbox or queue)", model.ErrInvalid, cfg.Send.Policy)
+	}
+	names, _ := f.GetStringSlice("defect")
+	lab, _ := f.GetBool("lab-defects")
+	if cfg.Defects, err = defect.Enable(lab, names...); err != nil {
+		if errors.Is(err, defect.ErrNotLab) {
+			return cfg, fmt.Errorf("%w: --defect: %w (--lab-defects)", model.ErrInvalid, err)
+		}
+		return cfg, fmt.Errorf("%w: --defect: %w", model.ErrInvalid, err)
 	}
 	log, err := newLogger(cmd)
 	if err != nil {

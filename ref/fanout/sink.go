@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"imlab/ref/defect"
 	"imlab/ref/inbox"
 	"imlab/ref/model"
 	"imlab/ref/send"
@@ -24,6 +25,9 @@ type MembersFunc func(ctx context.Context, groupID uint64) ([]uint64, error)
 
 // InboxSinkConfig configures the inbox tier's handler.
 type InboxSinkConfig struct {
+	// Defects are shipped defects enabled on purpose (ref/defect; empty
+	// by default): the lab's negative controls.
+	Defects defect.Set
 	// MaxRowsPerTx bounds inbox rows per transaction; a batch with more is
 	// written in several transactions, in delivery order, never splitting
 	// one message. It must hold one full group.
@@ -109,6 +113,16 @@ func (s *InboxSink) Handle(ctx context.Context, ds []Delivery) error {
 	}
 	if todo != nil {
 		ds = todo
+	}
+	if s.cfg.Defects.Has(defect.ConsumerSkips) {
+		// Defect: about one record in 8 is acknowledged unwritten.
+		kept := ds[:0:0]
+		for _, d := range ds {
+			if !defect.Sampled(d.Event.MsgID, 8) {
+				kept = append(kept, d)
+			}
+		}
+		ds = kept
 	}
 	if len(ds) == 0 {
 		return nil

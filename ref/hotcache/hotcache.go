@@ -51,6 +51,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"imlab/ref/defect"
 	"imlab/ref/model"
 	"imlab/ref/rkeys"
 )
@@ -60,6 +61,9 @@ const MaxSeq = 1 << 53
 
 // Config tunes the cache.
 type Config struct {
+	// Defects are shipped defects enabled on purpose (ref/defect; empty
+	// by default): the lab's negative controls.
+	Defects defect.Set
 	// InboxKeep is how many newest messages each inbox ZSet keeps (seed: 200).
 	InboxKeep int
 	// InboxTTL is the ZSet's TTL, refreshed by every append (seed: 7 days).
@@ -327,7 +331,7 @@ func (c *Cache) Span(ctx context.Context, uid, after uint64, n int) (Span, error
 	}
 	ctx, cancel := c.tctx(ctx)
 	defer cancel()
-	raw, err := rangeScript.Run(ctx, c.rdb, []string{c.keys.Inbox(uid)}, after, n).Slice()
+	raw, err := c.rangeScript().Run(ctx, c.rdb, []string{c.keys.Inbox(uid)}, after, n).Slice()
 	return c.spanResult(ctx, raw, err, after)
 }
 
@@ -343,13 +347,23 @@ func (c *Cache) SpanAlong(ctx context.Context, uid, after uint64, n int, queue f
 	pipe := c.rdb.Pipeline()
 	queue(ctx, pipe)
 	keys := []string{c.keys.Inbox(uid)}
-	cmd := rangeScript.EvalSha(ctx, pipe, keys, after, n)
+	script := c.rangeScript()
+	cmd := script.EvalSha(ctx, pipe, keys, after, n)
 	_, _ = pipe.Exec(ctx)
 	raw, err := cmd.Slice()
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		raw, err = rangeScript.Run(ctx, c.rdb, keys, after, n).Slice()
+		raw, err = script.Run(ctx, c.rdb, keys, after, n).Slice()
 	}
 	return c.spanResult(ctx, raw, err, after)
+}
+
+// rangeScript is the page read: the correct one, or the zset-short-page
+// defect's.
+func (c *Cache) rangeScript() *redis.Script {
+	if c.cfg.Defects.Has(defect.ZSetShortPage) {
+		return rangeNoFloorScript
+	}
+	return rangeScript
 }
 
 func (c *Cache) spanResult(ctx context.Context, raw []any, err error, after uint64) (Span, error) {
@@ -358,7 +372,7 @@ func (c *Cache) spanResult(ctx context.Context, raw []any, err error, after uint
 		c.count("inbox", "error")
 		return Span{}, fmt.Errorf("%w: hotcache: inbox range: %v", model.ErrUnavailable, err)
 	}
-	sp, err := parseSpan(raw, after)
+	sp, err := parseSpan(raw, after, c.cfg.Defects.Has(defect.ZSetShortPage))
 	if err != nil {
 		c.count("inbox", "error")
 		return Span{}, err
@@ -374,7 +388,10 @@ func (c *Cache) spanResult(ctx context.Context, raw []any, err error, after uint
 	return sp, nil
 }
 
-func parseSpan(raw []any, after uint64) (Span, error) {
+// parseSpan reads the range script's reply; ignoreFloor is the
+// zset-short-page defect (a set that does not reach down to after is
+// taken as covering it).
+func parseSpan(raw []any, after uint64, ignoreFloor bool) (Span, error) {
 	bad := func(what string) (Span, error) {
 		return Span{}, fmt.Errorf("%w: hotcache: malformed range reply (%s)", model.ErrUnavailable, what)
 	}
@@ -398,7 +415,7 @@ func parseSpan(raw []any, after uint64) (Span, error) {
 	}
 	above, _ := raw[3].(int64)
 	sp.Above = int(above)
-	sp.Covered = after >= sp.Floor
+	sp.Covered = after >= sp.Floor || ignoreFloor
 	if !sp.Covered {
 		return sp, nil
 	}

@@ -94,6 +94,29 @@ end
 return out
 `)
 
+// rangeNoFloorScript is rangeScript with the zset-short-page defect
+// (ref/defect): it does not stop at a floor above after, so it returns the
+// set's members above after although the set does not reach down to it
+// (the floor member itself left out).
+var rangeNoFloorScript = redis.NewScript(`
+local key = KEYS[1]
+local fl = redis.call('ZSCORE', key, 'floor')
+if not fl then return {0} end
+local t = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+local out = {1, fl, t[2], 0}
+out[4] = redis.call('ZCOUNT', key, '(' .. ARGV[1], '+inf')
+local r = redis.call('ZRANGEBYSCORE', key, '(' .. ARGV[1], '+inf', 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[2]) + 1)
+local n = 0
+for i = 1, #r, 2 do
+  if r[i] ~= 'floor' and n < tonumber(ARGV[2]) then
+    out[#out+1] = r[i+1]
+    out[#out+1] = r[i]
+    n = n + 1
+  end
+end
+return out
+`)
+
 // rebuildScript replaces the ZSet with a suffix read from the truth, but only
 // if that suffix is at least as new as what is there. KEYS[1] = inbox key,
 // ARGV[1] = floor, ARGV[2] = ttl ms, ARGV[3] = top of the new data, then

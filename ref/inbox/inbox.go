@@ -45,6 +45,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"imlab/ref/defect"
 	"imlab/ref/model"
 	"imlab/ref/seqalloc"
 	"imlab/ref/sqlin"
@@ -76,6 +77,9 @@ type Config struct {
 	InsertChunk int
 	// Dedup filters already-delivered items; nil means UKUidMsg.
 	Dedup Dedup
+	// Defects are shipped defects enabled on purpose (ref/defect; empty
+	// by default): the lab's negative controls.
+	Defects defect.Set
 }
 
 // DefaultConfig: 50k items per call, 8 rounds, 5 attempts, 2000 rows per INSERT.
@@ -360,7 +364,7 @@ func (w *Writer) write(ctx context.Context, tx *sql.Tx, items []Item, precheck b
 	// The rows' values as locked: raiseFence updates by the difference
 	// (fence may be raised in memory by raiseFromTable on the way).
 	locked := maps.Clone(fence)
-	if precheck {
+	if precheck && !w.cfg.Defects.Has(defect.InboxRowTwice) { // the defect trusts a key the table lacks
 		if items, err = w.dedup.Fresh(ctx, tx, items); err != nil {
 			return nil, err
 		}
@@ -382,7 +386,7 @@ func (w *Writer) write(ctx context.Context, tx *sql.Tx, items []Item, precheck b
 		if err != nil {
 			return nil, err
 		}
-		err = insertRows(ctx, tx, items, seqs, w.cfg.InsertChunk)
+		err = insertRows(ctx, tx, items, seqs, w.cfg.InsertChunk, w.cfg.Defects)
 		if err == nil {
 			break
 		}
@@ -570,7 +574,7 @@ func (w *Writer) allocate(ctx context.Context, items []Item, fence map[uint64]ui
 			if !ok {
 				return nil, fmt.Errorf("inbox: allocator %s gave no seq for uid %d", w.alloc.Name(), uid)
 			}
-			if first <= fence[uid] {
+			if first <= fence[uid] && !w.cfg.Defects.Has(defect.SeqReuse) { // the defect trusts the allocator
 				w.raised.WithLabelValues(w.alloc.Name(), "stale").Inc()
 				if err := w.alloc.Raise(ctx, uid, fence[uid]); err != nil {
 					return nil, fmt.Errorf("%w: inbox: raise allocator: %v", model.ErrUnavailable, err)
@@ -622,8 +626,23 @@ func (w *Writer) raiseFromTable(ctx context.Context, tx *sql.Tx, fence map[uint6
 }
 
 // insertRows writes the rows; with more than one statement a savepoint makes
-// a failed attempt leave nothing behind.
-func insertRows(ctx context.Context, tx *sql.Tx, items []Item, seqs []uint64, chunk int) error {
+// a failed attempt leave nothing behind. Two shipped defects live here
+// (ref/defect): inbox-row-dropped leaves some rows out (their entries are
+// still returned), seq-reuse-after-rollback overwrites a row whose
+// (uid, seq) is taken.
+func insertRows(ctx context.Context, tx *sql.Tx, items []Item, seqs []uint64, chunk int, defects defect.Set) error {
+	if defects.Has(defect.InboxRowDropped) {
+		kept, keptSeqs := items[:0:0], seqs[:0:0]
+		for i, it := range items {
+			if !defect.Sampled(it.MsgID^it.UID<<20, 16) {
+				kept, keptSeqs = append(kept, it), append(keptSeqs, seqs[i])
+			}
+		}
+		items, seqs = kept, keptSeqs
+		if len(items) == 0 {
+			return nil
+		}
+	}
 	multi := len(items) > chunk
 	if multi {
 		if _, err := tx.ExecContext(ctx, "SAVEPOINT inbox_insert"); err != nil {
@@ -662,6 +681,9 @@ func insertRows(ctx context.Context, tx *sql.Tx, items []Item, seqs []uint64, ch
 			}
 			sb.WriteString(lastAtText)
 			sb.WriteString("')")
+		}
+		if defects.Has(defect.SeqReuse) {
+			sb.WriteString(" ON DUPLICATE KEY UPDATE msg_id = VALUES(msg_id), conv_id = VALUES(conv_id), conv_type = VALUES(conv_type), sender_uid = VALUES(sender_uid), created_at = VALUES(created_at)")
 		}
 		if _, err := tx.ExecContext(ctx, sb.String()); err != nil {
 			if multi {

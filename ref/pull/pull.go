@@ -33,12 +33,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"imlab/ref/defect"
 	"imlab/ref/hotcache"
 	"imlab/ref/model"
 )
 
 // Config tunes the read path. Every limit is enforced on input.
 type Config struct {
+	// Defects are shipped defects enabled on purpose (ref/defect; empty
+	// by default): the lab's negative controls.
+	Defects defect.Set
 	// MaxLimit bounds sync/pull's limit (seed: 500).
 	MaxLimit int
 	// DefaultLimit is used when a caller passes limit 0.
@@ -332,7 +336,16 @@ func (s *Service) Pull(ctx context.Context, uid uint64, did string, cursor *uint
 		}
 	}
 	if len(res.Msgs) > 0 {
-		if err := s.MarkServed(ctx, uid, did, res.NextCursor); err != nil {
+		mark := s.MarkServed
+		if s.cfg.Defects.Has(defect.CursorOnPull) {
+			// Defect: the cursor moves when the page is served, as if the
+			// device had acked it.
+			mark = func(ctx context.Context, uid uint64, did string, seq uint64) error {
+				_, err := s.MarkServedAck(ctx, uid, did, seq)
+				return err
+			}
+		}
+		if err := mark(ctx, uid, did, res.NextCursor); err != nil {
 			return model.PullResult{}, err
 		}
 	}

@@ -4,12 +4,16 @@ import (
 	"fmt"
 	"time"
 
+	"imlab/ref/defect"
 	"imlab/ref/model"
 	"imlab/ref/msgid"
 )
 
 // Config configures a Service. Every limit is named here.
 type Config struct {
+	// Defects are shipped defects enabled on purpose (ref/defect; empty
+	// by default): the lab's negative controls.
+	Defects defect.Set
 	// Policy names the ack policy: "strict", or the Name of one of Policies.
 	Policy string
 	// Policies are extra ack policies (ref/fanout's store, outbox, queue).

@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"time"
 
+	"imlab/ref/defect"
 	"imlab/ref/inbox"
 	"imlab/ref/model"
 )
@@ -62,7 +64,8 @@ type Policy interface {
 // Strict is the seed-000 policy: msg_content and every recipient's
 // offline_msg row (the sender's own inbox included) committed before ACK.
 type Strict struct {
-	w *inbox.Writer
+	w       *inbox.Writer
+	defects defect.Set // conv-seq-out-of-order lives in InTx
 }
 
 // NewStrict returns the strict policy writing through w.
@@ -81,7 +84,13 @@ func (*Strict) StoresContent() bool { return true }
 
 // InTx implements Policy: one fenced inbox write for the whole batch.
 func (p *Strict) InTx(ctx context.Context, tx *sql.Tx, batch []*Pending) ([]model.InboxEntry, error) {
-	return p.w.WriteFreshTx(ctx, tx, InboxItems(batch))
+	items := InboxItems(batch)
+	if p.defects.Has(defect.ConvSeqOrder) {
+		// Defect: the batch's rows go to the writer newest first, so one
+		// conversation's messages get per-user seqs against conv_seq.
+		slices.Reverse(items)
+	}
+	return p.w.WriteFreshTx(ctx, tx, items)
 }
 
 // AfterCommit implements Policy (nothing to do).

@@ -72,6 +72,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"imlab/ref/defect"
 	"imlab/ref/inbox"
 	"imlab/ref/model"
 	"imlab/ref/msgid"
@@ -141,6 +142,7 @@ func New(ctx context.Context, cfg Config, db *sql.DB, writer *inbox.Writer, reg 
 		if err != nil {
 			return nil, err
 		}
+		st.defects = cfg.Defects
 		policy = st
 	}
 	ids, err := msgid.New(cfg.Node)
@@ -261,8 +263,9 @@ func (s *Service) Send(ctx context.Context, req model.SendRequest) (res model.Se
 	}
 
 	// A duplicate of a send answered recently or still in flight in this
-	// process gets that send's answer without a batch.
-	for {
+	// process gets that send's answer without a batch (not with the
+	// retry-stored-twice defect, which does not recognise retries).
+	for !s.cfg.Defects.Has(defect.RetryStoredTwice) {
 		r, hit, f, own := s.dd.claim(p.key, start)
 		if hit {
 			s.m.dedup.WithLabelValues("recent").Inc()
@@ -677,6 +680,11 @@ func (s *Service) attempt(cc *txConn, batch []*Pending, lookup bool) (rest []*Pe
 	for _, p := range work {
 		p.Msg.MsgID = s.ids.Next()
 		p.Msg.CreatedAt = now
+		if s.cfg.Defects.Has(defect.RetryStoredTwice) {
+			// Defect: the stored key is made unique per message, so
+			// uk_sender_client never matches a retry.
+			p.Msg.ClientMsgID = fmt.Sprintf("%.40s#%x", p.Req.ClientMsgID, p.Msg.MsgID)
+		}
 	}
 	for try := 0; s.policy.StoresContent(); try++ {
 		var inserted int
@@ -716,6 +724,20 @@ func (s *Service) attempt(cc *txConn, batch []*Pending, lookup bool) (rest []*Pe
 	entries, err := s.policy.InTx(ctx, tx, work)
 	if err != nil {
 		return work, err
+	}
+	if s.cfg.Defects.Has(defect.AckBeforeCommit) && s.policy.Name() == "strict" {
+		// Defect: the ACKs go out before the COMMIT; a commit that fails
+		// now loses what was ACKed.
+		for _, p := range work {
+			s.answer(p, model.SendResult{MsgID: p.Msg.MsgID, ConvID: p.Msg.ConvID, ConvSeq: p.Msg.ConvSeq, ServerTime: p.Msg.CreatedAt})
+		}
+		if err = tx.Commit(); err != nil {
+			return nil, fmt.Errorf("%w: commit: %v", model.ErrUnavailable, err)
+		}
+		for _, h := range *s.hooks.Load() {
+			h.Committed(ctx, entries)
+		}
+		return nil, nil
 	}
 	if err = tx.Commit(); err != nil {
 		return work, fmt.Errorf("%w: commit: %v", model.ErrUnavailable, err)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"imlab/ref/defect"
 	"log/slog"
 	"time"
 
@@ -111,6 +112,11 @@ type Config struct {
 	// reads and are no part of the contract. imlab up and the scenario
 	// runner turn them on; imlab ref with --lab-routes (IMLAB_LAB_ROUTES).
 	LabRoutes bool
+	// Defects are shipped defects put into this process on purpose (the
+	// lab's negative controls, ref/defect); empty by default. Start hands
+	// the set to every package where one of them lives. Only a lab-only
+	// switch may set it (defect.Enable).
+	Defects defect.Set
 	// AdminUIDs may call POST /v1/admin/msg/purge (physical delete of a
 	// history message); empty: the route refuses everyone (403).
 	AdminUIDs []uint64
@@ -159,6 +165,17 @@ func DefaultConfig() Config {
 		Reconcile: reconcile.DefaultConfig(),
 		Retention: retention.DefaultConfig(),
 	}
+}
+
+// withDefects hands the process's defect set to every package where one
+// of the shipped defects lives.
+func (c Config) withDefects() Config {
+	c.Pull.Defects = c.Defects
+	c.Inbox.Defects = c.Defects
+	c.HotCache.Defects = c.Defects
+	c.Send.Defects = c.Defects
+	c.Fanout.InboxSink.Defects = c.Defects
+	return c
 }
 
 // fanoutPolicy tells whether an ack policy name is one of ref/fanout's
@@ -232,3 +249,11 @@ func (c Config) Validate() error {
 	}
 	return nil
 }
+
+// Defects lists the shipped defects (ref/defect) a lab may enable through
+// Config.Defects: the lab's negative controls.
+func Defects() []defect.Info { return defect.List() }
+
+// ParseDefects builds a Config.Defects from names (as ref/defect's Parse:
+// an unknown name is an error). Whoever calls it is the lab-only switch.
+func ParseDefects(names ...string) (defect.Set, error) { return defect.Parse(names...) }

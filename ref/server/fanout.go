@@ -275,7 +275,7 @@ func (p *Process) Reconciler(ctx context.Context) (*reconcile.Reconciler, error)
 	if rc.Logger == nil {
 		rc.Logger = p.Log
 	}
-	hooks := []send.CommitHook{core.Cache, core.Hub}
+	hooks := []send.CommitHook{core.Cache, core.Hub, &p.repairs} // the repair log: RepairsPath
 	if p.bus != nil {
 		hooks = append(hooks, p.bus)
 	}

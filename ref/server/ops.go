@@ -44,9 +44,17 @@ func (p *Process) startOps(ctx context.Context) error {
 		}
 		_ = json.NewEncoder(w).Encode(v)
 	})
+	mux.HandleFunc("GET "+RepairsPath, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.RawQuery != "" {
+			writeOpsError(w, http.StatusBadRequest, model.ErrInvalid.Error(), "no query parameters allowed")
+			return
+		}
+		_ = json.NewEncoder(w).Encode(p.Repairs())
+	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		writeOpsError(w, http.StatusNotFound, model.ErrNotFound.Error(),
-			"this process runs no api role: only /metrics, /healthz and "+LagPath)
+			"this process runs no api role: only /metrics, /healthz, "+LagPath+" and "+RepairsPath)
 	})
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", p.Cfg.Listen)

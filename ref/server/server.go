@@ -259,6 +259,10 @@ type Process struct {
 	// leaves them answering 501.
 	History api.HistoryService
 
+	// repairs remembers what this process's reconciler repaired
+	// (RepairsPath).
+	repairs repairLog
+
 	coreOnce sync.Once
 	core     *Core
 	coreErr  error
@@ -392,6 +396,7 @@ func Start(ctx context.Context, cfg Config, b Backends, registry Roles) (p *Proc
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg = cfg.withDefects()
 	if b.MySQLDSN == "" || b.RedisAddr == "" {
 		return nil, fmt.Errorf("%w: server: a MySQL DSN and a Redis address are required", model.ErrInvalid)
 	}
@@ -470,6 +475,12 @@ func Start(ctx context.Context, cfg Config, b Backends, registry Roles) (p *Proc
 		if len(applied) > 0 {
 			log.Info("server: schema migrated", "applied", applied)
 		}
+		if err := schema.ApplyDefects(ctx, db, cfg.Defects); err != nil {
+			return p, fmt.Errorf("server: migrate: %w", err)
+		}
+	}
+	if !cfg.Defects.Empty() {
+		log.Warn("server: SHIPPED DEFECTS ENABLED (lab negative control): this process loses or misorders messages on purpose", "defects", cfg.Defects.String())
 	}
 	switch cfg.Allocator {
 	case AllocatorSegment:
@@ -620,7 +631,8 @@ func StartAPI(ctx context.Context, p *Process) (func(context.Context) error, err
 		deps.Extra = append(deps.Extra, p.historyExtraRoutes()...)
 	}
 	deps.Open = append(deps.Open, api.OpenRoute{Path: LagPath, Name: "lab_lag", Handle: p.lagAnswer},
-		api.OpenRoute{Path: TimePath, Name: "lab_time", Handle: clockAnswer})
+		api.OpenRoute{Path: TimePath, Name: "lab_time", Handle: clockAnswer},
+		api.OpenRoute{Path: RepairsPath, Name: "lab_repairs", Handle: p.repairsAnswer})
 	if p.Cfg.LabRoutes {
 		outbox := func(ctx context.Context, msgID uint64) (int, error) { return fanout.OutboxStatus(ctx, p.DB, msgID) }
 		lab, err := pull.NewStoreReader(p.DB, core.Send.PolicyName(), p.Cfg.API.RequestTimeout, outbox)

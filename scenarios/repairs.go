@@ -1,0 +1,79 @@
+package scenarios
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"imlab/ref/server"
+)
+
+// RepairSummary is what forward reconciliation repaired during the run, as
+// the server processes report it (GET /v1/lab/repairs): inbox rows the
+// pipeline had lost and reconciliation wrote afterwards. A repair is a
+// finding of the pipeline, reported beside the verdict; a repair can also
+// hide a loss from the checker, which is why scenarios not about repair
+// run reconciliation late (see DefaultReconcileGrace).
+type RepairSummary struct {
+	// Known: every process that ran the reconciler answered; false makes
+	// the counts lower bounds and fails min_repairs / max_repairs.
+	Known bool `json:"known"`
+	// Rows is the number of inbox rows repaired; MsgIDs the distinct
+	// messages (at most MaxListedIDs; Truncated says there were more).
+	Rows      uint64   `json:"rows"`
+	MsgIDs    []uint64 `json:"msg_ids"`
+	Truncated bool     `json:"truncated,omitempty"`
+	// Errors say which process could not be read.
+	Errors []string `json:"errors,omitempty"`
+}
+
+// add merges one answer.
+func (s *RepairSummary) add(r server.Repairs) {
+	s.Rows += r.Rows
+	s.Truncated = s.Truncated || r.Truncated
+	seen := make(map[uint64]bool, len(s.MsgIDs))
+	for _, id := range s.MsgIDs {
+		seen[id] = true
+	}
+	for _, id := range r.MsgIDs {
+		if seen[id] {
+			continue
+		}
+		if len(s.MsgIDs) >= MaxListedIDs {
+			s.Truncated = true
+			break
+		}
+		seen[id] = true
+		s.MsgIDs = append(s.MsgIDs, id)
+	}
+}
+
+// fetchRepairs reads one process's RepairsPath.
+func fetchRepairs(ctx context.Context, addr string) (server.Repairs, error) {
+	var out server.Repairs
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+server.RepairsPath, nil)
+	if err != nil {
+		return out, fmt.Errorf("repairs: %w", err)
+	}
+	hc := &http.Client{Timeout: ScrapeTimeout}
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Do(req)
+	if err != nil {
+		return out, fmt.Errorf("repairs: %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxLagBody))
+	if err != nil {
+		return out, fmt.Errorf("repairs: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return out, fmt.Errorf("repairs: status %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		return out, fmt.Errorf("repairs: %w", err)
+	}
+	return out, nil
+}

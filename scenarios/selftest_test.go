@@ -1,0 +1,69 @@
+package scenarios
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMatrixProblems: a defect no scenario caught and a scenario the
+// unmodified server failed are problems; error cells catch nothing.
+func TestMatrixProblems(t *testing.T) {
+	m := &Matrix{Defects: []string{"a", "b"}, Scenarios: []string{"s1", "s2"}, Cells: []Cell{
+		{Defect: Unmodified, Scenario: "s1", Outcome: CellPass}, {Defect: Unmodified, Scenario: "s2", Outcome: CellPass},
+		{Defect: "a", Scenario: "s1", Outcome: CellMissed}, {Defect: "a", Scenario: "s2", Outcome: CellCaught},
+		{Defect: "b", Scenario: "s1", Outcome: CellError}, {Defect: "b", Scenario: "s2", Outcome: CellMissed},
+	}}
+	probs := m.Problems()
+	if len(probs) != 1 || !strings.Contains(probs[0], "defect b was missed") {
+		t.Fatalf("problems %v", probs)
+	}
+	if got := m.CaughtBy("a"); len(got) != 1 || got[0] != "s2" {
+		t.Fatalf("caught by %v", got)
+	}
+	m.Cells[1].Outcome = CellFail
+	if probs := m.Problems(); len(probs) != 2 || !strings.Contains(probs[0], "did not pass s2") {
+		t.Fatalf("problems %v", probs)
+	}
+	tab := m.Table()
+	for _, want := range []string{"(unmodified)", "caught", "missed", "error", "FAIL"} {
+		if !strings.Contains(tab, want) {
+			t.Fatalf("table lacks %q:\n%s", want, tab)
+		}
+	}
+	if _, err := Selftest(context.Background(), SelftestConfig{Defects: []string{"no-such"}}, []*File{{Name: "x"}}); err == nil {
+		t.Fatal("an unknown defect was accepted")
+	}
+}
+
+// TestSelftestShort is the short form of the shipped matrix: redis-wipe,
+// scaled down, against the unmodified server (it must pass) and three
+// shipped defects (each must be caught).
+func TestSelftestShort(t *testing.T) {
+	t.Parallel()
+	f, err := ReadFile("redis-wipe.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := e2eConfig(t)
+	base.FreshDatabase = true // one database per run, next to the test's
+	base.RedisPrefix = ""     // one prefix per run; each run deletes its own
+	base.Duration = 3 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	var progress strings.Builder
+	m, err := Selftest(ctx, SelftestConfig{Base: base, Defects: []string{"cursor-on-pull", "seq-reuse-after-rollback", "inbox-row-dropped"}, Progress: &progress}, []*File{f})
+	t.Logf("%s\n%s", progress.String(), m.Table())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if probs := m.Problems(); len(probs) > 0 {
+		t.Fatalf("problems: %v", probs)
+	}
+	for _, d := range m.Defects {
+		if c, _ := m.Cell(d, f.Name); c.Outcome != CellCaught {
+			t.Errorf("%s: %s", d, c.Outcome)
+		}
+	}
+}
