@@ -52,7 +52,8 @@ const (
 	MaxKafkaPartitions = 256
 	// MaxRollback bounds allocator_rollback.by.
 	MaxRollback = 1 << 40
-	// MaxLatency bounds latency/jitter/timeout of a toxic.
+	// MaxLatency bounds latency/jitter/timeout of a toxic (and
+	// load.send_timeout).
 	MaxLatency = time.Minute
 	// MaxConns, MaxPipeline and MaxWorkers bound the generator's pool,
 	// pipeline depth and send goroutines (load.conns, load.pipeline,
@@ -60,6 +61,8 @@ const (
 	MaxConns    = 4096
 	MaxPipeline = 1024
 	MaxWorkers  = 1_000_000
+	// MaxRetries bounds load.retries.
+	MaxRetries = 10
 )
 
 // Duration is a time.Duration written as a Go duration string in files
@@ -235,6 +238,10 @@ type LoadSpec struct {
 	// is the embedded engine (default DefaultEmbeddedRateScale; 1 runs the
 	// file's rate). The run says so wherever it reports (Result.RateScale).
 	EmbeddedRateScale *float64 `yaml:"embedded_rate_scale,omitempty" json:"embedded_rate_scale,omitempty"`
+	// Retries is how often a send whose outcome is unknown (a timeout, a
+	// 503) is sent again with the same client_msg_id, as a real client
+	// does (default loadgen's, 2). Pointer: 0 is a valid value.
+	Retries *int `yaml:"retries,omitempty" json:"retries,omitempty"`
 }
 
 // Fault kinds.
@@ -732,6 +739,9 @@ func (l LoadSpec) validate() error {
 	}
 	if l.SendTimeout < 0 || l.SendTimeout.D() > MaxLatency {
 		return bad("load.send_timeout", "%s: want (0, %s]", l.SendTimeout.D(), MaxLatency)
+	}
+	if l.Retries != nil && (*l.Retries < 0 || *l.Retries > MaxRetries) {
+		return bad("load.retries", "%d: want 0..%d", *l.Retries, MaxRetries)
 	}
 	return nil
 }

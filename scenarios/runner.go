@@ -770,6 +770,9 @@ func (r *run) loadConfig() (loadgen.Config, error) {
 	if l.Seed > 0 {
 		lc.Seed = l.Seed
 	}
+	if l.Retries != nil {
+		lc.Retries = *l.Retries
+	}
 	lc.Conns = 64
 	if l.Conns > 0 {
 		lc.Conns = l.Conns
@@ -847,6 +850,7 @@ func (r *run) recordSettings(lc loadgen.Config) {
 	r.setting("come_back_every", lc.Pop.ComeBackEvery)
 	r.setting("settle", lc.Settle)
 	r.setting("generator", fmt.Sprintf("conns %d, pipeline %d on %d conns, max workers %d, send timeout %s", lc.Conns, lc.Pipeline, lc.PipelineConns, lc.Pacer.MaxWorkers, lc.Timeout))
+	r.setting("retries", lc.Retries)
 	r.setting("unread_threshold", r.procs[0].cfg.Pull.UnreadThreshold)
 	r.setting("reconcile_interval", r.procs[0].cfg.Reconcile.Interval)
 	grace := r.procs[0].cfg.Reconcile.Grace

@@ -50,6 +50,7 @@ type Cell struct {
 	Scenario string   `json:"scenario"`
 	Outcome  string   `json:"outcome"`
 	Failed   []string `json:"failed_checks,omitempty"`
+	Why      []string `json:"why,omitempty"` // each failed check: want, got
 	Err      string   `json:"error,omitempty"`
 	Seconds  float64  `json:"seconds"`
 	Dir      string   `json:"dir"`
@@ -231,6 +232,7 @@ func selftestRun(ctx context.Context, base Config, row string, f *File) Cell {
 		for _, ch := range res.Checks {
 			if !ch.OK {
 				cell.Failed = append(cell.Failed, ch.Name)
+				cell.Why = append(cell.Why, ch.Name+": want "+ch.Want+", got "+ch.Got)
 			}
 		}
 	}
