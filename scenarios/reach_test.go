@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"imlab/chaos"
+	"imlab/ref/server"
 )
 
 // countingFault is a data fault that reports how much it changed.
@@ -114,5 +115,33 @@ func TestLagAnswerUnknown(t *testing.T) {
 		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
 			t.Errorf("%+v: %q, want %q", c.a, got, c.want)
 		}
+	}
+}
+
+// TestEvaluateRepairs: min_repairs and max_repairs judge the repaired
+// rows; repairs that could not be read fail either.
+func TestEvaluateRepairs(t *testing.T) {
+	e := ExpectSpec{MaxRepairs: u64(0)}
+	o := Observed{Checked: true, Valid: true, DrainComplete: true, RepairsKnown: true}
+	if !Passed(Evaluate(e, o)) {
+		t.Fatal("no repairs failed max_repairs 0")
+	}
+	o.Repairs = 3
+	if c := byName(Evaluate(e, o))["max_repairs"]; c.OK || c.Got != "3" {
+		t.Fatalf("3 repairs: %+v", c)
+	}
+	e = ExpectSpec{MinRepairs: u64(1)}
+	if !Passed(Evaluate(e, o)) {
+		t.Fatal("3 repairs failed min_repairs 1")
+	}
+	o.RepairsKnown = false
+	if c := byName(Evaluate(e, o))["min_repairs"]; c.OK || !strings.Contains(c.Got, "unknown") {
+		t.Fatalf("unknown repairs: %+v", c)
+	}
+	var s RepairSummary
+	s.add(server.Repairs{Rows: 2, MsgIDs: []uint64{5, 6}})
+	s.add(server.Repairs{Rows: 1, MsgIDs: []uint64{6, 7}})
+	if s.Rows != 3 || len(s.MsgIDs) != 3 {
+		t.Fatalf("merged %+v", s)
 	}
 }

@@ -163,7 +163,7 @@ type Result struct {
 	// Repairs are what forward reconciliation wrote during the run (rows
 	// the pipeline had lost): a finding of the pipeline beside the verdict.
 	Repairs RepairSummary `json:"repairs"`
-	Checks     []Check          `json:"checks"`
+	Checks  []Check       `json:"checks"`
 	// Baseline is the comparison with the baseline result, when gated.
 	Baseline *compare.Report `json:"baseline,omitempty"`
 	Events   []FaultEvent    `json:"fault_events"`
