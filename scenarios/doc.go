@@ -163,6 +163,40 @@
 // embedded topology (file const:200, run const:20)"). Figures from such a
 // run are embedded-backend figures, never capacity figures.
 //
+// # Rules that keep a verdict honest
+//
+// A fault that did not reach its target proves nothing about the server:
+// every scheduled fault is wrapped (reach.go), and one that was never
+// injected, whose inject failed, or that affected nothing where it can
+// count (the data faults: 0 keys wiped, counters set back, records
+// deleted) fails the faults_reached check, unless its file entry says
+// may_miss: true. A lag sample that is not a complete measurement of now
+// (the poll failed, the server's monitor reported errors or partitions of
+// unknown age, its snapshot is older than LagStale) is unknown, never 0:
+// any unknown sample fails max_lag_age.
+//
+// Repairs are evidence. Forward reconciliation writing an inbox row means
+// the pipeline had lost it; the runner reads GET /v1/lab/repairs of every
+// process that runs the reconciler (when an incarnation ends, and after
+// the load) and reports the rows and msg_ids beside the verdict
+// (Result.Repairs, a table in the report); max_repairs and min_repairs
+// judge them, and repairs that could not be read fail both. A repair can
+// also hide a loss from the checker, so the runner's default
+// reconcile_grace (DefaultReconcileGrace, 30m) is longer than any run:
+// nothing of the run is repaired before it is judged. A file about repair
+// (queue-loss-store, queue-recreate-outbox) sets a short grace and says so;
+// its settings in result.json say whether reconciliation ran early or late.
+//
+// # The defect matrix
+//
+// Selftest runs files once against the unmodified server and once per
+// shipped defect of the reference server (ref/server's Defects; a defect
+// is put into every server process of a run through Config.Defects) and
+// returns the Matrix: caught (the scenario failed), missed (it passed) or
+// error (the run could not be carried out: it proves nothing). Problems
+// lists each defect no scenario caught and each file the unmodified server
+// did not pass; `imlab scenario selftest` exits 1 on any.
+//
 // # Kafka through a proxy
 //
 // A Kafka broker advertises its own address in metadata, so a client that
