@@ -24,7 +24,15 @@ const (
 	CellFail = "FAIL"
 	// CellError: the run could not be carried out (it proves nothing).
 	CellError = "error"
+	// CellTiming: against a defective server only timing checks failed
+	// (ACK p99, rate, send failures, lag age): not a catch, since a shared
+	// machine fails those without any defect.
+	CellTiming = "timing"
 )
+
+// timingChecks are the checks about speed, not correctness: a defect is
+// caught only by a failed correctness check.
+var timingChecks = map[string]bool{"max_ack_p99": true, "min_rate_ratio": true, "max_send_fail_ratio": true, "max_lag_age": true}
 
 // Unmodified names the matrix row of the server without defects.
 const Unmodified = "(unmodified)"
@@ -142,8 +150,11 @@ func (m *Matrix) Table() string {
 }
 
 // Selftest runs every file once against the unmodified server and once
-// per defect, and returns the matrix. A run that could not be carried out
-// is an error cell, not a catch. The error is for a bad configuration or
+// per defect, and returns the matrix. A defect is caught by a scenario
+// when a correctness check failed (the verdict, a finding's bound, the
+// repairs, the drain, faults_reached); a run where only timing checks
+// failed is a timing cell and a run that could not be carried out an error
+// cell: neither is a catch. The error is for a bad configuration or
 // a cancelled context only; the outcome is in the matrix (Problems).
 func Selftest(ctx context.Context, cfg SelftestConfig, files []*File) (*Matrix, error) {
 	defects := cfg.Defects
@@ -250,8 +261,20 @@ func selftestRun(ctx context.Context, base Config, row string, f *File) Cell {
 		cell.Outcome = CellFail
 	case res.Passed:
 		cell.Outcome = CellMissed
+	case onlyTiming(cell.Failed):
+		cell.Outcome = CellTiming
 	default:
 		cell.Outcome = CellCaught
 	}
 	return cell
+}
+
+// onlyTiming tells whether every failed check is a timing check.
+func onlyTiming(failed []string) bool {
+	for _, n := range failed {
+		if !timingChecks[n] {
+			return false
+		}
+	}
+	return len(failed) > 0
 }

@@ -13,7 +13,7 @@ func TestMatrixProblems(t *testing.T) {
 	m := &Matrix{Defects: []string{"a", "b"}, Scenarios: []string{"s1", "s2"}, Cells: []Cell{
 		{Defect: Unmodified, Scenario: "s1", Outcome: CellPass}, {Defect: Unmodified, Scenario: "s2", Outcome: CellPass},
 		{Defect: "a", Scenario: "s1", Outcome: CellMissed}, {Defect: "a", Scenario: "s2", Outcome: CellCaught},
-		{Defect: "b", Scenario: "s1", Outcome: CellError}, {Defect: "b", Scenario: "s2", Outcome: CellMissed},
+		{Defect: "b", Scenario: "s1", Outcome: CellError}, {Defect: "b", Scenario: "s2", Outcome: CellTiming},
 	}}
 	probs := m.Problems()
 	if len(probs) != 1 || !strings.Contains(probs[0], "defect b was missed") {
@@ -31,6 +31,9 @@ func TestMatrixProblems(t *testing.T) {
 		if !strings.Contains(tab, want) {
 			t.Fatalf("table lacks %q:\n%s", want, tab)
 		}
+	}
+	if !onlyTiming([]string{"max_ack_p99", "min_rate_ratio"}) || onlyTiming([]string{"max_ack_p99", "max_lost"}) || onlyTiming(nil) {
+		t.Fatal("onlyTiming")
 	}
 	if _, err := Selftest(context.Background(), SelftestConfig{Defects: []string{"no-such"}}, []*File{{Name: "x"}}); err == nil {
 		t.Fatal("an unknown defect was accepted")
