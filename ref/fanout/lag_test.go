@@ -148,8 +148,9 @@ func TestLagProbeTimeoutIsUnknown(t *testing.T) {
 }
 
 // TestLagMonitorKeepsItsClients: successive polls reuse the monitor's
-// clients: after the first poll no new connection is made (no ApiVersions
-// handshake reaches the broker), and every poll still reads the age.
+// clients: after the first poll (almost) no new connection is made (an
+// ApiVersions handshake per connection reaches the broker), and every poll
+// still reads the age.
 func TestLagMonitorKeepsItsClients(t *testing.T) {
 	c, mo, group, _ := lagFixture(t, 2*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -163,14 +164,17 @@ func TestLagMonitorKeepsItsClients(t *testing.T) {
 		c.KeepControl()
 		return nil, nil, false // observed only
 	})
-	for i := 0; i < 3; i++ {
+	const polls = 5
+	for i := 0; i < polls; i++ {
 		s, err := mo.Poll(ctx)
 		if err != nil || !s.Complete() || s.MaxAgeSeconds[group] < 29 {
 			t.Fatalf("poll %d: %+v, %v", i+2, s, err)
 		}
 	}
-	if n := handshakes.Load(); n != 0 {
-		t.Fatalf("%d new connections in 3 polls: the monitor must keep its clients", n)
+	// A client per poll makes at least one connection per poll (three
+	// here: metadata, offsets, fetch); kept clients may reopen one.
+	if n := handshakes.Load(); n > 1 {
+		t.Fatalf("%d new connections in %d polls: the monitor must keep its clients", n, polls)
 	}
 }
 
