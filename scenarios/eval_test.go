@@ -255,12 +255,16 @@ func TestHTMLReport(t *testing.T) {
 		{Name: "consumer", Exec: true, PID: 4242, StartedAt: res.TimeBase.Add(-time.Second), EndedAt: res.TimeBase.Add(2 * time.Second), End: "killed", State: "signal: killed"},
 		{Name: "api", StartedAt: res.TimeBase.Add(-time.Second), End: "stopped"},
 	}
+	res.Repairs = RepairSummary{Known: true, Rows: 3, MsgIDs: []uint64{7, 8}}
 	rep = HTMLReport(res)
-	if len(rep.Tables) != 1 {
-		t.Fatalf("%d tables, want the processes table", len(rep.Tables))
+	if len(rep.Tables) != 2 {
+		t.Fatalf("%d tables, want the repairs and the processes table", len(rep.Tables))
+	}
+	if got := rep.Tables[0].Rows; len(got) != 1 || got[0][0] != "3" || got[0][1] != "2" || got[0][2] != "7 8" {
+		t.Fatalf("repairs rows %q", got)
 	}
 	want := [][]string{{"consumer", "4242", "-1.00", "2.00", "killed", "signal: killed"}, {"api", "in the runner", "-1.00", "", "stopped", "none: runs inside the runner's process"}}
-	if got := rep.Tables[0].Rows; !reflect.DeepEqual(got, want) {
+	if got := rep.Tables[1].Rows; !reflect.DeepEqual(got, want) {
 		t.Fatalf("process rows %q, want %q", got, want)
 	}
 	buf.Reset()

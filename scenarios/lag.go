@@ -90,7 +90,7 @@ const maxLagBody = 1 << 20
 // LagStale is how old the server's latest measurement may be when the
 // runner reads it: an older one (the monitor is stuck, e.g. on a broker
 // that does not answer) is an unknown sample, not a current one.
-const LagStale = 5 * time.Second
+const LagStale = 10 * time.Second
 
 // unknownReason says why an answer is not a measurement of now ("" when
 // it is one): the monitor's own errors, partitions whose age it could not
