@@ -456,14 +456,7 @@ func distinctUIDs(items []Item) []uint64 {
 	return slices.Sorted(maps.Keys(set))
 }
 
-func uidList(sb *strings.Builder, uids []uint64) {
-	for i, u := range uids {
-		if i > 0 {
-			sb.WriteByte(',')
-		}
-		sb.WriteString(strconv.FormatUint(u, 10))
-	}
-}
+func uidList(sb *strings.Builder, uids []uint64) { sqlin.Uints(sb, uids) }
 
 // lockFence locks the uids' fence rows in ascending uid order and returns
 // their max_seq. Rows that do not exist yet (a uid's first message) are
@@ -730,13 +723,6 @@ func raiseFence(ctx context.Context, tx *sql.Tx, tops, locked map[uint64]uint64)
 	if len(steps) > maxRaiseSteps {
 		return raiseFenceUpsert(ctx, tx, tops)
 	}
-	// The most common difference is the ELSE branch.
-	var common uint64
-	for d, us := range steps {
-		if common == 0 || len(us) > len(steps[common]) || (len(us) == len(steps[common]) && d < common) {
-			common = d
-		}
-	}
 	uids := slices.Sorted(maps.Keys(tops))
 	now := time.Now().UTC().Format("2006-01-02 15:04:05.000")
 	var sb strings.Builder
@@ -744,25 +730,7 @@ func raiseFence(ctx context.Context, tx *sql.Tx, tops, locked map[uint64]uint64)
 	sb.WriteString("UPDATE seq_fence SET updated_at = '")
 	sb.WriteString(now)
 	sb.WriteString("', max_seq = max_seq + ")
-	if len(steps) == 1 {
-		sb.WriteString(strconv.FormatUint(common, 10))
-	} else {
-		sb.WriteString("CASE")
-		for _, d := range slices.Sorted(maps.Keys(steps)) {
-			if d == common {
-				continue
-			}
-			us := steps[d]
-			slices.Sort(us)
-			sb.WriteString(" WHEN uid IN (")
-			uidList(&sb, us)
-			sb.WriteString(") THEN ")
-			sb.WriteString(strconv.FormatUint(d, 10))
-		}
-		sb.WriteString(" ELSE ")
-		sb.WriteString(strconv.FormatUint(common, 10))
-		sb.WriteString(" END")
-	}
+	sqlin.StepCase(&sb, "uid", steps)
 	sb.WriteString(" WHERE uid IN (")
 	uidList(&sb, uids)
 	sb.WriteString(")")

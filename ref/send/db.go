@@ -173,26 +173,7 @@ func advanceConvSeqsKnown(ctx context.Context, tx *sql.Tx, batch []*Pending, top
 		sb.WriteByte(')')
 	}
 	sb.WriteString(" ON DUPLICATE KEY UPDATE max_seq = IF(max_seq = VALUES(max_seq) - ")
-	if len(steps) == 1 {
-		sb.WriteString(strconv.FormatUint(counts[convs[0]], 10))
-	} else {
-		ks := slices.Sorted(maps.Keys(steps))
-		sb.WriteString("CASE")
-		for _, k := range ks[1:] {
-			sb.WriteString(" WHEN conv_id IN (")
-			for i, c := range steps[k] {
-				if i > 0 {
-					sb.WriteByte(',')
-				}
-				sb.WriteString(strconv.FormatUint(c, 10))
-			}
-			sb.WriteString(") THEN ")
-			sb.WriteString(strconv.FormatUint(k, 10))
-		}
-		sb.WriteString(" ELSE ")
-		sb.WriteString(strconv.FormatUint(ks[0], 10))
-		sb.WriteString(" END")
-	}
+	sqlin.StepCase(&sb, "conv_id", steps)
 	sb.WriteString(", VALUES(max_seq), max_seq)")
 	res, err := tx.ExecContext(ctx, sb.String())
 	if err != nil {

@@ -23,3 +23,20 @@ func TestPairs(t *testing.T) {
 		t.Fatal("n = 0 must write nothing")
 	}
 }
+
+func TestStepCase(t *testing.T) {
+	for _, c := range []struct {
+		steps map[uint64][]uint64
+		want  string
+	}{
+		{map[uint64][]uint64{1: {5, 3}}, "1"},
+		{map[uint64][]uint64{1: {9, 3, 4}, 2: {7, 1}, 5: {2}}, "CASE WHEN uid IN (1,7) THEN 2 WHEN uid IN (2) THEN 5 ELSE 1 END"},
+		{map[uint64][]uint64{3: {1}, 2: {2}}, "CASE WHEN uid IN (1) THEN 3 ELSE 2 END"},
+	} {
+		var sb strings.Builder
+		StepCase(&sb, "uid", c.steps)
+		if sb.String() != c.want {
+			t.Errorf("StepCase(%v) = %q, want %q", c.steps, sb.String(), c.want)
+		}
+	}
+}
