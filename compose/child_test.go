@@ -1,7 +1,6 @@
 package compose
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"imlab/internal/testenv"
 )
 
 // TestMain makes the test binary the child commands of this package's
@@ -101,17 +102,6 @@ func childPIDs(pid int) ([]int, error) {
 	return out, nil
 }
 
-// procAlive: the process exists and is not a zombie.
-func procAlive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
-}
-
 // procNice reads the nice value of pid from /proc/PID/stat (field 19).
 func procNice(t *testing.T, pid int) int {
 	t.Helper()
@@ -157,7 +147,7 @@ func TestEmbeddedMongoChild(t *testing.T) {
 	if err := stop(ctx); err != nil {
 		t.Fatalf("stop: %v", err)
 	}
-	if procAlive(pids[0]) {
+	if testenv.ProcAlive(pids[0]) {
 		t.Fatalf("FerretDB child %d alive after stop", pids[0])
 	}
 }
@@ -168,24 +158,9 @@ func TestEmbeddedMongoChild(t *testing.T) {
 func TestPrivateBackendsDieWithTheirParent(t *testing.T) {
 	requireLocalBinaries(t)
 	cmd := exec.Command(selfCommand(t)[0], "hold-backends", t.TempDir())
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
+	var stderr testenv.LockedBuffer
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		if sc.Scan() {
-			line <- sc.Text()
-		}
-		close(line)
-	}()
+	line := testenv.StartLines(t, cmd)
 	var pids []int
 	select {
 	case l, ok := <-line:
@@ -212,7 +187,7 @@ func TestPrivateBackendsDieWithTheirParent(t *testing.T) {
 	_ = cmd.Wait()
 	deadline := time.Now().Add(30 * time.Second)
 	for _, p := range pids {
-		for procAlive(p) {
+		for testenv.ProcAlive(p) {
 			if time.Now().After(deadline) {
 				b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
 				t.Fatalf("backend %d (%s) still running after its parent was killed", p, strings.ReplaceAll(string(b), "\x00", " "))

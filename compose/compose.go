@@ -18,8 +18,16 @@
 //     falls back to embedded, with a warning.
 //
 // Kafka and MongoDB have no local mode: unless an address is given they run
-// in-process (franz-go's kfake cluster, FerretDB v1 with its SQLite handler).
-// Every client reaches every backend over TCP on loopback.
+// in-process (franz-go's kfake cluster, FerretDB v1 with its SQLite handler),
+// FerretDB in a child process at a lower scheduling priority when
+// Config.MongoCommand names one (imlab does), so that the slow history store
+// lags instead of taking CPU from the send path. Every client reaches every
+// backend over TCP on loopback.
+//
+// Every private process (mariadbd, redis-server, the FerretDB child) gets
+// SIGTERM from the kernel when the process that started it dies, however it
+// dies; the FerretDB child also exits when its stdin (a pipe from the
+// parent) closes.
 //
 // compose only starts, checks and stops servers and creates the empty
 // database; it must not apply the schema or touch application data, and it

@@ -4,14 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"io"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -347,8 +345,8 @@ func TestEmbedded(t *testing.T) {
 	cfg := testConfig(t, ModeEmbedded)
 	cfg.KafkaTopics = []string{"compose.ping"}
 	cfg.KafkaPartitions = 4
-	var logged strings.Builder
-	cfg.Logger = slog.New(slog.NewTextHandler(&syncWriter{w: &logged}, nil))
+	var logged testenv.LockedBuffer
+	cfg.Logger = slog.New(slog.NewTextHandler(&logged, nil))
 	b, stop := startT(t, cfg)
 	// Warnings are returned for the caller to print, not also logged.
 	for _, w := range b.Warnings {
@@ -597,16 +595,4 @@ func TestAutoFallsBackWhenLocalFails(t *testing.T) {
 	if n := childProcesses(t); n != 0 {
 		t.Fatalf("%d child processes left", n)
 	}
-}
-
-// syncWriter serialises writes from the loggers of several goroutines.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(b []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(b)
 }

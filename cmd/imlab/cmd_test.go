@@ -14,7 +14,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -89,26 +88,7 @@ type upRun struct {
 	banner string // everything printed up to the ready line
 	cancel context.CancelFunc
 	done   chan error
-	errb   *lockedBuffer
-}
-
-// lockedBuffer is a bytes.Buffer that up's goroutines write while a test
-// reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	errb   *testenv.LockedBuffer
 }
 
 func startUp(t *testing.T, extra ...string) *upRun {
@@ -124,7 +104,7 @@ func startUp(t *testing.T, extra ...string) *upRun {
 		"--redis-prefix", rd.Keys.Prefix, "--log-level", "warn", "--shutdown-timeout", "10s"}, extra...)
 	root.SetArgs(args)
 	root.SetOut(pw)
-	u := &upRun{cancel: cancel, done: make(chan error, 1), errb: &lockedBuffer{}}
+	u := &upRun{cancel: cancel, done: make(chan error, 1), errb: &testenv.LockedBuffer{}}
 	root.SetErr(u.errb)
 	go func() { u.done <- root.ExecuteContext(ctx); pw.Close() }()
 	ready := make(chan [2]string, 1)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"os"
 	"os/exec"
@@ -11,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"imlab/internal/testenv"
 )
 
 // TestWatchParentEndsWithTheParent: the middle process (as the go tool of
@@ -22,22 +23,7 @@ func TestWatchParentEndsWithTheParent(t *testing.T) {
 		t.Fatal(err)
 	}
 	mid := exec.Command(exe, "test-middle")
-	out, err := mid.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := mid.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = mid.Process.Kill(); _ = mid.Wait() })
-	lines := make(chan string, 4)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
+	lines := testenv.StartLines(t, mid)
 	next := func(what string) string {
 		select {
 		case l, ok := <-lines:
@@ -65,23 +51,12 @@ func TestWatchParentEndsWithTheParent(t *testing.T) {
 		t.Fatalf("child said %q, want the parent's exit noticed", l)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for alive(pid) {
+	for testenv.ProcAlive(pid) {
 		if time.Now().After(deadline) {
 			t.Fatalf("child %d still running after its parent was killed", pid)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// alive: pid exists and is not a zombie.
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
 
 func TestSelfCommand(t *testing.T) {

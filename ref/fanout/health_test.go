@@ -28,14 +28,7 @@ func TestOutboxHealthSurvivesProducerRecreate(t *testing.T) {
 	cfg.Topics = f.tp
 	cfg.Consumer.Group = testenv.RandomName("inbox_")
 	cfg.HealthInterval = 100 * time.Millisecond
-	deps := Deps{DB: f.my.DB, Redis: f.rd.Client, Keys: f.rd.Keys, Registry: prometheus.NewRegistry(),
-		Brokers: f.brokers, Members: f.members,
-		NewWriter: func(d inbox.Dedup) (*inbox.Writer, error) {
-			c := inbox.DefaultConfig()
-			c.Dedup = d
-			return inbox.NewWriter(seqalloc.NewRedis(f.rd.Client, f.rd.Keys), c, nil)
-		}}
-	rt, err := NewRuntime(ctx, cfg, deps)
+	rt, err := NewRuntime(ctx, cfg, f.runtimeDeps())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,4 +80,17 @@ func TestOutboxHealthSurvivesProducerRecreate(t *testing.T) {
 	default:
 		t.Fatal("Close returned while the health goroutine still runs")
 	}
+}
+
+// runtimeDeps are a Runtime's dependencies on the fixture's servers: its
+// database, Redis, brokers and groups, a fresh registry, and inbox writers
+// on the Redis allocator.
+func (f *fixture) runtimeDeps() Deps {
+	return Deps{DB: f.my.DB, Redis: f.rd.Client, Keys: f.rd.Keys, Registry: prometheus.NewRegistry(),
+		Brokers: f.brokers, Members: f.members,
+		NewWriter: func(d inbox.Dedup) (*inbox.Writer, error) {
+			c := inbox.DefaultConfig()
+			c.Dedup = d
+			return inbox.NewWriter(seqalloc.NewRedis(f.rd.Client, f.rd.Keys), c, nil)
+		}}
 }

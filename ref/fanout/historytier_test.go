@@ -8,13 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"imlab/internal/testenv"
 	"imlab/ref/history"
-	"imlab/ref/inbox"
 	"imlab/ref/model"
-	"imlab/ref/seqalloc"
 )
 
 // newFerretHistory returns a history store on a fresh database of an
@@ -115,13 +111,8 @@ func TestHistoryTierStalledDoesNotHoldInbox(t *testing.T) {
 	cfg.Consumer.SessionTimeout = 6 * time.Second
 	cfg.Consumer.BackoffBase, cfg.Consumer.BackoffMax = 5*time.Millisecond, 50*time.Millisecond
 	cfg.Monitor.Interval = 200 * time.Millisecond
-	deps := Deps{DB: f.my.DB, Redis: f.rd.Client, Keys: f.rd.Keys, Registry: prometheus.NewRegistry(),
-		Brokers: f.brokers, Members: f.members, History: hs,
-		NewWriter: func(d inbox.Dedup) (*inbox.Writer, error) {
-			c := inbox.DefaultConfig()
-			c.Dedup = d
-			return inbox.NewWriter(seqalloc.NewRedis(f.rd.Client, f.rd.Keys), c, nil)
-		}}
+	deps := f.runtimeDeps()
+	deps.History = hs
 	rt, err := NewRuntime(ctx, cfg, deps)
 	if err != nil {
 		t.Fatal(err)
