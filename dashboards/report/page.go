@@ -423,7 +423,13 @@ func drawChart(ci int, c cleanChart, markers []Marker, tmin, tmax float64) (char
 			TextX: coord(plotRight - 4), TextY: coord(y + 12),
 			Label: label, Title: title, OffScale: offScale,
 		}
-		if !offScale && y-4 > plotTop+12 {
+		if offScale {
+			// A short stub at the top right, not a line across the plot that
+			// would read as a threshold at the axis' top value.
+			cv.Threshold.X1 = coord(plotRight - 24)
+			cv.Threshold.TextX = coord(plotRight - 28)
+			cv.Threshold.TextY = coord(float64(plotTop) + 4)
+		} else if y-4 > plotTop+12 {
 			cv.Threshold.TextY = coord(y - 4)
 		}
 	}

@@ -792,6 +792,9 @@ func TestThresholdOffScale(t *testing.T) {
 	if y := attr(th, "y1"); y != coord(plotTop) {
 		t.Errorf("off-scale threshold at y %s, want the top edge %s", y, coord(plotTop))
 	}
+	if x1 := attr(th, "x1"); x1 == coord(plotLeft) {
+		t.Errorf("off-scale threshold drawn across the plot (x1 %s): it would read as a threshold at the top tick", x1)
+	}
 	g := findAll(svg, elem("g", "threshold"))[0]
 	if got := text(findAll(g, elem("text"))[0]); !strings.Contains(got, "off scale") || !strings.Contains(got, "5000 ms") {
 		t.Errorf("off-scale threshold label %q", got)
