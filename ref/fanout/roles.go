@@ -240,6 +240,7 @@ func (r *Runtime) RunConsumer(ctx context.Context) error {
 		}
 		hc := cc
 		hc.Group, hc.Tier = r.cfg.HistoryGroup, "history"
+		hc.MaxBatch, hc.MaxPollRecords = min(hc.MaxBatch, HistoryMaxBatch), min(hc.MaxPollRecords, HistoryMaxPollRecords)
 		// A stalled history store makes the history tier wait (its own
 		// group: the inbox tier goes on), not dead-letter.
 		hc.RetryTransient = true
