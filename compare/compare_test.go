@@ -332,7 +332,29 @@ func TestLoadSummaryRateIsACKed(t *testing.T) {
 	if b.Metrics[MRate] != 1000 || n.Metrics[MRate] != 200 || n.Metrics[MUnknown] != 0.8 {
 		t.Fatalf("metrics %v %v", b.Metrics, n.Metrics)
 	}
-	rep, err := Compare([]*Run{b}, []*Run{n}, Options{})
+	// A summary with the measured sending phase and its outcome: the rate
+	// is over load_seconds, and an OVERLOADED run fails the gate.
+	over := loadSum(2000, 0, 8000, 5000)
+	over["load_seconds"] = 8.0
+	over["outcome"] = map[string]any{"overloaded": true, "overload_limit": 0.01}
+	o, err := Read(writeJSON(t, dir, "c/summary.json", over))
+	if err != nil || o.Metrics[MRate] != 250 || o.Metrics[MWithinLoad] != 0 {
+		t.Fatalf("outcome: %v %v", err, o.Metrics)
+	}
+	fine := loadSum(10000, 0, 0, 5000)
+	fine["outcome"] = map[string]any{"overloaded": false, "overload_limit": 0.01}
+	f, err := Read(writeJSON(t, dir, "d/summary.json", fine))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Compare([]*Run{f}, []*Run{o}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := row(t, rep, MWithinLoad); r.Verdict != VFailed {
+		t.Fatalf("overloaded: %+v", r)
+	}
+	rep, err = Compare([]*Run{b}, []*Run{n}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,6 +94,9 @@ const (
 	MLag     = "lag"     // largest consumer lag age seen, s
 	MVerdict = "verdict" // the scenario's verdict check held
 	MPassed  = "passed"  // every check of the scenario held
+	// MWithinLoad: the load run was not OVERLOADED (loadgen's outcome:
+	// failed + unknown sends within its stated fraction).
+	MWithinLoad = "within_load"
 	// MRecovery is the time to recover (s) after a burst or a fault's
 	// heal; MRecoveryBacklog the peak records behind on the way.
 	MRecovery        = "recovery"
@@ -120,6 +123,7 @@ var (
 		MLag:             {Name: MLag, Unit: "s", Tol: Tolerance{Rel: 0.20, Abs: 0.1}, Desc: "largest consumer lag age seen"},
 		MVerdict:         {Name: MVerdict, Unit: "bool", Better: Higher, Rule: MustHold, Desc: "the checker's verdict is the expected one"},
 		MPassed:          {Name: MPassed, Unit: "bool", Better: Higher, Rule: MustHold, Desc: "every check of the scenario held"},
+		MWithinLoad:      {Name: MWithinLoad, Unit: "bool", Better: Higher, Rule: MustHold, Desc: "the load run was not OVERLOADED"},
 		MRecovery:        {Name: MRecovery, Unit: "s", Tol: Tolerance{Rel: 0.20, Abs: 0.1}, Desc: "time to recover after the burst or the last heal"},
 		MRecoveryBacklog: {Name: MRecoveryBacklog, Unit: "count", Tol: Tolerance{Rel: 0.20}, Desc: "peak records behind during the recovery"},
 		MSustainable:     {Name: MSustainable, Unit: "/s", Better: Higher, Tol: Tolerance{Rel: 0.05}, Desc: "highest rate that held the SLO (confirmed)"},

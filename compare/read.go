@@ -139,6 +139,14 @@ type loadSummary struct {
 	Fail     uint64               `json:"fail"`
 	Unknown  uint64               `json:"unknown"`
 	Latency  map[string]quantiles `json:"latency"`
+	// LoadSeconds is the measured sending phase (0 in older summaries:
+	// the configured duration stands in); Outcome says whether the run
+	// was OVERLOADED (nil in older summaries).
+	LoadSeconds float64 `json:"load_seconds"`
+	Outcome     *struct {
+		Overloaded bool    `json:"overloaded"`
+		Limit      float64 `json:"overload_limit"`
+	} `json:"outcome"`
 }
 
 func (s loadSummary) metrics(r *Run) error {
@@ -146,9 +154,16 @@ func (s loadSummary) metrics(r *Run) error {
 	if err != nil {
 		return fmt.Errorf("duration %q: %v", s.Duration, err)
 	}
+	secs := d.Seconds()
+	if s.LoadSeconds > 0 {
+		secs = s.LoadSeconds
+	}
 	// The rate is ACKed sends over the sending phase, not sends started:
 	// a send that timed out carried nothing.
-	r.outcomes(s.OK, s.Fail, s.Unknown, d.Seconds())
+	r.outcomes(s.OK, s.Fail, s.Unknown, secs)
+	if s.Outcome != nil {
+		r.Metrics[MWithinLoad] = b2f(!s.Outcome.Overloaded)
+	}
 	q, ok := s.Latency["response"]
 	r.ackQuantiles(q, ok, "summary response histogram")
 	if e, ok := s.Latency["end_to_end"]; ok && e.Count > 0 {

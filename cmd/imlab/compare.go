@@ -35,7 +35,7 @@ func compareCmd(exit func(int)) *cobra.Command {
 		Long: `Reads the base and new results (files, or directories holding result.json or summary.json),
 extracts the same metrics from each (rate = ACKed sends/s, ack_p50/p99/p999 from intended send time,
 e2e_p99, errors, unknown, lag, recovery, recovery_backlog, the checker's findings, the scenario's verdict and passed;
-for a capacity search sustainable_rate, knee_rate, cpu_us_per_msg.*) and decides per metric:
+for a load summary within_load (not OVERLOADED); for a capacity search sustainable_rate, knee_rate, cpu_us_per_msg.*) and decides per metric:
 
   - several runs on each side: medians, and a Mann-Whitney U test (alpha 0.05); a change the test
     cannot tell from noise is "~"; a significant change beyond the tolerance is REGRESSED;
