@@ -24,7 +24,10 @@
 //  2. conv_counter advanced for each conversation (ascending conv_id) and
 //     read back: dense conv_seq, no hole if the batch rolls back (when the
 //     upsert created every row, the counters are the counts and the read
-//     back is skipped);
+//     back is skipped; when the committer remembers counters it committed,
+//     the upsert checks them itself, IF(max_seq = remembered), and the
+//     exact affected-rows count proves them; a wrong one rolls the attempt
+//     back and the next reads back: db.go, convTops);
 //  3. msg_content multi-row INSERT;
 //  4. Policy.InTx (strict: inbox.Writer, which locks seq_fence rows in
 //     ascending uid order);
