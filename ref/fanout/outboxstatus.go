@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 
 	"imlab/ref/model"
 )
@@ -13,6 +15,13 @@ import (
 // eventMsgIDAt is where an encoded Event's msg_id starts (after the
 // version and flags bytes; see Event.Marshal), 1-based for SUBSTRING.
 const eventMsgIDAt = 3
+
+// eventMsgIDHexAt is where the msg_id starts in HEX(payload), 1-based: the
+// lookup compares hex digits, not raw bytes, because go-mysql-server (the
+// embedded MySQL) takes SUBSTRING of a VARBINARY as text and never matches
+// bytes >= 0x80 (every real msg_id has some); MySQL and MariaDB answer both
+// forms alike.
+const eventMsgIDHexAt = 2*(eventMsgIDAt-1) + 1
 
 // OutboxStatus says what mq_outbox holds of one message: the status of the
 // first row whose event names msgID (model.OutboxPending, Published or
@@ -22,9 +31,9 @@ const eventMsgIDAt = 3
 // cleaned up.
 func OutboxStatus(ctx context.Context, db *sql.DB, msgID uint64) (int, error) {
 	st := model.OutboxNone
-	key := binary.BigEndian.AppendUint64(nil, msgID)
-	err := db.QueryRowContext(ctx, `SELECT status FROM mq_outbox WHERE SUBSTRING(payload, ?, 8) = ? ORDER BY id LIMIT 1`,
-		eventMsgIDAt, key).Scan(&st)
+	key := strings.ToUpper(hex.EncodeToString(binary.BigEndian.AppendUint64(nil, msgID)))
+	err := db.QueryRowContext(ctx, `SELECT status FROM mq_outbox WHERE SUBSTRING(HEX(payload), ?, 16) = ? ORDER BY id LIMIT 1`,
+		eventMsgIDHexAt, key).Scan(&st)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return model.OutboxNone, nil
