@@ -175,6 +175,13 @@
 // unknown age, its snapshot is older than LagStale) is unknown, never 0:
 // any unknown sample fails max_lag_age.
 //
+// The checker's verdict is re-judged with the file's allowances
+// (Verdict.Judge): max_reordered is the order judgement the verdict uses.
+// A witness error fails the evidence check: a pull or store witness (read
+// after the drain, healed) not made or made only for some uids leaves
+// findings unjudged; read-after-ACK probes run during the faults, so only
+// probes not made at all fail it.
+//
 // Repairs are evidence. Forward reconciliation writing an inbox row means
 // the pipeline had lost it; the runner reads GET /v1/lab/repairs of every
 // process that runs the reconciler (when an incarnation ends, and after

@@ -45,6 +45,12 @@ type Observed struct {
 	// whose file entry does not say may_miss, what happened.
 	Faults      int
 	FaultMisses []string
+	// Evidence is how many pieces of evidence the checker had (pull
+	// witness, store witness, read-after-ACK); EvidenceGaps says which were
+	// not gathered whole and why (a witness error). Any gap fails the
+	// evidence check: the findings it feeds were not judged.
+	Evidence     int
+	EvidenceGaps []string
 	// Repairs is the inbox rows forward reconciliation wrote during the
 	// run; RepairsKnown false when a process could not be read.
 	Repairs      uint64
@@ -162,6 +168,13 @@ func Evaluate(e ExpectSpec, o Observed) []Check {
 	}
 	if e.MinRepairs != nil {
 		repairs("min_repairs", fmt.Sprintf(">= %d", *e.MinRepairs), func(v uint64) bool { return v >= *e.MinRepairs })
+	}
+	if o.Evidence > 0 {
+		got := fmt.Sprintf("all %d made", o.Evidence)
+		if len(o.EvidenceGaps) > 0 {
+			got = strings.Join(o.EvidenceGaps, "; ")
+		}
+		add("evidence", "pull and store witness made whole, read-after-ACK made", got, len(o.EvidenceGaps) == 0)
 	}
 	if o.Faults > 0 {
 		got := fmt.Sprintf("all %d", o.Faults)

@@ -145,3 +145,23 @@ func TestEvaluateRepairs(t *testing.T) {
 		t.Fatalf("merged %+v", s)
 	}
 }
+
+// TestEvaluateEvidence: a piece of evidence not gathered whole (a witness
+// error) fails the evidence check; max_reordered becomes the checker's
+// allowance.
+func TestEvaluateEvidence(t *testing.T) {
+	o := Observed{Checked: true, Valid: true, DrainComplete: true, Evidence: 3}
+	if c := byName(Evaluate(ExpectSpec{}, o))["evidence"]; !c.OK || c.Got != "all 3 made" {
+		t.Fatalf("whole evidence: %+v", c)
+	}
+	o.EvidenceGaps = []string{"store-witness partial: 40 uids, 900 entries; not judged for 2 uids whose read failed"}
+	if c := byName(Evaluate(ExpectSpec{}, o))["evidence"]; c.OK || !strings.Contains(c.Got, "not judged") {
+		t.Fatalf("a witness error: %+v", c)
+	}
+	if a := allowances(ExpectSpec{MaxReordered: u64(5)}); a["reordered"] != 5 || len(a) != 1 {
+		t.Fatalf("allowances %v", a)
+	}
+	if a := allowances(ExpectSpec{}); len(a) != 0 {
+		t.Fatalf("allowances without max_reordered %v", a)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -418,6 +419,11 @@ func (r *run) execute(ctx context.Context) error {
 	if cerr != nil {
 		return fmt.Errorf("scenarios: checker: %w", cerr)
 	}
+	// The file's max_reordered is the order judgement the verdict uses
+	// (a scenario that names a degraded window allows some reorders).
+	if err := v.Judge(allowances(r.f.Expect)); err != nil {
+		return fmt.Errorf("scenarios: checker: %w", err)
+	}
 	if len(srcs) > 1 {
 		latencyFromVerdict(sum, v)
 		v.Warnings = append(v.Warnings, r.segNotes...)
@@ -440,8 +446,37 @@ func (r *run) execute(ctx context.Context) error {
 }
 
 // observe gathers the evaluation's input.
+// allowances are the checker findings a file allows (Verdict.Judge): its
+// max_reordered; every other deciding finding must be 0 for a valid run.
+func allowances(e ExpectSpec) map[string]int {
+	allow := map[string]int{}
+	if e.MaxReordered != nil {
+		allow[checker.Reordered] = int(min(*e.MaxReordered, uint64(math.MaxInt32)))
+	}
+	return allow
+}
+
+// evidenceGaps says, for each piece of the checker's evidence that was
+// not gathered, why: a witness (pull or store, read after the drain, healed)
+// that was not made or only partly made leaves findings unjudged, so it
+// fails the scenario. Read-after-ACK probes run during the faults, so some
+// failing to read is expected: only probes not made at all are a gap.
+func evidenceGaps(v *checker.Verdict) []string {
+	var out []string
+	for _, c := range v.Checks {
+		switch {
+		case !c.Made:
+			out = append(out, c.Name+" not made: "+c.Detail)
+		case c.Partial && c.Name != checker.CheckReadAfterAck:
+			out = append(out, c.Name+" partial: "+c.Detail)
+		}
+	}
+	return out
+}
+
 func observe(v *checker.Verdict, sum *loadgen.Summary, lag []LagSample, truncated uint64, lc loadgen.Config) Observed {
-	o := Observed{Checked: true, Valid: v.Valid, Findings: map[string]uint64{}, TruncatedPulls: truncated}
+	o := Observed{Checked: true, Valid: v.Valid, Findings: map[string]uint64{}, TruncatedPulls: truncated,
+		Evidence: len(v.Checks), EvidenceGaps: evidenceGaps(v)}
 	for name, f := range v.Findings {
 		o.Findings[name] = uint64(f.Count)
 	}
