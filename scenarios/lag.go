@@ -164,27 +164,33 @@ func (r *run) pollLag(ctx context.Context, base time.Time, db *sql.DB, out *lagL
 }
 
 func fetchLag(ctx context.Context, hc *http.Client, url string) (*lagAnswer, error) {
+	var a lagAnswer
+	if err := getJSON(ctx, hc, url, &a); err != nil {
+		return nil, fmt.Errorf("lag: %w", err)
+	}
+	return &a, nil
+}
+
+// getJSON GETs url and decodes its 200 answer (at most maxLagBody bytes)
+// into v; another status is an error carrying the body.
+func getJSON(ctx context.Context, hc *http.Client, url string, v any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, fmt.Errorf("lag: %w", err)
+		return err
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("lag: %w", err)
+		return err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxLagBody))
 	if err != nil {
-		return nil, fmt.Errorf("lag: %w", err)
+		return err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("lag: status %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
+		return fmt.Errorf("status %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
 	}
-	var a lagAnswer
-	if err := json.Unmarshal(b, &a); err != nil {
-		return nil, fmt.Errorf("lag: %w", err)
-	}
-	return &a, nil
+	return json.Unmarshal(b, v)
 }
 
 func lagLine(s LagSample) string {

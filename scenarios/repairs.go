@@ -2,11 +2,8 @@ package scenarios
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"strings"
 
 	"imlab/ref/server"
 )
@@ -54,25 +51,9 @@ func (s *RepairSummary) add(r server.Repairs) {
 // fetchRepairs reads one process's RepairsPath.
 func fetchRepairs(ctx context.Context, addr string) (server.Repairs, error) {
 	var out server.Repairs
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+server.RepairsPath, nil)
-	if err != nil {
-		return out, fmt.Errorf("repairs: %w", err)
-	}
 	hc := &http.Client{Timeout: ScrapeTimeout}
 	defer hc.CloseIdleConnections()
-	resp, err := hc.Do(req)
-	if err != nil {
-		return out, fmt.Errorf("repairs: %w", err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxLagBody))
-	if err != nil {
-		return out, fmt.Errorf("repairs: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return out, fmt.Errorf("repairs: status %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
-	}
-	if err := json.Unmarshal(b, &out); err != nil {
+	if err := getJSON(ctx, hc, "http://"+addr+server.RepairsPath, &out); err != nil {
 		return out, fmt.Errorf("repairs: %w", err)
 	}
 	return out, nil
