@@ -560,6 +560,11 @@ func (r *runner) send(worker int, t schedule.Tick, started time.Duration) {
 	}
 	a := ledger.Attempt{Tick: t.Idx, Dev: sender.idx, ConvType: ct, Target: target, Intended: t.Intended, Started: started}
 	deadline := started + r.cfg.Timeout*time.Duration(r.cfg.Retries+2)
+	l := r.m.lane(worker)
+	// The start delay is known now: it goes into the second the send
+	// started in, not the one its answer comes in (seconds later on a slow
+	// server, which left a burst's own seconds without a start delay).
+	l.record(hDelay, started-t.Intended)
 	for {
 		a.Tries++
 		ack, err := r.sendOnce(sender, t.Idx, &req)
@@ -591,8 +596,6 @@ func (r *runner) send(worker int, t schedule.Tick, started time.Duration) {
 		time.Sleep(time.Duration(a.Tries) * 10 * time.Millisecond)
 	}
 	a.Ended = time.Since(r.start)
-	l := r.m.lane(worker)
-	l.record(hDelay, a.Started-a.Intended)
 	r.e2e.outcome(l, t.Idx, a.Outcome == ledger.OK)
 	switch a.Outcome {
 	case ledger.OK:
