@@ -99,8 +99,8 @@ func (r *run) gateBaseline() {
 	if path == "" {
 		return
 	}
-	tol := ""
-	if r.f.Baseline != nil {
+	tol := r.cfg.BaselineTolerance
+	if r.f.Baseline != nil && r.f.Baseline.Tolerance != "" {
 		tol = r.f.Baseline.Tolerance
 	}
 	want := "no regression against " + path

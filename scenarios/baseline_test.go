@@ -144,6 +144,13 @@ func TestGateBaselineDir(t *testing.T) {
 	if c := baselineCheck(t, r); c.OK {
 		t.Fatalf("dir with the file's tolerance: %+v", c)
 	}
+	// The runner's tolerance applies when the file has none.
+	r = gatedRun(t, nil, stored, 110)
+	r.cfg.BaselineTolerance = "ack_p99:+50%,ack_p999:+50%"
+	r.gateBaseline()
+	if c := baselineCheck(t, r); !c.OK || !strings.Contains(c.Want, "+50%") {
+		t.Fatalf("runner tolerance: %+v", c)
+	}
 	// No stored result for this scenario: noted, not gated.
 	r = gatedRun(t, nil, t.TempDir(), 100)
 	r.gateBaseline()

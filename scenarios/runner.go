@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"imlab/chaos"
+	"imlab/compare"
 	"imlab/compose"
 	"imlab/loadgen"
 	"imlab/loadgen/checker"
@@ -105,6 +106,9 @@ type Config struct {
 	// file's baseline path (its tolerance still applies); a scenario with
 	// no stored result is noted, not gated.
 	BaselineDir string
+	// BaselineTolerance applies to a baseline gate whose file names no
+	// tolerance of its own ("": compare's defaults).
+	BaselineTolerance string
 	// MongoCommand is compose.Config.MongoCommand: the command that serves
 	// an embedded FerretDB from a child process at a lower priority
 	// (empty: in-process).
@@ -140,6 +144,9 @@ func (c Config) Validate() error {
 	}
 	if _, err := server.ParseDefects(c.Defects...); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if _, err := compare.ParseTolerances(c.BaselineTolerance); err != nil {
+		return fmt.Errorf("%w: baseline tolerance: %v", ErrInvalid, err)
 	}
 	if len(c.ChildCommand) > 0 && c.ChildCommand[0] == "" {
 		return fmt.Errorf("%w: child command: the program is empty", ErrInvalid)

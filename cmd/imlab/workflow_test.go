@@ -115,7 +115,7 @@ func TestWorkflowCallsRealCommands(t *testing.T) {
 	if !strings.Contains(string(b), "--baseline-dir") {
 		t.Error("the scenarios are not gated on main's results")
 	}
-	if run, _, err := root.Find([]string{"scenario", "run"}); err != nil || run.Flags().Lookup("baseline-dir") == nil {
-		t.Error("imlab scenario run has no --baseline-dir")
+	if run, _, err := root.Find([]string{"scenario", "run"}); err != nil || run.Flags().Lookup("baseline-dir") == nil || run.Flags().Lookup("baseline-tolerance") == nil {
+		t.Error("imlab scenario run has no --baseline-dir or --baseline-tolerance (the workflow passes them in a shell array)")
 	}
 }
