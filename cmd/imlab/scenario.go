@@ -100,7 +100,7 @@ type scenarioOpts struct {
 	duration                          time.Duration
 	rateScale                         float64
 	keep                              bool
-	baselineDir                       string
+	baselineDir, baselineTol          string
 }
 
 // flags registers the shared flags; defOut describes --out's default.
@@ -115,6 +115,7 @@ func (o *scenarioOpts) flags(cmd *cobra.Command, defOut string) {
 	fl.Float64Var(&o.rateScale, "rate-scale", 0, "multiply every file's rates by this factor in (0, 1] (default: the topology's, load.embedded_rate_scale when MySQL is embedded); every output says so")
 	fl.BoolVar(&o.keep, "keep-data", false, "keep the run's database and Redis keys")
 	fl.StringVar(&o.baselineDir, "baseline-dir", "", "gate each scenario on DIR/NAME/result.json (e.g. main's stored results; the file's baseline tolerance applies; a scenario with none stored is not gated)")
+	fl.StringVar(&o.baselineTol, "baseline-tolerance", "", "tolerances of a baseline gate whose file names none, as imlab compare --tolerance (e.g. 'ack_p99:+100%' for single CI runs on a noisy runner)")
 	fl.String("secret", "", "token signing secret (default $"+envSecret+")")
 }
 
@@ -177,6 +178,7 @@ func runScenarios(cmd *cobra.Command, files []*scenarios.File, o scenarioOpts, o
 	base.KeepData = o.keep
 	base.Duration = o.duration
 	base.BaselineDir = o.baselineDir
+	base.BaselineTolerance = o.baselineTol
 	base.RateScale = o.rateScale
 	base.DataDir = lookupEnv(compose.EnvDataDir)
 	base.MongoCommand = embeddedMongoCommand()
