@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -192,6 +193,9 @@ func runsTable(runs []*Result, labels []string) report.Table {
 	return t
 }
 
+// logPathRE matches an exec process's log path in the processes setting.
+var logPathRE = regexp.MustCompile(`\(exec, log [^)]*\)`)
+
 // settingsDiff lists the settings whose values differ between the runs
 // (a setting missing from a run shows as "(none)"); identical ones are
 // counted in the title.
@@ -204,7 +208,7 @@ func settingsDiff(runs []*Result, labels []string) report.Table {
 			if s.Name == "redis_prefix" || s.Name == "proxies" || s.Name == "kafka" {
 				continue // differ in every run by construction
 			}
-			vals[i][s.Name] = s.Value
+			vals[i][s.Name] = logPathRE.ReplaceAllString(s.Value, "(exec)") // log paths differ in every run
 			if !slices.Contains(names, s.Name) {
 				names = append(names, s.Name)
 			}

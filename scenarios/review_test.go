@@ -25,8 +25,9 @@ func reviewRun(t *testing.T, name string, consumers int, burstAt float64, lagAge
 	}
 	r := &Result{Format: ResultFormat, Scenario: name, StartedAt: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC), Seconds: 20, Passed: true,
 		Verdict: &checker.Verdict{Valid: true}, Checks: []Check{{Name: "verdict", Want: "valid", Got: "valid", OK: true}},
-		Settings: []Setting{{"policy", "store"}, {"consumer_processes", string(rune('0' + consumers))}, {"redis_prefix", "imlab:scn:" + name}},
-		Lag:      lag, Recovery: fig,
+		Settings: []Setting{{"policy", "store"}, {"consumer_processes", string(rune('0' + consumers))}, {"redis_prefix", "imlab:scn:" + name},
+			{"processes", "api=api (exec, log /tmp/" + name + "/process-api.log)"}},
+		Lag: lag, Recovery: fig,
 		Burst: &BurstFigures{From: burstAt, To: burstAt + 2, PeakPerSec: 50000, IntendedPerSec: 50000, StartedPerSec: 49800, Intended: 100400, Started: 100100, Ratio: 0.997, StartDelayP99ms: f64(3.5)},
 		Spec:  &File{Name: name}}
 	for i := 0; i < len(lagAges); i++ {
@@ -74,7 +75,7 @@ func TestReviewPage(t *testing.T) {
 	for _, want := range []string{
 		"imlab review: 2 runs of burst-50k",
 		"#1 burst-50k.consumers-1", "#2 burst-50k.consumers-2",
-		"Settings that differ (1 differ, 1 the same",
+		"Settings that differ (1 differ, 2 the same",
 		"consumer_processes",
 		"Recovery (from the end of the burst",
 		"end of the burst",
