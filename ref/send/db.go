@@ -76,7 +76,17 @@ type convTops struct {
 	// CLIENT_FOUND_ROWS), which the guarded upsert's check relies on; set
 	// by probeChangedRows on each new connection.
 	changedRows bool
+	// paused counts the batches left that read back without predicting,
+	// after a prediction failed: where processes take turns in the same
+	// conversations (two users on two API processes), predicting would
+	// roll back a batch at every turn; this bounds that to one rollback
+	// per convStalePause batches.
+	paused int
 }
+
+// convStalePause is how many batches a committer reads back after a
+// failed prediction before it predicts again.
+const convStalePause = 256
 
 func (c *convTops) get(conv uint64) (uint64, bool) {
 	v, ok := c.m[conv]
@@ -113,7 +123,9 @@ var errConvStale = errors.New("send: remembered conv_counter value stale")
 // the upsert checks them itself and nothing is read back; otherwise the
 // counters are read back unless every row was created.
 func advanceConvSeqs(ctx context.Context, tx *sql.Tx, batch []*Pending, tops *convTops) error {
-	if tops != nil && tops.changedRows {
+	if tops != nil && tops.paused > 0 {
+		tops.paused--
+	} else if tops != nil && tops.changedRows {
 		done, err := advanceConvSeqsKnown(ctx, tx, batch, tops)
 		if done || err != nil {
 			return err
@@ -136,7 +148,8 @@ func advanceConvSeqs(ctx context.Context, tx *sql.Tx, batch []*Pending, tops *co
 // the sum equals the expectation exactly when every prediction held, and
 // the conv_seqs are base+1.. . Otherwise the attempt is rolled back
 // (errConvStale: a remembered row may have been inserted with a wrong
-// value) and the conversations are forgotten. done is false when the batch
+// value), the conversations are forgotten and the committer reads back for
+// the next convStalePause batches. done is false when the batch
 // is not for this path (nothing remembered, too many distinct counts).
 func advanceConvSeqsKnown(ctx context.Context, tx *sql.Tx, batch []*Pending, tops *convTops) (done bool, err error) {
 	counts := make(map[uint64]uint64)
@@ -185,6 +198,7 @@ func advanceConvSeqsKnown(ctx context.Context, tx *sql.Tx, batch []*Pending, top
 	}
 	if n != want {
 		tops.forget(batch)
+		tops.paused = convStalePause
 		return true, fmt.Errorf("%w: %d of %d expected rows affected", errConvStale, n, want)
 	}
 	next := make(map[uint64]uint64, len(convs))
