@@ -177,8 +177,9 @@ type Config struct {
 	// OnSecond, when set, is called by the reporter with each second's
 	// timeline row as it is made (a capacity search watches a step with
 	// it and cancels the run's context when the SLO is clearly broken). It
-	// must return quickly: the next second waits for it.
-	OnSecond func(Second)
+	// must return quickly: the next second waits for it. Not part of the
+	// config a segment child is handed (json "-").
+	OnSecond func(Second) `json:"-"`
 }
 
 // DefaultConfig returns a small, valid run against target.
