@@ -44,6 +44,8 @@ for a load summary within_load (not OVERLOADED); for a capacity search sustainab
   - a checker finding where the base had none is REGRESSED, a verdict or passed that did not hold
     is FAILED, a metric the base measured and the new runs did not is MISSING: all fail the gate.
 
+With BASE... -- NEW..., give the flags before --: every word after it is a NEW result.
+
 Tolerances: --tolerance 'ack_p99:+10%,rate:-5%,recovery:+20%,lag:+500ms,errors:+0.1%' (the sign is
 the worsening direction; on errors/unknown a percentage is percentage points). Defaults: latency
 +10% (at least 1ms), rate -5%, lag and recovery +20% (at least 0.1s), errors/unknown +0.1pp.`,
