@@ -105,8 +105,9 @@ func HTMLReport(res *Result) *report.Report {
 	}
 	rep.Charts = append(rep.Charts, lat)
 	spec := res.spec()
+	var chartNotes []string // why a chart is missing or incomplete: after the run's own notes
 	if len(res.Lag) == 0 && !spec.UsesKafka() {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("No consumer lag or outbox chart: with policy %s and the history tier off nothing goes through a queue, so there is no lag to poll.", spec.Server.PolicyOr()))
+		chartNotes = append(chartNotes, fmt.Sprintf("No consumer lag or outbox chart: with policy %s and the history tier off nothing goes through a queue, so there is no lag to poll.", spec.Server.PolicyOr()))
 	}
 	if len(res.Lag) > 0 {
 		groups := map[string]*report.Series{}
@@ -144,12 +145,12 @@ func HTMLReport(res *Result) *report.Report {
 		}
 		failed := len(res.Lag) - len(backlog.Points)
 		if failed > 0 {
-			rep.Notes = append(rep.Notes, fmt.Sprintf("%d of %d lag polls failed: those seconds are unknown and left out of the lag and outbox charts (result.json has each error).", failed, len(res.Lag)))
+			chartNotes = append(chartNotes, fmt.Sprintf("%d of %d lag polls failed: those seconds are unknown and left out of the lag and outbox charts (result.json has each error).", failed, len(res.Lag)))
 		}
 		if spec.Server.PolicyOr() == "outbox" || anyAbove(backlog.Points, 0) {
 			rep.Charts = append(rep.Charts, report.Chart{Title: "Outbox backlog", Unit: "records", Series: []report.Series{backlog}})
 		} else {
-			rep.Notes = append(rep.Notes, fmt.Sprintf("No outbox chart: policy %s writes no outbox (every poll read a backlog of 0).", spec.Server.PolicyOr()))
+			chartNotes = append(chartNotes, fmt.Sprintf("No outbox chart: policy %s writes no outbox (every poll read a backlog of 0).", spec.Server.PolicyOr()))
 		}
 	}
 	for _, e := range res.Events {
@@ -190,6 +191,7 @@ func HTMLReport(res *Result) *report.Report {
 	for _, e := range res.Errors {
 		rep.Notes = append(rep.Notes, "error: "+strings.TrimSpace(e))
 	}
+	rep.Notes = append(rep.Notes, chartNotes...)
 	return rep
 }
 
