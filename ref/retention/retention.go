@@ -1,6 +1,7 @@
 // Package retention owns the deletion of old inbox rows (seed 000/003): an
 // offline_msg row goes once it is older than MaxAge (30 days by default), or
-// earlier once every device of its user has pulled past it; never a row some
+// earlier once every device of its user has pulled past it and it is older
+// than PulledMinAge (a day by default); never a row some
 // device has not pulled unless it is past MaxAge. Rows go in small (uid,
 // seq) batches, each its own short autocommit statement, so no long
 // transaction holds locks against the write path. It also trims mq_dedup
@@ -25,6 +26,13 @@ import (
 type Config struct {
 	// MaxAge: rows older than this go whatever the cursors say.
 	MaxAge time.Duration
+	// PulledMinAge: a row every device has pulled past goes early, but not
+	// before it is this old (0: at once). The grace keeps what a device was
+	// just served in the store of record for a while: a device that
+	// reinstalls, or one registered moments later, can still pull it, and
+	// a store witness taken after a run still sees every message of the
+	// run instead of a hole that retention made.
+	PulledMinAge time.Duration
 	// ScanPage bounds rows read per key-order page.
 	ScanPage int
 	// DeleteBatch bounds rows per DELETE statement.
@@ -41,7 +49,7 @@ type Config struct {
 
 // DefaultConfig: 30 days, pages of 1000, deletes of 500, dedup rows kept 48 h.
 func DefaultConfig() Config {
-	return Config{MaxAge: 30 * 24 * time.Hour, ScanPage: 1000, DeleteBatch: 500, Pause: time.Millisecond,
+	return Config{MaxAge: 30 * 24 * time.Hour, PulledMinAge: 24 * time.Hour, ScanPage: 1000, DeleteBatch: 500, Pause: time.Millisecond,
 		DedupMaxAge: 48 * time.Hour, Interval: 10 * time.Minute}
 }
 
@@ -50,6 +58,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.MaxAge < time.Minute:
 		return fmt.Errorf("%w: retention max age below 1m", model.ErrInvalid)
+	case c.PulledMinAge < 0 || c.PulledMinAge > c.MaxAge:
+		return fmt.Errorf("%w: retention pulled min age out of 0..max age", model.ErrInvalid)
 	case c.ScanPage < 1 || c.ScanPage > 10_000:
 		return fmt.Errorf("%w: retention scan page out of 1..10000", model.ErrInvalid)
 	case c.DeleteBatch < 1 || c.DeleteBatch > 5_000:
@@ -120,6 +130,7 @@ type key struct{ uid, seq uint64 }
 func (r *Retention) Run(ctx context.Context, now time.Time) (Report, error) {
 	var rep Report
 	cutoff := now.Add(-r.cfg.MaxAge).UTC()
+	pulledCutoff := now.Add(-r.cfg.PulledMinAge).UTC()
 	var lastUID, lastSeq uint64
 	for {
 		rows, err := r.db.QueryContext(ctx, `SELECT uid, seq, created_at FROM offline_msg
@@ -162,7 +173,7 @@ func (r *Retention) Run(ctx context.Context, now time.Time) (Report, error) {
 			switch {
 			case x.at.Before(cutoff):
 				rep.DeletedAged++
-			case x.seq <= floor[x.uid]:
+			case x.seq <= floor[x.uid] && !x.at.After(pulledCutoff):
 				rep.DeletedPulled++
 			default:
 				continue

@@ -54,11 +54,22 @@ func TestRetentionRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Just pulled: within PulledMinAge nothing pulled goes, only what is
+	// past MaxAge.
 	rep, err := r.Run(ctx, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.DeletedPulled != 3 || rep.DeletedAged != 2 || rep.DedupDeleted != 1 || rep.Scanned != 25 {
+	if rep.DeletedPulled != 0 || rep.DeletedAged != 2 || rep.DedupDeleted != 1 || rep.Scanned != 25 {
+		t.Fatalf("report %+v: rows pulled a moment ago went before PulledMinAge", rep)
+	}
+	// A day later the pulled rows go too.
+	later := now.Add(cfg.PulledMinAge + time.Minute)
+	rep, err = r.Run(ctx, later)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.DeletedPulled != 3 || rep.DeletedAged != 0 || rep.DedupDeleted != 0 || rep.Scanned != 23 {
 		t.Fatalf("report %+v", rep)
 	}
 	left := map[uint64][]uint64{}
@@ -81,7 +92,7 @@ func TestRetentionRules(t *testing.T) {
 	if err := db.QueryRowContext(ctx, "SELECT CAST(SUM(max_seq) AS SIGNED) FROM seq_fence").Scan(&fence); err != nil || fence != 25 {
 		t.Fatalf("fence changed: %d %v", fence, err)
 	}
-	rep2, err := r.Run(ctx, now)
+	rep2, err := r.Run(ctx, later)
 	if err != nil {
 		t.Fatal(err)
 	}
