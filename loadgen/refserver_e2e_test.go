@@ -3,6 +3,7 @@ package loadgen_test
 import (
 	"bytes"
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,6 +71,9 @@ func TestRealServerNoLossNoSkip(t *testing.T) {
 			}
 			if g := sum.Generator; g.GOMAXPROCS < 1 || g.Conns != lc.Conns || g.Pipeline != lc.Pipeline || g.MaxWorkers != lc.Pacer.MaxWorkers {
 				t.Fatalf("generator summary %+v does not say how it ran", g)
+			}
+			if q := sum.QueueLag; q == nil || !strings.Contains(q.Unknown, "no queue") || len(q.Groups) != 0 {
+				t.Fatalf("queue lag at the end of a run on a server without a queue: %+v", q)
 			}
 			if !sum.Drain.Complete || sum.Drain.WitnessErrors != 0 || sum.Drain.WitnessUIDs != lc.Pop.Users {
 				t.Fatalf("drain: %+v", sum.Drain)

@@ -75,7 +75,9 @@ type CeilingConfig struct {
 type Summary struct {
 	RunID string `json:"run_id"`
 	// Split: the segment of the run this process drove (1/1: the whole run).
-	Split          SegmentSummary       `json:"split"`
+	Split SegmentSummary `json:"split"`
+	// QueueLag: the target's queue lag once the run ended (nil: not read).
+	QueueLag       *QueueLagEnd         `json:"queue_lag_at_end,omitempty"`
 	Target         string               `json:"target"`
 	Shape          string               `json:"shape"`
 	SendVia        string               `json:"send_via"`
@@ -301,6 +303,9 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		r.note(ledger.Note{Check: "store-witness", Reason: "the run was cancelled before the store witness"})
 	}
 	r.probeNote(sum)
+	if ctx.Err() == nil {
+		r.queueLagAtEnd(sum)
+	}
 	sum.Evidence.Policy = r.ev.policyName()
 	close(repStop)
 	<-repDone

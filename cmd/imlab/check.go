@@ -164,6 +164,9 @@ func runCheckDirs(cmd *cobra.Command, dirs []string, o checkOpts) error {
 		if !s.Drain.Complete {
 			v.Warnings = append(v.Warnings, d+": the run's final drain did not complete: lost may include messages still in flight")
 		}
+		if q := s.QueueLag; q != nil && !o.json {
+			fmt.Fprintf(out, "%s: queue lag at the end: %s\n", d, q)
+		}
 	}
 	if o.json {
 		if err := v.WriteJSON(out); err != nil {

@@ -172,6 +172,9 @@ func printSummary(w interface{ Write([]byte) (int, error) }, s *loadgen.Summary)
 	fmt.Fprintf(w, "evidence: server policy %q; store witness %s; read-after-ACK %s\n", ev.Policy,
 		evidenceState(ev.StoreWitness.Made, fmt.Sprintf("%d uids (%d errors)", ev.StoreWitness.UIDs, ev.StoreWitness.Errors), ev.StoreWitness.Reason),
 		evidenceState(ev.ReadAfterAck.Made, fmt.Sprintf("%d reads (%d failed)", ev.ReadAfterAck.Probes, ev.ReadAfterAck.Errors), ev.ReadAfterAck.Reason))
+	if s.QueueLag != nil {
+		fmt.Fprintf(w, "queue lag at the end: %s\n", s.QueueLag)
+	}
 	for _, e := range s.Errors {
 		fmt.Fprintf(w, "error: %s\n", e)
 	}

@@ -662,3 +662,25 @@ func (c *Client) Stored(token string, msgID uint64) (StoredMsg, error) {
 	err := c.do(fasthttp.MethodGet, LabStoredPath+"?msg_id="+strconv.FormatUint(msgID, 10), token, nil, &m)
 	return m, err
 }
+
+// LagPath is the reference server's lab route of its queue lag (no token):
+// per consumer group, records behind and the age of the oldest unprocessed
+// message.
+const LagPath = "/v1/lab/lag"
+
+// QueueLag is the part of GET /v1/lab/lag the generator reports.
+type QueueLag struct {
+	MaxAgeSeconds map[string]float64 `json:"max_age_seconds"`
+	UnknownAge    map[string]int     `json:"unknown_age"`
+	Records       map[string]int64   `json:"records"`
+	OutboxBacklog int64              `json:"outbox_backlog"`
+	Errors        []string           `json:"errors"`
+}
+
+// QueueLag reads the target's queue lag (a *Error with Status 404 from a
+// server without the route).
+func (c *Client) QueueLag() (QueueLag, error) {
+	var q QueueLag
+	err := c.do(fasthttp.MethodGet, LagPath, "", nil, &q)
+	return q, err
+}

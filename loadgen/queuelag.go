@@ -1,0 +1,105 @@
+package loadgen
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"imlab/loadgen/client"
+)
+
+// GroupLag is one consumer group's lag when the run ended.
+type GroupLag struct {
+	Group   string `json:"group"`
+	Records int64  `json:"records"`
+	// OldestAgeS is the age of its oldest unprocessed message; nil when the
+	// server could not measure it (unknown, never 0).
+	OldestAgeS *float64 `json:"oldest_age_s"`
+	Drained    bool     `json:"drained"`
+}
+
+// QueueLagEnd is the target's queue lag read once the run ended (after the
+// final drain and the witness): whether each tier behind the queue caught
+// up, or how far behind it still was. A tier may lag (a slow history
+// store does); the run then says so instead of reading as done.
+type QueueLagEnd struct {
+	Groups        []GroupLag `json:"groups"`
+	OutboxBacklog int64      `json:"outbox_backlog"`
+	Errors        []string   `json:"errors,omitempty"`
+	// Unknown says why the lag could not be read (e.g. a server without
+	// the lab route); then Groups is empty.
+	Unknown string `json:"unknown,omitempty"`
+}
+
+func (q *QueueLagEnd) String() string {
+	if q == nil {
+		return "not read"
+	}
+	if q.Unknown != "" {
+		return "unknown (" + q.Unknown + ")"
+	}
+	if len(q.Groups) == 0 {
+		return "no consumer group (no queue behind this server)"
+	}
+	var parts []string
+	for _, g := range q.Groups {
+		age := "age unknown"
+		if g.OldestAgeS != nil {
+			age = fmt.Sprintf("oldest %.1fs", *g.OldestAgeS)
+		}
+		state := "drained"
+		if !g.Drained {
+			state = fmt.Sprintf("NOT DRAINED: %d records behind, %s", g.Records, age)
+		}
+		parts = append(parts, g.Group+" "+state)
+	}
+	s := strings.Join(parts, "; ")
+	if q.OutboxBacklog > 0 {
+		s += fmt.Sprintf("; outbox backlog %d", q.OutboxBacklog)
+	}
+	if len(q.Errors) > 0 {
+		s += "; monitor errors: " + strings.Join(q.Errors, ", ")
+	}
+	return s
+}
+
+// queueLagAtEnd reads /v1/lab/lag once.
+func (r *runner) queueLagAtEnd(sum *Summary) {
+	q, err := r.cl.QueueLag()
+	end := &QueueLagEnd{}
+	sum.QueueLag = end
+	var ce *client.Error
+	switch {
+	case errors.As(err, &ce) && ce.Status == 404:
+		end.Unknown = client.LagPath + " answered 404"
+		if ce.Message != "" {
+			end.Unknown += ": " + ce.Message
+		}
+		return
+	case err != nil:
+		end.Unknown = err.Error()
+		return
+	}
+	end.OutboxBacklog, end.Errors = q.OutboxBacklog, q.Errors
+	groups := map[string]bool{}
+	for g := range q.Records {
+		groups[g] = true
+	}
+	for g := range q.MaxAgeSeconds {
+		groups[g] = true
+	}
+	for _, g := range slices.Sorted(func(yield func(string) bool) {
+		for g := range groups {
+			if !yield(g) {
+				return
+			}
+		}
+	}) {
+		gl := GroupLag{Group: g, Records: q.Records[g], Drained: q.Records[g] == 0 && q.UnknownAge[g] == 0}
+		if a, ok := q.MaxAgeSeconds[g]; ok && q.UnknownAge[g] == 0 {
+			gl.OldestAgeS = &a
+		}
+		end.Groups = append(end.Groups, gl)
+	}
+}
