@@ -773,6 +773,10 @@ func TestFindingsListMsgIDs(t *testing.T) {
 	if got := text(rows[1]); !strings.Contains(got, "1000") || !strings.Contains(got, "1001") || strings.Contains(got, "more") {
 		t.Errorf("recovered row %q", got)
 	}
+	// A tolerated finding says so where it is highlighted.
+	if !strings.Contains(text(rows[0]), "allowed: does not decide the verdict") || strings.Contains(text(rows[1]), "allowed") {
+		t.Errorf("duplicated row %q does not say it is allowed (or recovered does)", text(rows[0]))
+	}
 }
 
 func TestThresholdOffScale(t *testing.T) {
