@@ -1,10 +1,6 @@
 package ledger
 
-import (
-	"errors"
-	"fmt"
-	"time"
-)
+import "time"
 
 // Shift moves every time of the record by d: a record's times are offsets
 // from its shard's start, and ledgers of several generators (segments of
@@ -28,19 +24,3 @@ func (r *Record) Shift(d time.Duration) {
 		r.Probe.At += d
 	}
 }
-
-// ReadHeader reads only the header of a shard file.
-func ReadHeader(path string) (Header, error) {
-	var h Header
-	info, err := ReadFile(path, func(*Record) error { return errStopAfterHeader })
-	if err != nil && !errors.Is(err, errStopAfterHeader) {
-		return h, err
-	}
-	if info.Header.RunID == "" && info.Header.StartUnixNano == 0 {
-		return h, fmt.Errorf("%w: %s: empty header", ErrCorrupt, path)
-	}
-	return info.Header, nil
-}
-
-// errStopAfterHeader ends ReadFile at the first record.
-var errStopAfterHeader = errors.New("ledger: stop after the header")

@@ -36,23 +36,3 @@ func TestShiftMovesEveryTime(t *testing.T) {
 		}
 	}
 }
-
-func TestReadHeader(t *testing.T) {
-	dir := t.TempDir()
-	start := time.Unix(1700000000, 123)
-	l, err := Create(dir, "run1", start, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.Shard(0).Device(Device{Dev: 1, UID: 7, DID: "d0"})
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	fs, _ := Files(dir)
-	for i, p := range fs {
-		h, err := ReadHeader(p)
-		if err != nil || h.RunID != "run1" || h.StartUnixNano != start.UnixNano() || h.Shard != i {
-			t.Fatalf("%s: %+v, %v", p, h, err)
-		}
-	}
-}
