@@ -3,6 +3,7 @@ package loadgen
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -89,13 +90,7 @@ func (r *runner) queueLagAtEnd(sum *Summary) {
 	for g := range q.MaxAgeSeconds {
 		groups[g] = true
 	}
-	for _, g := range slices.Sorted(func(yield func(string) bool) {
-		for g := range groups {
-			if !yield(g) {
-				return
-			}
-		}
-	}) {
+	for _, g := range slices.Sorted(maps.Keys(groups)) {
 		gl := GroupLag{Group: g, Records: q.Records[g], Drained: q.Records[g] == 0 && q.UnknownAge[g] == 0}
 		if a, ok := q.MaxAgeSeconds[g]; ok && q.UnknownAge[g] == 0 {
 			gl.OldestAgeS = &a

@@ -59,10 +59,10 @@ load), 3 VALID but OVERLOADED.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if wait < 0 || wait > maxCheckWait {
+				return fmt.Errorf("--wait %s: want 0..%s", wait, maxCheckWait)
+			}
 			if under != "" {
-				if wait < 0 || wait > maxCheckWait {
-					return fmt.Errorf("--wait %s: want 0..%s", wait, maxCheckWait)
-				}
 				dirs, err := loadgen.SegmentDirs(cmd.Context(), under, wait, time.Second)
 				if err != nil {
 					return err
@@ -105,9 +105,6 @@ func runCheckDirs(cmd *cobra.Command, dirs []string, o checkOpts) error {
 	}
 	if o.limit < 0 || o.limit >= 1 {
 		return fmt.Errorf("check: --max-unknown-failed %g: want a fraction in (0, 1)", o.limit)
-	}
-	if o.wait < 0 || o.wait > maxCheckWait {
-		return fmt.Errorf("--wait %s: want 0..%s", o.wait, maxCheckWait)
 	}
 	if o.wait > 0 {
 		missing, err := loadgen.WaitForSummaries(cmd.Context(), dirs, o.wait, time.Second)
