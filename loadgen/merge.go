@@ -125,26 +125,23 @@ func PlanMerge(dirs []string, partial bool) (*MergePlan, error) {
 // writes it last), polling every poll, for at most wait. It returns the
 // directories still without one when the time is up.
 func WaitForSummaries(ctx context.Context, dirs []string, wait, poll time.Duration) ([]string, error) {
-	deadline := time.Now().Add(wait)
-	for {
-		var missing []string
+	var missing []string
+	err := pollUntil(ctx, wait, poll, func() (bool, error) {
+		missing = missing[:0]
 		for _, d := range dirs {
 			if _, err := os.Stat(filepath.Join(d, SummaryFile)); err != nil {
 				if !errors.Is(err, os.ErrNotExist) {
-					return nil, fmt.Errorf("loadgen: %s: %w", d, err)
+					return false, fmt.Errorf("loadgen: %s: %w", d, err)
 				}
 				missing = append(missing, d)
 			}
 		}
-		if len(missing) == 0 || !time.Now().Before(deadline) {
-			return missing, nil
-		}
-		select {
-		case <-ctx.Done():
-			return missing, ctx.Err()
-		case <-time.After(min(poll, time.Until(deadline))):
-		}
+		return len(missing) == 0, nil
+	})
+	if err != nil && ctx.Err() == nil {
+		return nil, err
 	}
+	return missing, err
 }
 
 // SegmentDirs lists the run directories below root (root/*/summary.json),
@@ -152,13 +149,13 @@ func WaitForSummaries(ctx context.Context, dirs []string, wait, poll time.Durati
 // count comes from the first summary found). It returns what it found when
 // the time is up; the caller's PlanMerge then names what is missing.
 func SegmentDirs(ctx context.Context, root string, wait, poll time.Duration) ([]string, error) {
-	deadline := time.Now().Add(wait)
-	for {
+	var dirs []string
+	err := pollUntil(ctx, wait, poll, func() (bool, error) {
 		sums, err := filepath.Glob(filepath.Join(root, "*", SummaryFile))
 		if err != nil {
-			return nil, fmt.Errorf("loadgen: %w", err)
+			return false, fmt.Errorf("loadgen: %w", err)
 		}
-		var dirs []string
+		dirs = dirs[:0]
 		want := 0
 		for _, p := range sums {
 			d := filepath.Dir(p)
@@ -167,15 +164,32 @@ func SegmentDirs(ctx context.Context, root string, wait, poll time.Duration) ([]
 				want = max(s.Split.Segment.Count, 1)
 			}
 		}
-		if (want > 0 && len(dirs) >= want) || !time.Now().Before(deadline) {
-			if len(dirs) == 0 {
-				return nil, fmt.Errorf("%w: no run directory with a %s below %s", ErrInvalid, SummaryFile, root)
-			}
-			return dirs, nil
+		return want > 0 && len(dirs) >= want, nil
+	})
+	switch {
+	case err != nil && ctx.Err() == nil:
+		return nil, err
+	case err == nil && len(dirs) == 0:
+		return nil, fmt.Errorf("%w: no run directory with a %s below %s", ErrInvalid, SummaryFile, root)
+	}
+	return dirs, err
+}
+
+// pollUntil calls try every poll until it says done, it fails, the wait is
+// over (nil: the caller reads what try left) or ctx ends (ctx.Err()).
+func pollUntil(ctx context.Context, wait, poll time.Duration, try func() (bool, error)) error {
+	deadline := time.Now().Add(wait)
+	for {
+		done, err := try()
+		if err != nil {
+			return err
+		}
+		if done || !time.Now().Before(deadline) {
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return dirs, ctx.Err()
+			return ctx.Err()
 		case <-time.After(min(poll, time.Until(deadline))):
 		}
 	}
