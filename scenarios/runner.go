@@ -160,14 +160,19 @@ func DefaultChildArgs() []string { return []string{"scenario", "child"} }
 
 // childCommand is the configured child command, or the default.
 func (c Config) childCommand() ([]string, error) {
-	if len(c.ChildCommand) > 0 {
-		return c.ChildCommand, nil
+	return selfCommand(c.ChildCommand, DefaultChildArgs(), "exec processes need a child command (Config.ChildCommand)")
+}
+
+// selfCommand is configured when given, else this executable with args.
+func selfCommand(configured, args []string, need string) ([]string, error) {
+	if len(configured) > 0 {
+		return configured, nil
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return nil, fmt.Errorf("scenarios: exec processes need a child command (Config.ChildCommand): %w", err)
+		return nil, fmt.Errorf("scenarios: %s: %w", need, err)
 	}
-	return append([]string{exe}, DefaultChildArgs()...), nil
+	return append([]string{exe}, args...), nil
 }
 
 // Scaled returns f with the load duration replaced by d and every fault's

@@ -68,14 +68,7 @@ func LoadChildMain(ctx context.Context, stdin io.Reader, stdout io.Writer) error
 
 // loadChildCommand is the configured command, or this executable's.
 func (c Config) loadChildCommand() ([]string, error) {
-	if len(c.LoadChildCommand) > 0 {
-		return c.LoadChildCommand, nil
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("scenarios: load segments need a command (Config.LoadChildCommand): %w", err)
-	}
-	return append([]string{exe}, DefaultLoadChildArgs()...), nil
+	return selfCommand(c.LoadChildCommand, DefaultLoadChildArgs(), "load segments need a command (Config.LoadChildCommand)")
 }
 
 // segmentProcs is the GOMAXPROCS of each of n generator processes sharing
