@@ -39,7 +39,6 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -483,7 +482,7 @@ func lockFence(ctx context.Context, tx *sql.Tx, uids []uint64) (map[uint64]uint6
 			sb.WriteByte(',')
 		}
 		sb.WriteByte('(')
-		sb.WriteString(strconv.FormatUint(u, 10))
+		sqlin.Uint(&sb, u)
 		sb.WriteString(",0,'")
 		sb.WriteString(now)
 		sb.WriteString("')")
@@ -657,17 +656,17 @@ func insertRows(ctx context.Context, tx *sql.Tx, items []Item, seqs []uint64, ch
 				sb.WriteByte(',')
 			}
 			sb.WriteByte('(')
-			sb.WriteString(strconv.FormatUint(it.UID, 10))
+			sqlin.Uint(&sb, it.UID)
 			sb.WriteByte(',')
-			sb.WriteString(strconv.FormatUint(seqs[i], 10))
+			sqlin.Uint(&sb, seqs[i])
 			sb.WriteByte(',')
-			sb.WriteString(strconv.FormatUint(it.MsgID, 10))
+			sqlin.Uint(&sb, it.MsgID)
 			sb.WriteByte(',')
-			sb.WriteString(strconv.FormatUint(it.ConvID, 10))
+			sqlin.Uint(&sb, it.ConvID)
 			sb.WriteByte(',')
-			sb.WriteString(strconv.FormatUint(uint64(it.ConvType), 10))
+			sqlin.Uint(&sb, uint64(it.ConvType))
 			sb.WriteByte(',')
-			sb.WriteString(strconv.FormatUint(it.SenderUID, 10))
+			sqlin.Uint(&sb, it.SenderUID)
 			sb.WriteString(",'")
 			if i == start || !it.CreatedAt.Equal(lastAt) {
 				lastAt, lastAtText = it.CreatedAt, it.CreatedAt.UTC().Format("2006-01-02 15:04:05.000")
@@ -761,9 +760,9 @@ func raiseFenceUpsert(ctx context.Context, tx *sql.Tx, tops map[uint64]uint64) e
 			sb.WriteByte(',')
 		}
 		sb.WriteByte('(')
-		sb.WriteString(strconv.FormatUint(u, 10))
+		sqlin.Uint(&sb, u)
 		sb.WriteByte(',')
-		sb.WriteString(strconv.FormatUint(tops[u], 10))
+		sqlin.Uint(&sb, tops[u])
 		sb.WriteString(",'")
 		sb.WriteString(now)
 		sb.WriteString("')")

@@ -56,8 +56,11 @@ type dedupShard struct {
 	_        [64]byte // keeps neighbouring shards' locks off one cache line
 }
 
+// flight is one key's send in progress. Its done channel is made only when
+// a duplicate waits on it (under the shard lock, like finish's read of
+// it), so a send without duplicates costs no channel.
 type flight struct {
-	done chan struct{} // closed when out is set
+	done chan struct{} // closed when out is set; nil while nobody waits
 	out  outcome
 }
 
@@ -94,6 +97,12 @@ func (d *dedup) shard(k dupKey) *dedupShard {
 // claim returns a stored answer (hit), or the flight to wait for (f !=
 // nil, own false), or a new flight the caller owns and must finish (own).
 func (d *dedup) claim(k dupKey, now time.Time) (res model.SendResult, hit bool, f *flight, own bool) {
+	return d.claimInto(k, now, nil)
+}
+
+// claimInto is claim with the caller's flight to use when it owns the key
+// (nil: one is allocated); mine must not be in use.
+func (d *dedup) claimInto(k dupKey, now time.Time, mine *flight) (res model.SendResult, hit bool, f *flight, own bool) {
 	sh := d.shard(k)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -104,9 +113,15 @@ func (d *dedup) claim(k dupKey, now time.Time) (res model.SendResult, hit bool, 
 		delete(sh.recent, k)
 	}
 	if f, ok := sh.inflight[k]; ok {
+		if f.done == nil {
+			f.done = make(chan struct{})
+		}
 		return model.SendResult{}, false, f, false
 	}
-	f = &flight{done: make(chan struct{})}
+	f = mine
+	if f == nil {
+		f = &flight{}
+	}
 	sh.inflight[k] = f
 	return model.SendResult{}, false, f, true
 }
@@ -134,9 +149,14 @@ func (d *dedup) finish(k dupKey, f *flight, o outcome) {
 			sh.next, sh.full = 0, true
 		}
 	}
-	sh.mu.Unlock()
+	// out is written under the lock: a waiter reads it after done is
+	// closed, and done is taken under the lock (claimInto makes it there).
 	f.out = o
-	close(f.done)
+	done := f.done
+	sh.mu.Unlock()
+	if done != nil {
+		close(done)
+	}
 }
 
 // recentLen is how many answers are remembered (tests).
@@ -151,13 +171,16 @@ func (d *dedup) recentLen() int {
 	return n
 }
 
-// await waits for f. ok false: the flight failed and the caller should try
-// itself (its context still alive).
-func (f *flight) await(ctx context.Context) (res model.SendResult, ok bool, err error) {
+// await waits for f (got from claim as a waiter) until ctx ends or expire
+// fires (nil: never). ok false: the flight failed and the caller should try
+// itself (its deadline not yet passed).
+func (f *flight) await(ctx context.Context, expire <-chan time.Time) (res model.SendResult, ok bool, err error) {
 	select {
 	case <-f.done:
 	case <-ctx.Done():
 		return model.SendResult{}, false, fmt.Errorf("%w: duplicate of a send in flight not acknowledged in time: %v", model.ErrUnavailable, ctx.Err())
+	case <-expire:
+		return model.SendResult{}, false, fmt.Errorf("%w: duplicate of a send in flight not acknowledged in time: %v", model.ErrUnavailable, context.DeadlineExceeded)
 	}
 	if f.out.err != nil {
 		return model.SendResult{}, false, nil

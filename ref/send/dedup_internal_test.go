@@ -58,7 +58,7 @@ func TestDedupRecentBoundAndExpiry(t *testing.T) {
 	if d.recentLen() != 0 {
 		t.Fatal("disabled cache remembered an answer")
 	}
-	if res, ok, err := f.await(t.Context()); !ok || err != nil || res.MsgID != 9 || !res.Duplicate {
+	if res, ok, err := f.await(t.Context(), nil); !ok || err != nil || res.MsgID != 9 || !res.Duplicate {
 		t.Fatalf("await: %+v %v %v", res, ok, err)
 	}
 }
@@ -88,7 +88,7 @@ func TestDedupConcurrent(t *testing.T) {
 					mu.Unlock()
 					d.finish(k, f, outcome{res: model.SendResult{MsgID: uint64(g*1_000_000 + i + 1)}})
 				default:
-					if r, ok, err := f.await(t.Context()); !ok || err != nil || r.MsgID == 0 {
+					if r, ok, err := f.await(t.Context(), nil); !ok || err != nil || r.MsgID == 0 {
 						t.Errorf("await: %+v %v %v", r, ok, err)
 					}
 				}

@@ -109,7 +109,33 @@ func resultLabel(res model.SendResult, err error) string {
 	}
 }
 
-func (m metrics) observe(policy string, start time.Time, res model.SendResult, err error) {
-	m.sends.WithLabelValues(policy, resultLabel(res, err)).Inc()
-	m.ackLat.WithLabelValues(policy).Observe(time.Since(start).Seconds())
+// sendObs is the per-send metrics of one policy, with the label lookups
+// of the common outcomes done once (WithLabelValues hashes its labels on
+// every call).
+type sendObs struct {
+	m       metrics
+	policy  string
+	ok, dup prometheus.Counter
+	lat     prometheus.Observer
+}
+
+func (m metrics) forPolicy(policy string) sendObs {
+	return sendObs{
+		m: m, policy: policy,
+		ok:  m.sends.WithLabelValues(policy, "ok"),
+		dup: m.sends.WithLabelValues(policy, "duplicate"),
+		lat: m.ackLat.WithLabelValues(policy),
+	}
+}
+
+func (o sendObs) observe(start time.Time, res model.SendResult, err error) {
+	switch {
+	case err == nil && res.Duplicate:
+		o.dup.Inc()
+	case err == nil:
+		o.ok.Inc()
+	default:
+		o.m.sends.WithLabelValues(o.policy, resultLabel(res, err)).Inc()
+	}
+	o.lat.Observe(time.Since(start).Seconds())
 }

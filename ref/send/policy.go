@@ -23,12 +23,28 @@ type Pending struct {
 	// sender is one of them (1:1: {to_uid, sender}; group: all members).
 	Recipients []uint64
 
-	start  time.Time
-	ctx    context.Context
-	done   chan outcome
-	dups   []*Pending // same (sender, client_msg_id) later in the batch
-	key    dupKey
-	flight *flight // this send's in-process dedupe flight (nil for batch duplicates)
+	start    time.Time
+	ctx      context.Context // the caller's (cancellation)
+	deadline time.Time       // the caller's deadline or SendTimeout, the earlier
+	done     chan outcome
+	dups     []*Pending // same (sender, client_msg_id) later in the batch
+	key      dupKey
+	flight   *flight // this send's in-process dedupe flight (nil for batch duplicates)
+	// pair and fl hold a 1:1 send's Recipients and its flight, so that a
+	// send costs fewer allocations.
+	pair [2]uint64
+	fl   flight
+}
+
+// expired tells why p must not be started any more (nil: it may).
+func (p *Pending) expired(now time.Time) error {
+	if err := p.ctx.Err(); err != nil {
+		return err
+	}
+	if !now.Before(p.deadline) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // Policy is the ack-policy seam. The batcher owns queues, batching, the

@@ -106,6 +106,7 @@ type Service struct {
 	ids    *msgid.Generator
 	hooks  atomic.Pointer[[]CommitHook]
 	m      metrics
+	obs    sendObs // m for this policy
 
 	queues []chan *Pending
 
@@ -163,6 +164,7 @@ func New(ctx context.Context, cfg Config, db *sql.DB, writer *inbox.Writer, reg 
 		groups: groupCache{ttl: cfg.GroupCacheTTL, max: cfg.GroupCacheSize, m: map[uint64]groupEntry{}},
 		dd:     newDedup(cfg.DedupCacheTTL, cfg.DedupCacheSize),
 	}
+	s.obs = m.forPolicy(policy.Name())
 	hs := append([]CommitHook(nil), hooks...)
 	for _, h := range hs {
 		if h == nil {
@@ -224,52 +226,59 @@ func shardOf(convID uint64, n int) int {
 // Duplicate=true.
 func (s *Service) Send(ctx context.Context, req model.SendRequest) (res model.SendResult, err error) {
 	start := time.Now()
-	defer func() { s.m.observe(s.policy.Name(), start, res, err) }()
+	defer func() { s.obs.observe(start, res, err) }()
 
 	if err := req.Validate(); err != nil {
 		return model.SendResult{}, err
 	}
-	if _, ok := ctx.Deadline(); !ok || time.Until(mustDeadline(ctx)) > s.cfg.SendTimeout {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.cfg.SendTimeout)
-		defer cancel()
+	// The send's deadline: the caller's or SendTimeout from now, the
+	// earlier. One timer bounds the waits below (a derived context would
+	// cost several allocations more per send); the committer does not start
+	// a send past its deadline.
+	deadline := start.Add(s.cfg.SendTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
 	}
+	expire := time.NewTimer(deadline.Sub(start))
+	defer expire.Stop()
 	convID := req.ConvID()
-	var recipients []uint64
-	if req.ConvType == model.ConvGroup {
-		members, err := s.Members(ctx, req.GroupID)
-		if err != nil {
-			return model.SendResult{}, err
-		}
-		if !containsSorted(members, req.SenderUID) {
-			return model.SendResult{}, fmt.Errorf("%w: uid %d is not a member of group %d", model.ErrForbidden, req.SenderUID, req.GroupID)
-		}
-		recipients = members
-	} else {
-		a, b := req.SenderUID, req.ToUID
-		if a > b {
-			a, b = b, a
-		}
-		recipients = []uint64{a, b}
-	}
 	p := &Pending{
 		Req: req,
 		Msg: model.Message{
 			ConvID: convID, ConvType: req.ConvType, SenderUID: req.SenderUID,
 			ClientMsgID: req.ClientMsgID, Content: req.Content,
 		},
-		Recipients: recipients,
-		start:      start,
-		ctx:        ctx,
-		done:       make(chan outcome, 1),
-		key:        dupKey{req.SenderUID, req.ClientMsgID},
+		start:    start,
+		ctx:      ctx,
+		deadline: deadline,
+		done:     make(chan outcome, 1),
+		key:      dupKey{req.SenderUID, req.ClientMsgID},
+	}
+	if req.ConvType == model.ConvGroup {
+		mctx, cancel := context.WithDeadline(ctx, deadline)
+		members, err := s.Members(mctx, req.GroupID)
+		cancel()
+		if err != nil {
+			return model.SendResult{}, err
+		}
+		if !containsSorted(members, req.SenderUID) {
+			return model.SendResult{}, fmt.Errorf("%w: uid %d is not a member of group %d", model.ErrForbidden, req.SenderUID, req.GroupID)
+		}
+		p.Recipients = members
+	} else {
+		a, b := req.SenderUID, req.ToUID
+		if a > b {
+			a, b = b, a
+		}
+		p.pair = [2]uint64{a, b}
+		p.Recipients = p.pair[:]
 	}
 
 	// A duplicate of a send answered recently or still in flight in this
 	// process gets that send's answer without a batch (not with the
 	// retry-stored-twice defect, which does not recognise retries).
 	for !s.cfg.Defects.Has(defect.RetryStoredTwice) {
-		r, hit, f, own := s.dd.claim(p.key, start)
+		r, hit, f, own := s.dd.claimInto(p.key, start, &p.fl)
 		if hit {
 			s.m.dedup.WithLabelValues("recent").Inc()
 			r.Duplicate = true
@@ -279,7 +288,7 @@ func (s *Service) Send(ctx context.Context, req model.SendRequest) (res model.Se
 			p.flight = f
 			break
 		}
-		r, ok, err := f.await(ctx)
+		r, ok, err := f.await(ctx, expire.C)
 		if err != nil {
 			return model.SendResult{}, err
 		}
@@ -287,7 +296,8 @@ func (s *Service) Send(ctx context.Context, req model.SendRequest) (res model.Se
 			s.m.dedup.WithLabelValues("inflight").Inc()
 			return r, nil
 		}
-		// The flight failed: this send tries itself.
+		// The flight failed: this send tries itself (with a flight of its
+		// own: p.fl was not used).
 	}
 
 	s.mu.RLock()
@@ -308,18 +318,20 @@ func (s *Service) Send(ctx context.Context, req model.SendRequest) (res model.Se
 		err := fmt.Errorf("%w: send queue full: %v", model.ErrUnavailable, ctx.Err())
 		s.dd.finish(p.key, p.flight, outcome{err: err})
 		return model.SendResult{}, err
+	case <-expire.C:
+		s.intake.Done()
+		err := fmt.Errorf("%w: send queue full: %v", model.ErrUnavailable, context.DeadlineExceeded)
+		s.dd.finish(p.key, p.flight, outcome{err: err})
+		return model.SendResult{}, err
 	}
 	select {
 	case o := <-p.done:
 		return o.res, o.err
 	case <-ctx.Done():
 		return model.SendResult{}, fmt.Errorf("%w: send not acknowledged in time: %v", model.ErrUnavailable, ctx.Err())
+	case <-expire.C:
+		return model.SendResult{}, fmt.Errorf("%w: send not acknowledged in time: %v", model.ErrUnavailable, context.DeadlineExceeded)
 	}
-}
-
-func mustDeadline(ctx context.Context) time.Time {
-	d, _ := ctx.Deadline()
-	return d
 }
 
 func containsSorted(s []uint64, v uint64) bool {
@@ -411,8 +423,9 @@ type dupKey struct {
 func (s *Service) commit(cc *txConn, batch []*Pending) {
 	// Requests whose caller gave up are not started.
 	live := batch[:0:0]
+	now := time.Now()
 	for _, p := range batch {
-		if err := p.ctx.Err(); err != nil {
+		if err := p.expired(now); err != nil {
 			p.dups = nil
 			s.fail(p, fmt.Errorf("%w: %v", model.ErrUnavailable, err))
 			continue

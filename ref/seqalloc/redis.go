@@ -3,6 +3,8 @@ package seqalloc
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -24,11 +26,42 @@ return cur`)
 type Redis struct {
 	rdb  redis.UniversalClient
 	keys rkeys.Keys
+	// counterPrefix is keys.SeqCounter(uid) without the uid, when the
+	// layout is prefix+uid (NextMany then writes a batch's keys into one
+	// string instead of building each apart); "" otherwise.
+	counterPrefix string
 }
 
 // NewRedis returns a Redis allocator using keys for key names.
 func NewRedis(rdb redis.UniversalClient, keys rkeys.Keys) *Redis {
-	return &Redis{rdb: rdb, keys: keys}
+	r := &Redis{rdb: rdb, keys: keys}
+	if p, ok := strings.CutSuffix(keys.SeqCounter(1), "1"); ok && keys.SeqCounter(9876543210) == p+"9876543210" {
+		r.counterPrefix = p
+	}
+	return r
+}
+
+// counterKeys is keys.SeqCounter of each uid, as substrings of one string.
+func (r *Redis) counterKeys(uids []uint64) []string {
+	keys := make([]string, len(uids))
+	if r.counterPrefix == "" {
+		for i, uid := range uids {
+			keys[i] = r.keys.SeqCounter(uid)
+		}
+		return keys
+	}
+	buf := make([]byte, 0, len(uids)*(len(r.counterPrefix)+20))
+	ends := make([]int, len(uids))
+	for i, uid := range uids {
+		buf = append(buf, r.counterPrefix...)
+		buf = strconv.AppendUint(buf, uid, 10)
+		ends[i] = len(buf)
+	}
+	all, start := string(buf), 0
+	for i, end := range ends {
+		keys[i], start = all[start:end], end
+	}
+	return keys
 }
 
 // Name implements Allocator.
@@ -62,9 +95,10 @@ func (r *Redis) NextMany(ctx context.Context, want map[uint64]int) (map[uint64]u
 		uids = append(uids, uid)
 	}
 	cmds := make([]*redis.IntCmd, len(uids))
+	keys := r.counterKeys(uids)
 	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, uid := range uids {
-			cmds[i] = p.IncrBy(ctx, r.keys.SeqCounter(uid), int64(want[uid]))
+			cmds[i] = p.IncrBy(ctx, keys[i], int64(want[uid]))
 		}
 		return nil
 	})

@@ -40,3 +40,29 @@ func TestStepCase(t *testing.T) {
 		}
 	}
 }
+
+func TestUintAndLiteral(t *testing.T) {
+	var sb strings.Builder
+	for _, v := range []uint64{0, 7, 99, 100, 18446744073709551615} {
+		Uint(&sb, v)
+		sb.WriteByte(' ')
+	}
+	if got, want := sb.String(), "0 7 99 100 18446744073709551615 "; got != want {
+		t.Fatalf("Uint: %q, want %q", got, want)
+	}
+	for _, c := range []struct{ in, want string }{
+		{"", "''"},
+		{"b123-x_y.z:~ ", "'b123-x_y.z:~ '"},
+		{"it's", "X'69742773'"},
+		{`a\b`, "X'615c62'"},
+		{"é", "X'c3a9'"},
+		{"\x00\xff\n", "X'00ff0a'"},
+		{strings.Repeat("\x01", 40), "X'" + strings.Repeat("01", 40) + "'"},
+	} {
+		sb.Reset()
+		Literal(&sb, c.in)
+		if sb.String() != c.want {
+			t.Errorf("Literal(%q) = %q, want %q", c.in, sb.String(), c.want)
+		}
+	}
+}
