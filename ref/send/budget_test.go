@@ -34,10 +34,10 @@ var strictBudget = map[string]map[string]int64{
 		"COMMIT":              1,
 	},
 	// The same conversations again from the same process: their counters
-	// are remembered and checked by the upsert itself.
+	// are remembered and checked by the guarded UPDATE itself.
 	"again": {
 		"BEGIN":               1,
-		"INSERT conv_counter": 1,
+		"UPDATE conv_counter": 1,
 		"INSERT msg_content":  1,
 		"SELECT seq_fence":    1,
 		"INSERT offline_msg":  1,
@@ -57,7 +57,7 @@ var strictBudget = map[string]map[string]int64{
 		"COMMIT":              1,
 	},
 	// Back in the first process, whose remembered counters are now stale:
-	// the guarded upsert finds out, the attempt is rolled back, and the
+	// the guarded UPDATE finds out, the attempt is rolled back, and the
 	// next one reads back, as do the committer's next convStalePause
 	// batches (the first batch of each committer rolls back once, counted
 	// apart: staleRollback).
@@ -74,7 +74,7 @@ var strictBudget = map[string]map[string]int64{
 }
 
 // staleRollback is what a rolled-back stale prediction sent.
-var staleRollback = []string{"BEGIN", "INSERT conv_counter"}
+var staleRollback = []string{"BEGIN", "UPDATE conv_counter"}
 
 // TestStrictBatchBudget pins the round trips of a strict batch: every
 // batch of each shape sends exactly strictBudget's statements (whatever
@@ -151,7 +151,7 @@ func TestStrictBatchBudget(t *testing.T) {
 		}
 		if shape == "stale" {
 			// One rolled-back attempt per committer that had a batch
-			// (BEGIN, the guarded upsert, ROLLBACK), not per batch.
+			// (BEGIN, the guarded UPDATE, ROLLBACK), not per batch.
 			if d.Rollbacks < 1 || d.Rollbacks > int64(send.DefaultConfig().Shards) || d.Rollbacks > batches {
 				t.Errorf("stale: %d rollbacks for %d batches", d.Rollbacks, batches)
 			}

@@ -66,15 +66,11 @@ const maxConvSteps = 32
 // convTops is what one committer knows of its conversations' conv_counter
 // values as last committed by it (a conversation always goes to the same
 // committer of a process). It is owned by that committer's goroutine. The
-// values are predictions only: advanceConvSeqs checks them in the upsert
+// values are predictions only: advanceConvSeqs checks them in the UPDATE
 // itself and rolls the attempt back when one was wrong (another process
 // wrote the conversation, a restore set the counter back).
 type convTops struct {
 	m map[uint64]uint64
-	// changedRows: the connection reports changed rows as affected (no
-	// CLIENT_FOUND_ROWS), which the guarded upsert's check relies on; set
-	// by probeChangedRows on each new connection.
-	changedRows bool
 	// paused counts the batches left that read back without predicting,
 	// after a prediction failed: where processes take turns in the same
 	// conversations (two users on two API processes), predicting would
@@ -113,18 +109,19 @@ func (c *convTops) forget(batch []*Pending) {
 }
 
 // errConvStale marks an attempt rolled back because a remembered
-// conv_counter value was not the stored one; the next attempt reads back.
+// conv_counter value was not the stored one (or a conversation not
+// remembered had a row already); the next attempt reads back.
 var errConvStale = errors.New("send: remembered conv_counter value stale")
 
-// advanceConvSeqs takes len(msgs of conv) conv_seqs per conversation in one
-// upsert (rows locked in ascending conv_id order) and hands them out in
-// batch order. When the committer remembers some of the counters (tops),
-// the upsert checks them itself and nothing is read back; otherwise the
-// counters are read back unless every row was created.
+// advanceConvSeqs takes len(msgs of conv) conv_seqs per conversation (rows
+// locked in ascending conv_id order within each statement) and hands them
+// out in batch order. When the committer remembers some of the counters
+// (tops), they are checked by the statement itself and nothing is read
+// back; otherwise the counters are read back unless every row was created.
 func advanceConvSeqs(ctx context.Context, tx *sql.Tx, batch []*Pending, tops *convTops) error {
 	if tops != nil && tops.paused > 0 {
 		tops.paused--
-	} else if tops != nil && tops.changedRows {
+	} else if tops != nil {
 		done, err := advanceConvSeqsKnown(ctx, tx, batch, tops)
 		if done || err != nil {
 			return err
@@ -133,23 +130,27 @@ func advanceConvSeqs(ctx context.Context, tx *sql.Tx, batch []*Pending, tops *co
 	return advanceConvSeqsRead(ctx, tx, batch)
 }
 
-// advanceConvSeqsKnown is the upsert without read back, for batches where
-// at least one conversation's counter is remembered. Each row is written
-// as base+k (base: the remembered value, 0 for a conversation not known,
-// k: its messages in the batch); an existing row takes the new value only
-// if it holds exactly base, else it is left as it is:
+// advanceConvSeqsKnown advances, without read back, a batch where at least
+// one conversation's counter is remembered. The remembered rows are raised
+// by each conversation's count k in one guarded UPDATE that matches a row
+// only if it holds exactly the remembered value b:
 //
-//	ON DUPLICATE KEY UPDATE max_seq = IF(max_seq = VALUES(max_seq) - k, VALUES(max_seq), max_seq)
+//	UPDATE conv_counter FORCE INDEX (PRIMARY) SET max_seq = max_seq + k
+//	WHERE conv_id IN (…) AND (conv_id, max_seq) IN ((c, b), …)
 //
-// With changed rows counted as affected, a remembered row updated counts 2
-// and an unknown row inserted 1; every wrong prediction counts less (a
-// row left as it is 0, a remembered row found missing and inserted 1), so
-// the sum equals the expectation exactly when every prediction held, and
-// the conv_seqs are base+1.. . Otherwise the attempt is rolled back
-// (errConvStale: a remembered row may have been inserted with a wrong
-// value), the conversations are forgotten and the committer reads back for
-// the next convStalePause batches. done is false when the batch
-// is not for this path (nothing remembered, too many distinct counts).
+// (k grouped as in the fence raise, sqlin.StepCase). The IN list of ids
+// makes it a point lookup per row (FORCE INDEX: on a small table the
+// optimizer would otherwise scan it), and the constant row list is a
+// binary search per row on MySQL 8 and MariaDB; each matched row changes,
+// so the affected rows count the predictions that held, whatever
+// CLIENT_FOUND_ROWS says. Per row one key read and one update, against the
+// upsert's failed insert attempt, key read and update. The conversations
+// not remembered are inserted (INSERT, k each); one that exists already
+// fails the statement (1062, nothing changed). Either miss rolls the
+// attempt back (errConvStale): the conversations are forgotten and the
+// committer reads back for the next convStalePause batches. done is false
+// when the batch is not for this path (nothing remembered, too many
+// distinct counts).
 func advanceConvSeqsKnown(ctx context.Context, tx *sql.Tx, batch []*Pending, tops *convTops) (done bool, err error) {
 	counts := make(map[uint64]uint64)
 	for _, p := range batch {
@@ -157,36 +158,43 @@ func advanceConvSeqsKnown(ctx context.Context, tx *sql.Tx, batch []*Pending, top
 	}
 	convs := slices.Sorted(maps.Keys(counts))
 	base := make(map[uint64]uint64, len(convs))
-	steps := map[uint64][]uint64{} // count -> convs
-	var want int64
+	steps := map[uint64][]uint64{} // count -> remembered convs
+	var known, fresh []uint64
 	for _, c := range convs {
 		if b, ok := tops.get(c); ok {
 			base[c] = b
-			want += 2
+			known = append(known, c)
+			steps[counts[c]] = append(steps[counts[c]], c)
 		} else {
-			want++
+			fresh = append(fresh, c)
 		}
-		steps[counts[c]] = append(steps[counts[c]], c)
 	}
-	if want == int64(len(convs)) || len(steps) > maxConvSteps {
+	if len(known) == 0 || len(steps) > maxConvSteps {
 		return false, nil
 	}
+	stale := func(what string) error {
+		tops.forget(batch)
+		tops.paused = convStalePause
+		return fmt.Errorf("%w: %s", errConvStale, what)
+	}
 	var sb strings.Builder
-	sb.Grow(160 + len(convs)*48)
-	sb.WriteString("INSERT INTO conv_counter (conv_id, max_seq) VALUES ")
-	for i, c := range convs {
+	sb.Grow(160 + len(known)*48)
+	sb.WriteString("UPDATE conv_counter FORCE INDEX (PRIMARY) SET max_seq = max_seq + ")
+	sqlin.StepCase(&sb, "conv_id", steps)
+	sb.WriteString(" WHERE conv_id IN (")
+	sqlin.Uints(&sb, known)
+	sb.WriteString(") AND (conv_id, max_seq) IN (")
+	for i, c := range known {
 		if i > 0 {
 			sb.WriteByte(',')
 		}
 		sb.WriteByte('(')
 		sqlin.Uint(&sb, c)
 		sb.WriteByte(',')
-		sqlin.Uint(&sb, base[c]+counts[c])
+		sqlin.Uint(&sb, base[c])
 		sb.WriteByte(')')
 	}
-	sb.WriteString(" ON DUPLICATE KEY UPDATE max_seq = IF(max_seq = VALUES(max_seq) - ")
-	sqlin.StepCase(&sb, "conv_id", steps)
-	sb.WriteString(", VALUES(max_seq), max_seq)")
+	sb.WriteByte(')')
 	res, err := tx.ExecContext(ctx, sb.String())
 	if err != nil {
 		return true, fmt.Errorf("send: advance conv_counter: %w", err)
@@ -195,10 +203,28 @@ func advanceConvSeqsKnown(ctx context.Context, tx *sql.Tx, batch []*Pending, top
 	if err != nil {
 		return true, fmt.Errorf("send: advance conv_counter: %w", err)
 	}
-	if n != want {
-		tops.forget(batch)
-		tops.paused = convStalePause
-		return true, fmt.Errorf("%w: %d of %d expected rows affected", errConvStale, n, want)
+	if n != int64(len(known)) {
+		return true, stale(fmt.Sprintf("%d of %d remembered counters as predicted", n, len(known)))
+	}
+	if len(fresh) > 0 {
+		sb.Reset()
+		sb.WriteString("INSERT INTO conv_counter (conv_id, max_seq) VALUES ")
+		for i, c := range fresh {
+			if i > 0 {
+				sb.WriteByte(',')
+			}
+			sb.WriteByte('(')
+			sqlin.Uint(&sb, c)
+			sb.WriteByte(',')
+			sqlin.Uint(&sb, counts[c])
+			sb.WriteByte(')')
+		}
+		if _, err := tx.ExecContext(ctx, sb.String()); err != nil {
+			if _, dup := inbox.DupKey(err); dup {
+				return true, stale("a conversation not remembered has a counter")
+			}
+			return true, fmt.Errorf("send: create conv_counter: %w", err)
+		}
 	}
 	next := make(map[uint64]uint64, len(convs))
 	for _, p := range batch {
@@ -206,31 +232,6 @@ func advanceConvSeqsKnown(ctx context.Context, tx *sql.Tx, batch []*Pending, top
 		p.Msg.ConvSeq = base[p.Msg.ConvID] + next[p.Msg.ConvID]
 	}
 	return true, nil
-}
-
-// probeChangedRows tells whether conn counts an update that changes
-// nothing as 0 affected rows (the default; CLIENT_FOUND_ROWS counts it 1),
-// by writing conv_id 0 (no conversation has it) twice in a transaction
-// that is rolled back.
-func probeChangedRows(ctx context.Context, conn *sql.Conn) (bool, error) {
-	tx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
-		return false, err
-	}
-	defer tx.Rollback() //nolint:errcheck // the probe leaves nothing
-	const q = "INSERT INTO conv_counter (conv_id, max_seq) VALUES (0, 0) ON DUPLICATE KEY UPDATE max_seq = max_seq"
-	if _, err := tx.ExecContext(ctx, q); err != nil {
-		return false, err
-	}
-	res, err := tx.ExecContext(ctx, q)
-	if err != nil {
-		return false, err
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, err
-	}
-	return n == 0, nil
 }
 
 // advanceConvSeqsRead is the upsert with read back.

@@ -790,7 +790,7 @@ type txConn struct {
 	// is then set per transaction, as database/sql does.
 	perTx bool
 	// convs is what the committer knows of its conversations' counters
-	// (db.go, convTops); its changedRows is probed on each new connection.
+	// (db.go, convTops).
 	convs convTops
 }
 
@@ -819,13 +819,6 @@ func (c *txConn) begin(ctx context.Context) (*sql.Tx, error) {
 					c.perTx = true
 				}
 			}
-			ok, err := probeChangedRows(ctx, conn)
-			if err != nil && !isMySQLErr(err) {
-				c.discard()
-				lastErr = err
-				continue
-			}
-			c.convs.changedRows = ok && err == nil
 		}
 		var opts *sql.TxOptions
 		if c.perTx {
@@ -842,11 +835,6 @@ func (c *txConn) begin(ctx context.Context) (*sql.Tx, error) {
 		}
 	}
 	return nil, lastErr
-}
-
-func isMySQLErr(err error) bool {
-	var me *mysql.MySQLError
-	return errors.As(err, &me)
 }
 
 // discard closes the kept connection (it does not return to the pool).
