@@ -32,13 +32,13 @@
 package inbox
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -340,9 +340,12 @@ func (w *Writer) write(ctx context.Context, tx *sql.Tx, items []Item, precheck b
 	if err := validItems(items, w.cfg.MaxItems); err != nil {
 		return nil, err
 	}
-	// The same (uid, msg_id) twice in one call is written once.
-	items = uniqueItems(items)
-	uids := distinctUIDs(items)
+	// Items grouped by uid ascending, in input order within a uid (the
+	// order their seqs follow), the same (uid, msg_id) twice written once:
+	// every later step walks the uids' runs of this slice, and the entries
+	// come out in (uid, seq) order without a sort.
+	items = uniqueItems(byUID(items))
+	uids, want := runsOf(items)
 
 	// Fresh items (the send path) take their seq proposals before the fence
 	// rows are locked, so the allocator round trip is outside the time the
@@ -351,7 +354,7 @@ func (w *Writer) write(ctx context.Context, tx *sql.Tx, items []Item, precheck b
 	var proposed map[uint64]uint64
 	if !precheck {
 		var err error
-		if proposed, err = w.propose(ctx, items); err != nil {
+		if proposed, err = w.propose(ctx, want); err != nil {
 			return nil, err
 		}
 	}
@@ -360,9 +363,10 @@ func (w *Writer) write(ctx context.Context, tx *sql.Tx, items []Item, precheck b
 	if err != nil {
 		return nil, err
 	}
-	// The rows' values as locked: raiseFence updates by the difference
-	// (fence may be raised in memory by raiseFromTable on the way).
-	locked := maps.Clone(fence)
+	// The rows' values as locked: raiseFence updates by the difference.
+	// fence itself may be raised in memory by raiseFromTable on the way
+	// (then it is a copy first).
+	locked, fenceCopied := fence, false
 	if precheck && !w.cfg.Defects.Has(defect.InboxRowTwice) { // the defect trusts a key the table lacks
 		if items, err = w.dedup.Fresh(ctx, tx, items); err != nil {
 			return nil, err
@@ -370,6 +374,7 @@ func (w *Writer) write(ctx context.Context, tx *sql.Tx, items []Item, precheck b
 		if len(items) == 0 {
 			return nil, nil
 		}
+		uids, want = runsOf(items)
 	}
 
 	var seqs []uint64
@@ -380,7 +385,7 @@ func (w *Writer) write(ctx context.Context, tx *sql.Tx, items []Item, precheck b
 		if len(items) == 0 {
 			return nil, nil
 		}
-		seqs, err = w.allocate(ctx, items, fence, proposed)
+		seqs, err = w.allocate(ctx, items, want, fence, proposed)
 		proposed = nil
 		if err != nil {
 			return nil, err
@@ -392,67 +397,123 @@ func (w *Writer) write(ctx context.Context, tx *sql.Tx, items []Item, precheck b
 		key, dup := DupKey(err)
 		switch {
 		case dup && key == "PRIMARY":
-			if err := w.raiseFromTable(ctx, tx, fence, distinctUIDs(items)); err != nil {
+			if !fenceCopied {
+				fence, fenceCopied = maps.Clone(locked), true
+			}
+			if err := w.raiseFromTable(ctx, tx, fence, uids); err != nil {
 				return nil, err
 			}
 		case dup && key == "uk_uid_msg":
 			if items, err = existing(ctx, tx, items); err != nil {
 				return nil, err
 			}
+			uids, want = runsOf(items)
 		default:
 			return nil, fmt.Errorf("inbox: insert offline_msg: %w", err)
 		}
 	}
 
 	entries := make([]model.InboxEntry, len(items))
+	tops := make([]uint64, 0, len(uids))
 	for i, it := range items {
-		entries[i] = model.InboxEntry{
+		e := &entries[i]
+		*e = model.InboxEntry{
 			UID: it.UID, Seq: seqs[i], MsgID: it.MsgID, ConvID: it.ConvID, ConvType: it.ConvType,
 			ConvSeq: it.ConvSeq, SenderUID: it.SenderUID, CreatedAt: it.CreatedAt, Content: it.Content,
 		}
-	}
-	sort.Slice(entries, func(i, j int) bool {
-		if entries[i].UID != entries[j].UID {
-			return entries[i].UID < entries[j].UID
-		}
-		return entries[i].Seq < entries[j].Seq
-	})
-	tops := make(map[uint64]uint64)
-	for i := range entries {
-		e := &entries[i]
-		if i == 0 || entries[i-1].UID != e.UID {
-			e.PrevSeq = fence[e.UID]
+		if i == 0 || items[i-1].UID != it.UID {
+			e.PrevSeq = fence[it.UID]
+			tops = append(tops, 0)
 		} else {
 			e.PrevSeq = entries[i-1].Seq
 		}
-		tops[e.UID] = e.Seq
+		tops[len(tops)-1] = e.Seq
 	}
-	if err := raiseFence(ctx, tx, tops, locked); err != nil {
+	if err := raiseFence(ctx, tx, uids, tops, locked); err != nil {
 		return nil, err
 	}
 	return entries, nil
 }
 
-func uniqueItems(items []Item) []Item {
-	seen := make(map[Key]struct{}, len(items))
-	out := items[:0:0]
-	for _, it := range items {
-		p := Key{it.UID, it.MsgID}
-		if _, ok := seen[p]; ok {
-			continue
+// byUID returns items ordered by uid, in input order within a uid (a copy
+// when it had to be reordered).
+func byUID(items []Item) []Item {
+	if slices.IsSortedFunc(items, func(a, b Item) int { return cmp.Compare(a.UID, b.UID) }) {
+		return items
+	}
+	type ref struct {
+		uid uint64
+		i   int
+	}
+	order := make([]ref, len(items))
+	for i, it := range items {
+		order[i] = ref{it.UID, i}
+	}
+	slices.SortFunc(order, func(a, b ref) int {
+		if c := cmp.Compare(a.uid, b.uid); c != 0 {
+			return c
 		}
-		seen[p] = struct{}{}
-		out = append(out, it)
+		return cmp.Compare(a.i, b.i)
+	})
+	out := make([]Item, len(items))
+	for k, r := range order {
+		out[k] = items[r.i]
 	}
 	return out
 }
 
-func distinctUIDs(items []Item) []uint64 {
-	set := make(map[uint64]struct{}, len(items))
-	for _, it := range items {
-		set[it.UID] = struct{}{}
+// uniqueItems drops a (uid, msg_id) seen earlier in items (ordered by
+// uid, byUID): only runs of one uid can hold one twice.
+func uniqueItems(items []Item) []Item {
+	out := items
+	copied := false
+	var seen map[uint64]struct{}
+	for start := 0; start < len(items); {
+		end := start + 1
+		for end < len(items) && items[end].UID == items[start].UID {
+			end++
+		}
+		small := end-start <= 16
+		if !small {
+			if seen == nil {
+				seen = make(map[uint64]struct{}, end-start)
+			} else {
+				clear(seen)
+			}
+		}
+		for i := start; i < end; i++ {
+			dup := false
+			if small {
+				for j := start; j < i && !dup; j++ {
+					dup = items[j].MsgID == items[i].MsgID
+				}
+			} else if _, dup = seen[items[i].MsgID]; !dup {
+				seen[items[i].MsgID] = struct{}{}
+			}
+			if dup && !copied {
+				out, copied = slices.Clone(items[:i]), true
+			}
+			if copied && !dup {
+				out = append(out, items[i])
+			}
+		}
+		start = end
 	}
-	return slices.Sorted(maps.Keys(set))
+	return out
+}
+
+// runsOf lists the distinct uids of items (ordered by uid) ascending and
+// how many items each has.
+func runsOf(items []Item) ([]uint64, map[uint64]int) {
+	var uids []uint64
+	want := make(map[uint64]int)
+	for i, it := range items {
+		if i == 0 || items[i-1].UID != it.UID {
+			uids = append(uids, it.UID)
+		}
+		want[it.UID]++
+	}
+	return uids, want
 }
 
 func uidList(sb *strings.Builder, uids []uint64) { sqlin.Uints(sb, uids) }
@@ -524,45 +585,35 @@ func selectFence(ctx context.Context, tx *sql.Tx, uids []uint64, fence map[uint6
 	return nil
 }
 
-func wantOf(items []Item) map[uint64]int {
-	want := make(map[uint64]int)
-	for _, it := range items {
-		want[it.UID]++
-	}
-	return want
-}
-
-// propose takes each uid's first seq for its count of items from the
-// allocator, unchecked.
-func (w *Writer) propose(ctx context.Context, items []Item) (map[uint64]uint64, error) {
-	got, err := w.alloc.NextMany(ctx, wantOf(items))
+// propose takes each uid's first seq for its count of items (want) from
+// the allocator, unchecked.
+func (w *Writer) propose(ctx context.Context, want map[uint64]int) (map[uint64]uint64, error) {
+	got, err := w.alloc.NextMany(ctx, want)
 	if err != nil {
 		return nil, fmt.Errorf("%w: inbox: allocate seqs: %v", model.ErrUnavailable, err)
 	}
 	return got, nil
 }
 
-// allocate proposes seqs for items (parallel slice) and refuses any uid
-// whose first seq is not above its fence, raising the allocator. proposed,
+// allocate proposes seqs for items (ordered by uid, byUID; want is each
+// uid's count) and refuses any uid whose first seq is not above its fence,
+// raising the allocator and asking again for those uids only. proposed,
 // when not nil, holds first seqs already taken for exactly these items
-// (propose): they are checked instead of asking the allocator again.
-func (w *Writer) allocate(ctx context.Context, items []Item, fence map[uint64]uint64, proposed map[uint64]uint64) ([]uint64, error) {
-	want := wantOf(items)
-	firsts := make(map[uint64]uint64, len(want))
-	for round := 0; len(want) > 0; round++ {
-		if round >= w.cfg.MaxRounds {
-			return nil, fmt.Errorf("%w: inbox: allocator %s stayed below the fence after %d raises", model.ErrUnavailable, w.alloc.Name(), w.cfg.MaxRounds)
+// (propose): they are checked instead of asking the allocator again. It
+// returns the seqs parallel to items.
+func (w *Writer) allocate(ctx context.Context, items []Item, want map[uint64]int, fence map[uint64]uint64, proposed map[uint64]uint64) ([]uint64, error) {
+	firsts, own := proposed, proposed == nil // own: firsts may be written
+	if firsts == nil {
+		var err error
+		if firsts, err = w.alloc.NextMany(ctx, want); err != nil {
+			return nil, fmt.Errorf("%w: inbox: allocate seqs: %v", model.ErrUnavailable, err)
 		}
-		got := proposed
-		proposed = nil
-		if got == nil {
-			var err error
-			if got, err = w.alloc.NextMany(ctx, want); err != nil {
-				return nil, fmt.Errorf("%w: inbox: allocate seqs: %v", model.ErrUnavailable, err)
-			}
-		}
-		for uid := range want {
-			first, ok := got[uid]
+	}
+	ask := want // the uids still to check, with their counts
+	for round := 0; ; round++ {
+		var stale map[uint64]int
+		for uid, n := range ask {
+			first, ok := firsts[uid]
 			if !ok {
 				return nil, fmt.Errorf("inbox: allocator %s gave no seq for uid %d", w.alloc.Name(), uid)
 			}
@@ -571,16 +622,42 @@ func (w *Writer) allocate(ctx context.Context, items []Item, fence map[uint64]ui
 				if err := w.alloc.Raise(ctx, uid, fence[uid]); err != nil {
 					return nil, fmt.Errorf("%w: inbox: raise allocator: %v", model.ErrUnavailable, err)
 				}
-				continue
+				if stale == nil {
+					stale = make(map[uint64]int)
+				}
+				stale[uid] = n
+			}
+		}
+		if len(stale) == 0 {
+			break
+		}
+		if round+1 >= w.cfg.MaxRounds {
+			return nil, fmt.Errorf("%w: inbox: allocator %s stayed below the fence after %d raises", model.ErrUnavailable, w.alloc.Name(), w.cfg.MaxRounds)
+		}
+		again, err := w.alloc.NextMany(ctx, stale)
+		if err != nil {
+			return nil, fmt.Errorf("%w: inbox: allocate seqs: %v", model.ErrUnavailable, err)
+		}
+		if !own {
+			firsts, own = maps.Clone(firsts), true // proposed stays the caller's
+		}
+		for uid := range stale {
+			first, ok := again[uid]
+			if !ok {
+				return nil, fmt.Errorf("inbox: allocator %s gave no seq for uid %d", w.alloc.Name(), uid)
 			}
 			firsts[uid] = first
-			delete(want, uid)
 		}
+		ask = stale
 	}
 	seqs := make([]uint64, len(items))
+	var next uint64
 	for i, it := range items {
-		seqs[i] = firsts[it.UID]
-		firsts[it.UID]++
+		if i == 0 || items[i-1].UID != it.UID {
+			next = firsts[it.UID]
+		}
+		seqs[i] = next
+		next++
 	}
 	return seqs, nil
 }
@@ -698,7 +775,8 @@ func insertRows(ctx context.Context, tx *sql.Tx, items []Item, seqs []uint64, ch
 // UPDATE carries; a batch with more is raised by the upsert.
 const maxRaiseSteps = 32
 
-// raiseFence persists each uid's new top seq. The rows are locked by this
+// raiseFence persists each uid's new top seq (uids ascending, tops
+// parallel). The rows are locked by this
 // transaction since lockFence read locked[uid], so each is raised by the
 // difference top - locked in one UPDATE of the locked rows: the uids are
 // grouped by that difference (almost always a few values: 1 for a uid with
@@ -707,22 +785,21 @@ const maxRaiseSteps = 32
 // and touches existing rows only (no insert attempt per row as the upsert
 // makes). A batch with more than maxRaiseSteps distinct differences uses the
 // upsert (raiseFenceUpsert).
-func raiseFence(ctx context.Context, tx *sql.Tx, tops, locked map[uint64]uint64) error {
-	if len(tops) == 0 {
+func raiseFence(ctx context.Context, tx *sql.Tx, uids, tops []uint64, locked map[uint64]uint64) error {
+	if len(uids) == 0 {
 		return nil
 	}
 	steps := map[uint64][]uint64{} // difference -> uids
-	for u, top := range tops {
+	for i, u := range uids {
 		old, ok := locked[u]
-		if !ok || top <= old {
-			return raiseFenceUpsert(ctx, tx, tops)
+		if !ok || tops[i] <= old {
+			return raiseFenceUpsert(ctx, tx, uids, tops)
 		}
-		steps[top-old] = append(steps[top-old], u)
+		steps[tops[i]-old] = append(steps[tops[i]-old], u)
 	}
 	if len(steps) > maxRaiseSteps {
-		return raiseFenceUpsert(ctx, tx, tops)
+		return raiseFenceUpsert(ctx, tx, uids, tops)
 	}
-	uids := slices.Sorted(maps.Keys(tops))
 	now := time.Now().UTC().Format("2006-01-02 15:04:05.000")
 	var sb strings.Builder
 	sb.Grow(96 + len(uids)*24)
@@ -749,8 +826,7 @@ func raiseFence(ctx context.Context, tx *sql.Tx, tops, locked map[uint64]uint64)
 // ON DUPLICATE KEY UPDATE with VALUES() keeps it O(rows): MariaDB and MySQL
 // 8 both run it (MySQL 8.0.20+ flags VALUES() as deprecated, with a warning
 // only).
-func raiseFenceUpsert(ctx context.Context, tx *sql.Tx, tops map[uint64]uint64) error {
-	uids := slices.Sorted(maps.Keys(tops))
+func raiseFenceUpsert(ctx context.Context, tx *sql.Tx, uids, tops []uint64) error {
 	now := time.Now().UTC().Format("2006-01-02 15:04:05.000")
 	var sb strings.Builder
 	sb.Grow(64 + len(uids)*48)
@@ -762,7 +838,7 @@ func raiseFenceUpsert(ctx context.Context, tx *sql.Tx, tops map[uint64]uint64) e
 		sb.WriteByte('(')
 		sqlin.Uint(&sb, u)
 		sb.WriteByte(',')
-		sqlin.Uint(&sb, tops[u])
+		sqlin.Uint(&sb, tops[i])
 		sb.WriteString(",'")
 		sb.WriteString(now)
 		sb.WriteString("')")
