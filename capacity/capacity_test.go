@@ -30,7 +30,11 @@ func fake(t *testing.T, c faketarget.Capacity) *faketarget.Server {
 	return srv
 }
 
-// quick is a short search: 1s warm-up, 2s steps, a small population.
+// quick is a short search: 1s warm-up, 2s measured steps, a small
+// population, no generator ceiling (the tests that need it measure it),
+// a short cool-down. Every search test runs in parallel with the others:
+// their targets are slow on purpose (100-odd sends/s), so the four
+// searches together stay light for a loaded 2-core machine under -race.
 func quick(t *testing.T, target, slo string) Config {
 	t.Helper()
 	c := DefaultConfig(target, testSecret, t.TempDir())
@@ -38,13 +42,15 @@ func quick(t *testing.T, target, slo string) Config {
 	if c.SLO, err = ParseSLO(slo); err != nil {
 		t.Fatal(err)
 	}
-	c.Load.Pop.Users = 40
-	c.Load.Conns = 64
+	// Offline devices only: they pull once, at the end of each step, so the
+	// generator's work during the window is the sends themselves.
+	c.Load.Pop.Users, c.Load.Pop.Online = 40, 0
+	c.Load.Conns = 32
 	c.Load.Timeout = 2 * time.Second
-	c.Load.Settle, c.Load.DrainTimeout = 200*time.Millisecond, 10*time.Second
-	c.WarmUp, c.Step = time.Second, 3*time.Second
-	c.CoolDown = 500 * time.Millisecond
-	c.CeilingFor = time.Second
+	c.Load.Settle, c.Load.DrainTimeout = 100*time.Millisecond, 5*time.Second
+	c.WarmUp, c.Step = time.Second, 2*time.Second
+	c.CoolDown = 200 * time.Millisecond
+	c.CeilingFor = 0
 	c.MaxSteps = 8
 	c.Resolution = 0.25
 	return c
@@ -52,7 +58,7 @@ func quick(t *testing.T, target, slo string) Config {
 
 func run(t *testing.T, c Config) *Result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	began := time.Now()
 	res, err := Search(ctx, c)
@@ -65,17 +71,33 @@ func run(t *testing.T, c Config) *Result {
 	return res
 }
 
-// TestSearchFindsAKnownCapacity: a fake that serves 100 sends/s (a single
-// queue): the sustainable rate must be found within [60%, 115%] of it and
-// put down to the server. (The rates and the generous SLO leave room for
-// a loaded 2-core machine under -race: the generator and the fake share
-// this process.)
+// TestSearchFindsAKnownCapacity: a fake that serves 60 sends/s (a single
+// queue, each send the next 1/60 s slot; a send that would wait more than
+// 1 s is answered 503). The sustainable rate must be found within [60%,
+// 115%] of the capacity and put down to the server. Above the capacity
+// the queue grows by (rate - 60) sends a second: at 75/s it holds 45 sends
+// (0.75 s) by the end of a 1 s + 2 s step, beyond the 500 ms SLO, and the
+// latency grows through the window; at the capacity it stays short. The
+// ramp 40, 60, 90 (x1.5) bisects 75 and repeats 60 (or, when a loaded
+// machine's bunching breaks 60, bisects 50 and repeats that): five steps.
+// The rates are low so that the generator (under -race, in this process)
+// keeps to its schedule on a loaded machine.
 func TestSearchFindsAKnownCapacity(t *testing.T) {
-	const capacity = 100
-	srv := fake(t, faketarget.Capacity{SendsPerSec: capacity, MaxQueue: 3 * time.Second})
-	c := quick(t, srv.URL(), "ack_p99<=1s,errors<=1%")
-	c.From, c.To = 25, 800
+	t.Parallel()
+	const capacity = 60
+	srv := fake(t, faketarget.Capacity{SendsPerSec: capacity, MaxQueue: time.Second})
+	c := quick(t, srv.URL(), "ack_p99<=500ms,errors<=1%")
+	c.From, c.To, c.Growth = 40, 800, 1.5
 	res := run(t, c)
+	if res.Sustainable == nil && res.Limit == LimitGenerator {
+		// The search itself says this machine's generator could not keep
+		// to 40/s just now (a load average of ~30 on 2 cores does that
+		// under -race): that is no answer about the fake. Try once more,
+		// into a fresh directory; a second such answer fails.
+		t.Logf("the generator was the limit at %.0f/s; once more", *res.Broke)
+		c.OutDir = t.TempDir()
+		res = run(t, c)
+	}
 	if res.Sustainable == nil || *res.Sustainable < 0.6*capacity || *res.Sustainable > 1.15*capacity {
 		t.Fatalf("sustainable %v, want within [%.0f, %.0f]", res.Sustainable, 0.6*capacity, 1.15*capacity)
 	}
@@ -124,33 +146,55 @@ func TestSearchFindsAKnownCapacity(t *testing.T) {
 	}
 }
 
-// TestSearchReportsTheGeneratorLimit: a fake with no limit and a
-// generator held to one send worker: the generator breaks first.
+// TestSearchReportsTheGeneratorLimit: a fake that answers every send in
+// 25 ms (no capacity limit: each send waits alone) and a generator held to
+// one send worker, so it can start at most 40 sends/s: at 200/s the sends
+// start later and later while the server answers each in 25 ms, which is
+// the generator's limit, not the server's (the SLO's 1 s leaves the 25 ms
+// service time room on a loaded machine). The ceiling, measured here,
+// is the other half of the diagnosis and must be in the answer.
 func TestSearchReportsTheGeneratorLimit(t *testing.T) {
-	srv := fake(t, faketarget.Capacity{})
-	c := quick(t, srv.URL(), "ack_p99<=200ms,errors<=1%")
+	t.Parallel()
+	fc := faketarget.DefaultConfig(testSecret)
+	fc.Faults.SlowFirstTryEvery, fc.Faults.SlowFor = 1, 25*time.Millisecond
+	srv, err := faketarget.Start(fc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	c := quick(t, srv.URL(), "ack_p99<=1s,errors<=1%")
 	c.Load.Pacer.Workers, c.Load.Pacer.MaxWorkers = 1, 1
-	c.From, c.To, c.Growth = 1000, 500_000, 4
+	c.CeilingFor = 500 * time.Millisecond
+	c.From, c.To = 200, 800
 	res := run(t, c)
-	if res.Limit != LimitGenerator || !strings.Contains(res.Answer, "GENERATOR") {
-		t.Fatalf("limit %q: %s", res.Limit, res.Answer)
+	st := res.Steps[0]
+	if res.Limit != LimitGenerator || !strings.Contains(res.Answer, "GENERATOR") || res.Ceiling == nil {
+		t.Fatalf("limit %q: %s; step 0: late %v missed %d service p99 %v (step %v) errors %v", res.Limit, res.Answer,
+			fv(st.LateFraction, "%.2f"), st.Missed, fv(st.ServiceP99Ms, "%.1f"), fv(st.ServiceP99StepMs, "%.1f"), fv(st.ErrorRate, "%.3f"))
+	}
+	if st.Held || st.Limit != LimitGenerator || st.ServiceP99StepMs == nil || *st.ServiceP99StepMs > 1000 {
+		t.Fatalf("the first step must break on the generator with the server in time: %+v", st)
+	}
+	if res.Sustainable != nil {
+		t.Fatalf("no rate held, yet sustainable %v", *res.Sustainable)
 	}
 }
 
 // TestSearchStalledServer: a server that answers no send: the first step
 // stops early and the search ends, bounded, with no sustainable rate.
 func TestSearchStalledServer(t *testing.T) {
+	t.Parallel()
 	srv := fake(t, faketarget.Capacity{})
 	srv.Stall(true)
 	c := quick(t, srv.URL(), "ack_p99<=100ms")
-	c.Step = 6 * time.Second
+	c.Step = 5 * time.Second
 	c.From, c.To = 200, 800
 	began := time.Now()
 	res := run(t, c)
 	if res.Sustainable != nil || len(res.Steps) != 1 || res.Steps[0].StoppedEarly == "" || !strings.Contains(res.Steps[0].StoppedEarly, "stalled") {
 		t.Fatalf("stalled: %+v %+v", res, res.Steps)
 	}
-	if el := time.Since(began); el > 40*time.Second {
+	if el := time.Since(began); el > 30*time.Second {
 		t.Fatalf("took %s", el)
 	}
 	if res.Steps[0].AckedPerSec != nil {
@@ -162,29 +206,38 @@ func TestSearchStalledServer(t *testing.T) {
 	}
 }
 
-// TestSearchServerErrorsAboveARate: sends beyond 150 in a second fail (a
-// loaded machine bunches sends, so the answer may sit well below 150).
+// TestSearchServerErrorsAboveARate: sends beyond 75 in one wall-clock
+// second fail (503), and the SLO allows 2% of sends to fail: above 76/s
+// even perfectly paced sends fail more than that. The SLO has no latency
+// term: this test is about errors (a generator that a loaded machine holds
+// back behind its schedule would break a latency term first), and a step
+// at which the generator fell behind (MaxSendDelay) holds nothing anyway.
+// The ramp 40, 60, 90 (x1.5) breaks on errors, the bisection tries 75 and
+// repeats the highest rate that held (a late generator bunches its sends,
+// so a second may exceed 75 at a lower rate: the answer may sit below 75,
+// never above).
 func TestSearchServerErrorsAboveARate(t *testing.T) {
-	srv := fake(t, faketarget.Capacity{FailAbovePerSec: 150})
-	c := quick(t, srv.URL(), "ack_p99<=2s,errors<=0.5%")
-	c.From, c.To = 25, 800
+	t.Parallel()
+	const limit = 75
+	srv := fake(t, faketarget.Capacity{FailAbovePerSec: limit})
+	c := quick(t, srv.URL(), "errors<=2%")
+	c.From, c.To, c.Growth = 40, 800, 1.5
 	c.MaxSteps = 10
 	res := run(t, c)
-	if res.Sustainable == nil || *res.Sustainable > 150 || *res.Sustainable < 45 {
-		t.Fatalf("sustainable %v, want 45..150", res.Sustainable)
+	if res.Sustainable == nil || *res.Sustainable > limit || *res.Sustainable < 0.5*limit {
+		t.Fatalf("sustainable %v, want %.0f..%d", res.Sustainable, 0.5*limit, limit)
 	}
 	if res.Limit != LimitServer {
 		t.Fatalf("limit %q", res.Limit)
 	}
-	var broke *Step
+	// Some broken step says why: errors (on a machine so loaded that the
+	// generator fell seconds behind, a step may break on latency first).
+	said := false
 	for _, st := range res.Steps {
-		if !st.Held {
-			broke = st
-			break
-		}
+		said = said || (!st.Held && strings.Contains(strings.Join(st.Broken, ";"), "errors"))
 	}
-	if broke == nil || !strings.Contains(strings.Join(broke.Broken, ";"), "errors") {
-		t.Fatalf("the broken step must say errors: %+v", broke)
+	if !said {
+		t.Fatal("no broken step names the errors")
 	}
 }
 
@@ -292,5 +345,34 @@ func TestConcludeNeedsTwoHolds(t *testing.T) {
 	s.conclude()
 	if s.res.Sustainable == nil || *s.res.Sustainable != 90 || s.res.Broke == nil || *s.res.Broke != 100 || s.res.Limit != LimitServer {
 		t.Fatalf("sustainable %v broke %v limit %q", s.res.Sustainable, s.res.Broke, s.res.Limit)
+	}
+}
+
+// TestBehindScheduleDoesNotHold: a step whose sends the generator started
+// more than MaxSendDelay late, or never, did not offer its rate: it does
+// not hold even under an SLO with no latency term, and it is put down to
+// the generator when the server answered in time.
+func TestBehindScheduleDoesNotHold(t *testing.T) {
+	slo, _ := ParseSLO("errors<=1%")
+	s := &search{cfg: Config{SLO: slo}, res: &Result{}}
+	ok := func() *Step {
+		return &Step{OfferedPerSec: 300, Attempts: 600, OK: 600, ErrorRate: ptr(0.0), ServiceP99Ms: ptr(20.0), SendDelayP99Ms: ptr(5.0), LateFraction: ptr(0.01)}
+	}
+	st := ok()
+	s.judge(st)
+	if !st.Held {
+		t.Fatalf("a step on schedule with no error holds: %v", st.Broken)
+	}
+	st = ok()
+	st.SendDelayP99Ms, st.LateFraction = ptr(2500.0), ptr(0.9)
+	s.judge(st)
+	if st.Held || st.Limit != LimitGenerator || !strings.Contains(strings.Join(st.Broken, ";"), "fell behind") {
+		t.Fatalf("2.5s behind schedule: held %v limit %q %v", st.Held, st.Limit, st.Broken)
+	}
+	st = ok()
+	st.Missed = 3
+	s.judge(st)
+	if st.Held {
+		t.Fatal("sends that never started: the step did not offer its rate")
 	}
 }

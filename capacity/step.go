@@ -69,6 +69,10 @@ type Step struct {
 	// ServiceP99Ms: actual send to ACK; SendDelayP99Ms: intended to
 	// actual send (the generator's own lateness).
 	ServiceP99Ms *float64 `json:"service_p99_ms"`
+	// ServiceP99StepMs: the same over every ACKed send of the step, the
+	// warm-up included: what the diagnosis of a step stopped early (before
+	// its window's sends were ACKed) rests on.
+	ServiceP99StepMs *float64 `json:"service_p99_step_ms"`
 	// AckP50HalvesMs is the ACK p50 of the window's first and second
 	// halves: a latency that keeps growing through the window is a queue
 	// that grows, a rate that is not sustainable however short the step.
@@ -239,7 +243,7 @@ func (s *search) runStep(ctx context.Context, phase string, rate float64) *Step 
 // whose intended time is in the measured window.
 func (s *search) window(st *Step) error {
 	from, to := s.cfg.WarmUp, s.cfg.WarmUp+s.cfg.Step
-	resp, svc, delay := newHist(), newHist(), newHist()
+	resp, svc, svcAll, delay := newHist(), newHist(), newHist(), newHist()
 	halves := [2]*hdr.Histogram{newHist(), newHist()}
 	mid := from + s.cfg.Step/2
 	_, err := ledger.ReadDir(st.RunDir, func(_ int, r *ledger.Record) error {
@@ -247,6 +251,9 @@ func (s *search) window(st *Step) error {
 			return nil
 		}
 		a := r.Attempt
+		if a.Outcome == ledger.OK {
+			_ = svcAll.RecordValue(max(1, (a.Ended - a.Started).Microseconds()))
+		}
 		if a.Intended < from || a.Intended >= to {
 			return nil
 		}
@@ -284,6 +291,9 @@ func (s *search) window(st *Step) error {
 		st.AckP50Ms = ptr(float64(resp.ValueAtQuantile(50)) / 1000)
 		st.AckP99Ms = ptr(float64(resp.ValueAtQuantile(99)) / 1000)
 		st.ServiceP99Ms = ptr(float64(svc.ValueAtQuantile(99)) / 1000)
+	}
+	if svcAll.TotalCount() > 0 {
+		st.ServiceP99StepMs = ptr(float64(svcAll.ValueAtQuantile(99)) / 1000)
 	}
 	for i, h := range halves {
 		if h.TotalCount() > 0 {
@@ -351,6 +361,9 @@ func (s *search) judge(st *Step) {
 	if st.Attempts == 0 {
 		st.Broken = append(st.Broken, "no send in the measured window")
 	}
+	if why := behind(st); why != "" {
+		st.Broken = append(st.Broken, why)
+	}
 	if c.Check && st.StoppedEarly == "" {
 		switch {
 		case st.Valid == nil:
@@ -364,17 +377,51 @@ func (s *search) judge(st *Step) {
 		return
 	}
 	st.Limit = LimitServer
-	lim := float64(c.SLO.ackLimit()) / float64(time.Millisecond)
-	late := st.Missed > 0
-	if lim > 0 && st.SendDelayP99Ms != nil && *st.SendDelayP99Ms > lim/2 {
-		late = true
+	if s.generatorLimited(st) {
+		st.Limit = LimitGenerator
 	}
-	serverOK := st.ServiceP99Ms != nil && (lim == 0 || *st.ServiceP99Ms <= lim) && (st.ErrorRate == nil || c.SLO.Errors == nil || *st.ErrorRate <= *c.SLO.Errors)
+}
+
+// MaxSendDelay bounds the window's send delay p99 (intended to actual
+// send) of a step that holds: a generator further behind its schedule did
+// not offer the step's rate, whatever the server answered (an SLO with no
+// latency term would not see it otherwise).
+const MaxSendDelay = time.Second
+
+// behind says why the generator did not offer the step's rate, or "".
+func behind(st *Step) string {
+	switch {
+	case st.Missed > 0:
+		return fmt.Sprintf("the generator fell behind: %d sends never started, the step did not offer its rate", st.Missed)
+	case st.SendDelayP99Ms != nil && *st.SendDelayP99Ms > float64(MaxSendDelay)/float64(time.Millisecond):
+		return fmt.Sprintf("the generator fell behind: send delay p99 %.0fms > %s, the step did not offer its rate", *st.SendDelayP99Ms, MaxSendDelay)
+	}
+	return ""
+}
+
+// lateShare is the share of a step's sends that started late (or never)
+// beyond which the generator fell behind its own schedule.
+const lateShare = 0.5
+
+// generatorLimited: the step offered 90% of the generator's ceiling or
+// more, or its sends started late while the server answered in time
+// (service time within the ACK limit, errors within the SLO). A step
+// stopped early may have no ACK of its window: the service time of the
+// whole step stands in.
+func (s *search) generatorLimited(st *Step) bool {
+	c := s.cfg
 	if s.res.Ceiling != nil && st.OfferedPerSec >= 0.9*s.res.Ceiling.PerSec {
-		st.Limit = LimitGenerator
-	} else if late && serverOK {
-		st.Limit = LimitGenerator
+		return true
 	}
+	lim := float64(c.SLO.ackLimit()) / float64(time.Millisecond)
+	late := st.Missed > 0 || (st.LateFraction != nil && *st.LateFraction >= lateShare) ||
+		(lim > 0 && st.SendDelayP99Ms != nil && *st.SendDelayP99Ms > lim/2)
+	svc := st.ServiceP99Ms
+	if svc == nil {
+		svc = st.ServiceP99StepMs
+	}
+	serverOK := svc != nil && (lim == 0 || *svc <= lim) && (st.ErrorRate == nil || c.SLO.Errors == nil || *st.ErrorRate <= *c.SLO.Errors)
+	return late && serverOK
 }
 
 // Growth thresholds: the second half's ACK p50 above growthFactor times

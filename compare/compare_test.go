@@ -443,3 +443,94 @@ func TestMarkdownAndJUnit(t *testing.T) {
 		t.Fatalf("junit:\n%s", ju.String())
 	}
 }
+
+// recoveryFig is a full recovery object as scenarios/recovery writes it:
+// settings (from_s, bound_s, hold_s, deadline_s, samples) beside outcomes.
+func recoveryFig(recS, drain, rows, age float64, recs, backlog, outbox int64, outboxDrain float64) map[string]any {
+	return map[string]any{
+		"from_s": 12.0, "since": "end of the burst", "bound_s": 2.0, "hold_s": 3.0, "deadline_s": 60.0,
+		"status": "recovered", "recovered_at_s": 12 + recS, "recovery_s": recS,
+		"groups": []map[string]any{
+			{"name": "inbox", "peak_age_s": age, "peak_age_t_s": 13.0, "peak_records": recs, "peak_records_t_s": 13.0, "status": "recovered",
+				"relapses": 0, "drain_from_s": 12.0, "drain_to_s": 20.0, "drain_records_per_s": drain, "peak_drain_records_per_s": 2 * drain},
+			{"name": "inbox-b", "peak_age_s": age / 2, "peak_records": recs / 2, "status": "recovered", "drain_records_per_s": 3 * drain},
+		},
+		"backlog_peak": backlog, "backlog_peak_t_s": 13.0, "drain_rows_per_s": rows,
+		"outbox":  map[string]any{"peak_backlog": outbox, "peak_t_s": 13.0, "peak_age_s": 1.0, "status": "drained", "drained_at_s": 14.0, "drain_s": outboxDrain},
+		"samples": 40, "unknown_samples": 1,
+	}
+}
+
+// TestRecoveryComparesOutcomesOnly: from a recovery object only outcomes
+// become metrics, each with its direction: a slower drain regresses
+// (higher is better), a larger peak lag or outbox regresses (lower is
+// better), and settings such as deadline_s or samples never appear, so a
+// run with another deadline cannot regress (or pass) on it.
+func TestRecoveryComparesOutcomesOnly(t *testing.T) {
+	s := healthy()
+	s.recovery = recoveryFig(3, 1000, 2000, 4, 5000, 6000, 700, 2)
+	base := runs(t, "base", s, 100)
+	want := map[string]float64{MRecovery: 3, MDrainRate: 1000, MDrainRows: 2000, MPeakLagAge: 4, MPeakLagRecords: 5000,
+		MRecoveryBacklog: 6000, MOutboxPeak: 700, MOutboxDrain: 2}
+	for n, v := range want {
+		if got, ok := base[0].Metrics[n]; !ok || got != v {
+			t.Errorf("%s: %v %v, want %v", n, got, ok, v)
+		}
+	}
+	for n := range base[0].Metrics {
+		if _, ok := Lookup(n); !ok {
+			t.Errorf("metric %q read but not defined", n)
+		}
+		for _, setting := range []string{"from", "deadline", "samples", "bound", "hold"} {
+			if strings.Contains(n, setting) {
+				t.Errorf("setting read as a metric: %s", n)
+			}
+		}
+	}
+	// Same outcomes, other settings: nothing regresses.
+	same := s
+	fig := recoveryFig(3, 1000, 2000, 4, 5000, 6000, 700, 2)
+	fig["deadline_s"], fig["samples"], fig["from_s"] = 5.0, 400, 99.0
+	same.recovery = fig
+	rep, err := Compare(base, runs(t, "same", same, 100), Options{})
+	if err != nil || rep.Regressed() {
+		t.Fatalf("settings changed, outcomes not: %v %+v", err, rep)
+	}
+	// Slower drain (higher is better) and larger peaks (lower is better).
+	worse := s
+	worse.recovery = recoveryFig(3, 500, 900, 9, 12000, 6000, 2000, 8)
+	rep, err = Compare(base, runs(t, "worse", worse, 100), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{MDrainRate, MDrainRows, MPeakLagAge, MPeakLagRecords, MOutboxPeak, MOutboxDrain} {
+		if r := row(t, rep, m); r.Verdict != VRegressed {
+			t.Errorf("%s: %+v", m, r)
+		}
+	}
+	for _, m := range []string{MRecovery, MRecoveryBacklog} {
+		if r := row(t, rep, m); r.Bad() {
+			t.Errorf("%s unchanged: %+v", m, r)
+		}
+	}
+	// The same changes the other way round improve.
+	rep, err = Compare(runs(t, "worse2", worse, 100), base, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := row(t, rep, MDrainRate); r.Verdict != VImproved {
+		t.Errorf("faster drain: %+v", r)
+	}
+	// An outbox that never drained has no drain time: missing.
+	never := s
+	fig = recoveryFig(3, 1000, 2000, 4, 5000, 6000, 700, 2)
+	fig["outbox"] = map[string]any{"peak_backlog": 700, "status": "not drained", "reason": "backlog at the end"}
+	never.recovery = fig
+	rep, err = Compare(base, runs(t, "never", never, 100), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := row(t, rep, MOutboxDrain); r.Verdict != VMissing {
+		t.Errorf("outbox never drained: %+v", r)
+	}
+}

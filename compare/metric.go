@@ -97,10 +97,28 @@ const (
 	// MWithinLoad: the load run was not OVERLOADED (loadgen's outcome:
 	// failed + unknown sends within its stated fraction).
 	MWithinLoad = "within_load"
+	// Recovery outcomes of a scenario with Kafka (scenarios/recovery):
+	// only what the run achieved is compared, never its settings (from_s,
+	// bound_s, hold_s, deadline_s) nor its sample counts.
+	//
 	// MRecovery is the time to recover (s) after a burst or a fault's
-	// heal; MRecoveryBacklog the peak records behind on the way.
+	// heal; MRecoveryBacklog the peak records behind on the way (summed
+	// over the groups in one sample).
 	MRecovery        = "recovery"
 	MRecoveryBacklog = "recovery_backlog"
+	// MDrainRate is the slowest consumer group's mean drain rate (records
+	// per second) over its drain window; MDrainRows the inbox rows written
+	// per second over the run's drain window.
+	MDrainRate = "recovery_drain_rate"
+	MDrainRows = "recovery_drain_rows"
+	// MPeakLagAge and MPeakLagRecords: the largest lag age (s) and records
+	// behind of any group over the timeline.
+	MPeakLagAge     = "recovery_peak_lag_age"
+	MPeakLagRecords = "recovery_peak_lag_records"
+	// MOutboxPeak is the outbox backlog's peak (rows); MOutboxDrain the
+	// time it took to drain (s), policy outbox only.
+	MOutboxPeak  = "outbox_peak"
+	MOutboxDrain = "outbox_drain"
 	// Capacity search results.
 	MSustainable = "sustainable_rate"
 	MKnee        = "knee_rate"
@@ -126,6 +144,12 @@ var (
 		MWithinLoad:      {Name: MWithinLoad, Unit: "bool", Better: Higher, Rule: MustHold, Desc: "the load run was not OVERLOADED"},
 		MRecovery:        {Name: MRecovery, Unit: "s", Tol: Tolerance{Rel: 0.20, Abs: 0.1}, Desc: "time to recover after the burst or the last heal"},
 		MRecoveryBacklog: {Name: MRecoveryBacklog, Unit: "count", Tol: Tolerance{Rel: 0.20}, Desc: "peak records behind during the recovery"},
+		MDrainRate:       {Name: MDrainRate, Unit: "/s", Better: Higher, Tol: Tolerance{Rel: 0.20}, Desc: "slowest consumer group's mean drain rate (records/s)"},
+		MDrainRows:       {Name: MDrainRows, Unit: "/s", Better: Higher, Tol: Tolerance{Rel: 0.20}, Desc: "inbox rows written per second while draining"},
+		MPeakLagAge:      {Name: MPeakLagAge, Unit: "s", Tol: Tolerance{Rel: 0.20, Abs: 0.1}, Desc: "largest lag age of any group over the run"},
+		MPeakLagRecords:  {Name: MPeakLagRecords, Unit: "count", Tol: Tolerance{Rel: 0.20}, Desc: "largest records behind of any group over the run"},
+		MOutboxPeak:      {Name: MOutboxPeak, Unit: "count", Tol: Tolerance{Rel: 0.20}, Desc: "outbox backlog peak (rows)"},
+		MOutboxDrain:     {Name: MOutboxDrain, Unit: "s", Tol: Tolerance{Rel: 0.20, Abs: 0.1}, Desc: "time the outbox backlog took to drain"},
 		MSustainable:     {Name: MSustainable, Unit: "/s", Better: Higher, Tol: Tolerance{Rel: 0.05}, Desc: "highest rate that held the SLO (confirmed)"},
 		MKnee:            {Name: MKnee, Unit: "/s", Better: Higher, Tol: Tolerance{Rel: 0.10}, Desc: "rate where ACK p99 starts to climb"},
 	}

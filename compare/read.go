@@ -283,20 +283,38 @@ func lagMetric(r *Run, s scenarioResult) {
 }
 
 // recoveryFigures is the part of a scenario's recovery figures compared
-// (scenarios/recovery.Figures).
+// (scenarios/recovery.Figures): outcomes only. Its settings (from_s,
+// bound_s, hold_s, deadline_s) and sample counts describe how the figures
+// were taken, not how the build did, and are never metrics.
 type recoveryFigures struct {
 	Status          string   `json:"status"`
 	Reason          string   `json:"reason"`
 	Since           string   `json:"since"`
 	RecoverySeconds *float64 `json:"recovery_s"`
 	BacklogPeak     *int64   `json:"backlog_peak"`
-	Samples         int      `json:"samples"`
+	DrainRowsPerSec *float64 `json:"drain_rows_per_s"`
+	Groups          []struct {
+		Name               string   `json:"name"`
+		PeakAge            *float64 `json:"peak_age_s"`
+		PeakRecords        *int64   `json:"peak_records"`
+		DrainRecordsPerSec *float64 `json:"drain_records_per_s"`
+	} `json:"groups"`
+	Outbox *struct {
+		PeakBacklog  *int64   `json:"peak_backlog"`
+		Status       string   `json:"status"`
+		Reason       string   `json:"reason"`
+		DrainSeconds *float64 `json:"drain_s"`
+	} `json:"outbox"`
+	Samples int `json:"samples"`
 }
 
-// recoveryMetrics adds recovery (seconds from the end of the burst or the
-// heal of the last fault until the lag stayed within its bound) and
-// recovery_backlog (the peak records behind); a run that did not recover
-// has no recovery figure, and compares as missing against one that did.
+// recoveryMetrics adds the recovery outcomes (metric.go): recovery
+// (seconds from the end of the burst or the heal of the last fault until
+// the lag stayed within its bound), recovery_backlog, the drain rates, the
+// peak lag age and records, the outbox's peak and drain time. A figure the
+// run did not reach (not recovered, no drain rate, an outbox that never
+// drained) is absent, and compares as missing against a run that had it;
+// peaks need at least one sample.
 func recoveryMetrics(r *Run, rec *recoveryFigures) {
 	if rec == nil {
 		return
@@ -306,10 +324,50 @@ func recoveryMetrics(r *Run, rec *recoveryFigures) {
 	} else {
 		r.note("recovery: %s (%s)", rec.Status, rec.Reason)
 	}
-	if rec.BacklogPeak != nil && rec.Samples > 0 {
+	if rec.Samples == 0 {
+		r.note("recovery: no lag sample: no peak or drain figure")
+		return
+	}
+	if rec.BacklogPeak != nil {
 		r.Metrics[MRecoveryBacklog] = float64(*rec.BacklogPeak)
 	}
+	if rec.DrainRowsPerSec != nil {
+		r.Metrics[MDrainRows] = *rec.DrainRowsPerSec
+	}
+	var age, recs, drain *float64
+	for _, g := range rec.Groups {
+		if g.PeakAge != nil && (age == nil || *g.PeakAge > *age) {
+			age = g.PeakAge
+		}
+		if g.PeakRecords != nil && (recs == nil || float64(*g.PeakRecords) > *recs) {
+			recs = ptrF(float64(*g.PeakRecords))
+		}
+		if g.DrainRecordsPerSec != nil && (drain == nil || *g.DrainRecordsPerSec < *drain) {
+			drain = g.DrainRecordsPerSec
+		}
+	}
+	setIf(r, MPeakLagAge, age)
+	setIf(r, MPeakLagRecords, recs)
+	setIf(r, MDrainRate, drain)
+	if o := rec.Outbox; o != nil {
+		if o.PeakBacklog != nil {
+			r.Metrics[MOutboxPeak] = float64(*o.PeakBacklog)
+		}
+		if o.DrainSeconds != nil {
+			r.Metrics[MOutboxDrain] = *o.DrainSeconds
+		} else {
+			r.note("outbox: %s (%s): no drain time", o.Status, o.Reason)
+		}
+	}
 }
+
+func setIf(r *Run, name string, v *float64) {
+	if v != nil {
+		r.Metrics[name] = *v
+	}
+}
+
+func ptrF(v float64) *float64 { return &v }
 
 // capacityResult is the part of capacity's result.json compared.
 type capacityResult struct {

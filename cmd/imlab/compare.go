@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -33,9 +35,10 @@ func compareCmd(exit func(int)) *cobra.Command {
 		Use:   "compare BASE NEW | BASE... -- NEW... | --base A,B --new C,D",
 		Short: "Compare results (scenario or capacity result.json, load summary.json) metric by metric; exit 0 no regression, 1 regression, 2 unusable input",
 		Long: `Reads the base and new results (files, or directories holding result.json or summary.json),
-extracts the same metrics from each (rate = ACKed sends/s, ack_p50/p99/p999 from intended send time,
-e2e_p99, errors, unknown, lag, recovery, recovery_backlog, the checker's findings, the scenario's verdict and passed;
-for a load summary within_load (not OVERLOADED); for a capacity search sustainable_rate, knee_rate, cpu_us_per_msg.*) and decides per metric:
+extracts the same metrics from each (the list below: a scenario result gives the checker's findings,
+verdict, passed, the load's rate and latency, lag, and with Kafka the recovery outcomes; a load
+summary within_load (not OVERLOADED); a capacity search sustainable_rate, knee_rate and
+cpu_us_per_msg.PROC) and decides per metric:
 
   - several runs on each side: medians, and a Mann-Whitney U test (alpha 0.05); a change the test
     cannot tell from noise is "~"; a significant change beyond the tolerance is REGRESSED;
@@ -44,11 +47,15 @@ for a load summary within_load (not OVERLOADED); for a capacity search sustainab
   - a checker finding where the base had none is REGRESSED, a verdict or passed that did not hold
     is FAILED, a metric the base measured and the new runs did not is MISSING: all fail the gate.
 
+Only outcomes are metrics: a recovery's settings (from_s, bound_s, hold_s, deadline_s) and sample
+counts are not compared.
+
 With BASE... -- NEW..., give the flags before --: every word after it is a NEW result.
 
 Tolerances: --tolerance 'ack_p99:+10%,rate:-5%,recovery:+20%,lag:+500ms,errors:+0.1%' (the sign is
-the worsening direction; on errors/unknown a percentage is percentage points). Defaults: latency
-+10% (at least 1ms), rate -5%, lag and recovery +20% (at least 0.1s), errors/unknown +0.1pp.`,
+the worsening direction; on errors/unknown a percentage is percentage points).
+
+` + compareMetricsHelp(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			err := runCompare(cmd, args, compareFlags{baseList, newList, tolerance, markdown, junit, jsonTo, alpha, allowMismatch})
 			var ee *exitError
@@ -70,6 +77,33 @@ the worsening direction; on errors/unknown a percentage is percentage points). D
 	f.StringVar(&junit, "junit", "", "also write the report as JUnit XML to this file")
 	f.StringVar(&jsonTo, "json", "", "also write the report as JSON to this file")
 	return cmd
+}
+
+// compareMetricsHelp lists every metric with its direction and default
+// tolerance, from compare's own definitions.
+func compareMetricsHelp() string {
+	var b strings.Builder
+	b.WriteString("Metrics (better: the direction that improves; default tolerance):\n")
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	row := func(d compare.Def) {
+		tol := d.Tol.In(d.Unit)
+		switch d.Rule {
+		case compare.MustHold:
+			tol = "must hold (no tolerance)"
+		case compare.Safety:
+			tol = "none where the base had none"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", d.Name, d.Better, tol, d.Desc)
+	}
+	for _, n := range compare.Names() {
+		d, _ := compare.Lookup(n)
+		row(d)
+	}
+	d, _ := compare.Lookup("cpu_us_per_msg.PROC")
+	row(d)
+	_ = tw.Flush()
+	fmt.Fprintf(&b, "  and the checker's findings (%s): lower, %s\n", strings.Join(compare.SafetyFindings, ", "), "none where the base had none")
+	return b.String()
 }
 
 type compareFlags struct {
