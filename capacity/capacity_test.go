@@ -4,8 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -374,5 +379,74 @@ func TestBehindScheduleDoesNotHold(t *testing.T) {
 	s.judge(st)
 	if st.Held {
 		t.Fatal("sends that never started: the step did not offer its rate")
+	}
+}
+
+// TestGoneProcessStaysUnknown: a watched process that exits mid-search is
+// unknown from then on (an error, no figure), never 0, and stays so.
+func TestGoneProcessStaysUnknown(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	w := newProcWatch([]Proc{{Name: "self", PID: os.Getpid()}, {Name: "sleeper", PID: pid}})
+	c0 := w.sample()
+	if _, ok := c0.used[pid]; !ok {
+		t.Fatalf("a live process must be read: %v", c0.errs)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	c1 := w.sample()
+	got := costs(w.procs, &c0, &c1, 100, nil)
+	if got[1].Err == "" || got[1].CPUSeconds != nil || got[1].USPerMsg != nil || got[1].Cores != nil {
+		t.Fatalf("a gone process must be unknown: %+v", got[1])
+	}
+	if got[0].USPerMsg == nil {
+		t.Fatalf("the live process keeps its figure: %+v", got[0])
+	}
+	c2 := w.sample()
+	if _, ok := c2.used[pid]; ok || !strings.Contains(c2.errs[pid], "rest of the search") {
+		t.Fatalf("gone for the rest of the search: %v", c2.errs)
+	}
+}
+
+// TestTargetProcs: the lab route names the server's pid and roles; a
+// target without it (404) is ErrNoProcsRoute; a pid that is this process
+// (an in-process target) or not on this machine is refused, not watched.
+func TestTargetProcs(t *testing.T) {
+	sleeper := exec.Command("sleep", "30")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() })
+	pid := sleeper.Process.Pid
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /ok"+ProcsPath, func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintf(w, `{"pid":%d,"roles":["api","consumer"]}`, pid)
+	})
+	mux.HandleFunc("GET /self"+ProcsPath, func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintf(w, `{"pid":%d,"roles":["api"]}`, os.Getpid())
+	})
+	mux.HandleFunc("GET /gone"+ProcsPath, func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintf(w, `{"pid":%d,"roles":["api"]}`, 1<<30)
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	ctx := context.Background()
+	ps, err := TargetProcs(ctx, srv.URL+"/ok")
+	if err != nil || len(ps) != 1 || ps[0].PID != pid || ps[0].Name != "server[api,consumer]" {
+		t.Fatalf("%v %+v", err, ps)
+	}
+	if _, err := TargetProcs(ctx, srv.URL+"/off"); !errors.Is(err, ErrNoProcsRoute) {
+		t.Fatalf("no route: %v", err)
+	}
+	for _, p := range []string{"/self", "/gone"} {
+		if ps, err := TargetProcs(ctx, srv.URL+p); err == nil {
+			t.Fatalf("%s accepted: %+v", p, ps)
+		}
+	}
+	if _, err := TargetProcs(ctx, "http://192.0.2.1:8080"); err == nil || !strings.Contains(err.Error(), "loopback") {
+		t.Fatalf("remote target: %v", err)
 	}
 }

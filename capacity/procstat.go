@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -26,29 +27,37 @@ type Proc struct {
 
 // cpuTime is the CPU time (user + system) a process has used so far.
 func cpuTime(pid int) (time.Duration, error) {
+	d, _, err := procStat(pid)
+	return d, err
+}
+
+// procStat reads a process's CPU time and its start time (clock ticks
+// since boot: a pid reused by another process has another start time).
+func procStat(pid int) (time.Duration, uint64, error) {
 	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 	if err != nil {
-		return 0, fmt.Errorf("capacity: pid %d: %w", pid, err)
+		return 0, 0, fmt.Errorf("capacity: pid %d: %w", pid, err)
 	}
 	// The command name (field 2) is in parentheses and may hold spaces:
 	// the fields that follow start after the last ')'.
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return 0, fmt.Errorf("capacity: pid %d: unreadable stat", pid)
+		return 0, 0, fmt.Errorf("capacity: pid %d: unreadable stat", pid)
 	}
 	f := strings.Fields(s[i+1:])
 	// After ')': state is field 3, so utime (14) and stime (15) are at
-	// indexes 11 and 12.
-	if len(f) < 13 {
-		return 0, fmt.Errorf("capacity: pid %d: short stat", pid)
+	// indexes 11 and 12, starttime (22) at 19.
+	if len(f) < 20 {
+		return 0, 0, fmt.Errorf("capacity: pid %d: short stat", pid)
 	}
 	ut, err1 := strconv.ParseUint(f[11], 10, 64)
 	st, err2 := strconv.ParseUint(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("capacity: pid %d: bad utime/stime", pid)
+	start, err3 := strconv.ParseUint(f[19], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return 0, 0, fmt.Errorf("capacity: pid %d: bad utime/stime/starttime", pid)
 	}
-	return time.Duration(ut+st) * clockTick, nil
+	return time.Duration(ut+st) * clockTick, start, nil
 }
 
 // FindProcs lists the processes whose command name (/proc/PID/comm) is
@@ -121,15 +130,44 @@ type cpuSample struct {
 	errs map[int]string
 }
 
-func sampleCPU(ps []Proc) cpuSample {
+// procWatch follows the watched processes over the whole search: a
+// process that could not be read once, or whose pid now names another
+// process (another start time), is gone for the rest of the search, so
+// its figures stay unknown (never 0, never another process's). Owned by
+// the search; sample is called from loadgen's reporter goroutine, one
+// step at a time, under mu.
+type procWatch struct {
+	mu    sync.Mutex
+	procs []Proc
+	start map[int]uint64 // pid -> start time first seen
+	gone  map[int]string // pid -> why it is no longer read
+}
+
+func newProcWatch(ps []Proc) *procWatch {
+	return &procWatch{procs: ps, start: map[int]uint64{}, gone: map[int]string{}}
+}
+
+func (w *procWatch) sample() cpuSample {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	s := cpuSample{at: time.Now(), used: map[int]time.Duration{}, errs: map[int]string{}}
-	for _, p := range ps {
-		d, err := cpuTime(p.PID)
-		if err != nil {
-			s.errs[p.PID] = err.Error()
+	for _, p := range w.procs {
+		if why, ok := w.gone[p.PID]; ok {
+			s.errs[p.PID] = why
 			continue
 		}
-		s.used[p.PID] = d
+		d, start, err := procStat(p.PID)
+		switch first, seen := w.start[p.PID]; {
+		case err != nil:
+			w.gone[p.PID] = fmt.Sprintf("gone since %s (%v): unknown for the rest of the search", s.at.UTC().Format(time.TimeOnly), err)
+		case seen && first != start:
+			w.gone[p.PID] = fmt.Sprintf("pid %d names another process since %s: unknown for the rest of the search", p.PID, s.at.UTC().Format(time.TimeOnly))
+		default:
+			w.start[p.PID] = start
+			s.used[p.PID] = d
+			continue
+		}
+		s.errs[p.PID] = w.gone[p.PID]
 	}
 	return s
 }

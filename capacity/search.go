@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"time"
 
@@ -62,6 +63,8 @@ type Config struct {
 	KeepLedgers bool
 	// Progress receives one line per step (nil: none).
 	Progress io.Writer
+	// Notes are copied into the result (what the caller could not watch).
+	Notes []string
 }
 
 // DefaultConfig is a search of 200..20000 sends/s against target.
@@ -162,6 +165,7 @@ var errOutOfSteps = errors.New("capacity: out of steps")
 type search struct {
 	cfg   Config
 	procs []Proc
+	watch *procWatch
 	res   *Result
 }
 
@@ -176,9 +180,10 @@ func Search(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	host, _ := os.Hostname()
 	s := &search{cfg: cfg, procs: append([]Proc{{Name: "generator", PID: os.Getpid()}}, cfg.Procs...)}
+	s.watch = newProcWatch(s.procs)
 	s.res = &Result{Kind: "imlab-capacity", Target: cfg.Load.Target, SLO: cfg.SLO.String(), StartedAt: time.Now().UTC(),
 		From: cfg.From, To: cfg.To, WarmUpS: cfg.WarmUp.Seconds(), StepS: cfg.Step.Seconds(), Procs: s.procs,
-		Machine: Machine{CPUs: runtime.NumCPU(), Hostname: host, Note: MachineNote}, Steps: []*Step{}}
+		Machine: Machine{CPUs: runtime.NumCPU(), Hostname: host, Note: MachineNote}, Steps: []*Step{}, Notes: slices.Clone(cfg.Notes)}
 	began := time.Now()
 	err := s.run(ctx)
 	if errors.Is(err, errOutOfSteps) {

@@ -120,7 +120,7 @@ type watcher struct {
 	mu                sync.Mutex
 	slo               SLO
 	warm, end         int // window rows are warm < T <= end
-	procs             []Proc
+	procs             *procWatch
 	cpu0, cpu1        *cpuSample
 	windowOK          uint64
 	streak            int
@@ -135,7 +135,7 @@ func (w *watcher) second(row loadgen.Second) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if row.T == w.warm {
-		s := sampleCPU(w.procs)
+		s := w.procs.sample()
 		w.cpu0 = &s
 		w.inWindow.Store(true)
 	}
@@ -143,7 +143,7 @@ func (w *watcher) second(row loadgen.Second) {
 		w.windowOK += row.OK
 	}
 	if row.T == w.end {
-		s := sampleCPU(w.procs)
+		s := w.procs.sample()
 		w.cpu1 = &s
 		w.inWindow.Store(false)
 	}
@@ -193,7 +193,7 @@ func (s *search) runStep(ctx context.Context, phase string, rate float64) *Step 
 	bound := lc.Duration + lc.Pacer.Grace + lc.Settle + lc.DrainTimeout + stepMargin
 	sctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
-	w := &watcher{slo: c.SLO, warm: int(c.WarmUp / time.Second), end: int((c.WarmUp + c.Step) / time.Second), procs: s.procs, cancel: cancel,
+	w := &watcher{slo: c.SLO, warm: int(c.WarmUp / time.Second), end: int((c.WarmUp + c.Step) / time.Second), procs: s.watch, cancel: cancel,
 		maxErrs: brokenErrFloor, maxAckUS: float64(brokenAckFactor*c.SLO.ackLimit()) / float64(time.Microsecond)}
 	if c.SLO.Errors != nil {
 		w.maxErrs = max(brokenErrFloor, brokenErrFactor**c.SLO.Errors)

@@ -2,12 +2,17 @@ package loadgen_test
 
 import (
 	"database/sql"
+	"encoding/json"
+	"net/http"
+	"os"
+	"slices"
 	"testing"
 
 	_ "github.com/go-sql-driver/mysql"
 
 	"imlab/internal/testenv"
 	"imlab/loadgen/client"
+	"imlab/ref/server"
 )
 
 // TestLabRoutesReadTheStore: the lab routes of the real reference server
@@ -87,8 +92,19 @@ func TestLabRoutesReadTheStore(t *testing.T) {
 	if m, err := cl.Stored(bob, acks[1].MsgID); err != nil || m.Inbox || !m.Content {
 		t.Fatalf("stored state of the deleted row: %+v %v", m, err)
 	}
+	// GET /v1/lab/procs names the process serving the api (here this test
+	// process: the server runs in it) and its roles, without a token.
+	procs := getJSON(t, cc.Target+server.ProcsPath)
+	if int(procs["pid"].(float64)) != os.Getpid() || !slices.Contains(anyStrings(procs["roles"]), "api") {
+		t.Fatalf("lab procs: %v", procs)
+	}
 	// Off by default.
 	cc.Target = start(false)
+	if resp, err := http.Get(cc.Target + server.ProcsPath); err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("lab procs without the flag: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	off, err := client.New(cc)
 	if err != nil {
 		t.Fatal(err)
@@ -98,6 +114,30 @@ func TestLabRoutesReadTheStore(t *testing.T) {
 	if _, err := off.StoredInbox(bob, 0, 10); !asStatus(err, &ce, 404) {
 		t.Fatalf("lab route without the flag: %v", err)
 	}
+}
+
+func getJSON(t *testing.T, url string) map[string]any {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s: %d %v", url, resp.StatusCode, err)
+	}
+	return m
+}
+
+func anyStrings(v any) []string {
+	var out []string
+	l, _ := v.([]any)
+	for _, x := range l {
+		s, _ := x.(string)
+		out = append(out, s)
+	}
+	return out
 }
 
 func asStatus(err error, ce **client.Error, status int) bool {

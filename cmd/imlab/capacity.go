@@ -28,7 +28,7 @@ func capacityCmd(exit func(int)) *cobra.Command {
 	var (
 		slo, pids, procNames, out string
 		gogc, procs               int
-		noCheck                   bool
+		noCheck, noTargetProcs    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "capacity",
@@ -44,8 +44,13 @@ ACK p99 beyond 3x its limit, errors beyond 10x theirs, or no ACK at all: a stall
 each step has a deadline. A broken step is put down to the generator when it offered 90% of the
 generator's ceiling or sent late while the server answered in time.
 
-CPU per message: the generator's own process, and --pid NAME=PID / --proc mariadbd,redis-server
-(by command name), read from /proc at the window's edges. All of them share this machine's cores.
+CPU per message, read from /proc at the window's edges, for every process the lab can see: the
+generator itself; the server process behind --target, which names its pid and roles on the lab
+route GET /v1/lab/procs (on with imlab up and the scenario runner; imlab ref only with
+--lab-routes: otherwise the search says so and watches only what the flags give); --proc by
+command name (default mariadbd,redis-server: every match, as NAME:PID when several); and --pid
+NAME=PID. A process that exits mid-search is unknown for the rest of it, never 0. All of them share
+this machine's cores.
 
 Writes OUT/result.json (every step), OUT/report.html (rate vs ACK p99, rate vs CPU, knee and
 sustainable rate marked) and OUT/steps/*/summary.json; prints the table.`,
@@ -75,10 +80,22 @@ sustainable rate marked) and OUT/steps/*/summary.json; prints the table.`,
 			if c.Procs, err = capacity.ParsePIDs(pids); err != nil {
 				return broken(err)
 			}
+			if !noTargetProcs {
+				tp, err := capacity.TargetProcs(cmd.Context(), c.Load.Target)
+				if err != nil {
+					note := "the server's own processes are not watched: " + err.Error()
+					fmt.Fprintln(cmd.ErrOrStderr(), "imlab:", note)
+					c.Notes = append(c.Notes, note)
+				}
+				c.Procs = append(c.Procs, tp...)
+			}
 			if procNames != "" {
 				found, err := capacity.FindProcs(strings.Split(procNames, ","))
 				if err != nil {
 					return broken(err)
+				}
+				if len(found) == 0 {
+					c.Notes = append(c.Notes, "no process named "+procNames+" on this machine")
 				}
 				c.Procs = append(c.Procs, found...)
 			}
@@ -122,7 +139,8 @@ sustainable rate marked) and OUT/steps/*/summary.json; prints the table.`,
 	f.DurationVar(&cfg.CoolDown, "cool-down", def.CoolDown, "pause after a step that broke, for the target's backlog to drain")
 	f.DurationVar(&cfg.CeilingFor, "ceiling", def.CeilingFor, "measure the generator's ceiling on a no-op endpoint this long first (0: skip)")
 	f.StringVar(&pids, "pid", "", "processes to read CPU from: NAME=PID,... (e.g. ref=1234)")
-	f.StringVar(&procNames, "proc", "", "processes to read CPU from by command name: mariadbd,redis-server,imlab (every match but this process)")
+	f.StringVar(&procNames, "proc", "mariadbd,redis-server", "processes to read CPU from by command name (every match but this process; empty: none)")
+	f.BoolVar(&noTargetProcs, "no-target-procs", false, "do not ask the target for its pid ("+capacity.ProcsPath+")")
 	f.StringVar(&out, "out", "", "output directory (default runs/capacity-<UTC time>)")
 	f.BoolVar(&cfg.KeepLedgers, "keep-ledgers", false, "keep every step's ledger")
 	f.BoolVar(&noCheck, "no-check", false, "do not run the checker on each step (a step then holds on the SLO alone)")

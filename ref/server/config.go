@@ -108,9 +108,11 @@ type Config struct {
 	// LabRoutes mounts the lab routes GET /v1/lab/inbox and GET
 	// /v1/lab/stored on the api role (ref/api): a uid's inbox and one
 	// message as MySQL holds them, bypassing every cache, for the lab's
-	// store witness and read-after-ACK probe. Off by default: they cost full
-	// reads and are no part of the contract. imlab up and the scenario
-	// runner turn them on; imlab ref with --lab-routes (IMLAB_LAB_ROUTES).
+	// store witness and read-after-ACK probe, and GET /v1/lab/procs (this
+	// process's pid and roles, for the capacity search's CPU figures). Off
+	// by default: they cost full reads and are no part of the contract.
+	// imlab up and the scenario runner turn them on; imlab ref with
+	// --lab-routes (IMLAB_LAB_ROUTES).
 	LabRoutes bool
 	// Defects are shipped defects put into this process on purpose (the
 	// lab's negative controls, ref/defect); empty by default. Start hands

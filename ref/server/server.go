@@ -634,6 +634,7 @@ func StartAPI(ctx context.Context, p *Process) (func(context.Context) error, err
 		api.OpenRoute{Path: TimePath, Name: "lab_time", Handle: clockAnswer},
 		api.OpenRoute{Path: RepairsPath, Name: "lab_repairs", Handle: p.repairsAnswer})
 	if p.Cfg.LabRoutes {
+		deps.Open = append(deps.Open, api.OpenRoute{Path: ProcsPath, Name: "lab_procs", Handle: p.procsAnswer})
 		outbox := func(ctx context.Context, msgID uint64) (int, error) { return fanout.OutboxStatus(ctx, p.DB, msgID) }
 		lab, err := pull.NewStoreReader(p.DB, core.Send.PolicyName(), p.Cfg.API.RequestTimeout, outbox)
 		if err != nil {
