@@ -203,10 +203,13 @@ type scenarioResult struct {
 		Factor float64 `json:"factor"`
 		For    string  `json:"for"`
 	} `json:"rate_scale"`
-	Recovery   *recoveryFigures `json:"recovery"`
-	Errors     []string         `json:"errors"`
-	Incomplete bool             `json:"incomplete"`
-	Passed     bool             `json:"passed"`
+	Recovery *recoveryFigures `json:"recovery"`
+	// Capacity: a capacity scenario's search (its sustainable rate, knee,
+	// cost per message).
+	Capacity   *capacityResult `json:"capacity"`
+	Errors     []string        `json:"errors"`
+	Incomplete bool            `json:"incomplete"`
+	Passed     bool            `json:"passed"`
 }
 
 func readScenario(b []byte, r *Run) error {
@@ -253,6 +256,10 @@ func readScenario(b []byte, r *Run) error {
 		}
 		a := s.Verdict.Attempts
 		r.outcomes(a["ok"], a["fail"], a["unknown"], secs)
+	}
+	if s.Capacity != nil {
+		capacityMetrics(r, *s.Capacity)
+		return nil // a search has no lag timeline of its own
 	}
 	lagMetric(r, s)
 	recoveryMetrics(r, s.Recovery)
@@ -384,6 +391,11 @@ func readCapacity(b []byte, r *Run) error {
 		return err
 	}
 	r.Kind, r.Subject = KindCapacity, "capacity slo "+c.SLO
+	capacityMetrics(r, c)
+	return nil
+}
+
+func capacityMetrics(r *Run, c capacityResult) {
 	if c.Sustainable == nil {
 		r.note("sustainable rate: no step held the SLO")
 	} else {
@@ -395,7 +407,6 @@ func readCapacity(b []byte, r *Run) error {
 	for p, v := range c.Cost {
 		r.Metrics["cpu_us_per_msg."+p] = v
 	}
-	return nil
 }
 
 func b2f(b bool) float64 {

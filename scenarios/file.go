@@ -104,13 +104,18 @@ func (d *Duration) UnmarshalText(b []byte) error {
 // File is one scenario.
 type File struct {
 	// Name identifies the scenario (letters, digits, '-', '_', '.').
-	Name        string       `yaml:"name" json:"name"`
-	Description string       `yaml:"description,omitempty" json:"description,omitempty"`
-	Backends    BackendsSpec `yaml:"backends,omitempty" json:"backends"`
-	Server      ServerSpec   `yaml:"server,omitempty" json:"server"`
-	Load        LoadSpec     `yaml:"load" json:"load"`
-	Faults      []FaultSpec  `yaml:"faults,omitempty" json:"faults,omitempty"`
-	Expect      ExpectSpec   `yaml:"expect" json:"expect"`
+	Name        string `yaml:"name" json:"name"`
+	Description string `yaml:"description,omitempty" json:"description,omitempty"`
+	// Kind: run (default: one load run with faults) or capacity (a
+	// capacity search against the topology the file starts, see
+	// CapacitySpec).
+	Kind     string        `yaml:"kind,omitempty" json:"kind,omitempty"`
+	Capacity *CapacitySpec `yaml:"capacity,omitempty" json:"capacity,omitempty"`
+	Backends BackendsSpec  `yaml:"backends,omitempty" json:"backends"`
+	Server   ServerSpec    `yaml:"server,omitempty" json:"server"`
+	Load     LoadSpec      `yaml:"load" json:"load"`
+	Faults   []FaultSpec   `yaml:"faults,omitempty" json:"faults,omitempty"`
+	Expect   ExpectSpec    `yaml:"expect" json:"expect"`
 	// Baseline gates the run on a previous result (see BaselineSpec).
 	Baseline *BaselineSpec `yaml:"baseline,omitempty" json:"baseline,omitempty"`
 	// Matrix runs the file once per value of a parameter (see Expand).
@@ -324,6 +329,9 @@ type ExpectSpec struct {
 	MaxDuplicated *uint64 `yaml:"max_duplicated,omitempty" json:"max_duplicated,omitempty"`
 	// MinLost: a negative control must catch at least this many losses.
 	MinLost *uint64 `yaml:"min_lost,omitempty" json:"min_lost,omitempty"`
+	// MinSustainable (kind capacity only): the search must find at least
+	// this sustainable rate (sends/s, held twice within the SLO).
+	MinSustainable *float64 `yaml:"min_sustainable,omitempty" json:"min_sustainable,omitempty"`
 	// MaxAckP99 bounds the p99 of the send response time (ACK latency
 	// from the intended send time, coordinated-omission free).
 	MaxAckP99 *Duration `yaml:"max_ack_p99,omitempty" json:"max_ack_p99,omitempty"`
@@ -473,8 +481,29 @@ func (f *File) Validate() error {
 	if err := f.Server.validate(); err != nil {
 		return err
 	}
-	if err := f.Load.validate(); err != nil {
-		return err
+	switch f.Kind {
+	case "", KindRun:
+		if f.Capacity != nil {
+			return bad("capacity", "a capacity block needs kind: capacity")
+		}
+		if f.Expect.MinSustainable != nil {
+			return bad("expect.min_sustainable", "a capacity expectation needs kind: capacity")
+		}
+		if err := f.Load.validate(); err != nil {
+			return err
+		}
+	case KindCapacity:
+		if err := f.Capacity.validate(f); err != nil {
+			return err
+		}
+		if err := f.Load.validateTemplate(); err != nil {
+			return err
+		}
+		if f.Matrix != nil {
+			return bad("matrix", "kind capacity runs one search: no matrix")
+		}
+	default:
+		return bad("kind", "%q: want run (default) or capacity", f.Kind)
 	}
 	if len(f.Faults) > MaxFaults {
 		return bad("faults", "%d faults: at most %d", len(f.Faults), MaxFaults)
@@ -508,7 +537,7 @@ func (f *File) Validate() error {
 			}
 		}
 	}
-	if total := f.Load.Duration.D() + f.Load.SettleOr() + f.Load.DrainTimeoutOr(); total > MaxScenarioDuration {
+	if total := f.Load.Duration.D() + f.Load.SettleOr() + f.Load.DrainTimeoutOr(); f.Kind != KindCapacity && total > MaxScenarioDuration {
 		return bad("load", "duration + settle + drain_timeout = %s: at most %s", total, MaxScenarioDuration)
 	}
 	return nil
@@ -679,6 +708,16 @@ func (l LoadSpec) validate() error {
 	}
 	if l.Duration <= 0 || l.Duration.D() > MaxLoadDuration {
 		return bad("load.duration", "%s: want (0, %s]", l.Duration.D(), MaxLoadDuration)
+	}
+	return l.validateTemplate()
+}
+
+// validateTemplate checks what a load section says besides its rate and
+// duration: the population and the transport (a capacity file's load is
+// only that: the search sets each step's rate and length).
+func (l LoadSpec) validateTemplate() error {
+	if l.EmbeddedRateScale != nil && l.Rate == "" {
+		return bad("load.embedded_rate_scale", "kind capacity: the search's from and to are the rates")
 	}
 	if l.Users < 2 || l.Users > MaxUsers {
 		return bad("load.users", "%d: want 2..%d", l.Users, MaxUsers)

@@ -172,6 +172,9 @@ type Result struct {
 	// Recovery are the recovery figures computed from Lag (nil without
 	// Kafka).
 	Recovery *recovery.Figures `json:"recovery,omitempty"`
+	// Capacity is what a capacity search found (kind capacity only; the
+	// whole search is in CapacityDir).
+	Capacity *CapacitySummary `json:"capacity,omitempty"`
 	// Burst says whether the generator offered the burst (nil: the shape
 	// is not a burst, or the load did not run).
 	Burst *BurstFigures `json:"burst,omitempty"`

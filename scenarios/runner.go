@@ -177,8 +177,10 @@ func selfCommand(configured, args []string, need string) ([]string, error) {
 
 // Scaled returns f with the load duration replaced by d and every fault's
 // at and for scaled by the same ratio (f itself is not changed).
+// A capacity file is returned as it is: its search sets the steps'
+// lengths.
 func Scaled(f *File, d time.Duration) (*File, error) {
-	if d <= 0 || d == f.Load.Duration.D() {
+	if d <= 0 || d == f.Load.Duration.D() || f.Kind == KindCapacity {
 		return f, nil
 	}
 	g := *f
@@ -265,6 +267,9 @@ func Run(ctx context.Context, cfg Config, f *File) (*Result, error) {
 	began := time.Now()
 
 	bound := f.Load.Duration.D() + f.Load.SettleOr() + f.Load.DrainTimeoutOr() + RunMargin
+	if f.Kind == KindCapacity {
+		bound = f.Capacity.bound(f.Load) + RunMargin
+	}
 	rctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 
@@ -320,6 +325,14 @@ func (r *run) execute(ctx context.Context) error {
 	}
 	if err := r.startProcesses(ctx); err != nil {
 		return err
+	}
+	if r.f.Kind == KindCapacity {
+		lc, err := r.loadConfig()
+		if err != nil {
+			return err
+		}
+		r.recordSettings(lc)
+		return r.executeCapacity(ctx, lc)
 	}
 	steps, err := r.buildSteps()
 	if err != nil {
@@ -780,11 +793,16 @@ const ScenarioProbeFraction = 0.1
 func (r *run) loadConfig() (loadgen.Config, error) {
 	l := r.f.Load
 	lc := loadgen.DefaultConfig(r.target(), r.cfg.Secret, filepath.Join(r.cfg.OutDir, LoadDir))
-	sh, err := schedule.Parse(l.Rate)
-	if err != nil {
+	var sh schedule.Shape = schedule.Constant{PerSec: 1}
+	var err error
+	if r.f.Kind == KindCapacity {
+		// A template: the search sets every step's rate, length and
+		// directory.
+		l.Duration = Duration(time.Second)
+	} else if sh, err = schedule.Parse(l.Rate); err != nil {
 		return lc, fmt.Errorf("%w: load.rate: %w", ErrInvalid, err)
 	}
-	if rs := r.rateScale(sh); rs != nil {
+	if rs := r.rateScale(sh); rs != nil && r.f.Kind != KindCapacity {
 		if sh, err = schedule.Scale(sh, rs.Factor); err != nil {
 			return lc, fmt.Errorf("%w: load.rate: %w", ErrInvalid, err)
 		}
@@ -884,11 +902,15 @@ func (r *run) recordSettings(lc loadgen.Config) {
 	if r.f.Variant != "" {
 		r.setting("variant", r.f.Variant)
 	}
-	r.setting("rate", lc.Shape.String())
-	if rs := r.res.RateScale; rs != nil {
-		r.setting("rate_scale", rs.Label())
+	if c := r.f.Capacity; r.f.Kind == KindCapacity && c != nil {
+		r.setting("capacity", fmt.Sprintf("search %g..%g/s within %s", c.From, c.To, c.SLO))
+	} else {
+		r.setting("rate", lc.Shape.String())
+		if rs := r.res.RateScale; rs != nil {
+			r.setting("rate_scale", rs.Label())
+		}
+		r.setting("duration", lc.Duration)
 	}
-	r.setting("duration", lc.Duration)
 	r.setting("users", lc.Pop.Users)
 	r.setting("devices_per_user", lc.Pop.DevicesPerUser)
 	r.setting("online", lc.Pop.Online)
