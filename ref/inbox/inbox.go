@@ -260,6 +260,11 @@ func (w *Writer) WriteTx(ctx context.Context, tx *sql.Tx, items []Item) ([]model
 // WriteFreshTx is WriteTx for items whose msg_ids were created inside this
 // same transaction (the send path): they cannot exist yet, so the Dedup
 // lookup is skipped. A uk_uid_msg collision is still handled as a duplicate.
+// It is also the write of a caller whose whole dedup is uk_uid_msg (the
+// inbox tier's default strategy): the INSERT checks that key anyway, so a
+// batch without duplicates costs no lookup; one with duplicates costs a
+// refused INSERT, the lookup, and seq proposals that are not used (holes,
+// which the seq contract allows).
 func (w *Writer) WriteFreshTx(ctx context.Context, tx *sql.Tx, items []Item) ([]model.InboxEntry, error) {
 	return w.write(ctx, tx, items, false)
 }
