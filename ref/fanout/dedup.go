@@ -42,6 +42,13 @@ type Strategy interface {
 	AfterCommit(ctx context.Context, items []inbox.Item) error
 	// Skipped counts items this strategy recognised as already delivered.
 	Skipped() int64
+	// atInsert tells that the strategy's whole check is offline_msg's
+	// uk_uid_msg: the inbox sink then leaves the lookup to the INSERT,
+	// which checks that key anyway (inbox.Writer.WriteFreshTx: a 1062 on
+	// uk_uid_msg looks the rows up then, drops them and writes the rest),
+	// and counts the items the write dropped (skip).
+	atInsert() bool
+	skip(n int)
 }
 
 // NewStrategy builds a strategy by name; rdb and keys are needed for
@@ -61,9 +68,16 @@ func NewStrategy(name string, rdb redis.UniversalClient, keys rkeys.Keys) (Strat
 	return nil, fmt.Errorf("%w: dedup strategy %q (want %s, %s or %s)", model.ErrInvalid, name, DedupUK, DedupTable, DedupRedis)
 }
 
+// ukStrategy is the inbox's own unique key. The inbox sink does not call
+// Fresh: the INSERT finds the duplicates (atInsert), so a batch with none
+// — the steady state — costs no lookup at all, and a redelivered one costs
+// one refused INSERT and one lookup (its seq proposals are not used:
+// inbox seqs may have holes, ref/hotcache). Fresh stays for other writers.
 type ukStrategy struct{ skipped atomic.Int64 }
 
-func (*ukStrategy) Name() string { return DedupUK }
+func (*ukStrategy) Name() string   { return DedupUK }
+func (*ukStrategy) atInsert() bool { return true }
+func (s *ukStrategy) skip(n int)   { s.skipped.Add(int64(n)) }
 
 func (s *ukStrategy) Fresh(ctx context.Context, tx *sql.Tx, items []inbox.Item) ([]inbox.Item, error) {
 	out, err := inbox.UKUidMsg{}.Fresh(ctx, tx, items)
@@ -80,7 +94,9 @@ func (s *ukStrategy) Skipped() int64                                { return s.s
 // ones, all in the inbox transaction.
 type tableStrategy struct{ skipped atomic.Int64 }
 
-func (*tableStrategy) Name() string { return DedupTable }
+func (*tableStrategy) Name() string   { return DedupTable }
+func (*tableStrategy) atInsert() bool { return false }
+func (*tableStrategy) skip(int)       {}
 
 const dedupChunk = 500
 
@@ -158,7 +174,9 @@ type redisStrategy struct {
 	skipped atomic.Int64
 }
 
-func (*redisStrategy) Name() string { return DedupRedis }
+func (*redisStrategy) Name() string   { return DedupRedis }
+func (*redisStrategy) atInsert() bool { return false }
+func (*redisStrategy) skip(int)       {}
 
 func (s *redisStrategy) Fresh(ctx context.Context, _ *sql.Tx, items []inbox.Item) ([]inbox.Item, error) {
 	pipe := s.rdb.Pipeline()

@@ -396,7 +396,15 @@ func (s *InboxSink) tx(ctx context.Context, items []inbox.Item, bodies []model.M
 			return nil, err
 		}
 	}
-	entries, err := s.w.WriteTx(ctx, tx, items)
+	var entries []model.InboxEntry
+	if s.strategy.atInsert() {
+		// uk_uid_msg is the whole check: the INSERT makes it (see
+		// ukStrategy), and the seq proposals are taken before the fence
+		// rows are locked.
+		entries, err = s.w.WriteFreshTx(ctx, tx, items)
+	} else {
+		entries, err = s.w.WriteTx(ctx, tx, items)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("fanout: inbox write: %w", err)
 	}
@@ -407,6 +415,9 @@ func (s *InboxSink) tx(ctx context.Context, items []inbox.Item, bodies []model.M
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("fanout: commit: %w", err)
+	}
+	if s.strategy.atInsert() {
+		s.strategy.skip(len(items) - len(entries))
 	}
 	return entries, nil
 }
