@@ -21,8 +21,10 @@ import (
 
 // BenchmarkFanout measures inbox rows/s through the inbox tier (consumer
 // loops, fenced idempotent inbox writes, uk_uid_msg dedup) for 1:1
-// messages and for 500-member groups, draining a backlog published before
-// the consumer starts, and beside it, in the same run, the raw reference:
+// messages and for 500-member groups, draining a backlog of the events
+// the store and outbox policies publish (StoredEvent: msg_content
+// committed, the body carried) published before the consumer starts, and
+// beside it, in the same run, the raw reference:
 // a plain kfake group consumer plus batched INSERTs of the same inbox rows
 // (the same recipients, a seq per recipient) with no fence and no dedup.
 //
@@ -212,7 +214,7 @@ func (f *fixture) storeAndPublishB(b *testing.B, ctx context.Context, convs []ui
 	}
 	recs := make([]*kgo.Record, 0, len(ms))
 	for _, m := range ms {
-		recs = append(recs, eventRecord(b, f.tp.Fanout, EventOf(m, false)))
+		recs = append(recs, eventRecord(b, f.tp.Fanout, StoredEvent(m)))
 	}
 	for start := 0; start < len(recs); start += 10_000 {
 		if err := f.prod.PublishSync(ctx, recs[start:min(start+10_000, len(recs))]); err != nil {

@@ -8,10 +8,18 @@ import (
 	"imlab/ref/model"
 )
 
-// Event is a fan-out record's payload. Under the store and outbox policies
-// it carries locators only (seed 003: the body stays in msg_content and the
-// consumer reads it back); under the queue policy, which stores nothing
-// before the ACK, it must also carry the body (HasBody).
+// Event is a fan-out record's payload: the message's locators, and with
+// HasBody its body. Under the queue policy, which stores nothing before
+// the ACK, the body is the only copy and the inbox tier stores it. Under
+// the store and outbox policies (and the direct fan-out) the body is a
+// copy of the msg_content row committed before the event was made
+// (Stored, StoredEvent): the inbox and history tiers take it from the
+// event instead of reading it back (seed 003 reads it back: one query per
+// batch and a primary-key lookup per message, outside the inbox
+// transaction), and store nothing. A locator-only event (an older
+// producer, strict's history feed) is still read back. An event with the
+// largest body is MaxStoredEventBytes, under MaxEventBytes (mq_outbox's
+// payload column) and far under Kafka's default record limit (1 MiB).
 type Event struct {
 	MsgID     uint64
 	ConvID    uint64
@@ -24,8 +32,11 @@ type Event struct {
 	// skips it without touching storage; the history tier writes it.
 	InboxDone bool
 
-	// Body: queue policy only.
+	// Body: HasBody says the event carries one; Stored says msg_content
+	// held it before the event was made (not the queue policy), so the
+	// consumer must not store it again.
 	HasBody     bool
+	Stored      bool
 	ConvType    model.ConvType
 	ClientMsgID string
 	Content     string
@@ -35,11 +46,18 @@ const (
 	eventVersion  = 1
 	flagBody      = 1
 	flagInboxDone = 2
+	flagStored    = 4
 	eventFixedLen = 1 + 1 + 5*8
 	// MaxEventBytes bounds an encoded event; it equals mq_outbox.payload's
 	// VARBINARY(8192).
 	MaxEventBytes = 8192
+	// MaxStoredEventBytes is the largest event with a body a valid message
+	// makes (both strings at their limits).
+	MaxStoredEventBytes = eventFixedLen + 1 + 2 + model.MaxClientMsgIDLen + 2 + model.MaxContentLen
 )
+
+// The largest event with a body fits mq_outbox's payload column.
+var _ [MaxEventBytes - MaxStoredEventBytes]struct{}
 
 // Message returns the stored message an event with a body describes.
 func (e Event) Message() model.Message {
@@ -62,6 +80,15 @@ func EventOf(m model.Message, withBody bool) Event {
 	return e
 }
 
+// StoredEvent is the event of a message whose msg_content row is
+// committed: its locators and a copy of its body (Stored), so the
+// consumers need not read it back.
+func StoredEvent(m model.Message) Event {
+	e := EventOf(m, true)
+	e.Stored = true
+	return e
+}
+
 // Validate checks an event's fields.
 func (e Event) Validate() error {
 	switch {
@@ -71,6 +98,8 @@ func (e Event) Validate() error {
 		return fmt.Errorf("%w: event conv_seq 0", model.ErrInvalid)
 	case e.SenderUID == 0 || e.SenderUID > model.MaxUID:
 		return fmt.Errorf("%w: event sender_uid %d", model.ErrInvalid, e.SenderUID)
+	case e.Stored && !e.HasBody:
+		return fmt.Errorf("%w: event marked stored without a body", model.ErrInvalid)
 	}
 	if _, _, _, err := model.ParseConvID(e.ConvID); err != nil {
 		return fmt.Errorf("event: %w", err)
@@ -86,7 +115,8 @@ func (e Event) Validate() error {
 	return nil
 }
 
-// Marshal encodes an event: version, flags (1 body, 2 inbox done), five big-endian uint64 (msg_id,
+// Marshal encodes an event: version, flags (1 body, 2 inbox done, 4 body
+// stored), five big-endian uint64 (msg_id,
 // conv_id, conv_seq, sender_uid, sent_at in Unix milliseconds), then, with a
 // body, conv_type and two length-prefixed strings.
 func (e Event) Marshal() ([]byte, error) {
@@ -104,6 +134,9 @@ func (e Event) Marshal() ([]byte, error) {
 	}
 	if e.InboxDone {
 		flags |= flagInboxDone
+	}
+	if e.Stored {
+		flags |= flagStored
 	}
 	b = append(b, eventVersion, flags)
 	b = binary.BigEndian.AppendUint64(b, e.MsgID)
@@ -133,10 +166,11 @@ func UnmarshalEvent(b []byte) (Event, error) {
 		return e, fmt.Errorf("%w: event version %d", model.ErrInvalid, b[0])
 	}
 	flags := b[1]
-	if flags&^(flagBody|flagInboxDone) != 0 {
+	if flags&^(flagBody|flagInboxDone|flagStored) != 0 {
 		return e, fmt.Errorf("%w: event flags %#x", model.ErrInvalid, flags)
 	}
 	e.InboxDone = flags&flagInboxDone != 0
+	e.Stored = flags&flagStored != 0
 	p := b[2:]
 	e.MsgID = binary.BigEndian.Uint64(p[0:])
 	e.ConvID = binary.BigEndian.Uint64(p[8:])

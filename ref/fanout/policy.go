@@ -27,8 +27,8 @@ const (
 const UnsafeWarning = "ack policy \"queue\" is DELIBERATELY UNSAFE (seed 003 option A: publish, ACK, then store): " +
 	"an ACKed message is lost when the queue loses it; it exists as the negative control"
 
-func recordOf(topic string, m model.Message, withBody bool) (*kgo.Record, error) {
-	b, err := EventOf(m, withBody).Marshal()
+func recordOf(topic string, ev Event, m model.Message) (*kgo.Record, error) {
+	b, err := ev.Marshal()
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +75,7 @@ func (p *Store) AfterCommit(ctx context.Context, batch []*send.Pending) error {
 	ctx = context.WithoutCancel(ctx)
 	for _, pd := range batch {
 		msg := pd.Msg
-		rec, err := recordOf(p.topic, msg, false)
+		rec, err := recordOf(p.topic, StoredEvent(msg), msg)
 		if err != nil {
 			p.log.Error("store policy: bad event", "msg_id", msg.MsgID, "err", err)
 			continue
@@ -136,7 +136,7 @@ func (p *Outbox) InTx(ctx context.Context, tx *sql.Tx, batch []*send.Pending) ([
 			if i > start {
 				sb.WriteByte(',')
 			}
-			b, err := EventOf(batch[i].Msg, false).Marshal()
+			b, err := StoredEvent(batch[i].Msg).Marshal()
 			if err != nil {
 				return nil, err
 			}
@@ -200,7 +200,7 @@ func (*Queue) InTx(context.Context, *sql.Tx, []*send.Pending) ([]model.InboxEntr
 func (p *Queue) AfterCommit(ctx context.Context, batch []*send.Pending) error {
 	recs := make([]*kgo.Record, 0, len(batch))
 	for _, pd := range batch {
-		rec, err := recordOf(p.topic, pd.Msg, true)
+		rec, err := recordOf(p.topic, EventOf(pd.Msg, true), pd.Msg)
 		if err != nil {
 			return err
 		}
@@ -331,20 +331,20 @@ func (d *Direct) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case m := <-d.ch:
-			batch = append(batch, Delivery{Event: EventOf(m, true)})
+			batch = append(batch, Delivery{Event: StoredEvent(m)})
 		}
 	fill:
 		for len(batch) < d.cfg.MaxBatch {
 			select {
 			case m := <-d.ch:
-				batch = append(batch, Delivery{Event: EventOf(m, true)})
+				batch = append(batch, Delivery{Event: StoredEvent(m)})
 			default:
 				break fill
 			}
 		}
 		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		// The body is already stored; HasBody only spares the read back
-		// (StoreMessages is INSERT IGNORE).
+		// The body is stored: the events carry a copy (Stored), so nothing
+		// is read back or stored again.
 		written, deferred, err := d.sink.HandleChained(wctx, batch)
 		cancel()
 		d.written.Add(int64(written))

@@ -52,9 +52,10 @@ func (c InboxSinkConfig) Validate() error {
 	return nil
 }
 
-// InboxSink is the inbox tier: for each delivery it reads the body back
-// from msg_content (or, under the queue policy, stores the body the event
-// carries), writes every recipient's inbox row through the fenced,
+// InboxSink is the inbox tier: for each delivery it takes the body from
+// the event (Stored: a copy of the committed msg_content row), or stores
+// the one it carries (the queue policy), or reads it back from msg_content
+// (a locator-only event), writes every recipient's inbox row through the fenced,
 // idempotent inbox writer, confirms relayed outbox rows (status 2) in the
 // same transaction, then sets the strategy's post-commit marks and calls
 // the hooks (hot ZSet, then online push). Inbox rows first, always.
@@ -352,7 +353,7 @@ func (s *InboxSink) commit(ctx context.Context, units []unit) error {
 	var outbox []uint64
 	for _, u := range units {
 		items = append(items, u.items...)
-		if u.d.Event.HasBody {
+		if u.d.Event.HasBody && !u.d.Event.Stored {
 			bodies = append(bodies, u.msg)
 		}
 		if u.d.OutboxID != 0 {

@@ -14,6 +14,7 @@ import (
 	"imlab/internal/testenv"
 	"imlab/ref/inbox"
 	"imlab/ref/model"
+	"imlab/ref/send"
 	"imlab/ref/seqalloc"
 )
 
@@ -378,4 +379,55 @@ func TestHandleChained(t *testing.T) {
 	if want := 2*4 + 2*1 + 3*2; n != want {
 		t.Fatalf("%d inbox rows, want %d", n, want)
 	}
+}
+
+// A stored-body event (store and outbox policies) is written from the body
+// it carries: nothing is read back from msg_content and nothing is stored
+// there, so its inbox rows and hook entries appear even with no
+// msg_content row, with the event's content; a queue-policy event (a body
+// not stored) still stores its body.
+func TestInboxSinkStoredBody(t *testing.T) {
+	f := newFixture(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conv := convIDs(t, [][2]uint64{{41, 42}})[0]
+	m := model.Message{MsgID: 555_001, ConvID: conv, ConvType: model.ConvSingle, ConvSeq: 1, SenderUID: 41,
+		ClientMsgID: "c-555001", Content: "carried", CreatedAt: time.Now().UTC().Truncate(time.Millisecond)}
+	var got []model.InboxEntry
+	st, err := NewStrategy(DedupUK, nil, f.rd.Keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	icfg := inbox.DefaultConfig()
+	icfg.Dedup = st
+	w, err := inbox.NewWriter(seqalloc.NewRedis(f.rd.Client, f.rd.Keys), icfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewInboxSink(DefaultInboxSinkConfig(), f.my.DB, w, st, f.members, nil,
+		send.HookFunc(func(_ context.Context, es []model.InboxEntry) { got = append(got, es...) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Handle(ctx, []Delivery{{Event: StoredEvent(m)}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := countRows(t, f.my.DB, "SELECT COUNT(*) FROM offline_msg WHERE msg_id = ?", m.MsgID); n != 2 {
+		t.Fatalf("%d inbox rows, want 2", n)
+	}
+	if n := countRows(t, f.my.DB, "SELECT COUNT(*) FROM msg_content"); n != 0 {
+		t.Fatalf("a stored-body event stored its body again (%d rows)", n)
+	}
+	if len(got) != 2 || got[0].Content != "carried" || got[1].Content != "carried" {
+		t.Fatalf("hook entries %+v", got)
+	}
+	q := m
+	q.MsgID, q.ConvSeq, q.ClientMsgID = 555_002, 2, "c-555002"
+	if err := s.Handle(ctx, []Delivery{{Event: EventOf(q, true)}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := countRows(t, f.my.DB, "SELECT COUNT(*) FROM msg_content WHERE msg_id = ?", q.MsgID); n != 1 {
+		t.Fatalf("a queue-policy event's body was not stored (%d rows)", n)
+	}
+	checkConvOrder(t, f.my.DB)
 }
