@@ -289,7 +289,7 @@ func TestProcCPU(t *testing.T) {
 }
 
 func TestKnee(t *testing.T) {
-	st := func(rate, p99 float64) *Step { return &Step{OfferedPerSec: rate, AckP99Ms: ptr(p99)} }
+	st := func(rate, p99 float64) *Step { return &Step{OfferedPerSec: rate, AckP99Ms: ptr(p99), Held: true} }
 	// Noise at low rates (10ms -> 30ms, under a quarter of 200ms) is no knee.
 	steps := []*Step{st(100, 10), st(200, 30), st(400, 40), st(800, 180), st(600, 45)}
 	if k := knee(steps, 200*time.Millisecond); k == nil || *k != 600 {
@@ -297,6 +297,16 @@ func TestKnee(t *testing.T) {
 	}
 	if k := knee(steps[:3], 200*time.Millisecond); k != nil {
 		t.Fatalf("no knee expected, got %v", *k)
+	}
+	// The knee is a rate that held: 600 broke, so the knee is 400; and a
+	// step the checker judged INVALID marks nothing.
+	steps[4].Held = false
+	if k := knee(steps, 200*time.Millisecond); k == nil || *k != 400 {
+		t.Fatalf("knee %v, want 400 (600 broke)", k)
+	}
+	steps[4].Held, steps[3].Valid = true, ptr(false)
+	if k := knee(steps, 200*time.Millisecond); k != nil {
+		t.Fatalf("knee %v, want none (800, the only rate whose p99 doubled, was INVALID: it does not count)", *k)
 	}
 }
 

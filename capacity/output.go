@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -103,16 +104,22 @@ func (r *Result) WriteTable(w io.Writer) error {
 	return err
 }
 
-// chart geometry
+// chart geometry (the legend is a column right of the plot)
 const (
-	cw, ch         = 640.0, 300.0
-	padL, padR     = 72.0, 20.0
+	cw, ch         = 860.0, 300.0
+	padL, padR     = 72.0, 240.0
 	padT, padB     = 20.0, 40.0
 	plotW, plotH   = cw - padL - padR, ch - padT - padB
 	maxChartPoints = 200
 )
 
-type xy struct{ X, Y float64 }
+// xy is one step's point; Broke draws it hollow (the step broke the SLO),
+// Gap ends the line before it (a step between had no figure: a line
+// across it would draw a value nobody measured).
+type xy struct {
+	X, Y       float64
+	Broke, Gap bool
+}
 
 type svgSeries struct {
 	Name, Color string
@@ -134,7 +141,7 @@ func svgChart(title, yLabel string, series []svgSeries, marks map[string]float64
 	if limit != nil {
 		maxY = math.Max(maxY, *limit)
 	}
-	maxX, maxY = maxX*1.05, maxY*1.1
+	maxX, maxY = niceMax(maxX*1.02), niceMax(maxY*1.05)
 	px := func(x float64) float64 { return padL + x/maxX*plotW }
 	py := func(y float64) float64 { return padT + plotH - y/maxY*plotH }
 	var b strings.Builder
@@ -150,34 +157,75 @@ func svgChart(title, yLabel string, series []svgSeries, marks map[string]float64
 	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="12" text-anchor="middle">offered rate (sends/s)</text>`, padL+plotW/2, ch-6)
 	fmt.Fprintf(&b, `<text x="12" y="%.1f" font-size="12" text-anchor="middle" transform="rotate(-90 12 %.1f)">%s</text>`, padT+plotH/2, padT+plotH/2, e(yLabel))
 	if limit != nil {
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#c00" stroke-dasharray="6 3"/><text x="%.1f" y="%.1f" font-size="11" fill="#c00" text-anchor="end">%s</text>`,
-			padL, py(*limit), padL+plotW, py(*limit), padL+plotW-4, py(*limit)-4, e(limitLabel))
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#c00" stroke-dasharray="6 3"/>`, padL, py(*limit), padL+plotW, py(*limit))
 	}
 	names := make([]string, 0, len(marks))
 	for n := range marks {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	for i, n := range names {
+	legendX := padL + plotW + 12
+	legend := 0
+	legendLine := func(color, text string) {
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" fill="%s">%s</text>`, legendX, padT+10+float64(legend)*14, color, e(text))
+		legend++
+	}
+	for _, n := range names {
 		x := px(marks[n])
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#060" stroke-dasharray="3 3"/><text x="%.1f" y="%.1f" font-size="11" fill="#060">%s %.0f/s</text>`,
-			x, padT, x, padT+plotH, x+3, padT+14+float64(len(series)+i)*13, e(n), marks[n])
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#060" stroke-dasharray="3 3"/><text x="%.1f" y="%.1f" font-size="11" fill="#060" text-anchor="end" transform="rotate(-90 %.1f %.1f)">%s %.0f/s</text>`,
+			x, padT, x, padT+plotH, x-3, padT+4, x-3, padT+4, e(n), marks[n])
 	}
-	for si, s := range series {
-		var pts []string
-		sort.Slice(s.Pts, func(i, j int) bool { return s.Pts[i].X < s.Pts[j].X })
-		for _, p := range s.Pts {
-			pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(p.X), py(p.Y)))
-			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"><title>%s: %.0f/s, %.4g</title></circle>`, px(p.X), py(p.Y), s.Color, e(s.Name), p.X, p.Y)
+	for _, s := range series {
+		sort.SliceStable(s.Pts, func(i, j int) bool { return s.Pts[i].X < s.Pts[j].X })
+		var run []string
+		flush := func() {
+			if len(run) > 1 {
+				fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/>`, s.Color, strings.Join(run, " "))
+			}
+			run = run[:0]
 		}
-		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/>`, s.Color, strings.Join(pts, " "))
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" fill="%s">%s</text>`, padL+8, padT+14+float64(si)*13, s.Color, e(s.Name))
+		for _, p := range s.Pts {
+			if p.Gap {
+				flush()
+			}
+			run = append(run, fmt.Sprintf("%.1f,%.1f", px(p.X), py(p.Y)))
+		}
+		flush()
+		for _, p := range s.Pts {
+			fill, what := s.Color, "held"
+			if p.Broke {
+				fill, what = "#fff", "broke"
+			}
+			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s" stroke="%s" stroke-width="1.5"><title>%s: %.0f/s, %.4g (%s)</title></circle>`,
+				px(p.X), py(p.Y), fill, s.Color, e(s.Name), p.X, p.Y, what)
+		}
+		legendLine(s.Color, s.Name)
 	}
+	if limit != nil {
+		legendLine("#c00", "- - "+limitLabel)
+	}
+	legendLine("#555", "filled: the step held; hollow: it broke")
+	legendLine("#555", "no line across a step without a figure")
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String()) // every text above is escaped
 }
 
 var palette = []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"}
+
+// niceMax rounds v up to a round multiple of a power of ten, so that the
+// four grid steps fall on round values.
+func niceMax(v float64) float64 {
+	if v <= 0 {
+		return 1
+	}
+	p := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10} {
+		if m*p >= v {
+			return m * p
+		}
+	}
+	return 10 * p
+}
 
 // tick formats an axis value.
 func tick(v float64) string {
@@ -200,36 +248,48 @@ func (r *Result) charts() []template.HTML {
 	if r.Sustainable != nil {
 		marks["sustainable"] = *r.Sustainable
 	}
-	var p50, p99 svgSeries
-	p50, p99 = svgSeries{Name: "ACK p50 (ms)", Color: palette[0]}, svgSeries{Name: "ACK p99 (ms)", Color: palette[3]}
+	p50, p99 := svgSeries{Name: "ACK p50 (ms)", Color: palette[0]}, svgSeries{Name: "ACK p99 (ms)", Color: palette[3]}
 	cpu := map[string]*svgSeries{}
 	var order []string
-	for _, st := range r.Steps {
-		if len(p99.Pts) >= maxChartPoints {
-			break
-		}
-		if st.AckP99Ms != nil {
-			p99.Pts = append(p99.Pts, xy{st.OfferedPerSec, *st.AckP99Ms})
-			p50.Pts = append(p50.Pts, xy{st.OfferedPerSec, *st.AckP50Ms})
+	for _, pc := range r.Procs {
+		cpu[pc.Name] = &svgSeries{Name: pc.Name + " (cores)", Color: palette[len(order)%len(palette)]}
+		order = append(order, pc.Name)
+	}
+	// In rate order, a series' point after a step where the series had no
+	// figure starts a new line.
+	steps := slices.Clone(r.Steps)
+	sort.SliceStable(steps, func(i, j int) bool { return steps[i].OfferedPerSec < steps[j].OfferedPerSec })
+	if len(steps) > maxChartPoints {
+		steps = steps[:maxChartPoints]
+	}
+	latGap := false
+	cpuGap := map[string]bool{}
+	for _, st := range steps {
+		if st.AckP99Ms != nil && st.AckP50Ms != nil {
+			p99.Pts = append(p99.Pts, xy{X: st.OfferedPerSec, Y: *st.AckP99Ms, Broke: !st.Held, Gap: latGap})
+			p50.Pts = append(p50.Pts, xy{X: st.OfferedPerSec, Y: *st.AckP50Ms, Broke: !st.Held, Gap: latGap})
+			latGap = false
+		} else {
+			latGap = true
 		}
 		for _, pc := range st.CPU {
-			if pc.Cores == nil {
-				continue
-			}
 			s, ok := cpu[pc.Name]
 			if !ok {
-				s = &svgSeries{Name: pc.Name + " (cores)", Color: palette[len(order)%len(palette)]}
-				cpu[pc.Name] = s
-				order = append(order, pc.Name)
+				continue
 			}
-			s.Pts = append(s.Pts, xy{st.OfferedPerSec, *pc.Cores})
+			if pc.Cores == nil {
+				cpuGap[pc.Name] = true
+				continue
+			}
+			s.Pts = append(s.Pts, xy{X: st.OfferedPerSec, Y: *pc.Cores, Broke: !st.Held, Gap: cpuGap[pc.Name]})
+			cpuGap[pc.Name] = false
 		}
 	}
 	var lim *float64
 	if r.sloAck() > 0 {
 		lim = ptr(r.sloAck())
 	}
-	out := []template.HTML{svgChart("rate vs ACK latency", "ACK latency from intended time (ms)", []svgSeries{p50, p99}, marks, lim, "SLO ack_p99")}
+	out := []template.HTML{svgChart("rate vs ACK latency", "ACK latency from intended time (ms)", []svgSeries{p50, p99}, marks, lim, fmt.Sprintf("SLO ack_p99 (%.0f ms)", r.sloAck()))}
 	var cs []svgSeries
 	for _, n := range order {
 		cs = append(cs, *cpu[n])
@@ -257,8 +317,9 @@ td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}th{background:#f4f4
 <p>SLO <code>{{.R.SLO}}</code>; rates {{printf "%.0f" .R.From}}..{{printf "%.0f" .R.To}}/s; each step {{.R.WarmUpS}}s warm-up (not counted) + {{.R.StepS}}s measured; {{len .R.Steps}} steps in {{printf "%.0f" .R.Seconds}}s.
 {{with .R.Ceiling}}Generator ceiling (no-op endpoint, same client): {{printf "%.0f" .PerSec}} sends/s.{{end}}
 {{with .Knee}}Knee: {{.}}/s.{{end}}</p>
-<p class="note">Machine: {{.R.Machine.CPUs}} CPUs. {{.R.Machine.Note}}.</p>
+<p class="note">Machine: {{.R.Machine.CPUs}} CPUs; {{.R.Machine.Note}}.</p>
 {{range .Charts}}<div>{{.}}</div>{{end}}
+{{with .Undrawn}}<p class="note">Not drawn (no figure: unknown, never 0): {{.}}.</p>{{end}}
 <h2>Steps</h2>
 <table><tr><th>#</th><th>phase</th><th>offered/s</th><th>acked/s</th><th>ack p50 ms</th><th>ack p99 ms</th><th>service p99 ms</th><th>errors %</th><th>unknown %</th><th>lag s</th><th>valid</th><th>verdict</th></tr>
 {{range .Rows}}<tr><td>{{.Index}}</td><td>{{.Phase}}</td><td>{{.Offered}}</td><td>{{.Acked}}</td><td>{{.P50}}</td><td>{{.P99}}</td><td>{{.Svc}}</td><td>{{.Err}}</td><td>{{.Unk}}</td><td>{{.Lag}}</td><td>{{.Valid}}</td><td class="{{if .Held}}ok{{else}}bad{{end}}" style="text-align:left">{{.Verdict}}</td></tr>
@@ -307,7 +368,8 @@ func (r *Result) WriteHTML(w io.Writer) error {
 		Rows     []htmlRow
 		Costs    []htmlCost
 		Marginal []htmlMarginal
-	}{R: r, Knee: fv(r.Knee, "%.0f"), Charts: r.charts()}
+		Undrawn  string
+	}{R: r, Knee: fv(r.Knee, "%.0f"), Charts: r.charts(), Undrawn: undrawn(r)}
 	if r.Knee == nil {
 		d.Knee = ""
 	}
@@ -336,6 +398,30 @@ func (r *Result) WriteHTML(w io.Writer) error {
 		return fmt.Errorf("capacity: report: %w", err)
 	}
 	return nil
+}
+
+// undrawn names the steps and figures the charts leave out.
+func undrawn(r *Result) string {
+	var out []string
+	for _, st := range r.Steps {
+		if st.AckP99Ms == nil {
+			why := "no ACK measured"
+			if st.StoppedEarly != "" {
+				why = "stopped early"
+			}
+			out = append(out, fmt.Sprintf("step %d at %.0f/s latency (%s)", st.Index, st.OfferedPerSec, why))
+		}
+		var cpu []string
+		for _, pc := range st.CPU {
+			if pc.Cores == nil {
+				cpu = append(cpu, pc.Name)
+			}
+		}
+		if len(cpu) > 0 {
+			out = append(out, fmt.Sprintf("step %d at %.0f/s CPU of %s", st.Index, st.OfferedPerSec, strings.Join(cpu, ", ")))
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 func noteSuffix(n string) string {

@@ -393,13 +393,16 @@ func joinShort(s []string) string {
 	return out
 }
 
-// knee is the highest rate tried before the first rate (in rate order)
-// whose ACK p99 exceeded twice the p99 of the lowest rate and a quarter of
-// the SLO's ACK limit (so that noise at low rates is no knee).
+// knee is the highest rate that held below the first rate (in rate
+// order) whose ACK p99 exceeded twice the p99 of the lowest rate and a
+// quarter of the SLO's ACK limit (so that noise at low rates is no knee).
+// Only steps that count are read: measured over their whole window and
+// not judged INVALID by the checker (a rate at which messages were lost
+// marks nothing); the knee itself is a rate that held (nil: none).
 func knee(steps []*Step, limit time.Duration) *float64 {
 	var ms []*Step
 	for _, st := range steps {
-		if st.AckP99Ms != nil && st.StoppedEarly == "" {
+		if st.AckP99Ms != nil && st.StoppedEarly == "" && (st.Valid == nil || *st.Valid) {
 			ms = append(ms, st)
 		}
 	}
@@ -411,7 +414,12 @@ func knee(steps []*Step, limit time.Duration) *float64 {
 	floor := 0.25 * float64(limit) / float64(time.Millisecond)
 	for i := 1; i < len(ms); i++ {
 		if p := *ms[i].AckP99Ms; p > 2*base && p > floor {
-			return ptr(ms[i-1].OfferedPerSec)
+			for j := i - 1; j >= 0; j-- {
+				if ms[j].Held && ms[j].OfferedPerSec < ms[i].OfferedPerSec {
+					return ptr(ms[j].OfferedPerSec)
+				}
+			}
+			return nil
 		}
 	}
 	return nil
