@@ -380,6 +380,8 @@ func ptrF(v float64) *float64 { return &v }
 type capacityResult struct {
 	Target      string             `json:"target"`
 	SLO         string             `json:"slo"`
+	WarmUpS     float64            `json:"warm_up_s"`
+	StepS       float64            `json:"step_s"`
 	Sustainable *float64           `json:"sustainable_per_sec"`
 	Knee        *float64           `json:"knee_per_sec"`
 	Cost        map[string]float64 `json:"cpu_us_per_msg_at_sustainable"`
@@ -390,7 +392,9 @@ func readCapacity(b []byte, r *Run) error {
 	if err := json.Unmarshal(b, &c); err != nil {
 		return err
 	}
-	r.Kind, r.Subject = KindCapacity, "capacity slo "+c.SLO
+	// Steps of another length measure another thing (a short step hides
+	// a slowly growing queue): part of the subject.
+	r.Kind, r.Subject = KindCapacity, fmt.Sprintf("capacity slo %s, steps %gs + %gs", c.SLO, c.WarmUpS, c.StepS)
 	capacityMetrics(r, c)
 	return nil
 }
