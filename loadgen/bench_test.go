@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -270,4 +272,89 @@ func benchScheduled(b *testing.B, name string, cl *client.Client, tok string, ra
 			b.ReportMetric(float64(st.Missed), "missed")
 		}
 	})
+}
+
+// BenchmarkBurstGenerator: what the generator itself spends to offer a
+// 50,000 sends/s burst (2 s) to a server that answers 7,000/s on 512
+// connections (a child process that queues requests), so that ~90,000
+// sends are in flight at its end, as in scenarios/full/burst-50k.yaml:
+//
+//	go test -run '^$' -bench BenchmarkBurstGenerator -benchtime 1x ./loadgen/
+//
+// goroutine_per_send is the pacer's pool mode (a goroutine per send in
+// flight, up to 300,000); queued is the queued mode (512 senders fed by
+// the pacer's queue), queued_no_spin the same with a pacer that sleeps
+// between sends instead of yielding in a loop for the last 2 ms
+// (load.spin_window: 0s). Each reports the generator's CPU per started send
+// (cpu_µs/send, this process's user+system time over the trial: the
+// server is another process), the start delay p99 (sched_p99_µs) and
+// the goroutines at the end of the burst. It waits for every answer.
+func BenchmarkBurstGenerator(b *testing.B) {
+	const burst, conns, served = 2 * time.Second, 512, 7000
+	srv := startSlowProcess(b, served)
+	for _, mode := range []struct {
+		name string
+		cfg  func(*schedule.Config)
+	}{
+		{"goroutine_per_send", func(c *schedule.Config) { c.MaxWorkers = 300_000 }},
+		{"queued", func(c *schedule.Config) { c.Senders, c.MaxQueued = conns, 1_000_000 }},
+		{"queued_no_spin", func(c *schedule.Config) { c.Senders, c.MaxQueued, c.SpinWindow = conns, 1_000_000, 0 }},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			cc := client.DefaultConfig()
+			cc.Target, cc.Secret, cc.MaxConns, cc.Timeout = srv, testSecret, conns, time.Minute // the last answer comes ~14 s after its send
+			cl, err := client.New(cc)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := cl.Warm(context.Background(), conns); err != nil {
+				b.Fatal(err)
+			}
+			tok, err := cl.Token(1, "bench")
+			if err != nil {
+				b.Fatal(err)
+			}
+			for range b.N {
+				pc := schedule.DefaultConfig()
+				mode.cfg(&pc)
+				runtime.GC()
+				var mu sync.Mutex
+				var delays errs
+				var peakG atomic.Int64
+				cpu0 := processCPU()
+				start := time.Now().Add(50 * time.Millisecond)
+				var live schedule.Live
+				go func() { // samples the goroutines at the burst's end
+					time.Sleep(time.Until(start.Add(burst)))
+					peakG.Store(int64(runtime.NumGoroutine()))
+				}()
+				st, err := schedule.Run(context.Background(), pc, schedule.NewIter(schedule.Constant{PerSec: benchRate}, burst), start, &live,
+					func(w int, t schedule.Tick, started time.Duration) {
+						req := client.SendReq{ClientMsgID: "b-" + strconv.FormatUint(t.Idx, 10), ConvType: 1, ToUID: 2, Content: benchContent}
+						mu.Lock()
+						delays = append(delays, started-t.Intended)
+						mu.Unlock()
+						if _, err := cl.Send(tok, &req); err != nil {
+							b.Error(err)
+						}
+					})
+				if err != nil {
+					b.Fatal(err)
+				}
+				cpu := processCPU() - cpu0
+				b.ReportMetric(float64(cpu.Microseconds())/float64(st.Started), "cpu_µs/send")
+				b.ReportMetric(float64(peakG.Load()), "goroutines")
+				delays.report(b, int(st.Started), burst) // req/s: started per second of the burst
+			}
+		})
+	}
+}
+
+// processCPU is this process's user + system CPU time so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -116,7 +116,11 @@ type Config struct {
 	Duration time.Duration
 	Pop      Population
 	Pacer    schedule.Config
-	Conns    int // HTTP connection pool
+	// Conns is the HTTP connection pool; in the pacer's queued mode
+	// (Pacer.Senders > 0) the sends get a second pool of Conns of their
+	// own, so that senders waiting on a slow server never hold the
+	// devices' connections, nor the pulls theirs.
+	Conns int
 	// Pipeline: sends go over a pool of their own, PipelineConns
 	// connections with up to Pipeline HTTP/1.1 requests in flight each (0:
 	// sends share the Conns pool, one request at a time per connection);

@@ -14,10 +14,11 @@ const (
 	hService         // actual send -> ACK
 	hDelay           // intended -> actual send (scheduling error)
 	hE2E             // intended send -> a recipient device stored its first copy, ACKed sends only (as the checker's)
+	hQueue           // actual send -> a sender took it (the pacer's queued mode; about 0 otherwise)
 	nHist
 )
 
-var histNames = [nHist]string{"response", "service", "send_delay", "end_to_end"}
+var histNames = [nHist]string{"response", "service", "send_delay", "end_to_end", "queue_wait"}
 
 func newHist() *hdr.Histogram { return hdr.New(1, int64(time.Hour/time.Microsecond), 3) }
 
@@ -112,16 +113,19 @@ func quantiles(h *hdr.Histogram) Quantiles {
 
 // Second is one line of the per-second timeline.
 type Second struct {
-	T          int       `json:"t"`
-	Started    uint64    `json:"started"`
-	OK         uint64    `json:"ok"`
-	Fail       uint64    `json:"fail"`
-	Unknown    uint64    `json:"unknown"`
-	Late       uint64    `json:"late"`
-	Missed     uint64    `json:"missed"`
-	Deliveries uint64    `json:"deliveries"`
-	Workers    int64     `json:"workers"`
-	Response   Quantiles `json:"response"`
-	SendDelay  Quantiles `json:"send_delay"`
-	E2E        Quantiles `json:"end_to_end"`
+	T          int    `json:"t"`
+	Started    uint64 `json:"started"`
+	OK         uint64 `json:"ok"`
+	Fail       uint64 `json:"fail"`
+	Unknown    uint64 `json:"unknown"`
+	Late       uint64 `json:"late"`
+	Missed     uint64 `json:"missed"`
+	Deliveries uint64 `json:"deliveries"`
+	Workers    int64  `json:"workers"`
+	// Queued: sends started and waiting for a sender at the second's end
+	// (the pacer's queued mode).
+	Queued    int64     `json:"queued,omitempty"`
+	Response  Quantiles `json:"response"`
+	SendDelay Quantiles `json:"send_delay"`
+	E2E       Quantiles `json:"end_to_end"`
 }

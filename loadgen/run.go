@@ -53,6 +53,9 @@ type GeneratorSummary struct {
 	PipelineDelay string `json:"pipeline_delay,omitempty"`
 	Workers       int    `json:"workers"`
 	MaxWorkers    int    `json:"max_workers"`
+	// Senders and MaxQueued: the pacer's queued mode (0: off).
+	Senders   int `json:"senders,omitempty"`
+	MaxQueued int `json:"max_queued,omitempty"`
 }
 
 // CeilingConfig is what MeasureCeiling measures: the run's own transport.
@@ -176,6 +179,15 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 			return nil, err
 		}
 		defer sendCl.Close()
+	} else if cfg.Pacer.Senders > 0 && cfg.SendVia == ViaHTTP {
+		// The queued mode's senders would hold every connection of a
+		// shared pool while the server queues their sends, and the
+		// devices' pulls would take the rest in turn with them: the sends
+		// get a pool of Conns of their own, the pulls keep theirs.
+		if sendCl, err = client.New(cc); err != nil {
+			return nil, err
+		}
+		defer sendCl.Close()
 	}
 	runID := cfg.RunID
 	if runID == "" && !cfg.Segment.Whole() {
@@ -193,7 +205,10 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	sum := &Summary{RunID: r.runID, Target: cfg.Target, Shape: cfg.Shape.String(), SendVia: cfg.SendVia, Duration: cfg.Duration.String(), Latency: map[string]Quantiles{}}
 	r.segmentSummary(sum)
 	sum.Generator = GeneratorSummary{GOMAXPROCS: runtime.GOMAXPROCS(0), CPUs: runtime.NumCPU(), GOGC: gcPercent(), Conns: cfg.Conns,
-		Pipeline: cfg.Pipeline, Workers: cfg.Pacer.Workers, MaxWorkers: cfg.Pacer.MaxWorkers}
+		Pipeline: cfg.Pipeline, Workers: cfg.Pacer.Workers, MaxWorkers: cfg.Pacer.MaxWorkers, Senders: cfg.Pacer.Senders}
+	if cfg.Pacer.Senders > 0 {
+		sum.Generator.MaxQueued = cfg.Pacer.MaxQueued
+	}
 	if cfg.Pipeline > 0 {
 		sum.Generator.PipelineConns = cfg.PipelineConns
 		sum.Generator.PipelineDelay = cfg.PipelineDelay.String()
@@ -203,7 +218,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	}
 	if cfg.CeilingFor > 0 {
 		conns := cfg.Conns
-		if sendCl != cl {
+		if cfg.Pipeline > 0 {
 			conns = cfg.PipelineConns
 		}
 		c, err := MeasureCeiling(ctx, CeilingConfig{Secret: cfg.Secret, Via: cfg.SendVia, Conns: conns,
@@ -222,7 +237,11 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		return nil, fmt.Errorf("loadgen: target not answering: %w", err)
 	}
 	if sendCl != cl {
-		if err := sendCl.Warm(ctx, cfg.PipelineConns); err != nil {
+		n := cfg.PipelineConns
+		if cfg.Pipeline == 0 {
+			n = cfg.Conns
+		}
+		if err := sendCl.Warm(ctx, n); err != nil {
 			return nil, fmt.Errorf("loadgen: target not answering on the pipelined pool: %w", err)
 		}
 	}
@@ -570,6 +589,7 @@ func (r *runner) send(worker int, t schedule.Tick, started time.Duration) {
 	// started in, not the one its answer comes in (seconds later on a slow
 	// server, which left a burst's own seconds without a start delay).
 	l.record(hDelay, started-t.Intended)
+	l.record(hQueue, time.Since(r.start)-started)
 	for {
 		a.Tries++
 		ack, err := r.sendOnce(sender, t.Idx, &req)
@@ -648,10 +668,10 @@ func (r *runner) report(live *schedule.Live, sum *Summary, stop <-chan struct{},
 		sec++
 		h := r.m.swap()
 		cur := Second{T: sec, Started: live.Started.Load(), OK: r.m.ok.Load(), Fail: r.m.fail.Load(), Unknown: r.m.unknown.Load(),
-			Late: live.Late.Load(), Missed: live.Missed.Load(), Deliveries: r.m.deliv.Load(), Workers: live.Workers.Load()}
+			Late: live.Late.Load(), Missed: live.Missed.Load(), Deliveries: r.m.deliv.Load(), Workers: live.Workers.Load(), Queued: live.Queued.Load()}
 		row := Second{T: sec, Started: cur.Started - prev.Started, OK: cur.OK - prev.OK, Fail: cur.Fail - prev.Fail,
 			Unknown: cur.Unknown - prev.Unknown, Late: cur.Late - prev.Late, Missed: cur.Missed - prev.Missed,
-			Deliveries: cur.Deliveries - prev.Deliveries, Workers: cur.Workers,
+			Deliveries: cur.Deliveries - prev.Deliveries, Workers: cur.Workers, Queued: cur.Queued,
 			Response: quantiles(h[hResponse]), SendDelay: quantiles(h[hDelay]), E2E: quantiles(h[hE2E])}
 		prev = cur
 		sum.Timeline = append(sum.Timeline, row)
@@ -665,11 +685,19 @@ func (r *runner) report(live *schedule.Live, sum *Summary, stop <-chan struct{},
 			fmt.Fprintf(r.cfg.Progress, "t=%3ds %s; ok=%d errors=%d (fail %d, unknown %d) deliveries=%d/s\n",
 				sec, ph, cur.OK, cur.Fail+cur.Unknown, cur.Fail, cur.Unknown, row.Deliveries)
 		} else {
-			fmt.Fprintf(r.cfg.Progress, "t=%3ds sending %s/%s rate=%6d/s ok=%d ack_p99=%s e2e_p99=%s delay_p99=%s errors=%d (fail %d, unknown %d) late=%d missed=%d workers=%d deliveries=%d/s\n",
+			fmt.Fprintf(r.cfg.Progress, "t=%3ds sending %s/%s rate=%6d/s ok=%d ack_p99=%s e2e_p99=%s delay_p99=%s errors=%d (fail %d, unknown %d) late=%d missed=%d workers=%d%s deliveries=%d/s\n",
 				sec, min(time.Duration(sec)*time.Second, r.cfg.Duration), r.cfg.Duration, row.Started, cur.OK, fmtUS(row.Response.P99), fmtUS(row.E2E.P99), fmtUS(row.SendDelay.P99),
-				cur.Fail+cur.Unknown, cur.Fail, cur.Unknown, cur.Late, cur.Missed, cur.Workers, row.Deliveries)
+				cur.Fail+cur.Unknown, cur.Fail, cur.Unknown, cur.Late, cur.Missed, cur.Workers, queuedNote(r.cfg.Pacer, cur.Queued), row.Deliveries)
 		}
 	}
+}
+
+// queuedNote is the progress line's queue length in the queued mode.
+func queuedNote(c schedule.Config, queued int64) string {
+	if c.Senders == 0 {
+		return ""
+	}
+	return " queued=" + strconv.FormatInt(queued, 10)
 }
 
 func fmtUS(us int64) string { return (time.Duration(us) * time.Microsecond).String() }

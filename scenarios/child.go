@@ -66,6 +66,9 @@ type ChildSpec struct {
 	// Defects are shipped defects to put into the process (the runner's
 	// Config.Defects; lab only): ref/server's ParseDefects names.
 	Defects []string `json:"defects,omitempty"`
+	// Pprof, when set, serves net/http/pprof on this loopback host:port
+	// (server.Config.PprofListen): profiling a process during a run.
+	Pprof string `json:"pprof,omitempty"`
 }
 
 // ChildBackends are server.Backends in the child protocol.
@@ -118,6 +121,11 @@ func (c ChildSpec) Validate() error {
 	}
 	if err := validPrefix(c.RedisPrefix); err != nil {
 		return bad("redis_prefix", "%v", err)
+	}
+	if c.Pprof != "" {
+		if h, _, err := net.SplitHostPort(c.Pprof); err != nil || net.ParseIP(h) == nil || !net.ParseIP(h).IsLoopback() {
+			return bad("pprof", "%q: want a loopback IP host:port", c.Pprof)
+		}
 	}
 	if !runIDRE.MatchString(c.RunID) || len(c.RunID) > MaxRunIDLen {
 		return bad("run_id", "%q: want 1..%d lower-case letters and digits", c.RunID, MaxRunIDLen)
@@ -198,6 +206,7 @@ func serverConfig(c ChildSpec, log *slog.Logger) server.Config {
 	}
 	cfg.Mongo.Database = databaseOf(c.RunID)
 	cfg.Defects, _ = server.ParseDefects(c.Defects...) // checked by Validate
+	cfg.PprofListen = c.Pprof
 	if c.PushBus {
 		cfg.PushBus.Mode = "redis"
 	}

@@ -61,6 +61,14 @@ const (
 	MaxConns    = 4096
 	MaxPipeline = 1024
 	MaxWorkers  = 1_000_000
+	// MaxSenders and MaxQueuedSends bound the queued mode's senders and
+	// queue (load.senders, load.max_queued); DefaultMaxQueued is the
+	// queue of a file that gives senders and no max_queued.
+	MaxSenders       = schedule.MaxSenders
+	MaxQueuedSends   = schedule.MaxQueued
+	DefaultMaxQueued = 1_000_000
+	// MaxSpinWindow bounds load.spin_window (the pacer's own bound).
+	MaxSpinWindow = 50 * time.Millisecond
 	// MaxRetries bounds load.retries.
 	MaxRetries = 10
 )
@@ -233,6 +241,21 @@ type LoadSpec struct {
 	PipelineConns int      `yaml:"pipeline_conns,omitempty" json:"pipeline_conns,omitempty"`
 	MaxWorkers    int      `yaml:"max_workers,omitempty" json:"max_workers,omitempty"`
 	SendTimeout   Duration `yaml:"send_timeout,omitempty" json:"send_timeout,omitempty"`
+	// Senders > 0 is the pacer's queued mode (schedule.Config.Senders):
+	// that many send goroutines, fed through a queue of at most MaxQueued
+	// sends (default DefaultMaxQueued) that the pacer fills at each send's
+	// intended time; a send's wait there counts in its ACK latency. It
+	// keeps the generator's goroutines (and its cost per send) bounded
+	// while a slow server holds a burst's sends in flight; max_workers is
+	// then not used. 0: a goroutine per send in flight, up to max_workers.
+	Senders   int `yaml:"senders,omitempty" json:"senders,omitempty"`
+	MaxQueued int `yaml:"max_queued,omitempty" json:"max_queued,omitempty"`
+	// SpinWindow: the pacer yields in a loop instead of sleeping for the
+	// last SpinWindow before each send (schedule.Config.SpinWindow,
+	// default 2ms: starts within tens of µs of their time, at the cost of
+	// a busy pacer while the rate is low). "0s" sleeps only: starts up to
+	// about a millisecond late, and no CPU taken from the server beside it.
+	SpinWindow *Duration `yaml:"spin_window,omitempty" json:"spin_window,omitempty"`
 	// Seed of the population and traffic (default 1).
 	Seed uint64 `yaml:"seed,omitempty" json:"seed,omitempty"`
 	// Segments > 1 splits the load over that many generator processes on
@@ -775,6 +798,15 @@ func (l LoadSpec) validateTemplate() error {
 	}
 	if l.MaxWorkers < 0 || l.MaxWorkers > MaxWorkers {
 		return bad("load.max_workers", "%d: want 1..%d", l.MaxWorkers, MaxWorkers)
+	}
+	if l.SpinWindow != nil && (l.SpinWindow.D() < 0 || l.SpinWindow.D() > MaxSpinWindow) {
+		return bad("load.spin_window", "%s: want 0..%s", l.SpinWindow.D(), MaxSpinWindow)
+	}
+	if l.Senders < 0 || l.Senders > MaxSenders {
+		return bad("load.senders", "%d: want 0..%d", l.Senders, MaxSenders)
+	}
+	if l.MaxQueued < 0 || l.MaxQueued > MaxQueuedSends || (l.MaxQueued > 0 && l.Senders == 0) {
+		return bad("load.max_queued", "%d: want 1..%d, and only with load.senders", l.MaxQueued, MaxQueuedSends)
 	}
 	if l.SendTimeout < 0 || l.SendTimeout.D() > MaxLatency {
 		return bad("load.send_timeout", "%s: want (0, %s]", l.SendTimeout.D(), MaxLatency)

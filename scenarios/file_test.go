@@ -190,6 +190,9 @@ func TestParseBad(t *testing.T) {
 		{"conns", base("  rate: const:1\n  duration: 1s\n  users: 3\n  conns: 5000\n", ""), "load.conns"},
 		{"pipeline conns alone", base("  rate: const:1\n  duration: 1s\n  users: 3\n  pipeline_conns: 4\n", ""), "load.pipeline_conns"},
 		{"max workers", base("  rate: const:1\n  duration: 1s\n  users: 3\n  max_workers: -1\n", ""), "load.max_workers"},
+		{"senders", base("  rate: const:1\n  duration: 1s\n  users: 3\n  senders: -1\n", ""), "load.senders"},
+		{"max queued alone", base("  rate: const:1\n  duration: 1s\n  users: 3\n  max_queued: 10\n", ""), "load.max_queued"},
+		{"spin window", base("  rate: const:1\n  duration: 1s\n  users: 3\n  spin_window: 1s\n", ""), "load.spin_window"},
 		{"send timeout", base("  rate: const:1\n  duration: 1s\n  users: 3\n  send_timeout: 2m\n", ""), "load.send_timeout"},
 		{"negative count", base("", "expect:\n  max_lost: -1\n"), "cannot unmarshal"},
 		{"too many faults", base("", "faults:\n"+strings.Repeat("  - at: 1s\n    kind: redis_wipe\n", MaxFaults+1)), "faults: 101 faults"},
@@ -426,4 +429,30 @@ func mustShape(t *testing.T, rate string) schedule.Shape {
 		t.Fatal(err)
 	}
 	return sh
+}
+
+// TestPacerConfig: the burst files run the pacer's queued mode with the
+// senders, queue and spin they state; a file without them keeps loadgen's
+// goroutine-per-send pool, max_workers bounding it.
+func TestPacerConfig(t *testing.T) {
+	f, err := ReadFile("full/burst-50k.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := pacerConfig(f.Load, schedule.DefaultConfig())
+	if c.Senders != 512 || c.MaxQueued != DefaultMaxQueued || c.SpinWindow != 0 {
+		t.Fatalf("burst-50k pacer %+v: want 512 senders, the default queue, no spin", c)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	q := 7
+	c = pacerConfig(LoadSpec{Senders: 3, MaxQueued: q}, schedule.DefaultConfig())
+	if c.Senders != 3 || c.MaxQueued != q || c.SpinWindow != schedule.DefaultConfig().SpinWindow {
+		t.Fatalf("pacer %+v: want 3 senders, a queue of %d, the default spin", c, q)
+	}
+	c = pacerConfig(LoadSpec{MaxWorkers: 10}, schedule.DefaultConfig())
+	if c.Senders != 0 || c.MaxWorkers != 10 || c.Workers != 10 {
+		t.Fatalf("pacer %+v: want the pool mode bounded at 10 workers", c)
+	}
 }

@@ -113,6 +113,12 @@ type Config struct {
 	// an embedded FerretDB from a child process at a lower priority
 	// (empty: in-process).
 	MongoCommand []string
+	// Pprof serves net/http/pprof from the named server processes, each
+	// on its loopback host:port (server.Config.PprofListen), apart from
+	// the API: the lab operator profiles a process during a run with
+	// go tool pprof http://ADDR/debug/pprof/profile. Empty: none. A name
+	// that is not one of the file's processes is an error of the run.
+	Pprof map[string]string
 }
 
 // DefaultConfig writes to outDir with a fresh database and Redis prefix.
@@ -662,7 +668,8 @@ func (r *run) childSpec(i int, p ProcessSpec) ChildSpec {
 	srv.Processes = nil
 	return ChildSpec{Server: srv, Process: p, Node: uint16(i + 1), Migrate: i == 0, Listen: "127.0.0.1:0",
 		Secret: r.cfg.Secret, RedisPrefix: r.prefix, RunID: r.id, Partitions: r.f.Backends.PartitionsOr(),
-		PushBus: len(r.f.Processes()) > 1, Backends: childBackends(r.back), Defects: r.cfg.Defects}
+		PushBus: len(r.f.Processes()) > 1, Backends: childBackends(r.back), Defects: r.cfg.Defects,
+		Pprof: r.cfg.Pprof[p.Name]}
 }
 
 // processLog is the log file of an exec process.
@@ -673,6 +680,11 @@ func (r *run) processLog(name string) string {
 // startProcesses starts every server process in file order.
 func (r *run) startProcesses(ctx context.Context) error {
 	r.topic = topicOf(r.id)
+	for name := range r.cfg.Pprof {
+		if !slices.ContainsFunc(r.f.Processes(), func(p ProcessSpec) bool { return p.Name == name }) {
+			return fmt.Errorf("%w: pprof for process %q: the file has no such process", ErrInvalid, name)
+		}
+	}
 	var command []string
 	for i, p := range r.f.Processes() {
 		spec := r.childSpec(i, p)
@@ -848,10 +860,7 @@ func (r *run) loadConfig() (loadgen.Config, error) {
 			lc.PipelineConns = l.PipelineConns
 		}
 	}
-	if l.MaxWorkers > 0 {
-		lc.Pacer.MaxWorkers = l.MaxWorkers
-		lc.Pacer.Workers = min(lc.Pacer.Workers, l.MaxWorkers)
-	}
+	lc.Pacer = pacerConfig(l, lc.Pacer)
 	if l.SendTimeout > 0 {
 		lc.Timeout = l.SendTimeout.D()
 	}
@@ -861,6 +870,24 @@ func (r *run) loadConfig() (loadgen.Config, error) {
 		return lc, fmt.Errorf("%w: load: %w", ErrInvalid, err)
 	}
 	return lc, nil
+}
+
+// pacerConfig is the pacer of load section l over loadgen's default c.
+func pacerConfig(l LoadSpec, c schedule.Config) schedule.Config {
+	if l.MaxWorkers > 0 {
+		c.MaxWorkers = l.MaxWorkers
+		c.Workers = min(c.Workers, l.MaxWorkers)
+	}
+	if l.SpinWindow != nil {
+		c.SpinWindow = l.SpinWindow.D()
+	}
+	if l.Senders > 0 {
+		c.Senders, c.MaxQueued = l.Senders, DefaultMaxQueued
+		if l.MaxQueued > 0 {
+			c.MaxQueued = l.MaxQueued
+		}
+	}
+	return c
 }
 
 // rateScale is how the run scales the file's rate sh (nil: it does not):
@@ -918,7 +945,12 @@ func (r *run) recordSettings(lc loadgen.Config) {
 	r.setting("groups", lc.Pop.Groups)
 	r.setting("come_back_every", lc.Pop.ComeBackEvery)
 	r.setting("settle", lc.Settle)
-	r.setting("generator", fmt.Sprintf("conns %d, pipeline %d on %d conns, max workers %d, send timeout %s", lc.Conns, lc.Pipeline, lc.PipelineConns, lc.Pacer.MaxWorkers, lc.Timeout))
+	pool := fmt.Sprintf("max workers %d", lc.Pacer.MaxWorkers)
+	if lc.Pacer.Senders > 0 {
+		pool = fmt.Sprintf("queued: %d senders, at most %d sends queued", lc.Pacer.Senders, lc.Pacer.MaxQueued)
+	}
+	pool += fmt.Sprintf(", pacer spin %s", lc.Pacer.SpinWindow)
+	r.setting("generator", fmt.Sprintf("conns %d, pipeline %d on %d conns, %s, send timeout %s", lc.Conns, lc.Pipeline, lc.PipelineConns, pool, lc.Timeout))
 	r.setting("retries", lc.Retries)
 	r.setting("unread_threshold", r.procs[0].cfg.Pull.UnreadThreshold)
 	r.setting("reconcile_interval", r.procs[0].cfg.Reconcile.Interval)

@@ -190,6 +190,7 @@ func mergeSummaries(sums []*loadgen.Summary) *loadgen.Summary {
 		m.Pacer.Direct += s.Pacer.Direct
 		m.Pacer.Canceled = m.Pacer.Canceled || s.Pacer.Canceled
 		m.Pacer.Workers += s.Pacer.Workers
+		m.Pacer.QueuePeak += s.Pacer.QueuePeak // at most: the segments peak apart
 		m.Drain.Complete = m.Drain.Complete && s.Drain.Complete
 		m.Drain.Rounds = max(m.Drain.Rounds, s.Drain.Rounds)
 		m.Drain.Seconds = max(m.Drain.Seconds, s.Drain.Seconds)

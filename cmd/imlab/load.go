@@ -116,6 +116,8 @@ sine:mean=5000,amp=2000,period=30s`,
 	f.IntVar(&gogc, "gogc", defaultLoadGOGC, "garbage collector target percentage of the generator (-1: off); ignored when $GOGC is set")
 	f.IntVar(&cfg.Pacer.Workers, "workers", def.Pacer.Workers, "initial send workers")
 	f.IntVar(&cfg.Pacer.MaxWorkers, "max-workers", def.Pacer.MaxWorkers, "send workers at most (then sends start late)")
+	f.IntVar(&cfg.Pacer.Senders, "senders", 0, "queued mode: this many send goroutines fed through a queue the pacer fills at each send's intended time (the wait there counts in the ACK latency); --workers and --max-workers are then not used (0: a goroutine per send in flight)")
+	f.IntVar(&cfg.Pacer.MaxQueued, "max-queued", 1_000_000, "with --senders: sends queued at most (then sends start late)")
 	f.DurationVar(&cfg.Pacer.LateAfter, "late-after", def.Pacer.LateAfter, "a send starting this much after its intended time is late")
 	f.DurationVar(&cfg.Pacer.Grace, "grace", def.Pacer.Grace, "sends not started by duration+grace are missed")
 	f.DurationVar(&cfg.Pacer.SpinWindow, "spin", def.Pacer.SpinWindow, "pacer yields instead of sleeping this long before each send (0: sleep only)")

@@ -105,6 +105,8 @@ type scenarioOpts struct {
 	rateScale                         float64
 	keep                              bool
 	baselineDir, baselineTol          string
+	pprof                             map[string]string
+	runnerPprof                       string
 }
 
 // flags registers the shared flags; defOut describes --out's default.
@@ -121,6 +123,8 @@ func (o *scenarioOpts) flags(cmd *cobra.Command, defOut string) {
 	fl.StringVar(&o.baselineDir, "baseline-dir", "", "gate each scenario on DIR/NAME/result.json (e.g. main's stored results; the file's baseline tolerance applies; a scenario with none stored is not gated)")
 	fl.StringVar(&o.baselineTol, "baseline-tolerance", "", "tolerances of a baseline gate whose file names none, as imlab compare --tolerance (e.g. 'ack_p99:+100%' for single CI runs on a noisy runner)")
 	fl.String("secret", "", "token signing secret (default $"+envSecret+")")
+	fl.StringToStringVar(&o.pprof, "pprof", nil, "serve net/http/pprof from server processes during the runs: NAME=HOST:PORT, loopback (e.g. api=127.0.0.1:6061); profile one with go tool pprof -seconds 5 http://HOST:PORT/debug/pprof/profile")
+	fl.StringVar(&o.runnerPprof, "runner-pprof", "", "serve net/http/pprof from this process (the generator, the proxies and an in-process Kafka) on this loopback HOST:PORT during the runs")
 }
 
 func newScenarioRunCmd() *cobra.Command {
@@ -183,6 +187,15 @@ func runScenarios(cmd *cobra.Command, files []*scenarios.File, o scenarioOpts, o
 	base.Duration = o.duration
 	base.BaselineDir = o.baselineDir
 	base.BaselineTolerance = o.baselineTol
+	base.Pprof = o.pprof
+	if o.runnerPprof != "" {
+		stop, err := servePprof(cmd.Context(), o.runnerPprof)
+		if err != nil {
+			return &exitError{code: scenarioExitBroken, err: err}
+		}
+		defer stop()
+		fmt.Fprintf(w, "pprof of this process: http://%s/debug/pprof/\n", o.runnerPprof)
+	}
 	base.RateScale = o.rateScale
 	base.DataDir = lookupEnv(compose.EnvDataDir)
 	base.MongoCommand = embeddedMongoCommand()

@@ -92,7 +92,27 @@ type Config struct {
 	// last SpinWindow before each tick (the runtime's sleep resolution is
 	// about 1 ms when idle). 0 sleeps only.
 	SpinWindow time.Duration
+	// Senders, when > 0, is the queued mode: a fixed pool of Senders
+	// goroutines, fed in order through a queue of at most MaxQueued sends.
+	// The pacer starts each send at its intended time by putting it on
+	// the queue (started, late and the handler's started offset are the
+	// moment it was queued); a sender takes it when it is free, so the
+	// time a send waits there is part of its response time, as the wait
+	// for a free connection is in the pool mode. When the queue is full
+	// the pacer waits and the following sends start late. Workers and
+	// MaxWorkers are not used. 0: the pool of up to MaxWorkers goroutines,
+	// one per send in flight.
+	Senders int
+	// MaxQueued bounds the queue of the queued mode (sends started and
+	// not yet taken by a sender).
+	MaxQueued int
 }
+
+// Bounds of the queued mode.
+const (
+	MaxSenders = 100_000
+	MaxQueued  = 10_000_000
+)
 
 // DefaultConfig is sized for tens of thousands of sends per second.
 func DefaultConfig() Config {
@@ -108,7 +128,11 @@ func DefaultConfig() Config {
 // Validate checks the limits.
 func (c Config) Validate() error {
 	switch {
-	case c.Workers < 1 || c.Workers > c.MaxWorkers:
+	case c.Senders < 0 || c.Senders > MaxSenders:
+		return fmt.Errorf("%w: senders %d must be in 0..%d", ErrInvalid, c.Senders, MaxSenders)
+	case c.Senders > 0 && (c.MaxQueued < 1 || c.MaxQueued > MaxQueued):
+		return fmt.Errorf("%w: max_queued %d must be in 1..%d with senders", ErrInvalid, c.MaxQueued, MaxQueued)
+	case c.Senders == 0 && (c.Workers < 1 || c.Workers > c.MaxWorkers):
 		return fmt.Errorf("%w: workers %d must be in 1..max_workers", ErrInvalid, c.Workers)
 	case c.MaxWorkers > 1_000_000:
 		return fmt.Errorf("%w: max_workers %d above 1000000", ErrInvalid, c.MaxWorkers)
@@ -145,7 +169,9 @@ type Stats struct {
 	Direct    uint64 `json:"direct"`    // started by a worker that took a due tick itself on finishing a send (the rest were handed over by the pacer)
 	Missed    uint64 `json:"missed"`    // never started: past duration+Grace, or the run was cancelled
 	Canceled  bool   `json:"canceled"`  // ctx ended before the schedule did
-	Workers   int    `json:"workers"`   // pool size at the end
+	Workers   int    `json:"workers"`   // pool size at the end (the queued mode: Senders)
+	// QueuePeak: the queued mode's most sends waiting for a sender at once.
+	QueuePeak int64 `json:"queue_peak,omitempty"`
 }
 
 // Live counters readable while Run is going.
@@ -155,6 +181,8 @@ type Live struct {
 	Direct  atomic.Uint64
 	Missed  atomic.Uint64
 	Workers atomic.Int64
+	// Queued: sends waiting for a sender now (the queued mode).
+	Queued atomic.Int64
 }
 
 // feed hands out the iterator's ticks in order to the pacer and to workers
@@ -229,6 +257,9 @@ func Run(ctx context.Context, cfg Config, it *Iter, start time.Time, live *Live,
 	}
 	if live == nil {
 		live = &Live{}
+	}
+	if cfg.Senders > 0 {
+		return runQueued(ctx, cfg, it, start, live, h)
 	}
 	hardOff := time.Duration(it.dur) + cfg.Grace
 	hard := start.Add(hardOff)

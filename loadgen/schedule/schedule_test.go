@@ -97,6 +97,9 @@ func TestConfigValidate(t *testing.T) {
 		func(c *Config) { c.LateAfter = 0 },
 		func(c *Config) { c.Grace = -1 },
 		func(c *Config) { c.SpinWindow = time.Second },
+		func(c *Config) { c.Senders = -1 },
+		func(c *Config) { c.Senders = 4; c.MaxQueued = 0 },
+		func(c *Config) { c.Senders = MaxSenders + 1; c.MaxQueued = 1 },
 	}
 	for i, f := range bad {
 		c := DefaultConfig()

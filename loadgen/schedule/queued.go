@@ -1,0 +1,120 @@
+package schedule
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"time"
+)
+
+// queuedTick is a send started by the pacer, waiting for a sender.
+type queuedTick struct {
+	t       Tick
+	started time.Duration
+}
+
+// runQueued is Run's queued mode (Config.Senders > 0): the pacer goroutine
+// waits for each tick's intended time, takes a queue slot (waiting, and so
+// starting late, only when MaxQueued sends are already waiting), stamps
+// the start and queues it; Senders goroutines take the queue in order and
+// call h. The goroutine count stays Senders + 1 however many sends are in
+// flight: a slow server grows the queue, not the runtime's stacks.
+func runQueued(ctx context.Context, cfg Config, it *Iter, start time.Time, live *Live, h Handler) (Stats, error) {
+	hard := start.Add(time.Duration(it.dur) + cfg.Grace)
+	f := &feed{it: it}
+	slots := make(chan struct{}, cfg.MaxQueued) // held from queueing to a sender's take
+	q := make(chan queuedTick, cfg.MaxQueued)
+	var wg sync.WaitGroup
+	for id := range cfg.Senders {
+		wg.Add(1)
+		go func() { // owned by Run: ends when q is closed and drained
+			defer wg.Done()
+			for x := range q {
+				<-slots
+				live.Queued.Add(-1)
+				h(id, x.t, x.started)
+			}
+		}()
+	}
+	live.Workers.Store(int64(cfg.Senders))
+	st := Stats{Workers: cfg.Senders}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	canceled := func() {
+		st.Canceled = true
+		live.Missed.Add(f.drain())
+	}
+loop:
+	for {
+		next, ok := f.peek()
+		if !ok {
+			break
+		}
+		if !waitUntil(ctx, timer, start.Add(next.Intended), cfg.SpinWindow) {
+			canceled()
+			break
+		}
+		if !time.Now().Before(hard) {
+			live.Missed.Add(f.drain())
+			break
+		}
+		tick, _ := f.takeDue(time.Since(start)) // only the pacer takes ticks here
+		select {
+		case slots <- struct{}{}:
+		default:
+			timer.Reset(time.Until(hard))
+			select {
+			case slots <- struct{}{}:
+			case <-timer.C:
+				live.Missed.Add(1 + f.drain())
+				break loop
+			case <-ctx.Done():
+				live.Missed.Add(1)
+				canceled()
+				break loop
+			}
+		}
+		started := time.Since(start)
+		live.Started.Add(1)
+		if started-tick.Intended > cfg.LateAfter {
+			live.Late.Add(1)
+		}
+		if n := live.Queued.Add(1); n > st.QueuePeak {
+			st.QueuePeak = n
+		}
+		q <- queuedTick{t: tick, started: started} // never blocks: a slot is held
+	}
+	close(q)
+	wg.Wait()
+	st.Started = live.Started.Load()
+	st.Late = live.Late.Load()
+	st.Missed = live.Missed.Load()
+	st.Scheduled = st.Started + st.Missed
+	return st, nil
+}
+
+// waitUntil sleeps until due, yielding in a loop for the last spin of it
+// (the runtime's sleep resolution is about 1 ms); false when ctx ended
+// first. A pacer catching up after a stall does not wait, but still
+// looks at ctx, so that cancellation stops a burst at once.
+func waitUntil(ctx context.Context, timer *time.Timer, due time.Time, spin time.Duration) bool {
+	for {
+		d := time.Until(due)
+		if d <= 0 {
+			return ctx.Err() == nil
+		}
+		if d <= spin {
+			runtime.Gosched()
+			if ctx.Err() != nil {
+				return false
+			}
+			continue
+		}
+		timer.Reset(d - spin)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
