@@ -241,3 +241,22 @@ func TestRetriesResendTheSameClientMsgID(t *testing.T) {
 		})
 	}
 }
+
+// TestQueuedModeIsValid: the pacer's queued mode (4 senders on a send pool
+// of their own) makes every send once, records its start when it was
+// queued, and a correct server is judged valid, as in the pool mode.
+func TestQueuedModeIsValid(t *testing.T) {
+	sum, v, c, _, _ := runFake(t, faketarget.Faults{}, 1000, time.Second, func(c *Config) {
+		c.Pacer.Senders, c.Pacer.MaxQueued = 4, 10_000
+	})
+	want := schedule.Count(schedule.Constant{PerSec: 1000}, time.Second)
+	if !v.Valid || sum.OK != want || uint64(c.Sends) != want || sum.Pacer.Started != want || sum.Pacer.Missed != 0 {
+		t.Fatalf("queued mode: valid %v, ok %d, the fake accepted %d, pacer %+v, want %d each", v.Valid, sum.OK, c.Sends, sum.Pacer, want)
+	}
+	if sum.Generator.Senders != 4 || sum.Generator.MaxQueued != 10_000 || sum.Pacer.Workers != 4 {
+		t.Fatalf("generator %+v, pacer %+v: want the queued mode's 4 senders", sum.Generator, sum.Pacer)
+	}
+	if q := sum.Latency["queue_wait"]; q.Count != int64(want) {
+		t.Fatalf("queue_wait counted %d sends, want %d", q.Count, want)
+	}
+}
