@@ -237,6 +237,15 @@ func TestHTMLReport(t *testing.T) {
 			t.Fatalf("backends listed in the settings as well as the header")
 		}
 	}
+	// A slow server ACKs a burst long after the schedule's duration: the
+	// achieved rate counts the sends over the time they took, not over
+	// the file's duration.
+	slow := sampleResult()
+	slow.Spec.Load.Duration = Duration(2 * time.Second)
+	slow.Sends = []SendSecond{{T: slow.LoadOffset + 1, OK: 50}, {T: slow.LoadOffset + 20, OK: 50}, {T: slow.LoadOffset + 21}}
+	if got := HTMLReport(slow).Settings[0][1]; !strings.Contains(got, "achieved 5 ACKed sends/s") || !strings.Contains(got, "over 20 s, from the first send") {
+		t.Fatalf("load line %q: want 100 sends over 20 s", got)
+	}
 	if rep.Charts[1].Threshold != 1000 || rep.Charts[2].Threshold != 1 {
 		t.Fatalf("thresholds %g %g", rep.Charts[1].Threshold, rep.Charts[2].Threshold)
 	}

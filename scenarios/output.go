@@ -60,8 +60,9 @@ func HTMLReport(res *Result) *report.Report {
 		for _, s := range res.Sends {
 			load.OK, load.Fail, load.Unknown = load.OK+s.OK, load.Fail+s.Fail, load.Unknown+s.Unknown
 		}
-		load.LoadSeconds = res.spec().Load.Duration.D().Seconds()
-		rep.Settings = append([][2]string{{"load", load.Outcomes(loadgen.OverloadFraction).String()}}, rep.Settings...)
+		load.LoadSeconds = sendingSeconds(res)
+		rep.Settings = append([][2]string{{"load", load.Outcomes(loadgen.OverloadFraction).String() +
+			fmt.Sprintf(" (over %.0f s, from the first send to the last send's end)", load.LoadSeconds)}}, rep.Settings...)
 	}
 	switch {
 	case res.Incomplete:
@@ -170,9 +171,10 @@ func HTMLReport(res *Result) *report.Report {
 	}
 	if res.Recovery != nil {
 		rep.Tables = append(rep.Tables, recoveryTable(res.Recovery))
-		rep.Markers = append(rep.Markers, report.Marker{T: res.Recovery.From, Label: "recovery counts from the " + res.Recovery.Since, Kind: "heal"})
+		// Reference lines, not events: the fault schedule does not list them.
+		rep.Markers = append(rep.Markers, report.Marker{T: res.Recovery.From, Label: "recovery counts from the " + res.Recovery.Since, Kind: report.KindAlign})
 		if at := res.Recovery.RecoveredAt; at != nil {
-			rep.Markers = append(rep.Markers, report.Marker{T: *at, Label: "every group recovered", Kind: "heal"})
+			rep.Markers = append(rep.Markers, report.Marker{T: *at, Label: "every group recovered", Kind: report.KindAlign})
 		}
 	}
 	rep.Tables = append(rep.Tables, repairsTable(res))
@@ -314,4 +316,19 @@ func optRate(v *float64) string {
 		return "unknown"
 	}
 	return strconv.FormatFloat(*v, 'f', 0, 64)
+}
+
+// sendingSeconds is how long the run's sends took: from the load's start
+// to the end of the last second in which a send ended (a slow server
+// answers a burst long after the schedule's duration), and at least the
+// file's load duration. The achieved rate is counted over it, as loadgen's
+// own summary counts it.
+func sendingSeconds(res *Result) float64 {
+	end := res.spec().Load.Duration.D().Seconds()
+	for _, s := range res.Sends {
+		if s.OK+s.Fail+s.Unknown > 0 {
+			end = max(end, s.T-res.LoadOffset)
+		}
+	}
+	return end
 }

@@ -103,7 +103,7 @@ func Review(runs []*Result) (*report.Report, error) {
 		}
 	}
 	rep := &report.Report{Title: fmt.Sprintf("imlab review: %d runs of %s", len(runs), strings.Join(fams, ", ")),
-		Scenario: strings.Join(fams, ", "), Passed: true}
+		Scenario: strings.Join(fams, ", "), Passed: true, DurationLabel: "Runs' time, summed"}
 	if len(fams) > 1 {
 		rep.Description = fmt.Sprintf("These runs are of %d different scenarios (%s): their settings differ by more than one parameter, so compare their figures with care.",
 			len(fams), strings.Join(fams, ", "))
@@ -158,10 +158,32 @@ func Review(runs []*Result) (*report.Report, error) {
 	}
 	rep.Tables = append(rep.Tables, runsTable(runs, labels), settingsDiff(runs, labels), reviewRecovery(runs, labels), reviewBurst(runs, labels))
 	rep.Charts = reviewCharts(runs, labels)
-	rep.Markers = []report.Marker{{T: 0, Label: "alignment point of every run (see the runs table)", Kind: report.KindInject}}
+	rep.Markers = append([]report.Marker{{T: 0, Label: "alignment point of every run (see the runs table)", Kind: report.KindAlign}},
+		reviewFaults(runs, labels)...)
 	rep.Notes = append(rep.Notes, "Every curve is drawn on one time axis: t = 0 is each run's own alignment point (its burst start, else its first fault, else its time base), so \"time since start\" on the charts means since that point.",
 		"This page was made from the runs' result.json files only: "+strings.Join(files(runs), ", "))
 	return rep, nil
+}
+
+// reviewFaults are every run's fault injections and heals, each shifted to
+// its run's alignment point and named after its run, at most MaxMarkers-1
+// in all (the alignment line takes one).
+func reviewFaults(runs []*Result, labels []string) []report.Marker {
+	var out []report.Marker
+	for i, r := range runs {
+		at, _ := alignAt(r)
+		for _, e := range r.Events {
+			if len(out) == report.MaxMarkers-1 {
+				return out
+			}
+			kind, label := e.Action, labels[i]+": "+e.Action+" "+e.Fault
+			if e.Err != "" {
+				kind, label = report.KindError, label+": "+e.Err
+			}
+			out = append(out, report.Marker{T: e.At - at, Label: label, Kind: kind})
+		}
+	}
+	return out
 }
 
 func files(runs []*Result) []string {

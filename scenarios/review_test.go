@@ -92,6 +92,13 @@ func TestReviewPage(t *testing.T) {
 	if strings.Contains(page, "different scenarios") {
 		t.Error("two variants of one scenario are flagged as different scenarios")
 	}
+	// The alignment line is drawn, but it is no fault: the fault schedule
+	// of two runs without faults says none was injected; the header's
+	// time is the runs' summed, and says so.
+	if !strings.Contains(page, "no faults injected") || strings.Contains(page, "<td>align</td>") ||
+		!strings.Contains(page, "alignment point of every run") || !strings.Contains(page, "<th>Runs&#39; time, summed</th><td>40s</td>") {
+		t.Error("the alignment line is listed as a fault, missing from the charts, or the summed time is not labelled")
+	}
 	if strings.Contains(page, "redis_prefix") {
 		t.Error("the run-specific Redis prefix is listed as a difference")
 	}
@@ -128,7 +135,15 @@ func TestReviewPage(t *testing.T) {
 
 	// different scenarios are allowed, and said at the top.
 	c := reviewRun(t, "consumer-kill", 1, 2, 0, 0, 3, 0.5, 0.1, 0, 0)
+	c.Burst = nil
+	c.Events = []FaultEvent{{At: 2, Fault: "kill(consumer)", Action: "inject"}, {At: 5, Fault: "kill(consumer)", Action: "heal"}}
 	page = reviewPage(t, a, c)
+	// each run's faults, on the common axis: c is aligned at its first
+	// fault (t=2), so its heal is 3 s after the alignment point.
+	if !strings.Contains(page, `<td class="num">3 s</td><td>heal</td><td>#2 consumer-kill: heal kill(consumer)</td>`) ||
+		!strings.Contains(page, `<td class="num">0 s</td><td>inject</td><td>#2 consumer-kill: inject kill(consumer)</td>`) {
+		t.Errorf("the runs' faults are not in the fault schedule:\n%s", page[strings.Index(page, "Fault schedule"):][:800])
+	}
 	if !strings.Contains(page, "2 different scenarios (burst-50k, consumer-kill)") {
 		t.Error("a compare of different scenarios does not say so")
 	}

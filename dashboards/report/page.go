@@ -21,6 +21,7 @@ type page struct {
 	Passed       bool
 	StartedAt    string
 	Duration     string
+	DurationName string
 	Backends     string
 	Verdict      string
 	VerdictClass string
@@ -164,10 +165,10 @@ func buildPage(r *Report) (*page, error) {
 	}
 	for i, m := range r.Markers {
 		switch m.Kind {
-		case KindInject, KindHeal, KindError:
+		case KindInject, KindHeal, KindError, KindAlign:
 		default:
-			return nil, fmt.Errorf("%w: marker %d %q: kind %q, want %q, %q or %q",
-				ErrInvalid, i, m.Label, m.Kind, KindInject, KindHeal, KindError)
+			return nil, fmt.Errorf("%w: marker %d %q: kind %q, want %q, %q, %q or %q",
+				ErrInvalid, i, m.Label, m.Kind, KindInject, KindHeal, KindError, KindAlign)
 		}
 		if !finite(m.T) {
 			return nil, fmt.Errorf("%w: marker %d %q: T is %g", ErrInvalid, i, m.Label, m.T)
@@ -214,6 +215,7 @@ func buildPage(r *Report) (*page, error) {
 		Description:  r.Description,
 		Passed:       r.Passed,
 		Duration:     r.Duration.Round(time.Millisecond).String(),
+		DurationName: cmp.Or(r.DurationLabel, "Duration"),
 		Backends:     r.Backends,
 		Verdict:      r.Verdict,
 		VerdictClass: verdictClass(r.Verdict),
@@ -243,6 +245,9 @@ func buildPage(r *Report) (*page, error) {
 		p.Findings = append(p.Findings, fv)
 	}
 	for _, m := range markers {
+		if m.Kind == KindAlign {
+			continue // a reference line, not an event of the run
+		}
 		p.Markers = append(p.Markers, markerRow{T: formatValue(m.T) + " s", Kind: m.Kind, Label: m.Label})
 	}
 	// One time axis for every chart, so that a moment lines up across them.

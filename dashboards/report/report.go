@@ -46,6 +46,10 @@ const (
 	KindInject = "inject"
 	KindHeal   = "heal"
 	KindError  = "error"
+	// KindAlign is a reference line on the charts (e.g. the point several
+	// runs are aligned at), not an event of the run: it is drawn, never
+	// listed in the fault schedule.
+	KindAlign = "align"
 )
 
 // ErrInvalid is wrapped by every error about a report that cannot be drawn.
@@ -105,14 +109,17 @@ type Report struct {
 	Passed      bool
 	StartedAt   time.Time
 	Duration    time.Duration
-	Backends    string      // e.g. "mysql=external mariadb 10.11; redis=external redis 7.0.15; kafka=embedded kfake"
-	Settings    [][2]string // key/value rows: policy, allocator, rate shape, users, devices...
-	Verdict     string      // "VALID" / "INVALID"
-	Findings    []Finding
-	Checks      []Check
-	Charts      []Chart
-	Markers     []Marker
-	Notes       []string // free text lines (warnings, e.g. "embedded MySQL: figures are not capacity figures")
+	// DurationLabel names Duration in the page's header ("": "Duration";
+	// a page of several runs says what its figure is).
+	DurationLabel string
+	Backends      string      // e.g. "mysql=external mariadb 10.11; redis=external redis 7.0.15; kafka=embedded kfake"
+	Settings      [][2]string // key/value rows: policy, allocator, rate shape, users, devices...
+	Verdict       string      // "VALID" / "INVALID"
+	Findings      []Finding
+	Checks        []Check
+	Charts        []Chart
+	Markers       []Marker
+	Notes         []string // free text lines (warnings, e.g. "embedded MySQL: figures are not capacity figures")
 	// Tables are extra tables shown after the fault schedule (e.g. the
 	// server processes and how each incarnation ended).
 	Tables []Table

@@ -845,3 +845,31 @@ func TestMarkerLabelsDoNotOverlap(t *testing.T) {
 		t.Fatalf("labels on %d rows: want them staggered", len(rows))
 	}
 }
+
+// TestAlignMarkerIsNoFault: a reference line (KindAlign) is drawn on every
+// chart, but the fault schedule does not list it: a page whose only
+// markers are reference lines says no fault was injected. DurationLabel
+// names the header's duration.
+func TestAlignMarkerIsNoFault(t *testing.T) {
+	r := sample()
+	r.Markers = []Marker{{T: 40, Label: "alignment point of every run", Kind: KindAlign}}
+	r.DurationLabel = "Runs' time, summed"
+	out, doc := render(t, r)
+	for ci, svg := range findAll(doc, elem("svg")) {
+		gs := findAll(svg, elem("g", "marker"))
+		if len(gs) != 1 || !strings.Contains(attr(gs[0], "class"), KindAlign) ||
+			attr(findAll(gs[0], elem("line", "marker-line"))[0], "stroke") != "#7f7f7f" {
+			t.Fatalf("chart %d: want the one grey alignment line, got %d markers", ci, len(gs))
+		}
+	}
+	if len(findAll(doc, elem("table", "faults"))) != 0 || !strings.Contains(out, "no faults injected") {
+		t.Fatal("the fault schedule lists a reference line")
+	}
+	if !strings.Contains(out, "<th>Runs&#39; time, summed</th>") || strings.Contains(out, "<th>Duration</th>") {
+		t.Fatal("the duration label is not used")
+	}
+	r.Markers = append(r.Markers, Marker{T: 10, Label: "inject down(kafka)", Kind: KindInject})
+	if _, doc := render(t, r); len(findAll(findAll(doc, elem("table", "faults"))[0], elem("tr", "mk-inject"))) != 1 {
+		t.Fatal("a fault beside a reference line is not listed")
+	}
+}

@@ -55,7 +55,7 @@ footer{color:#888;font-size:.8em;margin-top:2em}
 {{if .Description}}<p class="description">{{.Description}}</p>{{end}}
 <table class="meta">
 <tr><th>Started</th><td>{{if .StartedAt}}{{.StartedAt}}{{else}}unknown{{end}}</td></tr>
-<tr><th>Duration</th><td>{{.Duration}}</td></tr>
+<tr><th>{{.DurationName}}</th><td>{{.Duration}}</td></tr>
 <tr><th>Verdict</th><td><span class="verdict {{.VerdictClass}}">{{if .Verdict}}{{.Verdict}}{{else}}none{{end}}</span></td></tr>
 <tr><th>Backends</th><td>{{if .Backends}}{{.Backends}}{{else}}unknown{{end}}</td></tr>
 </table>
