@@ -53,6 +53,9 @@ func HTMLReport(res *Result) *report.Report {
 		}
 		rep.Settings = append(rep.Settings, [2]string{s.Name, s.Value})
 	}
+	if la := res.LoadAverage; la != nil {
+		rep.Settings = append([][2]string{{"machine_load_average", la.String()}}, rep.Settings...)
+	}
 	if len(res.Sends) > 0 {
 		// The load beside the safety verdict: the achieved (ACKed) rate, the
 		// unknown and failed fractions, OVERLOADED above the stated limit.

@@ -154,6 +154,9 @@ type Result struct {
 	Backends string `json:"backends"`
 	// RateScale is set when the run's rate was not the file's.
 	RateScale *RateScale `json:"rate_scale,omitempty"`
+	// LoadAverage is the machine's load when the run started and ended
+	// (nil where the system does not publish it).
+	LoadAverage *LoadAverage `json:"load_average,omitempty"`
 	// LoadOffset is how long after the run's time base the load started
 	// (loadgen's own setup); fault events and lag samples use the run's
 	// base, the send timeline is shifted by it.

@@ -206,11 +206,15 @@ func verdictWord(r *Result) string {
 }
 
 func runsTable(runs []*Result, labels []string) report.Table {
-	t := report.Table{Title: "Runs", Header: []string{"run", "scenario", "variant", "started", "seconds", "passed", "verdict", "aligned at", "scenario file"}}
+	t := report.Table{Title: "Runs", Header: []string{"run", "scenario", "variant", "started", "seconds", "machine load (1 min) start → end", "passed", "verdict", "aligned at", "scenario file"}}
 	for i, r := range runs {
 		at, what := alignAt(r)
+		load := "unknown"
+		if la := r.LoadAverage; la != nil {
+			load = fmt.Sprintf("%.2f → %.2f", la.Start[0], la.End[0])
+		}
 		t.Rows = append(t.Rows, []string{labels[i], family(r), r.spec().Variant, r.StartedAt.UTC().Format("2006-01-02 15:04:05"),
-			fmt.Sprintf("%.1f", r.Seconds), fmt.Sprint(r.Passed), verdictWord(r), fmt.Sprintf("t=%.1fs (%s)", at, what), r.File})
+			fmt.Sprintf("%.1f", r.Seconds), load, fmt.Sprint(r.Passed), verdictWord(r), fmt.Sprintf("t=%.1fs (%s)", at, what), r.File})
 	}
 	return t
 }

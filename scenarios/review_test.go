@@ -181,3 +181,27 @@ func TestReadRunErrors(t *testing.T) {
 		t.Error("a review of no runs")
 	}
 }
+
+// TestLoadAverage: /proc/loadavg's first three fields, anything else
+// refused; the review's runs table shows each run's load, unknown where
+// the result has none.
+func TestLoadAverage(t *testing.T) {
+	if v, ok := parseLoadAvg("2.10 1.50 0.90 3/812 12345\n"); !ok || v != [3]float64{2.1, 1.5, 0.9} {
+		t.Fatalf("parse: %v %v", v, ok)
+	}
+	for _, bad := range []string{"", "1.0 2.0", "a b c", "-1 0 0"} {
+		if _, ok := parseLoadAvg(bad); ok {
+			t.Fatalf("%q parsed", bad)
+		}
+	}
+	a := reviewRun(t, "burst-50k", 1, 3, 0, 0, 0)
+	a.LoadAverage = &LoadAverage{Start: [3]float64{2.1, 1, 1}, End: [3]float64{6.8, 3, 1}}
+	b := reviewRun(t, "burst-50k", 1, 3, 0, 0, 0)
+	page := reviewPage(t, a, b)
+	if !strings.Contains(page, "<td>2.10 → 6.80</td>") || !strings.Contains(page, "<td>unknown</td>") {
+		t.Error("the runs table lacks the machine load")
+	}
+	if s := a.LoadAverage.String(); !strings.Contains(s, "at start 2.10/1.00/1.00, at end 6.80/3.00/1.00") {
+		t.Errorf("load average %q", s)
+	}
+}

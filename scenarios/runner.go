@@ -271,6 +271,7 @@ func Run(ctx context.Context, cfg Config, f *File) (*Result, error) {
 		Findings: []FindingSummary{}, Checks: []Check{}, Events: []FaultEvent{}, Sends: []SendSecond{}, Lag: []LagSample{},
 		Processes: []ProcessRun{}}
 	began := time.Now()
+	la, laOK := readLoadAvg()
 
 	bound := f.Load.Duration.D() + f.Load.SettleOr() + f.Load.DrainTimeoutOr() + RunMargin
 	if f.Kind == KindCapacity {
@@ -293,6 +294,9 @@ func Run(ctx context.Context, cfg Config, f *File) (*Result, error) {
 		r.res.Errors = append([]string{runErr.Error()}, r.res.Errors...)
 	}
 	r.res.Seconds = time.Since(began).Seconds()
+	if end, ok := readLoadAvg(); ok && laOK {
+		r.res.LoadAverage = &LoadAverage{Start: la, End: end}
+	}
 	if !r.res.Incomplete {
 		r.gateBaseline()
 	}
