@@ -11,6 +11,7 @@ import (
 type queuedTick struct {
 	t       Tick
 	started time.Duration
+	late    bool
 }
 
 // runQueued is Run's queued mode (Config.Senders > 0): the pacer goroutine
@@ -18,7 +19,9 @@ type queuedTick struct {
 // starting late, only when MaxQueued sends are already waiting), stamps
 // the start and queues it; Senders goroutines take the queue in order and
 // call h. The goroutine count stays Senders + 1 however many sends are in
-// flight: a slow server grows the queue, not the runtime's stacks.
+// flight: a slow server grows the queue, not the runtime's stacks. When
+// ctx ends, the sends still queued are not made: they count missed, not
+// started, and Run returns once the sends being made have returned.
 func runQueued(ctx context.Context, cfg Config, it *Iter, start time.Time, live *Live, h Handler) (Stats, error) {
 	hard := start.Add(time.Duration(it.dur) + cfg.Grace)
 	f := &feed{it: it}
@@ -32,6 +35,17 @@ func runQueued(ctx context.Context, cfg Config, it *Iter, start time.Time, live 
 			for x := range q {
 				<-slots
 				live.Queued.Add(-1)
+				if ctx.Err() != nil {
+					// Cancelled: a send still queued is never made, so it
+					// was not started after all (missed), and the run ends
+					// now instead of after the queue's worth of answers.
+					live.Started.Add(^uint64(0))
+					if x.late {
+						live.Late.Add(^uint64(0))
+					}
+					live.Missed.Add(1)
+					continue
+				}
 				h(id, x.t, x.started)
 			}
 		}()
@@ -76,13 +90,14 @@ loop:
 		}
 		started := time.Since(start)
 		live.Started.Add(1)
-		if started-tick.Intended > cfg.LateAfter {
+		late := started-tick.Intended > cfg.LateAfter
+		if late {
 			live.Late.Add(1)
 		}
 		if n := live.Queued.Add(1); n > st.QueuePeak {
 			st.QueuePeak = n
 		}
-		q <- queuedTick{t: tick, started: started} // never blocks: a slot is held
+		q <- queuedTick{t: tick, started: started, late: late} // never blocks: a slot is held
 	}
 	close(q)
 	wg.Wait()

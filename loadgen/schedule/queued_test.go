@@ -108,16 +108,27 @@ func TestQueuedMissedPastGrace(t *testing.T) {
 	}
 }
 
-// TestQueuedCancel: cancelling stops the schedule at once; the rest is missed.
+// TestQueuedCancel: cancelling stops the schedule at once; the rest is
+// missed, and so are the sends still queued behind slow senders (they are
+// never made: Run does not wait a queue's worth of answers). Every tick is
+// either handled or missed, exactly once.
 func TestQueuedCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(50*time.Millisecond, cancel)
-	st, err := Run(ctx, queuedConfig(2, 100), NewIter(Constant{PerSec: 1000}, 10*time.Second), time.Now(), nil,
-		func(int, Tick, time.Duration) {})
+	time.AfterFunc(100*time.Millisecond, cancel)
+	var handled atomic.Uint64
+	began := time.Now()
+	st, err := Run(ctx, queuedConfig(2, 10_000), NewIter(Constant{PerSec: 2000}, 10*time.Second), time.Now(), nil,
+		func(int, Tick, time.Duration) { handled.Add(1); time.Sleep(20 * time.Millisecond) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !st.Canceled || st.Started == 0 || st.Started > 1000 || st.Scheduled != 10000 {
-		t.Fatalf("stats %+v: want a cancelled run with the rest missed", st)
+	if !st.Canceled || st.Started == 0 || st.Started != handled.Load() || st.Scheduled != 20000 || st.Started+st.Missed != 20000 {
+		t.Fatalf("stats %+v, %d handled: want a cancelled run, every tick handled or missed", st, handled.Load())
+	}
+	if st.QueuePeak < 50 || st.Started > 40 {
+		t.Fatalf("stats %+v: want ~200 queued at the cancel and only the ones being sent made", st)
+	}
+	if took := time.Since(began); took > 2*time.Second {
+		t.Fatalf("Run took %s after a cancel at 100 ms: it waited for the queue", took)
 	}
 }
