@@ -31,7 +31,11 @@ import (
 // with its own lock, so that the committers finishing whole batches and the
 // senders claiming keys rarely wait on one another. Each shard keeps its
 // recent answers in completion order in a ring of size/shards slots: the
-// oldest is evicted first (the cache holds at most size answers).
+// oldest is evicted first (the cache holds at most size answers). The
+// answers live in the ring; the map only takes a key's 64-bit hash to its
+// slot (a small map of integers: the big map of keys and answers it
+// replaces missed the CPU caches on every send), and a slot's own key is
+// compared, so two keys of one hash cost a miss, never a wrong answer.
 type dedup struct {
 	ttl    time.Duration
 	seed   maphash.Seed
@@ -49,8 +53,8 @@ const (
 type dedupShard struct {
 	mu       sync.Mutex
 	inflight map[dupKey]*flight
-	recent   map[dupKey]recentEntry
-	ring     []dupKey // completion order; ring[next] is the oldest once full
+	recent   map[uint64]int32 // key hash -> ring slot
+	ring     []recentEntry    // completion order; ring[next] is the oldest once full
 	next     int
 	full     bool
 	_        [64]byte // keeps neighbouring shards' locks off one cache line
@@ -65,9 +69,10 @@ type flight struct {
 }
 
 type recentEntry struct {
+	key     dupKey
+	hash    uint64
 	res     model.SendResult
 	expires time.Time
-	slot    int // its ring slot (a slot reused by a newer entry of the key no longer evicts it)
 }
 
 func newDedup(ttl time.Duration, size int) *dedup {
@@ -78,20 +83,19 @@ func newDedup(ttl time.Duration, size int) *dedup {
 		sh.inflight = map[dupKey]*flight{}
 		if size > 0 && ttl > 0 {
 			// Sized up front: growing maps showed up in send profiles.
-			sh.ring = make([]dupKey, size/n)
-			sh.recent = make(map[dupKey]recentEntry, size/n)
+			sh.ring = make([]recentEntry, size/n)
+			sh.recent = make(map[uint64]int32, size/n)
 		} else {
-			sh.recent = map[dupKey]recentEntry{}
+			sh.recent = map[uint64]int32{}
 		}
 	}
 	return d
 }
 
-func (d *dedup) shard(k dupKey) *dedupShard {
-	if len(d.shards) == 1 {
-		return &d.shards[0]
-	}
-	return &d.shards[maphash.Comparable(d.seed, k)%uint64(len(d.shards))]
+// shard is k's shard and k's hash.
+func (d *dedup) shard(k dupKey) (*dedupShard, uint64) {
+	h := maphash.Comparable(d.seed, k)
+	return &d.shards[h%uint64(len(d.shards))], h
 }
 
 // claim returns a stored answer (hit), or the flight to wait for (f !=
@@ -103,14 +107,16 @@ func (d *dedup) claim(k dupKey, now time.Time) (res model.SendResult, hit bool, 
 // claimInto is claim with the caller's flight to use when it owns the key
 // (nil: one is allocated); mine must not be in use.
 func (d *dedup) claimInto(k dupKey, now time.Time, mine *flight) (res model.SendResult, hit bool, f *flight, own bool) {
-	sh := d.shard(k)
+	sh, h := d.shard(k)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if e, ok := sh.recent[k]; ok {
-		if now.Before(e.expires) {
-			return e.res, true, nil, false
+	if slot, ok := sh.recent[h]; ok {
+		if e := &sh.ring[slot]; e.key == k {
+			if now.Before(e.expires) {
+				return e.res, true, nil, false
+			}
+			delete(sh.recent, h)
 		}
-		delete(sh.recent, k)
 	}
 	if f, ok := sh.inflight[k]; ok {
 		if f.done == nil {
@@ -128,7 +134,7 @@ func (d *dedup) claimInto(k dupKey, now time.Time, mine *flight) (res model.Send
 
 // finish completes the flight of k with o (a success is remembered).
 func (d *dedup) finish(k dupKey, f *flight, o outcome) {
-	sh := d.shard(k)
+	sh, h := d.shard(k)
 	sh.mu.Lock()
 	if sh.inflight[k] == f {
 		delete(sh.inflight, k)
@@ -136,14 +142,16 @@ func (d *dedup) finish(k dupKey, f *flight, o outcome) {
 	if o.err == nil && len(sh.ring) > 0 {
 		r := o.res
 		r.Duplicate = false
+		e := &sh.ring[sh.next]
 		if sh.full {
-			old := sh.ring[sh.next]
-			if e, ok := sh.recent[old]; ok && e.slot == sh.next {
-				delete(sh.recent, old)
+			// The oldest goes, unless its hash now points elsewhere (a
+			// newer answer of the key, or of another key of that hash).
+			if slot, ok := sh.recent[e.hash]; ok && int(slot) == sh.next {
+				delete(sh.recent, e.hash)
 			}
 		}
-		sh.ring[sh.next] = k
-		sh.recent[k] = recentEntry{res: r, expires: time.Now().Add(d.ttl), slot: sh.next}
+		*e = recentEntry{key: k, hash: h, res: r, expires: time.Now().Add(d.ttl)}
+		sh.recent[h] = int32(sh.next)
 		sh.next++
 		if sh.next == len(sh.ring) {
 			sh.next, sh.full = 0, true

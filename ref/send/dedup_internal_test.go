@@ -102,3 +102,25 @@ func TestDedupConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// Two keys of one hash: the map points the second key's hash at the first
+// key's slot (as a collision would); the second key is a miss, never the
+// first key's answer.
+func TestDedupHashCollisionIsAMiss(t *testing.T) {
+	now := time.Now()
+	d := newDedup(time.Minute, 16)
+	a, b := dupKey{1, "a"}, dupKey{1, "b"}
+	_, _, f, _ := d.claim(a, now)
+	d.finish(a, f, outcome{res: model.SendResult{MsgID: 5}})
+	sh, ha := d.shard(a)
+	_, hb := d.shard(b)
+	sh.mu.Lock()
+	sh.recent[hb] = sh.recent[ha]
+	sh.mu.Unlock()
+	if _, hit, _, own := d.claim(b, now); hit || !own {
+		t.Fatalf("key b answered from key a's slot: hit %v own %v", hit, own)
+	}
+	if r, hit, _, _ := d.claim(a, now); !hit || r.MsgID != 5 {
+		t.Fatalf("key a: hit %v %+v", hit, r)
+	}
+}
