@@ -221,6 +221,8 @@ func (r *run) executeCapacity(ctx context.Context, lc loadgen.Config) error {
 		}
 	}
 	r.res.Capacity = sum
+	r.setting("capacity_answer", res.Answer)
+	r.setting("capacity_report", filepath.Join(CapacityDir, capacity.ReportFile)+" (the curves, every step, the cost per message)")
 	if err != nil {
 		return fmt.Errorf("scenarios: capacity: %w", err)
 	}
