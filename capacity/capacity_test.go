@@ -369,7 +369,7 @@ func TestConcludeNeedsTwoHolds(t *testing.T) {
 // the generator when the server answered in time.
 func TestBehindScheduleDoesNotHold(t *testing.T) {
 	slo, _ := ParseSLO("errors<=1%")
-	s := &search{cfg: Config{SLO: slo}, res: &Result{}}
+	s := &search{cfg: Config{SLO: slo, Step: 10 * time.Second}, res: &Result{}}
 	ok := func() *Step {
 		return &Step{OfferedPerSec: 300, Attempts: 600, OK: 600, ErrorRate: ptr(0.0), ServiceP99Ms: ptr(20.0), SendDelayP99Ms: ptr(5.0), LateFraction: ptr(0.01)}
 	}
@@ -383,6 +383,14 @@ func TestBehindScheduleDoesNotHold(t *testing.T) {
 	s.judge(st)
 	if st.Held || st.Limit != LimitGenerator || !strings.Contains(strings.Join(st.Broken, ";"), "fell behind") {
 		t.Fatalf("2.5s behind schedule: held %v limit %q %v", st.Held, st.Limit, st.Broken)
+	}
+	// A 2 s step may be 200 ms behind at most.
+	s.cfg.Step = 2 * time.Second
+	st = ok()
+	st.SendDelayP99Ms = ptr(350.0)
+	s.judge(st)
+	if st.Held {
+		t.Fatal("350 ms behind in a 2 s step: the rate was not offered")
 	}
 	st = ok()
 	st.Missed = 3

@@ -361,7 +361,7 @@ func (s *search) judge(st *Step) {
 	if st.Attempts == 0 {
 		st.Broken = append(st.Broken, "no send in the measured window")
 	}
-	if why := behind(st); why != "" {
+	if why := behind(st, c.Step); why != "" {
 		st.Broken = append(st.Broken, why)
 	}
 	if c.Check && st.StoppedEarly == "" {
@@ -383,18 +383,29 @@ func (s *search) judge(st *Step) {
 }
 
 // MaxSendDelay bounds the window's send delay p99 (intended to actual
-// send) of a step that holds: a generator further behind its schedule did
-// not offer the step's rate, whatever the server answered (an SLO with no
-// latency term would not see it otherwise).
-const MaxSendDelay = time.Second
+// send) of a step that holds, and MinSendDelayBound is the least bound a
+// short step gets: a generator further behind its schedule than a tenth
+// of the step (within these) did not offer the step's rate, whatever the
+// server answered (an SLO with no latency term would not see it
+// otherwise: sends spread late over more seconds arrive at a lower rate).
+const (
+	MaxSendDelay      = time.Second
+	MinSendDelayBound = 200 * time.Millisecond
+)
+
+// sendDelayBound is the send delay p99 a step of this length may show.
+func sendDelayBound(step time.Duration) time.Duration {
+	return max(MinSendDelayBound, min(MaxSendDelay, step/10))
+}
 
 // behind says why the generator did not offer the step's rate, or "".
-func behind(st *Step) string {
+func behind(st *Step, step time.Duration) string {
+	lim := sendDelayBound(step)
 	switch {
 	case st.Missed > 0:
 		return fmt.Sprintf("the generator fell behind: %d sends never started, the step did not offer its rate", st.Missed)
-	case st.SendDelayP99Ms != nil && *st.SendDelayP99Ms > float64(MaxSendDelay)/float64(time.Millisecond):
-		return fmt.Sprintf("the generator fell behind: send delay p99 %.0fms > %s, the step did not offer its rate", *st.SendDelayP99Ms, MaxSendDelay)
+	case st.SendDelayP99Ms != nil && *st.SendDelayP99Ms > float64(lim)/float64(time.Millisecond):
+		return fmt.Sprintf("the generator fell behind: send delay p99 %.0fms > %s, the step did not offer its rate", *st.SendDelayP99Ms, lim)
 	}
 	return ""
 }
