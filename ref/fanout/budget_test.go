@@ -16,8 +16,9 @@ import (
 
 // inboxTierBudget is what one inbox-tier transaction of the uk_uid_msg
 // strategy sends to MySQL, by statement kind, per committed transaction,
-// for batches of at most inbox.Config.InsertChunk rows (ARCHITECTURE.md,
-// "The inbox tier's budget"). The body comes from the event and the
+// (ARCHITECTURE.md, "The inbox tier's budget"): one INSERT, no savepoint,
+// because a transaction's rows (at most InboxSinkConfig.MaxRowsPerTx) fit
+// one INSERT (inbox.Config.InsertChunk). The body comes from the event and the
 // already-delivered check is the INSERT's own: no SELECT msg_content, no
 // SELECT offline_msg in a batch without duplicates. A change that adds a
 // round trip must change this table.
@@ -68,14 +69,16 @@ func TestInboxTierBatchBudget(t *testing.T) {
 	}
 	for g := uint64(1); g <= 2; g++ {
 		var ms []uint64
-		for u := uint64(1); u <= 60; u++ {
+		for u := uint64(1); u <= model.MaxGroupMembers; u++ {
 			ms = append(ms, 1000*g+u)
 		}
 		f.groups[g] = ms
 		convs = append(convs, g)
 	}
-	const per = 6 // messages per conversation and phase: at most 1,000 rows in one partition
-	rowsPer := per * (48*2 + 2*60)
+	// Messages per conversation and phase: a group's 6 are 3,000 rows in
+	// one partition, more than one INSERT of 2,000 rows would carry.
+	const per = 6
+	rowsPer := per * (48*2 + 2*model.MaxGroupMembers)
 	cfg := testConsumerConfig(f.brokers, f.tp)
 	nextMsg, nextSeq := uint64(5_000_000), uint64(0)
 
