@@ -14,8 +14,10 @@ import (
 
 	"imlab/internal/budget"
 	"imlab/internal/testenv"
+	"imlab/ref/hotcache"
 	"imlab/ref/inbox"
 	"imlab/ref/model"
+	"imlab/ref/send"
 	"imlab/ref/seqalloc"
 )
 
@@ -27,6 +29,10 @@ import (
 // beside it, in the same run, the raw reference:
 // a plain kfake group consumer plus batched INSERTs of the same inbox rows
 // (the same recipients, a seq per recipient) with no fence and no dedup.
+//
+// 1to1+hotcache is 1:1 with the server's hot-ZSet hook after each COMMIT
+// (one Redis pipeline per transaction: a SET per message, an append script
+// per recipient), to show what the hooks cost the drain.
 //
 // b.N counts inbox rows: 1:1 is b.N/2 messages over 256 conversations,
 // groups are b.N/500 messages over 4 groups of 500. Use
@@ -48,7 +54,8 @@ func BenchmarkFanout(b *testing.B) {
 	for _, tc := range []struct {
 		name    string
 		members int
-	}{{"1to1", 2}, {"group500", 500}} {
+		hot     bool // the server's first commit hook (the hot ZSet) runs after each COMMIT
+	}{{"1to1", 2, false}, {"group500", 500, false}, {"1to1+hotcache", 2, true}} {
 		b.Run(tc.name, func(b *testing.B) {
 			b.StopTimer()
 			f := newBenchFixture(b)
@@ -77,7 +84,15 @@ func BenchmarkFanout(b *testing.B) {
 
 			db, counted := benchPool(b, f.my.DSN)
 			rc := budget.CountRedis(f.rd.Client)
-			s := f.sinkOn(b, db, DedupUK)
+			var hooks []send.CommitHook
+			if tc.hot {
+				hc, err := hotcache.New(f.rd.Client, f.rd.Keys, hotcache.DefaultConfig(), nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				hooks = append(hooks, hc)
+			}
+			s := f.sinkOn(b, db, DedupUK, hooks...)
 			h := &benchHandler{h: s, want: int64(len(msgs)), done: make(chan struct{})}
 			cfg := testConsumerConfig(f.brokers, f.tp)
 			s0, r0 := counted.Snapshot(), rc.Snapshot()
@@ -163,7 +178,7 @@ func benchPool(b *testing.B, dsn string) (*sql.DB, *budget.SQL) {
 }
 
 // sinkOn is fixture.sink on another pool.
-func (f *fixture) sinkOn(t testing.TB, db *sql.DB, strategy string) *InboxSink {
+func (f *fixture) sinkOn(t testing.TB, db *sql.DB, strategy string, hooks ...send.CommitHook) *InboxSink {
 	t.Helper()
 	st, err := NewStrategy(strategy, f.rd.Client, f.rd.Keys)
 	if err != nil {
@@ -175,7 +190,7 @@ func (f *fixture) sinkOn(t testing.TB, db *sql.DB, strategy string) *InboxSink {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := NewInboxSink(DefaultInboxSinkConfig(), db, w, st, f.members, nil)
+	s, err := NewInboxSink(DefaultInboxSinkConfig(), db, w, st, f.members, nil, hooks...)
 	if err != nil {
 		t.Fatal(err)
 	}
