@@ -105,12 +105,13 @@ const (
 )
 
 // DefaultConsumerConfig returns the defaults: batches of 1024 (a drain
-// is bound by each batch's round trips: body read-back, fence lock,
-// dedup lookup, insert, fence raise, commit, hooks; 1024 drained the 1:1
-// benchmark at 0.40–0.51 of its raw reference against 0.30–0.32 with
-// 256, same runs, RESULTS.md), a 3 s
-// per-message timeout, at most 5 attempts (4 retries) with backoff from
-// 50 ms to 1 s.
+// pays each transaction's round trips — fence lock, insert, fence raise,
+// commit, hooks, ARCHITECTURE.md "The inbox tier" — once per batch; 1024
+// drained the 1:1 benchmark at 0.40–0.51 of its raw reference against
+// 0.30–0.32 with 256, same runs, RESULTS.md; 2048 halves the round trips
+// per row again but was not measurably faster, and holds each
+// recipient's fence row twice as long), a 3 s per-message timeout, at
+// most 5 attempts (4 retries) with backoff from 50 ms to 1 s.
 func DefaultConsumerConfig() ConsumerConfig {
 	return ConsumerConfig{
 		Group:            "imlab-inbox",
