@@ -7,7 +7,8 @@
 //     uid, max_seq ... FOR UPDATE, creating the missing ones first (upsert,
 //     then lock them too);
 //  2. drop the (uid, msg_id) pairs that are already delivered (Dedup, read
-//     after the lock, so a committed row of a racing writer is seen);
+//     after the lock, so a committed row of a racing writer is seen;
+//     WriteKeyCheckedTx leaves this to the INSERT's uk_uid_msg, step 4);
 //  3. allocate seqs: one Next per uid for its count, the uid's items in input
 //     order; any uid whose first seq is <= its max_seq is stale: the fence is
 //     counted (imlab_seq_fence_raised_total{reason="stale"}), the allocator is
@@ -258,20 +259,36 @@ func (w *Writer) FenceRaised(reason string) prometheus.Counter {
 // order. On error the caller must roll tx back; Retryable tells whether the
 // whole transaction may be run again.
 func (w *Writer) WriteTx(ctx context.Context, tx *sql.Tx, items []Item) ([]model.InboxEntry, error) {
-	return w.write(ctx, tx, items, true)
+	return w.write(ctx, tx, items, writeLookup)
 }
 
 // WriteFreshTx is WriteTx for items whose msg_ids were created inside this
 // same transaction (the send path): they cannot exist yet, so the Dedup
 // lookup is skipped. A uk_uid_msg collision is still handled as a duplicate.
-// It is also the write of a caller whose whole dedup is uk_uid_msg (the
-// inbox tier's default strategy): the INSERT checks that key anyway, so a
-// batch without duplicates costs no lookup; one with duplicates costs a
-// refused INSERT, the lookup, and seq proposals that are not used (holes,
-// which the seq contract allows).
 func (w *Writer) WriteFreshTx(ctx context.Context, tx *sql.Tx, items []Item) ([]model.InboxEntry, error) {
-	return w.write(ctx, tx, items, false)
+	return w.write(ctx, tx, items, writeFresh)
 }
+
+// WriteKeyCheckedTx is WriteTx for a caller whose whole dedup is
+// uk_uid_msg (the inbox tier's default strategy): the Dedup lookup is left
+// to the INSERT, which checks that key anyway, so a batch without
+// duplicates costs no lookup; one with duplicates costs a refused INSERT,
+// the lookup, and the seqs allocated for it (holes, which the seq contract
+// allows). Unlike WriteFreshTx the seqs are allocated under the fence lock,
+// as WriteTx does: a transaction that fails before its INSERT (a deadlock
+// on the fence rows) has used none.
+func (w *Writer) WriteKeyCheckedTx(ctx context.Context, tx *sql.Tx, items []Item) ([]model.InboxEntry, error) {
+	return w.write(ctx, tx, items, writeKeyChecked)
+}
+
+// writeMode says how write checks for rows that already exist.
+type writeMode int
+
+const (
+	writeLookup     writeMode = iota // Dedup.Fresh under the fence lock (WriteTx)
+	writeFresh                       // nothing can exist; seqs proposed before the lock (WriteFreshTx)
+	writeKeyChecked                  // the INSERT's uk_uid_msg finds them (WriteKeyCheckedTx)
+)
 
 // Write runs WriteTx in its own READ COMMITTED transaction, retrying the
 // whole transaction on deadlock or lock wait timeout (MaxAttempts).
@@ -342,7 +359,7 @@ func validItems(items []Item, maxItems int) error {
 	return nil
 }
 
-func (w *Writer) write(ctx context.Context, tx *sql.Tx, items []Item, precheck bool) ([]model.InboxEntry, error) {
+func (w *Writer) write(ctx context.Context, tx *sql.Tx, items []Item, mode writeMode) ([]model.InboxEntry, error) {
 	if len(items) == 0 {
 		return nil, nil
 	}
@@ -361,7 +378,7 @@ func (w *Writer) write(ctx context.Context, tx *sql.Tx, items []Item, precheck b
 	// rows stay locked; they are checked against the fence under the lock
 	// like any proposal (a stale one is refused and re-allocated there).
 	var proposed map[uint64]uint64
-	if !precheck {
+	if mode == writeFresh {
 		var err error
 		if proposed, err = w.propose(ctx, want); err != nil {
 			return nil, err
@@ -376,7 +393,7 @@ func (w *Writer) write(ctx context.Context, tx *sql.Tx, items []Item, precheck b
 	// fence itself may be raised in memory by raiseFromTable on the way
 	// (then it is a copy first).
 	locked, fenceCopied := fence, false
-	if precheck && !w.cfg.Defects.Has(defect.InboxRowTwice) { // the defect trusts a key the table lacks
+	if mode == writeLookup && !w.cfg.Defects.Has(defect.InboxRowTwice) { // the defect trusts a key the table lacks
 		if items, err = w.dedup.Fresh(ctx, tx, items); err != nil {
 			return nil, err
 		}
