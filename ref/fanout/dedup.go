@@ -44,7 +44,7 @@ type Strategy interface {
 	Skipped() int64
 	// atInsert tells that the strategy's whole check is offline_msg's
 	// uk_uid_msg: the inbox sink then leaves the lookup to the INSERT,
-	// which checks that key anyway (inbox.Writer.WriteFreshTx: a 1062 on
+	// which checks that key anyway (inbox.Writer.WriteKeyCheckedTx: a 1062 on
 	// uk_uid_msg looks the rows up then, drops them and writes the rest),
 	// and counts the items the write dropped (skip).
 	atInsert() bool

@@ -400,9 +400,8 @@ func (s *InboxSink) tx(ctx context.Context, items []inbox.Item, bodies []model.M
 	var entries []model.InboxEntry
 	if s.strategy.atInsert() {
 		// uk_uid_msg is the whole check: the INSERT makes it (see
-		// ukStrategy), and the seq proposals are taken before the fence
-		// rows are locked.
-		entries, err = s.w.WriteFreshTx(ctx, tx, items)
+		// ukStrategy).
+		entries, err = s.w.WriteKeyCheckedTx(ctx, tx, items)
 	} else {
 		entries, err = s.w.WriteTx(ctx, tx, items)
 	}
