@@ -260,3 +260,32 @@ func TestQueuedModeIsValid(t *testing.T) {
 		t.Fatalf("queue_wait counted %d sends, want %d", q.Count, want)
 	}
 }
+
+// TestQueuedSendsPastTheTimeoutAreNotSent: behind a server that answers
+// each send after 150 ms, one sender cannot make 1000 sends/s; a send that
+// waited in the queue longer than the 300 ms send timeout is recorded as
+// failed and never transmitted (the fake sees only the others), so the load
+// phase ends within a bound instead of after the queue's worth of answers,
+// and the verdict is still valid.
+func TestQueuedSendsPastTheTimeoutAreNotSent(t *testing.T) {
+	began := time.Now()
+	sum, v, c, _, _ := runFake(t, faketarget.Faults{SlowFirstTryEvery: 1, SlowFor: 150 * time.Millisecond}, 1000, time.Second, func(c *Config) {
+		c.Pacer.Senders, c.Pacer.MaxQueued, c.Timeout = 1, 10_000, 300*time.Millisecond
+	})
+	want := schedule.Count(schedule.Constant{PerSec: 1000}, time.Second)
+	if !v.Valid {
+		t.Fatalf("verdict invalid: %+v", v.Findings)
+	}
+	if sum.NotSent == 0 || sum.NotSent > sum.Fail || sum.OK+sum.Fail+sum.Unknown != want {
+		t.Fatalf("ok %d fail %d unknown %d not sent %d, want %d outcomes with most not sent", sum.OK, sum.Fail, sum.Unknown, sum.NotSent, want)
+	}
+	if uint64(c.Sends) > want-sum.NotSent {
+		t.Fatalf("the fake accepted %d sends; %d of %d were not to be sent", c.Sends, sum.NotSent, want)
+	}
+	if sum.OK > 50 {
+		t.Fatalf("%d sends ACKed by a 150 ms server through one sender in about 1.3 s", sum.OK)
+	}
+	if el := time.Since(began); el > 30*time.Second {
+		t.Fatalf("the run took %s: the queue was not cut at the send timeout", el)
+	}
+}

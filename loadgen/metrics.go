@@ -46,6 +46,7 @@ type metrics struct {
 	fail    atomic.Uint64
 	unknown atomic.Uint64
 	retries atomic.Uint64
+	notSent atomic.Uint64
 	deliv   atomic.Uint64
 	total   [nHist]*hdr.Histogram // owned by the reporter
 }

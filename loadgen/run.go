@@ -80,20 +80,26 @@ type Summary struct {
 	// Split: the segment of the run this process drove (1/1: the whole run).
 	Split SegmentSummary `json:"split"`
 	// QueueLag: the target's queue lag once the run ended (nil: not read).
-	QueueLag       *QueueLagEnd         `json:"queue_lag_at_end,omitempty"`
-	Target         string               `json:"target"`
-	Shape          string               `json:"shape"`
-	SendVia        string               `json:"send_via"`
-	Duration       string               `json:"duration"`
-	StartedAt      time.Time            `json:"started_at"`
-	Population     PopulationSummary    `json:"population"`
-	Ceiling        *Ceiling             `json:"generator_ceiling,omitempty"`
-	Generator      GeneratorSummary     `json:"generator"`
-	Pacer          schedule.Stats       `json:"pacer"`
-	OK             uint64               `json:"ok"`
-	Fail           uint64               `json:"fail"`
-	Unknown        uint64               `json:"unknown"`
-	Retries        uint64               `json:"retries"`
+	QueueLag   *QueueLagEnd      `json:"queue_lag_at_end,omitempty"`
+	Target     string            `json:"target"`
+	Shape      string            `json:"shape"`
+	SendVia    string            `json:"send_via"`
+	Duration   string            `json:"duration"`
+	StartedAt  time.Time         `json:"started_at"`
+	Population PopulationSummary `json:"population"`
+	Ceiling    *Ceiling          `json:"generator_ceiling,omitempty"`
+	Generator  GeneratorSummary  `json:"generator"`
+	Pacer      schedule.Stats    `json:"pacer"`
+	OK         uint64            `json:"ok"`
+	Fail       uint64            `json:"fail"`
+	Unknown    uint64            `json:"unknown"`
+	Retries    uint64            `json:"retries"`
+	// NotSent: sends (counted in Fail) that waited in the generator's
+	// queue longer than one send timeout and were never transmitted: a
+	// client gives up on a message it could not hand to the server in
+	// time, so a server too slow for the offered rate ends the load phase
+	// within a bound instead of stretching it by its backlog.
+	NotSent        uint64               `json:"not_sent,omitempty"`
 	Deliveries     uint64               `json:"deliveries"`
 	AchievedPerSec float64              `json:"achieved_per_sec"`
 	StartedPerSec  float64              `json:"started_per_sec"`
@@ -330,7 +336,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	<-repDone
 
 	sum.OK, sum.Fail, sum.Unknown = r.m.ok.Load(), r.m.fail.Load(), r.m.unknown.Load()
-	sum.Retries, sum.Deliveries = r.m.retries.Load(), r.m.deliv.Load()
+	sum.Retries, sum.Deliveries, sum.NotSent = r.m.retries.Load(), r.m.deliv.Load(), r.m.notSent.Load()
 	if loadEnd > 0 {
 		sum.LoadSeconds = loadEnd.Seconds()
 		sum.StartedPerSec = float64(st.Started) / sum.LoadSeconds
@@ -589,8 +595,16 @@ func (r *runner) send(worker int, t schedule.Tick, started time.Duration) {
 	// started in, not the one its answer comes in (seconds later on a slow
 	// server, which left a burst's own seconds without a start delay).
 	l.record(hDelay, started-t.Intended)
-	l.record(hQueue, time.Since(r.start)-started)
-	for {
+	waited := time.Since(r.start) - started
+	l.record(hQueue, waited)
+	// Queued past one send timeout (the queued mode behind a slow server):
+	// never transmitted, so definitely not stored.
+	notSent := waited > r.cfg.Timeout
+	if notSent {
+		a.Outcome = ledger.Fail
+		r.m.notSent.Add(1)
+	}
+	for !notSent {
 		a.Tries++
 		ack, err := r.sendOnce(sender, t.Idx, &req)
 		if err == nil {

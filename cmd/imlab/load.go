@@ -161,6 +161,9 @@ func printSummary(w interface{ Write([]byte) (int, error) }, s *loadgen.Summary)
 		g.GOMAXPROCS, g.CPUs, g.GOGC, g.Conns, g.Pipeline, g.PipelineConns, g.Workers, g.MaxWorkers)
 	fmt.Fprintf(w, "sends: scheduled %d, started %d (%.0f/s), late %d, missed %d; ok %d, fail %d, unknown %d, retries %d\n",
 		s.Pacer.Scheduled, s.Pacer.Started, s.StartedPerSec, s.Pacer.Late, s.Pacer.Missed, s.OK, s.Fail, s.Unknown, s.Retries)
+	if s.NotSent > 0 {
+		fmt.Fprintf(w, "not sent: %d of the failed sends waited in the generator's queue past the send timeout and were never transmitted: the server answered too slowly for the offered rate\n", s.NotSent)
+	}
 	fmt.Fprintf(w, "load: %s\n", s.Outcome)
 	fmt.Fprintf(w, "%-11s %8s %9s %9s %9s %9s %9s\n", "latency", "count", "p50", "p90", "p99", "p999", "max")
 	for _, n := range []string{"response", "service", "send_delay", "end_to_end"} {
