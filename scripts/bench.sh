@@ -20,7 +20,7 @@ declare -A groups=(
 	[hot]="./ref/send/|BenchmarkSendStrictHot||-benchtime=20000x -count=3"
 	[ack]="./ref/reconcile/|BenchmarkSendAck|BenchmarkRawContentInsert|-benchtime=100000x -count=3"
 	[e2e]="./ref/server/|BenchmarkE2ESend1to1||-benchtime=20000x -count=3"
-	[fanout]="./ref/fanout/|BenchmarkFanout||-benchtime=20000x -count=2"
+	[fanout]="./ref/fanout/|BenchmarkFanout||-benchtime=200000x -count=3"
 	[pull]="./ref/pull/|BenchmarkPull||-benchtime=2s -count=2"
 	[history]="./ref/history/|BenchmarkHistory||-benchtime=2s -count=1"
 	[loadgen]="./loadgen/|BenchmarkVsVegeta||-benchtime=1x -count=1"
