@@ -84,7 +84,21 @@ func (r *StoreReader) Message(ctx context.Context, uid, msgID uint64) (model.Sto
 	qctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	m := model.StoredMessage{MsgID: msgID, UID: uid, Outbox: model.OutboxNone}
-	err := r.db.QueryRowContext(qctx, `SELECT conv_id, conv_seq FROM msg_content WHERE msg_id = ?`, msgID).Scan(&m.ConvID, &m.ConvSeq)
+	// The reads are separate statements, each seeing the latest commit, so
+	// their order is what makes the answer one the store really held: the
+	// outbox row first (the inbox tier confirms it in the transaction that
+	// writes the inbox rows, so a confirmed or vanished row means the inbox
+	// rows read next are visible), then the content (committed with or
+	// before the outbox row), then the inbox row. Read the other way round,
+	// a consumer committing between the inbox read and the outbox read made
+	// a message look held by neither.
+	var err error
+	if r.outbox != nil {
+		if m.Outbox, err = r.outbox(qctx, msgID); err != nil {
+			return m, fmt.Errorf("pull: store outbox row: %w", err)
+		}
+	}
+	err = r.db.QueryRowContext(qctx, `SELECT conv_id, conv_seq FROM msg_content WHERE msg_id = ?`, msgID).Scan(&m.ConvID, &m.ConvSeq)
 	switch {
 	case err == nil:
 		m.Content = true
@@ -97,11 +111,6 @@ func (r *StoreReader) Message(ctx context.Context, uid, msgID uint64) (model.Sto
 		m.InInbox = true
 	case !errors.Is(err, sql.ErrNoRows):
 		return m, dbErr("store inbox row", err)
-	}
-	if r.outbox != nil {
-		if m.Outbox, err = r.outbox(qctx, msgID); err != nil {
-			return m, fmt.Errorf("pull: store outbox row: %w", err)
-		}
 	}
 	return m, nil
 }
