@@ -87,8 +87,18 @@ type ConsumerConfig struct {
 	// a dead letter would leave a hole until replayed. Permanent errors are
 	// still dead-lettered at once.
 	RetryTransient bool
-	BackoffBase    time.Duration
-	BackoffMax     time.Duration
+	// TransientWindow: without RetryTransient, a delivery failing with a
+	// non-permanent error is retried (backoff up to BackoffMax) until
+	// MaxAttempts are used *and* this long has passed since its batch
+	// first failed, then dead-lettered. MaxAttempts alone spends well
+	// under a second of backoff, so a one-second store outage (a reset
+	// connection) dead-lettered deliveries: a hole in their inboxes until
+	// the outbox republished them (ConfirmTimeout later) or reconciliation
+	// repaired them, and their conversation's order broken. 0: MaxAttempts
+	// only. Bounded by MaxTransientWindow.
+	TransientWindow time.Duration
+	BackoffBase     time.Duration
+	BackoffMax      time.Duration
 	// CommitInterval is how often marked (processed) offsets are committed.
 	CommitInterval   time.Duration
 	SessionTimeout   time.Duration
@@ -111,7 +121,9 @@ const (
 // 0.30–0.32 with 256, same runs, RESULTS.md; 2048 halves the round trips
 // per row again but was not measurably faster, and holds each
 // recipient's fence row twice as long), a 3 s per-message timeout, at
-// most 5 attempts (4 retries) with backoff from 50 ms to 1 s.
+// most 5 attempts (4 retries) with backoff from 50 ms to 1 s, and a
+// delivery failing with a transient error retried for 10 s before it is
+// dead-lettered (a short store outage waits instead of leaving holes).
 func DefaultConsumerConfig() ConsumerConfig {
 	return ConsumerConfig{
 		Group:            "imlab-inbox",
@@ -125,6 +137,7 @@ func DefaultConsumerConfig() ConsumerConfig {
 		BatchTimeout:     30 * time.Second,
 		BatchAttempts:    2,
 		MaxAttempts:      5,
+		TransientWindow:  10 * time.Second,
 		BackoffBase:      50 * time.Millisecond,
 		BackoffMax:       time.Second,
 		CommitInterval:   100 * time.Millisecond,
@@ -154,6 +167,8 @@ func (c ConsumerConfig) Validate() error {
 		return fmt.Errorf("%w: consumer max attempts out of 1..6 (at most 5 retries)", model.ErrInvalid)
 	case c.BatchAttempts < 1 || c.BatchAttempts > c.MaxAttempts:
 		return fmt.Errorf("%w: consumer batch attempts out of 1..max attempts", model.ErrInvalid)
+	case c.TransientWindow < 0 || c.TransientWindow > MaxTransientWindow:
+		return fmt.Errorf("%w: consumer transient window out of 0..%s", model.ErrInvalid, MaxTransientWindow)
 	case c.BackoffBase < 0 || c.BackoffMax < c.BackoffBase:
 		return fmt.Errorf("%w: consumer backoff", model.ErrInvalid)
 	case c.CommitInterval < 10*time.Millisecond:
@@ -474,8 +489,9 @@ func (c *Consumer) processBatch(w *worker, recs []*kgo.Record) bool {
 					return false
 				}
 			} else {
+				failedAt := time.Now()
 				for i := range ds {
-					if !c.one(w, ds[i], idx[i], attempts) {
+					if !c.one(w, ds[i], idx[i], attempts, failedAt) {
 						return false
 					}
 				}
@@ -488,11 +504,14 @@ func (c *Consumer) processBatch(w *worker, recs []*kgo.Record) bool {
 	return true
 }
 
+// MaxTransientWindow bounds ConsumerConfig.TransientWindow.
+const MaxTransientWindow = 10 * time.Minute
+
 // one retries a single delivery after its batch failed, then dead-letters it.
-func (c *Consumer) one(w *worker, d Delivery, r *kgo.Record, used int) bool {
+func (c *Consumer) one(w *worker, d Delivery, r *kgo.Record, used int, failedAt time.Time) bool {
 	var err error
 	attempts := used
-	for attempts < c.cfg.MaxAttempts || c.cfg.RetryTransient {
+	for attempts < c.cfg.MaxAttempts || c.cfg.RetryTransient || time.Since(failedAt) < c.cfg.TransientWindow {
 		if !c.sleep(w, c.cfg.backoff(attempts)) {
 			return false
 		}

@@ -46,6 +46,7 @@ func testConsumerConfig(brokers []string, tp Topics) ConsumerConfig {
 	cfg.BackoffBase = 5 * time.Millisecond
 	cfg.BackoffMax = 20 * time.Millisecond
 	cfg.SessionTimeout = 6 * time.Second
+	cfg.TransientWindow = 0 // the tests of MaxAttempts; TestConsumerTransientWindow sets it
 	return cfg
 }
 
@@ -279,5 +280,74 @@ func TestConsumerRetryTransient(t *testing.T) {
 	dl := readAll(t, ctx, brokers, tp.DLQ, 1)
 	if ev, err := UnmarshalEvent(dl[0].Value); err != nil || ev.MsgID != 110 || len(dl) != 1 {
 		t.Fatalf("dead letters: %d, first %+v %v; want only msg 110", len(dl), ev, err)
+	}
+}
+
+// TestConsumerTransientWindow: without RetryTransient, a delivery failing
+// with a transient error for longer than MaxAttempts' backoff (a short store
+// outage) is retried through the TransientWindow and handled in order,
+// never dead-lettered; one that keeps failing is dead-lettered once the
+// window has passed, so the partition is not held for ever.
+func TestConsumerTransientWindow(t *testing.T) {
+	brokers, tp, p := newKafka(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	conv := uint64(43)
+	var recs []*kgo.Record
+	for i := uint64(1); i <= 20; i++ {
+		recs = append(recs, eventRecord(t, tp.Fanout, Event{MsgID: 200 + i, ConvID: conv, ConvSeq: i, SenderUID: 1, SentAt: time.Now()}))
+	}
+	if err := p.PublishSync(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConsumerConfig(brokers, tp)
+	cfg.TransientWindow = time.Second
+	cfg.BackoffMax = 5 * time.Millisecond // MaxAttempts alone: done in ~25 ms
+	const outage = 300 * time.Millisecond // msg 205's store is away this long
+	s := &seen{convSeq: map[uint64][]uint64{}, calls: map[uint64]int{}}
+	var first205, first210 time.Time
+	var dead210 time.Duration
+	stop := runConsumer(t, cfg, s.handler(func(e Event) error {
+		switch e.MsgID {
+		case 205:
+			if first205.IsZero() {
+				first205 = time.Now()
+			}
+			if time.Since(first205) < outage {
+				return fmt.Errorf("%w: store away", model.ErrUnavailable)
+			}
+		case 210:
+			if first210.IsZero() {
+				first210 = time.Now()
+			}
+			dead210 = time.Since(first210)
+			return fmt.Errorf("%w: store away for good", model.ErrUnavailable)
+		}
+		return nil
+	}), p)
+	defer stop()
+	dl := readAll(t, ctx, brokers, tp.DLQ, 1)
+	waitFor(t, 30*time.Second, "every other delivery handled", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.convSeq[conv]) == 19
+	})
+	s.mu.Lock()
+	got := append([]uint64(nil), s.convSeq[conv]...)
+	n205, n210, tried210 := s.calls[205], s.calls[210], dead210
+	s.mu.Unlock()
+	for i := 1; i < len(got); i++ {
+		if got[i] <= got[i-1] {
+			t.Fatalf("handled out of order: %v", got)
+		}
+	}
+	if ev, err := UnmarshalEvent(dl[0].Value); err != nil || ev.MsgID != 210 || len(dl) != 1 {
+		t.Fatalf("dead letters: %d, first %+v %v; want only msg 210", len(dl), ev, err)
+	}
+	if n205 <= cfg.MaxAttempts {
+		t.Fatalf("msg 205 tried %d times: a 300 ms outage outlasts MaxAttempts=%d with 5 ms backoff, so it should have been retried through the window", n205, cfg.MaxAttempts)
+	}
+	if n210 <= cfg.MaxAttempts || tried210 < cfg.TransientWindow/2 {
+		t.Fatalf("msg 210 dead-lettered after %d tries over %s; want more than MaxAttempts, over about the %s window", n210, tried210, cfg.TransientWindow)
 	}
 }
