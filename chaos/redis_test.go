@@ -219,7 +219,9 @@ func TestAllocatorRollback(t *testing.T) {
 }
 
 // TestDirectFaultsInSchedule runs the Redis faults from a schedule: the
-// inject events carry how much they changed.
+// inject events carry how much they changed. The wipe comes a second after
+// the rollback (100 ms was once not enough on a loaded machine: the wipe
+// ran first and the rollback found nothing).
 func TestDirectFaultsInSchedule(t *testing.T) {
 	t.Parallel()
 	r := testenv.NewRedis(t)
@@ -233,7 +235,7 @@ func TestDirectFaultsInSchedule(t *testing.T) {
 	}
 	evs, err := RunSchedule(ctx, time.Now(), []Step{
 		{At: 0, Fault: AllocatorRollback(r.Client, RollbackConfig{Prefix: lab.Prefix, By: 1})},
-		{At: 100 * time.Millisecond, Fault: RedisWipe(r.Client, RedisWipeConfig{Prefix: lab.Prefix})},
+		{At: time.Second, Fault: RedisWipe(r.Client, RedisWipeConfig{Prefix: lab.Prefix})},
 	})
 	if err != nil {
 		t.Fatal(err)

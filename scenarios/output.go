@@ -167,7 +167,7 @@ func HTMLReport(res *Result) *report.Report {
 	}
 	if b := res.Burst; b != nil {
 		rep.Tables = append(rep.Tables, report.Table{Title: fmt.Sprintf("Generator during the burst (t=%.1fs..%.1fs)", b.From, b.To),
-			Header: []string{"peak rate", "intended/s", "started/s", "started of intended (±1 s)", "late starts", "start delay p99", "ok · fail · unknown", "ACK p99 from intended"},
+			Header: []string{"peak rate", "intended/s", "started/s", "started of intended (±1 s)", "late starts", "start delay p99", "answered in these seconds: ok · fail · unknown", "ACK p99 of those answers (from intended; the ACK latency chart shows the whole run)"},
 			Rows: [][]string{{fmt.Sprintf("%.0f/s", b.PeakPerSec), fmt.Sprintf("%.0f", b.IntendedPerSec), fmt.Sprintf("%.0f", b.StartedPerSec),
 				fmt.Sprintf("%d of %.0f (%.3f)", b.Started, b.Intended, b.Ratio), fmt.Sprint(b.Late), b.startDelay(),
 				fmt.Sprintf("%d · %d · %d", b.OK, b.Fail, b.Unknown), fmt.Sprintf("%.0f ms", b.AckP99ms)}}})

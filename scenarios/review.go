@@ -301,7 +301,7 @@ func reviewRecovery(runs []*Result, labels []string) report.Table {
 
 func reviewBurst(runs []*Result, labels []string) report.Table {
 	t := report.Table{Title: "Generator during the burst (intended vs started; ACK latency from the intended time)",
-		Header: []string{"run", "peak rate", "intended/s", "started/s", "started of intended (±1 s)", "start delay p99", "ok · fail · unknown", "ACK p99"}}
+		Header: []string{"run", "peak rate", "intended/s", "started/s", "started of intended (±1 s)", "start delay p99", "answered in the burst's seconds: ok · fail · unknown", "ACK p99 of those answers"}}
 	for i, r := range runs {
 		b := r.Burst
 		if b == nil {
