@@ -289,3 +289,24 @@ func TestQueuedSendsPastTheTimeoutAreNotSent(t *testing.T) {
 		t.Fatalf("the run took %s: the queue was not cut at the send timeout", el)
 	}
 }
+
+// TestRatesOverTheSendWindow: the started and achieved rates are over the
+// send window, not over the wait for the last answers: 1000 sends/s for
+// 1 s against a fake that answers at once except every 100th send, which
+// times out after 1 s (unknown, no retry), report about 1000 started and
+// 990 ACKed per second, not half that over the 2 s the last timeouts took.
+func TestRatesOverTheSendWindow(t *testing.T) {
+	sum, _, _, _, _ := runFake(t, faketarget.Faults{SlowFirstTryEvery: 100, SlowFor: 3 * time.Second}, 1000, time.Second, func(c *Config) {
+		c.Timeout, c.Retries = time.Second, 0
+	})
+	if sum.Unknown == 0 || sum.LoadSeconds < 1.5 {
+		t.Fatalf("unknown %d, load %.2fs: want the slow sends to time out after the window", sum.Unknown, sum.LoadSeconds)
+	}
+	// Loose bounds (a loaded machine starts some sends late), but well
+	// above the rate over the whole load (OK / LoadSeconds, about 500/s).
+	old := float64(sum.OK) / sum.LoadSeconds
+	if sum.StartedPerSec < 750 || sum.AchievedPerSec < 700 || sum.AchievedPerSec < 1.3*old || sum.Outcome.AckedPerSec != sum.AchievedPerSec {
+		t.Fatalf("started %.0f/s, achieved %.0f/s (outcome %.0f/s) over windows %.2fs/%.2fs, %.0f/s over the whole load; want about 1000 and 990",
+			sum.StartedPerSec, sum.AchievedPerSec, sum.Outcome.AckedPerSec, sum.StartSeconds, sum.AckSeconds, old)
+	}
+}

@@ -47,8 +47,12 @@ type metrics struct {
 	unknown atomic.Uint64
 	retries atomic.Uint64
 	notSent atomic.Uint64
-	deliv   atomic.Uint64
-	total   [nHist]*hdr.Histogram // owned by the reporter
+	// lastStart, lastAck: the latest send start and ACK, as offsets from
+	// the run's start (nanoseconds), for the rates' windows.
+	lastStart atomic.Int64
+	lastAck   atomic.Int64
+	deliv     atomic.Uint64
+	total     [nHist]*hdr.Histogram // owned by the reporter
 }
 
 func newMetrics(n int) *metrics {
@@ -129,4 +133,14 @@ type Second struct {
 	Response  Quantiles `json:"response"`
 	SendDelay Quantiles `json:"send_delay"`
 	E2E       Quantiles `json:"end_to_end"`
+}
+
+// storeMax raises v to x if x is larger.
+func storeMax(v *atomic.Int64, x int64) {
+	for {
+		cur := v.Load()
+		if x <= cur || v.CompareAndSwap(cur, x) {
+			return
+		}
+	}
 }

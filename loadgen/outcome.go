@@ -36,9 +36,12 @@ func (s *Summary) Outcomes(limit float64) Outcome {
 		n := float64(o.Sends)
 		o.OKFrac, o.FailFrac, o.UnknownFrac = float64(s.OK)/n, float64(s.Fail)/n, float64(s.Unknown)/n
 	}
-	if s.LoadSeconds > 0 {
+	switch {
+	case s.AckSeconds > 0:
+		o.AckedPerSec = float64(s.OK) / s.AckSeconds
+	case s.LoadSeconds > 0: // a summary written before AckSeconds
 		o.AckedPerSec = float64(s.OK) / s.LoadSeconds
-	} else {
+	default:
 		o.AckedPerSec = s.AchievedPerSec // an older summary: its own figure
 	}
 	o.Overloaded = o.FailFrac+o.UnknownFrac > limit

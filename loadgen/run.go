@@ -70,7 +70,7 @@ type CeilingConfig struct {
 }
 
 // Summary is written to RUN_DIR/summary.json. AchievedPerSec is ACKed
-// sends per second of the sending phase (LoadSeconds); StartedPerSec counts
+// sends per second of the send window (AckSeconds); StartedPerSec counts
 // every send started, whatever became of it (achieved_per_sec held that
 // figure before). Outcome holds the fractions of ok, failed and unknown
 // sends and whether they make the run OVERLOADED (Outcomes with
@@ -99,18 +99,24 @@ type Summary struct {
 	// client gives up on a message it could not hand to the server in
 	// time, so a server too slow for the offered rate ends the load phase
 	// within a bound instead of stretching it by its backlog.
-	NotSent        uint64               `json:"not_sent,omitempty"`
-	Deliveries     uint64               `json:"deliveries"`
-	AchievedPerSec float64              `json:"achieved_per_sec"`
-	StartedPerSec  float64              `json:"started_per_sec"`
-	LoadSeconds    float64              `json:"load_seconds"`
-	Outcome        Outcome              `json:"outcome"`
-	Latency        map[string]Quantiles `json:"latency"`
-	Timeline       []Second             `json:"timeline"`
-	Drain          DrainSummary         `json:"drain"`
-	Evidence       EvidenceSummary      `json:"evidence"`
-	LedgerBytes    int64                `json:"ledger_bytes"`
-	Errors         []string             `json:"errors,omitempty"`
+	NotSent        uint64  `json:"not_sent,omitempty"`
+	Deliveries     uint64  `json:"deliveries"`
+	AchievedPerSec float64 `json:"achieved_per_sec"`
+	StartedPerSec  float64 `json:"started_per_sec"`
+	LoadSeconds    float64 `json:"load_seconds"`
+	// StartSeconds and AckSeconds are the windows StartedPerSec and
+	// AchievedPerSec are over: the shape's duration, or until the last
+	// start / the last ACK when that came later (LoadSeconds runs to the
+	// last answer of any outcome, timeouts included).
+	StartSeconds float64              `json:"start_seconds,omitempty"`
+	AckSeconds   float64              `json:"ack_seconds,omitempty"`
+	Outcome      Outcome              `json:"outcome"`
+	Latency      map[string]Quantiles `json:"latency"`
+	Timeline     []Second             `json:"timeline"`
+	Drain        DrainSummary         `json:"drain"`
+	Evidence     EvidenceSummary      `json:"evidence"`
+	LedgerBytes  int64                `json:"ledger_bytes"`
+	Errors       []string             `json:"errors,omitempty"`
 }
 
 // PopulationSummary counts the population.
@@ -339,8 +345,13 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	sum.Retries, sum.Deliveries, sum.NotSent = r.m.retries.Load(), r.m.deliv.Load(), r.m.notSent.Load()
 	if loadEnd > 0 {
 		sum.LoadSeconds = loadEnd.Seconds()
-		sum.StartedPerSec = float64(st.Started) / sum.LoadSeconds
-		sum.AchievedPerSec = float64(sum.OK) / sum.LoadSeconds
+		// Rates over the send window (the shape's duration, or longer when
+		// starts or ACKs came later), not over the wait for the last
+		// answers: a server that keeps up then shows the offered rate.
+		sum.StartSeconds = max(cfg.Duration, time.Duration(r.m.lastStart.Load())).Seconds()
+		sum.AckSeconds = max(cfg.Duration, time.Duration(r.m.lastAck.Load())).Seconds()
+		sum.StartedPerSec = float64(st.Started) / sum.StartSeconds
+		sum.AchievedPerSec = float64(sum.OK) / sum.AckSeconds
 	}
 	sum.Outcome = sum.Outcomes(OverloadFraction)
 	for h := range nHist {
@@ -595,6 +606,7 @@ func (r *runner) send(worker int, t schedule.Tick, started time.Duration) {
 	// started in, not the one its answer comes in (seconds later on a slow
 	// server, which left a burst's own seconds without a start delay).
 	l.record(hDelay, started-t.Intended)
+	storeMax(&r.m.lastStart, int64(started))
 	waited := time.Since(r.start) - started
 	l.record(hQueue, waited)
 	// Queued past one send timeout (the queued mode behind a slow server):
@@ -639,6 +651,7 @@ func (r *runner) send(worker int, t schedule.Tick, started time.Duration) {
 	switch a.Outcome {
 	case ledger.OK:
 		r.m.ok.Add(1)
+		storeMax(&r.m.lastAck, int64(a.Ended))
 		l.record(hResponse, a.Ended-a.Intended)
 		l.record(hService, a.Ended-a.Started)
 	case ledger.Fail:
@@ -699,11 +712,24 @@ func (r *runner) report(live *schedule.Live, sum *Summary, stop <-chan struct{},
 			fmt.Fprintf(r.cfg.Progress, "t=%3ds %s; ok=%d errors=%d (fail %d, unknown %d) deliveries=%d/s\n",
 				sec, ph, cur.OK, cur.Fail+cur.Unknown, cur.Fail, cur.Unknown, row.Deliveries)
 		} else {
-			fmt.Fprintf(r.cfg.Progress, "t=%3ds sending %s/%s rate=%6d/s ok=%d ack_p99=%s e2e_p99=%s delay_p99=%s errors=%d (fail %d, unknown %d) late=%d missed=%d workers=%d%s deliveries=%d/s\n",
-				sec, min(time.Duration(sec)*time.Second, r.cfg.Duration), r.cfg.Duration, row.Started, cur.OK, fmtUS(row.Response.P99), fmtUS(row.E2E.P99), fmtUS(row.SendDelay.P99),
+			phase := fmt.Sprintf("sending %s/%s", min(time.Duration(sec)*time.Second, r.cfg.Duration), r.cfg.Duration)
+			if time.Duration(sec)*time.Second > r.cfg.Duration {
+				phase += ", waiting for the answers in flight"
+			}
+			// A second with nothing measured prints "-", never 0s.
+			fmt.Fprintf(r.cfg.Progress, "t=%3ds %s rate=%6d/s ok=%d ack_p99=%s e2e_p99=%s delay_p99=%s errors=%d (fail %d, unknown %d) late=%d missed=%d workers=%d%s deliveries=%d/s\n",
+				sec, phase, row.Started, cur.OK, p99Of(row.Response), p99Of(row.E2E), p99Of(row.SendDelay),
 				cur.Fail+cur.Unknown, cur.Fail, cur.Unknown, cur.Late, cur.Missed, cur.Workers, queuedNote(r.cfg.Pacer, cur.Queued), row.Deliveries)
 		}
 	}
+}
+
+// p99Of is a progress figure: the p99, or "-" when nothing was measured.
+func p99Of(q Quantiles) string {
+	if q.Count == 0 {
+		return "-"
+	}
+	return fmtUS(q.P99)
 }
 
 // queuedNote is the progress line's queue length in the queued mode.

@@ -64,8 +64,12 @@ func HTMLReport(res *Result) *report.Report {
 			load.OK, load.Fail, load.Unknown = load.OK+s.OK, load.Fail+s.Fail, load.Unknown+s.Unknown
 		}
 		load.LoadSeconds = sendingSeconds(res)
-		rep.Settings = append([][2]string{{"load", load.Outcomes(loadgen.OverloadFraction).String() +
-			fmt.Sprintf(" (over %.0f s, from the first send to the last send's end)", load.LoadSeconds)}}, rep.Settings...)
+		over := fmt.Sprintf(" (over %.0f s, from the first send to the last send's end)", load.LoadSeconds)
+		if res.AckSeconds > 0 {
+			load.AckSeconds = res.AckSeconds
+			over = fmt.Sprintf(" (over %.1f s: the send window, or to the last ACK when that came later)", res.AckSeconds)
+		}
+		rep.Settings = append([][2]string{{"load", load.Outcomes(loadgen.OverloadFraction).String() + over}}, rep.Settings...)
 	}
 	switch {
 	case res.Incomplete:

@@ -190,8 +190,12 @@ type Result struct {
 	// and non-fatal problems seen on the way.
 	Errors []string `json:"errors,omitempty"`
 	// Incomplete: the run could not be carried out.
-	Incomplete bool `json:"incomplete"`
-	Passed     bool `json:"passed"`
+	// AckSeconds is the window of the load's achieved (ACKed) rate: the
+	// shape's duration, or to the last ACK when that came later (0 in
+	// results written before it: the report then counts whole seconds).
+	AckSeconds float64 `json:"ack_seconds,omitempty"`
+	Incomplete bool    `json:"incomplete"`
+	Passed     bool    `json:"passed"`
 }
 
 // WriteJSON writes r as indented JSON.

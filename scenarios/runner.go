@@ -419,6 +419,7 @@ func (r *run) execute(ctx context.Context) error {
 	r.res.Burst = burstFigures(lc.Shape, lc.Duration, sum, r.res.LoadOffset)
 	if sum != nil {
 		r.res.RunDir = lc.RunDir
+		r.res.AckSeconds = sum.AckSeconds
 		for _, s := range sum.Timeline {
 			r.res.Sends = append(r.res.Sends, SendSecond{T: float64(s.T) + r.res.LoadOffset, Started: s.Started, OK: s.OK, Fail: s.Fail,
 				Unknown: s.Unknown, AckP50: float64(s.Response.P50) / 1000, AckP99: float64(s.Response.P99) / 1000})
