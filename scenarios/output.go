@@ -223,10 +223,11 @@ func (r *Result) spec() *File {
 }
 
 // repairsTable is the pipeline's repairs beside the verdict: how many
-// inbox rows forward reconciliation wrote (rows the pipeline had lost) and
-// which messages.
+// inbox rows forward reconciliation wrote (rows missing when it looked:
+// lost by the pipeline, or not yet written when the grace was shorter than
+// the consumers' lag) and which messages.
 func repairsTable(res *Result) report.Table {
-	t := report.Table{Title: "Repairs by forward reconciliation (rows the pipeline lost)", Header: []string{"rows repaired", "messages", "msg_ids (first 20)", "note"}}
+	t := report.Table{Title: "Repairs by forward reconciliation (inbox rows missing when the reconciler looked: lost by the pipeline, or not yet written when reconcile_grace was shorter than the consumers' lag)", Header: []string{"rows repaired", "messages", "msg_ids (first 20)", "note"}}
 	r := res.Repairs
 	note := "read from every reconciler process"
 	if !r.Known {
