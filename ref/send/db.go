@@ -184,16 +184,7 @@ func advanceConvSeqsKnown(ctx context.Context, tx *sql.Tx, batch []*Pending, top
 	sb.WriteString(" WHERE conv_id IN (")
 	sqlin.Uints(&sb, known)
 	sb.WriteString(") AND (conv_id, max_seq) IN (")
-	for i, c := range known {
-		if i > 0 {
-			sb.WriteByte(',')
-		}
-		sb.WriteByte('(')
-		sqlin.Uint(&sb, c)
-		sb.WriteByte(',')
-		sqlin.Uint(&sb, base[c])
-		sb.WriteByte(')')
-	}
+	sqlin.UintTuples(&sb, len(known), func(i int) (uint64, uint64) { return known[i], base[known[i]] })
 	sb.WriteByte(')')
 	res, err := tx.ExecContext(ctx, sb.String())
 	if err != nil {
@@ -209,16 +200,7 @@ func advanceConvSeqsKnown(ctx context.Context, tx *sql.Tx, batch []*Pending, top
 	if len(fresh) > 0 {
 		sb.Reset()
 		sb.WriteString("INSERT INTO conv_counter (conv_id, max_seq) VALUES ")
-		for i, c := range fresh {
-			if i > 0 {
-				sb.WriteByte(',')
-			}
-			sb.WriteByte('(')
-			sqlin.Uint(&sb, c)
-			sb.WriteByte(',')
-			sqlin.Uint(&sb, counts[c])
-			sb.WriteByte(')')
-		}
+		sqlin.UintTuples(&sb, len(fresh), func(i int) (uint64, uint64) { return fresh[i], counts[fresh[i]] })
 		if _, err := tx.ExecContext(ctx, sb.String()); err != nil {
 			if _, dup := inbox.DupKey(err); dup {
 				return true, stale("a conversation not remembered has a counter")

@@ -41,6 +41,22 @@ func Pairs(sb *strings.Builder, colA, colB string, n int, args []any, at func(i 
 	return args
 }
 
+// UintTuples appends n tuples "(a,b)" of at(i), comma-separated: the
+// values of a multi-row VALUES list or of a row-constructor IN list.
+func UintTuples(sb *strings.Builder, n int, at func(i int) (a, b uint64)) {
+	for i := range n {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		a, b := at(i)
+		sb.WriteByte('(')
+		Uint(sb, a)
+		sb.WriteByte(',')
+		Uint(sb, b)
+		sb.WriteByte(')')
+	}
+}
+
 // Uints appends ids to sb, comma-separated.
 func Uints(sb *strings.Builder, ids []uint64) {
 	for i, id := range ids {

@@ -66,3 +66,17 @@ func TestUintAndLiteral(t *testing.T) {
 		}
 	}
 }
+
+func TestUintTuples(t *testing.T) {
+	var sb strings.Builder
+	a, b := []uint64{1, 20}, []uint64{300, 4}
+	UintTuples(&sb, 2, func(i int) (uint64, uint64) { return a[i], b[i] })
+	if got, want := sb.String(), "(1,300),(20,4)"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	sb.Reset()
+	UintTuples(&sb, 0, nil)
+	if sb.Len() != 0 {
+		t.Fatalf("no tuples wrote %q", sb.String())
+	}
+}
