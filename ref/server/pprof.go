@@ -10,16 +10,23 @@ import (
 	"time"
 )
 
-// startPprof serves net/http/pprof on cfg.PprofListen, a loopback address
-// of its own (never the API listener), until the process stops. Opt-in:
-// profiling is for the lab's operators, not for clients.
-func (p *Process) startPprof(ctx context.Context) error {
+// PprofMux routes net/http/pprof's handlers under /debug/pprof/, for a
+// listener of its own (the server's and the lab runner's).
+func PprofMux() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
+}
+
+// startPprof serves net/http/pprof on cfg.PprofListen, a loopback address
+// of its own (never the API listener), until the process stops. Opt-in:
+// profiling is for the lab's operators, not for clients.
+func (p *Process) startPprof(ctx context.Context) error {
+	mux := PprofMux()
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", p.Cfg.PprofListen)
 	if err != nil {
