@@ -40,6 +40,9 @@ const (
 	MaxContentSize    = 4096
 	MaxUID            = 1<<31 - 1
 	maxRetries        = 10
+	// DefaultProbeFraction is the share of ACKed sends a load run probes
+	// right after the ACK (Config.ProbeFraction).
+	DefaultProbeFraction = 0.02
 	// MaxWSSenders bounds the sending WebSockets of a run with --send-via
 	// ws (WSConnsPerUser per sending uid).
 	MaxWSSenders = 50_000
@@ -203,7 +206,7 @@ func DefaultConfig(target, secret, runDir string) Config {
 		PipelineConns:   2,
 		Timeout:         5 * time.Second,
 		Retries:         2,
-		ProbeFraction:   0.02,
+		ProbeFraction:   DefaultProbeFraction,
 		ProbeRecipients: 3,
 		SendVia:         ViaHTTP,
 		WSConnsPerUser:  4,

@@ -816,7 +816,7 @@ const MaxScenarioProbes = 2000
 func probeFraction(sends uint64) float64 {
 	f := ScenarioProbeFraction
 	if sends > 0 && float64(sends)*f > MaxScenarioProbes {
-		f = max(MaxScenarioProbes/float64(sends), loadgen.DefaultConfig("", "", "").ProbeFraction)
+		f = max(MaxScenarioProbes/float64(sends), loadgen.DefaultProbeFraction)
 	}
 	return f
 }
