@@ -133,6 +133,15 @@ func decodeStrict(body []byte, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return fmt.Errorf("%w: request body must be a JSON object", model.ErrInvalid)
 	}
+	if b, ok := v.(*sendBody); ok && b.decodeFast(body) {
+		return nil
+	}
+	return decodeJSON(body, v)
+}
+
+// decodeJSON is the strict decode by encoding/json: every form of body,
+// and the words of every error.
+func decodeJSON(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
