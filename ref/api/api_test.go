@@ -495,3 +495,35 @@ func TestHealthAndMetrics(t *testing.T) {
 		t.Fatalf("POST healthz: %d %v", a.status, a.header)
 	}
 }
+
+// TestRouteMetricsResolvedOnce: a route's series are kept after first use
+// and go on counting; a series appears only once a request used it; codes
+// and routes stay apart, and requests outside every route count as
+// "unknown".
+func TestRouteMetricsResolvedOnce(t *testing.T) {
+	h := newHarness(t, nil)
+	tok := h.token(1, "p")
+	for range 3 {
+		h.do("GET", "/v1/sync/pull", tok, nil)
+	}
+	h.do("GET", "/v1/sync/pull?bogus=1", tok, nil)
+	h.do("GET", "/v1/nowhere", tok, nil)
+	h.do("GET", "/v1/nowhere", tok, nil)
+	m := h.do("GET", "/metrics", "", nil)
+	for _, want := range []string{
+		`imlab_http_requests_total{code="200",route="pull"} 3`,
+		`imlab_http_requests_total{code="400",route="pull"} 1`,
+		`imlab_http_requests_total{code="404",route="unknown"} 2`,
+		`imlab_http_request_duration_seconds_count{route="pull"} 4`,
+		`imlab_http_request_duration_seconds_count{route="unknown"} 2`,
+	} {
+		if !bytes.Contains(m.body, []byte(want)) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	for _, unused := range []string{`route="send"`, `route="unparsed"`, `code="500"`} {
+		if bytes.Contains(m.body, []byte(unused)) {
+			t.Errorf("metrics show %s before any request used it", unused)
+		}
+	}
+}

@@ -33,6 +33,8 @@ type Server struct {
 	fs      *fasthttp.Server
 	routes  map[string]*route
 	metrics fasthttp.RequestHandler
+	// unknown and unparsed count requests outside every route.
+	unknown, unparsed *routeMetrics
 
 	upgrader websocket.FastHTTPUpgrader
 
@@ -53,6 +55,7 @@ type Server struct {
 type route struct {
 	name   string
 	method string
+	m      *routeMetrics
 	authed bool
 	serve  func(rc *fasthttp.RequestCtx, c Caller) // authed routes
 	plain  func(rc *fasthttp.RequestCtx)           // /metrics, /healthz
@@ -111,6 +114,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 			writeAPIError(rc, apiError{Status: status, Code: model.ErrInvalid.Error(), Message: reason.Error()})
 		},
 	}
+	s.unknown, s.unparsed = newRouteMetrics("unknown", &s.m), newRouteMetrics("unparsed", &s.m)
 	if err := s.buildRoutes(); err != nil {
 		return nil, err
 	}
@@ -136,6 +140,7 @@ func (s *Server) buildRoutes() error {
 		if _, dup := s.routes[path]; dup {
 			return fmt.Errorf("%w: api route %s mounted twice", model.ErrInvalid, path)
 		}
+		r.m = newRouteMetrics(r.name, &s.m)
 		s.routes[path] = r
 		return nil
 	}
@@ -260,9 +265,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func (s *Server) serve(rc *fasthttp.RequestCtx) {
 	start := time.Now()
 	r := s.routes[string(rc.Path())]
-	name := "unknown"
+	name, rm := "unknown", s.unknown
 	if r != nil {
-		name = r.name
+		name, rm = r.name, r.m
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -271,9 +276,8 @@ func (s *Server) serve(rc *fasthttp.RequestCtx) {
 			rc.Response.Reset()
 			writeAPIError(rc, apiError{Status: fasthttp.StatusInternalServerError, Code: codeInternal, Message: "internal error"})
 		}
-		status := rc.Response.StatusCode()
-		s.m.requests.WithLabelValues(name, strconv.Itoa(status)).Inc()
-		s.m.latency.WithLabelValues(name).Observe(time.Since(start).Seconds())
+		rm.count(rc.Response.StatusCode())
+		rm.observe(time.Since(start).Seconds())
 	}()
 	if r == nil {
 		writeAPIError(rc, apiError{Status: fasthttp.StatusNotFound, Code: model.ErrNotFound.Error(), Message: "no such route"})
@@ -390,7 +394,7 @@ func (s *Server) parseError(rc *fasthttp.RequestCtx, err error) {
 	default:
 		e = apiError{Status: fasthttp.StatusBadRequest, Code: model.ErrInvalid.Error(), Message: "malformed HTTP request"}
 	}
-	s.m.requests.WithLabelValues("unparsed", strconv.Itoa(e.Status)).Inc()
+	s.unparsed.count(e.Status)
 	writeAPIError(rc, e)
 }
 
