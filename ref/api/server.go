@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -320,7 +321,7 @@ func (s *Server) authenticate(rc *fasthttp.RequestCtx) (Caller, error) {
 	if len(h) <= len(scheme) || !strings.EqualFold(string(h[:len(scheme)]), scheme) {
 		return Caller{}, fmt.Errorf("%w: Authorization must be Bearer <token>", model.ErrUnauthorized)
 	}
-	uid, did, err := s.deps.Auth.Verify(strings.TrimSpace(string(h[len(scheme):])))
+	uid, did, err := s.deps.Auth.VerifyBytes(bytes.TrimSpace(h[len(scheme):]))
 	if err != nil {
 		return Caller{}, err
 	}

@@ -50,8 +50,10 @@ type Config struct {
 	// Now is the clock (time.Now when nil); tests set it.
 	Now func() time.Time
 	// CacheSize bounds the verified-token cache (0 disables it). A token
-	// seen before is answered from the cache without re-parsing, its exp
-	// still checked on every hit; when full, the cache is emptied.
+	// seen before is answered from the cache without re-parsing; every hit
+	// checks the time window the parser checked (exp, nbf, iat, with the
+	// leeway, the same bounds), so the cache never accepts a token Verify
+	// would refuse at that instant. When full, the cache is emptied.
 	CacheSize int
 }
 
@@ -88,11 +90,27 @@ type Authority struct {
 	cache    map[string]verified
 }
 
-// verified is a cached Verify answer; exp is zero for tokens without exp.
+// verified is a cached Verify answer and the window in which the parser
+// accepts the token: from notBefore (the later of nbf and iat, less the
+// leeway; zero without either) up to, not including, expires (exp plus
+// the leeway; zero without exp).
 type verified struct {
-	uid uint64
-	did string
-	exp time.Time
+	uid       uint64
+	did       string
+	notBefore time.Time
+	expires   time.Time
+}
+
+// check refuses a cached token outside its window, with the words the
+// parser's refusal would have.
+func (v verified) check(now time.Time) error {
+	if !v.expires.IsZero() && !now.Before(v.expires) {
+		return fmt.Errorf("%w: token expired", model.ErrUnauthorized)
+	}
+	if !v.notBefore.IsZero() && now.Before(v.notBefore) {
+		return fmt.Errorf("%w: token not valid yet", model.ErrUnauthorized)
+	}
+	return nil
 }
 
 // New builds an Authority from a validated config.
@@ -171,12 +189,36 @@ func (a *Authority) Verify(token string) (uid uint64, did string, err error) {
 		v, ok := a.cache[token]
 		a.mu.RUnlock()
 		if ok {
-			if !v.exp.IsZero() && a.now().After(v.exp.Add(a.leeway)) {
-				return 0, "", fmt.Errorf("%w: token expired", model.ErrUnauthorized)
+			if err := v.check(a.now()); err != nil {
+				return 0, "", err
 			}
 			return v.uid, v.did, nil
 		}
 	}
+	return a.verify(token)
+}
+
+// VerifyBytes is Verify of a token held in a byte slice (a request
+// header): a token in the cache is answered without copying it to a
+// string.
+func (a *Authority) VerifyBytes(token []byte) (uid uint64, did string, err error) {
+	if a.cache != nil && len(token) > 0 && len(token) <= MaxTokenLen {
+		a.mu.RLock()
+		v, ok := a.cache[string(token)]
+		a.mu.RUnlock()
+		if ok {
+			if err := v.check(a.now()); err != nil {
+				return 0, "", err
+			}
+			return v.uid, v.did, nil
+		}
+	}
+	return a.Verify(string(token))
+}
+
+// verify parses and checks a token that is not in the cache, and caches
+// it when it is accepted.
+func (a *Authority) verify(token string) (uid uint64, did string, err error) {
 	var c claims
 	_, err = a.parser.ParseWithClaims(token, &c, func(t *jwt.Token) (any, error) {
 		if t.Method != jwt.SigningMethodHS256 {
@@ -200,7 +242,12 @@ func (a *Authority) Verify(token string) (uid uint64, did string, err error) {
 	if a.cache != nil {
 		v := verified{uid: uid, did: *c.DID}
 		if c.ExpiresAt != nil {
-			v.exp = c.ExpiresAt.Time
+			v.expires = c.ExpiresAt.Add(a.leeway)
+		}
+		for _, t := range []*jwt.NumericDate{c.NotBefore, c.IssuedAt} {
+			if t != nil && (v.notBefore.IsZero() || t.Add(-a.leeway).After(v.notBefore)) {
+				v.notBefore = t.Add(-a.leeway)
+			}
 		}
 		a.mu.Lock()
 		if len(a.cache) >= a.cacheMax {

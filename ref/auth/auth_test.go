@@ -262,3 +262,107 @@ func BenchmarkVerify(b *testing.B) {
 		})
 	}
 }
+
+// TestCacheNeverAcceptsWhatVerifyRefuses walks a clock forwards and back
+// across every bound of each token's window (exp, nbf, iat, each with the
+// leeway, and one nanosecond either side) and checks that an Authority
+// with a warm cache answers exactly as one without a cache, words
+// included, through Verify and VerifyBytes.
+func TestCacheNeverAcceptsWhatVerifyRefuses(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	now := t0
+	clock := func() time.Time { return now }
+	mk := func(size int) *Authority {
+		cfg := DefaultConfig()
+		cfg.Secret = secret
+		cfg.Now = clock
+		cfg.CacheSize = size
+		a, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	cached, plain := mk(16), mk(0)
+	leeway := DefaultConfig().Leeway
+	sec := func(d time.Duration) int64 { return t0.Add(d).Unix() }
+	hdr := `{"alg":"HS256","typ":"JWT"}`
+	tokens := map[string]string{
+		"exp":         rawToken(hdr, fmt.Sprintf(`{"uid":1,"did":"p","exp":%d}`, sec(time.Minute)), secret),
+		"iat":         rawToken(hdr, fmt.Sprintf(`{"uid":2,"did":"p","iat":%d}`, sec(0)), secret),
+		"nbf":         rawToken(hdr, fmt.Sprintf(`{"uid":3,"did":"p","nbf":%d,"exp":%d}`, sec(2*time.Minute), sec(5*time.Minute)), secret),
+		"nbf+iat":     rawToken(hdr, fmt.Sprintf(`{"uid":4,"did":"p","nbf":%d,"iat":%d}`, sec(-time.Minute), sec(time.Minute)), secret),
+		"none":        rawToken(hdr, `{"uid":5,"did":"p"}`, secret),
+		"exp<iat":     rawToken(hdr, fmt.Sprintf(`{"uid":6,"did":"p","iat":%d,"exp":%d}`, sec(time.Minute), sec(time.Minute)), secret),
+		"fractional":  rawToken(hdr, fmt.Sprintf(`{"uid":7,"did":"p","exp":%d.5}`, sec(time.Minute)), secret),
+		"minted":      "",
+		"minted:zero": "",
+	}
+	var err error
+	if tokens["minted"], err = plain.Mint(8, "p", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if tokens["minted:zero"], err = plain.Mint(9, "p", 0); err != nil {
+		t.Fatal(err)
+	}
+	var bounds []time.Duration
+	for _, b := range []time.Duration{0, time.Minute, 2 * time.Minute, 5 * time.Minute, -time.Minute} {
+		for _, l := range []time.Duration{-leeway, 0, leeway} {
+			for _, e := range []time.Duration{-time.Nanosecond, 0, time.Nanosecond, 500 * time.Millisecond} {
+				bounds = append(bounds, b+l+e)
+			}
+		}
+	}
+	// Forwards, then backwards: a token cached late must not be accepted
+	// once the clock is set back before its window.
+	order := append(append([]time.Duration{}, bounds...), bounds...)
+	for i := range bounds {
+		order[len(bounds)+i] = bounds[len(bounds)-1-i]
+	}
+	for _, d := range order {
+		now = t0.Add(d)
+		for name, tok := range tokens {
+			_, _, wantErr := plain.Verify(tok)
+			for via, verify := range map[string]func() (uint64, string, error){
+				"Verify":      func() (uint64, string, error) { return cached.Verify(tok) },
+				"VerifyBytes": func() (uint64, string, error) { return cached.VerifyBytes([]byte(tok)) },
+			} {
+				_, _, gotErr := verify()
+				if (gotErr == nil) != (wantErr == nil) || (gotErr != nil && gotErr.Error() != wantErr.Error()) {
+					t.Fatalf("%s at %v via %s: cached %v, uncached %v", name, d, via, gotErr, wantErr)
+				}
+			}
+		}
+	}
+	if len(cached.cache) == 0 {
+		t.Fatal("nothing was cached: the test proved nothing")
+	}
+}
+
+// TestVerifyBytesHitDoesNotAllocate: a cached token in a header is
+// answered without copying it.
+func TestVerifyBytesHitDoesNotAllocate(t *testing.T) {
+	a := newAuth(t, nil)
+	tok, err := a.Mint(5, "phone", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := []byte(tok)
+	if _, _, err := a.VerifyBytes(b); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		if uid, did, err := a.VerifyBytes(b); err != nil || uid != 5 || did != "phone" {
+			t.Fatalf("%d %s %v", uid, did, err)
+		}
+	}); n != 0 {
+		t.Fatalf("VerifyBytes of a cached token: %v allocs", n)
+	}
+	for _, bad := range [][]byte{nil, {}, make([]byte, MaxTokenLen+1)} {
+		_, _, e1 := a.VerifyBytes(bad)
+		_, _, e2 := a.Verify(string(bad))
+		if e1 == nil || e2 == nil || e1.Error() != e2.Error() {
+			t.Fatalf("VerifyBytes(%d bytes) %v, Verify %v", len(bad), e1, e2)
+		}
+	}
+}
