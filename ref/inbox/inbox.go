@@ -259,14 +259,14 @@ func (w *Writer) FenceRaised(reason string) prometheus.Counter {
 // order. On error the caller must roll tx back; Retryable tells whether the
 // whole transaction may be run again.
 func (w *Writer) WriteTx(ctx context.Context, tx *sql.Tx, items []Item) ([]model.InboxEntry, error) {
-	return w.write(ctx, tx, items, writeLookup)
+	return w.write(ctx, tx, items, writeLookup, nil)
 }
 
 // WriteFreshTx is WriteTx for items whose msg_ids were created inside this
 // same transaction (the send path): they cannot exist yet, so the Dedup
 // lookup is skipped. A uk_uid_msg collision is still handled as a duplicate.
 func (w *Writer) WriteFreshTx(ctx context.Context, tx *sql.Tx, items []Item) ([]model.InboxEntry, error) {
-	return w.write(ctx, tx, items, writeFresh)
+	return w.write(ctx, tx, items, writeFresh, nil)
 }
 
 // WriteKeyCheckedTx is WriteTx for a caller whose whole dedup is
@@ -278,7 +278,7 @@ func (w *Writer) WriteFreshTx(ctx context.Context, tx *sql.Tx, items []Item) ([]
 // as WriteTx does: a transaction that fails before its INSERT (a deadlock
 // on the fence rows) has used none.
 func (w *Writer) WriteKeyCheckedTx(ctx context.Context, tx *sql.Tx, items []Item) ([]model.InboxEntry, error) {
-	return w.write(ctx, tx, items, writeKeyChecked)
+	return w.write(ctx, tx, items, writeKeyChecked, nil)
 }
 
 // writeMode says how write checks for rows that already exist.
@@ -359,7 +359,10 @@ func validItems(items []Item, maxItems int) error {
 	return nil
 }
 
-func (w *Writer) write(ctx context.Context, tx *sql.Tx, items []Item, mode writeMode) ([]model.InboxEntry, error) {
+// write is every write mode's algorithm (package doc). held, when it fits
+// the items (Proposals.fits), are proposals taken for them before: a fresh
+// write checks those instead of taking new ones.
+func (w *Writer) write(ctx context.Context, tx *sql.Tx, items []Item, mode writeMode, held *Proposals) ([]model.InboxEntry, error) {
 	if len(items) == 0 {
 		return nil, nil
 	}
@@ -379,9 +382,13 @@ func (w *Writer) write(ctx context.Context, tx *sql.Tx, items []Item, mode write
 	// like any proposal (a stale one is refused and re-allocated there).
 	var proposed map[uint64]uint64
 	if mode == writeFresh {
-		var err error
-		if proposed, err = w.propose(ctx, want); err != nil {
-			return nil, err
+		if held.fits(want) {
+			proposed = held.firsts
+		} else {
+			var err error
+			if proposed, err = w.propose(ctx, want); err != nil {
+				return nil, err
+			}
 		}
 	}
 

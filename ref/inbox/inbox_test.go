@@ -161,6 +161,9 @@ type streamer struct {
 	led  *ledger
 	mu   sync.Mutex
 	want map[uint64]map[uint64]bool
+	// guarded writes as the strict send path does (guardedWrite) instead
+	// of Writer.Write.
+	guarded bool
 }
 
 func newStreamer(db *sql.DB, uids []uint64, led *ledger) *streamer {
@@ -180,7 +183,13 @@ func (s *streamer) run(t *testing.T, w *inbox.Writer, n int) {
 		for _, u := range s.uids {
 			items = append(items, item(u, id))
 		}
-		es, err := w.Write(ctx, s.db, items)
+		write := w.Write
+		if s.guarded {
+			write = func(ctx context.Context, db *sql.DB, items []inbox.Item) ([]model.InboxEntry, error) {
+				return guardedWrite(ctx, w, db, items)
+			}
+		}
+		es, err := write(ctx, s.db, items)
 		if err != nil {
 			t.Errorf("write msg %d: %v", id, err)
 			return
@@ -194,7 +203,9 @@ func (s *streamer) run(t *testing.T, w *inbox.Writer, n int) {
 	}
 }
 
-func TestRedisCounterSetBack(t *testing.T) {
+func TestRedisCounterSetBack(t *testing.T) { bothWrites(t, testRedisCounterSetBack) }
+
+func testRedisCounterSetBack(t *testing.T, guarded bool) {
 	m := testenv.NewMySQL(t)
 	r := testenv.NewRedis(t)
 	ctx := context.Background()
@@ -202,6 +213,7 @@ func TestRedisCounterSetBack(t *testing.T) {
 	w := newWriter(t, seqalloc.NewRedis(r.Client, r.Keys), reg)
 	led := &ledger{}
 	s := newStreamer(m.DB, []uint64{11, 12}, led)
+	s.guarded = guarded
 	// A counter with history: the stream starts at seq 1001.
 	for _, u := range s.uids {
 		if err := r.Client.Set(ctx, r.Keys.SeqCounter(u), 1000, 0).Err(); err != nil {
@@ -222,13 +234,16 @@ func TestRedisCounterSetBack(t *testing.T) {
 	}
 }
 
-func TestRedisWipedMidStream(t *testing.T) {
+func TestRedisWipedMidStream(t *testing.T) { bothWrites(t, testRedisWipedMidStream) }
+
+func testRedisWipedMidStream(t *testing.T, guarded bool) {
 	m := testenv.NewMySQL(t)
 	r := testenv.NewRedis(t)
 	ctx := context.Background()
 	w := newWriter(t, seqalloc.NewRedis(r.Client, r.Keys), nil)
 	led := &ledger{}
 	s := newStreamer(m.DB, []uint64{21, 22, 23}, led)
+	s.guarded = guarded
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); s.run(t, w, 300) }()
@@ -250,10 +265,15 @@ func TestRedisWipedMidStream(t *testing.T) {
 }
 
 func TestSegmentRestartAndRestoredTable(t *testing.T) {
+	bothWrites(t, testSegmentRestartAndRestoredTable)
+}
+
+func testSegmentRestartAndRestoredTable(t *testing.T, guarded bool) {
 	m := testenv.NewMySQL(t)
 	ctx := context.Background()
 	led := &ledger{}
 	s := newStreamer(m.DB, []uint64{31, 32}, led)
+	s.guarded = guarded
 	cfg := seqalloc.SegmentConfig{Size: 1000, MaxUIDs: 1000}
 	s.run(t, newWriter(t, seqalloc.NewSegment(m.DB, cfg), nil), 20)
 	// Restart: the rest of the segment is wasted (a hole), never reused.
@@ -275,11 +295,14 @@ func TestSegmentRestartAndRestoredTable(t *testing.T) {
 }
 
 // Two allocators of different kinds write the same uids concurrently.
-func TestTwoAllocatorsRacing(t *testing.T) {
+func TestTwoAllocatorsRacing(t *testing.T) { bothWrites(t, testTwoAllocatorsRacing) }
+
+func testTwoAllocatorsRacing(t *testing.T, guarded bool) {
 	m := testenv.NewMySQL(t)
 	r := testenv.NewRedis(t)
 	led := &ledger{}
 	s := newStreamer(m.DB, []uint64{41, 42}, led)
+	s.guarded = guarded
 	writers := []*inbox.Writer{
 		newWriter(t, seqalloc.NewRedis(r.Client, r.Keys), nil),
 		newWriter(t, seqalloc.NewSegment(m.DB, seqalloc.SegmentConfig{Size: 1000, MaxUIDs: 100}), nil),
@@ -302,13 +325,16 @@ func TestTwoAllocatorsRacing(t *testing.T) {
 	}
 }
 
-func TestPrimaryKeyCollision(t *testing.T) {
+func TestPrimaryKeyCollision(t *testing.T) { bothWrites(t, testPrimaryKeyCollision) }
+
+func testPrimaryKeyCollision(t *testing.T, guarded bool) {
 	m := testenv.NewMySQL(t)
 	r := testenv.NewRedis(t)
 	ctx := context.Background()
 	w := newWriter(t, seqalloc.NewRedis(r.Client, r.Keys), nil)
 	led := &ledger{}
 	s := newStreamer(m.DB, []uint64{51, 52}, led)
+	s.guarded = guarded
 	s.run(t, w, 30)
 	// A restore set the fence and the counter behind the rows in the table.
 	if _, err := m.DB.ExecContext(ctx, `UPDATE seq_fence SET max_seq = 5`); err != nil {

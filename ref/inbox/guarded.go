@@ -1,0 +1,162 @@
+package inbox
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"time"
+
+	"imlab/ref/model"
+	"imlab/ref/sqlin"
+)
+
+// ErrFenceMoved is what a FenceMovedError is (errors.Is): a guarded write
+// found a fence row not at the value its proposals assumed.
+var ErrFenceMoved = errors.New("inbox: a seq_fence row was not where the proposals assumed")
+
+// FenceMovedError is returned by WriteFreshGuardedTx when a guard did not
+// hold (a hole in a uid's seqs, a racing writer, a uid's first message, a
+// fence behind the table). The guarded raise may have moved some fence rows
+// already, so the caller must roll the transaction back, then write the
+// same items with WriteFreshTx (the locking read), handing it Proposals:
+// it checks them under the lock instead of taking new ones, so a miss leaves
+// no hole in any inbox.
+type FenceMovedError struct {
+	Reason    string
+	Proposals *Proposals
+}
+
+func (e *FenceMovedError) Error() string { return "inbox: guarded fence raise missed: " + e.Reason }
+
+// Is makes errors.Is(err, ErrFenceMoved) hold.
+func (e *FenceMovedError) Is(target error) bool { return target == ErrFenceMoved }
+
+// Proposals are the first seqs taken from the allocator for one set of
+// items (each uid's count), not committed anywhere.
+type Proposals struct {
+	want   map[uint64]int
+	firsts map[uint64]uint64
+}
+
+// fits tells whether p was taken for exactly these counts.
+func (p *Proposals) fits(want map[uint64]int) bool {
+	return p != nil && maps.Equal(p.want, want)
+}
+
+// WriteFreshGuardedTx is WriteFreshTx (items whose msg_ids were created in
+// this transaction) without reading the fence first. It takes each uid's
+// proposals, first..first+n-1, and bets that the uid's fence is exactly
+// first-1, which holds whenever the allocator hands out a uid's seqs
+// densely and every proposal before this one was committed (one process
+// writing the uid at a time, Redis allocator, no failure): one statement
+// then locks, checks and raises every fence row,
+//
+//	UPDATE seq_fence FORCE INDEX (PRIMARY) SET updated_at = now, max_seq = max_seq + <n per uid>
+//	WHERE uid IN (…) AND (uid, max_seq) IN ((u, first-1), …)
+//
+// and the rows are inserted. A row matches only if it holds exactly first-1
+// (so every proposal is above the fence, and first-1 is the entry's PrevSeq),
+// and every matched row changes, so the affected rows count the bets that
+// held whatever CLIENT_FOUND_ROWS says. A bet that did not hold, or a
+// PRIMARY or uk_uid_msg collision at the INSERT, fails with a
+// *FenceMovedError; a batch the statement cannot express (more than
+// maxRaiseSteps distinct counts) is written by WriteFreshTx at once. The
+// guarantees are those of WriteFreshTx, the lock order the same (the fence
+// rows ascending, by the PRIMARY index).
+func (w *Writer) WriteFreshGuardedTx(ctx context.Context, tx *sql.Tx, items []Item) ([]model.InboxEntry, error) {
+	if len(items) == 0 {
+		return nil, nil
+	}
+	if err := validItems(items, w.cfg.MaxItems); err != nil {
+		return nil, err
+	}
+	items = uniqueItems(byUID(items))
+	uids, want := runsOf(items)
+	steps := map[uint64][]uint64{} // count -> uids
+	for _, u := range uids {
+		steps[uint64(want[u])] = append(steps[uint64(want[u])], u)
+	}
+	if len(steps) > maxRaiseSteps {
+		return w.write(ctx, tx, items, writeFresh, nil)
+	}
+	firsts, err := w.propose(ctx, want)
+	if err != nil {
+		return nil, err
+	}
+	moved := func(reason string) error {
+		return &FenceMovedError{Reason: reason, Proposals: &Proposals{want: want, firsts: firsts}}
+	}
+	for _, u := range uids {
+		if firsts[u] == 0 {
+			return nil, moved(fmt.Sprintf("allocator %s gave no seq above 0 for uid %d", w.alloc.Name(), u))
+		}
+	}
+	if n, err := guardedRaise(ctx, tx, uids, steps, firsts); err != nil {
+		return nil, err
+	} else if n != len(uids) {
+		return nil, moved(fmt.Sprintf("%d of %d fence rows as proposed", n, len(uids)))
+	}
+	seqs := make([]uint64, len(items))
+	var next uint64
+	for i, it := range items {
+		if i == 0 || items[i-1].UID != it.UID {
+			next = firsts[it.UID]
+		}
+		seqs[i] = next
+		next++
+	}
+	if err := insertRows(ctx, tx, items, seqs, w.cfg.InsertChunk, w.cfg.Defects); err != nil {
+		if _, dup := DupKey(err); dup {
+			return nil, moved(err.Error())
+		}
+		return nil, fmt.Errorf("inbox: insert offline_msg: %w", err)
+	}
+	entries := make([]model.InboxEntry, len(items))
+	for i, it := range items {
+		entries[i] = model.InboxEntry{
+			// seqs[i]-1: the fence before this transaction for a uid's
+			// first entry, the entry before it for the others.
+			UID: it.UID, Seq: seqs[i], PrevSeq: seqs[i] - 1, MsgID: it.MsgID, ConvID: it.ConvID, ConvType: it.ConvType,
+			ConvSeq: it.ConvSeq, SenderUID: it.SenderUID, CreatedAt: it.CreatedAt, Content: it.Content,
+		}
+	}
+	return entries, nil
+}
+
+// WriteFreshProposedTx is WriteFreshTx checking held (from a
+// FenceMovedError of the same items) under the fence lock instead of taking
+// new proposals; held that do not fit the items (other uids or counts) are
+// left unused.
+func (w *Writer) WriteFreshProposedTx(ctx context.Context, tx *sql.Tx, items []Item, held *Proposals) ([]model.InboxEntry, error) {
+	return w.write(ctx, tx, items, writeFresh, held)
+}
+
+// guardedRaise is the one UPDATE of WriteFreshGuardedTx: each uid's row
+// raised by its count if and only if it holds first-1. It returns how many
+// rows it raised.
+func guardedRaise(ctx context.Context, tx *sql.Tx, uids []uint64, steps map[uint64][]uint64, firsts map[uint64]uint64) (int, error) {
+	now := time.Now().UTC().Format("2006-01-02 15:04:05.000")
+	var sb strings.Builder
+	sb.Grow(128 + len(uids)*48)
+	sb.WriteString("UPDATE seq_fence FORCE INDEX (PRIMARY) SET updated_at = '")
+	sb.WriteString(now)
+	sb.WriteString("', max_seq = max_seq + ")
+	sqlin.StepCase(&sb, "uid", steps)
+	sb.WriteString(" WHERE uid IN (")
+	uidList(&sb, uids)
+	sb.WriteString(") AND (uid, max_seq) IN (")
+	sqlin.UintTuples(&sb, len(uids), func(i int) (uint64, uint64) { return uids[i], firsts[uids[i]] - 1 })
+	sb.WriteByte(')')
+	res, err := tx.ExecContext(ctx, sb.String())
+	if err != nil {
+		return 0, fmt.Errorf("inbox: guarded raise of seq_fence: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("inbox: guarded raise of seq_fence: %w", err)
+	}
+	return int(n), nil
+}
