@@ -53,6 +53,14 @@ type Config struct {
 	DedupCacheSize int
 	// DedupCacheTTL is how long a recent answer is kept.
 	DedupCacheTTL time.Duration
+	// FenceGuardPause is how many batches the strict policy writes with
+	// the locking read of seq_fence after its guarded raise missed once (a
+	// uid's first message, a hole in its seqs, a writer in another process:
+	// inbox.Writer.WriteFreshGuardedTx). A miss costs its batch one rolled
+	// back attempt, the locking read one statement in every batch, so a
+	// process whose guards keep missing pays one miss per FenceGuardPause
+	// batches; 0 tries the guard in every batch.
+	FenceGuardPause int
 }
 
 // DefaultConfig is the strict policy, 2 shards (one per core of the lab
@@ -75,6 +83,8 @@ func DefaultConfig() Config {
 		GroupCacheSize: 10_000,
 		DedupCacheSize: 100_000,
 		DedupCacheTTL:  10 * time.Minute,
+
+		FenceGuardPause: 64,
 	}
 }
 
@@ -109,6 +119,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("send: dedup cache size %d out of range 0..10000000", c.DedupCacheSize)
 	case c.DedupCacheTTL < 0:
 		return fmt.Errorf("send: dedup cache ttl must be >= 0")
+	case c.FenceGuardPause < 0 || c.FenceGuardPause > 1<<20:
+		return fmt.Errorf("send: fence guard pause %d out of range 0..%d", c.FenceGuardPause, 1<<20)
 	}
 	known := c.Policy == "strict"
 	seen := map[string]bool{"strict": true}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"imlab/ref/defect"
@@ -30,6 +31,9 @@ type Pending struct {
 	dups     []*Pending // same (sender, client_msg_id) later in the batch
 	key      dupKey
 	flight   *flight // this send's in-process dedupe flight (nil for batch duplicates)
+	// held are the seq proposals of a strict batch whose guarded fence
+	// raise missed (set on the batch's first Pending for its next attempt).
+	held *inbox.Proposals
 	// pair and fl hold a 1:1 send's Recipients and its flight, so that a
 	// send costs fewer allocations.
 	pair [2]uint64
@@ -82,6 +86,11 @@ type Policy interface {
 type Strict struct {
 	w       *inbox.Writer
 	defects defect.Set // conv-seq-out-of-order lives in InTx
+	// pause counts the batches left that write with the locking read
+	// (inbox.Writer.WriteFreshTx) instead of the guarded raise, after a
+	// guard missed (Config.FenceGuardPause, guardPause).
+	pause      atomic.Int64
+	guardPause int64
 }
 
 // NewStrict returns the strict policy writing through w.
@@ -89,7 +98,7 @@ func NewStrict(w *inbox.Writer) (*Strict, error) {
 	if w == nil {
 		return nil, errors.New("send: strict policy needs an inbox writer")
 	}
-	return &Strict{w: w}, nil
+	return &Strict{w: w, guardPause: int64(DefaultConfig().FenceGuardPause)}, nil
 }
 
 // Name implements Policy.
@@ -98,7 +107,11 @@ func (*Strict) Name() string { return "strict" }
 // StoresContent implements Policy.
 func (*Strict) StoresContent() bool { return true }
 
-// InTx implements Policy: one fenced inbox write for the whole batch.
+// InTx implements Policy: one fenced inbox write for the whole batch, by
+// the guarded raise (inbox.Writer.WriteFreshGuardedTx) unless a guard
+// missed within the last Config.FenceGuardPause batches. A miss fails the attempt
+// with inbox.ErrFenceMoved: the batcher rolls it back and runs it again,
+// then with the locking read.
 func (p *Strict) InTx(ctx context.Context, tx *sql.Tx, batch []*Pending) ([]model.InboxEntry, error) {
 	items := InboxItems(batch)
 	if p.defects.Has(defect.ConvSeqOrder) {
@@ -106,7 +119,20 @@ func (p *Strict) InTx(ctx context.Context, tx *sql.Tx, batch []*Pending) ([]mode
 		// conversation's messages get per-user seqs against conv_seq.
 		slices.Reverse(items)
 	}
-	return p.w.WriteFreshTx(ctx, tx, items)
+	if held := batch[0].held; held != nil {
+		// This batch's guard missed: the same items, the same proposals.
+		batch[0].held = nil
+		return p.w.WriteFreshProposedTx(ctx, tx, items, held)
+	}
+	if p.pause.Load() > 0 && p.pause.Add(-1) >= 0 {
+		return p.w.WriteFreshTx(ctx, tx, items)
+	}
+	entries, err := p.w.WriteFreshGuardedTx(ctx, tx, items)
+	if fm := (*inbox.FenceMovedError)(nil); errors.As(err, &fm) {
+		p.pause.Store(p.guardPause)
+		batch[0].held = fm.Proposals
+	}
+	return entries, err
 }
 
 // AfterCommit implements Policy (nothing to do).

@@ -121,6 +121,9 @@ type Service struct {
 
 	groups groupCache
 	dd     *dedup
+	// claims is nil unless the policy writes inbox rows in the send
+	// transaction (strict): see claims.
+	claims *claims
 }
 
 // New starts a Service: cfg.Shards committer goroutines, stopped by Close.
@@ -147,6 +150,7 @@ func New(ctx context.Context, cfg Config, db *sql.DB, writer *inbox.Writer, reg 
 			return nil, err
 		}
 		st.defects = cfg.Defects
+		st.guardPause = int64(cfg.FenceGuardPause)
 		policy = st
 	}
 	ids, err := msgid.New(cfg.Node)
@@ -165,6 +169,9 @@ func New(ctx context.Context, cfg Config, db *sql.DB, writer *inbox.Writer, reg 
 		dd:     newDedup(cfg.DedupCacheTTL, cfg.DedupCacheSize),
 	}
 	s.obs = m.forPolicy(policy.Name())
+	if _, ok := policy.(*Strict); ok && cfg.Shards > 1 {
+		s.claims = newClaims(cfg.Shards)
+	}
 	hs := append([]CommitHook(nil), hooks...)
 	for _, h := range hs {
 		if h == nil {
@@ -176,7 +183,7 @@ func New(ctx context.Context, cfg Config, db *sql.DB, writer *inbox.Writer, reg 
 	for i := range s.queues {
 		s.queues[i] = make(chan *Pending, cfg.QueueSize)
 		s.wg.Add(1)
-		go s.committer(s.queues[i])
+		go s.committer(i, s.queues[i])
 	}
 	return s, nil
 }
@@ -339,50 +346,107 @@ func containsSorted(s []uint64, v uint64) bool {
 	return i < len(s) && s[i] == v
 }
 
-// committer owns one shard queue until Close.
-func (s *Service) committer(q chan *Pending) {
+// committer owns one shard queue until Close. With claims (the strict
+// policy) it commits the part of each gathered batch no other committer's
+// batch holds a recipient of, and keeps the rest (left) at the head of its
+// next batch.
+func (s *Service) committer(idx int, q chan *Pending) {
 	defer s.wg.Done()
 	cc := &txConn{db: s.db}
 	defer cc.discard()
 	batch := make([]*Pending, 0, s.cfg.MaxBatch)
+	take := make([]*Pending, 0, s.cfg.MaxBatch)
+	var left []*Pending
 	var timer *time.Timer
 	for {
-		var first *Pending
+		batch = append(batch[:0], left...)
+		left = left[:0]
+		if len(batch) == 0 {
+			select {
+			case first := <-q:
+				batch = append(batch, first)
+			case <-s.stop:
+				s.drain(cc, q, batch)
+				return
+			}
+		}
+		timer = s.gather(q, &batch, timer)
+		if s.claims == nil {
+			s.commit(cc, batch)
+			continue
+		}
+		var changed <-chan struct{}
+		take, left, changed = s.claims.claim(idx, batch, take[:0], left)
+		if len(take) == 0 {
+			// Everything waits on another committer's batch.
+			select {
+			case <-changed:
+			case <-s.stop:
+				s.drain(cc, q, left)
+				return
+			}
+			continue
+		}
+		s.commit(cc, take)
+		s.claims.release(idx, take)
+	}
+}
+
+// gather fills batch (holding at least one message) from q up to MaxBatch
+// messages and MaxBatchRows rows, waiting at most MaxWait after the call
+// for more; timer is reused across calls.
+func (s *Service) gather(q chan *Pending, batch *[]*Pending, timer *time.Timer) *time.Timer {
+	rows := 0
+	for _, p := range *batch {
+		rows += len(p.Recipients)
+	}
+	var deadline <-chan time.Time
+	if s.cfg.MaxWait > 0 {
+		if timer == nil {
+			timer = time.NewTimer(s.cfg.MaxWait)
+		} else {
+			timer.Reset(s.cfg.MaxWait)
+		}
+		deadline = timer.C
+	}
+gather:
+	for len(*batch) < s.cfg.MaxBatch && rows < s.cfg.MaxBatchRows {
 		select {
-		case first = <-q:
+		case p := <-q:
+			*batch = append(*batch, p)
+			rows += len(p.Recipients)
+			continue
+		default:
+		}
+		if deadline == nil {
+			break
+		}
+		select {
+		case p := <-q:
+			*batch = append(*batch, p)
+			rows += len(p.Recipients)
+		case <-deadline:
+			deadline = nil
+			break gather
 		case <-s.stop:
-			// Drain what was queued before Close.
-			for {
-				batch = batch[:0]
-				rows := 0
-				for len(batch) < s.cfg.MaxBatch && rows < s.cfg.MaxBatchRows {
-					select {
-					case p := <-q:
-						batch = append(batch, p)
-						rows += len(p.Recipients)
-						continue
-					default:
-					}
-					break
-				}
-				if len(batch) == 0 {
-					return
-				}
-				s.commit(cc, batch)
-			}
+			break gather
 		}
-		batch = append(batch[:0], first)
-		rows := len(first.Recipients)
-		var deadline <-chan time.Time
-		if s.cfg.MaxWait > 0 {
-			if timer == nil {
-				timer = time.NewTimer(s.cfg.MaxWait)
-			} else {
-				timer.Reset(s.cfg.MaxWait)
-			}
-			deadline = timer.C
-		}
-	gather:
+	}
+	if deadline != nil {
+		// Go >= 1.23 timers: after Stop no stale value is ever received,
+		// so the next Reset starts clean.
+		timer.Stop()
+	}
+	return timer
+}
+
+// drain commits, after Close, the messages kept from earlier batches and
+// what was queued before Close, without claims (MySQL's locks still guard
+// the fence; the other committers drain at the same time).
+func (s *Service) drain(cc *txConn, q chan *Pending, kept []*Pending) {
+	batch := append([]*Pending(nil), kept...)
+	for {
+		rows := 0
 		for len(batch) < s.cfg.MaxBatch && rows < s.cfg.MaxBatchRows {
 			select {
 			case p := <-q:
@@ -391,26 +455,13 @@ func (s *Service) committer(q chan *Pending) {
 				continue
 			default:
 			}
-			if deadline == nil {
-				break
-			}
-			select {
-			case p := <-q:
-				batch = append(batch, p)
-				rows += len(p.Recipients)
-			case <-deadline:
-				deadline = nil
-				break gather
-			case <-s.stop:
-				break gather
-			}
+			break
 		}
-		if deadline != nil {
-			// Go >= 1.23 timers: after Stop no stale value is ever received,
-			// so the next Reset starts clean.
-			timer.Stop()
+		if len(batch) == 0 {
+			return
 		}
 		s.commit(cc, batch)
+		batch = batch[:0]
 	}
 }
 
@@ -540,6 +591,8 @@ func rollbackReason(err error) string {
 		return "conv_behind"
 	case errors.Is(err, errConvStale):
 		return "conv_stale"
+	case errors.Is(err, inbox.ErrFenceMoved):
+		return "fence_moved"
 	case inbox.Retryable(err):
 		return "retryable"
 	case !itemSpecific(err):
@@ -642,7 +695,8 @@ func (s *Service) runBatch(cc *txConn, batch []*Pending) ([]*Pending, error) {
 		if len(batch) == 0 {
 			return nil, nil
 		}
-		if !errors.Is(err, errDupRace) && !errors.Is(err, errConvBehind) && !errors.Is(err, errConvStale) && !inbox.Retryable(err) {
+		if !errors.Is(err, errDupRace) && !errors.Is(err, errConvBehind) && !errors.Is(err, errConvStale) &&
+			!errors.Is(err, inbox.ErrFenceMoved) && !inbox.Retryable(err) {
 			return batch, err
 		}
 	}
