@@ -30,11 +30,16 @@ func (r *Request) Method() string { return string(r.rc.Method()) }
 func (r *Request) Body() []byte { return r.rc.PostBody() }
 
 // Query returns the query parameters, refusing names outside allowed and
-// repeated names.
+// repeated names. The answer is for reading: nil when the request has no
+// parameters.
 func (r *Request) Query(allowed ...string) (Query, error) {
+	args := r.rc.QueryArgs()
+	if args.Len() == 0 {
+		return nil, nil // most routes take none: no map to make
+	}
 	q := Query{}
 	var err error
-	r.rc.QueryArgs().VisitAll(func(k, v []byte) {
+	args.VisitAll(func(k, v []byte) {
 		if err != nil {
 			return
 		}
@@ -61,7 +66,8 @@ func (r *Request) Query(allowed ...string) (Query, error) {
 	return q, nil
 }
 
-// Query is a parsed query string.
+// Query is a parsed query string, to be read (a nil Query reads as
+// empty).
 type Query map[string]string
 
 func (q Query) has(name string) bool { _, ok := q[name]; return ok }
