@@ -58,6 +58,10 @@ func appendPull(dst []byte, r model.PullResult, enc ItemEncoder) []byte {
 	return append(dst, '}')
 }
 
+// sendResultLen is the longest send answer without prefix: four members of
+// at most 20 digits (server_time may carry a sign) and their names.
+const sendResultLen = len(`{"msg_id":,"conv_id":,"conv_seq":,"server_time":-}`) + 4*20
+
 // appendSendResult appends {"msg_id","conv_id","conv_seq","server_time"}
 // (server_time in unix ms), optionally prefixed by extra members such as
 // `"type":"send_ack","client_msg_id":"..."` for the ws reply.

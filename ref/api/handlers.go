@@ -46,7 +46,8 @@ func (s *Server) handleSend(ctx context.Context, c Caller, r *Request) (any, err
 	if err != nil {
 		return nil, err
 	}
-	return rawJSON(appendSendResult(nil, nil, res)), nil
+	var buf [sendResultLen]byte
+	return r.reply(appendSendResult(buf[:0], nil, res)), nil
 }
 
 func (s *Server) handlePull(ctx context.Context, c Caller, r *Request) (any, error) {

@@ -1,9 +1,14 @@
 package api
 
 import (
+	"encoding/json"
+	"math"
 	"testing"
+	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"imlab/ref/model"
 )
 
 // TestQueryNone: a request without parameters reads as an empty Query
@@ -28,6 +33,25 @@ func TestQueryNone(t *testing.T) {
 		}
 		if n := testing.AllocsPerRun(10, func() { _, _ = r.Query() }); !wantErr && n != 0 {
 			t.Fatalf("%s: %v allocs", uri, n)
+		}
+	}
+}
+
+// TestSendResultLen: the longest send answer fits the handler's stack
+// buffer, so a send's reply does not grow it.
+func TestSendResultLen(t *testing.T) {
+	for _, r := range []model.SendResult{
+		{MsgID: math.MaxUint64, ConvID: math.MaxUint64, ConvSeq: math.MaxUint64, ServerTime: time.UnixMilli(math.MinInt64)},
+		{MsgID: math.MaxUint64, ConvID: math.MaxUint64, ConvSeq: math.MaxUint64, ServerTime: time.UnixMilli(math.MaxInt64)},
+	} {
+		var buf [sendResultLen]byte
+		out := appendSendResult(buf[:0], nil, r)
+		if len(out) > sendResultLen || &out[0] != &buf[0] {
+			t.Fatalf("%d bytes for %s, buffer %d", len(out), out, sendResultLen)
+		}
+		var m map[string]json.Number
+		if err := json.Unmarshal(out, &m); err != nil || len(m) != 4 {
+			t.Fatalf("%s: %v", out, err)
 		}
 	}
 }

@@ -341,6 +341,10 @@ func (s *Server) json(h HandlerFunc) func(rc *fasthttp.RequestCtx, c Caller) {
 		}
 		var body []byte
 		switch v := out.(type) {
+		case written:
+			rc.SetStatusCode(fasthttp.StatusOK)
+			rc.SetContentType("application/json")
+			return
 		case rawJSON:
 			body = v
 		case nil:
@@ -361,6 +365,18 @@ func (s *Server) json(h HandlerFunc) func(rc *fasthttp.RequestCtx, c Caller) {
 
 // rawJSON is an answer already encoded.
 type rawJSON []byte
+
+// written is the answer of a handler that put its encoded JSON body on the
+// response itself (Request.reply): a buffer of its own stack, copied once,
+// where a rawJSON answer is a heap slice boxed in an interface.
+type written struct{}
+
+// reply puts body, an encoded JSON answer, on the response; the handler
+// returns what it returns. body may be reused once reply returns.
+func (r *Request) reply(body []byte) written {
+	r.rc.Response.SetBody(body)
+	return written{}
+}
 
 // writeError maps err and logs what the client does not see.
 func (s *Server) writeError(rc *fasthttp.RequestCtx, where string, err error) {
