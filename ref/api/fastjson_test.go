@@ -81,8 +81,8 @@ func TestSendBodyFast(t *testing.T) {
 }
 
 // checkSendBodyFast fails if the fast path accepts body differently from
-// encoding/json (decodeJSON), and checks decodeStrict answers what
-// decodeJSON does.
+// encoding/json (decodeJSON), and checks decodeStrict and decodeSendBody
+// answer what decodeJSON does.
 func checkSendBodyFast(t *testing.T, body []byte) {
 	t.Helper()
 	var fast, slow, strict sendBody
@@ -92,6 +92,11 @@ func checkSendBodyFast(t *testing.T, body []byte) {
 		t.Fatalf("%q: fast path %+v, encoding/json %+v (err %v)", body, fast, slow, slowErr)
 	}
 	strictErr := decodeStrict(body, &strict)
+	byValue, byValueErr := decodeSendBody(body)
+	if (byValueErr == nil) != (strictErr == nil) || (strictErr == nil && byValue != strict) ||
+		(strictErr != nil && strictErr.Error() != byValueErr.Error()) {
+		t.Fatalf("%q: decodeSendBody %+v (err %v), decodeStrict %+v (err %v)", body, byValue, byValueErr, strict, strictErr)
+	}
 	if len(bytes.TrimSpace(body)) == 0 || len(body) > MaxBodyBytes {
 		return
 	}

@@ -34,8 +34,8 @@ func (s *Server) handleSend(ctx context.Context, c Caller, r *Request) (any, err
 	if _, err := r.Query(); err != nil {
 		return nil, err
 	}
-	var b sendBody
-	if err := r.DecodeJSON(&b); err != nil {
+	b, err := decodeSendBody(r.Body())
+	if err != nil {
 		return nil, err
 	}
 	req := b.request(c)

@@ -132,6 +132,18 @@ func (r *Request) DecodeJSON(v any) error {
 	return decodeStrict(r.rc.PostBody(), v)
 }
 
+// decodeSendBody is decodeStrict of a send body, answered by value: the
+// plain form (decodeFast) then costs no allocation beyond its strings.
+func decodeSendBody(body []byte) (sendBody, error) {
+	var b sendBody
+	if len(body) <= MaxBodyBytes && b.decodeFast(body) {
+		return b, nil // a plain body is an object: not empty
+	}
+	slow := new(sendBody)
+	err := decodeStrict(body, slow)
+	return *slow, err
+}
+
 func decodeStrict(body []byte, v any) error {
 	if len(body) > MaxBodyBytes {
 		return fmt.Errorf("%w: body larger than %d bytes", model.ErrTooLarge, MaxBodyBytes)
