@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,6 +47,33 @@ func (p *Proposals) fits(want map[uint64]int) bool {
 	return p != nil && maps.Equal(p.want, want)
 }
 
+// covers tells whether p holds at least want's count for every uid of
+// want (p may hold more uids).
+func (p *Proposals) covers(want map[uint64]int) bool {
+	if p == nil {
+		return false
+	}
+	for u, n := range want {
+		if p.want[u] < n {
+			return false
+		}
+	}
+	return true
+}
+
+// Propose takes the allocator's first seqs for want (each uid's count of
+// items) ahead of a fresh write, before its transaction begins, so that
+// the allocator's round trip overlaps the transaction's first statements
+// instead of adding to them. WriteFreshGuardedTx uses them when they fit its
+// items; proposals never used are holes, which the seq contract allows.
+func (w *Writer) Propose(ctx context.Context, want map[uint64]int) (*Proposals, error) {
+	firsts, err := w.propose(ctx, want)
+	if err != nil {
+		return nil, err
+	}
+	return &Proposals{want: want, firsts: firsts}, nil
+}
+
 // WriteFreshGuardedTx is WriteFreshTx (items whose msg_ids were created in
 // this transaction) without reading the fence first. It takes each uid's
 // proposals, first..first+n-1, and bets that the uid's fence is exactly
@@ -65,8 +93,12 @@ func (p *Proposals) fits(want map[uint64]int) bool {
 // *FenceMovedError; a batch the statement cannot express (more than
 // maxRaiseSteps distinct counts) is written by WriteFreshTx at once. The
 // guarantees are those of WriteFreshTx, the lock order the same (the fence
-// rows ascending, by the PRIMARY index).
-func (w *Writer) WriteFreshGuardedTx(ctx context.Context, tx *sql.Tx, items []Item) ([]model.InboxEntry, error) {
+// rows ascending, by the PRIMARY index). pre (nil: none) are proposals
+// taken ahead by Propose: used if they cover the items (a uid's items take
+// the first of its proposed seqs; its fence is raised over all of them, and
+// a uid pre holds without items has its fence raised too, so the allocator
+// and the fence stay where the next guard bets), else fresh ones are taken.
+func (w *Writer) WriteFreshGuardedTx(ctx context.Context, tx *sql.Tx, items []Item, pre *Proposals) ([]model.InboxEntry, error) {
 	if len(items) == 0 {
 		return nil, nil
 	}
@@ -74,20 +106,30 @@ func (w *Writer) WriteFreshGuardedTx(ctx context.Context, tx *sql.Tx, items []It
 		return nil, err
 	}
 	items = uniqueItems(byUID(items))
-	uids, want := runsOf(items)
+	_, want := runsOf(items)
+	// raise is each fence row's step: the items' counts, or the counts
+	// pre was taken for when it covers them (a batch that shrank after
+	// Propose: the rest of its seqs stay unused below the fence, holes).
+	firsts, raise := map[uint64]uint64(nil), want
+	if pre.covers(want) {
+		firsts, raise = pre.firsts, pre.want
+	}
+	uids := slices.Sorted(maps.Keys(raise))
 	steps := map[uint64][]uint64{} // count -> uids
 	for _, u := range uids {
-		steps[uint64(want[u])] = append(steps[uint64(want[u])], u)
+		steps[uint64(raise[u])] = append(steps[uint64(raise[u])], u)
 	}
 	if len(steps) > maxRaiseSteps {
 		return w.write(ctx, tx, items, writeFresh, nil)
 	}
-	firsts, err := w.propose(ctx, want)
-	if err != nil {
-		return nil, err
+	if firsts == nil {
+		var err error
+		if firsts, err = w.propose(ctx, want); err != nil {
+			return nil, err
+		}
 	}
 	moved := func(reason string) error {
-		return &FenceMovedError{Reason: reason, Proposals: &Proposals{want: want, firsts: firsts}}
+		return &FenceMovedError{Reason: reason, Proposals: &Proposals{want: raise, firsts: firsts}}
 	}
 	for _, u := range uids {
 		if firsts[u] == 0 {

@@ -35,7 +35,7 @@ func guardedWrite(ctx context.Context, w *inbox.Writer, db *sql.DB, items []inbo
 		if held != nil {
 			es, err = w.WriteFreshProposedTx(ctx, tx, items, held)
 		} else {
-			es, err = w.WriteFreshGuardedTx(ctx, tx, items)
+			es, err = w.WriteFreshGuardedTx(ctx, tx, items, nil)
 		}
 		if err == nil {
 			err = tx.Commit()
@@ -88,7 +88,7 @@ func TestGuardedRaise(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		es, err := w.WriteFreshGuardedTx(ctx, tx, items)
+		es, err := w.WriteFreshGuardedTx(ctx, tx, items, nil)
 		if err != nil {
 			_ = tx.Rollback()
 			return nil, err
@@ -166,4 +166,41 @@ func TestGuardedRaise(t *testing.T) {
 		t.Fatal(err)
 	}
 	led.check(t, m.DB, want)
+
+	// Proposals taken ahead (Propose) for more than the items need (the
+	// batch shrank): the items take the first seqs, every fence row is
+	// raised over all of them, and the next guard still holds.
+	pre, err := w.Propose(ctx, map[uint64]int{61: 2, 62: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err = m.DB.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, err = w.WriteFreshGuardedTx(ctx, tx, []inbox.Item{item(61, 7)}, pre)
+	if err != nil {
+		t.Fatalf("covered by proposals taken ahead: %v", err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 1 || es[0].Seq != 7 || es[0].PrevSeq != 6 {
+		t.Fatalf("entries %+v, want seq 7 after 6", es)
+	}
+	fence := func(uid uint64) (f uint64) {
+		if err := m.DB.QueryRow(`SELECT max_seq FROM seq_fence WHERE uid = ?`, uid).Scan(&f); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	if f61, f62 := fence(61), fence(62); f61 != 8 || f62 != 10 {
+		t.Fatalf("fences 61:%d 62:%d, want 8 and 10 (raised over the unused proposals)", f61, f62)
+	}
+	if es, err = guarded(item(61, 9), item(62, 9)); err != nil {
+		t.Fatalf("the guard after unused proposals: %v", err)
+	}
+	if es[0].PrevSeq != 8 || es[1].PrevSeq != 10 {
+		t.Fatalf("entries %+v, want PrevSeq 8 and 10 (the fences)", es)
+	}
 }

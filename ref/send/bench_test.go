@@ -26,8 +26,20 @@ import (
 // benchUsers is the user population of the 1:1 benchmarks.
 const benchUsers = 100_000
 
-// benchSenders is the number of concurrent senders (b.RunParallel goroutines).
+// benchSenders is the number of concurrent senders (b.RunParallel
+// goroutines); IMLAB_BENCH_SENDERS overrides it for tuning runs.
 const benchSenders = 512
+
+func sendersOf(b *testing.B) int {
+	if v := os.Getenv("IMLAB_BENCH_SENDERS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			b.Fatalf("IMLAB_BENCH_SENDERS=%q", v)
+		}
+		return n
+	}
+	return benchSenders
+}
 
 // BenchmarkSendStrict1to1 measures ACKed strict 1:1 sends per second through
 // the group-commit batcher on the real MariaDB (msg_content + 2 fenced
@@ -95,7 +107,7 @@ func benchStrict(b *testing.B, kind string, hot int) {
 	var failed atomic.Int64
 	ctx := context.Background()
 	pid := budget.ServerPID(ctx, m.DB)
-	b.SetParallelism(benchSenders / max(1, runtimeProcs()))
+	b.SetParallelism(sendersOf(b) / max(1, runtimeProcs()))
 	b.ResetTimer()
 	run := budget.Start(counted, rc, pid)
 	start := time.Now()
@@ -156,7 +168,7 @@ func logBudget(b *testing.B, res budget.Result) {
 // IMLAB_BENCH_WAIT (a duration) override it for tuning runs.
 func benchConfig(b *testing.B) send.Config {
 	cfg := send.DefaultConfig()
-	cfg.QueueSize = benchSenders
+	cfg.QueueSize = sendersOf(b)
 	if v := os.Getenv("IMLAB_BENCH_SHARDS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {

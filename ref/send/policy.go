@@ -34,6 +34,10 @@ type Pending struct {
 	// held are the seq proposals of a strict batch whose guarded fence
 	// raise missed (set on the batch's first Pending for its next attempt).
 	held *inbox.Proposals
+	// pre is the strict batch's seq proposals being taken while its
+	// transaction begins (Strict.prefetch; set on every Pending of the
+	// batch, so that it is found whichever of them are left when InTx runs).
+	pre *prefetch
 	// pair and fl hold a 1:1 send's Recipients and its flight, so that a
 	// send costs fewer allocations.
 	pair [2]uint64
@@ -112,7 +116,7 @@ func (*Strict) StoresContent() bool { return true }
 // missed within the last Config.FenceGuardPause batches. A miss fails the attempt
 // with inbox.ErrFenceMoved: the batcher rolls it back and runs it again,
 // then with the locking read.
-func (p *Strict) InTx(ctx context.Context, tx *sql.Tx, batch []*Pending) ([]model.InboxEntry, error) {
+func (p *Strict) InTx(ctx context.Context, tx *sql.Tx, batch []*Pending) (_ []model.InboxEntry, err error) {
 	items := InboxItems(batch)
 	if p.defects.Has(defect.ConvSeqOrder) {
 		// Defect: the batch's rows go to the writer newest first, so one
@@ -124,10 +128,19 @@ func (p *Strict) InTx(ctx context.Context, tx *sql.Tx, batch []*Pending) ([]mode
 		batch[0].held = nil
 		return p.w.WriteFreshProposedTx(ctx, tx, items, held)
 	}
-	if p.pause.Load() > 0 && p.pause.Add(-1) >= 0 {
+	var pre *inbox.Proposals
+	if f := batch[0].pre; f != nil {
+		for _, m := range batch {
+			m.pre = nil
+		}
+		if pre, err = f.wait(); err != nil {
+			return nil, err
+		}
+	}
+	if pre == nil && p.pause.Load() > 0 && p.pause.Add(-1) >= 0 {
 		return p.w.WriteFreshTx(ctx, tx, items)
 	}
-	entries, err := p.w.WriteFreshGuardedTx(ctx, tx, items)
+	entries, err := p.w.WriteFreshGuardedTx(ctx, tx, items, pre)
 	if fm := (*inbox.FenceMovedError)(nil); errors.As(err, &fm) {
 		p.pause.Store(p.guardPause)
 		batch[0].held = fm.Proposals
@@ -156,4 +169,47 @@ func InboxItems(batch []*Pending) []inbox.Item {
 		}
 	}
 	return items
+}
+
+// prefetch is one batch's seq proposals taken by a goroutine of their own
+// (Strict.prefetch) while the batch's transaction begins and writes its
+// first statements. The attempt that started it waits for it before it
+// returns, so it never outlives its batch.
+type prefetch struct {
+	done chan struct{}
+	pr   *inbox.Proposals
+	err  error
+}
+
+// wait blocks until the proposals are taken.
+func (f *prefetch) wait() (*inbox.Proposals, error) {
+	<-f.done
+	return f.pr, f.err
+}
+
+// prefetch starts taking the proposals for batch (each recipient's count
+// of messages, which is what InTx's items come to unless the batch shrinks
+// on the way: then they do not fit and fresh ones are taken). Nothing is
+// started for a batch that carries proposals from a missed guard, or while
+// the locking read is in use, or for one that has its proposals from an
+// earlier attempt (kept when that attempt failed before InTx).
+func (p *Strict) prefetch(ctx context.Context, batch []*Pending) *prefetch {
+	if batch[0].held != nil || batch[0].pre != nil || p.pause.Load() > 0 {
+		return nil
+	}
+	want := make(map[uint64]int)
+	for _, m := range batch {
+		for _, u := range m.Recipients {
+			want[u]++
+		}
+	}
+	f := &prefetch{done: make(chan struct{})}
+	go func() {
+		defer close(f.done)
+		f.pr, f.err = p.w.Propose(ctx, want)
+	}()
+	for _, m := range batch {
+		m.pre = f
+	}
+	return f
 }

@@ -709,6 +709,13 @@ func (s *Service) runBatch(cc *txConn, batch []*Pending) ([]*Pending, error) {
 func (s *Service) attempt(cc *txConn, batch []*Pending, lookup bool) (rest []*Pending, err error) {
 	ctx, cancel := context.WithTimeout(s.bgCtx, s.cfg.TxTimeout)
 	defer cancel()
+	if st, ok := s.policy.(*Strict); ok {
+		if f := st.prefetch(ctx, batch); f != nil {
+			// The goroutine ends within its batch's attempt; proposals InTx
+			// did not take stay on the batch for its next attempt.
+			defer func() { _, _ = f.wait() }()
+		}
+	}
 	tx, err := cc.begin(ctx)
 	if err != nil {
 		return batch, fmt.Errorf("%w: begin: %v", model.ErrUnavailable, err)
