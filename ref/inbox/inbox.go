@@ -26,7 +26,14 @@
 //
 // Because a uid's fence row stays locked from step 1 to COMMIT, seqs are
 // committed in increasing order per uid and each new entry's PrevSeq is the
-// uid's highest committed seq before it.
+// uid's fence before it (its highest committed seq, or above it by the holes
+// a shrunken batch left, guarded.go).
+//
+// WriteFreshGuardedTx (guarded.go, the strict send path) replaces steps 1,
+// 3 and 5 by one UPDATE that bets every uid's fence is exactly its first
+// proposal minus one: the row is locked, checked and raised at once. A bet
+// that does not hold fails with FenceMovedError; the caller rolls back and
+// writes with WriteFreshProposedTx (steps 1-5, same proposals).
 //
 // It must not read inboxes for clients or talk to Kafka. Dedup strategies
 // other than the native uk_uid_msg one plug in through Dedup.

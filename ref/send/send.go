@@ -29,9 +29,18 @@
 //     exact affected-rows count proves them; a wrong one rolls the attempt
 //     back and the next reads back: db.go, convTops);
 //  3. msg_content multi-row INSERT;
-//  4. Policy.InTx (strict: inbox.Writer, which locks seq_fence rows in
-//     ascending uid order);
+//  4. Policy.InTx (strict: inbox.Writer's guarded fence raise, one UPDATE
+//     that locks, checks and raises the seq_fence rows in ascending uid
+//     order, with the seq proposals taken while the transaction began; a
+//     guard that misses rolls the attempt back and the next one locks and
+//     reads the rows: policy.go);
 //  5. COMMIT; then Policy.AfterCommit, then every CommitHook, then the ACKs.
+//
+// Under the strict policy the committers claim the uids of their batches
+// (claims.go): a message with a recipient in another committer's batch in
+// flight waits for this committer's next batch, so batches of one process
+// never wait on each other's fence rows, and a hot uid passes from
+// committer to committer with all its queued messages at once.
 //
 // Each committer keeps one connection (session isolation READ COMMITTED,
 // set once; so a batch begins with one round trip), replaced after a
@@ -52,7 +61,9 @@
 // batcher.
 //
 // Goroutines: the committers are owned by the Service; Close stops intake,
-// lets the committers drain their queues, and waits for them.
+// lets the committers drain their queues, and waits for them. A strict
+// attempt starts one goroutine for its seq proposals and waits for it
+// before it returns.
 //
 // It must not serve reads (pull, history) and must not talk to Redis
 // directly: the hot cache and push are CommitHooks.
@@ -317,6 +328,14 @@ func (s *Service) Send(ctx context.Context, req model.SendRequest) (res model.Se
 	s.intake.Add(1)
 	s.mu.RUnlock()
 	q := s.queues[shardOf(convID, len(s.queues))]
+	// A queue with room takes p without a blocking select (which would
+	// lock all three channels).
+	select {
+	case q <- p:
+		s.intake.Done()
+		return s.await(ctx, p, expire.C)
+	default:
+	}
 	select {
 	case q <- p:
 		s.intake.Done()
@@ -331,12 +350,17 @@ func (s *Service) Send(ctx context.Context, req model.SendRequest) (res model.Se
 		s.dd.finish(p.key, p.flight, outcome{err: err})
 		return model.SendResult{}, err
 	}
+	return s.await(ctx, p, expire.C)
+}
+
+// await waits for the answer to p (queued), until ctx ends or expire fires.
+func (s *Service) await(ctx context.Context, p *Pending, expire <-chan time.Time) (model.SendResult, error) {
 	select {
 	case o := <-p.done:
 		return o.res, o.err
 	case <-ctx.Done():
 		return model.SendResult{}, fmt.Errorf("%w: send not acknowledged in time: %v", model.ErrUnavailable, ctx.Err())
-	case <-expire.C:
+	case <-expire:
 		return model.SendResult{}, fmt.Errorf("%w: send not acknowledged in time: %v", model.ErrUnavailable, context.DeadlineExceeded)
 	}
 }
