@@ -3,6 +3,7 @@ package inbox
 import (
 	"errors"
 	"strings"
+	"sync/atomic"
 
 	"github.com/go-sql-driver/mysql"
 )
@@ -48,4 +49,40 @@ func Retryable(err error) bool {
 		return false
 	}
 	return me.Number == ErrNoDeadlock || me.Number == ErrNoLockWait
+}
+
+// ErrNoParse is ER_PARSE_ERROR.
+const ErrNoParse = 1064
+
+// PrimaryHint is the index hint the write path's guarded UPDATEs carry
+// (FORCE INDEX (PRIMARY): on a small table MariaDB's optimizer would scan it
+// for an IN list covering much of it). The embedded engine (go-mysql-server)
+// does not parse index hints in UPDATE: the first statement it refuses for
+// that turns the hint off for good (the caller sends the same statement
+// again without it). Safe for concurrent use; the zero value (and nil)
+// carries the hint, and nil never turns it off.
+type PrimaryHint struct{ off atomic.Bool }
+
+// Text is " FORCE INDEX (PRIMARY)", or "" once the server refused it.
+func (h *PrimaryHint) Text() string {
+	if h != nil && h.off.Load() {
+		return ""
+	}
+	return " FORCE INDEX (PRIMARY)"
+}
+
+// Refused tells whether err is a parse error of a statement that carried
+// the hint, and then turns the hint off: the caller may send the statement
+// again without it (a parse error changes nothing, in or out of a
+// transaction).
+func (h *PrimaryHint) Refused(err error) bool {
+	var me *mysql.MySQLError
+	if h == nil || h.off.Load() || !errors.As(err, &me) {
+		return false
+	}
+	if me.Number == ErrNoParse || (me.Number == 1105 && strings.Contains(me.Message, "syntax error")) {
+		h.off.Store(true)
+		return true
+	}
+	return false
 }

@@ -136,7 +136,7 @@ func (w *Writer) WriteFreshGuardedTx(ctx context.Context, tx *sql.Tx, items []It
 			return nil, moved(fmt.Sprintf("allocator %s gave no seq above 0 for uid %d", w.alloc.Name(), u))
 		}
 	}
-	if n, err := guardedRaise(ctx, tx, uids, steps, firsts); err != nil {
+	if n, err := guardedRaise(ctx, tx, &w.hint, uids, steps, firsts); err != nil {
 		return nil, err
 	} else if n != len(uids) {
 		return nil, moved(fmt.Sprintf("%d of %d fence rows as proposed", n, len(uids)))
@@ -179,11 +179,23 @@ func (w *Writer) WriteFreshProposedTx(ctx context.Context, tx *sql.Tx, items []I
 // guardedRaise is the one UPDATE of WriteFreshGuardedTx: each uid's row
 // raised by its count if and only if it holds first-1. It returns how many
 // rows it raised.
-func guardedRaise(ctx context.Context, tx *sql.Tx, uids []uint64, steps map[uint64][]uint64, firsts map[uint64]uint64) (int, error) {
+func guardedRaise(ctx context.Context, tx *sql.Tx, hint *PrimaryHint, uids []uint64, steps map[uint64][]uint64, firsts map[uint64]uint64) (int, error) {
+	for {
+		n, err := guardedRaiseOnce(ctx, tx, hint.Text(), uids, steps, firsts)
+		if err != nil && hint.Refused(err) {
+			continue // the embedded engine: the same statement without the hint
+		}
+		return n, err
+	}
+}
+
+func guardedRaiseOnce(ctx context.Context, tx *sql.Tx, hint string, uids []uint64, steps map[uint64][]uint64, firsts map[uint64]uint64) (int, error) {
 	now := time.Now().UTC().Format("2006-01-02 15:04:05.000")
 	var sb strings.Builder
 	sb.Grow(128 + len(uids)*48)
-	sb.WriteString("UPDATE seq_fence FORCE INDEX (PRIMARY) SET updated_at = '")
+	sb.WriteString("UPDATE seq_fence")
+	sb.WriteString(hint)
+	sb.WriteString(" SET updated_at = '")
 	sb.WriteString(now)
 	sb.WriteString("', max_seq = max_seq + ")
 	sqlin.StepCase(&sb, "uid", steps)

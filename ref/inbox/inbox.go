@@ -205,6 +205,7 @@ type Writer struct {
 	cfg    Config
 	dedup  Dedup
 	raised *prometheus.CounterVec
+	hint   PrimaryHint // the guarded raise's index hint
 }
 
 // NewWriter returns a Writer over alloc. reg may be nil (no metrics

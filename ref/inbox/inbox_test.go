@@ -510,3 +510,27 @@ func TestFenceRaisedByEachDifference(t *testing.T) {
 	}
 	led.check(t, db, want)
 }
+
+func TestPrimaryHint(t *testing.T) {
+	var h inbox.PrimaryHint
+	if h.Text() != " FORCE INDEX (PRIMARY)" {
+		t.Fatalf("zero hint %q", h.Text())
+	}
+	if h.Refused(&mysql.MySQLError{Number: 1213, Message: "Deadlock found"}) || h.Refused(errors.New("syntax error")) {
+		t.Fatal("a deadlock or a non-MySQL error turned the hint off")
+	}
+	if h.Text() == "" {
+		t.Fatal("hint off after errors that were not parse errors")
+	}
+	// go-mysql-server's answer to an index hint in UPDATE.
+	if !h.Refused(&mysql.MySQLError{Number: 1105, Message: "syntax error at position 38 near 'PRIMARY'"}) || h.Text() != "" {
+		t.Fatalf("embedded engine's parse error: hint %q", h.Text())
+	}
+	if h.Refused(&mysql.MySQLError{Number: 1064, Message: "You have an error in your SQL syntax"}) {
+		t.Fatal("refused twice: the caller would loop")
+	}
+	var nilHint *inbox.PrimaryHint
+	if nilHint.Text() == "" || nilHint.Refused(&mysql.MySQLError{Number: 1064}) {
+		t.Fatal("a nil hint must carry the hint and never turn off")
+	}
+}

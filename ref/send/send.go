@@ -132,6 +132,8 @@ type Service struct {
 
 	groups groupCache
 	dd     *dedup
+	// hint is the guarded conv_counter UPDATE's index hint.
+	hint inbox.PrimaryHint
 	// claims is nil unless the policy writes inbox rows in the send
 	// transaction (strict): see claims.
 	claims *claims
@@ -377,6 +379,7 @@ func containsSorted(s []uint64, v uint64) bool {
 func (s *Service) committer(idx int, q chan *Pending) {
 	defer s.wg.Done()
 	cc := &txConn{db: s.db}
+	cc.convs.hint = &s.hint
 	defer cc.discard()
 	batch := make([]*Pending, 0, s.cfg.MaxBatch)
 	take := make([]*Pending, 0, s.cfg.MaxBatch)
