@@ -34,6 +34,9 @@ type Pending struct {
 	// held are the seq proposals of a strict batch whose guarded fence
 	// raise missed (set on the batch's first Pending for its next attempt).
 	held *inbox.Proposals
+	// tk is the strict batch's claim ticket (claims.go; nil without
+	// claims), set on every Pending of the batch.
+	tk *ticket
 	// pre is the strict batch's seq proposals being taken while its
 	// transaction begins (Strict.prefetch; set on every Pending of the
 	// batch, so that it is found whichever of them are left when InTx runs).
@@ -123,6 +126,11 @@ func (p *Strict) InTx(ctx context.Context, tx *sql.Tx, batch []*Pending) (_ []mo
 		// conversation's messages get per-user seqs against conv_seq.
 		slices.Reverse(items)
 	}
+	t := batch[0].tk
+	// A batch ordered behind others (claims) writes its fence after theirs;
+	// batches ordered behind it wait for this one's.
+	t.awaitFenced(ctx)
+	defer t.doneFencing()
 	if held := batch[0].held; held != nil {
 		// This batch's guard missed: the same items, the same proposals.
 		batch[0].held = nil
@@ -204,9 +212,13 @@ func (p *Strict) prefetch(ctx context.Context, batch []*Pending) *prefetch {
 		}
 	}
 	f := &prefetch{done: make(chan struct{})}
+	t := batch[0].tk
 	go func() {
 		defer close(f.done)
+		// Behind the batches in flight it shares uids with (claims).
+		t.awaitProposed(ctx)
 		f.pr, f.err = p.w.Propose(ctx, want)
+		t.doneProposing()
 	}()
 	for _, m := range batch {
 		m.pre = f

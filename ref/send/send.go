@@ -403,7 +403,8 @@ func (s *Service) committer(idx int, q chan *Pending) {
 			continue
 		}
 		var changed <-chan struct{}
-		take, left, changed = s.claims.claim(idx, batch, take[:0], left)
+		var t *ticket
+		take, left, t, changed = s.claims.claim(idx, batch, take[:0], left)
 		if len(take) == 0 {
 			// Everything waits on another committer's batch.
 			select {
@@ -414,8 +415,11 @@ func (s *Service) committer(idx int, q chan *Pending) {
 			}
 			continue
 		}
+		for _, p := range take {
+			p.tk = t
+		}
 		s.commit(cc, take)
-		s.claims.release(idx, take)
+		s.claims.release(t, take)
 	}
 }
 
@@ -737,7 +741,9 @@ func (s *Service) attempt(cc *txConn, batch []*Pending, lookup bool) (rest []*Pe
 	ctx, cancel := context.WithTimeout(s.bgCtx, s.cfg.TxTimeout)
 	defer cancel()
 	if st, ok := s.policy.(*Strict); ok {
-		if f := st.prefetch(ctx, batch); f != nil {
+		if f := st.prefetch(ctx, batch); f == nil {
+			batch[0].tk.doneProposing() // nothing to order behind
+		} else {
 			// The goroutine ends within its batch's attempt; proposals InTx
 			// did not take stay on the batch for its next attempt.
 			defer func() { _, _ = f.wait() }()
