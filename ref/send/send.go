@@ -39,8 +39,9 @@
 // Under the strict policy the committers claim the uids of their batches
 // (claims.go): a message with a recipient in another committer's batch in
 // flight waits for this committer's next batch, so batches of one process
-// never wait on each other's fence rows, and a hot uid passes from
-// committer to committer with all its queued messages at once.
+// do not wait on each other's fence rows; a batch most of whose messages
+// would wait (a hot uid) is instead ordered behind that batch, proposals and
+// fence step after its.
 //
 // Each committer keeps one connection (session isolation READ COMMITTED,
 // set once; so a batch begins with one round trip), replaced after a
