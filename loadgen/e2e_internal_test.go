@@ -100,4 +100,13 @@ func TestSummaryKeys(t *testing.T) {
 	if o := (&Summary{OK: 1000, Unknown: 5, LoadSeconds: 10}).Outcomes(0); o.Overloaded || o.AckedPerSec != 100 {
 		t.Fatalf("0.5%% unknown: %+v, want within load at 100/s", o)
 	}
+	// Every send ACKed, but 28% only after a resent timeout: the server was
+	// not keeping up, whatever the final outcomes say.
+	o = (&Summary{OK: 1000, RetriedSends: 280, LoadSeconds: 10}).Outcomes(0)
+	if !o.Overloaded || o.RetriedFrac != 0.28 || !strings.Contains(o.String(), "retried 28.0%: OVERLOADED") || !strings.Contains(o.String(), "retried above 1.0%") {
+		t.Fatalf("28%% retried: %+v %q, want OVERLOADED", o, o.String())
+	}
+	if o := (&Summary{OK: 1000, RetriedSends: 5, LoadSeconds: 10}).Outcomes(0); o.Overloaded {
+		t.Fatalf("0.5%% retried: %+v, want within load", o)
+	}
 }

@@ -46,6 +46,7 @@ type metrics struct {
 	fail    atomic.Uint64
 	unknown atomic.Uint64
 	retries atomic.Uint64
+	retried atomic.Uint64 // sends that needed more than one try
 	notSent atomic.Uint64
 	// lastStart, lastAck: the latest send start and ACK, as offsets from
 	// the run's start (nanoseconds), for the rates' windows.

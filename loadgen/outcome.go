@@ -3,9 +3,10 @@ package loadgen
 import "fmt"
 
 // OverloadFraction is the stated limit of a clean run: when more than this
-// fraction of its sends ended failed or of unknown outcome, the run is
-// OVERLOADED whatever its safety verdict, and its latencies describe a
-// server that was not keeping up.
+// fraction of its sends ended failed or of unknown outcome, or more than
+// this fraction needed a second try (a resent timeout, a 429) whatever
+// their final outcome, the run is OVERLOADED whatever its safety verdict,
+// and its latencies describe a server that was not keeping up.
 const OverloadFraction = 0.01
 
 // Outcome is what became of a run's sends, as fractions of the sends
@@ -18,8 +19,10 @@ type Outcome struct {
 	OKFrac      float64 `json:"ok_fraction"`
 	FailFrac    float64 `json:"fail_fraction"`
 	UnknownFrac float64 `json:"unknown_fraction"`
-	// Limit is the fraction of failed + unknown sends above which the run
-	// is Overloaded.
+	// RetriedFrac is the fraction of sends that needed more than one try.
+	RetriedFrac float64 `json:"retried_fraction"`
+	// Limit is the fraction of failed + unknown sends, and of retried
+	// sends, above which the run is Overloaded.
 	Limit      float64 `json:"overload_limit"`
 	Overloaded bool    `json:"overloaded"`
 }
@@ -35,6 +38,7 @@ func (s *Summary) Outcomes(limit float64) Outcome {
 	if o.Sends > 0 {
 		n := float64(o.Sends)
 		o.OKFrac, o.FailFrac, o.UnknownFrac = float64(s.OK)/n, float64(s.Fail)/n, float64(s.Unknown)/n
+		o.RetriedFrac = float64(s.RetriedSends) / n
 	}
 	switch {
 	case s.AckSeconds > 0:
@@ -44,7 +48,7 @@ func (s *Summary) Outcomes(limit float64) Outcome {
 	default:
 		o.AckedPerSec = s.AchievedPerSec // an older summary: its own figure
 	}
-	o.Overloaded = o.FailFrac+o.UnknownFrac > limit
+	o.Overloaded = o.FailFrac+o.UnknownFrac > limit || o.RetriedFrac > limit
 	return o
 }
 
@@ -59,12 +63,13 @@ func (o Outcome) Label() string {
 // String is one line for a summary: the achieved (ACKed) rate, the
 // fractions beside it, and the label with the limit it was judged by.
 func (o Outcome) String() string {
-	return fmt.Sprintf("achieved %.0f ACKed sends/s; of %d sends ok %s, unknown %s, failed %s: %s (unknown + failed %s %s)",
-		o.AckedPerSec, o.Sends, pct(o.OKFrac), pct(o.UnknownFrac), pct(o.FailFrac), o.Label(), cmpWord(o), pct(o.Limit))
+	return fmt.Sprintf("achieved %.0f ACKed sends/s; of %d sends ok %s, unknown %s, failed %s, retried %s: %s (unknown + failed %s %s, retried %s %s)",
+		o.AckedPerSec, o.Sends, pct(o.OKFrac), pct(o.UnknownFrac), pct(o.FailFrac), pct(o.RetriedFrac), o.Label(),
+		cmpWord(o.FailFrac+o.UnknownFrac > o.Limit), pct(o.Limit), cmpWord(o.RetriedFrac > o.Limit), pct(o.Limit))
 }
 
-func cmpWord(o Outcome) string {
-	if o.Overloaded {
+func cmpWord(above bool) string {
+	if above {
 		return "above"
 	}
 	return "within"

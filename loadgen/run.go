@@ -94,6 +94,10 @@ type Summary struct {
 	Fail       uint64            `json:"fail"`
 	Unknown    uint64            `json:"unknown"`
 	Retries    uint64            `json:"retries"`
+	// RetriedSends: sends that needed more than one try (a timeout or
+	// other unknown outcome resent, a 429): whatever their final outcome,
+	// the server did not answer them at the first try.
+	RetriedSends uint64 `json:"retried_sends,omitempty"`
 	// NotSent: sends (counted in Fail) that waited in the generator's
 	// queue longer than one send timeout and were never transmitted: a
 	// client gives up on a message it could not hand to the server in
@@ -343,6 +347,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 
 	sum.OK, sum.Fail, sum.Unknown = r.m.ok.Load(), r.m.fail.Load(), r.m.unknown.Load()
 	sum.Retries, sum.Deliveries, sum.NotSent = r.m.retries.Load(), r.m.deliv.Load(), r.m.notSent.Load()
+	sum.RetriedSends = r.m.retried.Load()
 	if loadEnd > 0 {
 		sum.LoadSeconds = loadEnd.Seconds()
 		// Rates over the send window (the shape's duration, or longer when
@@ -647,6 +652,9 @@ func (r *runner) send(worker int, t schedule.Tick, started time.Duration) {
 		time.Sleep(time.Duration(a.Tries) * 10 * time.Millisecond)
 	}
 	a.Ended = time.Since(r.start)
+	if a.Tries > 1 {
+		r.m.retried.Add(1)
+	}
 	r.e2e.outcome(l, t.Idx, a.Outcome == ledger.OK)
 	switch a.Outcome {
 	case ledger.OK:
@@ -717,7 +725,7 @@ func (r *runner) report(live *schedule.Live, sum *Summary, stop <-chan struct{},
 				phase += ", waiting for the answers in flight"
 			}
 			// A second with nothing measured prints "-", never 0s.
-			fmt.Fprintf(r.cfg.Progress, "t=%3ds %s rate=%6d/s ok=%d ack_p99=%s e2e_p99=%s delay_p99=%s errors=%d (fail %d, unknown %d) late=%d missed=%d workers=%d%s deliveries=%d/s\n",
+			fmt.Fprintf(r.cfg.Progress, "t=%3ds %s started=%6d/s ok=%d ack_p99=%s e2e_p99=%s delay_p99=%s errors=%d (fail %d, unknown %d) late=%d missed=%d workers=%d%s deliveries=%d/s\n",
 				sec, phase, row.Started, cur.OK, p99Of(row.Response), p99Of(row.E2E), p99Of(row.SendDelay),
 				cur.Fail+cur.Unknown, cur.Fail, cur.Unknown, cur.Late, cur.Missed, cur.Workers, queuedNote(r.cfg.Pacer, cur.Queued), row.Deliveries)
 		}

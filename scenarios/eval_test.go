@@ -126,7 +126,7 @@ func sampleResult() *Result {
 		Checks: []Check{{Name: "verdict", Want: "valid", Got: "invalid", OK: false}, {Name: "max_lost", Want: "<= 0", Got: "2"},
 			{Name: "drain_complete", Want: "true", Got: "true", OK: true}},
 		Events: []FaultEvent{{At: 1, Fault: "redis_wipe", Action: "inject", Affected: 10}, {At: 1.1, Fault: "redis_wipe", Action: "heal"}},
-		Sends:  []SendSecond{{T: 1.1, Started: 100, OK: 99, Fail: 1, AckP50: 1.5, AckP99: 9}, {T: 2.1, Started: 100, OK: 100, AckP50: 1, AckP99: 4}},
+		Sends:  []SendSecond{{T: 1.1, Started: 100, OK: 99, Fail: 1, AckP50: ackMs(99, 1500), AckP99: ackMs(99, 9000)}, {T: 2.1, Started: 100, OK: 100, AckP50: ackMs(100, 1000), AckP99: ackMs(100, 4000)}},
 		Lag:    []LagSample{{T: 1, MaxAge: map[string]float64{"imlab-inbox": 0.5}, Records: map[string]int64{"imlab-inbox": 3}}, {T: 2, Err: "down"}},
 		Spec:   &File{Name: "sample", Expect: ExpectSpec{MaxAckP99: dur(time.Second), MaxLagAge: dur(time.Second)}},
 		Errors: []string{"a note"},

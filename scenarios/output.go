@@ -101,9 +101,9 @@ func HTMLReport(res *Result) *report.Report {
 	for _, s := range res.Sends {
 		ok.Points = append(ok.Points, report.Point{T: s.T, V: float64(s.OK)})
 		fail.Points = append(fail.Points, report.Point{T: s.T, V: float64(s.Fail + s.Unknown)})
-		if s.OK > 0 {
-			p50.Points = append(p50.Points, report.Point{T: s.T, V: s.AckP50})
-			p99.Points = append(p99.Points, report.Point{T: s.T, V: s.AckP99})
+		if s.OK > 0 && s.AckP50 != nil && s.AckP99 != nil {
+			p50.Points = append(p50.Points, report.Point{T: s.T, V: *s.AckP50})
+			p99.Points = append(p99.Points, report.Point{T: s.T, V: *s.AckP99})
 		}
 	}
 	rep.Charts = append(rep.Charts, report.Chart{Title: "Throughput", Unit: "msg/s", Series: []report.Series{ok, fail}})

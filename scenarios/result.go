@@ -48,8 +48,20 @@ type SendSecond struct {
 	OK      uint64  `json:"ok"`
 	Fail    uint64  `json:"fail"`
 	Unknown uint64  `json:"unknown"`
-	AckP50  float64 `json:"ack_p50_ms"`
-	AckP99  float64 `json:"ack_p99_ms"`
+	// AckP50 and AckP99 are the ACK latency of the second's ACKed sends;
+	// null in a second without an ACK (nothing measured, not 0 ms).
+	AckP50 *float64 `json:"ack_p50_ms"`
+	AckP99 *float64 `json:"ack_p99_ms"`
+}
+
+// ackMs is a latency in ms for a second with n ACKed sends (nil when n is
+// 0: nothing was measured).
+func ackMs(n uint64, us int64) *float64 {
+	if n == 0 {
+		return nil
+	}
+	v := float64(us) / 1000
+	return &v
 }
 
 // LagSample is one poll of GET /v1/lab/lag.

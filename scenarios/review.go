@@ -339,8 +339,8 @@ func reviewCharts(runs []*Result, labels []string) []report.Chart {
 		ts, ps := report.Series{Name: labels[i]}, report.Series{Name: labels[i]}
 		for _, s := range r.Sends {
 			ts.Points = append(ts.Points, report.Point{T: s.T - at, V: float64(s.OK)})
-			if s.OK > 0 {
-				ps.Points = append(ps.Points, report.Point{T: s.T - at, V: s.AckP99})
+			if s.OK > 0 && s.AckP99 != nil {
+				ps.Points = append(ps.Points, report.Point{T: s.T - at, V: *s.AckP99})
 			}
 		}
 		lag.Series, behind.Series = append(lag.Series, ls), append(behind.Series, bs)

@@ -31,7 +31,7 @@ func reviewRun(t *testing.T, name string, consumers int, burstAt float64, lagAge
 		Burst: &BurstFigures{From: burstAt, To: burstAt + 2, PeakPerSec: 50000, IntendedPerSec: 50000, StartedPerSec: 49800, Intended: 100400, Started: 100100, Ratio: 0.997, StartDelayP99ms: f64(3.5)},
 		Spec:  &File{Name: name}}
 	for i := 0; i < len(lagAges); i++ {
-		r.Sends = append(r.Sends, SendSecond{T: float64(i), OK: 100, AckP99: 12})
+		r.Sends = append(r.Sends, SendSecond{T: float64(i), OK: 100, AckP99: ackMs(100, 12000)})
 	}
 	return r
 }

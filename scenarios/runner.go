@@ -422,7 +422,7 @@ func (r *run) execute(ctx context.Context) error {
 		r.res.AckSeconds = sum.AckSeconds
 		for _, s := range sum.Timeline {
 			r.res.Sends = append(r.res.Sends, SendSecond{T: float64(s.T) + r.res.LoadOffset, Started: s.Started, OK: s.OK, Fail: s.Fail,
-				Unknown: s.Unknown, AckP50: float64(s.Response.P50) / 1000, AckP99: float64(s.Response.P99) / 1000})
+				Unknown: s.Unknown, AckP50: ackMs(s.OK, int64(s.Response.P50)), AckP99: ackMs(s.OK, int64(s.Response.P99))})
 		}
 		r.res.Errors = append(r.res.Errors, sum.Errors...)
 	}

@@ -164,6 +164,7 @@ func mergeSummaries(sums []*loadgen.Summary) *loadgen.Summary {
 	m.Timeline = nil
 	m.Errors = nil
 	m.OK, m.Fail, m.Unknown, m.Retries, m.Deliveries, m.AchievedPerSec = 0, 0, 0, 0, 0, 0
+	m.RetriedSends = 0
 	m.StartedPerSec, m.LoadSeconds = 0, 0
 	m.Pacer = schedule.Stats{}
 	m.Drain = loadgen.DrainSummary{Complete: true}
@@ -178,6 +179,7 @@ func mergeSummaries(sums []*loadgen.Summary) *loadgen.Summary {
 		m.Fail += s.Fail
 		m.Unknown += s.Unknown
 		m.Retries += s.Retries
+		m.RetriedSends += s.RetriedSends
 		m.Deliveries += s.Deliveries
 		m.AchievedPerSec += s.AchievedPerSec
 		m.StartedPerSec += s.StartedPerSec

@@ -49,8 +49,8 @@ segment are refused (--partial judges the segments there are, and says so).
 
 Beside the safety verdict it reports the load, from the summaries: "achieved" is ACKed sends
 per second only, printed with the fractions of sends that failed or whose outcome stayed
-unknown; when those exceed --max-unknown-failed the run is OVERLOADED (its latencies describe
-a server that was not keeping up). Exit status: 0 VALID within load, 1 INVALID (whatever the
+unknown, and of sends that needed a second try; when either exceeds --max-unknown-failed the
+run is OVERLOADED (its latencies describe a server that was not keeping up). Exit status: 0 VALID within load, 1 INVALID (whatever the
 load), 3 VALID but OVERLOADED.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if (len(args) == 0) == (under == "") {
@@ -79,7 +79,7 @@ load), 3 VALID but OVERLOADED.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the verdict as JSON instead of a table")
 	cmd.Flags().BoolVar(&partial, "partial", false, "judge the segments given even when some of the run's segments are missing")
 	cmd.Flags().DurationVar(&wait, "wait", 0, "wait up to this long for every RUN_DIR's summary.json (segments still running), then judge")
-	cmd.Flags().Float64Var(&limit, "max-unknown-failed", loadgen.OverloadFraction, "fraction of sends failed or of unknown outcome above which the run is OVERLOADED")
+	cmd.Flags().Float64Var(&limit, "max-unknown-failed", loadgen.OverloadFraction, "fraction of sends failed or of unknown outcome (and of sends retried) above which the run is OVERLOADED")
 	cmd.Flags().StringVar(&out, "out", "", "where verdict.json goes (default: RUN_DIR/verdict.json; with several directories, their common parent)")
 	return cmd
 }

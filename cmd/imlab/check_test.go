@@ -53,7 +53,7 @@ func TestCheckReportsLoadBesideTheVerdict(t *testing.T) {
 	if err != nil {
 		t.Fatalf("check: %v\n%s", err, out)
 	}
-	if !strings.Contains(out, "load: achieved ") || !strings.Contains(out, "ACKed sends/s") || !strings.Contains(out, "unknown 0.0%, failed 0.0%: within load") {
+	if !strings.Contains(out, "load: achieved ") || !strings.Contains(out, "ACKed sends/s") || !strings.Contains(out, "unknown 0.0%, failed 0.0%, retried 0.0%: within load") {
 		t.Fatalf("no load line:\n%s", out)
 	}
 	row := regexp.MustCompile(`(?m)^response +\d+ +(\S+)`).FindStringSubmatch(out)
