@@ -63,6 +63,7 @@ func (v *Verdict) WriteTable(w io.Writer) {
 			fmt.Fprintf(w, "%-17s %9s %9s    e.g. %s\n", "", "", "", e)
 		}
 	}
+	fmt.Fprintln(w, FindingsLegend)
 	fmt.Fprintf(w, "%-11s %8s %9s %9s %9s %9s %9s\n", "latency", "count", "p50", "p90", "p99", "p999", "max")
 	for _, n := range []string{"response", "service", "send_delay", "end_to_end"} {
 		l := v.Latency[n]
@@ -73,6 +74,11 @@ func (v *Verdict) WriteTable(w io.Writer) {
 		fmt.Fprintf(w, "warning: %s\n", s)
 	}
 }
+
+// FindingsLegend defines the columns of the findings rows: count is in each
+// finding's own unit, msg_ids lists distinct messages, so the two differ
+// where one message counts more than once.
+const FindingsLegend = "(count: distinct messages, except duplicated: one per extra copy a device stored; pairs: (message, device) pairs for lost and skipped, (message, uid) for the store findings; msg_ids: the distinct messages)"
 
 // LatencyLegend defines the latency rows of the verdict table (and of the
 // load summary, whose histograms follow the same definitions).
