@@ -204,4 +204,7 @@ func TestLoadAverage(t *testing.T) {
 	if s := a.LoadAverage.String(); !strings.Contains(s, "at start 2.10/1.00/1.00, at end 6.80/3.00/1.00") {
 		t.Errorf("load average %q", s)
 	}
+	if !(&LoadAverage{Start: [3]float64{4.1, 5.7, 4.8}}).Busy(2) || (&LoadAverage{Start: [3]float64{1.9, 5, 5}}).Busy(2) {
+		t.Fatal("Busy: judged by the 1-minute load at start against the CPUs")
+	}
 }
