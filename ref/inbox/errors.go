@@ -1,6 +1,8 @@
 package inbox
 
 import (
+	"context"
+	"database/sql"
 	"errors"
 	"strings"
 	"sync/atomic"
@@ -58,8 +60,8 @@ const ErrNoParse = 1064
 // (FORCE INDEX (PRIMARY): on a small table MariaDB's optimizer would scan it
 // for an IN list covering much of it). The embedded engine (go-mysql-server)
 // does not parse index hints in UPDATE: the first statement it refuses for
-// that turns the hint off for good (the caller sends the same statement
-// again without it). Safe for concurrent use; the zero value (and nil)
+// that turns the hint off for good, and Exec sends the same statement again
+// without it. Safe for concurrent use; the zero value (and nil)
 // carries the hint, and nil never turns it off.
 type PrimaryHint struct{ off atomic.Bool }
 
@@ -85,4 +87,19 @@ func (h *PrimaryHint) Refused(err error) bool {
 		return true
 	}
 	return false
+}
+
+// Exec runs in tx the statement build writes with hint (Text), and, when
+// the server refused the hint, the same statement again without it.
+func (h *PrimaryHint) Exec(ctx context.Context, tx *sql.Tx, build func(sb *strings.Builder, hint string)) (sql.Result, error) {
+	var sb strings.Builder
+	for {
+		sb.Reset()
+		build(&sb, h.Text())
+		res, err := tx.ExecContext(ctx, sb.String())
+		if err != nil && h.Refused(err) {
+			continue // at most once: Refused turned the hint off
+		}
+		return res, err
+	}
 }

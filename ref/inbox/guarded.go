@@ -141,15 +141,7 @@ func (w *Writer) WriteFreshGuardedTx(ctx context.Context, tx *sql.Tx, items []It
 	} else if n != len(uids) {
 		return nil, moved(fmt.Sprintf("%d of %d fence rows as proposed", n, len(uids)))
 	}
-	seqs := make([]uint64, len(items))
-	var next uint64
-	for i, it := range items {
-		if i == 0 || items[i-1].UID != it.UID {
-			next = firsts[it.UID]
-		}
-		seqs[i] = next
-		next++
-	}
+	seqs := seqsFrom(items, firsts)
 	if err := insertRows(ctx, tx, items, seqs, w.cfg.InsertChunk, w.cfg.Defects); err != nil {
 		if _, dup := DupKey(err); dup {
 			return nil, moved(err.Error())
@@ -158,12 +150,9 @@ func (w *Writer) WriteFreshGuardedTx(ctx context.Context, tx *sql.Tx, items []It
 	}
 	entries := make([]model.InboxEntry, len(items))
 	for i, it := range items {
-		entries[i] = model.InboxEntry{
-			// seqs[i]-1: the fence before this transaction for a uid's
-			// first entry, the entry before it for the others.
-			UID: it.UID, Seq: seqs[i], PrevSeq: seqs[i] - 1, MsgID: it.MsgID, ConvID: it.ConvID, ConvType: it.ConvType,
-			ConvSeq: it.ConvSeq, SenderUID: it.SenderUID, CreatedAt: it.CreatedAt, Content: it.Content,
-		}
+		// seqs[i]-1: the fence before this transaction for a uid's first
+		// entry, the entry before it for the others.
+		entries[i] = entryOf(it, seqs[i], seqs[i]-1)
 	}
 	return entries, nil
 }
@@ -180,31 +169,21 @@ func (w *Writer) WriteFreshProposedTx(ctx context.Context, tx *sql.Tx, items []I
 // raised by its count if and only if it holds first-1. It returns how many
 // rows it raised.
 func guardedRaise(ctx context.Context, tx *sql.Tx, hint *PrimaryHint, uids []uint64, steps map[uint64][]uint64, firsts map[uint64]uint64) (int, error) {
-	for {
-		n, err := guardedRaiseOnce(ctx, tx, hint.Text(), uids, steps, firsts)
-		if err != nil && hint.Refused(err) {
-			continue // the embedded engine: the same statement without the hint
-		}
-		return n, err
-	}
-}
-
-func guardedRaiseOnce(ctx context.Context, tx *sql.Tx, hint string, uids []uint64, steps map[uint64][]uint64, firsts map[uint64]uint64) (int, error) {
 	now := time.Now().UTC().Format("2006-01-02 15:04:05.000")
-	var sb strings.Builder
-	sb.Grow(128 + len(uids)*48)
-	sb.WriteString("UPDATE seq_fence")
-	sb.WriteString(hint)
-	sb.WriteString(" SET updated_at = '")
-	sb.WriteString(now)
-	sb.WriteString("', max_seq = max_seq + ")
-	sqlin.StepCase(&sb, "uid", steps)
-	sb.WriteString(" WHERE uid IN (")
-	uidList(&sb, uids)
-	sb.WriteString(") AND (uid, max_seq) IN (")
-	sqlin.UintTuples(&sb, len(uids), func(i int) (uint64, uint64) { return uids[i], firsts[uids[i]] - 1 })
-	sb.WriteByte(')')
-	res, err := tx.ExecContext(ctx, sb.String())
+	res, err := hint.Exec(ctx, tx, func(sb *strings.Builder, hint string) {
+		sb.Grow(128 + len(uids)*48)
+		sb.WriteString("UPDATE seq_fence")
+		sb.WriteString(hint)
+		sb.WriteString(" SET updated_at = '")
+		sb.WriteString(now)
+		sb.WriteString("', max_seq = max_seq + ")
+		sqlin.StepCase(sb, "uid", steps)
+		sb.WriteString(" WHERE uid IN (")
+		uidList(sb, uids)
+		sb.WriteString(") AND (uid, max_seq) IN (")
+		sqlin.UintTuples(sb, len(uids), func(i int) (uint64, uint64) { return uids[i], firsts[uids[i]] - 1 })
+		sb.WriteByte(')')
+	})
 	if err != nil {
 		return 0, fmt.Errorf("inbox: guarded raise of seq_fence: %w", err)
 	}

@@ -458,10 +458,7 @@ func (w *Writer) write(ctx context.Context, tx *sql.Tx, items []Item, mode write
 	tops := make([]uint64, 0, len(uids))
 	for i, it := range items {
 		e := &entries[i]
-		*e = model.InboxEntry{
-			UID: it.UID, Seq: seqs[i], MsgID: it.MsgID, ConvID: it.ConvID, ConvType: it.ConvType,
-			ConvSeq: it.ConvSeq, SenderUID: it.SenderUID, CreatedAt: it.CreatedAt, Content: it.Content,
-		}
+		*e = entryOf(it, seqs[i], 0)
 		if i == 0 || items[i-1].UID != it.UID {
 			e.PrevSeq = fence[it.UID]
 			tops = append(tops, 0)
@@ -691,6 +688,12 @@ func (w *Writer) allocate(ctx context.Context, items []Item, want map[uint64]int
 		}
 		ask = stale
 	}
+	return seqsFrom(items, firsts), nil
+}
+
+// seqsFrom hands out each uid's seqs from its first one, in items' order
+// (items ordered by uid, byUID): the seqs parallel to items.
+func seqsFrom(items []Item, firsts map[uint64]uint64) []uint64 {
 	seqs := make([]uint64, len(items))
 	var next uint64
 	for i, it := range items {
@@ -700,7 +703,16 @@ func (w *Writer) allocate(ctx context.Context, items []Item, want map[uint64]int
 		seqs[i] = next
 		next++
 	}
-	return seqs, nil
+	return seqs
+}
+
+// entryOf is the inbox entry of item it stored at seq, prev the uid's
+// fence (or entry) before it.
+func entryOf(it Item, seq, prev uint64) model.InboxEntry {
+	return model.InboxEntry{
+		UID: it.UID, Seq: seq, PrevSeq: prev, MsgID: it.MsgID, ConvID: it.ConvID, ConvType: it.ConvType,
+		ConvSeq: it.ConvSeq, SenderUID: it.SenderUID, CreatedAt: it.CreatedAt, Content: it.Content,
+	}
 }
 
 // raiseFromTable handles a (uid, seq) PRIMARY collision: the fence was

@@ -180,25 +180,18 @@ func advanceConvSeqsKnown(ctx context.Context, tx *sql.Tx, batch []*Pending, top
 		tops.paused = convStalePause
 		return fmt.Errorf("%w: %s", errConvStale, what)
 	}
-	var sb strings.Builder
-	var res sql.Result
-	for {
-		sb.Reset()
+	res, err := tops.hint.Exec(ctx, tx, func(sb *strings.Builder, hint string) {
 		sb.Grow(160 + len(known)*48)
 		sb.WriteString("UPDATE conv_counter")
-		sb.WriteString(tops.hint.Text())
+		sb.WriteString(hint)
 		sb.WriteString(" SET max_seq = max_seq + ")
-		sqlin.StepCase(&sb, "conv_id", steps)
+		sqlin.StepCase(sb, "conv_id", steps)
 		sb.WriteString(" WHERE conv_id IN (")
-		sqlin.Uints(&sb, known)
+		sqlin.Uints(sb, known)
 		sb.WriteString(") AND (conv_id, max_seq) IN (")
-		sqlin.UintTuples(&sb, len(known), func(i int) (uint64, uint64) { return known[i], base[known[i]] })
+		sqlin.UintTuples(sb, len(known), func(i int) (uint64, uint64) { return known[i], base[known[i]] })
 		sb.WriteByte(')')
-		res, err = tx.ExecContext(ctx, sb.String())
-		if err == nil || !tops.hint.Refused(err) {
-			break // else the embedded engine: the same statement without the hint
-		}
-	}
+	})
 	if err != nil {
 		return true, fmt.Errorf("send: advance conv_counter: %w", err)
 	}
@@ -210,7 +203,7 @@ func advanceConvSeqsKnown(ctx context.Context, tx *sql.Tx, batch []*Pending, top
 		return true, stale(fmt.Sprintf("%d of %d remembered counters as predicted", n, len(known)))
 	}
 	if len(fresh) > 0 {
-		sb.Reset()
+		var sb strings.Builder
 		sb.WriteString("INSERT INTO conv_counter (conv_id, max_seq) VALUES ")
 		sqlin.UintTuples(&sb, len(fresh), func(i int) (uint64, uint64) { return fresh[i], counts[fresh[i]] })
 		if _, err := tx.ExecContext(ctx, sb.String()); err != nil {
