@@ -40,11 +40,12 @@ import (
 // a wrong claim costs a lock wait or a guard miss, never a promise.
 type claims struct {
 	mu      sync.Mutex
-	owner   map[uint64]*ticket // uid -> the latest batch in flight holding it
-	wanted  map[uint64]int     // uid -> committer that left a message for it
-	mine    [][]uint64         // per committer: the uids it marked wanted
-	changed chan struct{}      // closed (and replaced) by every release
-	convs   map[uint64]struct{}
+	owner   map[uint64]*ticket  // uid -> the latest batch in flight holding it
+	wanted  map[uint64]int      // uid -> committer that left a message for it
+	mine    [][]uint64          // per committer: the uids it marked wanted
+	changed chan struct{}       // closed (and replaced) by every release
+	convs   map[uint64]struct{} // claim's scratch: conversations with a message that waits
+	waits   []bool              // claim's scratch: which messages of the batch wait
 	deps    map[*ticket]struct{}
 }
 
@@ -149,13 +150,21 @@ func (cl *claims) claim(c int, batch, take, left []*Pending) (taken, kept []*Pen
 		}
 	}
 	cl.mine[c] = cl.mine[c][:0]
+	// Which messages must wait: a recipient held or wanted by another
+	// committer, or an earlier message of the conversation waits. Taking a
+	// message changes nothing the others are judged by (c's own holds and
+	// marks do not count against c), so this is decided once.
 	clear(cl.convs)
+	cl.waits = cl.waits[:0]
 	conflicts := 0
 	for _, p := range batch {
-		if _, later := cl.convs[p.Msg.ConvID]; later || !cl.free(c, p.Recipients) {
+		_, later := cl.convs[p.Msg.ConvID]
+		w := later || !cl.free(c, p.Recipients)
+		if w {
 			cl.convs[p.Msg.ConvID] = struct{}{}
 			conflicts++
 		}
+		cl.waits = append(cl.waits, w)
 	}
 	t = newTicket(c)
 	if conflicts > 0 && 2*conflicts >= len(batch) {
@@ -174,10 +183,8 @@ func (cl *claims) claim(c int, batch, take, left []*Pending) (taken, kept []*Pen
 		}
 		return append(take, batch...), left, t, cl.changed
 	}
-	clear(cl.convs)
-	for _, p := range batch {
-		if _, later := cl.convs[p.Msg.ConvID]; later || !cl.free(c, p.Recipients) {
-			cl.convs[p.Msg.ConvID] = struct{}{}
+	for i, p := range batch {
+		if cl.waits[i] {
 			left = append(left, p)
 			cl.markWanted(c, p.Recipients)
 			continue

@@ -196,8 +196,8 @@ func (f *prefetch) wait() (*inbox.Proposals, error) {
 }
 
 // prefetch starts taking the proposals for batch (each recipient's count
-// of messages, which is what InTx's items come to unless the batch shrinks
-// on the way: then they do not fit and fresh ones are taken). Nothing is
+// of messages, which is what InTx's items come to; a batch that shrinks on
+// the way uses the first of them, inbox.Writer.WriteFreshGuardedTx). Nothing is
 // started for a batch that carries proposals from a missed guard, or while
 // the locking read is in use, or for one that has its proposals from an
 // earlier attempt (kept when that attempt failed before InTx).
