@@ -477,18 +477,10 @@ gather:
 // the fence; the other committers drain at the same time).
 func (s *Service) drain(cc *txConn, q chan *Pending, kept []*Pending) {
 	batch := append([]*Pending(nil), kept...)
+	var timer *time.Timer
 	for {
-		rows := 0
-		for len(batch) < s.cfg.MaxBatch && rows < s.cfg.MaxBatchRows {
-			select {
-			case p := <-q:
-				batch = append(batch, p)
-				rows += len(p.Recipients)
-				continue
-			default:
-			}
-			break
-		}
+		// stop is closed: gather takes what is queued and does not wait.
+		timer = s.gather(q, &batch, timer)
 		if len(batch) == 0 {
 			return
 		}
