@@ -32,9 +32,11 @@ const EnvJobIndex = "JOB_COMPLETION_INDEX"
 //   - an intended send (a tick of the rate shape) belongs to the segment of
 //     its sender's user; the sender is chosen from the seed and the tick, as
 //     in a whole run, so every tick belongs to exactly one segment;
-//   - group g (0-based) is created by segment g mod Count + 1; its members may
-//     belong to any segment, and each member's devices record what they
-//     receive in their own segment's ledger.
+//   - every segment creates every group before it sends (the same members
+//     again are a no-op on the server; a group left to one segment could be
+//     sent to by another that started first); a group's members may belong
+//     to any segment, and each member's devices record what they receive in
+//     their own segment's ledger.
 //
 // Every segment builds the whole population (it is cheap and deterministic)
 // and drives only its own part. The zero value and 1/1 mean the whole run.
