@@ -16,7 +16,7 @@ mkdir -p runs
 out="runs/bench-$(date -u +%Y%m%dT%H%M%SZ).txt"
 
 declare -A groups=(
-	[send]="./ref/send/|BenchmarkSendStrict1to1|BenchmarkRawBatchedInsert|-benchtime=40000x -count=3"
+	[send]="./ref/send/|BenchmarkSendStrict1to1|BenchmarkRawBatchedInsert,BenchmarkRawWithCounters|-benchtime=40000x -count=3"
 	[hot]="./ref/send/|BenchmarkSendStrictHot||-benchtime=20000x -count=3"
 	[ack]="./ref/reconcile/|BenchmarkSendAck|BenchmarkRawContentInsert|-benchtime=100000x -count=3"
 	[e2e]="./ref/server/|BenchmarkE2ESend1to1||-benchtime=20000x -count=3"
@@ -40,7 +40,8 @@ order=(send hot ack e2e fanout pull history loadgen api compose)
 for g in "${order[@]}"; do
 	IFS='|' read -r pkg b1 b2 flags <<<"${groups[$g]}"
 	pat="$b1"
-	[ -n "$b2" ] && pat="$b1|$b2"
+	# b2 lists the references, comma-separated.
+	[ -n "$b2" ] && pat="$b1|${b2//,/|}"
 	echo "## $g: go test -run '^\$' -bench '$pat' $flags $pkg   (load average before: $(cut -d' ' -f1-3 /proc/loadavg))" | tee -a "$out"
 	# shellcheck disable=SC2086
 	# A failed group (e.g. the shared MySQL out of connections) is marked

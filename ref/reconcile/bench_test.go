@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -77,13 +79,18 @@ func BenchmarkSendAck(b *testing.B) {
 // INSERTs into the same MySQL, batches of rawBatch messages in one
 // transaction each, rawWorkers connections, nothing else (no dedupe, no
 // conv_seq counter, no publish): store writes one msg_content row per
-// message, outbox one msg_content row and one mq_outbox row. Run both with
+// message, outbox one msg_content row and one mq_outbox row. The
+// "+counter" runs add the row both policies' promise of a dense conv_seq
+// needs: each conversation's conv_counter row advanced in the same
+// transaction (one multi-row upsert per batch, ascending conv_id), the
+// floor of what either policy must write. Run both with
 //
 //	go test -run '^$' -bench 'BenchmarkSendAck|BenchmarkRawContentInsert' -benchtime=100000x ./ref/reconcile/
 func BenchmarkRawContentInsert(b *testing.B) {
 	const rawBatch, rawWorkers = 256, 4
-	for _, policy := range []string{fanout.PolicyStore, fanout.PolicyOutbox} {
-		b.Run(policy, func(b *testing.B) {
+	for _, name := range []string{fanout.PolicyStore, fanout.PolicyOutbox, fanout.PolicyStore + "+counter", fanout.PolicyOutbox + "+counter"} {
+		policy, counter := strings.CutSuffix(name, "+counter")
+		b.Run(name, func(b *testing.B) {
 			m := testenv.NewMySQL(b)
 			db, counted := countedDB(b, m.DSN)
 			pid := budget.ServerPID(context.Background(), m.DB)
@@ -103,7 +110,7 @@ func BenchmarkRawContentInsert(b *testing.B) {
 							return
 						}
 						n := min(int64(rawBatch), int64(b.N)-lo)
-						if err := rawContentBatch(db, policy == fanout.PolicyOutbox, lo, n); err != nil {
+						if err := rawContentBatch(db, policy == fanout.PolicyOutbox, counter, lo, n); err != nil {
 							errs <- err
 							return
 						}
@@ -139,18 +146,21 @@ func countedDB(b *testing.B, dsn string) (*sql.DB, *budget.SQL) {
 }
 
 // rawContentBatch inserts messages lo+1..lo+n (msg_id = the index; the 1:1
-// conversations of BenchmarkSendAck's senders).
-func rawContentBatch(db *sql.DB, outbox bool, lo, n int64) error {
+// conversations of BenchmarkSendAck's senders), with counter their
+// conversations' conv_counter rows advanced first.
+func rawContentBatch(db *sql.DB, outbox, counter bool, lo, n int64) error {
 	now := time.Now().UTC().Format("2006-01-02 15:04:05.000")
 	var content, ob strings.Builder
 	content.WriteString("INSERT INTO msg_content (msg_id, conv_id, conv_type, conv_seq, sender_uid, client_msg_id, content, created_at) VALUES ")
 	ob.WriteString("INSERT INTO mq_outbox (topic, shard_key, payload, status, retry, created_at) VALUES ")
+	convs := map[uint64]int{}
 	for i := lo + 1; i <= lo+n; i++ {
 		from := uint64(i%ackSenders + 1)
 		conv, err := model.SingleConvID(from, from+1000)
 		if err != nil {
 			return err
 		}
+		convs[conv]++
 		if i > lo+1 {
 			content.WriteByte(',')
 			ob.WriteByte(',')
@@ -163,6 +173,20 @@ func rawContentBatch(db *sql.DB, outbox bool, lo, n int64) error {
 		return err
 	}
 	defer tx.Rollback()
+	if counter {
+		var sb strings.Builder
+		sb.WriteString("INSERT INTO conv_counter (conv_id, max_seq) VALUES ")
+		for i, c := range slices.Sorted(maps.Keys(convs)) {
+			if i > 0 {
+				sb.WriteByte(',')
+			}
+			fmt.Fprintf(&sb, "(%d,%d)", c, convs[c])
+		}
+		sb.WriteString(" ON DUPLICATE KEY UPDATE max_seq = max_seq + VALUES(max_seq)")
+		if _, err := tx.Exec(sb.String()); err != nil {
+			return err
+		}
+	}
 	if _, err := tx.Exec(content.String()); err != nil {
 		return err
 	}

@@ -1,0 +1,167 @@
+package send_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"imlab/internal/budget"
+	"imlab/internal/testenv"
+	"imlab/ref/inbox"
+	"imlab/ref/model"
+	"imlab/ref/msgid"
+)
+
+// BenchmarkRawWithCounters is the strict policy's floor: the rows
+// BenchmarkRawBatchedInsert writes (one msg_content row and two offline_msg
+// rows per message) plus the rows its promises add, written as plainly as
+// SQL allows: each conversation's conv_counter row advanced (dense
+// conv_seq) and each recipient's seq_fence row raised (per-uid order, no
+// seq reuse), one multi-row upsert each per batch, rows in ascending key
+// order so that workers never deadlock on one another's rows, rawBatch
+// messages in one transaction, rawWorkers connections. It does not read
+// anything back, allocate a seq, dedupe or answer a sender: what strict
+// does beyond it is the implementation's cost, not its promises'. The
+// random pairs share fence rows between concurrent batches (as strict's
+// do), so the workers wait on each other's row locks; a deadlock (still
+// possible on the gaps of new conv_counter rows) retries the batch and is
+// counted (retries/batch).
+func BenchmarkRawWithCounters(b *testing.B) {
+	const rawBatch, rawWorkers = 256, 4
+	m := testenv.NewMySQL(b)
+	db, counted := countedDB(b, m.DSN)
+	ids, err := msgid.New(1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := createFenceRows(m.DB, benchUsers); err != nil {
+		b.Fatal(err)
+	}
+	var next, retries atomic.Int64
+	var seqs [rawWorkers]uint64
+	b.ResetTimer()
+	run := budget.Start(counted, nil, budget.ServerPID(context.Background(), m.DB))
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, rawWorkers)
+	for w := range rawWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 9))
+			for {
+				lo := next.Add(rawBatch) - rawBatch
+				if lo >= int64(b.N) {
+					return
+				}
+				n := int(min(int64(rawBatch), int64(b.N)-lo))
+				stmts := rawCountedBatch(ids, rng, n, w, &seqs[w])
+				if err := execRetrying(db, stmts, &retries); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	el := time.Since(start)
+	b.StopTimer()
+	res := run.Result(b.N)
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/el.Seconds(), "msgs/s")
+	b.ReportMetric(float64(retries.Load())/float64(max(res.Batches, 1)), "retries/batch")
+	res.Report(b)
+}
+
+// rawCountedBatch is the statements of one batch of n random 1:1 messages:
+// conv_counter and seq_fence upserts (ascending keys), then the content
+// and inbox rows.
+func rawCountedBatch(ids *msgid.Generator, rng *rand.Rand, n, worker int, seq *uint64) []string {
+	now := time.Now().UTC().Format("2006-01-02 15:04:05.000")
+	convs := map[uint64]int{}
+	fences := map[uint64]int{}
+	var content, inboxSQL strings.Builder
+	content.WriteString("INSERT INTO msg_content (msg_id, conv_id, conv_type, conv_seq, sender_uid, client_msg_id, content, created_at) VALUES ")
+	inboxSQL.WriteString("INSERT INTO offline_msg (uid, seq, msg_id, conv_id, conv_type, sender_uid, created_at) VALUES ")
+	for i := range n {
+		id := ids.Next()
+		from := 1 + rng.Uint64N(benchUsers)
+		to := 1 + rng.Uint64N(benchUsers)
+		if to == from {
+			to = from%benchUsers + 1
+		}
+		conv, _ := model.SingleConvID(from, to)
+		convs[conv]++
+		fences[from]++
+		fences[to]++
+		if i > 0 {
+			content.WriteByte(',')
+			inboxSQL.WriteByte(',')
+		}
+		fmt.Fprintf(&content, "(%d,%d,1,%d,%d,'b%d','benchmark message body of some sixty-four bytes, roughly.','%s')", id, conv, id, from, id, now)
+		// Seqs unique per worker range, as in rawBatchInsert.
+		*seq++
+		s1 := uint64(worker)<<40 | *seq
+		*seq++
+		s2 := uint64(worker)<<40 | *seq
+		fmt.Fprintf(&inboxSQL, "(%d,%d,%d,%d,1,%d,'%s'),(%d,%d,%d,%d,1,%d,'%s')", from, s1, id, conv, from, now, to, s2, id, conv, from, now)
+	}
+	var counter, fence strings.Builder
+	counter.WriteString("INSERT INTO conv_counter (conv_id, max_seq) VALUES ")
+	for i, c := range slices.Sorted(maps.Keys(convs)) {
+		if i > 0 {
+			counter.WriteByte(',')
+		}
+		fmt.Fprintf(&counter, "(%d,%d)", c, convs[c])
+	}
+	counter.WriteString(" ON DUPLICATE KEY UPDATE max_seq = max_seq + VALUES(max_seq)")
+	fence.WriteString("INSERT INTO seq_fence (uid, max_seq, updated_at) VALUES ")
+	for i, u := range slices.Sorted(maps.Keys(fences)) {
+		if i > 0 {
+			fence.WriteByte(',')
+		}
+		fmt.Fprintf(&fence, "(%d,%d,'%s')", u, fences[u], now)
+	}
+	// (An UPDATE … CASE of the existing rows measured 10% slower.)
+	fence.WriteString(" ON DUPLICATE KEY UPDATE max_seq = max_seq + VALUES(max_seq), updated_at = VALUES(updated_at)")
+	return []string{counter.String(), fence.String(), content.String(), inboxSQL.String()}
+}
+
+// execRetrying runs stmts in one transaction, again from the start after a
+// deadlock or lock wait timeout (each counted in retries), at most 20 times.
+func execRetrying(db *sql.DB, stmts []string, retries *atomic.Int64) error {
+	const maxTries = 20
+	var err error
+	for range maxTries {
+		if err = execTx(db, stmts); err == nil || !inbox.Retryable(err) {
+			return err
+		}
+		retries.Add(1)
+	}
+	return fmt.Errorf("%d tries: %w", maxTries, err)
+}
+
+func execTx(db *sql.DB, stmts []string) error {
+	tx, err := db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, s := range stmts {
+		if _, err := tx.Exec(s); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
