@@ -133,6 +133,11 @@ type Service struct {
 
 	groups groupCache
 	dd     *dedup
+	// timers holds the stopped deadline timers of finished sends for the
+	// next ones (a timer each: three allocations a send otherwise). A
+	// stopped timer's channel yields no stale tick after Reset (Go 1.23
+	// timers), and no timer is read after its Send returned.
+	timers sync.Pool
 	// hint is the guarded conv_counter UPDATE's index hint.
 	hint inbox.PrimaryHint
 	// claims is nil unless the policy writes inbox rows in the send
@@ -260,8 +265,11 @@ func (s *Service) Send(ctx context.Context, req model.SendRequest) (res model.Se
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
-	expire := time.NewTimer(deadline.Sub(start))
-	defer expire.Stop()
+	expire := s.timer(deadline.Sub(start))
+	defer func() {
+		expire.Stop()
+		s.timers.Put(expire)
+	}()
 	convID := req.ConvID()
 	p := &Pending{
 		Req: req,
@@ -354,6 +362,16 @@ func (s *Service) Send(ctx context.Context, req model.SendRequest) (res model.Se
 		return model.SendResult{}, err
 	}
 	return s.await(ctx, p, expire.C)
+}
+
+// timer is a timer that fires after d, from the pool when one is there.
+// The caller stops it before putting it back.
+func (s *Service) timer(d time.Duration) *time.Timer {
+	if t, ok := s.timers.Get().(*time.Timer); ok {
+		t.Reset(d)
+		return t
+	}
+	return time.NewTimer(d)
 }
 
 // await waits for the answer to p (queued), until ctx ends or expire fires.
