@@ -120,14 +120,23 @@ func (e Event) Validate() error {
 // conv_id, conv_seq, sender_uid, sent_at in Unix milliseconds), then, with a
 // body, conv_type and two length-prefixed strings.
 func (e Event) Marshal() ([]byte, error) {
-	if err := e.Validate(); err != nil {
-		return nil, err
-	}
+	return e.AppendMarshal(make([]byte, 0, e.Len()))
+}
+
+// Len is the length of e's encoding.
+func (e Event) Len() int {
 	n := eventFixedLen
 	if e.HasBody {
 		n += 1 + 2 + len(e.ClientMsgID) + 2 + len(e.Content)
 	}
-	b := make([]byte, 0, n)
+	return n
+}
+
+// AppendMarshal appends e's encoding (Marshal) to b.
+func (e Event) AppendMarshal(b []byte) ([]byte, error) {
+	if err := e.Validate(); err != nil {
+		return nil, err
+	}
 	var flags byte
 	if e.HasBody {
 		flags |= flagBody

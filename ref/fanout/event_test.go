@@ -52,3 +52,34 @@ func mustMarshal(t *testing.T, e Event) []byte {
 	}
 	return b
 }
+
+// A record's key and value share one buffer: the key is the conversation's
+// shard key, the value decodes to the event, and appending to the key
+// cannot overwrite the value.
+func TestRecordOfSharesOneBuffer(t *testing.T) {
+	conv, _ := model.SingleConvID(5, 6)
+	m := model.Message{MsgID: 42, ConvID: conv, ConvType: model.ConvSingle, ConvSeq: 3, SenderUID: 5,
+		ClientMsgID: "c1", Content: "hello", CreatedAt: time.UnixMilli(1_700_000_000_123).UTC()}
+	r, err := recordOf("t", StoredEvent(m), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(r.Key) != string(ShardKey(conv)) || cap(r.Key) != 8 {
+		t.Fatalf("key %x (cap %d), want %x (cap 8)", r.Key, cap(r.Key), ShardKey(conv))
+	}
+	want, err := StoredEvent(m).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = append(r.Key, 0xff, 0xff, 0xff)
+	if string(r.Value) != string(want) {
+		t.Fatalf("value %x, want %x", r.Value, want)
+	}
+	got, err := UnmarshalEvent(r.Value)
+	if err != nil || got.MsgID != 42 || got.Content != "hello" {
+		t.Fatalf("decoded %+v, %v", got, err)
+	}
+	if _, err := recordOf("t", Event{}, m); err == nil {
+		t.Fatal("an invalid event made a record")
+	}
+}

@@ -3,6 +3,7 @@ package fanout
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -28,11 +29,13 @@ const UnsafeWarning = "ack policy \"queue\" is DELIBERATELY UNSAFE (seed 003 opt
 	"an ACKed message is lost when the queue loses it; it exists as the negative control"
 
 func recordOf(topic string, ev Event, m model.Message) (*kgo.Record, error) {
-	b, err := ev.Marshal()
+	// Key and value share one allocation; the key's capacity ends where
+	// the value starts.
+	b, err := ev.AppendMarshal(binary.BigEndian.AppendUint64(make([]byte, 0, 8+ev.Len()), m.ConvID))
 	if err != nil {
 		return nil, err
 	}
-	return &kgo.Record{Topic: topic, Key: ShardKey(m.ConvID), Value: b, Timestamp: m.CreatedAt}, nil
+	return &kgo.Record{Topic: topic, Key: b[:8:8], Value: b[8:], Timestamp: m.CreatedAt}, nil
 }
 
 // Store is option B: msg_content committed, ACK, then the fan-out event is
