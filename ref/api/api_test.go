@@ -131,7 +131,8 @@ func TestSendUsesTokenIdentity(t *testing.T) {
 		t.Fatal(err)
 	}
 	conv, _ := model.SingleConvID(5, 6)
-	want := map[string]string{"msg_id": "99", "conv_id": fmt.Sprint(conv), "conv_seq": "3", "server_time": "1700000000123"}
+	want := map[string]string{"msg_id": "99", "msg_id_str": "99", "conv_id": fmt.Sprint(conv), "conv_id_str": fmt.Sprint(conv),
+		"conv_seq": "3", "server_time": "1700000000123"}
 	if len(got) != len(want) {
 		t.Fatalf("answer fields %v, want %v", got, want)
 	}
@@ -350,7 +351,9 @@ func TestPullParsingAndEncoding(t *testing.T) {
 	type item struct {
 		Seq       uint64 `json:"seq"`
 		MsgID     uint64 `json:"msg_id"`
+		MsgIDStr  string `json:"msg_id_str"`
 		ConvID    uint64 `json:"conv_id"`
+		ConvIDStr string `json:"conv_id_str"`
 		ConvType  uint8  `json:"conv_type"`
 		ConvSeq   uint64 `json:"conv_seq"`
 		SenderUID uint64 `json:"sender_uid"`
@@ -358,23 +361,29 @@ func TestPullParsingAndEncoding(t *testing.T) {
 		Content   string `json:"content"`
 		Missing   bool   `json:"missing"`
 	}
+	type summary struct {
+		model.ConvSummary
+		ConvIDStr string `json:"conv_id_str"`
+	}
 	var got struct {
-		Msgs       []item              `json:"msgs"`
-		HasMore    bool                `json:"has_more"`
-		NextCursor uint64              `json:"next_cursor"`
-		Truncated  bool                `json:"truncated"`
-		Summary    []model.ConvSummary `json:"summary"`
+		Msgs       []item    `json:"msgs"`
+		HasMore    bool      `json:"has_more"`
+		NextCursor uint64    `json:"next_cursor"`
+		Truncated  bool      `json:"truncated"`
+		Summary    []summary `json:"summary"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(a.body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&got); err != nil {
 		t.Fatalf("decode %s: %v", a.body, err)
 	}
-	if len(got.Msgs) != 2 || !got.HasMore || got.NextCursor != 5 || !got.Truncated || len(got.Summary) != 1 || got.Summary[0] != h.pull.res.Summary[0] {
+	if len(got.Msgs) != 2 || !got.HasMore || got.NextCursor != 5 || !got.Truncated || len(got.Summary) != 1 ||
+		got.Summary[0].ConvSummary != h.pull.res.Summary[0] || got.Summary[0].ConvIDStr != "7" {
 		t.Fatalf("pull answer %+v", got)
 	}
 	m0 := got.Msgs[0]
-	if m0.Seq != 4 || m0.MsgID != 1<<60 || m0.ConvID != 1<<63|1<<31|9 || m0.ConvType != 1 || m0.ConvSeq != 2 ||
+	if m0.Seq != 4 || m0.MsgID != 1<<60 || m0.MsgIDStr != "1152921504606846976" || m0.ConvID != 1<<63|1<<31|9 ||
+		m0.ConvIDStr != "9223372039002259465" || m0.ConvType != 1 || m0.ConvSeq != 2 ||
 		m0.SenderUID != 1 || m0.CreatedAt != 1_700_000_000_456 || m0.Content != "hé \"q\" \n<\x01>" || m0.Missing {
 		t.Fatalf("item 0: %+v", m0)
 	}

@@ -20,9 +20,24 @@ func appendString(dst []byte, s string) []byte {
 	return push.AppendJSONString(dst, s)
 }
 
+// appendID appends "name":v,"name_str":"v": an id that can pass 2^53 as a
+// number and as a string of the same digits (push owns the encoding).
+func appendID(dst []byte, name string, v uint64) []byte {
+	return push.AppendID(dst, name, v)
+}
+
+// pullItemBytes is what a pull answer reserves per item: a short message's
+// item (its ids with their string twins) fits, so that a page's buffer is
+// made once.
+const pullItemBytes = 256
+
+// newPullBuf is the buffer of a pull answer of n items.
+func newPullBuf(n int) []byte { return make([]byte, 0, 64+n*pullItemBytes) }
+
 // appendPull appends a pull answer: {"msgs":[...],"has_more":..,
 // "next_cursor":..} and, past the unread threshold, "truncated":true and
-// "summary":[{"conv_id","conv_type","unread","min_seq","max_seq"}].
+// "summary":[{"conv_id","conv_id_str","conv_type","unread","min_seq",
+// "max_seq"}].
 func appendPull(dst []byte, r model.PullResult, enc ItemEncoder) []byte {
 	dst = append(dst, `{"msgs":[`...)
 	for i, e := range r.Msgs {
@@ -41,8 +56,8 @@ func appendPull(dst []byte, r model.PullResult, enc ItemEncoder) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = append(dst, `{"conv_id":`...)
-			dst = strconv.AppendUint(dst, s.ConvID, 10)
+			dst = append(dst, '{')
+			dst = appendID(dst, "conv_id", s.ConvID)
 			dst = append(dst, `,"conv_type":`...)
 			dst = strconv.AppendUint(dst, uint64(s.ConvType), 10)
 			dst = append(dst, `,"unread":`...)
@@ -58,23 +73,23 @@ func appendPull(dst []byte, r model.PullResult, enc ItemEncoder) []byte {
 	return append(dst, '}')
 }
 
-// sendResultLen is the longest send answer without prefix: four members of
+// sendResultLen is the longest send answer without prefix: six members of
 // at most 20 digits (server_time may carry a sign) and their names.
-const sendResultLen = len(`{"msg_id":,"conv_id":,"conv_seq":,"server_time":-}`) + 4*20
+const sendResultLen = len(`{"msg_id":,"msg_id_str":"","conv_id":,"conv_id_str":"","conv_seq":,"server_time":-}`) + 6*20
 
-// appendSendResult appends {"msg_id","conv_id","conv_seq","server_time"}
-// (server_time in unix ms), optionally prefixed by extra members such as
-// `"type":"send_ack","client_msg_id":"..."` for the ws reply.
+// appendSendResult appends {"msg_id","msg_id_str","conv_id","conv_id_str",
+// "conv_seq","server_time"} (server_time in unix ms), optionally prefixed
+// by extra members such as `"type":"send_ack","client_msg_id":"..."` for
+// the ws reply.
 func appendSendResult(dst []byte, prefix []byte, r model.SendResult) []byte {
 	dst = append(dst, '{')
 	if len(prefix) > 0 {
 		dst = append(dst, prefix...)
 		dst = append(dst, ',')
 	}
-	dst = append(dst, `"msg_id":`...)
-	dst = strconv.AppendUint(dst, r.MsgID, 10)
-	dst = append(dst, `,"conv_id":`...)
-	dst = strconv.AppendUint(dst, r.ConvID, 10)
+	dst = appendID(dst, "msg_id", r.MsgID)
+	dst = append(dst, ',')
+	dst = appendID(dst, "conv_id", r.ConvID)
 	dst = append(dst, `,"conv_seq":`...)
 	dst = strconv.AppendUint(dst, r.ConvSeq, 10)
 	dst = append(dst, `,"server_time":`...)

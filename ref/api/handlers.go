@@ -74,7 +74,7 @@ func (s *Server) handlePull(ctx context.Context, c Caller, r *Request) (any, err
 		return nil, err
 	}
 	s.markSource(r, res.Source)
-	return rawJSON(appendPull(make([]byte, 0, 64+len(res.Msgs)*160), res, s.enc)), nil
+	return rawJSON(appendPull(newPullBuf(len(res.Msgs)), res, s.enc)), nil
 }
 
 func (s *Server) handleConvPull(ctx context.Context, c Caller, r *Request) (any, error) {
@@ -102,7 +102,7 @@ func (s *Server) handleConvPull(ctx context.Context, c Caller, r *Request) (any,
 		return nil, err
 	}
 	s.markSource(r, res.Source)
-	return rawJSON(appendPull(make([]byte, 0, 64+len(res.Msgs)*160), res, s.enc)), nil
+	return rawJSON(appendPull(newPullBuf(len(res.Msgs)), res, s.enc)), nil
 }
 
 // markSource tells where a page came from (cache or mysql) in a header, for

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"imlab/ref/history"
 	"imlab/ref/model"
@@ -19,7 +20,8 @@ type HistoryService interface {
 // HistoryRoutes adapts a HistoryService to the four history routes:
 //
 //	GET  /v1/history?conv_id=&from_seq=&to_seq=  -> {"msgs":[{"conv_seq","msg_id",
-//	     "sender_uid","created_at","content"[,"revoked"][,"tombstone"][,"is_read"]}]}
+//	     "sender_uid","created_at","content"[,"revoked"][,"tombstone"][,"is_read"],
+//	     "msg_id_str"}]}
 //	     (the range is bounded by the service; to_seq defaults to from_seq)
 //	POST /v1/msg/revoke {"conv_id","conv_seq"} -> {}
 //	POST /v1/msg/delete {"conv_id","conv_seq"} -> {}
@@ -55,12 +57,13 @@ func HistoryRoutes(h HistoryService) History {
 			if err != nil {
 				return nil, err
 			}
-			if items == nil {
-				items = []history.HistoryItem{}
+			out := make([]historyItem, len(items))
+			for i, it := range items {
+				out[i] = historyItem{HistoryItem: it, MsgIDStr: strconv.FormatUint(it.MsgID, 10)}
 			}
 			return struct {
-				Msgs []history.HistoryItem `json:"msgs"`
-			}{items}, nil
+				Msgs []historyItem `json:"msgs"`
+			}{out}, nil
 		},
 		Revoke: func(ctx context.Context, c Caller, r *Request) (any, error) {
 			b, err := decodeMsgRef(r)
@@ -98,6 +101,13 @@ func HistoryRoutes(h HistoryService) History {
 			}{min}, nil
 		},
 	}
+}
+
+// historyItem is one item of the history answer: the service's item and
+// the string twin of its msg_id (a tombstone's is "0", as its msg_id is 0).
+type historyItem struct {
+	history.HistoryItem
+	MsgIDStr string `json:"msg_id_str"`
 }
 
 type msgRef struct {

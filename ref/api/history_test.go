@@ -46,7 +46,7 @@ func TestHistoryRoutes(t *testing.T) {
 	h := newHarness(t, func(_ *Config, d *Deps) { d.History = HistoryRoutes(fh) })
 	tok := h.token(3, "phone")
 	ok := []struct{ method, path, body, want string }{
-		{"GET", "/v1/history?conv_id=7&from_seq=4&to_seq=5", "", `{"msgs":[{"conv_seq":4,"msg_id":9,"sender_uid":1,"created_at":5,"content":"x"},{"conv_seq":5,"msg_id":0,"sender_uid":0,"created_at":0,"content":"","tombstone":true}]}`},
+		{"GET", "/v1/history?conv_id=7&from_seq=4&to_seq=5", "", `{"msgs":[{"conv_seq":4,"msg_id":9,"sender_uid":1,"created_at":5,"content":"x","msg_id_str":"9"},{"conv_seq":5,"msg_id":0,"sender_uid":0,"created_at":0,"content":"","tombstone":true,"msg_id_str":"0"}]}`},
 		{"POST", "/v1/msg/revoke", `{"conv_id":7,"conv_seq":4}`, `{}`},
 		{"POST", "/v1/msg/delete", `{"conv_id":7,"conv_seq":4}`, `{}`},
 		{"POST", "/v1/conv/clear", `{"conv_id":7}`, `{"min_seq":42}`},

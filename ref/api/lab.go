@@ -44,7 +44,7 @@ func (s *Server) handleLabInbox(ctx context.Context, c Caller, r *Request) (any,
 	if err != nil {
 		return nil, err
 	}
-	page := appendPull(make([]byte, 0, 64+len(res.Msgs)*160), res, s.enc)
+	page := appendPull(newPullBuf(len(res.Msgs)), res, s.enc)
 	return rawJSON(append(s.appendPolicy(nil), page[1:]...)), nil
 }
 
@@ -63,16 +63,15 @@ func (s *Server) handleLabStored(ctx context.Context, c Caller, r *Request) (any
 	if err != nil {
 		return nil, err
 	}
-	dst := s.appendPolicy(make([]byte, 0, 192))
-	dst = append(dst, `"msg_id":`...)
-	dst = strconv.AppendUint(dst, m.MsgID, 10)
+	dst := s.appendPolicy(make([]byte, 0, 256))
+	dst = appendID(dst, "msg_id", m.MsgID)
 	dst = append(dst, `,"uid":`...)
 	dst = strconv.AppendUint(dst, m.UID, 10)
 	dst = append(dst, `,"content":`...)
 	dst = strconv.AppendBool(dst, m.Content)
 	if m.Content {
-		dst = append(dst, `,"conv_id":`...)
-		dst = strconv.AppendUint(dst, m.ConvID, 10)
+		dst = append(dst, ',')
+		dst = appendID(dst, "conv_id", m.ConvID)
 		dst = append(dst, `,"conv_seq":`...)
 		dst = strconv.AppendUint(dst, m.ConvSeq, 10)
 	}

@@ -41,7 +41,7 @@ func TestLabRoutes(t *testing.T) {
 		t.Fatalf("no token: %d", a.status)
 	}
 	a := h.do("GET", LabInboxPath+"?after=10&limit=2", tok, nil)
-	want := `{"policy":"strict","msgs":[{"seq":11,"msg_id":9,"conv_id":5,"conv_type":1,"conv_seq":2,"sender_uid":3,"created_at":-62135596800000,"content":"x"}],"has_more":true,"next_cursor":11}`
+	want := `{"policy":"strict","msgs":[{"seq":11,"msg_id":9,"msg_id_str":"9","conv_id":5,"conv_id_str":"5","conv_type":1,"conv_seq":2,"sender_uid":3,"created_at":-62135596800000,"content":"x"}],"has_more":true,"next_cursor":11}`
 	if a.status != 200 || string(a.body) != want {
 		t.Fatalf("inbox: %d %s\nwant %s", a.status, a.body, want)
 	}
@@ -57,11 +57,11 @@ func TestLabRoutes(t *testing.T) {
 		}
 	}
 	a = h.do("GET", LabStoredPath+"?msg_id=9", tok, nil)
-	if want := `{"policy":"strict","msg_id":9,"uid":4,"content":true,"conv_id":5,"conv_seq":2,"inbox":true,"seq":7,"outbox":"confirmed"}`; a.status != 200 || string(a.body) != want {
+	if want := `{"policy":"strict","msg_id":9,"msg_id_str":"9","uid":4,"content":true,"conv_id":5,"conv_id_str":"5","conv_seq":2,"inbox":true,"seq":7,"outbox":"confirmed"}`; a.status != 200 || string(a.body) != want {
 		t.Fatalf("stored: %d %s\nwant %s", a.status, a.body, want)
 	}
 	a = h.do("GET", LabStoredPath+"?msg_id=404", tok, nil)
-	if want := `{"policy":"strict","msg_id":404,"uid":4,"content":false,"inbox":false,"outbox":"none"}`; a.status != 200 || string(a.body) != want {
+	if want := `{"policy":"strict","msg_id":404,"msg_id_str":"404","uid":4,"content":false,"inbox":false,"outbox":"none"}`; a.status != 200 || string(a.body) != want {
 		t.Fatalf("stored nothing: %d %s", a.status, a.body)
 	}
 	if a := h.do("GET", LabStoredPath, tok, nil); a.status != 400 {

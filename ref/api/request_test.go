@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"testing"
@@ -49,9 +50,16 @@ func TestSendResultLen(t *testing.T) {
 		if len(out) > sendResultLen || &out[0] != &buf[0] {
 			t.Fatalf("%d bytes for %s, buffer %d", len(out), out, sendResultLen)
 		}
-		var m map[string]json.Number
-		if err := json.Unmarshal(out, &m); err != nil || len(m) != 4 {
+		var m map[string]any
+		dec := json.NewDecoder(bytes.NewReader(out))
+		dec.UseNumber()
+		if err := dec.Decode(&m); err != nil || len(m) != 6 {
 			t.Fatalf("%s: %v", out, err)
+		}
+		for _, k := range []string{"msg_id", "conv_id"} {
+			if n, ok := m[k].(json.Number); !ok || m[k+"_str"] != string(n) {
+				t.Fatalf("%s: %s and %s differ", out, k, k+"_str")
+			}
 		}
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -87,8 +89,8 @@ func TestFrameShape(t *testing.T) {
 		t.Fatalf("invalid JSON %s", b)
 	}
 	it := decode(t, b)
-	want := push.Item{Type: "msg", Seq: 12, PrevSeq: 10, MsgID: 1012, ConvID: 5, ConvType: 1, ConvSeq: 12, SenderUID: 2,
-		CreatedAt: 1700000000123, Content: e.Content}
+	want := push.Item{Type: "msg", Seq: 12, PrevSeq: 10, MsgID: 1012, MsgIDStr: "1012", ConvID: 5, ConvIDStr: "5", ConvType: 1,
+		ConvSeq: 12, SenderUID: 2, CreatedAt: 1700000000123, Content: e.Content}
 	if it != want {
 		t.Fatalf("got %+v\nwant %+v", it, want)
 	}
@@ -97,12 +99,12 @@ func TestFrameShape(t *testing.T) {
 	if err := json.Unmarshal(push.AppendItem(nil, e), &m); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"seq", "msg_id", "conv_id", "conv_type", "conv_seq", "sender_uid", "created_at", "content"} {
+	for _, k := range []string{"seq", "msg_id", "msg_id_str", "conv_id", "conv_id_str", "conv_type", "conv_seq", "sender_uid", "created_at", "content"} {
 		if _, ok := m[k]; !ok {
 			t.Fatalf("item lacks %q: %v", k, m)
 		}
 	}
-	if len(m) != 8 {
+	if len(m) != 10 {
 		t.Fatalf("item has extra fields: %v", m)
 	}
 	// Invalid UTF-8 becomes U+FFFD; missing bodies are marked.
@@ -112,11 +114,65 @@ func TestFrameShape(t *testing.T) {
 	if it.Content != "x\ufffdy" || !it.Missing {
 		t.Fatalf("got %+v", it)
 	}
-	// Large ids keep their precision (1:1 conv ids use bit 63).
+	// Large ids keep their precision (1:1 conv ids use bit 63), in the
+	// number and in its string twin.
 	e.ConvID = 1<<63 | 3<<31 | 4
+	e.MsgID = 1<<53 + 1
 	it = decode(t, push.AppendItem(nil, e))
-	if it.ConvID != e.ConvID {
-		t.Fatalf("conv id %d, want %d", it.ConvID, e.ConvID)
+	if it.ConvID != e.ConvID || it.ConvIDStr != strconv.FormatUint(e.ConvID, 10) ||
+		it.MsgID != e.MsgID || it.MsgIDStr != strconv.FormatUint(e.MsgID, 10) {
+		t.Fatalf("got %+v for msg_id %d conv_id %d", it, e.MsgID, e.ConvID)
+	}
+}
+
+// TestAppendIDTwin: an id above 2^53 survives exactly as the string twin,
+// while a parse of the number as an IEEE double (JavaScript's JSON.parse)
+// rounds it to another id.
+func TestAppendIDTwin(t *testing.T) {
+	for _, id := range []uint64{0, 7, 1<<53 - 1, 1<<53 + 1, 1<<63 | 3<<31 | 4, math.MaxUint64} {
+		b := append(push.AppendID([]byte{'{'}, "msg_id", id), '}')
+		var exact struct {
+			MsgID    uint64 `json:"msg_id"`
+			MsgIDStr string `json:"msg_id_str"`
+		}
+		if err := json.Unmarshal(b, &exact); err != nil {
+			t.Fatalf("%s: %v", b, err)
+		}
+		if exact.MsgID != id || exact.MsgIDStr != strconv.FormatUint(id, 10) {
+			t.Fatalf("%s: %+v, want %d", b, exact, id)
+		}
+		var js struct {
+			MsgID float64 `json:"msg_id"`
+		}
+		if err := json.Unmarshal(b, &js); err != nil {
+			t.Fatalf("%s: %v", b, err)
+		}
+		// What a double-only client keeps of the number: exact up to 2^53.
+		lossy := strconv.FormatFloat(js.MsgID, 'f', -1, 64)
+		if (lossy == exact.MsgIDStr) != (id <= 1<<53) {
+			t.Fatalf("%d: the double reads %s, the string %s", id, lossy, exact.MsgIDStr)
+		}
+	}
+	// The twin is written into dst's spare room: no allocation.
+	buf := make([]byte, 0, 128)
+	if n := testing.AllocsPerRun(100, func() { _ = push.AppendID(buf, "conv_id", math.MaxUint64) }); n != 0 {
+		t.Fatalf("AppendID: %v allocs", n)
+	}
+}
+
+// TestFrameFitsItsBuffer: the longest frame (every number at its widest)
+// is written into the buffer EncodeEntry makes, without growing it.
+func TestFrameFitsItsBuffer(t *testing.T) {
+	e := model.InboxEntry{Seq: math.MaxUint64, PrevSeq: math.MaxUint64, MsgID: math.MaxUint64, ConvID: math.MaxUint64,
+		ConvType: math.MaxUint8, ConvSeq: math.MaxUint64, SenderUID: math.MaxUint64, CreatedAt: time.UnixMilli(math.MinInt64), Missing: true}
+	for _, content := range []string{"", "hi"} {
+		e.Content = content
+		if n := testing.AllocsPerRun(10, func() { _ = push.EncodeEntry(e) }); n != 1 {
+			t.Fatalf("EncodeEntry of %q: %v allocs, want 1 (its buffer)", content, n)
+		}
+		if b := push.EncodeEntry(e); !json.Valid(b) {
+			t.Fatalf("invalid JSON %s", b)
+		}
 	}
 }
 

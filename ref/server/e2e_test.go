@@ -122,7 +122,9 @@ func (r resp) code() string {
 
 type sendAnswer struct {
 	MsgID      uint64 `json:"msg_id"`
+	MsgIDStr   string `json:"msg_id_str"`
 	ConvID     uint64 `json:"conv_id"`
+	ConvIDStr  string `json:"conv_id_str"`
 	ConvSeq    uint64 `json:"conv_seq"`
 	ServerTime int64  `json:"server_time"`
 }
@@ -145,7 +147,9 @@ func (e *e2e) send(token, body string) sendAnswer {
 type item struct {
 	Seq       uint64 `json:"seq"`
 	MsgID     uint64 `json:"msg_id"`
+	MsgIDStr  string `json:"msg_id_str"`
 	ConvID    uint64 `json:"conv_id"`
+	ConvIDStr string `json:"conv_id_str"`
 	ConvType  uint8  `json:"conv_type"`
 	ConvSeq   uint64 `json:"conv_seq"`
 	SenderUID uint64 `json:"sender_uid"`
@@ -202,6 +206,11 @@ func TestE2ESendPullAck(t *testing.T) {
 	if s.ConvID != conv || s.ConvSeq != 1 || s.MsgID == 0 || s.ServerTime < before {
 		t.Fatalf("send answer %+v", s)
 	}
+	// The ids the server mints pass 2^53 (a double would round them); each
+	// comes with its exact string twin.
+	if s.MsgID <= 1<<53 || conv <= 1<<53 || s.MsgIDStr != strconv.FormatUint(s.MsgID, 10) || s.ConvIDStr != strconv.FormatUint(conv, 10) {
+		t.Fatalf("send answer %+v: ids and their twins", s)
+	}
 	// Retried client_msg_id: the first answer, nothing new stored.
 	if again := e.send(a, `{"client_msg_id":"c-1","conv_type":1,"to_uid":2,"content":"hi \"b\""}`); again != s {
 		t.Fatalf("retry answered %+v, first %+v", again, s)
@@ -218,7 +227,7 @@ func TestE2ESendPullAck(t *testing.T) {
 		t.Fatalf("pull %+v", p)
 	}
 	m := p.Msgs[0]
-	if m.MsgID != s.MsgID || m.ConvID != conv || m.ConvType != 1 || m.ConvSeq != 1 || m.SenderUID != 1 ||
+	if m.MsgID != s.MsgID || m.MsgIDStr != s.MsgIDStr || m.ConvID != conv || m.ConvIDStr != s.ConvIDStr || m.ConvType != 1 || m.ConvSeq != 1 || m.SenderUID != 1 ||
 		m.Content != `hi "b"` || m.CreatedAt < before || p.NextCursor != m.Seq {
 		t.Fatalf("item %+v next %d", m, p.NextCursor)
 	}
@@ -421,7 +430,8 @@ func TestE2EWebSocket(t *testing.T) {
 	wb := e.dial(b)
 	s := e.send(a, `{"client_msg_id":"w-1","conv_type":1,"to_uid":2,"content":"pushed"}`)
 	f := readJSON(t, wb)
-	if f["type"] != "msg" || num(t, f["msg_id"]) != s.MsgID || num(t, f["sender_uid"]) != 1 || f["content"] != "pushed" {
+	if f["type"] != "msg" || num(t, f["msg_id"]) != s.MsgID || f["msg_id_str"] != s.MsgIDStr || f["conv_id_str"] != s.ConvIDStr ||
+		num(t, f["sender_uid"]) != 1 || f["content"] != "pushed" {
 		t.Fatalf("push frame %v", f)
 	}
 	seq := num(t, f["seq"])

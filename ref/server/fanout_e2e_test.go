@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -192,6 +193,7 @@ func checkInbox(t *testing.T, uid uint64, got []item, want map[uint64]sent) {
 type histItem struct {
 	ConvSeq   uint64 `json:"conv_seq"`
 	MsgID     uint64 `json:"msg_id"`
+	MsgIDStr  string `json:"msg_id_str"`
 	SenderUID uint64 `json:"sender_uid"`
 	CreatedAt int64  `json:"created_at"`
 	Content   string `json:"content"`
@@ -403,7 +405,7 @@ func TestFanoutPolicies(t *testing.T) {
 			h := e.waitHistory(a1, one, n1, 20*time.Second)
 			for i, it := range h {
 				w := byConvSeq[[2]uint64{one, uint64(i + 1)}]
-				if it.ConvSeq != uint64(i+1) || it.Tombstone || it.MsgID != w.a.MsgID || it.Content != w.content {
+				if it.ConvSeq != uint64(i+1) || it.Tombstone || it.MsgID != w.a.MsgID || it.MsgIDStr != strconv.FormatUint(w.a.MsgID, 10) || it.Content != w.content {
 					t.Fatalf("history 1:1 seq %d: %+v, sent %+v", i+1, it, w)
 				}
 			}
