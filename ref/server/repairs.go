@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"strconv"
 	"sync"
 
 	"imlab/ref/model"
@@ -20,9 +21,12 @@ const MaxRepairsListed = 10_000
 type Repairs struct {
 	// Rows is every repaired inbox row; MsgIDs the distinct messages, in
 	// the order they were first repaired, at most MaxRepairsListed
-	// (Truncated says more were repaired).
+	// (Truncated says more were repaired). MsgIDsStr is MsgIDs as strings
+	// of the same digits, in the same order: a msg_id passes 2^53, which a
+	// client whose numbers are doubles cannot hold as a number.
 	Rows      uint64   `json:"rows"`
 	MsgIDs    []uint64 `json:"msg_ids"`
+	MsgIDsStr []string `json:"msg_ids_str"`
 	Truncated bool     `json:"truncated,omitempty"`
 }
 
@@ -61,6 +65,10 @@ func (l *repairLog) snapshot() Repairs {
 	defer l.mu.Unlock()
 	r := l.r
 	r.MsgIDs = append([]uint64{}, l.r.MsgIDs...)
+	r.MsgIDsStr = make([]string, len(r.MsgIDs))
+	for i, id := range r.MsgIDs {
+		r.MsgIDsStr[i] = strconv.FormatUint(id, 10)
+	}
 	return r
 }
 
