@@ -9,7 +9,8 @@ import (
 // The send body is decoded by hand when it is in the plain form every
 // client sends: one object, members named exactly as the contract spells
 // them, each at most once, strings without escapes, numbers as unsigned
-// decimal integers. That subset decodes to exactly what encoding/json
+// decimal integers (group_id also as a string of such digits, the form of
+// a client whose numbers are doubles: ID). That subset decodes to exactly what encoding/json
 // would make of it; anything else (an escape, null, a fraction, a
 // differently cased name, an unknown or repeated member, malformed or
 // trailing data) is left to encoding/json, which decodes it or words the
@@ -74,7 +75,16 @@ func (b *sendBody) decodeFast(body []byte) bool {
 				out.ToUID, j, ok = plainUint(body, j, ^uint64(0))
 			case "group_id":
 				bit = memberGroupID
-				out.GroupID, j, ok = plainUint(body, j, ^uint64(0))
+				if j < len(body) && body[j] == '"' {
+					var v []byte
+					if v, j, ok = plainString(body, j); ok {
+						out.GroupID, ok = decimalID(v)
+					}
+				} else {
+					var v uint64
+					v, j, ok = plainUint(body, j, ^uint64(0))
+					out.GroupID = ID(v)
+				}
 			default:
 				return false
 			}

@@ -39,6 +39,23 @@ var sendBodySeeds = []string{
 	`"x"`,
 	`{"to_uid"1}`,
 	`{"to_uid":true}`,
+	`{"group_id":"7"}`,
+	`{"group_id":"18446744073709551615"}`,
+	`{"group_id":"18446744073709551616"}`,
+	`{"group_id":"07"}`,
+	`{"group_id":"0"}`,
+	`{"group_id":""}`,
+	`{"group_id":"\u0037"}`,
+	`{"group_id":"-1"}`,
+	`{"group_id":" 7"}`,
+	`{"group_id":"7 "}`,
+	`{"group_id":"7x"}`,
+	`{"group_id":"1e3"}`,
+	"{\"group_id\":\"\xff\"}",
+	`{"group_id":null}`,
+	`{"group_id":"7","group_id":8}`,
+	`{"group_id":"7"`,
+	`{"group_id":7}`,
 }
 
 // TestSendBodyFast: the fast path takes the plain form and decodes it as
@@ -53,6 +70,11 @@ func TestSendBodyFast(t *testing.T) {
 		`{"to_uid":0}`:                    {},
 		`{"to_uid":18446744073709551615}`: {ToUID: ^uint64(0)},
 		`{"conv_type":255}`:               {ConvType: 255},
+		// group_id as the string of its digits (ID) is plain too.
+		`{"group_id":"7"}`:                    {GroupID: 7},
+		`{"group_id":"0"}`:                    {},
+		`{"group_id":"18446744073709551615"}`: {GroupID: ^ID(0)},
+		`{"group_id":7}`:                      {GroupID: 7},
 	}
 	for _, in := range sendBodySeeds {
 		var fast sendBody
@@ -122,6 +144,9 @@ func TestSendBodyFastErrors(t *testing.T) {
 		`{"to_uid":1} {}`:             "invalid_argument: unexpected data after the JSON object",
 		`{"to_uid":1,}`:               "invalid_argument: malformed JSON at byte 13",
 		`{"conv_type":256}`:           "invalid_argument: field conv_type: number 256 is not a valid unsigned integer",
+		`{"group_id":-1}`:             "invalid_argument: field group_id: number -1 is not a valid unsigned integer",
+		`{"group_id":"07"}`: "invalid_argument: field group_id: string \"07\" is not a valid id: as a string, an id is the decimal digits " +
+			"of 0..18446744073709551615 alone (no sign, space or leading zero)",
 	} {
 		var b sendBody
 		err := decodeStrict([]byte(in), &b)

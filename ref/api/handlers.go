@@ -10,11 +10,13 @@ import (
 
 // sendBody is the JSON body of POST /v1/msg/send and of a ws "send" frame
 // (without "type"). The sender is the token's uid and did, never the body's.
+// group_id (62 bits) is a number or a string of its digits; to_uid (31
+// bits) a number.
 type sendBody struct {
 	ClientMsgID string         `json:"client_msg_id"`
 	ConvType    model.ConvType `json:"conv_type"`
 	ToUID       uint64         `json:"to_uid"`
-	GroupID     uint64         `json:"group_id"`
+	GroupID     ID             `json:"group_id"`
 	Content     string         `json:"content"`
 }
 
@@ -25,7 +27,7 @@ func (b sendBody) request(c Caller) model.SendRequest {
 		ClientMsgID: b.ClientMsgID,
 		ConvType:    b.ConvType,
 		ToUID:       b.ToUID,
-		GroupID:     b.GroupID,
+		GroupID:     uint64(b.GroupID),
 		Content:     b.Content,
 	}
 }
@@ -135,8 +137,10 @@ func (s *Server) handleAck(ctx context.Context, c Caller, r *Request) (any, erro
 	return rawJSON(append(strconv.AppendUint([]byte(`{"pull_seq":`), cur, 10), '}')), nil
 }
 
+// groupBody is POST /v1/group/create's body: group_id a number or a
+// string of its digits, members (uids, 31 bits) numbers.
 type groupBody struct {
-	GroupID uint64   `json:"group_id"`
+	GroupID ID       `json:"group_id"`
 	Members []uint64 `json:"members"`
 }
 
@@ -148,7 +152,7 @@ func (s *Server) handleGroupCreate(ctx context.Context, c Caller, r *Request) (a
 	if err := r.DecodeJSON(&b); err != nil {
 		return nil, err
 	}
-	if _, err := model.GroupConvID(b.GroupID); err != nil {
+	if _, err := model.GroupConvID(uint64(b.GroupID)); err != nil {
 		return nil, err
 	}
 	if len(b.Members) == 0 || len(b.Members) > model.MaxGroupMembers {
@@ -159,7 +163,7 @@ func (s *Server) handleGroupCreate(ctx context.Context, c Caller, r *Request) (a
 			return nil, fmt.Errorf("%w: member uid must be in 1..%d, got %d", model.ErrInvalid, model.MaxUID, m)
 		}
 	}
-	if err := s.deps.Send.CreateGroup(ctx, b.GroupID, b.Members); err != nil {
+	if err := s.deps.Send.CreateGroup(ctx, uint64(b.GroupID), b.Members); err != nil {
 		return nil, err
 	}
 	return nil, nil

@@ -27,7 +27,8 @@ type HistoryService interface {
 //	POST /v1/msg/delete {"conv_id","conv_seq"} -> {}
 //	POST /v1/conv/clear {"conv_id"}            -> {"min_seq"}
 //
-// The caller is always the token's uid.
+// A body's conv_id is a number or a string of its digits (ID). The caller
+// is always the token's uid.
 func HistoryRoutes(h HistoryService) History {
 	return History{
 		Get: func(ctx context.Context, c Caller, r *Request) (any, error) {
@@ -70,29 +71,29 @@ func HistoryRoutes(h HistoryService) History {
 			if err != nil {
 				return nil, err
 			}
-			return struct{}{}, h.Revoke(ctx, c.UID, b.ConvID, *b.ConvSeq)
+			return struct{}{}, h.Revoke(ctx, c.UID, uint64(b.ConvID), *b.ConvSeq)
 		},
 		Delete: func(ctx context.Context, c Caller, r *Request) (any, error) {
 			b, err := decodeMsgRef(r)
 			if err != nil {
 				return nil, err
 			}
-			return struct{}{}, h.Delete(ctx, c.UID, b.ConvID, *b.ConvSeq)
+			return struct{}{}, h.Delete(ctx, c.UID, uint64(b.ConvID), *b.ConvSeq)
 		},
 		Clear: func(ctx context.Context, c Caller, r *Request) (any, error) {
 			if _, err := r.Query(); err != nil {
 				return nil, err
 			}
 			var b struct {
-				ConvID uint64 `json:"conv_id"`
+				ConvID ID `json:"conv_id"`
 			}
 			if err := r.DecodeJSON(&b); err != nil {
 				return nil, err
 			}
-			if _, _, _, err := model.ParseConvID(b.ConvID); err != nil {
+			if _, _, _, err := model.ParseConvID(uint64(b.ConvID)); err != nil {
 				return nil, err
 			}
-			min, err := h.Clear(ctx, c.UID, b.ConvID)
+			min, err := h.Clear(ctx, c.UID, uint64(b.ConvID))
 			if err != nil {
 				return nil, err
 			}
@@ -110,8 +111,9 @@ type historyItem struct {
 	MsgIDStr string `json:"msg_id_str"`
 }
 
+// msgRef is a revoke or delete body; conv_id is a number or its string.
 type msgRef struct {
-	ConvID  uint64  `json:"conv_id"`
+	ConvID  ID      `json:"conv_id"`
 	ConvSeq *uint64 `json:"conv_seq"`
 }
 
@@ -123,7 +125,7 @@ func decodeMsgRef(r *Request) (msgRef, error) {
 	if err := r.DecodeJSON(&b); err != nil {
 		return b, err
 	}
-	if _, _, _, err := model.ParseConvID(b.ConvID); err != nil {
+	if _, _, _, err := model.ParseConvID(uint64(b.ConvID)); err != nil {
 		return b, err
 	}
 	if b.ConvSeq == nil || *b.ConvSeq == 0 {

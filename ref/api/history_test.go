@@ -50,6 +50,9 @@ func TestHistoryRoutes(t *testing.T) {
 		{"POST", "/v1/msg/revoke", `{"conv_id":7,"conv_seq":4}`, `{}`},
 		{"POST", "/v1/msg/delete", `{"conv_id":7,"conv_seq":4}`, `{}`},
 		{"POST", "/v1/conv/clear", `{"conv_id":7}`, `{"min_seq":42}`},
+		// conv_id as the string of its digits (a double-only client's form).
+		{"POST", "/v1/msg/revoke", `{"conv_id":"7","conv_seq":4}`, `{}`},
+		{"POST", "/v1/conv/clear", `{"conv_id":"7"}`, `{"min_seq":42}`},
 	}
 	for _, c := range ok {
 		var body []byte
@@ -72,7 +75,9 @@ func TestHistoryRoutes(t *testing.T) {
 		{"POST", "/v1/msg/revoke", `{"conv_id":7}`, 400},
 		{"POST", "/v1/msg/revoke", `{"conv_id":0,"conv_seq":1}`, 400},
 		{"POST", "/v1/msg/delete", `{"conv_id":7,"conv_seq":1,"uid":2}`, 400},
-		{"POST", "/v1/conv/clear", `{"conv_id":"7"}`, 400},
+		{"POST", "/v1/conv/clear", `{"conv_id":"7x"}`, 400},
+		{"POST", "/v1/conv/clear", `{"conv_id":"0"}`, 400},
+		{"POST", "/v1/msg/delete", `{"conv_id":"-7","conv_seq":1}`, 400},
 	}
 	before := len(fh.calls)
 	for _, c := range bad {
@@ -87,7 +92,7 @@ func TestHistoryRoutes(t *testing.T) {
 	if got := len(fh.calls) - before; got != 1 { // only the 403 case reaches the service
 		t.Errorf("bad requests reached the service %d times: %v", got, fh.calls[before:])
 	}
-	want := []string{"history 3 7 4 5", "revoke 3 7 4", "delete 3 7 4", "clear 3 7"}
+	want := []string{"history 3 7 4 5", "revoke 3 7 4", "delete 3 7 4", "clear 3 7", "revoke 3 7 4", "clear 3 7"}
 	for i, w := range want {
 		if fh.calls[i] != w {
 			t.Errorf("call %d = %q, want %q", i, fh.calls[i], w)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 
@@ -180,6 +181,10 @@ func describeJSONError(err error) string {
 	case errors.As(err, &typ):
 		if typ.Field == "" {
 			return fmt.Sprintf("body must be a JSON object, not %s", typ.Value)
+		}
+		if typ.Type == idType() && strings.HasPrefix(typ.Value, "string") {
+			return fmt.Sprintf("field %s: %s is not a valid id: as a string, an id is the decimal digits of 0..%d alone (no sign, space or leading zero)",
+				typ.Field, typ.Value, uint64(math.MaxUint64))
 		}
 		return fmt.Sprintf("field %s: %s is not a valid %s", typ.Field, typ.Value, typeName(typ.Type.Kind().String()))
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):

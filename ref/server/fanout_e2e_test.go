@@ -447,8 +447,18 @@ func TestFanoutPolicies(t *testing.T) {
 			if got := e.history(a1, one, 2, 2); len(got) != 1 || got[0].Tombstone {
 				t.Fatalf("message deleted by another seen as %+v", got)
 			}
-			// Read flag (1:1 only) and the admin purge.
-			if r := e.call("POST", ReadPath, a2, fmt.Sprintf(`{"conv_id":%d,"from_seq":1,"to_seq":%d}`, one, n1)); r.status != 200 {
+			// Read flag (1:1 only) and the admin purge, conv_id given as the
+			// string of its digits (a 1:1 conv_id passes 2^53); a malformed
+			// one is refused.
+			for _, bad := range []string{`"12x"`, `"-1"`, `""`} {
+				if r := e.call("POST", ReadPath, a2, `{"conv_id":`+bad+`,"from_seq":1,"to_seq":1}`); r.status != 400 || r.code() != "invalid_argument" {
+					t.Fatalf("read with conv_id %s: %d %s", bad, r.status, r.body)
+				}
+				if r := e.call("POST", PurgePath, e.tok(900, "ops"), `{"conv_id":`+bad+`,"conv_seq":1}`); r.status != 400 || r.code() != "invalid_argument" {
+					t.Fatalf("purge with conv_id %s: %d %s", bad, r.status, r.body)
+				}
+			}
+			if r := e.call("POST", ReadPath, a2, fmt.Sprintf(`{"conv_id":"%d","from_seq":1,"to_seq":%d}`, one, n1)); r.status != 200 {
 				t.Fatalf("read: %d %s", r.status, r.body)
 			}
 			// is_read marks what the other party (uid 1) sent to uid 2.
@@ -464,7 +474,7 @@ func TestFanoutPolicies(t *testing.T) {
 			if r := e.call("POST", ReadPath, a2, fmt.Sprintf(`{"conv_id":%d,"from_seq":1,"to_seq":2}`, grp)); r.status != 400 {
 				t.Fatalf("read on a group: %d %s", r.status, r.body)
 			}
-			purge := fmt.Sprintf(`{"conv_id":%d,"conv_seq":1}`, grp)
+			purge := fmt.Sprintf(`{"conv_id":"%d","conv_seq":1}`, grp)
 			if r := e.call("POST", PurgePath, a1, purge); r.status != 403 {
 				t.Fatalf("purge by a member: %d %s", r.status, r.body)
 			}

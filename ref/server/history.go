@@ -17,10 +17,11 @@ import (
 // Routes beside the contract's history routes, mounted with history.
 const (
 	// PurgePath is the admin physical delete: {"conv_id","conv_seq"} -> {};
-	// only for uids in Config.AdminUIDs (403 otherwise).
+	// only for uids in Config.AdminUIDs (403 otherwise). conv_id is a
+	// number or a string of its digits (api.ID), as on every route.
 	PurgePath = "/v1/admin/msg/purge"
 	// ReadPath marks a 1:1 range read for the caller:
-	// {"conv_id","from_seq","to_seq"} -> {}.
+	// {"conv_id","from_seq","to_seq"} -> {} (conv_id as for PurgePath).
 	ReadPath = "/v1/msg/read"
 )
 
@@ -109,40 +110,42 @@ func (p *Process) historyExtraRoutes() []api.Route {
 				return nil, err
 			}
 			var b struct {
-				ConvID  uint64  `json:"conv_id"`
+				ConvID  api.ID  `json:"conv_id"`
 				ConvSeq *uint64 `json:"conv_seq"`
 			}
 			if err := r.DecodeJSON(&b); err != nil {
 				return nil, err
 			}
-			if _, _, _, err := model.ParseConvID(b.ConvID); err != nil {
+			conv := uint64(b.ConvID)
+			if _, _, _, err := model.ParseConvID(conv); err != nil {
 				return nil, err
 			}
 			if b.ConvSeq == nil || *b.ConvSeq == 0 {
 				return nil, fmt.Errorf("%w: conv_seq (>= 1) is required", model.ErrInvalid)
 			}
-			p.Log.Info("server: admin physical delete", "admin_uid", c.UID, "conv_id", b.ConvID, "conv_seq", *b.ConvSeq)
-			return struct{}{}, svc.PhysicalDelete(ctx, b.ConvID, *b.ConvSeq)
+			p.Log.Info("server: admin physical delete", "admin_uid", c.UID, "conv_id", conv, "conv_seq", *b.ConvSeq)
+			return struct{}{}, svc.PhysicalDelete(ctx, conv, *b.ConvSeq)
 		}},
 		{Method: "POST", Path: ReadPath, Name: "msg_read", Handle: func(ctx context.Context, c api.Caller, r *api.Request) (any, error) {
 			if _, err := r.Query(); err != nil {
 				return nil, err
 			}
 			var b struct {
-				ConvID  uint64  `json:"conv_id"`
+				ConvID  api.ID  `json:"conv_id"`
 				FromSeq *uint64 `json:"from_seq"`
 				ToSeq   *uint64 `json:"to_seq"`
 			}
 			if err := r.DecodeJSON(&b); err != nil {
 				return nil, err
 			}
-			if _, _, _, err := model.ParseConvID(b.ConvID); err != nil {
+			conv := uint64(b.ConvID)
+			if _, _, _, err := model.ParseConvID(conv); err != nil {
 				return nil, err
 			}
 			if b.FromSeq == nil || b.ToSeq == nil || *b.FromSeq == 0 || *b.ToSeq < *b.FromSeq {
 				return nil, fmt.Errorf("%w: from_seq >= 1 and to_seq >= from_seq are required", model.ErrInvalid)
 			}
-			return struct{}{}, svc.MarkRead(ctx, c.UID, b.ConvID, *b.FromSeq, *b.ToSeq)
+			return struct{}{}, svc.MarkRead(ctx, c.UID, conv, *b.FromSeq, *b.ToSeq)
 		}},
 	}
 }
