@@ -20,18 +20,20 @@
 //
 //	POST /v1/msg/send     {"client_msg_id":"c-1","conv_type":1,"to_uid":2,"content":"hi"}
 //	                      {"client_msg_id":"c-2","conv_type":2,"group_id":7,"content":"hi"}
-//	                      -> {"msg_id","conv_id","conv_seq","server_time"} (unix ms);
-//	                      a retried client_msg_id gets the first answer.
+//	                      -> {"msg_id","msg_id_str","conv_id","conv_id_str","conv_seq",
+//	                      "server_time"} (unix ms); a retried client_msg_id gets the
+//	                      first answer. group_id may be a string of its digits.
 //	GET  /v1/sync/pull    ?cursor=&limit=&full=  cursor absent: the device's stored
 //	                      cursor; limit 1..500 (absent: the read path's default,
 //	                      pull.Config.DefaultLimit, 100); full=1 asks for the whole
 //	                      backlog even past the unread threshold.
 //	                      -> {"msgs":[item...],"has_more","next_cursor"}
-//	                         (+ "truncated":true,"summary":[{"conv_id","conv_type",
-//	                         "unread","min_seq","max_seq"}] past the threshold)
-//	                      item = {"seq","msg_id","conv_id","conv_type","conv_seq",
-//	                         "sender_uid","created_at" (unix ms),"content"}
-//	                         (+ "missing":true when the body is gone; content "")
+//	                         (+ "truncated":true,"summary":[{"conv_id","conv_id_str",
+//	                         "conv_type","unread","min_seq","max_seq"}] past the threshold)
+//	                      item = {"seq","msg_id","msg_id_str","conv_id","conv_id_str",
+//	                         "conv_type","conv_seq","sender_uid","created_at" (unix ms),
+//	                         "content"} (+ "missing":true when the body is gone;
+//	                         content "")
 //	                      Header X-Imlab-Source: cache|mysql (informational).
 //	POST /v1/sync/ack     {"pull_seq":123} -> {"pull_seq"} the stored cursor
 //	                      (monotonic); 409 cursor_beyond_served past what the device
@@ -45,7 +47,8 @@
 //	GET  /v1/history      ?conv_id=&from_seq=&to_seq= (to_seq defaults to from_seq;
 //	                      the service bounds the range) -> {"msgs":[{"conv_seq",
 //	                      "msg_id","sender_uid","created_at","content"[,"revoked"]
-//	                      [,"tombstone"][,"is_read"]}]} projected for the caller.
+//	                      [,"tombstone"][,"is_read"],"msg_id_str"}]} projected for
+//	                      the caller.
 //	POST /v1/msg/revoke   {"conv_id","conv_seq"} -> {}   (idempotent)
 //	POST /v1/msg/delete   {"conv_id","conv_seq"} -> {}   (idempotent, for the caller only)
 //	POST /v1/conv/clear   {"conv_id"} -> {"min_seq"}
@@ -65,8 +68,9 @@
 //	                      -> {"policy":"strict","msgs":[item...],"has_more","next_cursor"}
 //	GET  /v1/lab/stored   ?msg_id=  LAB ONLY, as above: what the store holds of one
 //	                      message for the token's uid, and the ack policy.
-//	                      -> {"policy","msg_id","uid","content":bool[,"conv_id","conv_seq"],
-//	                          "inbox":bool[,"seq"],"outbox":"none|pending|published|confirmed"}
+//	                      -> {"policy","msg_id","msg_id_str","uid","content":bool
+//	                          [,"conv_id","conv_id_str","conv_seq"],"inbox":bool[,"seq"],
+//	                          "outbox":"none|pending|published|confirmed"}
 //	                      Without Deps.Lab both answer 404. They exist so that the
 //	                      lab can witness the store (checker: lost-in-store) and
 //	                      read it right after an ACK (unstored-at-ack); the token
@@ -80,6 +84,34 @@
 // parameters, and values that are not unsigned decimal integers get 400.
 // Bodies are strict: one JSON object, unknown fields, wrong types and
 // trailing data get 400 invalid_argument. Routes without a body ignore it.
+//
+// # Ids above 2^53
+//
+// msg_id (41 bits of milliseconds since 2024 above 22 bits of node and
+// sequence: above 2^53 since 2024-01-25), conv_id (a 1:1 id has bit 63
+// set; a group's is its group_id, up to 2^62-1) and group_id do not fit
+// the 53 bits of an IEEE double, the only number of JavaScript's
+// JSON.parse, which silently rounds them to another id. So every answer
+// and frame that carries a msg_id or conv_id carries it twice: the number,
+// as before, and beside it "msg_id_str" / "conv_id_str", a string of the
+// same decimal digits (the send answer and send_ack, pull and conv/pull
+// items and the truncated pull's summary, push frames, the history items,
+// the lab routes; ref/server's /v1/lab/repairs lists "msg_ids_str" beside
+// "msg_ids"). A client that reads 64-bit integers may ignore the twins; a
+// browser should read only them.
+//
+// Wherever a body takes such an id (send and the ws send frame: group_id;
+// group/create: group_id; msg/revoke, msg/delete, conv/clear and ref/server's
+// msg/read and admin purge: conv_id) it takes a JSON number or a string of
+// the id's decimal digits alone (ID): "9223372039002259465". Anything else
+// in the string (a sign, a space, a leading zero, a fraction, an exponent,
+// hex, more than 64 bits, an empty string) is 400 invalid_argument naming
+// the field. Query parameters (conv_id=, msg_id=) are text already and
+// take the digits as before. The other numbers stay numbers only: seq,
+// prev_seq, next_cursor, pull_seq, conv_seq, min_seq, max_seq and unread
+// count messages (one per message, holes of at most a seq segment) and
+// stay far below 2^53, uids have 31 bits, created_at and server_time are
+// unix milliseconds.
 //
 // # Errors
 //
