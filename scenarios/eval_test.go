@@ -12,6 +12,7 @@ import (
 
 	"imlab/dashboards/report"
 	"imlab/loadgen"
+	"imlab/loadgen/checker"
 	"imlab/loadgen/schedule"
 )
 
@@ -279,6 +280,44 @@ func TestHTMLReport(t *testing.T) {
 	buf.Reset()
 	if err := report.WriteHTML(&buf, rep); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestHTMLReportAckLatency: the page's header carries the whole run's ACK
+// latency from the checker's response histogram (ACKed sends only), and
+// says unknown, never 0, when nothing was measured.
+func TestHTMLReportAckLatency(t *testing.T) {
+	res := sampleResult()
+	res.Verdict = &checker.Verdict{Latency: map[string]checker.Latency{
+		"response": {Count: 199, P50: 1200, P90: 3000, P99: 9000, P999: 9500, Max: 9800},
+		"service":  {Count: 199, P50: 1, P90: 1, P99: 1, P999: 1, Max: 1},
+	}}
+	var buf bytes.Buffer
+	if err := report.WriteHTML(&buf, HTMLReport(res)); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	head := page[:strings.Index(page, `<section id="checks">`)]
+	for _, want := range []string{"ACK latency, whole run", "p50 1.2 ms · p90 3 ms · p99 9 ms · p99.9 9.5 ms · max 9.8 ms", "over 199 ACKed sends only; from the intended send time to the ACK"} {
+		if !strings.Contains(head, want) {
+			t.Errorf("page header lacks %q", want)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		edit func(r *Result)
+		why  string
+	}{
+		{"no ACK", func(r *Result) { r.Verdict = &checker.Verdict{Latency: map[string]checker.Latency{"response": {}}} }, "no send was ACKed"},
+		{"not checked", func(r *Result) { r.Verdict = nil }, "the ledger was not checked"},
+		{"incomplete", func(r *Result) { r.Verdict, r.Incomplete = nil, true }, "the run could not be carried out"},
+	} {
+		r := sampleResult()
+		c.edit(r)
+		l := HTMLReport(r).Latencies
+		if len(l) != 1 || l[0].Count != 0 || len(l[0].Quantiles) != 0 || l[0].Unknown != c.why {
+			t.Errorf("%s: latency %+v, want unknown because %q", c.name, l, c.why)
+		}
 	}
 }
 

@@ -142,6 +142,7 @@ func Review(runs []*Result) (*report.Report, error) {
 			}
 		}
 		rep.Checks = append(rep.Checks, report.Check{Name: labels[i], Want: "every check passes", Got: got, OK: r.Passed})
+		rep.Latencies = append(rep.Latencies, ackLatency(r, "ACK latency, whole run "+labels[i]))
 	}
 	var backends []string
 	for _, r := range runs {

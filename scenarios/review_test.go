@@ -75,6 +75,7 @@ func TestReviewPage(t *testing.T) {
 	for _, want := range []string{
 		"imlab review: 2 runs of burst-50k",
 		"#1 burst-50k.consumers-1", "#2 burst-50k.consumers-2",
+		"ACK latency, whole run #1 burst-50k.consumers-1", "nothing measured (0 ACKed sends only): no send was ACKed",
 		"Settings that differ (1 differ, 2 the same",
 		"consumer_processes",
 		"Recovery (from the end of the burst",

@@ -1,6 +1,7 @@
 // Package report owns rendering one scenario run as a self-contained HTML
 // page for architecture reviews: a header (scenario, PASS/FAIL badge,
-// backends, settings), the table of the scenario's checks with the failed
+// backends, the whole run's latency quantiles with what they count, or
+// "unknown" when nothing was measured, settings), the table of the scenario's checks with the failed
 // ones highlighted, the checker's verdict with its findings and examples,
 // the fault schedule, one inline SVG plot per chart (lag over time,
 // throughput, latency; nice 1-2-5 ticks, a legend, an optional dashed
@@ -9,7 +10,8 @@
 //
 // It owns the Report value types, their validation and the named limits
 // (MaxCharts, MaxSeries, MaxPoints, MaxMarkers, MaxExamples,
-// MaxMarkerLabelRunes). Points that cannot be drawn (NaN or ±Inf) are
+// MaxMarkerLabelRunes, MaxTables, MaxTableRows, MaxTableCols,
+// MaxLatencies). Points that cannot be drawn (NaN or ±Inf) are
 // dropped and counted in a note, series longer than MaxPoints are decimated
 // evenly and noted; anything else that cannot be drawn is an error wrapping
 // ErrInvalid, and nothing is written then. The page has no external

@@ -33,6 +33,16 @@ type page struct {
 	Charts       []chartView
 	Tables       []tableView
 	Notes        []string
+	Latencies    []latencyView
+}
+
+// latencyView is one whole-run latency row of the header: Figures is
+// "unknown" when nothing was measured.
+type latencyView struct {
+	Name    string
+	Figures string
+	Detail  string
+	Unknown bool
 }
 
 type tableView struct {
@@ -174,6 +184,10 @@ func buildPage(r *Report) (*page, error) {
 			return nil, fmt.Errorf("%w: marker %d %q: T is %g", ErrInvalid, i, m.Label, m.T)
 		}
 	}
+	latencies, err := latencyViews(r.Latencies)
+	if err != nil {
+		return nil, err
+	}
 	if len(r.Tables) > MaxTables {
 		return nil, fmt.Errorf("%w: %d tables, at most %d (MaxTables)", ErrInvalid, len(r.Tables), MaxTables)
 	}
@@ -223,6 +237,7 @@ func buildPage(r *Report) (*page, error) {
 		Checks:       slices.Clone(r.Checks),
 		Tables:       tables,
 		Notes:        append(slices.Clone(r.Notes), notes...),
+		Latencies:    latencies,
 	}
 	if !r.StartedAt.IsZero() {
 		p.StartedAt = r.StartedAt.UTC().Format("2006-01-02 15:04:05 UTC")
@@ -270,6 +285,63 @@ func buildPage(r *Report) (*page, error) {
 		p.Charts = append(p.Charts, cv)
 	}
 	return p, nil
+}
+
+// latencyViews checks and formats the whole-run latencies: a name, at
+// most MaxLatencies of them, no negative figure, and quantiles whenever
+// something was counted. Nothing counted is "unknown", whatever figures
+// came with it.
+func latencyViews(ls []Latency) ([]latencyView, error) {
+	if len(ls) > MaxLatencies {
+		return nil, fmt.Errorf("%w: %d latencies, at most %d (MaxLatencies)", ErrInvalid, len(ls), MaxLatencies)
+	}
+	out := make([]latencyView, 0, len(ls))
+	for i, l := range ls {
+		where := fmt.Sprintf("latency %d %q", i+1, l.Name)
+		if strings.TrimSpace(l.Name) == "" {
+			return nil, fmt.Errorf("%w: latency %d has no name", ErrInvalid, i+1)
+		}
+		if l.Count > 0 && len(l.Quantiles) == 0 {
+			return nil, fmt.Errorf("%w: %s: %d counted but no quantile given", ErrInvalid, where, l.Count)
+		}
+		figs := make([]string, 0, len(l.Quantiles))
+		for _, q := range l.Quantiles {
+			if q.Value < 0 || strings.TrimSpace(q.Name) == "" {
+				return nil, fmt.Errorf("%w: %s: quantile %q is %s: want a name and a value >= 0", ErrInvalid, where, q.Name, q.Value)
+			}
+			figs = append(figs, q.Name+" "+formatDuration(q.Value))
+		}
+		of := cmp.Or(strings.TrimSpace(l.Of), "samples")
+		lv := latencyView{Name: l.Name}
+		if l.Count == 0 {
+			lv.Figures, lv.Unknown = "unknown", true
+			lv.Detail = "nothing measured (0 " + of + ")"
+			if l.Unknown != "" {
+				lv.Detail += ": " + l.Unknown
+			}
+		} else {
+			lv.Figures = strings.Join(figs, " · ")
+			lv.Detail = "over " + strconv.FormatUint(l.Count, 10) + " " + of
+			if l.Means != "" {
+				lv.Detail += "; " + l.Means
+			}
+		}
+		out = append(out, lv)
+	}
+	return out, nil
+}
+
+// formatDuration prints a latency in µs below 1 ms, in ms below 10 s,
+// else in s, with formatValue's precision.
+func formatDuration(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return formatValue(float64(d)/float64(time.Microsecond)) + " µs"
+	case d < 10*time.Second:
+		return formatValue(float64(d)/float64(time.Millisecond)) + " ms"
+	default:
+		return formatValue(d.Seconds()) + " s"
+	}
 }
 
 // cleanChartOf checks one chart's limits and order, drops non-finite points

@@ -35,6 +35,8 @@ const (
 	MaxTables    = 16
 	MaxTableRows = 1000
 	MaxTableCols = 16
+	// MaxLatencies bounds the whole-run latencies of a report's header.
+	MaxLatencies = 16
 	// OffScaleFactor: a threshold above OffScaleFactor times the largest
 	// point of its chart is marked at the top edge instead of stretching
 	// the value axis.
@@ -123,6 +125,10 @@ type Report struct {
 	// Tables are extra tables shown after the fault schedule (e.g. the
 	// server processes and how each incarnation ended).
 	Tables []Table
+	// Latencies are whole-run latency figures shown in the page's header
+	// table, right after the verdict (e.g. the run's ACK latency; a page of
+	// several runs has one per run).
+	Latencies []Latency
 }
 
 // Validate reports, as an error wrapping ErrInvalid, the first reason r
@@ -159,6 +165,30 @@ func WriteHTML(w io.Writer, r *Report) error {
 		return fmt.Errorf("report: write %q: %w", r.Title, err)
 	}
 	return nil
+}
+
+// Latency is one latency distribution of a whole run, for the page's
+// header: its quantiles and what they count. Count 0 means nothing was
+// measured: the page then says "unknown" (and, with Unknown, why), never
+// 0, and shows no quantile.
+type Latency struct {
+	Name string `json:"name"` // "ACK latency, whole run"
+	// Of names what Count counts, e.g. "ACKed sends only".
+	Of    string `json:"of"`
+	Count uint64 `json:"count"`
+	// Means says what one sample is, e.g. "from the intended send time to
+	// the ACK; failed and unknown sends have no ACK and are not counted".
+	Means     string     `json:"means,omitempty"`
+	Quantiles []Quantile `json:"quantiles,omitempty"`
+	// Unknown says why nothing was measured (Count 0), e.g. "no send was
+	// ACKed".
+	Unknown string `json:"unknown,omitempty"`
+}
+
+// Quantile is one figure of a Latency: "p50", "p99", "max".
+type Quantile struct {
+	Name  string        `json:"name"`
+	Value time.Duration `json:"value"`
 }
 
 // Table is an extra table of a report: a title, a header and rows of as

@@ -544,6 +544,12 @@ func TestValidationWritesNothing(t *testing.T) {
 		{"marker T", func(r *Report) { r.Markers[0].T = math.NaN() }, "T is NaN"},
 		{"threshold", func(r *Report) { r.Charts[0].Threshold = math.Inf(1) }, "threshold is +Inf"},
 		{"negative duration", func(r *Report) { r.Duration = -time.Second }, "duration -1s is negative"},
+		{"latency without name", func(r *Report) { r.Latencies = []Latency{{Count: 1, Quantiles: []Quantile{{"p50", 1}}}} }, "latency 1 has no name"},
+		{"latency counted, no quantile", func(r *Report) { r.Latencies = []Latency{{Name: "ACK", Count: 5}} }, `latency 1 "ACK": 5 counted but no quantile`},
+		{"negative latency", func(r *Report) {
+			r.Latencies = []Latency{{Name: "ACK", Count: 5, Quantiles: []Quantile{{"p50", -time.Millisecond}}}}
+		}, `quantile "p50" is -1ms`},
+		{"too many latencies", func(r *Report) { r.Latencies = make([]Latency, MaxLatencies+1) }, "17 latencies, at most 16"},
 		{"axis too wide", func(r *Report) {
 			r.Charts[1].Series[0].Points = []Point{{0, -math.MaxFloat64}, {1, math.MaxFloat64}}
 		}, "value axis"},
@@ -580,6 +586,46 @@ func TestValidationWritesNothing(t *testing.T) {
 	}
 	if err := sample().Validate(); err != nil {
 		t.Errorf("sample invalid: %v", err)
+	}
+}
+
+// TestLatenciesInHeader: the whole run's latency quantiles are in the
+// header table beside the verdict, with what they count; nothing counted
+// reads "unknown", never 0.
+func TestLatenciesInHeader(t *testing.T) {
+	r := sample()
+	r.Latencies = []Latency{
+		{Name: "ACK latency, whole run", Of: "ACKed sends only", Count: 900, Means: "intended send to ACK",
+			Quantiles: []Quantile{{"p50", 3121 * time.Microsecond}, {"p99", 107199 * time.Microsecond}, {"p99.9", 12 * time.Second}, {"min", 840 * time.Microsecond}}},
+		{Name: "ACK latency, run #2", Of: "ACKed sends only", Count: 0, Unknown: "no send was ACKed",
+			Quantiles: []Quantile{{"p50", 0}, {"p99", 0}}},
+	}
+	_, doc := render(t, r)
+	meta := findAll(doc, elem("table", "meta"))
+	if len(meta) != 1 {
+		t.Fatalf("%d header tables", len(meta))
+	}
+	rows := findAll(meta[0], elem("tr", "latency"))
+	if len(rows) != 2 {
+		t.Fatalf("%d latency rows in the header, want 2", len(rows))
+	}
+	known := text(rows[0])
+	for _, want := range []string{"ACK latency, whole run", "p50 3.121 ms · p99 107.2 ms · p99.9 12 s · min 840 µs", "over 900 ACKed sends only; intended send to ACK"} {
+		if !strings.Contains(known, want) {
+			t.Errorf("known row %q lacks %q", known, want)
+		}
+	}
+	unknown := text(rows[1])
+	if !strings.Contains(unknown, "unknown") || !strings.Contains(unknown, "nothing measured (0 ACKed sends only): no send was ACKed") {
+		t.Errorf("unmeasured row %q: want unknown and why", unknown)
+	}
+	if strings.Contains(unknown, "p50") || strings.Contains(unknown, "0 ms") || !hasClass(rows[1], "unknown") {
+		t.Errorf("unmeasured row %q shows figures", unknown)
+	}
+	// In the header: before the checks.
+	all := text(doc)
+	if strings.Index(all, "p50 3.121 ms") > strings.Index(all, "Checks") {
+		t.Errorf("the latency is not in the header, before the checks")
 	}
 }
 

@@ -36,6 +36,8 @@ code{font-size:.9em;background:#f0f1f3;padding:0 3px;border-radius:2px;margin-ri
 .ids{margin-top:2px;color:#555}
 .empty{color:#777;font-style:italic}
 .description{color:#444}
+table.meta small{color:#555}
+tr.latency.unknown b{color:#8a5a00}
 figure.chart{background:#fff;border:1px solid #ddd;margin:14px 0;padding:8px 10px}
 figure.chart figcaption{font-weight:bold;margin-bottom:4px}
 figure.chart figcaption small{font-weight:normal;color:#666}
@@ -57,7 +59,8 @@ footer{color:#888;font-size:.8em;margin-top:2em}
 <tr><th>Started</th><td>{{if .StartedAt}}{{.StartedAt}}{{else}}unknown{{end}}</td></tr>
 <tr><th>{{.DurationName}}</th><td>{{.Duration}}</td></tr>
 <tr><th>Verdict</th><td><span class="verdict {{.VerdictClass}}">{{if .Verdict}}{{.Verdict}}{{else}}none{{end}}</span></td></tr>
-<tr><th>Backends</th><td>{{if .Backends}}{{.Backends}}{{else}}unknown{{end}}</td></tr>
+{{range .Latencies}}<tr class="latency{{if .Unknown}} unknown{{end}}"><th>{{.Name}}</th><td><b>{{.Figures}}</b> <small>{{.Detail}}</small></td></tr>
+{{end}}<tr><th>Backends</th><td>{{if .Backends}}{{.Backends}}{{else}}unknown{{end}}</td></tr>
 </table>
 {{if .Settings}}<h2>Settings</h2>
 <table class="settings">
