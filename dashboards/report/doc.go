@@ -1,12 +1,15 @@
 // Package report owns rendering one scenario run as a self-contained HTML
 // page for architecture reviews: a header (scenario, PASS/FAIL badge,
 // backends, the whole run's latency quantiles with what they count, or
-// "unknown" when nothing was measured, settings), the table of the scenario's checks with the failed
-// ones highlighted, the checker's verdict with its findings and examples,
+// "unknown" when nothing was measured, settings), the table of the
+// scenario's checks with the failed ones highlighted, the checker's
+// verdict with its findings and examples,
 // the fault schedule, one inline SVG plot per chart (lag over time,
 // throughput, latency; nice 1-2-5 ticks, a legend, an optional dashed
 // threshold line, fault injections and heals drawn as vertical lines on
-// every plot) and the run's notes.
+// every plot) and the run's notes. A page whose text names one of the
+// design documents the lab is built from ("seed 000", "seed 003", "seed
+// 004") says under its header, in words, what each one it names is.
 //
 // It owns the Report value types, their validation and the named limits
 // (MaxCharts, MaxSeries, MaxPoints, MaxMarkers, MaxExamples,

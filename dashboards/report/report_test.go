@@ -629,6 +629,57 @@ func TestLatenciesInHeader(t *testing.T) {
 	}
 }
 
+// TestDesignDocumentGlossary: a page that shows a design document's name
+// ("seed 003") says in words what that document is, and only for the
+// names it shows.
+func TestDesignDocumentGlossary(t *testing.T) {
+	_, doc := render(t, sample())
+	if g := findAll(doc, elem("p", "glossary")); len(g) != 0 {
+		t.Fatalf("a page naming no design document has a glossary: %q", text(g[0]))
+	}
+	cases := []struct {
+		name string
+		edit func(r *Report)
+		want []string
+	}{
+		{"description", func(r *Report) { r.Description = "store policy (seed 003 option B)" }, []string{"003"}},
+		{"table cell", func(r *Report) {
+			r.Tables = []Table{{Title: "t", Header: []string{"a"}, Rows: [][]string{{"as SEED 004 says"}}}}
+		}, []string{"004"}},
+		{"list in a note", func(r *Report) { r.Notes = []string{"the seeds 004/000 and 003"} }, []string{"000", "003", "004"}},
+		{"marker", func(r *Report) { r.Markers[0].Label = "seed 000 failure row: Redis wiped" }, []string{"000"}},
+	}
+	means := map[string]string{"000": "offline messages", "003": "message queue", "004": "MongoDB history"}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := sample()
+			c.edit(r)
+			_, doc := render(t, r)
+			g := findAll(doc, elem("p", "glossary"))
+			if len(g) != 1 {
+				t.Fatalf("%d glossaries, want 1", len(g))
+			}
+			terms := findAll(g[0], elem("dfn"))
+			if len(terms) != len(c.want) {
+				t.Fatalf("glossary %q: %d terms, want %v", text(g[0]), len(terms), c.want)
+			}
+			for i, n := range c.want {
+				if text(terms[i]) != "seed "+n {
+					t.Errorf("term %d %q, want seed %s", i, text(terms[i]), n)
+				}
+				if !strings.Contains(text(g[0]), means[n]) {
+					t.Errorf("glossary %q does not say seed %s is the design document on %s", text(g[0]), n, means[n])
+				}
+			}
+		})
+	}
+	r := sample()
+	r.Notes = []string{"seed 001 and seed 0003 are no design documents"}
+	if _, doc := render(t, r); len(findAll(doc, elem("p", "glossary"))) != 0 {
+		t.Errorf("numbers that name no design document got a glossary")
+	}
+}
+
 type failingWriter struct{ err error }
 
 func (f failingWriter) Write([]byte) (int, error) { return 0, f.err }

@@ -38,6 +38,8 @@ code{font-size:.9em;background:#f0f1f3;padding:0 3px;border-radius:2px;margin-ri
 .description{color:#444}
 table.meta small{color:#555}
 tr.latency.unknown b{color:#8a5a00}
+p.glossary{font-size:.85em;color:#444}
+p.glossary dfn{font-style:normal;font-weight:bold}
 figure.chart{background:#fff;border:1px solid #ddd;margin:14px 0;padding:8px 10px}
 figure.chart figcaption{font-weight:bold;margin-bottom:4px}
 figure.chart figcaption small{font-weight:normal;color:#666}
@@ -62,7 +64,8 @@ footer{color:#888;font-size:.8em;margin-top:2em}
 {{range .Latencies}}<tr class="latency{{if .Unknown}} unknown{{end}}"><th>{{.Name}}</th><td><b>{{.Figures}}</b> <small>{{.Detail}}</small></td></tr>
 {{end}}<tr><th>Backends</th><td>{{if .Backends}}{{.Backends}}{{else}}unknown{{end}}</td></tr>
 </table>
-{{if .Settings}}<h2>Settings</h2>
+{{if .Glossary}}<p class="glossary">Design documents named on this page (the specification the lab is built from):{{range .Glossary}} <dfn>{{.Term}}</dfn>: {{.Means}}.{{end}}</p>
+{{end}}{{if .Settings}}<h2>Settings</h2>
 <table class="settings">
 {{range .Settings}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>
 {{end}}</table>{{end}}
