@@ -76,6 +76,14 @@
 // recovered decide (Deciding). Verdict.Judge re-decides with allowances
 // (e.g. a scenario that names a degraded window allows some reordered).
 //
+// Followed messages (Options.Follow: msg_ids named from outside the
+// ledger, e.g. the ones forward reconciliation repaired) are each, by the
+// definitions above, delivered (ACKed or recovered, stored by every
+// recipient device in the end, however late), lost (in the lost finding)
+// or unexplained (no ACK and no send of unknown outcome names them);
+// Verdict.Followed counts them and says how late the delivered ACKed ones
+// reached their last recipient device. Following decides nothing.
+//
 // A check whose evidence is absent is named, never silently passed:
 // Verdict.Checks says for the pull witness, the store witness and
 // read-after-ACK whether the check was made, partly made, or not made and
@@ -191,6 +199,37 @@ type Verdict struct {
 	Latency    map[string]Latency  `json:"latency"`
 	Shards     []ShardNote         `json:"shards"`
 	Warnings   []string            `json:"warnings,omitempty"`
+	// Followed is what became of the messages Options.Follow named (nil
+	// when none were named).
+	Followed *Fate `json:"followed,omitempty"`
+}
+
+// Options of CheckSourcesWith.
+type Options struct {
+	// Follow names messages from outside the ledger, e.g. those forward
+	// reconciliation repaired, whose fate the verdict reports in Followed.
+	Follow []uint64
+}
+
+// Fate is what the ledger says became of a set of messages named from
+// outside it, by the findings' definitions: each distinct msg_id is
+// delivered, lost or unexplained.
+type Fate struct {
+	// Messages is the number of distinct msg_ids followed.
+	Messages int `json:"messages"`
+	// Delivered: ACKed (or recovered) and, after the final drain, stored
+	// by every recipient device: not lost, whenever it arrived.
+	Delivered int `json:"delivered"`
+	// Lost: ACKed (or recovered) and never stored by some recipient
+	// device; each is also in the lost finding.
+	Lost []uint64 `json:"lost"`
+	// Unexplained: no ACK and no send of unknown outcome names it, so the
+	// ledger cannot say whom it was for.
+	Unexplained []uint64 `json:"unexplained"`
+	// LastCopy is, over the delivered messages that were ACKed, the time
+	// from the intended send to the first copy of the last recipient
+	// device to store it: how late they arrived (Count 0: none measured).
+	LastCopy Latency `json:"last_copy"`
 }
 
 // ShardNote says how a shard file read.
@@ -295,7 +334,11 @@ type Source struct {
 // generator had written them, each moved by its Shift, and the latency
 // histograms are built from every record, never from the segments'
 // percentiles.
-func CheckSources(srcs []Source) (*Verdict, error) {
+func CheckSources(srcs []Source) (*Verdict, error) { return CheckSourcesWith(srcs, Options{}) }
+
+// CheckSourcesWith is CheckSources, and reports in Verdict.Followed what
+// became of the messages opts.Follow names.
+func CheckSourcesWith(srcs []Source, opts Options) (*Verdict, error) {
 	c := newCollector()
 	var infos []ledger.ShardInfo
 	for _, src := range srcs {
@@ -321,6 +364,9 @@ func CheckSources(srcs []Source) (*Verdict, error) {
 		c.version = max(c.version, in.Header.Version)
 	}
 	v := c.verdict()
+	if len(opts.Follow) > 0 {
+		v.Followed = c.fate(opts.Follow)
+	}
 	for _, in := range infos {
 		v.Shards = append(v.Shards, ShardNote{Path: in.Path, Records: in.Records, Bytes: in.Bytes, Truncated: in.Truncated})
 		if in.Truncated {

@@ -312,3 +312,33 @@ func TestDurFormatsLatencies(t *testing.T) {
 		}
 	}
 }
+
+// TestFollowedFate: messages named from outside the ledger (what forward
+// reconciliation repaired) are each delivered, lost or unexplained, by the
+// findings' definitions; the delivered ACKed ones say how late their last
+// recipient device got them.
+func TestFollowedFate(t *testing.T) {
+	w := valid()
+	w.deliveries[6].At = ms(500)                                 // device 2 gets 101 late (a repair)
+	w.deliveries = append(w.deliveries[:4], w.deliveries[5:]...) // device 1 never gets 102
+	v, err := CheckSourcesWith([]Source{{Dir: w.write(t, 2)}}, Options{Follow: []uint64{101, 102, 104, 999, 101}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(t, v, false, want{"lost": {102}, "recovered": {104}})
+	f := v.Followed
+	if f == nil {
+		t.Fatal("no fate for the followed messages")
+	}
+	if f.Messages != 4 || f.Delivered != 2 || !reflect.DeepEqual(f.Lost, []uint64{102}) || !reflect.DeepEqual(f.Unexplained, []uint64{999}) {
+		t.Fatalf("fate %+v: want 4 messages, 101 and 104 delivered, 102 lost, 999 unexplained", f)
+	}
+	// 101: intended at 1 ms, last recipient copy at 500 ms (104 was
+	// recovered: no intended time, not measured).
+	if l := f.LastCopy; l.Count != 1 || l.Max < 498000 || l.Max > 500000 {
+		t.Fatalf("last copy %+v, want one sample of 499 ms", l)
+	}
+	if plain, err := CheckSources([]Source{{Dir: w.write(t, 1)}}); err != nil || plain.Followed != nil {
+		t.Fatalf("nothing followed: fate %+v, err %v", plain.Followed, err)
+	}
+}

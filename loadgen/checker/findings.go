@@ -5,6 +5,9 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
 	"imlab/loadgen/ledger"
 )
@@ -327,4 +330,57 @@ func (c *collector) set(name string, s map[uint64]bool) {
 	if name != Duplicated {
 		f.Count = len(f.MsgIDs)
 	}
+}
+
+// fate says what became of each distinct msg_id of ids, after verdict has
+// judged lost: lost if the lost finding holds it, delivered if an ACK or a
+// recovered send explains it, unexplained otherwise.
+func (c *collector) fate(ids []uint64) *Fate {
+	f := &Fate{Lost: []uint64{}, Unexplained: []uint64{}}
+	late := hdr.New(1, int64(time.Hour/time.Microsecond), 3)
+	seen := make(map[uint64]bool, len(ids))
+	for _, m := range ids {
+		if seen[m] {
+			continue
+		}
+		seen[m] = true
+		f.Messages++
+		a, acked := c.acks[m]
+		_, recovered := c.recovered[m]
+		switch {
+		case c.sets[Lost][m]:
+			f.Lost = append(f.Lost, m)
+		case acked:
+			f.Delivered++
+			if last, ok := c.lastCopy(m, c.sends[a.tick]); ok {
+				late.RecordValue(us(last - a.intended))
+			}
+		case recovered:
+			f.Delivered++ // no intended time of its own to measure from
+		default:
+			f.Unexplained = append(f.Unexplained, m)
+		}
+	}
+	slices.Sort(f.Lost)
+	slices.Sort(f.Unexplained)
+	if n := late.TotalCount(); n > 0 {
+		f.LastCopy = Latency{Count: n, P50: late.ValueAtQuantile(50), P90: late.ValueAtQuantile(90),
+			P99: late.ValueAtQuantile(99), P999: late.ValueAtQuantile(99.9), Max: late.Max()}
+	}
+	return f
+}
+
+// lastCopy is when the last recipient device of a delivered message first
+// stored it (false: it has no recipient device).
+func (c *collector) lastCopy(m uint64, s sendInfo) (time.Duration, bool) {
+	var last time.Duration
+	found := false
+	for _, u := range c.recipients(s) {
+		for _, dv := range c.uidDevs[u] {
+			if at, ok := c.devices[dv].firstSeen[m]; ok && (!found || at > last) {
+				last, found = at, true
+			}
+		}
+	}
+	return last, found
 }
