@@ -186,7 +186,9 @@
 // the pipeline had lost it; the runner reads GET /v1/lab/repairs of every
 // process that runs the reconciler (when an incarnation ends, and after
 // the load) and reports the rows and msg_ids beside the verdict
-// (Result.Repairs, a table in the report); max_repairs and min_repairs
+// (Result.Repairs, a table in the report), with what the checker's ledger
+// says became of the repaired messages (Repairs.Fate: delivered in the
+// end, late, or still lost); max_repairs and min_repairs
 // judge them, and repairs that could not be read fail both. A repair can
 // also hide a loss from the checker, so the runner's default
 // reconcile_grace (DefaultReconcileGrace, 30m) is longer than any run:

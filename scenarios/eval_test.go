@@ -270,7 +270,7 @@ func TestHTMLReport(t *testing.T) {
 	if len(rep.Tables) != 2 {
 		t.Fatalf("%d tables, want the repairs and the processes table", len(rep.Tables))
 	}
-	if got := rep.Tables[0].Rows; len(got) != 1 || got[0][0] != "3" || got[0][1] != "2" || got[0][2] != "7 8" {
+	if got := rep.Tables[0].Rows; len(got) != 1 || got[0][0] != "3" || got[0][1] != "2" || got[0][4] != "7 8" {
 		t.Fatalf("repairs rows %q", got)
 	}
 	want := [][]string{{"consumer", "4242", "-1.00", "2.00", "killed", "signal: killed"}, {"api", "in the runner", "-1.00", "", "stopped", "none: runs inside the runner's process"}}
@@ -318,6 +318,45 @@ func TestHTMLReportAckLatency(t *testing.T) {
 		if len(l) != 1 || l[0].Count != 0 || len(l[0].Quantiles) != 0 || l[0].Unknown != c.why {
 			t.Errorf("%s: latency %+v, want unknown because %q", c.name, l, c.why)
 		}
+	}
+}
+
+// TestHTMLReportRepairedVsLost: the page tells the repaired messages
+// that were delivered in the end (late) from those still lost, as the
+// checker's ledger judged them, in the verdict line and in the repairs
+// table; a data fault's label says how much it affected.
+func TestHTMLReportRepairedVsLost(t *testing.T) {
+	res := sampleResult()
+	res.Verdict = &checker.Verdict{}
+	res.Repairs = RepairSummary{Known: true, Rows: 5, MsgIDs: []uint64{7, 8, 9, 11},
+		Fate: &checker.Fate{Messages: 4, Delivered: 2, Lost: []uint64{9}, Unexplained: []uint64{11},
+			LastCopy: checker.Latency{Count: 2, P50: 2_000_000, Max: 4_000_000}}}
+	rep := HTMLReport(res)
+	if !strings.Contains(rep.Verdict, "2 messages repaired late by reconciliation and delivered in the end, 1 repaired but still lost, 1 not in the ledger") {
+		t.Errorf("verdict %q does not tell the repaired-and-delivered from the lost", rep.Verdict)
+	}
+	row := rep.Tables[0].Rows[0]
+	if row[2] != "2 of 4; the last recipient device's first copy 2s (p50), 4s (max) after the intended send" || row[3] != "1: msg_ids 9" {
+		t.Errorf("repairs row %q: want 2 of 4 delivered late, 1 lost (9)", row)
+	}
+	if !strings.Contains(row[5], "1 repaired messages are not in the ledger") || !strings.Contains(row[5], `"recovered" is not these`) {
+		t.Errorf("note %q", row[5])
+	}
+	if got := rep.Markers[0].Label; got != "inject redis_wipe (10 affected)" {
+		t.Errorf("fault label %q: want what the fault affected", got)
+	}
+
+	// Not judged: unknown, never 0; nothing repaired: 0 and no verdict line.
+	res.Repairs.Fate = nil
+	rep = HTMLReport(res)
+	if row := rep.Tables[0].Rows[0]; !strings.HasPrefix(row[2], "unknown") || !strings.HasPrefix(row[3], "unknown") ||
+		!strings.Contains(rep.Verdict, "delivered or lost unknown") {
+		t.Errorf("fate not judged: row %q, verdict %q", row, rep.Verdict)
+	}
+	res.Repairs = RepairSummary{Known: true}
+	rep = HTMLReport(res)
+	if row := rep.Tables[0].Rows[0]; row[2] != "0 (none repaired)" || !strings.HasPrefix(row[3], "0 (none repaired") || strings.Contains(rep.Verdict, "repaired") {
+		t.Errorf("nothing repaired: row %q, verdict %q", row, rep.Verdict)
 	}
 }
 

@@ -82,6 +82,9 @@ func HTMLReport(res *Result) *report.Report {
 	default:
 		rep.Verdict = "invalid: see the findings"
 	}
+	if line := res.Repairs.FateLine(); line != "" && res.Verdict != nil {
+		rep.Verdict += "; " + line
+	}
 	if res.Passed {
 		rep.Verdict += " (scenario PASSED)"
 	} else {
@@ -166,6 +169,9 @@ func HTMLReport(res *Result) *report.Report {
 	for _, e := range res.Events {
 		kind := e.Action
 		label := e.Action + " " + e.Fault
+		if e.Affected > 0 {
+			label += fmt.Sprintf(" (%d affected)", e.Affected)
+		}
 		if e.Err != "" {
 			kind, label = "error", label+": "+e.Err
 		}
@@ -260,9 +266,11 @@ func (r *Result) spec() *File {
 // repairsTable is the pipeline's repairs beside the verdict: how many
 // inbox rows forward reconciliation wrote (rows missing when it looked:
 // lost by the pipeline, or not yet written when the grace was shorter than
-// the consumers' lag) and which messages.
+// the consumers' lag), which messages, and what the checker's ledger says
+// became of them: delivered in the end (late), or still lost.
 func repairsTable(res *Result) report.Table {
-	t := report.Table{Title: "Repairs by forward reconciliation (inbox rows missing when the reconciler looked: lost by the pipeline, or not yet written when reconcile_grace was shorter than the consumers' lag)", Header: []string{"rows repaired", "messages", "msg_ids (first 20)", "note"}}
+	t := report.Table{Title: "Repairs by forward reconciliation (inbox rows missing when the reconciler looked: lost by the pipeline, or not yet written when reconcile_grace was shorter than the consumers' lag), and what became of the repaired messages",
+		Header: []string{"rows repaired", "messages", "delivered late: every recipient device stored them in the end", "still lost: some recipient device never stored them", "msg_ids (first 20)", "note"}}
 	r := res.Repairs
 	note := "read from every reconciler process"
 	if !r.Known {
@@ -276,8 +284,42 @@ func repairsTable(res *Result) report.Table {
 	if r.Truncated {
 		n += "+"
 	}
-	t.Rows = append(t.Rows, []string{strconv.FormatUint(r.Rows, 10), n, strings.Join(ids, " "), note})
+	delivered, lost := "unknown (the ledger was not checked)", "unknown (the ledger was not checked)"
+	switch f := r.Fate; {
+	case f != nil:
+		delivered = fmt.Sprintf("%d of %d", f.Delivered, f.Messages)
+		if r.Truncated {
+			delivered += " listed"
+		}
+		if l := f.LastCopy; l.Count > 0 {
+			delivered += fmt.Sprintf("; the last recipient device's first copy %s (p50), %s (max) after the intended send",
+				checker.Dur(l.P50), checker.Dur(l.Max))
+		}
+		lost = strconv.Itoa(len(f.Lost))
+		if len(f.Lost) > 0 {
+			lost += ": msg_ids " + joinIDs(f.Lost, 20)
+		}
+		if len(f.Unexplained) > 0 {
+			note += fmt.Sprintf("; %d repaired messages are not in the ledger (no ACK, no send of unknown outcome): %s", len(f.Unexplained), joinIDs(f.Unexplained, 20))
+		}
+	case len(r.MsgIDs) == 0 && r.Known:
+		delivered, lost = "0 (none repaired)", "0 (none repaired; the verdict's lost counts every message)"
+	}
+	note += "; the verdict's \"recovered\" is not these: it counts sends of unknown outcome whose message was stored anyway"
+	t.Rows = append(t.Rows, []string{strconv.FormatUint(r.Rows, 10), n, delivered, lost, strings.Join(ids, " "), note})
 	return t
+}
+
+// joinIDs lists the first n msg_ids, "+K more" after them.
+func joinIDs(ids []uint64, n int) string {
+	out := make([]string, 0, min(n, len(ids))+1)
+	for _, id := range ids[:min(n, len(ids))] {
+		out = append(out, strconv.FormatUint(id, 10))
+	}
+	if len(ids) > n {
+		out = append(out, fmt.Sprintf("+%d more", len(ids)-n))
+	}
+	return strings.Join(out, " ")
 }
 
 // processTable lists every incarnation of the server processes: where it

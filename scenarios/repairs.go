@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"imlab/loadgen/checker"
 	"imlab/ref/server"
 )
 
@@ -25,6 +26,32 @@ type RepairSummary struct {
 	Truncated bool     `json:"truncated,omitempty"`
 	// Errors say which process could not be read.
 	Errors []string `json:"errors,omitempty"`
+	// Fate is what the checker's ledger says became of the listed
+	// messages (MsgIDs): delivered in the end, however late, lost, or not
+	// in the ledger. nil: none was listed, or the ledger was not checked.
+	Fate *checker.Fate `json:"fate,omitempty"`
+}
+
+// FateLine says apart, in one line, the repaired messages that were
+// delivered in the end (late, by the repair) and those still lost; "" when
+// nothing was repaired.
+func (s RepairSummary) FateLine() string {
+	f := s.Fate
+	switch {
+	case len(s.MsgIDs) == 0:
+		return ""
+	case f == nil:
+		return fmt.Sprintf("%d messages repaired by reconciliation: delivered or lost unknown (the ledger was not checked)", len(s.MsgIDs))
+	}
+	of := ""
+	if s.Truncated {
+		of = fmt.Sprintf(" (of the first %d repaired)", f.Messages)
+	}
+	line := fmt.Sprintf("%d messages repaired late by reconciliation and delivered in the end, %d repaired but still lost%s", f.Delivered, len(f.Lost), of)
+	if n := len(f.Unexplained); n > 0 {
+		line += fmt.Sprintf(", %d not in the ledger", n)
+	}
+	return line
 }
 
 // add merges one answer.

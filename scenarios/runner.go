@@ -451,7 +451,9 @@ func (r *run) execute(ctx context.Context) error {
 		rep.Errors = append(rep.Errors, pr.Errors...)
 	}
 	r.res.Repairs = rep
-	v, cerr := checker.CheckSources(srcs)
+	// The checker follows the repaired messages, so that the report can
+	// tell the ones delivered in the end (late) from the ones lost.
+	v, cerr := checker.CheckSourcesWith(srcs, checker.Options{Follow: rep.MsgIDs})
 	if cerr != nil {
 		return fmt.Errorf("scenarios: checker: %w", cerr)
 	}
@@ -474,8 +476,9 @@ func (r *run) execute(ctx context.Context) error {
 	obs.Burst = r.res.Burst
 	obs.Repairs, obs.RepairsKnown = rep.Rows, rep.Known
 	r.res.Findings = findings(v)
+	r.res.Repairs.Fate = v.Followed
 	slim := *v
-	slim.Findings = nil
+	slim.Findings, slim.Followed = nil, nil
 	r.res.Verdict = &slim
 	r.res.Checks = Evaluate(r.f.Expect, obs)
 	return nil

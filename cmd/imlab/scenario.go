@@ -300,9 +300,12 @@ func printScenarioResult(w io.Writer, r *scenarios.Result, dir string) {
 		fmt.Fprintln(w, line)
 	}
 	if rp := r.Repairs; rp.Rows > 0 || !rp.Known {
-		line := fmt.Sprintf("    repairs: %d inbox rows of %d messages written by forward reconciliation (lost by the pipeline)", rp.Rows, len(rp.MsgIDs))
+		line := fmt.Sprintf("    repairs: %d inbox rows of %d messages written by forward reconciliation (missing when the reconciler looked)", rp.Rows, len(rp.MsgIDs))
 		if !rp.Known {
 			line += " (unknown: " + strings.Join(rp.Errors, "; ") + ")"
+		}
+		if fl := rp.FateLine(); fl != "" {
+			line += "; " + fl
 		}
 		fmt.Fprintln(w, line)
 	}

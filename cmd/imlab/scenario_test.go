@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"imlab/internal/testenv"
+	"imlab/loadgen/checker"
 	"imlab/scenarios"
 )
 
@@ -235,5 +236,19 @@ func TestDemo(t *testing.T) {
 	}
 	if _, err := os.Stat(report); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPrintRepairs: the verdict block says that a repaired row was missing
+// when the reconciler looked (not that it was lost), and tells the repaired
+// messages delivered in the end from those still lost.
+func TestPrintRepairs(t *testing.T) {
+	r := &scenarios.Result{Scenario: "s", Passed: true, Repairs: scenarios.RepairSummary{Known: true, Rows: 4, MsgIDs: []uint64{1, 2, 3},
+		Fate: &checker.Fate{Messages: 3, Delivered: 3, Lost: []uint64{}}}}
+	var b bytes.Buffer
+	printScenarioResult(&b, r, t.TempDir())
+	want := "repairs: 4 inbox rows of 3 messages written by forward reconciliation (missing when the reconciler looked); 3 messages repaired late by reconciliation and delivered in the end, 0 repaired but still lost"
+	if !strings.Contains(b.String(), want) {
+		t.Fatalf("output %q lacks %q", b.String(), want)
 	}
 }
