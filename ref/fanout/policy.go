@@ -25,7 +25,7 @@ const (
 )
 
 // UnsafeWarning is logged and reported wherever the queue policy runs.
-const UnsafeWarning = "ack policy \"queue\" is DELIBERATELY UNSAFE (seed 003 option A: publish, ACK, then store): " +
+const UnsafeWarning = "ack policy \"queue\" is DELIBERATELY UNSAFE (option A of the message-queue design document, seed 003: publish, ACK, then store): " +
 	"an ACKed message is lost when the queue loses it; it exists as the negative control"
 
 func recordOf(topic string, ev Event, m model.Message) (*kgo.Record, error) {
