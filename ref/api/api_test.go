@@ -536,3 +536,22 @@ func TestRouteMetricsResolvedOnce(t *testing.T) {
 		}
 	}
 }
+
+// A ws send frame embeds the send body: a wrongly typed field is named by
+// its JSON name, as in the HTTP body, not by the Go path to it.
+func TestFrameFieldErrorsNameTheJSONField(t *testing.T) {
+	for _, body := range []string{
+		`{"type":"send","client_msg_id":"c","conv_type":2,"group_id":true}`,
+		`{"type":"send","client_msg_id":"c","conv_type":2,"group_id":"07"}`,
+		`{"type":"send","client_msg_id":"c","conv_type":"2","group_id":7}`,
+	} {
+		var f sendFrame
+		err := decodeStrict([]byte(body), &f)
+		if err == nil {
+			t.Fatalf("%s: accepted", body)
+		}
+		if msg := err.Error(); strings.Contains(msg, "sendBody") || !strings.Contains(msg, "field ") {
+			t.Fatalf("%s: %q", body, msg)
+		}
+	}
+}

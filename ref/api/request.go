@@ -182,6 +182,10 @@ func describeJSONError(err error) string {
 		if typ.Field == "" {
 			return fmt.Sprintf("body must be a JSON object, not %s", typ.Value)
 		}
+		// encoding/json names a field of an embedded struct by its Go
+		// path (a ws send frame embeds the send body); the client knows
+		// the JSON name alone.
+		typ.Field = strings.TrimPrefix(typ.Field, "sendBody.")
 		if typ.Type == idType() && strings.HasPrefix(typ.Value, "string") {
 			return fmt.Sprintf("field %s: %s is not a valid id: as a string, an id is the decimal digits of 0..%d alone (no sign, space or leading zero)",
 				typ.Field, typ.Value, uint64(math.MaxUint64))
