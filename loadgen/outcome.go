@@ -27,6 +27,19 @@ type Outcome struct {
 	Overloaded bool    `json:"overloaded"`
 }
 
+// AddOutcomes adds o's counts of sends (ok, failed, unknown, retried) and
+// rate to s, and widens s's windows to o's: the segments of one split run,
+// summed for the run's Outcomes.
+func (s *Summary) AddOutcomes(o *Summary) {
+	s.OK += o.OK
+	s.Fail += o.Fail
+	s.Unknown += o.Unknown
+	s.RetriedSends += o.RetriedSends
+	s.AchievedPerSec += o.AchievedPerSec
+	s.LoadSeconds = max(s.LoadSeconds, o.LoadSeconds)
+	s.AckSeconds = max(s.AckSeconds, o.AckSeconds)
+}
+
 // Outcomes computes s's outcome against limit (<= 0: OverloadFraction).
 // It needs only the counts, so it also serves summaries written before the
 // outcome was recorded.

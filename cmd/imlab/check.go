@@ -152,9 +152,7 @@ func runCheckDirs(cmd *cobra.Command, dirs []string, o checkOpts) error {
 			continue
 		}
 		loads++
-		load.OK, load.Fail, load.Unknown = load.OK+s.OK, load.Fail+s.Fail, load.Unknown+s.Unknown
-		load.LoadSeconds = max(load.LoadSeconds, s.LoadSeconds)
-		load.AchievedPerSec += s.AchievedPerSec
+		load.AddOutcomes(s)
 		if len(dirs) == 1 && !o.json {
 			printLoad(out, s, v, o.limit)
 		}

@@ -86,4 +86,20 @@ func TestCheckReportsLoadBesideTheVerdict(t *testing.T) {
 	if !strings.Contains(out, "verdict: VALID") || !strings.Contains(out, "result: VALID but OVERLOADED") || !strings.Contains(out, "unknown 16.7%") {
 		t.Fatalf("overloaded run output:\n%s", out)
 	}
+
+	// Every send ended ok, but a tenth needed a second try: overloaded too
+	// (the exit status had said a clean pass while the load line said
+	// OVERLOADED).
+	s.Unknown, s.RetriedSends = 0, s.OK/10
+	b, _ = json.Marshal(s)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = check()
+	if !errors.As(err, &ee) || ee.code != checkExitOverloaded {
+		t.Fatalf("retried run: error %v, want exit status %d\n%s", err, checkExitOverloaded, out)
+	}
+	if !strings.Contains(out, "result: VALID but OVERLOADED") || !strings.Contains(out, "retried") {
+		t.Fatalf("retried run output:\n%s", out)
+	}
 }
