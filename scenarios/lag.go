@@ -118,7 +118,10 @@ func (a *lagAnswer) unknownReason(now time.Time) string {
 
 // pollLag polls the lag endpoint of the first live process every
 // LagInterval until ctx ends, appending the samples (T relative to base)
-// to out; with db it also counts the inbox rows. It prints one line per
+// to out; with db it also counts the inbox rows. It asks for a
+// measurement of the moment (server.LagNowPath): the monitor's own
+// snapshot is up to its interval old, which had put every sample, and the
+// peak and recovery times read from them, about half a second late. It prints one line per
 // sample to the progress writer.
 func (r *run) pollLag(ctx context.Context, base time.Time, db *sql.DB, out *lagLog) {
 	if !r.f.UsesKafka() {
@@ -144,7 +147,7 @@ func (r *run) pollLag(ctx context.Context, base time.Time, db *sql.DB, out *lagL
 		}
 		if addr == "" {
 			s.Err = "no process running"
-		} else if a, err := fetchLag(ctx, hc, "http://"+addr+server.LagPath); err != nil {
+		} else if a, err := fetchLag(ctx, hc, "http://"+addr+server.LagNowPath); err != nil {
 			if ctx.Err() != nil {
 				return
 			}

@@ -167,6 +167,29 @@ func (mo *Monitor) Close() {
 	mo.cl.Close()
 }
 
+// freshEnough is how old the latest measurement may be for Fresh to
+// return it instead of measuring again: it bounds the measurements a
+// caller can trigger (at most one per freshEnough) while keeping the
+// answer's age well under the lab's one-second polls.
+const freshEnough = 100 * time.Millisecond
+
+// Fresh returns a measurement taken now: the latest when it is younger
+// than freshEnough, else a new one (bounded like Run's), so that a poller
+// whose clock is not Run's gets figures of the moment it asked, not of up
+// to Interval before.
+func (mo *Monitor) Fresh(ctx context.Context) LagSnapshot {
+	if s := mo.Snapshot(); !s.At.IsZero() && time.Since(s.At) < freshEnough {
+		return s
+	}
+	ctx, cancel := context.WithTimeout(ctx, mo.pollTimeout())
+	defer cancel()
+	s, err := mo.Poll(ctx)
+	if err != nil && ctx.Err() == nil {
+		mo.log.Warn("lag measurement failed", "err", err)
+	}
+	return s
+}
+
 // Snapshot returns the latest measurement (zero before the first).
 func (mo *Monitor) Snapshot() LagSnapshot {
 	mo.mu.Lock()

@@ -21,6 +21,11 @@ import (
 // LagPath is where every process serves the lag monitor's snapshot.
 const LagPath = "/v1/lab/lag"
 
+// LagNowPath serves the same answer measured at the request (the latest
+// measurement when it is under 100 ms old): the lab polls it, so that a
+// sample's time is the time of its figures, not up to a second later.
+const LagNowPath = "/v1/lab/lag/now"
+
 // TimePath is where the api role serves its wall clock, {"unix_nano": N},
 // so that generators on other machines estimate their clock offset to the
 // server (and so to each other) before a split run.
@@ -124,12 +129,27 @@ func (p *Process) Lag() (s fanout.LagSnapshot, ok bool) {
 func (p *Process) lagAnswer(context.Context) (any, error) {
 	s, ok := p.Lag()
 	if !ok {
-		return nil, fmt.Errorf("%w: this process has no queue (no Kafka brokers configured)", model.ErrNotFound)
+		return nil, errNoQueue
 	}
+	return lagJSON(s), nil
+}
+
+// lagNowAnswer is LagNowPath's answer.
+func (p *Process) lagNowAnswer(ctx context.Context) (any, error) {
+	if p.fan == nil {
+		return nil, errNoQueue
+	}
+	return lagJSON(p.fan.mon.Fresh(ctx)), nil
+}
+
+var errNoQueue = fmt.Errorf("%w: this process has no queue (no Kafka brokers configured)", model.ErrNotFound)
+
+// lagJSON is s as the lag routes answer it (partitions [] rather than null).
+func lagJSON(s fanout.LagSnapshot) fanout.LagSnapshot {
 	if s.Partitions == nil {
 		s.Partitions = []fanout.PartitionLag{}
 	}
-	return s, nil
+	return s
 }
 
 // members is the fan-out's and the reconciler's member source: the send

@@ -259,6 +259,35 @@ func (e *e2e) lag() lagAnswer {
 	return a
 }
 
+// lagNowIsFresh checks that /v1/lab/lag/now answers a measurement taken
+// at the request (the monitor's own snapshot may be up to its interval
+// old), with the same partitions as /v1/lab/lag.
+func (e *e2e) lagNowIsFresh() {
+	e.t.Helper()
+	for range 3 {
+		before := time.Now()
+		r := e.call("GET", LagNowPath, "", "")
+		after := time.Now()
+		if r.status != 200 {
+			e.t.Fatalf("lag now: %d %s", r.status, r.body)
+		}
+		var a struct {
+			At         time.Time       `json:"at"`
+			Partitions json.RawMessage `json:"partitions"`
+		}
+		if err := json.Unmarshal(r.body, &a); err != nil {
+			e.t.Fatalf("lag now answer %s: %v", r.body, err)
+		}
+		if a.At.Before(before.Add(-100*time.Millisecond)) || a.At.After(after) {
+			e.t.Fatalf("lag now measured at %s, asked %s..%s", a.At, before, after)
+		}
+		if len(e.lag().Partitions) == 0 || string(a.Partitions) == "null" {
+			e.t.Fatalf("lag now without partitions: %s", r.body)
+		}
+		time.Sleep(150 * time.Millisecond)
+	}
+}
+
 // waitLagZero polls /v1/lab/lag until every partition of every group
 // reports nothing behind and the outbox is empty.
 func (e *e2e) waitLagZero(groups []string, minPartitions int, deadline time.Duration) {
@@ -498,6 +527,7 @@ func TestFanoutPolicies(t *testing.T) {
 			}
 
 			e.waitLagZero([]string{p.Cfg.Fanout.Consumer.Group, p.Cfg.Fanout.HistoryGroup}, int(p.Cfg.Fanout.Topics.Partitions), 15*time.Second)
+			e.lagNowIsFresh()
 			if r := e.call("GET", "/metrics", "", ""); r.status != 200 || !strings.Contains(string(r.body), "imlab_consumer_lag_seconds") {
 				t.Fatalf("metrics without lag series: %d", r.status)
 			}

@@ -31,19 +31,21 @@ func (p *Process) startOps(ctx context.Context) error {
 		}
 		_, _ = w.Write([]byte(`{"status":"ok"}`))
 	})
-	mux.HandleFunc("GET "+LagPath, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		if r.URL.RawQuery != "" {
-			writeOpsError(w, http.StatusBadRequest, model.ErrInvalid.Error(), "no query parameters allowed")
-			return
-		}
-		v, err := p.lagAnswer(r.Context())
-		if err != nil {
-			writeOpsError(w, http.StatusNotFound, model.ErrNotFound.Error(), err.Error())
-			return
-		}
-		_ = json.NewEncoder(w).Encode(v)
-	})
+	for path, answer := range map[string]func(context.Context) (any, error){LagPath: p.lagAnswer, LagNowPath: p.lagNowAnswer} {
+		mux.HandleFunc("GET "+path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			if r.URL.RawQuery != "" {
+				writeOpsError(w, http.StatusBadRequest, model.ErrInvalid.Error(), "no query parameters allowed")
+				return
+			}
+			v, err := answer(r.Context())
+			if err != nil {
+				writeOpsError(w, http.StatusNotFound, model.ErrNotFound.Error(), err.Error())
+				return
+			}
+			_ = json.NewEncoder(w).Encode(v)
+		})
+	}
 	mux.HandleFunc("GET "+RepairsPath, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		if r.URL.RawQuery != "" {
@@ -54,7 +56,7 @@ func (p *Process) startOps(ctx context.Context) error {
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		writeOpsError(w, http.StatusNotFound, model.ErrNotFound.Error(),
-			"this process runs no api role: only /metrics, /healthz, "+LagPath+" and "+RepairsPath)
+			"this process runs no api role: only /metrics, /healthz, "+LagPath+", "+LagNowPath+" and "+RepairsPath)
 	})
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", p.Cfg.Listen)

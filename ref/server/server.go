@@ -631,6 +631,7 @@ func StartAPI(ctx context.Context, p *Process) (func(context.Context) error, err
 		deps.Extra = append(deps.Extra, p.historyExtraRoutes()...)
 	}
 	deps.Open = append(deps.Open, api.OpenRoute{Path: LagPath, Name: "lab_lag", Handle: p.lagAnswer},
+		api.OpenRoute{Path: LagNowPath, Name: "lab_lag_now", Handle: p.lagNowAnswer},
 		api.OpenRoute{Path: TimePath, Name: "lab_time", Handle: clockAnswer},
 		api.OpenRoute{Path: RepairsPath, Name: "lab_repairs", Handle: p.repairsAnswer})
 	if p.Cfg.LabRoutes {
