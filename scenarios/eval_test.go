@@ -342,7 +342,7 @@ func TestHTMLReportRepairedVsLost(t *testing.T) {
 	if !strings.Contains(row[5], "1 repaired messages are not in the ledger") || !strings.Contains(row[5], `"recovered" is not these`) {
 		t.Errorf("note %q", row[5])
 	}
-	if got := rep.Markers[0].Label; got != "inject redis_wipe (10 affected)" {
+	if got := rep.Markers[0].Label; got != "inject redis_wipe (10 keys deleted)" {
 		t.Errorf("fault label %q: want what the fault affected", got)
 	}
 
@@ -369,5 +369,21 @@ func TestMergedSummaryOutcome(t *testing.T) {
 	m := mergeSummaries([]*loadgen.Summary{a, b})
 	if m.OK != 950 || m.LoadSeconds != 5.2 || m.StartedPerSec != 200 || !m.Outcome.Overloaded || m.Outcome.UnknownFrac != 0.05 {
 		t.Fatalf("merged: ok %d load %gs started %g/s outcome %+v", m.OK, m.LoadSeconds, m.StartedPerSec, m.Outcome)
+	}
+}
+
+// A data fault's count says what it counts: Kafka's record loss deletes
+// consumed records too, so its count is not the messages lost.
+func TestAffectedUnit(t *testing.T) {
+	for fault, want := range map[string]string{
+		"kafka_record_loss(imlab.fanout)":    "records deleted, already consumed or not",
+		"kafka_topic_recreate(imlab.fanout)": "records dropped with the topic, already consumed or not",
+		"redis_wipe":                         "keys deleted",
+		"allocator_rollback(5)":              "seq counters set back",
+		"down(mysql)":                        "affected",
+	} {
+		if got := affectedUnit(fault); got != want {
+			t.Errorf("%s: %q, want %q", fault, got, want)
+		}
 	}
 }
