@@ -27,7 +27,7 @@ func demoCmd() *cobra.Command {
 		Long: `Runs shipped scenarios, compiled into the binary: by default ` + strings.Join(scenarios.DefaultSet, ", ") + `.
 Each starts the backends (auto: a private mariadbd and redis-server when found on PATH or in
 the sbin directories, in-process stand-ins otherwise; Kafka in-process), the reference server,
-a few seconds of load and one fault, then checks the ledger. queue-loss-unsafe is the negative
+a few seconds of load and its faults (one or two), then checks the ledger. queue-loss-unsafe is the negative
 control: the unsafe queue policy must be caught losing messages, so it passes only when the
 checker reports loss. Outputs as for 'imlab scenario run' (OUT/NAME/report.html, result.json,
 verdict.json, junit.xml, the ledger). Exit status 0 when every scenario passed, 1 when one
