@@ -65,7 +65,7 @@ func (q *QueueLagEnd) String() string {
 	return s
 }
 
-// queueLagAtEnd reads /v1/lab/lag once.
+// queueLagAtEnd reads the queue lag once (client.QueueLag).
 func (r *runner) queueLagAtEnd(sum *Summary) {
 	q, err := r.cl.QueueLag()
 	end := &QueueLagEnd{}

@@ -668,6 +668,10 @@ func (c *Client) Stored(token string, msgID uint64) (StoredMsg, error) {
 // message.
 const LagPath = "/v1/lab/lag"
 
+// LagNowPath is the same answer measured at the request (LagPath's is the
+// server's latest snapshot, up to its interval old).
+const LagNowPath = "/v1/lab/lag/now"
+
 // QueueLag is the part of GET /v1/lab/lag the generator reports.
 type QueueLag struct {
 	MaxAgeSeconds map[string]float64 `json:"max_age_seconds"`
@@ -677,10 +681,15 @@ type QueueLag struct {
 	Errors        []string           `json:"errors"`
 }
 
-// QueueLag reads the target's queue lag (a *Error with Status 404 from a
-// server without the route).
+// QueueLag reads the target's queue lag measured now (LagNowPath), or its
+// latest snapshot (LagPath) from a server without that route; a *Error
+// with Status 404 from a server with neither (or without a queue).
 func (c *Client) QueueLag() (QueueLag, error) {
 	var q QueueLag
-	err := c.do(fasthttp.MethodGet, LagPath, "", nil, &q)
+	err := c.do(fasthttp.MethodGet, LagNowPath, "", nil, &q)
+	if ce := (*Error)(nil); errors.As(err, &ce) && ce.Status == 404 {
+		q = QueueLag{}
+		err = c.do(fasthttp.MethodGet, LagPath, "", nil, &q)
+	}
 	return q, err
 }

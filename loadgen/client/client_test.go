@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"sync"
 	"testing"
@@ -129,4 +131,45 @@ func BenchmarkSend(b *testing.B) {
 			}
 		}
 	})
+}
+
+// QueueLag asks for a measurement of now, and reads the snapshot route of a
+// server that has only that one; a server with neither answers 404.
+func TestQueueLagPrefersTheFreshRoute(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		routes map[string]string
+		want   int64 // records of group g; -1: a 404
+	}{
+		{"both", map[string]string{client.LagNowPath: `{"records":{"g":7}}`, client.LagPath: `{"records":{"g":1}}`}, 7},
+		{"snapshot only", map[string]string{client.LagPath: `{"records":{"g":1}}`}, 1},
+		{"neither", map[string]string{}, -1},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, ok := c.routes[r.URL.Path]
+			if !ok {
+				w.WriteHeader(http.StatusNotFound)
+				_, _ = w.Write([]byte(`{"error":"not_found","message":"no such route"}`))
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(body))
+		}))
+		cfg := client.DefaultConfig()
+		cfg.Target, cfg.Secret = srv.URL, secret
+		cl, err := client.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := cl.QueueLag()
+		var ce *client.Error
+		switch {
+		case c.want < 0 && !(errors.As(err, &ce) && ce.Status == 404):
+			t.Errorf("%s: %v, want a 404", c.name, err)
+		case c.want >= 0 && (err != nil || q.Records["g"] != c.want):
+			t.Errorf("%s: %+v %v, want %d records", c.name, q, err, c.want)
+		}
+		cl.Close()
+		srv.Close()
+	}
 }
