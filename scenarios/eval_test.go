@@ -238,6 +238,22 @@ func TestHTMLReport(t *testing.T) {
 			t.Fatalf("backends listed in the settings as well as the header")
 		}
 	}
+	// Every send ended ok but a tenth needed a second try: the page's load
+	// line says OVERLOADED, as imlab check does; a result without the
+	// count says its retries are unknown.
+	retried := sampleResult()
+	var ok uint64
+	for _, sec := range retried.Sends {
+		ok += sec.OK
+	}
+	n := ok / 10
+	retried.RetriedSends = &n
+	if line := HTMLReport(retried).Settings[0][1]; !strings.Contains(line, "OVERLOADED") || strings.Contains(line, "retried 0.0%") {
+		t.Fatalf("retried run's load line %q: want its retries and OVERLOADED", line)
+	}
+	if line := rep.Settings[0][1]; !strings.Contains(line, "retried 0.0% is unknown") {
+		t.Fatalf("load line %q of a result without a retried count does not say it is unknown", line)
+	}
 	// A slow server ACKs a burst long after the schedule's duration: the
 	// achieved rate counts the sends over the time they took, not over
 	// the file's duration.

@@ -70,6 +70,12 @@ func HTMLReport(res *Result) *report.Report {
 			load.AckSeconds = res.AckSeconds
 			over = fmt.Sprintf(" (over %.1f s: the send window, or to the last ACK when that came later)", res.AckSeconds)
 		}
+		// The per-second timeline has no retries: the run's count does.
+		if res.RetriedSends != nil {
+			load.RetriedSends = *res.RetriedSends
+		} else {
+			over += "; retried sends were not recorded in this result: its retried 0.0% is unknown"
+		}
 		rep.Settings = append([][2]string{{"load", load.Outcomes(loadgen.OverloadFraction).String() + over}}, rep.Settings...)
 	}
 	switch {

@@ -206,8 +206,12 @@ type Result struct {
 	// shape's duration, or to the last ACK when that came later (0 in
 	// results written before it: the report then counts whole seconds).
 	AckSeconds float64 `json:"ack_seconds,omitempty"`
-	Incomplete bool    `json:"incomplete"`
-	Passed     bool    `json:"passed"`
+	// RetriedSends is how many sends needed more than one try (loadgen's
+	// count; nil in results written before it was recorded, where the
+	// page's load line says retries are unknown).
+	RetriedSends *uint64 `json:"retried_sends,omitempty"`
+	Incomplete   bool    `json:"incomplete"`
+	Passed       bool    `json:"passed"`
 }
 
 // WriteJSON writes r as indented JSON.

@@ -420,6 +420,8 @@ func (r *run) execute(ctx context.Context) error {
 	if sum != nil {
 		r.res.RunDir = lc.RunDir
 		r.res.AckSeconds = sum.AckSeconds
+		retried := sum.RetriedSends
+		r.res.RetriedSends = &retried
 		for _, s := range sum.Timeline {
 			r.res.Sends = append(r.res.Sends, SendSecond{T: float64(s.T) + r.res.LoadOffset, Started: s.Started, OK: s.OK, Fail: s.Fail,
 				Unknown: s.Unknown, AckP50: ackMs(s.OK, int64(s.Response.P50)), AckP99: ackMs(s.OK, int64(s.Response.P99))})
