@@ -386,6 +386,12 @@ func TestMergedSummaryOutcome(t *testing.T) {
 	if m.OK != 950 || m.LoadSeconds != 5.2 || m.StartedPerSec != 200 || !m.Outcome.Overloaded || m.Outcome.UnknownFrac != 0.05 {
 		t.Fatalf("merged: ok %d load %gs started %g/s outcome %+v", m.OK, m.LoadSeconds, m.StartedPerSec, m.Outcome)
 	}
+	// The ACK window is the longest segment's (its last ACK), not the
+	// first segment's; retried sends are summed.
+	a.AckSeconds, b.AckSeconds, a.RetriedSends, b.RetriedSends = 5.1, 6, 3, 4
+	if m := mergeSummaries([]*loadgen.Summary{a, b}); m.AckSeconds != 6 || m.RetriedSends != 7 {
+		t.Fatalf("merged: ack window %gs, retried %d; want 6s, 7", m.AckSeconds, m.RetriedSends)
+	}
 }
 
 // A data fault's count says what it counts: Kafka's record loss deletes

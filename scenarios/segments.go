@@ -165,7 +165,7 @@ func mergeSummaries(sums []*loadgen.Summary) *loadgen.Summary {
 	m.Errors = nil
 	m.OK, m.Fail, m.Unknown, m.Retries, m.Deliveries, m.AchievedPerSec = 0, 0, 0, 0, 0, 0
 	m.RetriedSends = 0
-	m.StartedPerSec, m.LoadSeconds = 0, 0
+	m.StartedPerSec, m.LoadSeconds, m.AckSeconds = 0, 0, 0
 	m.Pacer = schedule.Stats{}
 	m.Drain = loadgen.DrainSummary{Complete: true}
 	m.Split.Users = 0
@@ -175,15 +175,10 @@ func mergeSummaries(sums []*loadgen.Summary) *loadgen.Summary {
 		if s.StartedAt.Before(m.StartedAt) {
 			m.StartedAt = s.StartedAt
 		}
-		m.OK += s.OK
-		m.Fail += s.Fail
-		m.Unknown += s.Unknown
+		m.AddOutcomes(s)
 		m.Retries += s.Retries
-		m.RetriedSends += s.RetriedSends
 		m.Deliveries += s.Deliveries
-		m.AchievedPerSec += s.AchievedPerSec
 		m.StartedPerSec += s.StartedPerSec
-		m.LoadSeconds = max(m.LoadSeconds, s.LoadSeconds)
 		m.Split.Users += s.Split.Users
 		m.Pacer.Scheduled += s.Pacer.Scheduled
 		m.Pacer.Started += s.Pacer.Started
