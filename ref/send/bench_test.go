@@ -246,10 +246,18 @@ func BenchmarkRawBatchedInsert(b *testing.B) {
 }
 
 func rawBatchInsert(db *sql.DB, ids *msgid.Generator, rng *rand.Rand, n, worker int, seq *uint64) error {
+	content, inboxSQL := rawBatchRows(ids, rng, n, worker, seq, nil, nil)
+	return execTx(db, []string{content, inboxSQL})
+}
+
+// rawBatchRows is the msg_content and offline_msg INSERTs of n messages
+// between random pairs of benchUsers users; convs and fences (when not
+// nil) count each conversation's messages and each recipient's rows.
+func rawBatchRows(ids *msgid.Generator, rng *rand.Rand, n, worker int, seq *uint64, convs, fences map[uint64]int) (content, inbox string) {
 	now := time.Now().UTC().Format("2006-01-02 15:04:05.000")
-	var content, inboxSQL strings.Builder
-	content.WriteString("INSERT INTO msg_content (msg_id, conv_id, conv_type, conv_seq, sender_uid, client_msg_id, content, created_at) VALUES ")
-	inboxSQL.WriteString("INSERT INTO offline_msg (uid, seq, msg_id, conv_id, conv_type, sender_uid, created_at) VALUES ")
+	var cb, ib strings.Builder
+	cb.WriteString("INSERT INTO msg_content (msg_id, conv_id, conv_type, conv_seq, sender_uid, client_msg_id, content, created_at) VALUES ")
+	ib.WriteString("INSERT INTO offline_msg (uid, seq, msg_id, conv_id, conv_type, sender_uid, created_at) VALUES ")
 	for i := 0; i < n; i++ {
 		id := ids.Next()
 		from := 1 + rng.Uint64N(benchUsers)
@@ -258,31 +266,24 @@ func rawBatchInsert(db *sql.DB, ids *msgid.Generator, rng *rand.Rand, n, worker 
 			to = from%benchUsers + 1
 		}
 		conv, _ := model.SingleConvID(from, to)
-		if i > 0 {
-			content.WriteByte(',')
-			inboxSQL.WriteByte(',')
+		if convs != nil {
+			convs[conv]++
+			fences[from]++
+			fences[to]++
 		}
-		fmt.Fprintf(&content, "(%d,%d,1,%d,%d,'b%d','benchmark message body of some sixty-four bytes, roughly.','%s')", id, conv, id, from, id, now)
+		if i > 0 {
+			cb.WriteByte(',')
+			ib.WriteByte(',')
+		}
+		fmt.Fprintf(&cb, "(%d,%d,1,%d,%d,'b%d','benchmark message body of some sixty-four bytes, roughly.','%s')", id, conv, id, from, id, now)
 		// Seqs unique per worker range (uids are random; the raw baseline does not fence).
 		*seq++
 		s1 := uint64(worker)<<40 | *seq
 		*seq++
 		s2 := uint64(worker)<<40 | *seq
-		fmt.Fprintf(&inboxSQL, "(%d,%d,%d,%d,1,%d,'%s'),(%d,%d,%d,%d,1,%d,'%s')", from, s1, id, conv, from, now, to, s2, id, conv, from, now)
+		fmt.Fprintf(&ib, "(%d,%d,%d,%d,1,%d,'%s'),(%d,%d,%d,%d,1,%d,'%s')", from, s1, id, conv, from, now, to, s2, id, conv, from, now)
 	}
-	tx, err := db.Begin()
-	if err != nil {
-		return err
-	}
-	if _, err := tx.Exec(content.String()); err != nil {
-		tx.Rollback()
-		return err
-	}
-	if _, err := tx.Exec(inboxSQL.String()); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
+	return cb.String(), ib.String()
 }
 
 func runtimeProcs() int { return runtime.GOMAXPROCS(0) }

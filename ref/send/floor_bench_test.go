@@ -16,7 +16,6 @@ import (
 	"imlab/internal/budget"
 	"imlab/internal/testenv"
 	"imlab/ref/inbox"
-	"imlab/ref/model"
 	"imlab/ref/msgid"
 )
 
@@ -91,32 +90,7 @@ func rawCountedBatch(ids *msgid.Generator, rng *rand.Rand, n, worker int, seq *u
 	now := time.Now().UTC().Format("2006-01-02 15:04:05.000")
 	convs := map[uint64]int{}
 	fences := map[uint64]int{}
-	var content, inboxSQL strings.Builder
-	content.WriteString("INSERT INTO msg_content (msg_id, conv_id, conv_type, conv_seq, sender_uid, client_msg_id, content, created_at) VALUES ")
-	inboxSQL.WriteString("INSERT INTO offline_msg (uid, seq, msg_id, conv_id, conv_type, sender_uid, created_at) VALUES ")
-	for i := range n {
-		id := ids.Next()
-		from := 1 + rng.Uint64N(benchUsers)
-		to := 1 + rng.Uint64N(benchUsers)
-		if to == from {
-			to = from%benchUsers + 1
-		}
-		conv, _ := model.SingleConvID(from, to)
-		convs[conv]++
-		fences[from]++
-		fences[to]++
-		if i > 0 {
-			content.WriteByte(',')
-			inboxSQL.WriteByte(',')
-		}
-		fmt.Fprintf(&content, "(%d,%d,1,%d,%d,'b%d','benchmark message body of some sixty-four bytes, roughly.','%s')", id, conv, id, from, id, now)
-		// Seqs unique per worker range, as in rawBatchInsert.
-		*seq++
-		s1 := uint64(worker)<<40 | *seq
-		*seq++
-		s2 := uint64(worker)<<40 | *seq
-		fmt.Fprintf(&inboxSQL, "(%d,%d,%d,%d,1,%d,'%s'),(%d,%d,%d,%d,1,%d,'%s')", from, s1, id, conv, from, now, to, s2, id, conv, from, now)
-	}
+	content, inboxSQL := rawBatchRows(ids, rng, n, worker, seq, convs, fences)
 	var counter, fence strings.Builder
 	counter.WriteString("INSERT INTO conv_counter (conv_id, max_seq) VALUES ")
 	for i, c := range slices.Sorted(maps.Keys(convs)) {
@@ -135,7 +109,7 @@ func rawCountedBatch(ids *msgid.Generator, rng *rand.Rand, n, worker int, seq *u
 	}
 	// (An UPDATE … CASE of the existing rows measured 10% slower.)
 	fence.WriteString(" ON DUPLICATE KEY UPDATE max_seq = max_seq + VALUES(max_seq), updated_at = VALUES(updated_at)")
-	return []string{counter.String(), fence.String(), content.String(), inboxSQL.String()}
+	return []string{counter.String(), fence.String(), content, inboxSQL}
 }
 
 // execRetrying runs stmts in one transaction, again from the start after a
