@@ -423,7 +423,7 @@ func newCollector() *collector {
 		c.f[n].Decides = true
 	}
 	for _, n := range []string{"response", "service", "send_delay", "end_to_end"} {
-		c.hist[n] = hdr.New(1, int64(time.Hour/time.Microsecond), 3)
+		c.hist[n] = newLatencyHist()
 	}
 	return c
 }

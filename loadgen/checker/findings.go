@@ -304,8 +304,7 @@ func (c *collector) verdict() *Verdict {
 		}
 	}
 	for n, h := range c.hist {
-		v.Latency[n] = Latency{Count: h.TotalCount(), P50: h.ValueAtQuantile(50), P90: h.ValueAtQuantile(90),
-			P99: h.ValueAtQuantile(99), P999: h.ValueAtQuantile(99.9), Max: h.Max()}
+		v.Latency[n] = latencyOf(h)
 	}
 	_ = v.Judge(nil)
 	for _, ch := range checks {
@@ -337,7 +336,7 @@ func (c *collector) set(name string, s map[uint64]bool) {
 // recovered send explains it, unexplained otherwise.
 func (c *collector) fate(ids []uint64) *Fate {
 	f := &Fate{Lost: []uint64{}, Unexplained: []uint64{}}
-	late := hdr.New(1, int64(time.Hour/time.Microsecond), 3)
+	late := newLatencyHist()
 	seen := make(map[uint64]bool, len(ids))
 	for _, m := range ids {
 		if seen[m] {
@@ -363,9 +362,8 @@ func (c *collector) fate(ids []uint64) *Fate {
 	}
 	slices.Sort(f.Lost)
 	slices.Sort(f.Unexplained)
-	if n := late.TotalCount(); n > 0 {
-		f.LastCopy = Latency{Count: n, P50: late.ValueAtQuantile(50), P90: late.ValueAtQuantile(90),
-			P99: late.ValueAtQuantile(99), P999: late.ValueAtQuantile(99.9), Max: late.Max()}
+	if late.TotalCount() > 0 {
+		f.LastCopy = latencyOf(late)
 	}
 	return f
 }
@@ -383,4 +381,14 @@ func (c *collector) lastCopy(m uint64, s sendInfo) (time.Duration, bool) {
 		}
 	}
 	return last, found
+}
+
+// newLatencyHist is a histogram of latencies in microseconds, 1 µs to an
+// hour, three significant digits: every latency the checker reports.
+func newLatencyHist() *hdr.Histogram { return hdr.New(1, int64(time.Hour/time.Microsecond), 3) }
+
+// latencyOf is h's count and quantiles.
+func latencyOf(h *hdr.Histogram) Latency {
+	return Latency{Count: h.TotalCount(), P50: h.ValueAtQuantile(50), P90: h.ValueAtQuantile(90),
+		P99: h.ValueAtQuantile(99), P999: h.ValueAtQuantile(99.9), Max: h.Max()}
 }
