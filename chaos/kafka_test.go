@@ -58,9 +58,12 @@ func (k *kafkaLab) produce(t *testing.T, ctx context.Context, tag string, n int)
 }
 
 // consumeFromStart reads the topic from the earliest offset with a fresh
-// consumer until want records came or quiet passed without one, and
-// returns the values seen.
-func (k *kafkaLab) consumeFromStart(t *testing.T, ctx context.Context, want int, quiet time.Duration) []string {
+// consumer until want records came or wait passed, then for a further
+// extra window in which any record beyond want would show up, and returns
+// the values seen. A short count is a finding only after the whole wait:
+// under a loaded machine a fetch of one partition can lag the others by
+// seconds, so a quiet gap between records proves nothing.
+func (k *kafkaLab) consumeFromStart(t *testing.T, ctx context.Context, want int, wait, extra time.Duration) []string {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(k.brokers...), kgo.ConsumeTopics(k.topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -69,10 +72,10 @@ func (k *kafkaLab) consumeFromStart(t *testing.T, ctx context.Context, want int,
 	}
 	defer cl.Close()
 	var got []string
-	for len(got) < want || want == 0 {
-		pctx, cancel := context.WithTimeout(ctx, quiet)
-		fs := cl.PollFetches(pctx)
-		cancel()
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	for len(got) < want {
+		fs := cl.PollFetches(wctx)
 		if errs := fs.Errors(); len(errs) > 0 {
 			if errors.Is(errs[0].Err, context.DeadlineExceeded) {
 				break
@@ -81,10 +84,9 @@ func (k *kafkaLab) consumeFromStart(t *testing.T, ctx context.Context, want int,
 		}
 		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
 	}
-	// Anything beyond want would show up within a short extra window.
-	pctx, cancel := context.WithTimeout(ctx, quiet/4)
-	defer cancel()
-	cl.PollFetches(pctx).EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	xctx, cancelExtra := context.WithTimeout(ctx, extra)
+	defer cancelExtra()
+	cl.PollFetches(xctx).EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
 	return got
 }
 
@@ -105,7 +107,7 @@ func TestKafkaRecordLoss(t *testing.T) {
 	defer cancel()
 	const n, m = 60, 7
 	k.produce(t, ctx, "old", n)
-	if got := k.consumeFromStart(t, ctx, n, 2*time.Second); countTagged(got, "old") != n {
+	if got := k.consumeFromStart(t, ctx, n, 15*time.Second, 500*time.Millisecond); countTagged(got, "old") != n {
 		t.Fatalf("before the fault a consumer sees %d of %d records", countTagged(got, "old"), n)
 	}
 	ends, err := k.adm.ListEndOffsets(ctx, k.topic)
@@ -134,7 +136,7 @@ func TestKafkaRecordLoss(t *testing.T) {
 	})
 	// The topic still works: new records arrive, none of the old ones.
 	k.produce(t, ctx, "new", m)
-	got := k.consumeFromStart(t, ctx, m, 2*time.Second)
+	got := k.consumeFromStart(t, ctx, m, 15*time.Second, 500*time.Millisecond)
 	if countTagged(got, "old") != 0 || countTagged(got, "new") != m {
 		t.Fatalf("after the loss a consumer from the start sees %d old and %d new records, want 0 and %d",
 			countTagged(got, "old"), countTagged(got, "new"), m)
@@ -181,7 +183,7 @@ func TestKafkaTopicRecreate(t *testing.T) {
 		t.Fatalf("the topic id did not change (%v): the topic was not re-created", td.ID)
 	}
 	k.produce(t, ctx, "new", m)
-	got := k.consumeFromStart(t, ctx, m, 2*time.Second)
+	got := k.consumeFromStart(t, ctx, m, 15*time.Second, 500*time.Millisecond)
 	if countTagged(got, "old") != 0 || countTagged(got, "new") != m {
 		t.Fatalf("after re-creation a consumer from the start sees %d old and %d new records, want 0 and %d",
 			countTagged(got, "old"), countTagged(got, "new"), m)
