@@ -25,8 +25,12 @@ import (
 // SQL allows: each conversation's conv_counter row advanced (dense
 // conv_seq) and each recipient's seq_fence row raised (per-uid order, no
 // seq reuse), one multi-row upsert each per batch, rows in ascending key
-// order so that workers never deadlock on one another's rows, rawBatch
-// messages in one transaction, rawWorkers connections. It does not read
+// order so that workers never deadlock on one another's rows, the two
+// upserts last, after the content and inbox rows and right before COMMIT,
+// so that their row locks are held for the shortest time (with them first,
+// one run: 19.3k and 20.1k msgs/s against 26.7k and 27.7k, 299 against 71
+// row lock waits per 40,000 messages), rawBatch messages in one
+// transaction, rawWorkers connections. It does not read
 // anything back, allocate a seq, dedupe or answer a sender: what strict
 // does beyond it is the implementation's cost, not its promises'. The
 // random pairs share fence rows between concurrent batches (as strict's
@@ -84,8 +88,8 @@ func BenchmarkRawWithCounters(b *testing.B) {
 }
 
 // rawCountedBatch is the statements of one batch of n random 1:1 messages:
-// conv_counter and seq_fence upserts (ascending keys), then the content
-// and inbox rows.
+// the content and inbox rows, then the conv_counter and seq_fence upserts
+// (ascending keys).
 func rawCountedBatch(ids *msgid.Generator, rng *rand.Rand, n, worker int, seq *uint64) []string {
 	now := time.Now().UTC().Format("2006-01-02 15:04:05.000")
 	convs := map[uint64]int{}
@@ -109,7 +113,7 @@ func rawCountedBatch(ids *msgid.Generator, rng *rand.Rand, n, worker int, seq *u
 	}
 	// (An UPDATE … CASE of the existing rows measured 10% slower.)
 	fence.WriteString(" ON DUPLICATE KEY UPDATE max_seq = max_seq + VALUES(max_seq), updated_at = VALUES(updated_at)")
-	return []string{counter.String(), fence.String(), content, inboxSQL}
+	return []string{content, inboxSQL, counter.String(), fence.String()}
 }
 
 // execRetrying runs stmts in one transaction, again from the start after a
