@@ -85,7 +85,8 @@ func (w *Writer) Propose(ctx context.Context, want map[uint64]int) (*Proposals, 
 //	UPDATE seq_fence FORCE INDEX (PRIMARY) SET updated_at = now, max_seq = max_seq + <n per uid>
 //	WHERE uid IN (…) AND (uid, max_seq) IN ((u, first-1), …)
 //
-// and the rows are inserted. A row matches only if it holds exactly first-1
+// (the guard packed into one integer per bet when uids and bets fit:
+// guardedRaiseAs), and the rows are inserted. A row matches only if it holds exactly first-1
 // (so every proposal is above the fence, and first-1 is the entry's PrevSeq),
 // and every matched row changes, so the affected rows count the bets that
 // held whatever CLIENT_FOUND_ROWS says. A bet that did not hold, or a
@@ -167,11 +168,46 @@ func (w *Writer) WriteFreshProposedTx(ctx context.Context, tx *sql.Tx, items []I
 
 // guardedRaise is the one UPDATE of WriteFreshGuardedTx: each uid's row
 // raised by its count if and only if it holds first-1. It returns how many
-// rows it raised.
+// rows it raised. The guard is packed (packedGuard) when every uid and
+// every bet fits, else the row-constructor list.
 func guardedRaise(ctx context.Context, tx *sql.Tx, hint *PrimaryHint, uids []uint64, steps map[uint64][]uint64, firsts map[uint64]uint64) (int, error) {
+	return guardedRaiseAs(ctx, tx, hint, uids, steps, firsts, packable(uids, firsts))
+}
+
+// packedLimit bounds the uids and fence values a packed guard carries
+// (32 bits each: model.MaxUID is 31).
+const packedLimit = 1 << 32
+
+// packable tells whether the packed guard can state every bet exactly:
+// each uid and each bet, first-1, below packedLimit.
+func packable(uids []uint64, firsts map[uint64]uint64) bool {
+	for _, u := range uids {
+		if u >= packedLimit || firsts[u]-1 >= packedLimit {
+			return false
+		}
+	}
+	return true
+}
+
+// guardedRaiseAs is guardedRaise with the guard's form chosen. The
+// row-constructor guard is
+//
+//	AND (uid, max_seq) IN ((u, first-1), …)
+//
+// and the packed one, one integer per bet,
+//
+//	AND max_seq < 4294967296 AND uid * 4294967296 + max_seq IN (u<<32 | first-1, …)
+//
+// which the server compares as integers (BenchmarkGuardForm: about 1.2 µs
+// of mariadbd CPU less per row than the row constructors). It is exact
+// only because both halves fit: a listed uid is below 2^32 (packable), and
+// a row whose max_seq is 2^32 or more is refused by the bound before it is
+// packed, since (u, 2^32+x) would pack to the bet (u+1, x). A row the
+// guard refuses is a miss, never a wrong raise.
+func guardedRaiseAs(ctx context.Context, tx *sql.Tx, hint *PrimaryHint, uids []uint64, steps map[uint64][]uint64, firsts map[uint64]uint64, packed bool) (int, error) {
 	now := time.Now().UTC().Format("2006-01-02 15:04:05.000")
 	res, err := hint.Exec(ctx, tx, func(sb *strings.Builder, hint string) {
-		sb.Grow(128 + len(uids)*48)
+		sb.Grow(160 + len(uids)*48)
 		sb.WriteString("UPDATE seq_fence")
 		sb.WriteString(hint)
 		sb.WriteString(" SET updated_at = '")
@@ -180,8 +216,18 @@ func guardedRaise(ctx context.Context, tx *sql.Tx, hint *PrimaryHint, uids []uin
 		sqlin.StepCase(sb, "uid", steps)
 		sb.WriteString(" WHERE uid IN (")
 		uidList(sb, uids)
-		sb.WriteString(") AND (uid, max_seq) IN (")
-		sqlin.UintTuples(sb, len(uids), func(i int) (uint64, uint64) { return uids[i], firsts[uids[i]] - 1 })
+		if packed {
+			sb.WriteString(") AND max_seq < 4294967296 AND uid * 4294967296 + max_seq IN (")
+			for i, u := range uids {
+				if i > 0 {
+					sb.WriteByte(',')
+				}
+				sqlin.Uint(sb, u<<32|(firsts[u]-1))
+			}
+		} else {
+			sb.WriteString(") AND (uid, max_seq) IN (")
+			sqlin.UintTuples(sb, len(uids), func(i int) (uint64, uint64) { return uids[i], firsts[uids[i]] - 1 })
+		}
 		sb.WriteByte(')')
 	})
 	if err != nil {
