@@ -7,7 +7,10 @@
 // the fault schedule, one inline SVG plot per chart (lag over time,
 // throughput, latency; nice 1-2-5 ticks, a legend, an optional dashed
 // threshold line, fault injections and heals drawn as vertical lines on
-// every plot) and the run's notes. A page whose text names one of the
+// every plot, labelled in the plot's top margin: a marker with no room
+// there for its label or its kind gets a numbered tag, and a footnote
+// under the chart names it by time and label, so that none goes unnamed
+// on a screenshot) and the run's notes. A page whose text names one of the
 // design documents the lab is built from ("seed 000", "seed 003", "seed
 // 004") says under its header, in words, what each one it names is.
 //

@@ -99,6 +99,10 @@ type chartView struct {
 	XTickTextY string
 	YTickTextX string
 	TickEnd    string
+
+	// MarkerNotes name, under their numbered tags, the markers that had
+	// no room above the plot for their label or kind.
+	MarkerNotes []markerNote
 }
 
 type tickView struct {
@@ -590,70 +594,50 @@ func drawChart(ci int, c cleanChart, markers []Marker, tmin, tmax float64) (char
 			cv.Threshold.TextY = coord(y - 4)
 		}
 	}
-	var rows labelRows
+	cv.Markers, cv.MarkerNotes = drawMarkers(ax, markers)
+	return cv, nil
+}
+
+// drawMarkers draws one vertical line per marker with its text in the top
+// margin (see markerLayout) and the footnotes of the markers that had no
+// room for their label or kind.
+func drawMarkers(ax axis, markers []Marker) ([]markerLine, []markerNote) {
+	layout := newMarkerLayout(len(markers))
 	for _, m := range markers {
 		x := xPos(ax, m.T)
-		stroke, dash, width := markerStyle(m.Kind)
-		ml := markerLine{
-			Kind: m.Kind, X: coord(x), Y2: coord(plotBottom), Anchor: "start",
-			Stroke: stroke, Dash: dash, Width: width,
-			Title: "t=" + formatValue(m.T) + " s " + m.Kind + ": " + m.Label,
-		}
 		short := shorten(m.Label, MaxMarkerLabelRunes)
 		if short == "" {
 			short = m.Kind
 		}
-		flip := x > plotRight-markerFlipRoom
-		row, text := rows.place(x, flip, short, m.Kind)
-		textY := float64(plotTop) - 6 - float64(markerLabelRows-1-row)*markerRowHeight
-		ml.Y1, ml.TextY, ml.Short = coord(textY-9), coord(textY), text
-		ml.TextX = coord(x + 3)
-		if flip {
-			ml.TextX, ml.Anchor = coord(x-3), "end"
-		}
-		cv.Markers = append(cv.Markers, ml)
+		layout.add(x, x > plotRight-markerFlipRoom, short, m.Kind)
 	}
-	return cv, nil
-}
-
-// labelRows places marker labels in the top margin's rows without
-// overlap: each row remembers the right end of its last label.
-type labelRows [markerLabelRows]struct {
-	used bool
-	end  float64
-}
-
-// markerCharWidth estimates one character's width of a marker label (font
-// size 11) in SVG user units; labelGap separates neighbours in a row.
-const (
-	markerCharWidth = 6.3
-	labelGap        = 6
-)
-
-// place returns the row (0 = top) and the text of a label for a marker
-// line at x (flip: the label ends at the line instead of starting there):
-// the first row where the whole label fits, else where the marker kind
-// alone fits, else the lowest row with no text (the line's hover title and
-// the fault schedule table name it).
-func (rs *labelRows) place(x float64, flip bool, label, kind string) (int, string) {
-	extent := func(text string) (lo, hi float64) {
-		w := float64(utf8.RuneCountInString(text)) * markerCharWidth
-		if flip {
-			return x - 3 - w, x
+	texts, notes := layout.finish()
+	lines := make([]markerLine, 0, len(markers))
+	for i, m := range markers {
+		s := layout.slots[i]
+		stroke, dash, width := markerStyle(m.Kind)
+		textY := float64(plotTop) - 6 - float64(markerLabelRows-1-s.row)*markerRowHeight
+		ml := markerLine{
+			Kind: m.Kind, X: coord(s.x), Y1: coord(textY - 9), Y2: coord(plotBottom),
+			TextX: coord(s.x + 3), TextY: coord(textY), Anchor: "start",
+			Stroke: stroke, Dash: dash, Width: width,
+			Title: "t=" + formatValue(m.T) + " s " + m.Kind + ": " + m.Label,
+			Short: texts[i],
 		}
-		return x, x + 3 + w
-	}
-	for _, text := range []string{label, kind} {
-		lo, hi := extent(text)
-		for i := markerLabelRows - 1; i >= 0; i-- {
-			r := &rs[i]
-			if !r.used || r.end+labelGap <= lo {
-				r.used, r.end = true, hi
-				return i, text
-			}
+		if s.flip {
+			ml.TextX, ml.Anchor = coord(s.x-3), "end"
 		}
+		lines = append(lines, ml)
 	}
-	return markerLabelRows - 1, ""
+	out := make([]markerNote, 0, len(notes))
+	for _, slots := range notes {
+		n := markerNote{Tag: texts[slots[0]], Kind: markers[slots[0]].Kind}
+		for _, i := range slots {
+			n.Items = append(n.Items, markerNoteItem{Kind: markers[i].Kind, Text: markerName(markers[i])})
+		}
+		out = append(out, n)
+	}
+	return lines, out
 }
 
 // shorten cuts s to at most n runes, ending in "…" when cut.

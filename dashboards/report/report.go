@@ -26,8 +26,9 @@ const (
 	// are summarised as "+N more".
 	MaxExamples = 20
 	// MaxMarkerLabelRunes is the length of the small label drawn next to a
-	// marker line; the full label is in the line's hover title and in the
-	// fault schedule table.
+	// marker line; the full label is in the line's hover title, in the
+	// fault schedule table and, for a marker drawn with a numbered tag, in
+	// its chart's footnote.
 	MaxMarkerLabelRunes = 32
 	// MaxTables bounds the extra tables of a report, MaxTableRows the rows
 	// of one (the rest are summarised as "+N more rows") and MaxTableCols

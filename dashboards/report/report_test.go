@@ -917,29 +917,9 @@ func TestMarkerLabelsDoNotOverlap(t *testing.T) {
 		r.Markers = append(r.Markers, m)
 	}
 	_, doc := render(t, r)
-	type span struct{ lo, hi float64 }
-	rows := map[string][]span{}
-	for _, g := range findAll(findAll(doc, elem("svg"))[0], elem("g", "marker")) {
-		tx := findAll(g, elem("text"))[0]
-		if text(tx) == "" {
-			continue
-		}
-		x, _ := strconv.ParseFloat(attr(tx, "x"), 64)
-		w := float64(len([]rune(text(tx)))) * markerCharWidth
-		s := span{x, x + w}
-		if attr(tx, "text-anchor") == "end" {
-			s = span{x - w, x}
-		}
-		y := attr(tx, "y")
-		for _, o := range rows[y] {
-			if s.lo < o.hi && o.lo < s.hi {
-				t.Errorf("label %q at y %s overlaps another in its row", text(tx), y)
-			}
-		}
-		rows[y] = append(rows[y], s)
-	}
-	if len(rows) < 2 {
-		t.Fatalf("labels on %d rows: want them staggered", len(rows))
+	rows := checkNoLabelOverlap(t, findAll(doc, elem("svg"))[0])
+	if rows < 2 {
+		t.Fatalf("labels on %d rows: want them staggered", rows)
 	}
 }
 

@@ -47,6 +47,12 @@ svg.plot{display:block;width:100%;height:auto;max-width:900px}
 ul.legend{list-style:none;padding:0;margin:4px 0 0;display:flex;flex-wrap:wrap;gap:4px 16px;font-size:.85em}
 ul.legend li.empty{color:#888}
 ul.legend small{color:#666}
+ul.marker-notes{list-style:none;padding:0;margin:6px 0 0;display:flex;flex-wrap:wrap;gap:2px 14px;font-size:.85em}
+ul.marker-notes li.lead{color:#666}
+ul.marker-notes .mk-inject{color:#d62728}
+ul.marker-notes .mk-heal{color:#2ca02c}
+ul.marker-notes .mk-align{color:#7f7f7f}
+ul.marker-notes .mk-error{color:#222}
 .sw{display:inline-block;width:14px;height:3px;vertical-align:middle;margin-right:5px}
 footer{color:#888;font-size:.8em;margin-top:2em}
 </style>
@@ -127,7 +133,8 @@ footer{color:#888;font-size:.8em;margin-top:2em}
 {{end}}{{if .NoData}}<text class="nodata" x="{{.MidX}}" y="{{.MidY}}" text-anchor="middle" dominant-baseline="middle" font-size="16" fill="#888888">no data</text>{{end}}
 </svg>
 <ul class="legend">{{range .Legend}}<li{{if .Empty}} class="empty"{{end}}><span class="sw" style="{{.Swatch}}"></span>{{.Name}} <small>{{.Summary}}</small></li>{{end}}</ul>
-</figure>
+{{if .MarkerNotes}}<ul class="marker-notes"><li class="lead">Markers with no room for a label, by tag:</li>{{range .MarkerNotes}}<li><b class="tag mk-{{.Kind}}">{{.Tag}}</b> {{range $i, $e := .Items}}{{if $i}}; {{end}}<span class="mk-{{.Kind}}">{{.Text}}</span>{{end}}</li>{{end}}</ul>
+{{end}}</figure>
 {{else}}<p class="empty">no charts</p>{{end}}
 </section>
 

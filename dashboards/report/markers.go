@@ -1,0 +1,191 @@
+package report
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// markerText is how much of a marker's name its text in the top margin
+// shows.
+type markerText int
+
+const (
+	textLabel  markerText = iota // the label, shortened to MaxMarkerLabelRunes
+	textKind                     // the marker kind alone
+	textTag                      // a numbered tag ("[2]") that the chart's footnote resolves
+	textShared                   // no text: a neighbour's tag names it in the footnote too
+)
+
+// markerCharWidth estimates one character's width of a marker label (font
+// size 11) in SVG user units; labelGap separates neighbours in a row.
+const (
+	markerCharWidth = 6.3
+	labelGap        = 6
+)
+
+// markerSlot is where one marker's text went.
+type markerSlot struct {
+	x      float64
+	flip   bool   // the text ends at the line instead of starting there
+	label  string // shortened; the kind when the label is empty
+	kind   string
+	row    int // 0 = top
+	text   markerText
+	shares int // for textShared: the slot whose tag names this marker too
+}
+
+// labelRow is one row of the top margin: the right end of its last text
+// and that text's slot.
+type labelRow struct {
+	used bool
+	end  float64
+	last int
+}
+
+// markerLayout places the texts of one chart's markers, taken in time
+// order, in the top margin's rows without overlap, and never drops one:
+// a marker gets the lowest row where its label fits, else where its kind
+// alone fits, else where a numbered tag fits (the chart's footnote names
+// it under that tag). With no room even for a tag, the nearest text
+// that ends a row becomes a tag, and the marker gets its own tag beside
+// it or, when their lines are closer than a tag's width, shares it.
+type markerLayout struct {
+	rows     [markerLabelRows]labelRow
+	slots    []markerSlot
+	tagRunes int // runes of the widest tag the chart can have
+}
+
+// newMarkerLayout is the layout of a chart with n markers.
+func newMarkerLayout(n int) *markerLayout {
+	return &markerLayout{tagRunes: len(strconv.Itoa(max(n, 1))) + 2}
+}
+
+// add places the text of the next marker (in time order), a line at x.
+func (l *markerLayout) add(x float64, flip bool, label, kind string) {
+	i := len(l.slots)
+	l.slots = append(l.slots, markerSlot{x: x, flip: flip, label: label, kind: kind, shares: -1})
+	for _, t := range []markerText{textLabel, textKind, textTag} {
+		if row, ok := l.free(i, t); ok {
+			l.put(i, row, t)
+			return
+		}
+	}
+	l.crowd(i)
+}
+
+// runes is the width in runes of slot i's text t.
+func (l *markerLayout) runes(i int, t markerText) int {
+	switch t {
+	case textLabel:
+		return utf8.RuneCountInString(l.slots[i].label)
+	case textKind:
+		return utf8.RuneCountInString(l.slots[i].kind)
+	case textTag:
+		return l.tagRunes
+	}
+	return 0
+}
+
+// extent is the horizontal span of slot i's text t.
+func (l *markerLayout) extent(i int, t markerText) (lo, hi float64) {
+	s := &l.slots[i]
+	w := float64(l.runes(i, t)) * markerCharWidth
+	if s.flip {
+		return s.x - 3 - w, s.x
+	}
+	return s.x, s.x + 3 + w
+}
+
+// free returns the lowest row where slot i's text t fits.
+func (l *markerLayout) free(i int, t markerText) (int, bool) {
+	lo, _ := l.extent(i, t)
+	for row := markerLabelRows - 1; row >= 0; row-- {
+		if r := &l.rows[row]; !r.used || r.end+labelGap <= lo {
+			return row, true
+		}
+	}
+	return 0, false
+}
+
+// put gives slot i the text t at the end of row.
+func (l *markerLayout) put(i, row int, t markerText) {
+	_, hi := l.extent(i, t)
+	l.slots[i].row, l.slots[i].text = row, t
+	l.rows[row] = labelRow{used: true, end: hi, last: i}
+}
+
+// crowd gives slot i, which has no room even for a tag, the tag of the
+// nearest last text of a row, shortened to its tag (its marker is then
+// named in the footnote). When that makes room, slot i gets its own tag
+// beside it; else (the two lines are closer than a tag's width) the tag
+// stands for both. Every row is in use when this is called: else slot i
+// would have fitted.
+func (l *markerLayout) crowd(i int) {
+	best, dist := 0, math.Inf(1)
+	for row := markerLabelRows - 1; row >= 0; row-- {
+		if d := math.Abs(l.slots[l.rows[row].last].x - l.slots[i].x); d < dist {
+			best, dist = row, d
+		}
+	}
+	r := &l.rows[best]
+	if p := r.last; l.slots[p].text != textTag {
+		_, hi := l.extent(p, textTag)
+		l.slots[p].text, r.end = textTag, hi
+	}
+	if lo, _ := l.extent(i, textTag); r.end+labelGap <= lo {
+		l.put(i, best, textTag)
+		return
+	}
+	l.slots[i].row, l.slots[i].text, l.slots[i].shares = best, textShared, r.last
+}
+
+// finish returns each slot's text and the footnotes: footnote k (tag
+// "[k+1]") lists its slots, the tag's own first. Tags are numbered left
+// to right.
+func (l *markerLayout) finish() (texts []string, notes [][]int) {
+	texts = make([]string, len(l.slots))
+	note := make([]int, len(l.slots)) // the footnote of a tag's slot
+	for i, s := range l.slots {
+		switch s.text {
+		case textLabel:
+			texts[i] = s.label
+		case textKind:
+			texts[i] = s.kind
+		case textTag:
+			note[i] = len(notes)
+			notes = append(notes, []int{i})
+			texts[i] = "[" + strconv.Itoa(len(notes)) + "]"
+		case textShared:
+			// The tag's slot comes first: every slot shares an earlier one.
+			k := note[s.shares]
+			notes[k] = append(notes[k], i)
+		}
+	}
+	return texts, notes
+}
+
+// markerNote is one footnote of a chart: a tag drawn above its markers'
+// lines and the markers it stands for.
+type markerNote struct {
+	Tag   string
+	Kind  string // the kind of the tag's own marker, for its colour
+	Items []markerNoteItem
+}
+
+type markerNoteItem struct{ Kind, Text string }
+
+// markerName is a marker in words for a footnote: its time, then its
+// label, led by its kind unless the label already starts with it.
+func markerName(m Marker) string {
+	t := "t=" + formatValue(m.T) + " s "
+	switch label := strings.TrimSpace(m.Label); {
+	case label == "":
+		return t + m.Kind
+	case label == m.Kind || strings.HasPrefix(label, m.Kind+" "):
+		return t + label
+	default:
+		return t + m.Kind + ": " + label
+	}
+}

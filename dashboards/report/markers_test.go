@@ -1,0 +1,244 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/net/html"
+)
+
+// crowdedReport is a 16 s chart (0..16 on the time axis: 51.25 user units
+// a second) with markers.
+func crowdedReport(ms ...Marker) *Report {
+	return &Report{Title: "crowded", Markers: ms, Charts: []Chart{
+		{Title: "lag", Unit: "s", Series: []Series{{Name: "a", Points: []Point{{0, 1}, {16, 2}}}}},
+		{Title: "throughput", Unit: "msg/s", Series: []Series{{Name: "b", Points: []Point{{0, 5}, {16, 3}}}}},
+	}}
+}
+
+// footnote is one entry of a chart's marker footnote as rendered.
+type footnote struct {
+	tag   string
+	items []string
+}
+
+func footnotes(fig *html.Node) []footnote {
+	var out []footnote
+	for _, ul := range findAll(fig, elem("ul", "marker-notes")) {
+		for _, li := range findAll(ul, elem("li")) {
+			if hasClass(li, "lead") {
+				continue
+			}
+			f := footnote{tag: text(findAll(li, elem("b", "tag"))[0])}
+			for _, sp := range findAll(li, elem("span")) {
+				f.items = append(f.items, text(sp))
+			}
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// checkEveryMarkerNamed fails unless every chart of the page names each of
+// ms: above its line (its label, shortened, or its kind) or in the chart's
+// footnote (time and full label) under a tag drawn on the chart. Every
+// footnote's tag is drawn once, and no two texts of a row overlap. It
+// returns the number of footnote entries of the first chart.
+func checkEveryMarkerNamed(t *testing.T, doc *html.Node, ms []Marker) int {
+	t.Helper()
+	sorted := slices.Clone(ms)
+	slices.SortStableFunc(sorted, func(a, b Marker) int { return cmp.Compare(a.T, b.T) })
+	figs := findAll(doc, elem("figure", "chart"))
+	if len(figs) == 0 {
+		t.Fatal("no chart")
+	}
+	entries := 0
+	for ci, fig := range figs {
+		notes := footnotes(fig)
+		gs := findAll(fig, elem("g", "marker"))
+		if len(gs) != len(sorted) {
+			t.Fatalf("chart %d: %d markers drawn, want %d", ci+1, len(gs), len(sorted))
+		}
+		drawn := map[string]int{}
+		for _, g := range gs {
+			drawn[text(findAll(g, elem("text"))[0])]++
+		}
+		// inNote finds m in the footnote of tag (any footnote for ""),
+		// and uses the entry up: each names one marker.
+		used := map[[2]int]bool{}
+		inNote := func(m Marker, tag string) string {
+			want := "t=" + formatValue(m.T) + " s "
+			for fi, f := range notes {
+				if tag != "" && f.tag != tag {
+					continue
+				}
+				for ii, it := range f.items {
+					named := strings.Contains(it, strings.TrimSpace(m.Label))
+					if strings.TrimSpace(m.Label) == "" {
+						named = strings.HasSuffix(it, " "+m.Kind)
+					}
+					if !used[[2]int{fi, ii}] && strings.HasPrefix(it, want) && named {
+						used[[2]int{fi, ii}] = true
+						return f.tag
+					}
+				}
+			}
+			return ""
+		}
+		tagged := 0 // markers named by a footnote only
+		for i, m := range sorted {
+			if title := text(findAll(gs[i], elem("title"))[0]); !strings.Contains(title, m.Label) {
+				t.Fatalf("chart %d: marker %d title %q is not %q's", ci+1, i, title, m.Label)
+			}
+			got := text(findAll(gs[i], elem("text"))[0])
+			if got != "" && (got == shorten(m.Label, MaxMarkerLabelRunes) || got == m.Kind) {
+				continue
+			}
+			tagged++
+			if inNote(m, got) == "" {
+				t.Errorf("chart %d: marker t=%g %q is drawn with text %q and is not in the footnote of that tag (or of any, with no text)", ci+1, m.T, m.Label, got)
+			}
+		}
+		items := 0
+		for _, f := range notes {
+			items += len(f.items)
+			if drawn[f.tag] != 1 || !strings.HasPrefix(f.tag, "[") {
+				t.Errorf("chart %d: footnote tag %q is drawn %d times, want once", ci+1, f.tag, drawn[f.tag])
+			}
+			if ci == 0 {
+				entries += len(f.items)
+			}
+		}
+		if items != tagged {
+			t.Errorf("chart %d: %d footnote entries for %d markers drawn without their label or kind", ci+1, items, tagged)
+		}
+		checkNoLabelOverlap(t, findAll(fig, elem("svg"))[0])
+	}
+	return entries
+}
+
+// checkNoLabelOverlap fails when two marker texts of one row overlap.
+func checkNoLabelOverlap(t *testing.T, svg *html.Node) int {
+	t.Helper()
+	type span struct{ lo, hi float64 }
+	rows := map[string][]span{}
+	for _, g := range findAll(svg, elem("g", "marker")) {
+		tx := findAll(g, elem("text"))[0]
+		if text(tx) == "" {
+			continue
+		}
+		x, _ := strconv.ParseFloat(attr(tx, "x"), 64)
+		w := float64(len([]rune(text(tx)))) * markerCharWidth
+		s := span{x, x + w}
+		if attr(tx, "text-anchor") == "end" {
+			s = span{x - w, x}
+		}
+		y := attr(tx, "y")
+		for _, o := range rows[y] {
+			if s.lo < o.hi && o.lo < s.hi {
+				t.Errorf("label %q at y %s overlaps another in its row", text(tx), y)
+			}
+		}
+		rows[y] = append(rows[y], s)
+	}
+	return len(rows)
+}
+
+// Three markers within 3 user units, behind a long label that holds the
+// lowest row: the third had no room for its label, its kind or the row.
+func TestCrowdedMarkersAllNamed(t *testing.T) {
+	ms := []Marker{
+		{T: 1, Label: "inject latency(redis,50ms,jitter=10ms)", Kind: KindInject},
+		{T: 2, Label: "heal kill(consumer)", Kind: KindHeal},
+		{T: 2.03, Label: "inject kill(consumer)", Kind: KindInject},
+		{T: 2.06, Label: "inject kafka_record_loss (120 records)", Kind: KindInject},
+	}
+	out, doc := render(t, crowdedReport(ms...))
+	if n := checkEveryMarkerNamed(t, doc, ms); n == 0 {
+		t.Fatal("no footnote: the crowded markers all had room, the test no longer tests crowding")
+	}
+	if !strings.Contains(out, "t=2.06 s inject kafka_record_loss (120 records)") {
+		t.Error("the footnote does not name the crowded marker by its time and label")
+	}
+	svgFragments(t, out)
+}
+
+// Runs aligned on one page put the same fault of every run at one instant:
+// the markers share tags, and every one is in a footnote.
+func TestMarkersAtOneInstantShareATag(t *testing.T) {
+	var ms []Marker
+	for run := range 6 {
+		ms = append(ms, Marker{T: 4, Label: fmt.Sprintf("run %d: inject down(kafka)", run+1), Kind: KindInject})
+	}
+	ms = append(ms, Marker{T: 4.01, Label: "run 1: error restart failed", Kind: KindError})
+	_, doc := render(t, crowdedReport(ms...))
+	checkEveryMarkerNamed(t, doc, ms)
+	shared := false
+	for _, f := range footnotes(findAll(doc, elem("figure", "chart"))[0]) {
+		shared = shared || len(f.items) > 1
+	}
+	if !shared {
+		t.Error("seven markers at one instant, and no tag stands for several")
+	}
+}
+
+// Near the right edge the texts end at their lines.
+func TestCrowdedMarkersAtTheRightEdgeAllNamed(t *testing.T) {
+	var ms []Marker
+	for i := range 7 {
+		ms = append(ms, Marker{T: 15 + 0.05*float64(i), Label: fmt.Sprintf("heal partition(%d)", i), Kind: KindHeal})
+	}
+	_, doc := render(t, crowdedReport(ms...))
+	if n := checkEveryMarkerNamed(t, doc, ms); n == 0 {
+		t.Fatal("no footnote for seven markers within 20 user units")
+	}
+}
+
+// Markers whose labels fit keep them, and the chart has no footnote.
+func TestFittingMarkersHaveNoFootnote(t *testing.T) {
+	r := sample()
+	_, doc := render(t, r)
+	if len(findAll(doc, elem("ul", "marker-notes"))) != 0 {
+		t.Fatal("a footnote on a page whose marker labels all fit")
+	}
+	for ci, svg := range findAll(doc, elem("svg")) {
+		var got []string
+		for _, g := range findAll(svg, elem("g", "marker")) {
+			got = append(got, text(findAll(g, elem("text"))[0]))
+		}
+		if s := strings.Join(got, "|"); s != "inject latency(redis,50ms)|heal latency(redis)|consumer restart failed" {
+			t.Errorf("chart %d marker texts %q, want every label in full", ci+1, s)
+		}
+	}
+	checkEveryMarkerNamed(t, doc, r.Markers)
+}
+
+// Random bursts of markers, in clusters and alone, over the whole axis.
+func TestRandomMarkersAllNamed(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 14))
+	kinds := []string{KindInject, KindHeal, KindError, KindAlign}
+	for iter := range 60 {
+		var ms []Marker
+		for range 1 + rng.IntN(12) {
+			at := rng.Float64() * 16
+			for range 1 + rng.IntN(5) {
+				k := kinds[rng.IntN(len(kinds))]
+				label := "" // the kind stands for it
+				if rng.IntN(4) > 0 {
+					label = "#" + strconv.Itoa(len(ms)) + " " + strings.Repeat("x", rng.IntN(36))
+				}
+				ms = append(ms, Marker{T: at + rng.Float64()*0.3, Label: label, Kind: k})
+			}
+		}
+		_, doc := render(t, crowdedReport(ms...))
+		checkEveryMarkerNamed(t, doc, ms)
+		if t.Failed() {
+			t.Fatalf("iteration %d: markers %v", iter, ms)
+		}
+	}
+}
