@@ -544,7 +544,7 @@ func uniqueItems(items []Item) []Item {
 // how many items each has.
 func runsOf(items []Item) ([]uint64, map[uint64]int) {
 	var uids []uint64
-	want := make(map[uint64]int)
+	want := make(map[uint64]int, len(items))
 	for i, it := range items {
 		if i == 0 || items[i-1].UID != it.UID {
 			uids = append(uids, it.UID)

@@ -155,7 +155,7 @@ func advanceConvSeqs(ctx context.Context, tx *sql.Tx, batch []*Pending, tops *co
 // when the batch is not for this path (nothing remembered, too many
 // distinct counts).
 func advanceConvSeqsKnown(ctx context.Context, tx *sql.Tx, batch []*Pending, tops *convTops) (done bool, err error) {
-	counts := make(map[uint64]uint64)
+	counts := make(map[uint64]uint64, len(batch))
 	for _, p := range batch {
 		counts[p.Msg.ConvID]++
 	}
@@ -223,7 +223,7 @@ func advanceConvSeqsKnown(ctx context.Context, tx *sql.Tx, batch []*Pending, top
 
 // advanceConvSeqsRead is the upsert with read back.
 func advanceConvSeqsRead(ctx context.Context, tx *sql.Tx, batch []*Pending) error {
-	counts := make(map[uint64]uint64)
+	counts := make(map[uint64]uint64, len(batch))
 	for _, p := range batch {
 		counts[p.Msg.ConvID]++
 	}

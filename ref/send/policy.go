@@ -205,7 +205,7 @@ func (p *Strict) prefetch(ctx context.Context, batch []*Pending) *prefetch {
 	if batch[0].held != nil || batch[0].pre != nil || p.pause.Load() > 0 {
 		return nil
 	}
-	want := make(map[uint64]int)
+	want := make(map[uint64]int, 2*len(batch))
 	for _, m := range batch {
 		for _, u := range m.Recipients {
 			want[u]++
