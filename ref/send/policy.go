@@ -88,6 +88,18 @@ type Policy interface {
 	AfterCommit(ctx context.Context, batch []*Pending) error
 }
 
+// inboxWriter is a Policy whose InTx writes the recipients' inbox rows
+// (strict). For it the batcher claims each batch's uids across its
+// committers (claims.go) and calls prepare before each attempt's
+// transaction begins.
+type inboxWriter interface {
+	Policy
+	// prepare starts what the attempt of batch needs before its
+	// transaction begins; wait, when not nil, is called before the
+	// attempt returns (so nothing prepare started outlives it).
+	prepare(ctx context.Context, batch []*Pending) (wait func())
+}
+
 // Strict is the seed-000 policy: msg_content and every recipient's
 // offline_msg row (the sender's own inbox included) committed before ACK.
 type Strict struct {
@@ -158,6 +170,20 @@ func (p *Strict) InTx(ctx context.Context, tx *sql.Tx, batch []*Pending) (_ []mo
 
 // AfterCommit implements Policy (nothing to do).
 func (*Strict) AfterCommit(context.Context, []*Pending) error { return nil }
+
+// prepare implements inboxWriter: the batch's seq proposals are taken by
+// a goroutine of their own while the transaction begins (prefetch); wait
+// ends it (proposals InTx did not take stay on the batch for its next
+// attempt). A batch that starts none is done proposing at once, so batches
+// ordered behind it do not wait.
+func (p *Strict) prepare(ctx context.Context, batch []*Pending) (wait func()) {
+	f := p.prefetch(ctx, batch)
+	if f == nil {
+		batch[0].tk.doneProposing() // nothing to order behind
+		return nil
+	}
+	return func() { _, _ = f.wait() }
+}
 
 // InboxItems lists one inbox item per (message, recipient), messages in
 // batch order (conv_seq order within a conversation).

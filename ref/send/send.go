@@ -188,7 +188,7 @@ func New(ctx context.Context, cfg Config, db *sql.DB, writer *inbox.Writer, reg 
 		dd:     newDedup(cfg.DedupCacheTTL, cfg.DedupCacheSize),
 	}
 	s.obs = m.forPolicy(policy.Name())
-	if _, ok := policy.(*Strict); ok && cfg.Shards > 1 {
+	if _, ok := policy.(inboxWriter); ok && cfg.Shards > 1 {
 		s.claims = newClaims(cfg.Shards)
 	}
 	hs := append([]CommitHook(nil), hooks...)
@@ -751,13 +751,9 @@ func (s *Service) runBatch(cc *txConn, batch []*Pending) ([]*Pending, error) {
 func (s *Service) attempt(cc *txConn, batch []*Pending, lookup bool) (rest []*Pending, err error) {
 	ctx, cancel := context.WithTimeout(s.bgCtx, s.cfg.TxTimeout)
 	defer cancel()
-	if st, ok := s.policy.(*Strict); ok {
-		if f := st.prefetch(ctx, batch); f == nil {
-			batch[0].tk.doneProposing() // nothing to order behind
-		} else {
-			// The goroutine ends within its batch's attempt; proposals InTx
-			// did not take stay on the batch for its next attempt.
-			defer func() { _, _ = f.wait() }()
+	if iw, ok := s.policy.(inboxWriter); ok {
+		if wait := iw.prepare(ctx, batch); wait != nil {
+			defer wait()
 		}
 	}
 	tx, err := cc.begin(ctx)
