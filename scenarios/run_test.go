@@ -102,7 +102,7 @@ func TestRunShipped(t *testing.T) {
 	for _, c := range []struct {
 		file string
 		dur  time.Duration
-	}{{"redis-wipe.yaml", 4 * time.Second}, {"queue-loss-unsafe.yaml", 0}, {"offline-month.yaml", 4 * time.Second}, {"relay-stop.yaml", 4 * time.Second}} {
+	}{{"redis-wipe.yaml", 4 * time.Second}, {"queue-loss-unsafe.yaml", 0}, {"offline-month.yaml", 4 * time.Second}, {"relay-stop.yaml", 4 * time.Second}, {"queue-loss-store.yaml", 0}} {
 		t.Run(c.file, func(t *testing.T) {
 			t.Parallel()
 			f, err := ReadFile(c.file)
@@ -149,6 +149,25 @@ func TestRunShipped(t *testing.T) {
 					if e.Fault != "stop(relay)" || e.Err != "" {
 						t.Fatalf("stop events %+v", res.Events)
 					}
+				}
+			case "queue-loss-store":
+				// Reconciliation repaired what the queue lost, and the
+				// checker followed each repaired message to its end:
+				// every one delivered (late), none lost, all in the
+				// ledger; the page says so.
+				rep := res.Repairs
+				if rep.Rows == 0 || len(rep.MsgIDs) == 0 || rep.Fate == nil {
+					t.Fatalf("repairs %+v: want rows, msg_ids and their fate", rep)
+				}
+				if f := rep.Fate; f.Messages != len(rep.MsgIDs) || f.Delivered != f.Messages || len(f.Lost) != 0 || len(f.Unexplained) != 0 {
+					t.Fatalf("fate of the %d repaired messages %+v: want every one delivered", len(rep.MsgIDs), f)
+				}
+				html, err := os.ReadFile(filepath.Join(cfg.OutDir, ReportFile))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if line := rep.FateLine(); !bytes.Contains(html, []byte(line)) {
+					t.Fatalf("report.html does not say %q", line)
 				}
 			case "offline-month":
 				if !checks["min_truncated_pulls"].OK {
