@@ -53,8 +53,12 @@ type Observed struct {
 	EvidenceGaps []string
 	// Repairs is the inbox rows forward reconciliation wrote during the
 	// run; RepairsKnown false when a process could not be read.
-	Repairs      uint64
-	RepairsKnown bool
+	// RepairedMsgs is the distinct messages of those rows (at least that
+	// many when RepairedMsgsCut: the list was cut at MaxListedIDs).
+	Repairs         uint64
+	RepairsKnown    bool
+	RepairedMsgs    int
+	RepairedMsgsCut bool
 	// Attempts and Failed (fail + unknown) count sends.
 	Attempts, Failed uint64
 	// TruncatedPulls is how often the servers served a truncated answer.
@@ -161,7 +165,7 @@ func Evaluate(e ExpectSpec, o Observed) []Check {
 			add(name, want, fmt.Sprintf("unknown (%d rows read)", o.Repairs), false)
 			return
 		}
-		add(name, want, fmt.Sprint(o.Repairs), ok(o.Repairs))
+		add(name, want, repairsGot(o), ok(o.Repairs))
 	}
 	if e.MaxRepairs != nil {
 		repairs("max_repairs", fmt.Sprintf("<= %d", *e.MaxRepairs), func(v uint64) bool { return v <= *e.MaxRepairs })
@@ -289,4 +293,17 @@ func Table(cs []Check) string {
 		fmt.Fprintf(&b, "%-4s  %-*s  %-*s  %s\n", st, w1, c.Name, w2, c.Want, c.Got)
 	}
 	return b.String()
+}
+
+// repairsGot is what the repair checks got: the rows they count, with the
+// messages those rows are of (pages elsewhere count messages).
+func repairsGot(o Observed) string {
+	if o.Repairs == 0 {
+		return "0 rows"
+	}
+	more := ""
+	if o.RepairedMsgsCut {
+		more = " or more"
+	}
+	return fmt.Sprintf("%d rows (%d%s messages)", o.Repairs, o.RepairedMsgs, more)
 }

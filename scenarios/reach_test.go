@@ -126,9 +126,13 @@ func TestEvaluateRepairs(t *testing.T) {
 	if !Passed(Evaluate(e, o)) {
 		t.Fatal("no repairs failed max_repairs 0")
 	}
-	o.Repairs = 3
-	if c := byName(Evaluate(e, o))["max_repairs"]; c.OK || c.Got != "3" {
+	o.Repairs, o.RepairedMsgs = 3, 2
+	if c := byName(Evaluate(e, o))["max_repairs"]; c.OK || c.Got != "3 rows (2 messages)" {
 		t.Fatalf("3 repairs: %+v", c)
+	}
+	o.RepairedMsgsCut = true
+	if c := byName(Evaluate(e, o))["max_repairs"]; c.Got != "3 rows (2 or more messages)" {
+		t.Fatalf("3 repairs, the list cut: %+v", c)
 	}
 	e = ExpectSpec{MinRepairs: u64(1)}
 	if !Passed(Evaluate(e, o)) {

@@ -477,6 +477,7 @@ func (r *run) execute(ctx context.Context) error {
 	_, _, obs.BurstShape = burstWindow(lc.Shape, lc.Duration)
 	obs.Burst = r.res.Burst
 	obs.Repairs, obs.RepairsKnown = rep.Rows, rep.Known
+	obs.RepairedMsgs, obs.RepairedMsgsCut = len(rep.MsgIDs), rep.Truncated
 	r.res.Findings = findings(v)
 	r.res.Repairs.Fate = v.Followed
 	slim := *v

@@ -16,7 +16,7 @@
 //
 // It owns the Report value types, their validation and the named limits
 // (MaxCharts, MaxSeries, MaxPoints, MaxMarkers, MaxExamples,
-// MaxMarkerLabelRunes, MaxTables, MaxTableRows, MaxTableCols,
+// MaxMarkerLabelRunes, MaxMarkerLabelWideRunes, MaxTables, MaxTableRows, MaxTableCols,
 // MaxLatencies). Points that cannot be drawn (NaN or ±Inf) are
 // dropped and counted in a note, series longer than MaxPoints are decimated
 // evenly and noted; anything else that cannot be drawn is an error wrapping

@@ -1,7 +1,9 @@
 package report
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -12,7 +14,7 @@ import (
 type markerText int
 
 const (
-	textLabel  markerText = iota // the label, shortened to MaxMarkerLabelRunes
+	textLabel  markerText = iota // the label: shortened to MaxMarkerLabelRunes, whole where it fits (widen)
 	textKind                     // the marker kind alone
 	textTag                      // a numbered tag ("[2]") that the chart's footnote resolves
 	textShared                   // no text: a neighbour's tag names it in the footnote too
@@ -139,6 +141,47 @@ func (l *markerLayout) crowd(i int) {
 		return
 	}
 	l.slots[i].row, l.slots[i].text, l.slots[i].shares = best, textShared, r.last
+}
+
+// widen gives every slot drawn with its shortened label its whole label
+// (full[i]) where that fits: its row's neighbours still clear by labelGap
+// and the text inside [lo, hi] of the drawing. It runs after every slot
+// is placed, so a longer text never takes a later marker's room.
+func (l *markerLayout) widen(full []string, lo, hi float64) {
+	for row := range markerLabelRows {
+		var in []int // the row's drawn texts, left to right
+		for i := range l.slots {
+			if s := &l.slots[i]; s.row == row && s.text != textShared {
+				in = append(in, i)
+			}
+		}
+		slices.SortStableFunc(in, func(a, b int) int {
+			la, _ := l.extent(a, l.slots[a].text)
+			lb, _ := l.extent(b, l.slots[b].text)
+			return cmp.Compare(la, lb)
+		})
+		for k, i := range in {
+			s := &l.slots[i]
+			if s.text != textLabel || utf8.RuneCountInString(full[i]) <= utf8.RuneCountInString(s.label) {
+				continue
+			}
+			short := s.label
+			s.label = full[i]
+			wlo, whi := l.extent(i, textLabel)
+			fits := wlo >= lo && whi <= hi
+			if fits && k > 0 {
+				_, prev := l.extent(in[k-1], l.slots[in[k-1]].text)
+				fits = prev+labelGap <= wlo
+			}
+			if fits && k+1 < len(in) {
+				next, _ := l.extent(in[k+1], l.slots[in[k+1]].text)
+				fits = whi+labelGap <= next
+			}
+			if !fits {
+				s.label = short
+			}
+		}
+	}
 }
 
 // finish returns each slot's text and the footnotes: footnote k (tag

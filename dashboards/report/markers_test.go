@@ -45,7 +45,7 @@ func footnotes(fig *html.Node) []footnote {
 }
 
 // checkEveryMarkerNamed fails unless every chart of the page names each of
-// ms: above its line (its label, shortened, or its kind) or in the chart's
+// ms: above its line (its label, shortened or whole, or its kind) or in the chart's
 // footnote (time and full label) under a tag drawn on the chart. Every
 // footnote's tag is drawn once, and no two texts of a row overlap. It
 // returns the number of footnote entries of the first chart.
@@ -96,7 +96,7 @@ func checkEveryMarkerNamed(t *testing.T, doc *html.Node, ms []Marker) int {
 				t.Fatalf("chart %d: marker %d title %q is not %q's", ci+1, i, title, m.Label)
 			}
 			got := text(findAll(gs[i], elem("text"))[0])
-			if got != "" && (got == shorten(m.Label, MaxMarkerLabelRunes) || got == m.Kind) {
+			if got != "" && (got == shorten(m.Label, MaxMarkerLabelRunes) || got == shorten(m.Label, MaxMarkerLabelWideRunes) || got == m.Kind) {
 				continue
 			}
 			tagged++
@@ -240,5 +240,35 @@ func TestRandomMarkersAllNamed(t *testing.T) {
 		if t.Failed() {
 			t.Fatalf("iteration %d: markers %v", iter, ms)
 		}
+	}
+}
+
+// A label longer than MaxMarkerLabelRunes is drawn whole where its row
+// has room, and shortened where the whole text would reach a neighbour's.
+func TestLongMarkerLabelsWholeWhereRoom(t *testing.T) {
+	long := "inject kafka_record_loss(imlab.fanout.msg: 342 records)" // 55 runes
+	for _, c := range []struct {
+		name string
+		ms   []Marker
+		want []string
+	}{
+		{"alone", []Marker{{T: 2, Kind: "inject", Label: long}}, []string{long}},
+		{"a neighbour 5 s on, in the same row", []Marker{{T: 2, Kind: "inject", Label: long}, {T: 7, Kind: "heal", Label: "heal kill(consumer)"}},
+			[]string{shorten(long, MaxMarkerLabelRunes), "heal kill(consumer)"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := crowdedReport(c.ms...)
+			_, doc := render(t, r)
+			svg := findAll(doc, elem("svg"))[0]
+			var got []string
+			for _, g := range findAll(svg, elem("g", "marker")) {
+				got = append(got, text(findAll(g, elem("text"))[0]))
+			}
+			if strings.Join(got, "|") != strings.Join(c.want, "|") {
+				t.Errorf("marker texts %q, want %q", got, c.want)
+			}
+			checkEveryMarkerNamed(t, doc, r.Markers)
+			checkNoLabelOverlap(t, svg)
+		})
 	}
 }

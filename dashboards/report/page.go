@@ -603,14 +603,17 @@ func drawChart(ci int, c cleanChart, markers []Marker, tmin, tmax float64) (char
 // room for their label or kind.
 func drawMarkers(ax axis, markers []Marker) ([]markerLine, []markerNote) {
 	layout := newMarkerLayout(len(markers))
-	for _, m := range markers {
+	full := make([]string, len(markers))
+	for i, m := range markers {
 		x := xPos(ax, m.T)
 		short := shorten(m.Label, MaxMarkerLabelRunes)
 		if short == "" {
 			short = m.Kind
 		}
+		full[i] = shorten(m.Label, MaxMarkerLabelWideRunes)
 		layout.add(x, x > plotRight-markerFlipRoom, short, m.Kind)
 	}
+	layout.widen(full, 0, svgWidth)
 	texts, notes := layout.finish()
 	lines := make([]markerLine, 0, len(markers))
 	for i, m := range markers {

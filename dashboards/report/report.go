@@ -30,6 +30,9 @@ const (
 	// fault schedule table and, for a marker drawn with a numbered tag, in
 	// its chart's footnote.
 	MaxMarkerLabelRunes = 32
+	// MaxMarkerLabelWideRunes is the most of a label drawn where its row
+	// has room beside its neighbours once every marker is placed.
+	MaxMarkerLabelWideRunes = 96
 	// MaxTables bounds the extra tables of a report, MaxTableRows the rows
 	// of one (the rest are summarised as "+N more rows") and MaxTableCols
 	// its columns.
