@@ -444,8 +444,9 @@ func TestFindingsExamples(t *testing.T) {
 			t.Errorf("row %d class %q, want %q", i, got, wantClass[i])
 		}
 	}
-	if n := len(findAll(rows[1], elem("code"))); n != MaxExamples {
-		t.Errorf("%d examples shown, want %d", n, MaxExamples)
+	// One list item each: examples never run together on a line.
+	if n := len(findAll(rows[1], elem("li"))); n != MaxExamples || len(findAll(rows[1], elem("code"))) != MaxExamples {
+		t.Errorf("%d examples shown as list items, want %d", n, MaxExamples)
 	}
 	if more := findAll(rows[1], elem("span", "more")); len(more) != 1 || text(more[0]) != "+5 more" {
 		t.Errorf("lost row lacks +5 more")

@@ -31,6 +31,7 @@ tr.warn td{background:#fff6e0}
 tr.mk-inject td:nth-child(2){color:#d62728}
 tr.mk-heal td:nth-child(2){color:#2ca02c}
 tr.mk-error td:nth-child(2){color:#222;font-weight:bold}
+ul.examples{margin:0;padding-left:1.1em}
 code{font-size:.9em;background:#f0f1f3;padding:0 3px;border-radius:2px;margin-right:3px;display:inline-block}
 .more{color:#666;font-style:italic}
 .ids{margin-top:2px;color:#555}
@@ -92,7 +93,7 @@ footer{color:#888;font-size:.8em;margin-top:2em}
 {{if .Findings}}<table class="findings">
 <thead><tr><th>finding</th><th>count</th><th>examples</th></tr></thead>
 <tbody>
-{{range .Findings}}<tr class="{{.Class}}"><td>{{.Name}}</td><td class="num">{{.Count}}</td><td>{{if eq .Class "warn"}}<div class="more">allowed: does not decide the verdict (the same message stored again, recognisable by its msg_id)</div>{{end}}{{range .Examples}}<code>{{.}}</code>{{end}}{{if .More}}<span class="more">+{{.More}} more</span>{{end}}{{if .MsgIDs}}<div class="ids">msg_ids: {{range .MsgIDs}}<code>{{.}}</code>{{end}}{{if .MoreIDs}}<span class="more">+{{.MoreIDs}} more</span>{{end}}</div>{{end}}</td></tr>
+{{range .Findings}}<tr class="{{.Class}}"><td>{{.Name}}</td><td class="num">{{.Count}}</td><td>{{if eq .Class "warn"}}<div class="more">allowed: does not decide the verdict (the same message stored again, recognisable by its msg_id)</div>{{end}}{{if .Examples}}<ul class="examples">{{range .Examples}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}{{if .More}}<span class="more">+{{.More}} more</span>{{end}}{{if .MsgIDs}}<div class="ids">msg_ids: {{range .MsgIDs}}<code>{{.}}</code>{{end}}{{if .MoreIDs}}<span class="more">+{{.MoreIDs}} more</span>{{end}}</div>{{end}}</td></tr>
 {{end}}</tbody>
 </table>{{else}}<p class="empty">no findings</p>{{end}}
 </section>
