@@ -14,7 +14,10 @@ import (
 // backends is where the servers are for one run, and how to let go of them.
 type backends struct {
 	*compose.Backends
-	stop func(context.Context) error
+	// Asked is the mode the flag or the environment asked for ("auto"
+	// when neither did); Backends.Mode is what it resolved to.
+	Asked string
+	stop  func(context.Context) error
 }
 
 // server returns the addresses the reference server needs.
@@ -78,5 +81,5 @@ func startBackends(ctx context.Context, cmd *cobra.Command, scfg server.Config, 
 	if err != nil {
 		return nil, err
 	}
-	return &backends{Backends: b, stop: stop}, nil
+	return &backends{Backends: b, Asked: cfg.Mode, stop: stop}, nil
 }

@@ -147,7 +147,13 @@ func (u *upRun) stop(t *testing.T) {
 }
 
 func TestUpServesAndStops(t *testing.T) {
+	t.Setenv(envBackends, "") // the flag's default, auto, is asked for
 	u := startUp(t)
+	// The mode asked for and the one it came to, both: auto with a DSN
+	// and an address given is external here.
+	if !strings.Contains(u.banner, "(--backends auto, here external;") {
+		t.Errorf("the banner does not say the mode asked for and the one used:\n%s", u.banner)
+	}
 	if !strings.Contains(u.banner, "sqlite (child process, nice 10)") {
 		t.Errorf("the embedded FerretDB does not run as a lower-priority child:\n%s", u.banner)
 	}

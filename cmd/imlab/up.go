@@ -37,7 +37,11 @@ func newUpCmd() *cobra.Command {
 			}
 			defer stopBackends(cfg, be)
 			return server.RunRoles(ctx, cfg, be.server(), roles(), func(p *server.Process) {
-				fmt.Fprintf(out, "backends (--backends %s; each part says where it runs): %s\n", be.Mode, be.Summary())
+				mode := be.Mode
+				if be.Asked != "" && be.Asked != be.Mode {
+					mode = be.Asked + ", here " + be.Mode
+				}
+				fmt.Fprintf(out, "backends (--backends %s; each part says where it runs): %s\n", mode, be.Summary())
 				parts := make([]string, 0, len(be.Kinds))
 				for k := range be.Kinds {
 					parts = append(parts, k)
