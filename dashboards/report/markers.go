@@ -92,8 +92,18 @@ func (l *markerLayout) runes(i int, t markerText) int {
 
 // extent is the horizontal span of slot i's text t.
 func (l *markerLayout) extent(i int, t markerText) (lo, hi float64) {
+	return l.span(i, l.runes(i, t))
+}
+
+// extentOf is the horizontal span text would take as slot i's.
+func (l *markerLayout) extentOf(i int, text string) (lo, hi float64) {
+	return l.span(i, utf8.RuneCountInString(text))
+}
+
+// span is the horizontal span of a text of n runes at slot i's line.
+func (l *markerLayout) span(i, n int) (lo, hi float64) {
 	s := &l.slots[i]
-	w := float64(l.runes(i, t)) * markerCharWidth
+	w := float64(n) * markerCharWidth
 	if s.flip {
 		return s.x - 3 - w, s.x
 	}
@@ -144,8 +154,9 @@ func (l *markerLayout) crowd(i int) {
 }
 
 // widen gives every slot drawn with its shortened label its whole label
-// (full[i]) where that fits: its row's neighbours still clear by labelGap
-// and the text inside [lo, hi] of the drawing. It runs after every slot
+// (full[i]) where that fits: its row's neighbours still clear by labelGap,
+// the text inside [lo, hi] of the drawing, and no marker line from a row
+// above crossing the added part. It runs after every slot
 // is placed, so a longer text never takes a later marker's room.
 func (l *markerLayout) widen(full []string, lo, hi float64) {
 	for row := range markerLabelRows {
@@ -176,6 +187,14 @@ func (l *markerLayout) widen(full []string, lo, hi float64) {
 			if fits && k+1 < len(in) {
 				next, _ := l.extent(in[k+1], l.slots[in[k+1]].text)
 				fits = whi+labelGap <= next
+			}
+			// Nor across a line that comes down from a row above and
+			// is not crossed by the shortened label already.
+			slo, shi := l.extentOf(i, short)
+			for j := range l.slots {
+				if x := l.slots[j].x; fits && j != i && l.slots[j].row < row && x > wlo && x < whi && (x <= slo || x >= shi) {
+					fits = false
+				}
 			}
 			if !fits {
 				s.label = short

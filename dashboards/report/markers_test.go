@@ -255,6 +255,10 @@ func TestLongMarkerLabelsWholeWhereRoom(t *testing.T) {
 		{"alone", []Marker{{T: 2, Kind: "inject", Label: long}}, []string{long}},
 		{"a neighbour 5 s on, in the same row", []Marker{{T: 2, Kind: "inject", Label: long}, {T: 7, Kind: "heal", Label: "heal kill(consumer)"}},
 			[]string{shorten(long, MaxMarkerLabelRunes), "heal kill(consumer)"}},
+		// The next marker's line starts just past the shortened label
+		// (so its text goes a row up) and would cross the whole one.
+		{"a line from the row above just past it", []Marker{{T: 2, Kind: "inject", Label: long}, {T: 6.04, Kind: "heal", Label: "heal kill(consumer)"}},
+			[]string{shorten(long, MaxMarkerLabelRunes), "heal kill(consumer)"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := crowdedReport(c.ms...)
