@@ -122,27 +122,9 @@ func BenchmarkAPIPull100(b *testing.B) {
 // per-request work and allocations of the API layer (routing, auth,
 // strict decode, encode, metrics).
 func BenchmarkAPISendHandler(b *testing.B) {
-	acfg := auth.DefaultConfig()
-	acfg.Secret = testSecret
-	a, err := auth.New(acfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv, err := New(DefaultConfig(), Deps{Auth: a, Send: &nopSender{}, Pull: &nopPuller{}, Registry: prometheus.NewRegistry()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	tok, err := a.Mint(2, "phone", time.Hour)
-	if err != nil {
-		b.Fatal(err)
-	}
-	h := srv.Handler()
-	body := []byte(`{"client_msg_id":"c-1","conv_type":1,"to_uid":3,"content":"hello, this is a 40-byte message body!!"}`)
+	h, tok := nopHandler(b)
 	var rc fasthttp.RequestCtx
-	rc.Request.Header.SetMethod("POST")
-	rc.Request.SetRequestURI("/v1/msg/send")
-	rc.Request.Header.Set("Authorization", "Bearer "+tok)
-	rc.Request.SetBody(body)
+	sendRequest(&rc, tok, []byte(`{"client_msg_id":"c-1","conv_type":1,"to_uid":3,"content":"hello, this is a 40-byte message body!!"}`))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
 
 	"imlab/ref/auth"
 	"imlab/ref/model"
@@ -268,4 +269,33 @@ func (h *harness) token(uid uint64, did string) string {
 		h.t.Fatal(err)
 	}
 	return tok
+}
+
+// nopHandler is the server's handler alone over no-op services, with a
+// token for uid 2: the API layer's own per-request work, no connection.
+func nopHandler(tb testing.TB) (h fasthttp.RequestHandler, token string) {
+	tb.Helper()
+	acfg := auth.DefaultConfig()
+	acfg.Secret = testSecret
+	a, err := auth.New(acfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv, err := New(DefaultConfig(), Deps{Auth: a, Send: &nopSender{}, Pull: &nopPuller{}, Registry: prometheus.NewRegistry()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	token, err = a.Mint(2, "phone", time.Hour)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return srv.Handler(), token
+}
+
+// sendRequest sets rc up as POST /v1/msg/send of body with token.
+func sendRequest(rc *fasthttp.RequestCtx, token string, body []byte) {
+	rc.Request.Header.SetMethod("POST")
+	rc.Request.SetRequestURI("/v1/msg/send")
+	rc.Request.Header.Set("Authorization", "Bearer "+token)
+	rc.Request.SetBody(body)
 }

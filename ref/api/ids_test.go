@@ -6,13 +6,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/fasthttp/websocket"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
-	"imlab/ref/auth"
 	"imlab/ref/model"
 )
 
@@ -178,27 +175,10 @@ func TestIDUnmarshal(t *testing.T) {
 // TestSendGroupIDStringAllocations: a send body whose group_id is a string
 // takes the fast path: the handler allocates no more than for the number.
 func TestSendGroupIDStringAllocations(t *testing.T) {
-	acfg := auth.DefaultConfig()
-	acfg.Secret = testSecret
-	a, err := auth.New(acfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := New(DefaultConfig(), Deps{Auth: a, Send: &nopSender{}, Pull: &nopPuller{}, Registry: prometheus.NewRegistry()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := a.Mint(2, "phone", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := srv.Handler()
+	h, tok := nopHandler(t)
 	allocs := func(body string) float64 {
 		var rc fasthttp.RequestCtx
-		rc.Request.Header.SetMethod("POST")
-		rc.Request.SetRequestURI("/v1/msg/send")
-		rc.Request.Header.Set("Authorization", "Bearer "+tok)
-		rc.Request.SetBody([]byte(body))
+		sendRequest(&rc, tok, []byte(body))
 		h(&rc)
 		if rc.Response.StatusCode() != 200 {
 			t.Fatalf("%s: %d %s", body, rc.Response.StatusCode(), rc.Response.Body())
