@@ -178,12 +178,22 @@ const freshEnough = 100 * time.Millisecond
 // whose clock is not Run's gets figures of the moment it asked, not of up
 // to Interval before.
 func (mo *Monitor) Fresh(ctx context.Context) LagSnapshot {
-	if s := mo.Snapshot(); !s.At.IsZero() && time.Since(s.At) < freshEnough {
+	fresh := func() (LagSnapshot, bool) {
+		s := mo.Snapshot()
+		return s, !s.At.IsZero() && time.Since(s.At) < freshEnough
+	}
+	if s, ok := fresh(); ok {
 		return s
 	}
 	ctx, cancel := context.WithTimeout(ctx, mo.pollTimeout())
 	defer cancel()
-	s, err := mo.Poll(ctx)
+	mo.pollMu.Lock()
+	defer mo.pollMu.Unlock()
+	// Callers that waited here behind a measurement take its answer.
+	if s, ok := fresh(); ok {
+		return s
+	}
+	s, err := mo.pollLocked(ctx)
 	if err != nil && ctx.Err() == nil {
 		mo.log.Warn("lag measurement failed", "err", err)
 	}
@@ -227,6 +237,11 @@ func (mo *Monitor) Run(ctx context.Context) error {
 func (mo *Monitor) Poll(ctx context.Context) (LagSnapshot, error) {
 	mo.pollMu.Lock()
 	defer mo.pollMu.Unlock()
+	return mo.pollLocked(ctx)
+}
+
+// pollLocked is Poll with pollMu held.
+func (mo *Monitor) pollLocked(ctx context.Context) (LagSnapshot, error) {
 	s, err := mo.measure(ctx)
 	if err != nil {
 		s.Errors = append(s.Errors, err.Error())
@@ -237,7 +252,7 @@ func (mo *Monitor) Poll(ctx context.Context) (LagSnapshot, error) {
 	return s, err
 }
 
-// measure is one measurement (Poll holds pollMu).
+// measure is one measurement (its caller holds pollMu).
 func (mo *Monitor) measure(ctx context.Context) (LagSnapshot, error) {
 	now := time.Now()
 	s := LagSnapshot{At: now.UTC(), MaxAgeSeconds: map[string]float64{}, Records: map[string]int64{}, OutboxOldestAgeSeconds: -1}

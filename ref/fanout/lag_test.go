@@ -2,6 +2,7 @@ package fanout
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -200,5 +201,41 @@ func TestLagFailedPollReplacesSnapshot(t *testing.T) {
 	}
 	if _, ok := last.MaxAgeSeconds[group]; ok {
 		t.Fatalf("a failed poll reports an age for %s: %v", group, last.MaxAgeSeconds)
+	}
+}
+
+// TestLagFreshMeasuresOnceForConcurrentCallers: Fresh answers from the
+// latest measurement while it is younger than freshEnough; callers that
+// find it older at once share one new measurement instead of each taking
+// their own.
+func TestLagFreshMeasuresOnceForConcurrentCallers(t *testing.T) {
+	_, mo, _, _ := lagFixture(t, 300*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	first, err := mo.Poll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := mo.Fresh(ctx); !s.At.Equal(first.At) {
+		t.Fatalf("Fresh right after a poll measured again (%v, then %v)", first.At, s.At)
+	}
+	time.Sleep(freshEnough + 20*time.Millisecond)
+	const callers = 8
+	ats := make(chan time.Time, callers)
+	for range callers {
+		go func() { ats <- mo.Fresh(ctx).At }()
+	}
+	var seen []time.Time
+	for range callers {
+		at := <-ats
+		if !at.After(first.At) {
+			t.Fatalf("Fresh answered the stale measurement of %v", first.At)
+		}
+		if !slices.ContainsFunc(seen, at.Equal) {
+			seen = append(seen, at)
+		}
+	}
+	if len(seen) != 1 {
+		t.Fatalf("%d concurrent callers of a stale monitor took %d measurements, want 1", callers, len(seen))
 	}
 }
