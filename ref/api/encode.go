@@ -20,12 +20,6 @@ func appendString(dst []byte, s string) []byte {
 	return push.AppendJSONString(dst, s)
 }
 
-// appendID appends "name":v,"name_str":"v": an id that can pass 2^53 as a
-// number and as a string of the same digits (push owns the encoding).
-func appendID(dst []byte, name string, v uint64) []byte {
-	return push.AppendID(dst, name, v)
-}
-
 // pullItemBytes is what a pull answer reserves per item: a short message's
 // item (its ids with their string twins) fits, so that a page's buffer is
 // made once.
@@ -57,7 +51,7 @@ func appendPull(dst []byte, r model.PullResult, enc ItemEncoder) []byte {
 				dst = append(dst, ',')
 			}
 			dst = append(dst, '{')
-			dst = appendID(dst, "conv_id", s.ConvID)
+			dst = push.AppendID(dst, "conv_id", s.ConvID)
 			dst = append(dst, `,"conv_type":`...)
 			dst = strconv.AppendUint(dst, uint64(s.ConvType), 10)
 			dst = append(dst, `,"unread":`...)
@@ -87,9 +81,9 @@ func appendSendResult(dst []byte, prefix []byte, r model.SendResult) []byte {
 		dst = append(dst, prefix...)
 		dst = append(dst, ',')
 	}
-	dst = appendID(dst, "msg_id", r.MsgID)
+	dst = push.AppendID(dst, "msg_id", r.MsgID)
 	dst = append(dst, ',')
-	dst = appendID(dst, "conv_id", r.ConvID)
+	dst = push.AppendID(dst, "conv_id", r.ConvID)
 	dst = append(dst, `,"conv_seq":`...)
 	dst = strconv.AppendUint(dst, r.ConvSeq, 10)
 	dst = append(dst, `,"server_time":`...)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"imlab/ref/model"
+	"imlab/ref/push"
 )
 
 // Lab route paths (mounted only with Deps.Lab).
@@ -64,14 +65,14 @@ func (s *Server) handleLabStored(ctx context.Context, c Caller, r *Request) (any
 		return nil, err
 	}
 	dst := s.appendPolicy(make([]byte, 0, 256))
-	dst = appendID(dst, "msg_id", m.MsgID)
+	dst = push.AppendID(dst, "msg_id", m.MsgID)
 	dst = append(dst, `,"uid":`...)
 	dst = strconv.AppendUint(dst, m.UID, 10)
 	dst = append(dst, `,"content":`...)
 	dst = strconv.AppendBool(dst, m.Content)
 	if m.Content {
 		dst = append(dst, ',')
-		dst = appendID(dst, "conv_id", m.ConvID)
+		dst = push.AppendID(dst, "conv_id", m.ConvID)
 		dst = append(dst, `,"conv_seq":`...)
 		dst = strconv.AppendUint(dst, m.ConvSeq, 10)
 	}
