@@ -282,10 +282,6 @@ func repairsTable(res *Result) report.Table {
 	if !r.Known {
 		note = "unknown: " + strings.Join(r.Errors, "; ")
 	}
-	ids := make([]string, 0, 20)
-	for _, id := range r.MsgIDs[:min(20, len(r.MsgIDs))] {
-		ids = append(ids, strconv.FormatUint(id, 10))
-	}
 	n := strconv.Itoa(len(r.MsgIDs))
 	if r.Truncated {
 		n += "+"
@@ -312,20 +308,26 @@ func repairsTable(res *Result) report.Table {
 		delivered, lost = "0 (none repaired)", "0 (none repaired; the verdict's lost counts every message)"
 	}
 	note += "; the verdict's \"recovered\" is not these: it counts sends of unknown outcome whose message was stored anyway"
-	t.Rows = append(t.Rows, []string{strconv.FormatUint(r.Rows, 10), n, delivered, lost, strings.Join(ids, " "), note})
+	t.Rows = append(t.Rows, []string{strconv.FormatUint(r.Rows, 10), n, delivered, lost, strings.Join(firstIDs(r.MsgIDs, 20), " "), note})
 	return t
 }
 
 // joinIDs lists the first n msg_ids, "+K more" after them.
 func joinIDs(ids []uint64, n int) string {
-	out := make([]string, 0, min(n, len(ids))+1)
-	for _, id := range ids[:min(n, len(ids))] {
-		out = append(out, strconv.FormatUint(id, 10))
-	}
+	out := firstIDs(ids, n)
 	if len(ids) > n {
 		out = append(out, fmt.Sprintf("+%d more", len(ids)-n))
 	}
 	return strings.Join(out, " ")
+}
+
+// firstIDs is the first n msg_ids in decimal.
+func firstIDs(ids []uint64, n int) []string {
+	out := make([]string, 0, min(n, len(ids))+1)
+	for _, id := range ids[:min(n, len(ids))] {
+		out = append(out, strconv.FormatUint(id, 10))
+	}
+	return out
 }
 
 // processTable lists every incarnation of the server processes: where it
