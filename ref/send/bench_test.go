@@ -201,23 +201,38 @@ func benchConfig(b *testing.B) send.Config {
 // multi-row INSERTs, batches of rawBatch messages in one transaction each,
 // rawWorkers goroutines: the ceiling the send path is compared with.
 func BenchmarkRawBatchedInsert(b *testing.B) {
-	const rawBatch, rawWorkers = 256, 4
 	m := testenv.NewMySQL(b)
 	db, counted := countedDB(b, m.DSN)
 	ids, err := msgid.New(1)
 	if err != nil {
 		b.Fatal(err)
 	}
+	res := runRawWorkers(b, m.DB, counted, func(rng *rand.Rand, n, w int, seq *uint64) error {
+		return rawBatchInsert(db, ids, rng, n, w, seq)
+	})
+	res.Report(b)
+}
+
+// rawBatch and rawWorkers shape the raw references: batches of rawBatch
+// messages, one transaction each, on rawWorkers connections.
+const rawBatch, rawWorkers = 256, 4
+
+// runRawWorkers runs a raw reference: rawWorkers goroutines, each with its
+// own random source and seq counter, take batches of up to rawBatch of
+// the b.N messages and write each with batch. It reports msgs/s and
+// returns the budget of the timed stretch (db is the server the CPU is
+// read from).
+func runRawWorkers(b *testing.B, db *sql.DB, counted *budget.SQL, batch func(rng *rand.Rand, n, worker int, seq *uint64) error) budget.Result {
 	var next atomic.Int64
 	var seqs [rawWorkers]uint64
 	b.ResetTimer()
-	run := budget.Start(counted, nil, budget.ServerPID(context.Background(), m.DB))
+	run := budget.Start(counted, nil, budget.ServerPID(context.Background(), db))
 	start := time.Now()
 	var wg sync.WaitGroup
 	errs := make(chan error, rawWorkers)
-	for w := 0; w < rawWorkers; w++ {
+	for w := range rawWorkers {
 		wg.Add(1)
-		go func(w int) {
+		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(w), 9))
 			for {
@@ -226,12 +241,12 @@ func BenchmarkRawBatchedInsert(b *testing.B) {
 					return
 				}
 				n := int(min(int64(rawBatch), int64(b.N)-lo))
-				if err := rawBatchInsert(db, ids, rng, n, w, &seqs[w]); err != nil {
+				if err := batch(rng, n, w, &seqs[w]); err != nil {
 					errs <- err
 					return
 				}
 			}
-		}(w)
+		}()
 	}
 	wg.Wait()
 	el := time.Since(start)
@@ -242,7 +257,7 @@ func BenchmarkRawBatchedInsert(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(b.N)/el.Seconds(), "msgs/s")
-	res.Report(b)
+	return res
 }
 
 func rawBatchInsert(db *sql.DB, ids *msgid.Generator, rng *rand.Rand, n, worker int, seq *uint64) error {

@@ -1,19 +1,16 @@
 package send_test
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"imlab/internal/budget"
 	"imlab/internal/testenv"
 	"imlab/ref/inbox"
 	"imlab/ref/msgid"
@@ -38,7 +35,6 @@ import (
 // possible on the gaps of new conv_counter rows) retries the batch and is
 // counted (retries/batch).
 func BenchmarkRawWithCounters(b *testing.B) {
-	const rawBatch, rawWorkers = 256, 4
 	m := testenv.NewMySQL(b)
 	db, counted := countedDB(b, m.DSN)
 	ids, err := msgid.New(1)
@@ -48,41 +44,10 @@ func BenchmarkRawWithCounters(b *testing.B) {
 	if err := createFenceRows(m.DB, benchUsers); err != nil {
 		b.Fatal(err)
 	}
-	var next, retries atomic.Int64
-	var seqs [rawWorkers]uint64
-	b.ResetTimer()
-	run := budget.Start(counted, nil, budget.ServerPID(context.Background(), m.DB))
-	start := time.Now()
-	var wg sync.WaitGroup
-	errs := make(chan error, rawWorkers)
-	for w := range rawWorkers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(w), 9))
-			for {
-				lo := next.Add(rawBatch) - rawBatch
-				if lo >= int64(b.N) {
-					return
-				}
-				n := int(min(int64(rawBatch), int64(b.N)-lo))
-				stmts := rawCountedBatch(ids, rng, n, w, &seqs[w])
-				if err := execRetrying(db, stmts, &retries); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	el := time.Since(start)
-	b.StopTimer()
-	res := run.Result(b.N)
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
-	b.ReportMetric(float64(b.N)/el.Seconds(), "msgs/s")
+	var retries atomic.Int64
+	res := runRawWorkers(b, m.DB, counted, func(rng *rand.Rand, n, w int, seq *uint64) error {
+		return execRetrying(db, rawCountedBatch(ids, rng, n, w, seq), &retries)
+	})
 	b.ReportMetric(float64(retries.Load())/float64(max(res.Batches, 1)), "retries/batch")
 	res.Report(b)
 }
