@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -38,13 +39,7 @@ func fenceRows(t testing.TB, db *sql.DB, rows map[uint64]uint64) {
 func raiseIn(t *testing.T, db *sql.DB, bets map[uint64]uint64, packed bool) int {
 	t.Helper()
 	ctx := context.Background()
-	uids := slices.Sorted(func(yield func(uint64) bool) {
-		for u := range bets {
-			if !yield(u) {
-				return
-			}
-		}
-	})
+	uids := slices.Sorted(maps.Keys(bets))
 	firsts := map[uint64]uint64{}
 	for u, b := range bets {
 		firsts[u] = b + 1
@@ -145,13 +140,7 @@ func BenchmarkGuardForm(b *testing.B) {
 				for len(pick) < rows {
 					pick[1+rng.Uint64N(users)] = true
 				}
-				uids := slices.Sorted(func(yield func(uint64) bool) {
-					for u := range pick {
-						if !yield(u) {
-							return
-						}
-					}
-				})
+				uids := slices.Sorted(maps.Keys(pick))
 				firsts := make(map[uint64]uint64, rows)
 				for _, u := range uids {
 					firsts[u] = fence[u] + 1
