@@ -27,6 +27,7 @@ type scen struct {
 
 func (s scen) json() map[string]any {
 	m := map[string]any{
+		"format":   ScenarioResultFormat,
 		"scenario": s.name, "checks": []map[string]any{{"name": "verdict", "want": "VALID", "got": "VALID", "ok": s.passed}},
 		"spec":   map[string]any{"load": map[string]any{"duration": "10s"}},
 		"passed": s.passed, "incomplete": s.incomplete,
@@ -36,8 +37,18 @@ func (s scen) json() map[string]any {
 			"valid":    s.lost == 0,
 			"attempts": map[string]uint64{"ok": s.ok, "fail": s.fail, "unknown": s.unk},
 			"latency":  map[string]any{"response": map[string]int64{"count": int64(s.ok), "p50_us": int64(s.p99ms * 500), "p99_us": int64(s.p99ms * 1000), "p999_us": int64(s.p99ms * 1200)}},
-			"findings": map[string]any{"lost": map[string]uint64{"count": s.lost}},
 		}
+		// As the runner writes them: every finding at the top level, the
+		// verdict without its own.
+		var fs []map[string]any
+		for _, f := range SafetyFindings {
+			n := uint64(0)
+			if f == "lost" {
+				n = s.lost
+			}
+			fs = append(fs, map[string]any{"name": f, "count": n})
+		}
+		m["findings"] = fs
 	}
 	var lag []map[string]any
 	if s.lagS != nil {
@@ -393,6 +404,61 @@ func TestReadRejects(t *testing.T) {
 	s.incomplete = true
 	if _, err := Read(writeJSON(t, dir, "inc/result.json", s.json())); !errors.Is(err, ErrInput) {
 		t.Errorf("incomplete: %v", err)
+	}
+}
+
+// TestFormats: a file of a format this package does not read is refused,
+// naming the file and both formats; a scenario result without a format
+// is refused (written before the field), a load summary without one is
+// read. A load run's verdict.json beside its summary adds its findings.
+func TestFormats(t *testing.T) {
+	dir := t.TempDir()
+	s := healthy().json()
+	s["format"] = "imlab-scenario-result/99"
+	p := writeJSON(t, dir, "future/result.json", s)
+	if _, err := Read(filepath.Dir(p)); !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), p) ||
+		!strings.Contains(err.Error(), "imlab-scenario-result/99") || !strings.Contains(err.Error(), ScenarioResultFormat) {
+		t.Errorf("unknown result format: %v", err)
+	}
+	delete(s, "format")
+	p = writeJSON(t, dir, "old/result.json", s)
+	if _, err := Read(p); !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "older imlab") {
+		t.Errorf("result without a format: %v", err)
+	}
+
+	sum := loadSum(1000, 0, 0, 5000)
+	if _, err := Read(writeJSON(t, dir, "legacy/summary.json", sum)); err != nil {
+		t.Errorf("summary without a format: %v", err)
+	}
+	sum["format"] = "imlab-load-summary/2"
+	p = writeJSON(t, dir, "next/summary.json", sum)
+	if _, err := Read(filepath.Dir(p)); !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), LoadSummaryFormat) {
+		t.Errorf("unknown summary format: %v", err)
+	}
+
+	sum["format"] = LoadSummaryFormat
+	run := filepath.Dir(writeJSON(t, dir, "checked/summary.json", sum))
+	r, err := Read(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.Metrics["lost"]; ok || !strings.Contains(strings.Join(r.Notes, "\n"), "verdict.json") {
+		t.Fatalf("no verdict.json: findings must be absent and said so: %v %v", r.Metrics, r.Notes)
+	}
+	findings := map[string]any{}
+	for _, f := range SafetyFindings {
+		findings[f] = map[string]any{"count": 0}
+	}
+	findings["lost"] = map[string]any{"count": 3}
+	v := map[string]any{"format": VerdictFormat, "valid": false, "findings": findings}
+	writeJSON(t, run, "verdict.json", v)
+	if r, err = Read(run); err != nil || r.Metrics["lost"] != 3 || r.Metrics["skipped"] != 0 {
+		t.Fatalf("verdict.json: %v %v", err, r.Metrics)
+	}
+	v["format"] = "imlab-verdict/7"
+	vp := writeJSON(t, run, "verdict.json", v)
+	if _, err := Read(run); !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), vp) || !strings.Contains(err.Error(), VerdictFormat) {
+		t.Errorf("unknown verdict format: %v", err)
 	}
 }
 

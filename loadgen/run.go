@@ -31,6 +31,12 @@ const WitnessDID = "imlab-witness"
 // SummaryFile is the run summary's name in the run directory.
 const SummaryFile = "summary.json"
 
+// SummaryFormat names the layout of summary.json; a change that a reader
+// could misread gets a new one. A summary without the field was written
+// before it existed, in the layout of format 1 less the fields added
+// since (readers treat those as not recorded).
+const SummaryFormat = "imlab-load-summary/1"
+
 // Ceiling is the generator's own limit, measured on a no-op endpoint.
 type Ceiling struct {
 	PerSec   float64 `json:"per_sec"`
@@ -76,7 +82,9 @@ type CeilingConfig struct {
 // sends and whether they make the run OVERLOADED (Outcomes with
 // OverloadFraction).
 type Summary struct {
-	RunID string `json:"run_id"`
+	// Format is SummaryFormat: ReadSummary refuses another.
+	Format string `json:"format"`
+	RunID  string `json:"run_id"`
 	// Split: the segment of the run this process drove (1/1: the whole run).
 	Split SegmentSummary `json:"split"`
 	// QueueLag: the target's queue lag once the run ended (nil: not read).
@@ -218,7 +226,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if err := r.population(); err != nil {
 		return nil, err
 	}
-	sum := &Summary{RunID: r.runID, Target: cfg.Target, Shape: cfg.Shape.String(), SendVia: cfg.SendVia, Duration: cfg.Duration.String(), Latency: map[string]Quantiles{}}
+	sum := &Summary{Format: SummaryFormat, RunID: r.runID, Target: cfg.Target, Shape: cfg.Shape.String(), SendVia: cfg.SendVia, Duration: cfg.Duration.String(), Latency: map[string]Quantiles{}}
 	r.segmentSummary(sum)
 	sum.Generator = GeneratorSummary{GOMAXPROCS: runtime.GOMAXPROCS(0), CPUs: runtime.NumCPU(), GOGC: gcPercent(), Conns: cfg.Conns,
 		Pipeline: cfg.Pipeline, Workers: cfg.Pacer.Workers, MaxWorkers: cfg.Pacer.MaxWorkers, Senders: cfg.Pacer.Senders}
@@ -398,9 +406,19 @@ func ReadSummary(dir string) (*Summary, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loadgen: %w", err)
 	}
+	path := filepath.Join(dir, SummaryFile)
+	var head struct {
+		Format *string `json:"format"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return nil, fmt.Errorf("%w: %s: not a load summary: %v", ErrInvalid, path, err)
+	}
+	if head.Format != nil && *head.Format != SummaryFormat {
+		return nil, fmt.Errorf("%w: %s: format %q, this imlab reads %q", ErrInvalid, path, *head.Format, SummaryFormat)
+	}
 	var s Summary
 	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("loadgen: summary: %w", err)
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, path, err)
 	}
 	return &s, nil
 }

@@ -224,18 +224,9 @@ func (r *Result) WriteJSON(w io.Writer) error {
 	return nil
 }
 
-// ReadResult reads a result.json.
-func ReadResult(path string) (*Result, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("scenarios: %w", err)
-	}
-	var r Result
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("scenarios: %s: %w", path, err)
-	}
-	return &r, nil
-}
+// ReadResult reads a result.json (ReadRun: a file of another format, or
+// of none, is refused).
+func ReadResult(path string) (*Result, error) { return ReadRun(path) }
 
 // JUnit XML (the schema CI tools read: testsuites > testsuite > testcase
 // with failure or error children).

@@ -12,12 +12,14 @@ import (
 	"strings"
 	"time"
 
+	"imlab/compare"
 	"imlab/dashboards/report"
 )
 
-// ResultFormat names the layout of result.json; a reader that relies on
-// it (Review) refuses a file of another format.
-const ResultFormat = "imlab-scenario-result/1"
+// ResultFormat names the layout of result.json; its readers (Review,
+// imlab compare and the baseline gate: package compare) refuse a file of
+// another format, or of none.
+const ResultFormat = compare.ScenarioResultFormat
 
 // MaxReviewRuns bounds the runs one review page sets side by side.
 const MaxReviewRuns = 12

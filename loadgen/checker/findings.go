@@ -293,7 +293,7 @@ func (c *collector) verdict() *Verdict {
 		}
 	}
 	v := &Verdict{
-		LedgerVersion: c.version, Policy: c.policy(),
+		Format: VerdictFormat, LedgerVersion: c.version, Policy: c.policy(),
 		Devices: len(c.devices), Users: len(c.uidDevs), Groups: len(c.groups), Attempts: c.attempts,
 		Deliveries: c.deliv, Witnessed: c.witness, Stored: c.storeN, OK: okCount, Findings: c.f, Checks: checks,
 		Latency: map[string]Latency{},
