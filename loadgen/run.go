@@ -120,15 +120,21 @@ type Summary struct {
 	// AchievedPerSec are over: the shape's duration, or until the last
 	// start / the last ACK when that came later (LoadSeconds runs to the
 	// last answer of any outcome, timeouts included).
-	StartSeconds float64              `json:"start_seconds,omitempty"`
-	AckSeconds   float64              `json:"ack_seconds,omitempty"`
-	Outcome      Outcome              `json:"outcome"`
-	Latency      map[string]Quantiles `json:"latency"`
-	Timeline     []Second             `json:"timeline"`
-	Drain        DrainSummary         `json:"drain"`
-	Evidence     EvidenceSummary      `json:"evidence"`
-	LedgerBytes  int64                `json:"ledger_bytes"`
-	Errors       []string             `json:"errors,omitempty"`
+	StartSeconds float64 `json:"start_seconds,omitempty"`
+	AckSeconds   float64 `json:"ack_seconds,omitempty"`
+	Outcome      Outcome `json:"outcome"`
+	// FailedByIntended says when the failed, unknown and retried sends
+	// were intended, per IntendedBin (bins without any left out): how they
+	// line up with a run's faults (Fail and Unknown of the timeline count
+	// by the second their outcome came in). Nil in summaries written
+	// before it was recorded.
+	FailedByIntended []IntendedFailures   `json:"failed_by_intended,omitempty"`
+	Latency          map[string]Quantiles `json:"latency"`
+	Timeline         []Second             `json:"timeline"`
+	Drain            DrainSummary         `json:"drain"`
+	Evidence         EvidenceSummary      `json:"evidence"`
+	LedgerBytes      int64                `json:"ledger_bytes"`
+	Errors           []string             `json:"errors,omitempty"`
 }
 
 // PopulationSummary counts the population.
@@ -223,6 +229,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		runID = hex.EncodeToString(rb[:])
 	}
 	r := &runner{cfg: cfg, runID: runID, cl: cl, sendCl: sendCl, m: newMetrics(16), e2e: newE2ETracker(), byUID: map[uint64][]*device{}}
+	r.m.sizeIntended(cfg.Duration)
 	if err := r.population(); err != nil {
 		return nil, err
 	}
@@ -356,6 +363,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	sum.OK, sum.Fail, sum.Unknown = r.m.ok.Load(), r.m.fail.Load(), r.m.unknown.Load()
 	sum.Retries, sum.Deliveries, sum.NotSent = r.m.retries.Load(), r.m.deliv.Load(), r.m.notSent.Load()
 	sum.RetriedSends = r.m.retried.Load()
+	sum.FailedByIntended = r.m.failedByIntended()
 	if loadEnd > 0 {
 		sum.LoadSeconds = loadEnd.Seconds()
 		// Rates over the send window (the shape's duration, or longer when
@@ -671,8 +679,20 @@ func (r *runner) send(worker int, t schedule.Tick, started time.Duration) {
 		time.Sleep(time.Duration(a.Tries) * 10 * time.Millisecond)
 	}
 	a.Ended = time.Since(r.start)
+	sec := r.m.intended(t.Intended)
 	if a.Tries > 1 {
 		r.m.retried.Add(1)
+		if sec != nil {
+			sec.retried.Add(1)
+		}
+	}
+	if sec != nil {
+		switch a.Outcome {
+		case ledger.Fail:
+			sec.fail.Add(1)
+		case ledger.Unknown:
+			sec.unknown.Add(1)
+		}
 	}
 	r.e2e.outcome(l, t.Idx, a.Outcome == ledger.OK)
 	switch a.Outcome {
@@ -735,20 +755,32 @@ func (r *runner) report(live *schedule.Live, sum *Summary, stop <-chan struct{},
 		if r.cfg.Progress == nil {
 			continue
 		}
+		retried := r.m.retried.Load()
 		if ph := r.prog.line(&r.cfg); ph != "" {
-			fmt.Fprintf(r.cfg.Progress, "t=%3ds %s; ok=%d errors=%d (fail %d, unknown %d) deliveries=%d/s\n",
-				sec, ph, cur.OK, cur.Fail+cur.Unknown, cur.Fail, cur.Unknown, row.Deliveries)
+			fmt.Fprintf(r.cfg.Progress, "t=%3ds %s; ok=%d errors=%d (fail %d, unknown %d) retried=%d deliveries=%d/s\n",
+				sec, ph, cur.OK, cur.Fail+cur.Unknown, cur.Fail, cur.Unknown, retried, row.Deliveries)
 		} else {
+			if sec == 1 {
+				fmt.Fprintln(r.cfg.Progress, liveLegend(r.cfg.Pacer.LateAfter))
+			}
 			phase := fmt.Sprintf("sending %s/%s", min(time.Duration(sec)*time.Second, r.cfg.Duration), r.cfg.Duration)
 			if time.Duration(sec)*time.Second > r.cfg.Duration {
 				phase += ", waiting for the answers in flight"
 			}
 			// A second with nothing measured prints "-", never 0s.
-			fmt.Fprintf(r.cfg.Progress, "t=%3ds %s started=%6d/s ok=%d ack_p99=%s e2e_p99=%s delay_p99=%s errors=%d (fail %d, unknown %d) late=%d missed=%d workers=%d%s deliveries=%d/s\n",
+			fmt.Fprintf(r.cfg.Progress, "t=%3ds %s started=%6d/s ok=%d ack_p99=%s e2e_p99=%s delay_p99=%s errors=%d (fail %d, unknown %d) retried=%d late=%d missed=%d workers=%d%s deliveries=%d/s\n",
 				sec, phase, row.Started, cur.OK, p99Of(row.Response), p99Of(row.E2E), p99Of(row.SendDelay),
-				cur.Fail+cur.Unknown, cur.Fail, cur.Unknown, cur.Late, cur.Missed, cur.Workers, queuedNote(r.cfg.Pacer, cur.Queued), row.Deliveries)
+				cur.Fail+cur.Unknown, cur.Fail, cur.Unknown, retried, cur.Late, cur.Missed, cur.Workers, queuedNote(r.cfg.Pacer, cur.Queued), row.Deliveries)
 		}
 	}
+}
+
+// liveLegend explains the live line's figures once, before its first line.
+func liveLegend(lateAfter time.Duration) string {
+	return "live line, once a second: started = sends started in that second; ok, errors (fail + unknown) and retried " +
+		"(sends that needed a second try: a resent timeout, a 429) count from the start; late = sends started more than " +
+		lateAfter.String() + " after their intended time (the generator fell behind its schedule; their wait counts in the " +
+		"latency), missed = never started; ack_p99, e2e_p99 and delay_p99 are of the second's sends (\"-\": none measured)"
 }
 
 // p99Of is a progress figure: the p99, or "-" when nothing was measured.
