@@ -112,7 +112,8 @@ type ProcessRun struct {
 	// Repaired is the inbox rows its reconciler repaired, read when it
 	// ended (GET /v1/lab/repairs).
 	Repaired uint64 `json:"repaired"`
-	// Log is the file that received an exec process's stderr.
+	// Log is the file that received the process's log (an exec process's
+	// stderr).
 	Log string `json:"log,omitempty"`
 }
 
@@ -210,8 +211,15 @@ type Result struct {
 	// count; nil in results written before it was recorded, where the
 	// page's load line says retries are unknown).
 	RetriedSends *uint64 `json:"retried_sends,omitempty"`
-	Incomplete   bool    `json:"incomplete"`
-	Passed       bool    `json:"passed"`
+	// SendFailures says whether the failed, unknown and retried sends were
+	// intended inside the fault windows or outside (nil in results written
+	// before it was recorded, or when the load did not run).
+	SendFailures *SendFailures `json:"send_failures,omitempty"`
+	Incomplete   bool          `json:"incomplete"`
+	Passed       bool          `json:"passed"`
+	// Path is the result.json this result was read from ("": not read
+	// from a file).
+	Path string `json:"-"`
 }
 
 // WriteJSON writes r as indented JSON.

@@ -235,6 +235,14 @@ func printScenarioResult(w io.Writer, r *scenarios.Result, dir string) {
 	if r.RateScale != nil {
 		fmt.Fprintf(w, "    %s\n", r.RateScale.Label())
 	}
+	if o, _, ok := r.LoadOutcome(); ok {
+		line := fmt.Sprintf("    load: %s (achieved %.0f ACKed sends/s; unknown %.1f%%, failed %.1f%%, retried %.1f%%)",
+			r.LoadLabel(), o.AckedPerSec, 100*o.UnknownFrac, 100*o.FailFrac, 100*o.RetriedFrac)
+		if c := r.LoadCause(); c != "" {
+			line += ": " + c
+		}
+		fmt.Fprintln(w, line)
+	}
 	for _, e := range r.Events {
 		line := fmt.Sprintf("    fault t=%.1fs %s %s", e.At, e.Action, e.Fault)
 		if e.Affected > 0 {
