@@ -5,6 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -273,5 +277,48 @@ func TestSecretWarningOnce(t *testing.T) {
 	// report compare without -o: one prefix.
 	if _, _, stderr := runImlab(t, context.Background(), "report", "compare", t.TempDir()); strings.Count(stderr, "imlab") != 1 {
 		t.Errorf("report compare without -o: %q", stderr)
+	}
+}
+
+// TestLoadWaitsForTheTarget: the README's lab block starts imlab up in the
+// background and imlab load right after it: load waits for the target's
+// /healthz (connection refused while the server starts), says that it
+// waits, and runs once the server answers.
+func TestLoadWaitsForTheTarget(t *testing.T) {
+	fake := fakeTarget(t, faketarget.Faults{})
+	up, err := url.Parse(fake.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there yet: the server is still starting
+	srv := &http.Server{Handler: httputil.NewSingleHostReverseProxy(up), ReadHeaderTimeout: 10 * time.Second}
+	started := make(chan error, 1)
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		ln, err := net.Listen("tcp", addr)
+		started <- err
+		if err == nil {
+			_ = srv.Serve(ln)
+		}
+	}()
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	code, stdout, stderr := runImlab(t, ctx, "load", "--secret", exitTestSecret, "--target", "http://"+addr, "--wait-ready", "30s",
+		"--rate", "const:50", "--duration", "1s", "--users", "5", "--groups", "0", "--online", "0", "--ceiling", "0", "--settle", "200ms",
+		"--run-dir", filepath.Join(t.TempDir(), "run"))
+	if err := <-started; err != nil {
+		t.Skipf("the reserved port was taken meanwhile: %v", err)
+	}
+	if code != 0 || !strings.Contains(stdout, "waiting up to 30s for http://"+addr+"/healthz") || !strings.Contains(stdout, "/healthz ready after") {
+		t.Fatalf("exit %d\n%s\n%s", code, tail(stdout), stderr)
+	}
+	if !strings.Contains(stdout, "ok 50, fail 0, unknown 0") {
+		t.Fatalf("the load did not run whole once the target was up:\n%s", tail(stdout))
 	}
 }
