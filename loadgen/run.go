@@ -397,7 +397,9 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	return sum, ctx.Err()
 }
 
+// writeSummary writes s as RUN_DIR/summary.json, in SummaryFormat.
 func writeSummary(dir string, s *Summary) error {
+	s.Format = SummaryFormat
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return fmt.Errorf("loadgen: summary: %w", err)
