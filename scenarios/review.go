@@ -383,6 +383,13 @@ func reviewRecovery(runs []*Result, labels []string) report.Table {
 		t.Rows = append(t.Rows, []string{labels[i], status, recoveryCell(f.Status, f.RecoverySeconds), f.Since, fmt.Sprintf("%gs for %gs", f.Bound, f.Hold),
 			fmt.Sprintf("%.2fs", age), fmt.Sprint(recs), fmt.Sprint(f.BacklogPeak), optRate(drain), optRate(peakDrain), optRate(f.DrainRowsPerSec), ob, od})
 	}
+	if !slices.ContainsFunc(runs, func(r *Result) bool { return r.Recovery != nil && r.Recovery.Outbox != nil }) {
+		// No run has an outbox: its two columns would stay empty.
+		t.Header = t.Header[:len(t.Header)-2]
+		for i := range t.Rows {
+			t.Rows[i] = t.Rows[i][:len(t.Rows[i])-2]
+		}
+	}
 	return t
 }
 
