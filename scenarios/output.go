@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"imlab/capacity"
 	"imlab/dashboards/report"
 	"imlab/loadgen/checker"
 	"imlab/scenarios/recovery"
@@ -101,14 +102,23 @@ func HTMLReport(res *Result) *report.Report {
 			p50.Gaps, p99.Gaps = append(p50.Gaps, s.T), append(p99.Gaps, s.T)
 		}
 	}
-	rep.Charts = append(rep.Charts, report.Chart{Title: "Throughput (by the second each send's outcome came: ACKed, or failed or unknown)", Unit: "msg/s", Series: []report.Series{ok, fail}})
-	lat := report.Chart{Title: "ACK latency per second (intended send to ACK, the second's ACKed sends; a second without an ACK is a shaded gap; the whole run's percentiles are in the header)", Unit: "ms", Series: []report.Series{p50, p99}}
-	if e := res.spec().Expect.MaxAckP99; e != nil {
-		lat.Threshold, lat.ThresholdLabel = float64(e.D())/float64(time.Millisecond), "max ACK p99"
-	}
-	rep.Charts = append(rep.Charts, lat)
 	spec := res.spec()
 	var chartNotes []string // why a chart is missing or incomplete: after the run's own notes
+	switch {
+	case len(res.Sends) > 0:
+		rep.Charts = append(rep.Charts, report.Chart{Title: "Throughput (by the second each send's outcome came: ACKed, or failed or unknown)", Unit: "msg/s", Series: []report.Series{ok, fail}})
+		lat := report.Chart{Title: "ACK latency per second (intended send to ACK, the second's ACKed sends; a second without an ACK is a shaded gap; the whole run's percentiles are in the header)", Unit: "ms", Series: []report.Series{p50, p99}}
+		if e := spec.Expect.MaxAckP99; e != nil {
+			lat.Threshold, lat.ThresholdLabel = float64(e.D())/float64(time.Millisecond), "max ACK p99"
+		}
+		rep.Charts = append(rep.Charts, lat)
+	case res.Capacity != nil:
+		// Nothing to draw here: no empty charts at the top of the page.
+		chartNotes = append(chartNotes, "No throughput or ACK latency chart: this run is a capacity search, whose steps' figures and charts are in its own report, "+
+			filepath.Join(filepath.Dir(res.Capacity.Result), capacity.ReportFile)+".")
+	default:
+		chartNotes = append(chartNotes, "No throughput or ACK latency chart: the load did not run.")
+	}
 	if len(res.Lag) == 0 && !spec.UsesKafka() {
 		chartNotes = append(chartNotes, fmt.Sprintf("No consumer lag or outbox chart: with policy %s and the history tier off nothing goes through a queue, so there is no lag to poll.", spec.Server.PolicyOr()))
 	}
