@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -81,7 +82,8 @@ type Config struct {
 	RateScale float64
 	// DataDir: compose's parent of private data directories.
 	DataDir string
-	// Progress receives a live line per second (nil: none).
+	// Progress receives a live line per second (nil: none); the runner
+	// serialises its writers' lines (lockedWriter).
 	Progress io.Writer
 	// Logger receives compose's logs (nil: warnings and errors to
 	// stderr). Every server process, in process or exec, logs to
@@ -265,6 +267,10 @@ func Run(ctx context.Context, cfg Config, f *File) (*Result, error) {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	if cfg.Progress != nil {
+		// The load's reporter and the lag poller both write live lines.
+		cfg.Progress = &lockedWriter{w: cfg.Progress}
 	}
 	r := &run{cfg: cfg, f: f, log: log, id: randomID()}
 	r.res = &Result{Format: ResultFormat, Scenario: f.Name, Description: f.Description, File: f.Path, Spec: f, StartedAt: time.Now().UTC(),
@@ -1005,4 +1011,18 @@ func (r *run) recordSettings(lc loadgen.Config) {
 		}
 	}
 	r.setting("proxies", strings.Join(names, " "))
+}
+
+// lockedWriter serialises the writes of the goroutines that share one
+// progress writer (loadgen's reporter, the lag poller): each Write is one
+// whole line.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
