@@ -91,3 +91,16 @@ func TestHeaderCarriesTheLoadVerdict(t *testing.T) {
 		t.Error("within load: want the grey badge only")
 	}
 }
+
+// TestRunLabelledFindingsKeepTheirClass: a page of several runs names each
+// run's findings after the run ("#2 unsafe: lost"); they are highlighted
+// as their finding is (lost bad, duplicated allowed).
+func TestRunLabelledFindingsKeepTheirClass(t *testing.T) {
+	r := sample()
+	r.Findings = []Finding{{Name: "#1 a: duplicated", Count: 2}, {Name: "#2 b: lost", Count: 3, MsgIDs: []uint64{9}}}
+	_, doc := render(t, r)
+	rows := findAll(findAll(doc, elem("table", "findings"))[0], elem("tr"))
+	if !hasClass(rows[1], "warn") || !hasClass(rows[2], "bad") {
+		t.Errorf("rows %q / %q: want warn and bad", attr(rows[1], "class"), attr(rows[2], "class"))
+	}
+}

@@ -290,7 +290,7 @@ func buildPage(r *Report) (*page, error) {
 	p.Load = loadViewOf(r.Load)
 	p.FindingsLine, p.FindingsClass = findingsLine(r.Findings)
 	for _, f := range r.Findings {
-		fv := findingView{Name: f.Name, Count: f.Count, Class: findingClass(f.Name, f.Count)}
+		fv := findingView{Name: f.Name, Count: f.Count, Class: findingClass(lastWord(f.Name), f.Count)}
 		fv.Examples = slices.Clone(f.Examples[:min(len(f.Examples), MaxExamples)])
 		fv.More = len(f.Examples) - len(fv.Examples)
 		for _, id := range f.MsgIDs[:min(len(f.MsgIDs), MaxExamples)] {
@@ -375,7 +375,8 @@ func findingsLine(fs []Finding) (string, string) {
 	return strings.Join(parts, " · ") + " (msg_ids in the Verdict section below)", class
 }
 
-// lastWord is a finding's own name in a label such as "#2 run: lost".
+// lastWord is a finding's own name in a label such as "#2 run: lost" (a
+// page of several runs names each run's findings so).
 func lastWord(name string) string {
 	if i := strings.LastIndexAny(name, " :"); i >= 0 {
 		return name[i+1:]
