@@ -5,7 +5,7 @@
 // directory with its ledger.
 //
 // It must not implement faults (imlab/chaos does), judge a ledger
-// (imlab/loadgen/checker does) or render HTML (imlab/dashboards/report
+// (imlab/checker does) or render HTML (imlab/dashboards/report
 // does), and it must not import ref internals other than ref/server's
 // public API for starting processes. It talks to the server processes it
 // starts through the contract (loadgen), GET /v1/lab/lag and, for exec

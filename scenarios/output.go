@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"imlab/checker"
 	"imlab/dashboards/report"
 	"imlab/loadgen"
-	"imlab/loadgen/checker"
 	"imlab/scenarios/recovery"
 )
 

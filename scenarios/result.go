@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"imlab/checker"
 	"imlab/compare"
-	"imlab/loadgen/checker"
 	"imlab/scenarios/recovery"
 )
 

@@ -19,10 +19,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"imlab/chaos"
+	"imlab/checker"
 	"imlab/compare"
 	"imlab/compose"
 	"imlab/loadgen"
-	"imlab/loadgen/checker"
 	"imlab/loadgen/schedule"
 	"imlab/ref/server"
 )

@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"imlab/checker"
 	"imlab/loadgen"
-	"imlab/loadgen/checker"
 )
 
 // errInvalidRun makes `imlab check` exit non-zero.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"imlab/loadgen/ledger"
+	"imlab/ledger"
 )
 
 // withStore is valid() with a whole store witness (the pull witness's

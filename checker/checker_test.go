@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"imlab/loadgen/ledger"
+	"imlab/ledger"
 )
 
 const (

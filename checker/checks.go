@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"fmt"
 
-	"imlab/loadgen/ledger"
+	"imlab/ledger"
 )
 
 // This file decides, for each piece of evidence that is not always there

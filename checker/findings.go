@@ -9,7 +9,7 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
-	"imlab/loadgen/ledger"
+	"imlab/ledger"
 )
 
 // This file holds one function per finding (see the package doc for the

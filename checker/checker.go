@@ -97,7 +97,7 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
-	"imlab/loadgen/ledger"
+	"imlab/ledger"
 )
 
 // MaxListed bounds how many msg_ids a finding lists in the text table and
