@@ -56,7 +56,9 @@
 //     message: deleted (the delete log explains it) or never stored (only
 //     an unexplained gap shows it).
 //   - Deletes are numbered transactions of seq ranges, soft (for one user)
-//     or hard (for all). {get what="del"} pages by transaction id and the
+//     or hard (for all). A hard delete asked without the D permission is
+//     answered as a success and applied as a soft one, for the requester
+//     only: DelLog of another user tells which it was. {get what="del"} pages by transaction id and the
 //     server cuts a page after store_config.max_results rows, possibly
 //     inside a transaction; Config.MaxResults must not exceed it.
 //   - Read/recv marks are set by {note}, which the server never answers

@@ -246,6 +246,16 @@ func TestGroupCreateInviteJoin(t *testing.T) {
 			t.Errorf("publisher's marks = %+v, want %d", m, ack.Seq)
 		}
 	}
+	// c has no D permission: its hard delete is a soft one, for c only.
+	if _, err := c.DeleteMessages(ctx, g.Topic, []tinode.SeqRange{{Low: ack.Seq}}, true); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := c.DelLog(ctx, g.Topic); err != nil || !l.Deleted(ack.Seq) {
+		t.Errorf("c's log = %+v, %v", l, err)
+	}
+	if l, err := owner.DelLog(ctx, g.Topic); err != nil || len(l.Ranges) != 0 {
+		t.Errorf("owner's log = %+v, %v", l, err)
+	}
 	if _, err := c.Subscribe(ctx, "grpNoSuchTopic"); !tinode.IsCode(err, 404) {
 		t.Errorf("unknown group: %v", err)
 	}

@@ -681,10 +681,11 @@ func (s *Server) onDel(ss *session, id, name, what string, hard bool, ranges []r
 			return
 		}
 	}
-	m := t.members[ss.user.id]
-	if hard && (m == nil || !strings.ContainsRune(m.mode, 'D')) {
-		ss.sendLocked(ctrl(id, name, 403, "permission denied", nil))
-		return
+	// A hard delete without the D permission is applied as a soft delete
+	// for the requester and answered as a success (as the tested server
+	// does).
+	if m := t.members[ss.user.id]; hard && (m == nil || !strings.ContainsRune(m.mode, 'D')) {
+		hard = false
 	}
 	t.delID++
 	forUser := ss.user.id
