@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -357,5 +358,47 @@ func TestConfigValidate(t *testing.T) {
 	if _, err := tinode.Dial(context.Background(), tinode.Config{URL: "ws://127.0.0.1:1/v0/channels", DialTimeout: time.Second}); !errors.Is(err, tinode.ErrDial) ||
 		tinode.OutcomeOf(err) != tinode.OutcomeFailed || !strings.Contains(err.Error(), "127.0.0.1:1") {
 		t.Errorf("dial to a closed port: %v", err)
+	}
+}
+
+// TestStaleHistoryPage: a page whose answer came too late must not leak
+// into the next page (history frames carry no request id): the next page
+// is asked only once the late answer is in, and its frames are dropped.
+func TestStaleHistoryPage(t *testing.T) {
+	var mu sync.Mutex
+	gets := 0
+	data := func(seq int) string {
+		return `{"data":{"topic":"grpS","from":"usrA","ts":"2026-01-01T00:00:00Z","seq":` + itoa(seq) + `,"content":"m"}}`
+	}
+	sc := startScript(t, func(msg string, b map[string]any) []string {
+		if msg == "hi" {
+			return []string{hiOK(b["id"])}
+		}
+		mu.Lock()
+		gets++
+		first := gets == 1
+		mu.Unlock()
+		if first {
+			time.Sleep(300 * time.Millisecond)
+		}
+		return []string{data(3), data(2), data(1), ctrlJSON(b["id"], "grpS", 208, "delivered", `{"count":3}`)}
+	})
+	ctx := context.Background()
+	s, err := tinode.Dial(ctx, tinode.Config{URL: sc.url()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	wctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if _, err := s.History(wctx, "grpS", 1, 4); tinode.OutcomeOf(err) != tinode.OutcomeUnknown {
+		t.Fatalf("late page: %v", err)
+	}
+	h, err := s.History(ctx, "grpS", 1, 4)
+	if err != nil || !slices.Equal(seqsOf(h.Messages), []int64{1, 2, 3}) {
+		t.Fatalf("next page: %v, %v", seqsOf(h.Messages), err)
+	}
+	if st := s.Stats(); st.Late != 1 || st.Ignored != 3 || st.Pushes != 1 {
+		t.Errorf("stats = %+v: want the late answer pushed and its 3 frames dropped", st)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 )
 
 // History is a range of a topic's messages in ascending seq order.
@@ -80,9 +81,12 @@ func (s *Session) historyPage(ctx context.Context, topic string, since, before i
 		return nil, fmt.Errorf("%w: get data %s", ErrClosed, topic)
 	}
 	defer func() { <-s.histSem }()
+	if err := s.waitStale(ctx, topic); err != nil {
+		return nil, err
+	}
 	id := s.newID()
 	limit := s.cfg.PageLimit
-	coll := &collector{id: id, topic: topic, since: since, before: before, limit: limit}
+	coll := &collector{id: id, topic: topic, since: since, before: before, limit: limit, answered: make(chan struct{})}
 	f := &clientFrame{Get: &getMsg{ID: id, Topic: topic, What: "data",
 		Data: &getRange{Since: since, Before: before, Limit: limit}}}
 	a, err := s.roundTrip(ctx, "get", topic, id, f, wantDataCtrl, coll)
@@ -113,6 +117,31 @@ func (s *Session) historyPage(ctx context.Context, topic string, since, before i
 			topic, since, before, *p.Count, len(a.data))
 	}
 	return a.data, nil
+}
+
+// waitStale waits until the answer of a page given up earlier has come
+// (its frames carry no request id, so no page may be asked before), at
+// most Config.RequestTimeout.
+func (s *Session) waitStale(ctx context.Context, topic string) error {
+	s.mu.Lock()
+	st := s.stale
+	s.mu.Unlock()
+	if st == nil {
+		return nil
+	}
+	t := time.NewTimer(s.cfg.RequestTimeout)
+	defer t.Stop()
+	select {
+	case <-st.answered:
+		return nil
+	case <-s.done:
+		return fmt.Errorf("%w: get data %s", ErrClosed, topic)
+	case <-ctx.Done():
+		return fmt.Errorf("%w: get data %s: %w", ErrNotSent, topic, ctx.Err())
+	case <-t.C:
+		return fmt.Errorf("%w: get data %s: the page asked with id %s was never answered; Reconnect",
+			ErrNotSent, topic, st.id)
+	}
 }
 
 // DelLog is the delete history of a topic as this user sees it: ranges

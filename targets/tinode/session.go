@@ -32,9 +32,12 @@ type Session struct {
 
 	wmu sync.Mutex // serialises frame writes
 
-	mu       sync.Mutex
-	pending  map[string]*call
-	collect  *collector // the {get what="data"} page being read, if any
+	mu      sync.Mutex
+	pending map[string]*call
+	collect *collector // the {get what="data"} page being read, if any
+	// stale is a page whose wait was given up: its frames may still come
+	// and are dropped until its {ctrl} does; no page is asked meanwhile.
+	stale    *collector
 	attached map[string]struct{}
 	auth     authState
 	readErr  error // why the reader ended
@@ -149,6 +152,11 @@ type collector struct {
 	limit         int
 	frames        []Data
 	bad           error
+	answered      chan struct{} // closed when its {ctrl} arrived (for a stale page)
+}
+
+func (c *collector) holds(w *wireData) bool {
+	return c != nil && c.topic == w.Topic && w.Seq >= c.since && w.Seq < c.before
 }
 
 // Dial opens a session: the WebSocket upgrade with the API key, then {hi}.
@@ -294,6 +302,10 @@ func (s *Session) readLoop() {
 	defer func() {
 		s.mu.Lock()
 		s.collect = nil
+		if s.stale != nil {
+			close(s.stale.answered)
+			s.stale = nil
+		}
 		s.mu.Unlock()
 		close(s.done)
 		close(s.pushes)
@@ -348,6 +360,10 @@ func (s *Session) onCtrl(c *Ctrl) {
 		return
 	}
 	s.mu.Lock()
+	if s.stale != nil && s.stale.id == c.ID {
+		close(s.stale.answered)
+		s.stale = nil
+	}
 	cl := s.pending[c.ID]
 	var a answer
 	if cl != nil {
@@ -396,8 +412,13 @@ func (s *Session) onData(w *wireData) {
 		}
 	}
 	s.mu.Lock()
+	if s.stale.holds(w) {
+		s.mu.Unlock()
+		s.counters.ignored.Add(1)
+		return
+	}
 	c := s.collect
-	if c != nil && c.topic == w.Topic && w.Seq >= c.since && w.Seq < c.before {
+	if c.holds(w) {
 		switch {
 		case c.bad != nil:
 		case len(c.frames) >= c.limit:
@@ -441,7 +462,10 @@ func (s *Session) roundTrip(ctx context.Context, op, topic, id string, f *client
 	}
 	s.counters.requests.Add(1)
 	if err := s.write(b); err != nil {
-		s.abandon(id, cl)
+		s.abandon(id, cl, !errors.Is(err, errNotWritten))
+		if errors.Is(err, errNotWritten) {
+			return answer{}, fmt.Errorf("%w: %s %s: %w", ErrClosed, op, topic, err)
+		}
 		return answer{}, &UnknownError{Op: op, Topic: topic, ID: id, Cause: err}
 	}
 	a, err := s.wait(ctx, id, cl)
@@ -473,8 +497,9 @@ func (s *Session) register(id string, cl *call) error {
 }
 
 // abandon forgets a request whose answer will not be waited for; a late
-// answer then goes to Pushes as PushLate.
-func (s *Session) abandon(id string, cl *call) {
+// answer then goes to Pushes as PushLate. A history page that may have
+// been written becomes the stale page.
+func (s *Session) abandon(id string, cl *call, written bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.pending[id] == cl {
@@ -482,6 +507,13 @@ func (s *Session) abandon(id string, cl *call) {
 	}
 	if cl.coll != nil && s.collect == cl.coll {
 		s.collect = nil
+		select {
+		case <-s.done:
+		default:
+			if written {
+				s.stale = cl.coll
+			}
+		}
 	}
 }
 
@@ -499,7 +531,7 @@ func (s *Session) wait(ctx context.Context, id string, cl *call) (answer, error)
 	case <-s.done:
 		cause = s.Err()
 	}
-	s.abandon(id, cl)
+	s.abandon(id, cl, true)
 	select { // the answer may have raced in
 	case a := <-cl.ch:
 		return a, nil
@@ -508,6 +540,9 @@ func (s *Session) wait(ctx context.Context, id string, cl *call) (answer, error)
 	return answer{}, &UnknownError{Op: cl.op, Topic: cl.topic, ID: id, Cause: cause}
 }
 
+// errNotWritten: the session had ended before the frame was written.
+var errNotWritten = errors.New("tinode: not written: the session had ended")
+
 // write sends one text frame. A failed write closes the connection: the
 // stream may hold part of the frame.
 func (s *Session) write(b []byte) error {
@@ -515,7 +550,7 @@ func (s *Session) write(b []byte) error {
 	defer s.wmu.Unlock()
 	select {
 	case <-s.done:
-		return fmt.Errorf("tinode: write: %w", s.Err())
+		return fmt.Errorf("%w: %w", errNotWritten, s.Err())
 	default:
 	}
 	if err := s.conn.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout)); err != nil {
@@ -544,6 +579,9 @@ func (s *Session) writeOnly(ctx context.Context, op, topic string, f *clientFram
 		return invalidf("%s %s: %v", op, topic, err)
 	}
 	if err := s.write(b); err != nil {
+		if errors.Is(err, errNotWritten) {
+			return fmt.Errorf("%w: %s %s: %w", ErrClosed, op, topic, err)
+		}
 		return &UnknownError{Op: op, Topic: topic, Cause: err}
 	}
 	return nil
