@@ -28,7 +28,9 @@ type History struct {
 // page that is out of order, out of its range or longer than asked is
 // ErrProtocol. {data} frames of the topic that arrive while a page is read
 // and lie in its range are taken as part of it (the protocol gives history
-// frames no request id); the rest go to Pushes.
+// frames no request id); the rest go to Pushes. For the same reason a page
+// given up on (timeout, cancelled context) holds back the next page of the
+// session until its late answer is in, at most Config.RequestTimeout.
 func (s *Session) History(ctx context.Context, topic string, since, before int64) (History, error) {
 	since = max(since, 1)
 	if before == 0 {
