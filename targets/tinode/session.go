@@ -18,6 +18,9 @@ import (
 // APIKeyHeader carries the API key on the WebSocket upgrade.
 const APIKeyHeader = "X-Tinode-APIKey"
 
+// CloseFrameTimeout bounds the write of the close frame in Close.
+const CloseFrameTimeout = 100 * time.Millisecond
+
 // Session is one WebSocket connection to the server: one Tinode session.
 //
 // Goroutines: Dial starts one reader goroutine, owned by the Session; it
@@ -286,7 +289,7 @@ func (s *Session) Stats() Stats {
 func (s *Session) Close() error {
 	s.closeMu.Do(func() {
 		s.wmu.Lock()
-		_ = s.conn.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+		_ = s.conn.SetWriteDeadline(time.Now().Add(CloseFrameTimeout))
 		_ = s.conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
 		s.wmu.Unlock()
 		_ = s.conn.Close()

@@ -51,6 +51,11 @@ const (
 	MaxFrameBytes = 1 << 20
 	// Ver is the protocol version the fake answers {hi} with.
 	Ver = "0.25"
+	// WriteTimeout bounds one frame write; a session that cannot take a
+	// frame within it is disconnected.
+	WriteTimeout = 5 * time.Second
+	// HeaderTimeout bounds reading the upgrade request.
+	HeaderTimeout = 5 * time.Second
 )
 
 // Config of the fake.
@@ -109,7 +114,7 @@ func Start(cfg Config) (*Server, error) {
 		timers: map[*time.Timer]struct{}{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v0/channels", s.serveWS)
-	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: HeaderTimeout}
 	s.wg.Go(func() { _ = s.http.Serve(ln) })
 	return s, nil
 }
@@ -202,7 +207,7 @@ func (ss *session) readLoop() {
 
 func (ss *session) writeLoop() {
 	for b := range ss.out {
-		_ = ss.conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		_ = ss.conn.SetWriteDeadline(time.Now().Add(WriteTimeout))
 		if err := ss.conn.WriteMessage(websocket.TextMessage, b); err != nil {
 			_ = ss.conn.Close()
 		}
