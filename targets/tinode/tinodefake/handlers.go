@@ -312,7 +312,7 @@ func (s *Server) onHi(ss *session, id, ver string) {
 	}
 	ss.hi = true
 	ss.sendLocked(ctrl(id, "", 201, "created", map[string]any{"ver": Ver, "build": "imlab-fake",
-		"maxMessageSize": MaxFrameBytes / 8, "maxSubscriberCount": 128, "maxTagCount": 16}))
+		"maxMessageSize": MaxMessageSize, "maxSubscriberCount": 128, "maxTagCount": 16}))
 }
 
 func decodeBasic(secret string) (login, password string, ok bool) {
@@ -512,6 +512,10 @@ func (s *Server) onPub(ss *session, id, name string, noEcho bool, head map[strin
 	}
 	if len(content) == 0 || string(content) == "null" {
 		ss.sendLocked(ctrl(id, name, 400, "malformed", nil))
+		return
+	}
+	if len(content) > MaxMessageSize {
+		ss.sendLocked(ctrl(id, name, 413, "too large", nil))
 		return
 	}
 	msg := &message{seq: t.seq + 1, from: ss.user.id, ts: now(), head: head, content: content}

@@ -47,8 +47,13 @@ const (
 	DefaultSendQueue = 4096
 	// DefaultPageLimit is the limit of a {get} that names none.
 	DefaultPageLimit = 32
-	// MaxFrameBytes bounds one client frame.
+	// MaxFrameBytes bounds one client frame; a larger one ends the
+	// connection.
 	MaxFrameBytes = 1 << 20
+	// MaxMessageSize is what {hi}'s answer reports as the largest message
+	// (the server's max_message_size default); a {pub} whose content is
+	// larger is refused with 413.
+	MaxMessageSize = 128 << 10
 	// Ver is the protocol version the fake answers {hi} with.
 	Ver = "0.25"
 	// WriteTimeout bounds one frame write; a session that cannot take a
