@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -255,6 +256,10 @@ func TestGroupCreateInviteJoin(t *testing.T) {
 	}
 	if l, err := owner.DelLog(ctx, g.Topic); err != nil || len(l.Ranges) != 0 {
 		t.Errorf("owner's log = %+v, %v", l, err)
+	}
+	if _, err := owner.Publish(ctx, g.Topic, tinode.Message{Content: strings.Repeat("x", tinodefake.MaxMessageSize)}); !tinode.IsCode(err, 413) ||
+		tinode.OutcomeOf(err) != tinode.OutcomeFailed {
+		t.Errorf("message over the server's size limit: %v", err)
 	}
 	if _, err := c.Subscribe(ctx, "grpNoSuchTopic"); !tinode.IsCode(err, 404) {
 		t.Errorf("unknown group: %v", err)
