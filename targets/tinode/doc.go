@@ -78,7 +78,10 @@
 // statement that may still commit is reported failed),
 // store_config.max_results, cluster_config.self = "" (cluster off),
 // api_key_salt (the API key the lab sends must be signed with it), listen,
-// auth_config.basic.min_login_length / min_password_length, and
+// auth_config.basic.min_login_length / min_password_length (a login or
+// password outside the policy is refused 422; on the tested version a
+// login holds 4 to 32 letters, digits, '_' or '.', a password at least 6
+// characters), and
 // acc_validation (no required credentials, or account creation needs an
 // e-mail round trip the lab cannot do).
 package tinode
