@@ -8,15 +8,22 @@ import (
 )
 
 // This file decides, for each piece of evidence that is not always there
-// (the witnesses, the probes), whether its check can be made, and makes it.
+// (the witnesses, the probes), whether its check can be made and over what
+// (the rules that need it read the scope it sets in the model).
+
+// evidenceChecks decides every check, in the order Verdict.Checks lists
+// them.
+func (m *model) evidenceChecks() []CheckResult {
+	return []CheckResult{m.pullWitnessCheck(), m.storeWitnessCheck(), m.readAfterAckCheck()}
+}
 
 // note combines the summary notes of a check (nil: none), one per
 // generator of the run (the segments of a split run each witness their own
 // uids): counts add up; with all, it is made only if every one is (the
 // first unmade one's reason explains), else if any one is.
-func (c *collector) note(check string, all bool) *ledger.Note {
+func (m *model) note(check string, all bool) *ledger.Note {
 	var n *ledger.Note
-	for _, x := range c.notes {
+	for _, x := range m.ev.notes {
 		if x.Check != check || x.UID != 0 {
 			continue
 		}
@@ -37,16 +44,16 @@ func (c *collector) note(check string, all bool) *ledger.Note {
 }
 
 // absent says why a check has no note.
-func (c *collector) absent(what string) string {
-	if c.version < 2 {
-		return fmt.Sprintf("ledger version %d predates the %s", c.version, what)
+func (m *model) absent(what string) string {
+	if v := m.version(); v < 2 {
+		return fmt.Sprintf("ledger version %d predates the %s", v, what)
 	}
 	return "the run recorded no " + what
 }
 
 // policy is the server's ack policy as a note reports it ("" unknown).
-func (c *collector) policy() string {
-	for _, n := range c.notes {
+func (m *model) policy() string {
+	for _, n := range m.ev.notes {
 		if n.Policy != "" {
 			return n.Policy
 		}
@@ -56,20 +63,20 @@ func (c *collector) policy() string {
 
 // pullWitnessCheck: the pull witness feeds skipped (and unexpected,
 // reordered, the store-level invariants) beyond what devices stored.
-func (c *collector) pullWitnessCheck() CheckResult {
+func (m *model) pullWitnessCheck() CheckResult {
 	ch := CheckResult{Name: CheckPullWitness, Findings: []string{Skipped}}
-	n := c.note(CheckPullWitness, true)
+	n := m.note(CheckPullWitness, true)
 	switch {
 	case n != nil && !n.Made:
 		ch.Detail = n.Reason
 	case n != nil:
 		ch.Made, ch.Partial = true, n.Errors > 0
-		ch.Detail = fmt.Sprintf("%d uids, %d entries", n.UIDs, c.witness)
+		ch.Detail = fmt.Sprintf("%d uids, %d entries", n.UIDs, m.ev.witnessN)
 		if n.Errors > 0 {
 			ch.Detail += fmt.Sprintf(", %d uids failed", n.Errors)
 		}
-	case c.witness > 0:
-		ch.Made, ch.Detail = true, fmt.Sprintf("%d entries", c.witness)
+	case m.ev.witnessN > 0:
+		ch.Made, ch.Detail = true, fmt.Sprintf("%d entries", m.ev.witnessN)
 	default:
 		ch.Detail = "no witness pull in the ledger: skipped is judged from device deliveries only"
 	}
@@ -78,11 +85,11 @@ func (c *collector) pullWitnessCheck() CheckResult {
 
 // storeWitnessCheck makes lost-in-store for every uid whose stored inbox
 // was read whole.
-func (c *collector) storeWitnessCheck() CheckResult {
+func (m *model) storeWitnessCheck() CheckResult {
 	ch := CheckResult{Name: CheckStoreWitness, Findings: []string{LostInStore}}
-	n := c.note(CheckStoreWitness, true)
+	n := m.note(CheckStoreWitness, true)
 	if n == nil {
-		ch.Detail = c.absent("store witness")
+		ch.Detail = m.absent("store witness")
 		return ch
 	}
 	if !n.Made {
@@ -90,35 +97,29 @@ func (c *collector) storeWitnessCheck() CheckResult {
 		return ch
 	}
 	failed := map[uint64]bool{}
-	for _, x := range c.notes {
+	for _, x := range m.ev.notes {
 		if x.Check == CheckStoreWitness && x.UID != 0 && !x.Made {
 			failed[x.UID] = true
 		}
 	}
 	ch.Made, ch.Partial = true, len(failed) > 0
-	ch.Detail = fmt.Sprintf("%d uids, %d entries", n.UIDs, c.storeN)
+	ch.Detail = fmt.Sprintf("%d uids, %d entries", n.UIDs, m.ev.storedN)
 	if len(failed) > 0 {
 		ch.Detail += fmt.Sprintf("; not judged for %d uids whose read failed", len(failed))
 	}
 	// A uid is judged when its devices are in the ledger (a split run
 	// judged --partial lacks some segments' uids) and its read succeeded.
-	judged := func(u uint64) bool { _, ours := c.uidDevs[u]; return ours && !failed[u] }
-	for m, a := range c.acks {
-		c.lostInStore(m, c.sends[a.tick], judged)
-	}
-	for m, tick := range c.recovered {
-		c.lostInStore(m, c.unknown[tick], judged)
-	}
+	m.storeJudged = func(u uint64) bool { _, ours := m.ev.uidDevs[u]; return ours && !failed[u] }
 	return ch
 }
 
 // readAfterAckCheck makes unstored-at-ack from the probes, by the policy's
 // promise.
-func (c *collector) readAfterAckCheck() CheckResult {
+func (m *model) readAfterAckCheck() CheckResult {
 	ch := CheckResult{Name: CheckReadAfterAck, Findings: []string{UnstoredAtAck}}
-	n := c.note(CheckReadAfterAck, false)
+	n := m.note(CheckReadAfterAck, false)
 	if n == nil {
-		ch.Detail = c.absent("read-after-ACK probe")
+		ch.Detail = m.absent("read-after-ACK probe")
 		return ch
 	}
 	if !n.Made {
@@ -135,22 +136,51 @@ func (c *collector) readAfterAckCheck() CheckResult {
 		return ch
 	}
 	read, failed := 0, 0
-	for _, p := range c.probes {
+	for _, p := range m.ev.probes {
 		if p.Status != ledger.ProbeRead {
 			failed++
 			continue
 		}
 		read++
-		c.unstoredAtAck(p, pr)
 	}
 	if read == 0 {
 		ch.Detail = fmt.Sprintf("no probe was answered (%d failed)", failed)
 		return ch
 	}
 	ch.Made, ch.Partial = true, failed > 0
+	m.promise = &pr
 	ch.Detail = fmt.Sprintf("policy %s, %d probes read", n.Policy, read)
 	if failed > 0 {
 		ch.Detail += fmt.Sprintf(", %d failed", failed)
 	}
 	return ch
+}
+
+// promise is what an ack policy promises is stored at the ACK, for the
+// sender and for every recipient: every flag of need, and at least one of
+// anyOf (when not 0).
+type promise struct{ need, anyOf uint8 }
+
+// promises per ack policy; queue promises nothing stored.
+var promises = map[string]promise{
+	"strict": {need: ledger.FoundInbox | ledger.FoundContent},
+	"store":  {need: ledger.FoundContent},
+	"outbox": {need: ledger.FoundContent, anyOf: ledger.FoundOutbox | ledger.FoundInbox},
+	"queue":  {},
+}
+
+func foundString(f uint8) string {
+	var out []string
+	for _, x := range []struct {
+		bit  uint8
+		name string
+	}{{ledger.FoundInbox, "inbox row"}, {ledger.FoundContent, "msg_content"}, {ledger.FoundOutbox, "mq_outbox row"}} {
+		if f&x.bit != 0 {
+			out = append(out, x.name)
+		}
+	}
+	if len(out) == 0 {
+		return "nothing"
+	}
+	return fmt.Sprint(out)
 }
