@@ -24,21 +24,39 @@ const (
 	DoubleStored  = "double-stored"
 	SeqConflict   = "seq-conflict"
 	AckMismatch   = "ack-mismatch"
+	// The conversation (ledger version 3).
+	HistoryLost        = "history-lost"
+	HistoryMismatch    = "history-mismatch"
+	HistoryOverwritten = "history-overwritten"
+	HistoryDuplicated  = "history-duplicated"
+	HistoryView        = "history-view"
+	ConvPullWrong      = "conv-pull"
+	RetentionUnpulled  = "retention-unpulled"
+	RetentionEarly     = "retention-early"
 )
 
 // Names of the findings, in table order.
 var Names = []string{Lost, Duplicated, Unexpected, Recovered, Reordered, Skipped,
-	LostInStore, UnstoredAtAck, DoubleStored, SeqConflict, AckMismatch}
+	LostInStore, UnstoredAtAck, DoubleStored, SeqConflict, AckMismatch,
+	HistoryLost, HistoryMismatch, HistoryOverwritten, HistoryDuplicated, HistoryView, ConvPullWrong,
+	RetentionUnpulled, RetentionEarly}
 
 // Deciding are the findings that make a run invalid (unless allowed, see
 // Verdict.Judge).
-var Deciding = []string{Lost, Unexpected, Reordered, Skipped, LostInStore, UnstoredAtAck, DoubleStored, SeqConflict, AckMismatch}
+var Deciding = []string{Lost, Unexpected, Reordered, Skipped, LostInStore, UnstoredAtAck, DoubleStored, SeqConflict, AckMismatch,
+	HistoryLost, HistoryMismatch, HistoryOverwritten, HistoryDuplicated, HistoryView, ConvPullWrong,
+	RetentionUnpulled, RetentionEarly}
 
 // Check names (Verdict.Checks).
 const (
 	CheckPullWitness  = "pull-witness"
 	CheckStoreWitness = "store-witness"
 	CheckReadAfterAck = "read-after-ack"
+	// Version 3.
+	CheckHistoryWitness = "history-witness"
+	CheckHistoryPages   = "history-pages"
+	CheckConvPulls      = "conv-pulls"
+	CheckRetention      = "retention"
 )
 
 // Finding is one anomaly class.
@@ -53,6 +71,12 @@ type Finding struct {
 	MsgIDs []uint64 `json:"msg_ids"`
 	// UIDs lists the uids concerned, for the store-level findings.
 	UIDs []uint64 `json:"uids,omitempty"`
+	// Convs lists the conversations concerned, for the conversation
+	// findings.
+	Convs []uint64 `json:"convs,omitempty"`
+	// NotMade says why the finding could not be judged (no check that
+	// feeds it was made): its count of 0 then says nothing.
+	NotMade string `json:"not_made,omitempty"`
 	// Decides: a count above Allowed makes the run invalid.
 	Decides bool `json:"decides"`
 	// Allowed is the count this finding may reach and still leave the run
@@ -70,6 +94,12 @@ type CheckResult struct {
 	Made    bool   `json:"made"`
 	Partial bool   `json:"partial,omitempty"`
 	Detail  string `json:"detail,omitempty"`
+	// Unexercised: not made because the run did not exercise what the
+	// check judges (the target does not offer it, the run did none of it,
+	// or the ledger's version predates its records), not because evidence
+	// the run set out to gather is missing. It is named (Made false,
+	// Detail says why), and it is no gap: Unmade leaves it out.
+	Unexercised bool `json:"unexercised,omitempty"`
 	// Findings are the findings this evidence feeds.
 	Findings []string `json:"findings"`
 }
@@ -109,6 +139,27 @@ type Verdict struct {
 	// Followed is what became of the messages Options.Follow named (nil
 	// when none were named).
 	Followed *Fate `json:"followed,omitempty"`
+	// Target is the driver of the server judged, as the ledger's header
+	// states it ("ref" when it states none).
+	Target string `json:"target,omitempty"`
+	// Conversations counts the version 3 evidence (nil: a ledger without
+	// any).
+	Conversations *ConvCounts `json:"conversations,omitempty"`
+}
+
+// ConvCounts counts the conversation actions devices made and the
+// history and retention records of a run.
+type ConvCounts struct {
+	Pulls      int `json:"conv_pulls"`
+	Pages      int `json:"history_pages"`
+	Revokes    int `json:"revokes"`
+	Deletes    int `json:"deletes"`
+	Clears     int `json:"clears"`
+	Reads      int `json:"reads"`
+	Slots      int `json:"history_slots"`
+	Watermarks int `json:"watermarks"`
+	Deletions  int `json:"retention_deletions"`
+	DelRanges  int `json:"del_ranges,omitempty"`
 }
 
 // Options of CheckSourcesWith.
@@ -175,11 +226,12 @@ func (v *Verdict) Judge(allow map[string]int) error {
 	return nil
 }
 
-// Unmade names the checks that could not be made (Made false).
+// Unmade names the checks that could not be made (Made false) although
+// the run exercised what they judge: the gaps in the evidence.
 func (v *Verdict) Unmade() []string {
 	var out []string
 	for _, c := range v.Checks {
-		if !c.Made {
+		if !c.Made && !c.Unexercised {
 			out = append(out, c.Name)
 		}
 	}
@@ -210,6 +262,9 @@ func CheckSourcesWith(srcs []Source, opts Options) (*Verdict, error) {
 	for _, src := range srcs {
 		in, err := ledger.ReadDir(src.Dir, func(_ int, r *ledger.Record) error { r.Shift(src.Shift); ev.ingest(r); return nil })
 		ev.shards = append(ev.shards, in...)
+		for _, x := range in {
+			ev.header(x.Header)
+		}
 		if err != nil {
 			return nil, err
 		}

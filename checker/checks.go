@@ -14,7 +14,8 @@ import (
 // evidenceChecks decides every check, in the order Verdict.Checks lists
 // them.
 func (m *model) evidenceChecks() []CheckResult {
-	return []CheckResult{m.pullWitnessCheck(), m.storeWitnessCheck(), m.readAfterAckCheck()}
+	return []CheckResult{m.pullWitnessCheck(), m.storeWitnessCheck(), m.readAfterAckCheck(),
+		m.historyWitnessCheck(), m.historyPagesCheck(), m.convPullsCheck(), m.retentionCheck()}
 }
 
 // note combines the summary notes of a check (nil: none), one per
@@ -24,14 +25,15 @@ func (m *model) evidenceChecks() []CheckResult {
 func (m *model) note(check string, all bool) *ledger.Note {
 	var n *ledger.Note
 	for _, x := range m.ev.notes {
-		if x.Check != check || x.UID != 0 {
+		if x.Check != check || x.UID != 0 || x.Conv != 0 {
 			continue
 		}
 		if n == nil {
 			n = &x
 			continue
 		}
-		n.UIDs, n.Errors, n.Probes = n.UIDs+x.UIDs, n.Errors+x.Errors, n.Probes+x.Probes
+		n.UIDs, n.Errors, n.Probes, n.Convs = n.UIDs+x.UIDs, n.Errors+x.Errors, n.Probes+x.Probes, n.Convs+x.Convs
+		n.Drained = n.Drained && x.Drained
 		n.Policy = cmp.Or(n.Policy, x.Policy)
 		switch {
 		case all && n.Made && !x.Made:
@@ -183,4 +185,122 @@ func foundString(f uint8) string {
 		return "nothing"
 	}
 	return fmt.Sprint(out)
+}
+
+// unexercised marks ch not made for want of anything to judge, and says
+// why: the ledger predates the records, the target does not offer what
+// they would show (capability, when not ""), or the run made none (what).
+func (m *model) unexercised(ch *CheckResult, capability, what string) {
+	ch.Unexercised = true
+	switch v := m.version(); {
+	case v < 3:
+		ch.Detail = fmt.Sprintf("ledger version %d predates the records of %s", v, what)
+	case capability != "" && !m.ev.target.Offers(capability):
+		ch.Detail = fmt.Sprintf("the target (driver %s) offers no %s", m.ev.target.Driver, capability)
+	default:
+		ch.Detail = "the run recorded no " + what
+	}
+}
+
+// historyWitnessCheck makes the history findings over every conversation
+// the witness read, once the run's note says it read them with the
+// history tier drained.
+func (m *model) historyWitnessCheck() CheckResult {
+	ch := CheckResult{Name: CheckHistoryWitness, Findings: []string{HistoryLost, HistoryMismatch, HistoryOverwritten, HistoryDuplicated}}
+	ev := m.ev
+	n := m.note(CheckHistoryWitness, true)
+	records := len(ev.slots) + len(ev.watermarks) + len(ev.heads)
+	switch {
+	case n == nil && records == 0:
+		m.unexercised(&ch, ledger.ActHistory.String(), "history witness")
+		return ch
+	case n == nil:
+		ch.Detail = fmt.Sprintf("%d history witness records but no note saying the history tier had drained: not judged", records)
+		return ch
+	case !n.Made:
+		ch.Detail = n.Reason
+		return ch
+	case !n.Drained:
+		ch.Detail = "the history tier had not drained when the witness read the store (the note does not say drained): not judged"
+		return ch
+	}
+	failed := map[uint64]bool{}
+	for _, x := range ev.notes {
+		if x.Check == CheckHistoryWitness && x.Conv != 0 && !x.Made {
+			failed[x.Conv] = true
+		}
+	}
+	m.historyJudged = func(c uint64) bool { return !failed[c] }
+	ch.Made, ch.Partial = true, len(failed) > 0
+	ch.Detail = fmt.Sprintf("%d conversations, %d slots", n.Convs, len(ev.slots))
+	if len(failed) > 0 {
+		ch.Detail += fmt.Sprintf("; not judged for %d conversations whose read failed", len(failed))
+	}
+	return ch
+}
+
+// actionsCheck is made when some action of kind a was answered OK.
+func (m *model) actionsCheck(name string, a ledger.Action, outcomes []ledger.Outcome, findings ...string) CheckResult {
+	ch := CheckResult{Name: name, Findings: findings}
+	if len(outcomes) == 0 {
+		m.unexercised(&ch, a.String(), a.String()+" action")
+		return ch
+	}
+	ok := 0
+	for _, o := range outcomes {
+		if o == ledger.OK {
+			ok++
+		}
+	}
+	ch.Made = ok > 0
+	ch.Detail = fmt.Sprintf("%d answered of %d", ok, len(outcomes))
+	if !ch.Made {
+		ch.Detail = fmt.Sprintf("none of %d was answered", len(outcomes))
+	}
+	return ch
+}
+
+// historyPagesCheck makes history-view over the pages answered.
+func (m *model) historyPagesCheck() CheckResult {
+	var os []ledger.Outcome
+	for _, p := range m.ev.pages {
+		os = append(os, p.Outcome)
+	}
+	return m.actionsCheck(CheckHistoryPages, ledger.ActHistory, os, HistoryView, HistoryOverwritten, HistoryDuplicated)
+}
+
+// convPullsCheck makes conv-pull over the conversation pulls answered.
+func (m *model) convPullsCheck() CheckResult {
+	var os []ledger.Outcome
+	for _, p := range m.ev.pulls {
+		os = append(os, p.Outcome)
+	}
+	return m.actionsCheck(CheckConvPulls, ledger.ActConvPull, os, ConvPullWrong)
+}
+
+// retentionCheck makes the retention findings over the deletions recorded,
+// by the settings in force.
+func (m *model) retentionCheck() CheckResult {
+	ch := CheckResult{Name: CheckRetention, Findings: []string{RetentionUnpulled, RetentionEarly}}
+	ev := m.ev
+	n := m.note(CheckRetention, true)
+	switch {
+	case n == nil && len(ev.settings) == 0 && len(ev.deletions) == 0:
+		m.unexercised(&ch, "", "retention")
+		if m.version() >= 3 && !ev.target.Inbox {
+			ch.Detail = fmt.Sprintf("the target (driver %s) has no inbox to retain", ev.target.Driver)
+		}
+		return ch
+	case n != nil && !n.Made:
+		ch.Detail = n.Reason
+		return ch
+	case len(ev.settings) == 0:
+		ch.Detail = fmt.Sprintf("%d deletions recorded without the retention settings in force: not judged", len(ev.deletions))
+		return ch
+	}
+	m.retention = ev.settings
+	s := ev.settings[len(ev.settings)-1]
+	ch.Made = true
+	ch.Detail = fmt.Sprintf("%d rows deleted; max age %s, pulled min age %s", len(ev.deletions), s.MaxAge, s.PulledMinAge)
+	return ch
 }

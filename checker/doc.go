@@ -20,7 +20,17 @@
 //   - read-after-ACK probes: right after some ACKs, the store read for the
 //     sender (and recipients) through the lab route;
 //   - notes saying which of the last three could be gathered, and the
-//     server's ack policy.
+//     server's ack policy;
+//   - (version 3) the devices' conversation actions and their answers:
+//     conversation pulls, history pages, revokes, deletes for oneself,
+//     clears, mark-reads, each with its [start, end] and its outcome;
+//   - (version 3) the history witness: the conversation history as stored,
+//     without projection, read after the final drain (every stored conv_seq
+//     with its msg_id, sender, content tag, revoked, purged, is_read and
+//     del_list; every clear watermark), and its note, which must say that
+//     the history tier had drained before the read;
+//   - (version 3) the server's retention: every inbox row it deleted (uid,
+//     seq, msg_id, created, deleted, pulled or expired) and its settings.
 //
 // The whole ledger is read once (evidence.go: ingest) before anything is
 // judged, so that no rule depends on the order of the records in the files.
@@ -42,7 +52,18 @@
 //     conv_seq order;
 //   - a per-device log (deviceLog): the first copy of each message a device
 //     stored, the repeated copies, and the last conv_seq per conversation
-//     in the order the device stored.
+//     in the order the device stored;
+//   - a conversation (conversation, conv.go): its log, the message the model
+//     puts at each conv_seq (the ACK's; else a recovered message where its
+//     copies put it), and the actions that change how a user sees it: a
+//     revoke (for everyone), a delete-for-me, a clear (hides conv_seqs at or
+//     below the min_seq it answered) and a mark-read (for the recipient of a
+//     1:1 message). An action answered 2xx that ended before a read began
+//     must show in it; one refused (4xx) never does; one unanswered (timeout,
+//     5xx), or answered but overlapping the read, may or may not (holds:
+//     yes, perhaps, no); one that started after the read ended must not. A
+//     mark-read must show only on messages a page showed before it began (it
+//     marks what the history holds at the time).
 //
 // An ACK is a promise that the message reaches every recipient's inbox,
 // stored as the ACK says (conv_id, conv_seq), with what the ack policy
@@ -97,6 +118,53 @@
 //     msg_content and (the mq_outbox row, or the probed uid's inbox row once
 //     a consumer has confirmed and the relay removed the outbox row); queue
 //     promises nothing stored, so nothing is probed against it.
+//   - history-lost: an ACKed (or recovered) message whose conv_seq the
+//     history store holds nothing for, and no delete range covers, once the
+//     history tier has drained (history witness). A purged slot is a
+//     physical delete, not a loss.
+//   - history-mismatch: a message the history store holds at its conv_seq
+//     with another sender or content tag, or in a state no action explains
+//     at the time of the read: revoked (or not) when a revoke must not (or
+//     must) show; a uid in its del_list who never deleted it, or one missing
+//     whose delete was answered; is_read against the recipient's
+//     mark-reads; or a uid's clear watermark below the min_seq a clear
+//     answered, or above every answer with no clear unanswered (counted per
+//     conversation and uid).
+//   - history-overwritten: one (conversation, conv_seq) seen holding two
+//     msg_ids across the ACKs, the history witness and the pages read (both
+//     are listed).
+//   - history-duplicated: one msg_id seen at two conv_seqs of a
+//     conversation across the same.
+//   - history-view: a history page a device read that does not show the
+//     model as that user sees it over the page's [start, end]: items out of
+//     conv_seq order or outside the range asked; a message shown that the
+//     user cleared (at or below the min_seq) or deleted, with another sender
+//     or content, revoked when no revoke may show or not revoked when one
+//     must, showing a revoked message's content, or is_read against the
+//     recipient's mark-reads; a message hidden (a tombstone, or left out
+//     between items shown) that was ACKed before the page began and that no
+//     delete or clear of that user, no purge and no delete range may hide.
+//     Other users' actions change nothing but revokes. Holes (tombstones)
+//     where no ACK carries the conv_seq are allowed.
+//   - conv-pull: a conversation pull that is not exactly the
+//     conversation's entries of the uid's inbox above its cursor: an entry
+//     at or below the cursor, out of seq order, past the limit, or of
+//     another conversation; an entry of the conversation above the cursor
+//     (and below the page's last seq, or any when has_more is false) that a
+//     read of the store (a pulled delivery, an earlier conversation pull)
+//     showed before the page began and retention had not deleted by its
+//     end, left out; a next_cursor other than its last seq; or the device's
+//     sync cursor, read just before and after the page, moved. Its entries
+//     are also observations of the inbox log (seq-conflict, double-stored,
+//     ack-mismatch, unexpected judge them).
+//   - retention-unpulled: a row retention deleted, younger than its maximum
+//     age, while some device of its uid had not acknowledged a cursor at or
+//     past it (AckInFlight allows for an acknowledgement in flight). A
+//     device away during an early-deletion pass that then misses the row is
+//     also lost (the lost finding covers "it still receives everything").
+//   - retention-early: a row retention deleted younger than its rules
+//     allow: younger than the pulled minimum age whatever the reason, or
+//     younger than the maximum age as expired.
 //
 // A run is valid iff every deciding finding is 0: all but duplicated and
 // recovered decide (Deciding). Verdict.Judge re-decides with allowances
@@ -111,8 +179,14 @@
 // reached their last recipient device. Following decides nothing.
 //
 // A check whose evidence is absent is named, never silently passed:
-// Verdict.Checks says for the pull witness, the store witness and
-// read-after-ACK whether the check was made, partly made, or not made and
-// why (an older ledger, the lab route answering 404, errors). An older
-// ledger is judged with what it has.
+// Verdict.Checks says for each piece of evidence (pull witness, store
+// witness, read-after-ACK, history witness, history pages, conversation
+// pulls, retention) whether the check was made, partly made, or not made and
+// why (an older ledger, the lab route answering 404, a history not drained,
+// errors). A check not made because the run did not exercise what it judges
+// (the target does not offer it, the run did none of it, the ledger
+// predates its records) says so (Unexercised) and is no gap in the evidence
+// (Unmade leaves it out); a finding no made check feeds says why in its
+// NotMade and its count of 0 says nothing. An older ledger is judged with
+// what it has.
 package checker

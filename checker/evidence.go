@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"math"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
@@ -35,6 +36,35 @@ type evidence struct {
 	storedN    int // store witness entries
 	// Latencies measured at the send (response, service, send_delay).
 	hist map[string]*hdr.Histogram
+	// Version 3: the target, the devices' conversation actions, the
+	// history witness, the server's retention.
+	target     ledger.Capabilities
+	targetSeen bool                       // some shard's header stated the target
+	cursors    map[uint32][]ledger.Cursor // device -> its cursor records, in order
+	pulls      []ledger.ConvPull
+	pages      []ledger.HistoryPage
+	effects    []effect // revokes, deletes, clears, reads, in ledger order
+	slots      []ledger.Slot
+	watermarks []ledger.Watermark
+	heads      []ledger.ConvHead
+	deletions  []ledger.Deletion
+	settings   []ledger.RetentionSettings
+	delRanges  []ledger.DelRange
+	failedTry  map[uint64]bool   // tick -> a Fail send some earlier try of which was of unknown outcome
+	sendConv   map[uint64]uint64 // tick -> conversation of a send not ACKed (when the driver knew it)
+}
+
+// effect is a conversation action that may change what someone sees of
+// the conversation's messages: a revoke (for everyone), a delete-for-me,
+// a clear or a mark-read (for its uid), covering conv_seqs from..to.
+type effect struct {
+	act        ledger.Action
+	conv       uint64
+	dev        uint32
+	from, to   uint64
+	minSeq     uint64 // a clear's answer (OK only)
+	start, end time.Duration
+	outcome    ledger.Outcome
 }
 
 // send is what an attempt says about a send, whatever its outcome.
@@ -77,7 +107,8 @@ func newEvidence() *evidence {
 		devUID: map[uint32]uint64{}, uidDevs: map[uint64][]uint32{}, groups: map[uint64][]uint64{},
 		sends: map[uint64]send{}, acks: map[uint64]ack{}, ackByTick: map[uint64]uint64{}, unknown: map[uint64]send{},
 		attempts: map[string]int{"ok": 0, "fail": 0, "unknown": 0}, claims: map[uint32]uint64{},
-		hist: map[string]*hdr.Histogram{},
+		hist: map[string]*hdr.Histogram{}, target: ledger.DefaultCapabilities(), cursors: map[uint32][]ledger.Cursor{},
+		failedTry: map[uint64]bool{}, sendConv: map[uint64]uint64{},
 	}
 	for _, n := range []string{"response", "service", "send_delay"} {
 		ev.hist[n] = newLatencyHist()
@@ -99,6 +130,7 @@ func (ev *evidence) ingest(r *ledger.Record) {
 	case ledger.KindDelivery:
 		ev.deliveries.add(r.Delivery)
 	case ledger.KindCursor:
+		ev.cursors[r.Cursor.Dev] = append(ev.cursors[r.Cursor.Dev], r.Cursor)
 		if r.Cursor.Status == ledger.Accepted || r.Cursor.Status == ledger.Sent {
 			if c, ok := ev.claims[r.Cursor.Dev]; !ok || r.Cursor.Seq > c {
 				ev.claims[r.Cursor.Dev] = r.Cursor.Seq
@@ -114,6 +146,61 @@ func (ev *evidence) ingest(r *ledger.Record) {
 		ev.probes = append(ev.probes, r.Probe)
 	case ledger.KindNote:
 		ev.notes = append(ev.notes, r.Note)
+	case ledger.KindAction:
+		ev.action(r)
+	case ledger.KindHistory:
+		switch r.HistoryPart {
+		case ledger.PartSlot:
+			ev.slots = append(ev.slots, r.Slot)
+		case ledger.PartWatermark:
+			ev.watermarks = append(ev.watermarks, r.Watermark)
+		case ledger.PartHead:
+			ev.heads = append(ev.heads, r.Head)
+		}
+	case ledger.KindRetention:
+		if r.IsSettings {
+			ev.settings = append(ev.settings, r.Settings)
+		} else {
+			ev.deletions = append(ev.deletions, r.Deletion)
+		}
+	case ledger.KindDelRange:
+		ev.delRanges = append(ev.delRanges, r.DelRange)
+	}
+}
+
+// action takes a conversation action: pages as they are, the actions that
+// change a view as effects.
+func (ev *evidence) action(r *ledger.Record) {
+	x := r.Act()
+	if x == nil {
+		return
+	}
+	e := effect{act: r.Action, conv: x.ConvID, dev: x.Dev, start: x.Started, end: x.Ended, outcome: x.Outcome}
+	switch r.Action {
+	case ledger.ActConvPull:
+		ev.pulls = append(ev.pulls, r.ConvPull)
+		return
+	case ledger.ActHistory:
+		ev.pages = append(ev.pages, r.History)
+		return
+	case ledger.ActRevoke, ledger.ActDelete:
+		e.from, e.to = r.MsgAction.ConvSeq, r.MsgAction.ConvSeq
+	case ledger.ActClear:
+		e.from, e.to, e.minSeq = 1, r.Clear.MinSeq, r.Clear.MinSeq
+		if x.Outcome != ledger.OK {
+			e.to = math.MaxUint64 // whatever watermark it may have set
+		}
+	case ledger.ActRead:
+		e.from, e.to = r.Read.From, r.Read.To
+	}
+	ev.effects = append(ev.effects, e)
+}
+
+// header takes a shard's header: the target it states (the first one
+// stated wins; the reference when none is).
+func (ev *evidence) header(h ledger.Header) {
+	if h.Target != nil && !ev.targetSeen {
+		ev.target, ev.targetSeen = *h.Target, true
 	}
 }
 
@@ -132,6 +219,13 @@ func (ev *evidence) attempt(a ledger.Attempt) {
 		ev.hist["service"].RecordValue(us(a.Ended - a.Started))
 	case ledger.Unknown:
 		ev.unknown[a.Tick] = s
+	case ledger.Fail:
+		if a.TriedUnknown {
+			ev.failedTry[a.Tick] = true
+		}
+	}
+	if a.Outcome != ledger.OK && a.ConvID != 0 {
+		ev.sendConv[a.Tick] = a.ConvID
 	}
 	ev.hist["send_delay"].RecordValue(us(a.Started - a.Intended))
 }

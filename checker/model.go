@@ -2,6 +2,7 @@ package checker
 
 import (
 	"maps"
+	"math"
 	"slices"
 	"sort"
 	"time"
@@ -15,27 +16,44 @@ import (
 // one message, each message at one seq. The first observation of a seq
 // and of a message is kept; put reports the observation that disagrees.
 type inboxLog struct {
-	seqOf map[uint64]uint64 // msg_id -> first seq seen
-	at    map[uint64]uint64 // seq -> first msg_id seen
+	seqOf map[uint64]uint64    // msg_id -> first seq seen
+	at    map[uint64]inboxSlot // seq -> first entry seen
 }
+
+// inboxSlot is what the inbox log knows of one seq: its message, its
+// conversation, and the earliest time a read of the store showed it (a
+// pulled delivery, a conversation pull; never: only witnesses or pushes
+// showed it).
+type inboxSlot struct {
+	msg, conv uint64
+	seen      time.Duration
+}
+
+// never is the seen time of an entry no timed read of the store showed.
+const never = time.Duration(math.MaxInt64)
 
 func newInboxLog() *inboxLog {
-	return &inboxLog{seqOf: map[uint64]uint64{}, at: map[uint64]uint64{}}
+	return &inboxLog{seqOf: map[uint64]uint64{}, at: map[uint64]inboxSlot{}}
 }
 
-// put records msg_id m at seq. It returns the seq m was first seen at
-// when that is another one (double: m is stored twice), and the msg_id
-// seq first held when that is another one (conflict: seq reused).
-func (l *inboxLog) put(seq, m uint64) (firstSeq uint64, double bool, other uint64, conflict bool) {
+// put records msg_id m of conversation conv at seq, shown by a read of the
+// store at seen (never: not a timed read). It returns the seq m was first
+// seen at when that is another one (double: m is stored twice), and the
+// msg_id seq first held when that is another one (conflict: seq reused).
+func (l *inboxLog) put(seq, m, conv uint64, seen time.Duration) (firstSeq uint64, double bool, other uint64, conflict bool) {
 	if first, ok := l.seqOf[m]; !ok {
 		l.seqOf[m] = seq
 	} else if first != seq {
 		firstSeq, double = first, true
 	}
-	if o, ok := l.at[seq]; !ok {
-		l.at[seq] = m
-	} else if o != m {
-		other, conflict = o, true
+	switch o, ok := l.at[seq]; {
+	case !ok:
+		l.at[seq] = inboxSlot{msg: m, conv: conv, seen: seen}
+	case o.msg != m:
+		other, conflict = o.msg, true
+	case seen < o.seen:
+		o.seen = seen
+		l.at[seq] = o
 	}
 	return firstSeq, double, other, conflict
 }
@@ -107,7 +125,8 @@ type (
 		src              string
 		id               uint64   // device or uid of the observation
 		rcpt             []uint64 // whyNotRecipient: whom it was for
-		seq              uint64
+		seq              uint64   // the inbox seq it was seen at
+		conv             uint64   // history observations: the conversation
 	}
 	// misplaced: an inbox log's put that disagreed (double-stored or
 	// seq-conflict).
@@ -150,7 +169,6 @@ const (
 type model struct {
 	ev        *evidence
 	inbox     map[uint64]*inboxLog  // uid -> its inbox log
-	convs     map[uint64]*convLog   // conv_id -> its log (from the ACKs)
 	devs      map[uint32]*deviceLog // every device seen
 	recovered map[uint64]uint64     // msg_id -> the send of unknown outcome it carries
 	recTick   map[uint64]uint64     // tick -> its recovered msg_id
@@ -175,33 +193,53 @@ type model struct {
 	// promises nothing).
 	storeJudged func(uid uint64) bool
 	promise     *promise
+	// Conversations (version 3).
+	conversations map[uint64]*conversation
+	recConv       map[uint64]convAt // recovered msg_id -> where its first copy put it
+	convDoubles   []misplaced       // one msg_id at two conv_seqs (uid: the conversation)
+	convConflicts []misplaced       // one conv_seq holding two msg_ids
+	// Indexes built on first use: uid -> conv_id -> its inbox seqs; (uid,
+	// seq) -> when retention deleted it.
+	byConv     map[uint64]map[uint64][]uint64
+	deleted    map[[2]uint64]time.Duration
+	claimIndex map[uint32][]ledger.Cursor // device -> its claims by time, with the highest seq so far
+	// The scope the version 3 checks set: the conversations the history
+	// witness judges (nil: not made); the retention settings in force
+	// (nil: not made).
+	historyJudged func(conv uint64) bool
+	retention     []ledger.RetentionSettings
 }
+
+// convAt is a place in a conversation.
+type convAt struct{ conv, convSeq uint64 }
 
 // witnessed is what the witnesses (pull and store) saw of one msg_id.
 type witnessed struct {
 	tick uint64   // the send its content names (0: none, or an older ledger)
 	uids []uint64 // inboxes holding it
 	src  []string // the witness of each uid entry
+	at   convAt   // where the first entry put it
 }
 
 // entry is one witnessed inbox entry (order checks).
 type entry struct{ seq, msgID, conv, convSeq uint64 }
 
 // buildModel runs the model's steps over the evidence, in this order:
-// the conversation logs from the ACKs; every witness entry into its uid's
+// every witness entry into its uid's
 // inbox log (ledger order); which message each send of unknown outcome
 // became (recover); every delivery into its device's log and its
 // uid's inbox log (ledger order); the witnessed messages' explanations
 // (by msg_id); the conversation order of each witnessed inbox (pull, then
-// store witness, by uid); which recipient devices miss each ACKed or
-// recovered message. The witness entries and the deliveries are let go
+// store witness, by uid); the conversations (buildConversations); which
+// recipient devices miss each ACKed or recovered message. The witness entries and the deliveries are let go
 // block by block as their steps take them (chunked.drain): what the rules
 // read of them is in the logs.
 func buildModel(ev *evidence) *model {
-	m := &model{ev: ev, inbox: map[uint64]*inboxLog{}, convs: map[uint64]*convLog{}, devs: map[uint32]*deviceLog{},
+	m := &model{ev: ev, inbox: map[uint64]*inboxLog{}, devs: map[uint32]*deviceLog{},
 		recovered: map[uint64]uint64{}, recTick: map[uint64]uint64{}, witnessed: map[uint64]*witnessed{},
 		stored: map[uint64]map[uint64]bool{}, dupMsgs: map[uint64]bool{}, missing: map[uint64][]missing{},
-		wEntries: map[uint64][]entry{}, sEntries: map[uint64][]entry{}, endToEnd: newLatencyHist()}
+		wEntries: map[uint64][]entry{}, sEntries: map[uint64][]entry{}, endToEnd: newLatencyHist(),
+		conversations: map[uint64]*conversation{}, recConv: map[uint64]convAt{}}
 	for id, uid := range ev.devUID {
 		m.dev(id).uid = uid
 	}
@@ -210,12 +248,6 @@ func buildModel(ev *evidence) *model {
 	}
 	for _, a := range ev.ackedTwice {
 		m.unexpected = append(m.unexpected, unexplained{msg: a.msg, why: whyAckedTwice, tick: a.first, other: a.second})
-	}
-	for msg, a := range ev.acks {
-		if m.convs[a.conv] == nil {
-			m.convs[a.conv] = newConvLog()
-		}
-		m.convs[a.conv].put(a.convSeq, msg)
 	}
 	ev.entries.drain(m.witnessEntry)
 	m.recover()
@@ -229,6 +261,14 @@ func buildModel(ev *evidence) *model {
 	for _, uid := range slices.Sorted(maps.Keys(m.sEntries)) {
 		m.inboxOrder(CheckStoreWitness, uid, m.sEntries[uid])
 	}
+	for msg := range m.recovered {
+		if x, ok := m.witnessed[msg]; ok {
+			if _, known := m.recConv[msg]; !known && x.at.conv != 0 {
+				m.recConv[msg] = x.at
+			}
+		}
+	}
+	m.buildConversations()
 	m.deliveredTo()
 	return m
 }
@@ -242,15 +282,16 @@ func (m *model) dev(id uint32) *deviceLog {
 	return d
 }
 
-// observe puts msg_id msg at (uid, seq) into the uid's inbox log, keeping
-// what put reports (src and id name the observation).
-func (m *model) observe(uid, seq, msg uint64, src string, id uint64) {
+// observe puts msg_id msg of conversation conv at (uid, seq) into the
+// uid's inbox log, keeping what put reports (src and id name the
+// observation; seen is when a read of the store showed it, or never).
+func (m *model) observe(uid, seq, msg, conv uint64, seen time.Duration, src string, id uint64) {
 	l := m.inbox[uid]
 	if l == nil {
 		l = newInboxLog()
 		m.inbox[uid] = l
 	}
-	first, double, other, conflict := l.put(seq, msg)
+	first, double, other, conflict := l.put(seq, msg, conv, seen)
 	if double {
 		m.doubles = append(m.doubles, misplaced{uid: uid, seq: seq, msg: msg, first: first, src: src, id: id})
 	}
@@ -270,7 +311,7 @@ func (m *model) matchAck(msg, conv, convSeq uint64, src string, id uint64) {
 // witnessEntry takes one witness entry.
 func (m *model) witnessEntry(e *inboxEntry) {
 	w, src := e.w, e.src()
-	m.observe(w.UID, w.Seq, w.MsgID, src, w.UID)
+	m.observe(w.UID, w.Seq, w.MsgID, w.ConvID, never, src, w.UID)
 	m.matchAck(w.MsgID, w.ConvID, w.ConvSeq, src+" of uid", w.UID)
 	x := m.witnessed[w.MsgID]
 	if x == nil {
@@ -279,6 +320,9 @@ func (m *model) witnessEntry(e *inboxEntry) {
 	}
 	if w.Tick != 0 {
 		x.tick = w.Tick
+	}
+	if len(x.uids) == 0 {
+		x.at = convAt{w.ConvID, w.ConvSeq}
 	}
 	x.uids = append(x.uids, w.UID)
 	x.src = append(x.src, src)
@@ -298,7 +342,11 @@ func (m *model) witnessEntry(e *inboxEntry) {
 // records are all in one shard, in order).
 func (m *model) delivery(d *ledger.Delivery) {
 	ds := m.dev(d.Dev)
-	m.observe(ds.uid, d.Seq, d.MsgID, "device", uint64(d.Dev))
+	seen := never
+	if d.Via == ledger.Pull {
+		seen = d.At
+	}
+	m.observe(ds.uid, d.Seq, d.MsgID, d.ConvID, seen, "device", uint64(d.Dev))
 	m.matchAck(d.MsgID, d.ConvID, d.ConvSeq, "device", uint64(d.Dev))
 	if first, seen := ds.got[d.MsgID]; seen {
 		if first.seq == d.Seq {
@@ -312,6 +360,9 @@ func (m *model) delivery(d *ledger.Delivery) {
 		m.endToEnd.RecordValue(us(d.At - a.intended))
 	}
 	x := m.explain(d.MsgID, d.Tick)
+	if _, known := m.recConv[d.MsgID]; x.by == byUnknown && !known {
+		m.recConv[d.MsgID] = convAt{d.ConvID, d.ConvSeq}
+	}
 	switch {
 	case x.by == byNothing:
 		m.unexpected = append(m.unexpected, unexplained{msg: d.MsgID, tick: d.Tick, other: x.other, why: x.why, src: "device", id: uint64(d.Dev), seq: d.Seq})
@@ -327,7 +378,8 @@ func (m *model) delivery(d *ledger.Delivery) {
 
 // recover decides which message each send of unknown outcome became:
 // the first msg_id no ACK names whose content names the send, over the
-// deliveries in ledger order, then the witnessed messages by msg_id.
+// deliveries in ledger order, then the witnessed messages by msg_id, then
+// the history witness's slots and the history pages in ledger order.
 func (m *model) recover() {
 	take := func(msg, tick uint64) {
 		if _, acked := m.ev.acks[msg]; acked || tick == 0 {
@@ -343,6 +395,16 @@ func (m *model) recover() {
 	m.ev.deliveries.each(func(d *ledger.Delivery) { take(d.MsgID, d.Tick) })
 	for _, msg := range slices.Sorted(maps.Keys(m.witnessed)) {
 		take(msg, m.witnessed[msg].tick)
+	}
+	for _, s := range m.ev.slots {
+		if !s.Purged {
+			take(s.MsgID, s.Tag)
+		}
+	}
+	for _, p := range m.ev.pages {
+		for _, it := range p.Items {
+			take(it.MsgID, it.Tag)
+		}
 	}
 }
 

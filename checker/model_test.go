@@ -14,17 +14,17 @@ import (
 // holding a second message; repeats are quiet.
 func TestInboxLogPut(t *testing.T) {
 	l := newInboxLog()
-	if _, d, _, c := l.put(1, 101); d || c {
+	if _, d, _, c := l.put(1, 101, 7, never); d || c {
 		t.Fatal("a first entry is no anomaly")
 	}
-	if _, d, _, c := l.put(1, 101); d || c {
-		t.Fatal("the same entry again is no anomaly")
+	if _, d, _, c := l.put(1, 101, 7, ms(5)); d || c || l.at[1].seen != ms(5) {
+		t.Fatalf("the same entry again is no anomaly, and the earliest timed read is kept: %+v", l.at[1])
 	}
-	if first, d, _, c := l.put(2, 101); !d || first != 1 || c {
+	if first, d, _, c := l.put(2, 101, 7, ms(1)); !d || first != 1 || c {
 		t.Fatalf("101 at seq 2 after seq 1: double %v (first %d), conflict %v", d, first, c)
 	}
-	if _, d, other, c := l.put(1, 102); d || !c || other != 101 {
-		t.Fatalf("102 at seq 1 held by 101: conflict %v (other %d), double %v", c, other, d)
+	if _, d, other, c := l.put(1, 102, 7, ms(1)); d || !c || other != 101 || l.at[1].seen != ms(5) {
+		t.Fatalf("102 at seq 1 held by 101: conflict %v (other %d), double %v; %+v", c, other, d, l.at[1])
 	}
 	cl := newConvLog()
 	cl.put(5, 201)

@@ -31,6 +31,14 @@ var rules = []rule{
 	{Skipped, validateSkipped},
 	{LostInStore, validateLostInStore},
 	{UnstoredAtAck, validateUnstoredAtAck},
+	{HistoryLost, validateHistoryLost},
+	{HistoryMismatch, validateHistoryMismatch},
+	{HistoryOverwritten, validateHistoryOverwritten},
+	{HistoryDuplicated, validateHistoryDuplicated},
+	{HistoryView, validateHistoryView},
+	{ConvPullWrong, validateConvPull},
+	{RetentionUnpulled, validateRetentionUnpulled},
+	{RetentionEarly, validateRetentionEarly},
 }
 
 // validateUnexpected: every message the model could not account for, or
@@ -43,6 +51,19 @@ func validateUnexpected(m *model, f *marker) {
 
 // explain says in words why a message is unexpected.
 func (u unexplained) explain() string {
+	var where string // where it was seen, for the reasons that name it
+	switch {
+	case u.src == "device":
+		where = fmt.Sprintf("device %d", u.id)
+	case u.conv != 0 && u.id != 0:
+		where = fmt.Sprintf("conv %d's history (%s %d)", u.conv, u.src, u.id)
+	case u.conv != 0:
+		where = fmt.Sprintf("conv %d's history (%s)", u.conv, u.src)
+	case u.id != 0 && u.why != whyNotRecipient:
+		where = fmt.Sprintf("an inbox (%s %d)", u.src, u.id)
+	default:
+		where = fmt.Sprintf("an inbox (%s)", u.src)
+	}
 	dev := u.src == "device"
 	switch {
 	case u.why == whyAckedTwice:
@@ -54,7 +75,7 @@ func (u unexplained) explain() string {
 	case u.why == whyOtherOfAcked && dev:
 		return fmt.Sprintf("device %d stored msg_id %d for send %d, whose ACK said msg_id %d (one client_msg_id, two messages)", u.id, u.msg, u.tick, u.other)
 	case u.why == whyOtherOfAcked:
-		return fmt.Sprintf("msg_id %d is in an inbox (%s) for send %d, whose ACK said msg_id %d (one client_msg_id, two messages)", u.msg, u.src, u.tick, u.other)
+		return fmt.Sprintf("msg_id %d is in %s for send %d, whose ACK said msg_id %d (one client_msg_id, two messages)", u.msg, where, u.tick, u.other)
 	case u.why == whyNotRecipient && dev:
 		return fmt.Sprintf("device %d (uid %d) stored msg_id %d addressed to uids %v", u.id, u.other, u.msg, u.rcpt)
 	case u.why == whyNotRecipient:
@@ -62,7 +83,7 @@ func (u unexplained) explain() string {
 	case dev:
 		return fmt.Sprintf("device %d stored msg_id %d (seq %d) that no ACK names", u.id, u.msg, u.seq)
 	}
-	return fmt.Sprintf("msg_id %d is in an inbox (%s) but no ACK or unknown send explains it", u.msg, u.src)
+	return fmt.Sprintf("msg_id %d is in %s but no ACK or unknown send explains it", u.msg, where)
 }
 
 // validateRecovered: the messages of sends of unknown outcome.
