@@ -33,19 +33,24 @@ const (
 	ConvPullWrong      = "conv-pull"
 	RetentionUnpulled  = "retention-unpulled"
 	RetentionEarly     = "retention-early"
+	// Both targets (issue 25).
+	FailedButStored  = "failed-but-stored"
+	RefusedAfterHeal = "refused-after-heal"
+	UnexplainedGap   = "unexplained-gap"
+	RetryDuplicate   = "retry-duplicate"
 )
 
 // Names of the findings, in table order.
 var Names = []string{Lost, Duplicated, Unexpected, Recovered, Reordered, Skipped,
 	LostInStore, UnstoredAtAck, DoubleStored, SeqConflict, AckMismatch,
 	HistoryLost, HistoryMismatch, HistoryOverwritten, HistoryDuplicated, HistoryView, ConvPullWrong,
-	RetentionUnpulled, RetentionEarly}
+	RetentionUnpulled, RetentionEarly, FailedButStored, RefusedAfterHeal, UnexplainedGap, RetryDuplicate}
 
 // Deciding are the findings that make a run invalid (unless allowed, see
 // Verdict.Judge).
 var Deciding = []string{Lost, Unexpected, Reordered, Skipped, LostInStore, UnstoredAtAck, DoubleStored, SeqConflict, AckMismatch,
 	HistoryLost, HistoryMismatch, HistoryOverwritten, HistoryDuplicated, HistoryView, ConvPullWrong,
-	RetentionUnpulled, RetentionEarly}
+	RetentionUnpulled, RetentionEarly, FailedButStored, RefusedAfterHeal, UnexplainedGap}
 
 // Check names (Verdict.Checks).
 const (
@@ -57,6 +62,10 @@ const (
 	CheckHistoryPages   = "history-pages"
 	CheckConvPulls      = "conv-pulls"
 	CheckRetention      = "retention"
+	// The target's capabilities and the run's liveness bound.
+	CheckInbox    = "inbox"
+	CheckRetries  = "retries"
+	CheckLiveness = "liveness"
 )
 
 // Finding is one anomaly class.
@@ -167,6 +176,21 @@ type Options struct {
 	// Follow names messages from outside the ledger, e.g. those forward
 	// reconciliation repaired, whose fate the verdict reports in Followed.
 	Follow []uint64
+	// Liveness, when set, judges refused-after-heal.
+	Liveness *Liveness
+}
+
+// Liveness is the bound a conversation must be accepting sends again
+// within once the run's last fault healed.
+type Liveness struct {
+	// Healed is when the last fault healed, as an offset on the time
+	// base of the judged records (the earliest shard start of the
+	// sources, moved by their shifts): the same base as every time in the
+	// ledger.
+	Healed time.Duration
+	// Bound is how long after Healed a conversation may still refuse
+	// sends (at least 0).
+	Bound time.Duration
 }
 
 // Fate is what the ledger says became of a set of messages named from
@@ -256,8 +280,12 @@ type Source struct {
 func CheckSources(srcs []Source) (*Verdict, error) { return CheckSourcesWith(srcs, Options{}) }
 
 // CheckSourcesWith is CheckSources, and reports in Verdict.Followed what
-// became of the messages opts.Follow names.
+// became of the messages opts.Follow names, and judges refused-after-heal
+// by opts.Liveness (a negative bound is an error).
 func CheckSourcesWith(srcs []Source, opts Options) (*Verdict, error) {
+	if l := opts.Liveness; l != nil && l.Bound < 0 {
+		return nil, fmt.Errorf("checker: liveness bound %s: want 0 or more", l.Bound)
+	}
 	ev := newEvidence()
 	for _, src := range srcs {
 		in, err := ledger.ReadDir(src.Dir, func(_ int, r *ledger.Record) error { r.Shift(src.Shift); ev.ingest(r); return nil })
@@ -270,6 +298,7 @@ func CheckSourcesWith(srcs []Source, opts Options) (*Verdict, error) {
 		}
 	}
 	m := buildModel(ev)
+	m.liveness = opts.Liveness
 	v := judge(m)
 	if len(opts.Follow) > 0 {
 		v.Followed = m.fate(opts.Follow)

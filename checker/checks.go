@@ -15,7 +15,8 @@ import (
 // them.
 func (m *model) evidenceChecks() []CheckResult {
 	return []CheckResult{m.pullWitnessCheck(), m.storeWitnessCheck(), m.readAfterAckCheck(),
-		m.historyWitnessCheck(), m.historyPagesCheck(), m.convPullsCheck(), m.retentionCheck()}
+		m.historyWitnessCheck(), m.historyPagesCheck(), m.convPullsCheck(), m.retentionCheck(),
+		m.inboxCheck(), m.retriesCheck(), m.livenessCheck()}
 }
 
 // note combines the summary notes of a check (nil: none), one per
@@ -67,6 +68,9 @@ func (m *model) policy() string {
 // reordered, the store-level invariants) beyond what devices stored.
 func (m *model) pullWitnessCheck() CheckResult {
 	ch := CheckResult{Name: CheckPullWitness, Findings: []string{Skipped}}
+	if m.noInbox(&ch) {
+		return ch
+	}
 	n := m.note(CheckPullWitness, true)
 	switch {
 	case n != nil && !n.Made:
@@ -89,6 +93,9 @@ func (m *model) pullWitnessCheck() CheckResult {
 // was read whole.
 func (m *model) storeWitnessCheck() CheckResult {
 	ch := CheckResult{Name: CheckStoreWitness, Findings: []string{LostInStore}}
+	if m.noInbox(&ch) {
+		return ch
+	}
 	n := m.note(CheckStoreWitness, true)
 	if n == nil {
 		ch.Detail = m.absent("store witness")
@@ -119,6 +126,9 @@ func (m *model) storeWitnessCheck() CheckResult {
 // promise.
 func (m *model) readAfterAckCheck() CheckResult {
 	ch := CheckResult{Name: CheckReadAfterAck, Findings: []string{UnstoredAtAck}}
+	if m.noInbox(&ch) {
+		return ch
+	}
 	n := m.note(CheckReadAfterAck, false)
 	if n == nil {
 		ch.Detail = m.absent("read-after-ACK probe")
@@ -187,6 +197,17 @@ func foundString(f uint8) string {
 	return fmt.Sprint(out)
 }
 
+// noInbox marks ch unexercised on a target without a per-user inbox (the
+// inbox witnesses and probes read it).
+func (m *model) noInbox(ch *CheckResult) bool {
+	if m.ev.target.Inbox {
+		return false
+	}
+	ch.Unexercised = true
+	ch.Detail = fmt.Sprintf("the target (driver %s) keeps no per-user inbox to witness", m.ev.target.Driver)
+	return true
+}
+
 // unexercised marks ch not made for want of anything to judge, and says
 // why: the ledger predates the records, the target does not offer what
 // they would show (capability, when not ""), or the run made none (what).
@@ -206,7 +227,7 @@ func (m *model) unexercised(ch *CheckResult, capability, what string) {
 // the witness read, once the run's note says it read them with the
 // history tier drained.
 func (m *model) historyWitnessCheck() CheckResult {
-	ch := CheckResult{Name: CheckHistoryWitness, Findings: []string{HistoryLost, HistoryMismatch, HistoryOverwritten, HistoryDuplicated}}
+	ch := CheckResult{Name: CheckHistoryWitness, Findings: []string{HistoryLost, HistoryMismatch, HistoryOverwritten, HistoryDuplicated, UnexplainedGap}}
 	ev := m.ev
 	n := m.note(CheckHistoryWitness, true)
 	records := len(ev.slots) + len(ev.watermarks) + len(ev.heads)

@@ -237,7 +237,9 @@ func (m *model) putConv(c *conversation, seq, msg uint64, src string, id uint64)
 // explainHistory keeps a message the history holds that the ledger cannot
 // account for.
 func (m *model) explainHistory(msg, tag, conv uint64, src string, id uint64) {
-	if x := m.explain(msg, tag); x.by == byNothing {
+	x := m.explain(msg, tag)
+	m.stray(x, msg, seenAt{src: src, id: id, conv: conv})
+	if x.by == byNothing {
 		m.unexpected = append(m.unexpected, unexplained{msg: msg, tick: tag, other: x.other, why: x.why, src: src, id: id, conv: conv})
 	}
 }

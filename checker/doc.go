@@ -74,11 +74,15 @@
 // Each finding is marked by exactly one rule (rules.go: validateX), and the
 // rules run in this fixed order, each reading the model only:
 //
-//   - unexpected: a stored (or witnessed) msg_id that no ACK names and that
-//     no send of unknown outcome explains; or a message stored by a device
-//     (or held in the inbox of a uid) that is not one of its recipients; or
-//     a second msg_id for one send (a retry stored twice); or one msg_id
-//     ACKed for two sends.
+//   - unexpected: a stored (or witnessed, or in the history) msg_id that no
+//     ACK names and that no send of unknown outcome explains; or a message
+//     stored by a device (or held in the inbox of a uid) that is not one of
+//     its recipients; or a second msg_id for one send (a retry stored twice,
+//     on a target whose send is idempotent, or of a send tried once); or
+//     one msg_id ACKed for two sends. A message whose content names a send
+//     refused with a definite error is failed-but-stored instead, and a
+//     second message of a retried send on a target without idempotent send
+//     is retry-duplicate instead.
 //   - recovered: a send whose outcome was unknown (timeout, 5xx, connection
 //     lost) whose message was stored by some device or witness anyway. Not
 //     an anomaly.
@@ -165,10 +169,51 @@
 //   - retention-early: a row retention deleted younger than its rules
 //     allow: younger than the pulled minimum age whatever the reason, or
 //     younger than the maximum age as expired.
+//   - failed-but-stored: a send answered with a definite error (a refusal,
+//     no try of it of unknown outcome) whose message a device stored, a
+//     witness saw or the history holds anyway: failure must mean that
+//     nothing happened, or the answer must say unknown.
+//   - refused-after-heal: liveness, judged when the run states when its last
+//     fault healed and a bound (Options.Liveness): a conversation that kept
+//     refusing sends (failed, or unanswered) from the heal on, past the
+//     bound: no send to it was accepted from the heal until one started
+//     more than the bound after the heal was refused. Counted in refused
+//     sends past the bound; its conversations listed.
+//   - unexplained-gap: in a conversation the history witness read whole, a
+//     conv_seq up to the highest known (the server's head, the highest
+//     stored, the highest ACKed) that holds no message, where the model has
+//     none and no delete range covers it, beyond as many such conv_seqs as
+//     the conversation has sends of unknown outcome whose message was never
+//     found (each may have taken a conv_seq and stored nothing). A send
+//     refused with a definite error explains no gap. Counted in conv_seqs.
+//   - retry-duplicate: on a target without idempotent send, a send retried
+//     (more than one try) that the server stored as more than one message,
+//     told apart by the client tag every copy carries. Reported plainly and
+//     never counted as lost or unexpected, but it does not decide validity:
+//     the target does not promise a retry is stored once (its capabilities
+//     say so), and a verdict holds a server to what it promises; the copies
+//     are listed for whoever judges that promise missing.
 //
-// A run is valid iff every deciding finding is 0: all but duplicated and
-// recovered decide (Deciding). Verdict.Judge re-decides with allowances
+// A run is valid iff every deciding finding is 0: all but duplicated,
+// recovered and retry-duplicate decide (Deciding). Verdict.Judge re-decides with allowances
 // (e.g. a scenario that names a degraded window allows some reordered).
+//
+// # Targets
+//
+// What every target shares is the conversation: an ordered log
+// (conversation, conv_seq) -> message. The reference server adds a
+// per-user inbox log with a sync pull and per-device cursors. The ledger's
+// header states what the target offers (ledger.Capabilities; absent: the
+// reference): without an inbox (Tinode: per-topic seq, per-(user, topic)
+// read marks, catch-up by "get data since"), the inbox log is not built,
+// the inbox check and the pull witness, store witness and read-after-ACK
+// checks are not exercised, and skipped, double-stored, seq-conflict,
+// lost-in-store and unstored-at-ack are NOT MADE with that reason, while
+// lost, duplicated, unexpected, recovered, reordered and ack-mismatch (per
+// device and conversation) and every conversation finding are made. Without
+// idempotent send (the retries check), a second message of a retried send
+// is retry-duplicate instead of unexpected. An action the target does not
+// offer leaves its check not exercised.
 //
 // Followed messages (Options.Follow: msg_ids named from outside the
 // ledger, e.g. the ones forward reconciliation repaired) are each, by the
@@ -181,7 +226,8 @@
 // A check whose evidence is absent is named, never silently passed:
 // Verdict.Checks says for each piece of evidence (pull witness, store
 // witness, read-after-ACK, history witness, history pages, conversation
-// pulls, retention) whether the check was made, partly made, or not made and
+// pulls, retention, the target's inbox and retries, the liveness bound)
+// whether the check was made, partly made, or not made and
 // why (an older ledger, the lab route answering 404, a history not drained,
 // errors). A check not made because the run did not exercise what it judges
 // (the target does not offer it, the run did none of it, the ledger

@@ -1,7 +1,9 @@
 package checker
 
 import (
+	"fmt"
 	"math"
+	"reflect"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
@@ -38,20 +40,20 @@ type evidence struct {
 	hist map[string]*hdr.Histogram
 	// Version 3: the target, the devices' conversation actions, the
 	// history witness, the server's retention.
-	target     ledger.Capabilities
-	targetSeen bool                       // some shard's header stated the target
-	cursors    map[uint32][]ledger.Cursor // device -> its cursor records, in order
-	pulls      []ledger.ConvPull
-	pages      []ledger.HistoryPage
-	effects    []effect // revokes, deletes, clears, reads, in ledger order
-	slots      []ledger.Slot
-	watermarks []ledger.Watermark
-	heads      []ledger.ConvHead
-	deletions  []ledger.Deletion
-	settings   []ledger.RetentionSettings
-	delRanges  []ledger.DelRange
-	failedTry  map[uint64]bool   // tick -> a Fail send some earlier try of which was of unknown outcome
-	sendConv   map[uint64]uint64 // tick -> conversation of a send not ACKed (when the driver knew it)
+	target      ledger.Capabilities
+	targetSeen  bool                       // some shard's header stated the target
+	targetClash string                     // shards stating different targets (a warning)
+	cursors     map[uint32][]ledger.Cursor // device -> its cursor records, in order
+	pulls       []ledger.ConvPull
+	pages       []ledger.HistoryPage
+	effects     []effect // revokes, deletes, clears, reads, in ledger order
+	slots       []ledger.Slot
+	watermarks  []ledger.Watermark
+	heads       []ledger.ConvHead
+	deletions   []ledger.Deletion
+	settings    []ledger.RetentionSettings
+	delRanges   []ledger.DelRange
+	failed      map[uint64]send // tick -> send refused with a definite error (no earlier try of unknown outcome)
 }
 
 // effect is a conversation action that may change what someone sees of
@@ -72,6 +74,11 @@ type send struct {
 	dev      uint32
 	convType uint8
 	target   uint64
+	outcome  ledger.Outcome
+	tries    uint8
+	status   uint16
+	started  time.Duration
+	conv     uint64 // the ACK's conversation, or the attempt's (0: not known)
 }
 
 // ack is what an ACKed attempt promised.
@@ -108,7 +115,7 @@ func newEvidence() *evidence {
 		sends: map[uint64]send{}, acks: map[uint64]ack{}, ackByTick: map[uint64]uint64{}, unknown: map[uint64]send{},
 		attempts: map[string]int{"ok": 0, "fail": 0, "unknown": 0}, claims: map[uint32]uint64{},
 		hist: map[string]*hdr.Histogram{}, target: ledger.DefaultCapabilities(), cursors: map[uint32][]ledger.Cursor{},
-		failedTry: map[uint64]bool{}, sendConv: map[uint64]uint64{},
+		failed: map[uint64]send{},
 	}
 	for _, n := range []string{"response", "service", "send_delay"} {
 		ev.hist[n] = newLatencyHist()
@@ -199,14 +206,18 @@ func (ev *evidence) action(r *ledger.Record) {
 // header takes a shard's header: the target it states (the first one
 // stated wins; the reference when none is).
 func (ev *evidence) header(h ledger.Header) {
-	if h.Target != nil && !ev.targetSeen {
+	switch {
+	case h.Target == nil:
+	case !ev.targetSeen:
 		ev.target, ev.targetSeen = *h.Target, true
+	case !reflect.DeepEqual(*h.Target, ev.target) && ev.targetClash == "":
+		ev.targetClash = fmt.Sprintf("shard %d of run %s states target %+v, another %+v: judged as the first", h.Shard, h.RunID, *h.Target, ev.target)
 	}
 }
 
 func (ev *evidence) attempt(a ledger.Attempt) {
 	ev.attempts[a.Outcome.String()]++
-	s := send{dev: a.Dev, convType: a.ConvType, target: a.Target}
+	s := send{dev: a.Dev, convType: a.ConvType, target: a.Target, outcome: a.Outcome, tries: a.Tries, status: a.Status, started: a.Started, conv: a.ConvID}
 	ev.sends[a.Tick] = s
 	switch a.Outcome {
 	case ledger.OK:
@@ -220,12 +231,13 @@ func (ev *evidence) attempt(a ledger.Attempt) {
 	case ledger.Unknown:
 		ev.unknown[a.Tick] = s
 	case ledger.Fail:
+		// A refusal after a try of unknown outcome does not say that
+		// nothing happened: such a send is of unknown outcome too.
 		if a.TriedUnknown {
-			ev.failedTry[a.Tick] = true
+			ev.unknown[a.Tick] = s
+		} else if a.Tries > 0 {
+			ev.failed[a.Tick] = s
 		}
-	}
-	if a.Outcome != ledger.OK && a.ConvID != 0 {
-		ev.sendConv[a.Tick] = a.ConvID
 	}
 	ev.hist["send_delay"].RecordValue(us(a.Started - a.Intended))
 }

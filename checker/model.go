@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -101,6 +102,8 @@ const (
 	byNothing = iota // no ACK and no send of unknown outcome: unexplained
 	byAck            // its ACK
 	byUnknown        // the send of unknown outcome its content names: recovered
+	byFailed         // a send answered with a definite error: failed-but-stored
+	byRetry          // a second message of a retried send on a target without idempotent send
 )
 
 // explanation is how the ledger accounts for one msg_id.
@@ -147,6 +150,12 @@ type (
 		seq, lastSeq             uint64 // witnessed inboxes: the seqs
 		src                      string // "device" or a witness
 		id                       uint64
+	}
+	// strayMsg: a message of a failed send, or a second one of a retried
+	// send (other: the first), and where it was seen first.
+	strayMsg struct {
+		msg, tick, other uint64
+		at               seenAt
 	}
 	// missing: a recipient device that never stored a message.
 	missing struct {
@@ -198,6 +207,8 @@ type model struct {
 	recConv       map[uint64]convAt // recovered msg_id -> where its first copy put it
 	convDoubles   []misplaced       // one msg_id at two conv_seqs (uid: the conversation)
 	convConflicts []misplaced       // one conv_seq holding two msg_ids
+	failedStored  []strayMsg        // messages of sends answered with a definite error
+	retried       []strayMsg        // second messages of retried sends (no idempotent send)
 	// Indexes built on first use: uid -> conv_id -> its inbox seqs; (uid,
 	// seq) -> when retention deleted it.
 	byConv     map[uint64]map[uint64][]uint64
@@ -208,6 +219,7 @@ type model struct {
 	// (nil: not made).
 	historyJudged func(conv uint64) bool
 	retention     []ledger.RetentionSettings
+	liveness      *Liveness // the run's heal time and bound (nil: none stated)
 }
 
 // convAt is a place in a conversation.
@@ -284,8 +296,12 @@ func (m *model) dev(id uint32) *deviceLog {
 
 // observe puts msg_id msg of conversation conv at (uid, seq) into the
 // uid's inbox log, keeping what put reports (src and id name the
-// observation; seen is when a read of the store showed it, or never).
+// observation; seen is when a read of the store showed it, or never). A
+// target without a per-user inbox has no inbox log.
 func (m *model) observe(uid, seq, msg, conv uint64, seen time.Duration, src string, id uint64) {
+	if !m.ev.target.Inbox {
+		return // no inbox log: deliveries carry no inbox seq
+	}
 	l := m.inbox[uid]
 	if l == nil {
 		l = newInboxLog()
@@ -363,6 +379,7 @@ func (m *model) delivery(d *ledger.Delivery) {
 	if _, known := m.recConv[d.MsgID]; x.by == byUnknown && !known {
 		m.recConv[d.MsgID] = convAt{d.ConvID, d.ConvSeq}
 	}
+	m.stray(x, d.MsgID, seenAt{src: "device", id: uint64(d.Dev)})
 	switch {
 	case x.by == byNothing:
 		m.unexpected = append(m.unexpected, unexplained{msg: d.MsgID, tick: d.Tick, other: x.other, why: x.why, src: "device", id: uint64(d.Dev), seq: d.Seq})
@@ -410,32 +427,75 @@ func (m *model) recover() {
 
 // explain says how the ledger accounts for msg_id msg whose content names
 // send tick (0: none): by its ACK; by the send of unknown outcome it
-// recovers (recover); or not at all: a second msg_id for a send of unknown
-// outcome, another msg_id than the one the send's ACK names, or a message
-// no send names.
+// recovers (recover); by a send answered with a definite error (failed,
+// yet stored); by a send retried on a target without idempotent send (a
+// second message of it); or not at all: a second msg_id for a send of
+// unknown outcome, another msg_id than the one the send's ACK names (on a
+// target whose send is idempotent, or a send tried once), or a message no
+// send names.
 func (m *model) explain(msg, tick uint64) explanation {
-	if a, ok := m.ev.acks[msg]; ok {
-		return explanation{by: byAck, tick: a.tick, rcpt: m.ev.recipients(m.ev.sends[a.tick])}
+	ev := m.ev
+	if a, ok := ev.acks[msg]; ok {
+		return explanation{by: byAck, tick: a.tick, rcpt: ev.recipients(ev.sends[a.tick])}
 	}
 	if t, ok := m.recovered[msg]; ok {
-		return explanation{by: byUnknown, tick: t, rcpt: m.ev.recipients(m.ev.unknown[t])}
+		return explanation{by: byUnknown, tick: t, rcpt: ev.recipients(ev.unknown[t])}
 	}
 	if tick == 0 {
 		return explanation{}
 	}
+	retried := !ev.target.IdempotentSend && ev.sends[tick].tries > 1
 	if prev, ok := m.recTick[tick]; ok {
+		if retried {
+			return explanation{by: byRetry, tick: tick, other: prev, rcpt: ev.recipients(ev.sends[tick])}
+		}
 		return explanation{tick: tick, why: whySecondOfSend, other: prev}
 	}
-	if other, acked := m.ev.ackByTick[tick]; acked {
+	if other, acked := ev.ackByTick[tick]; acked {
+		if retried {
+			return explanation{by: byRetry, tick: tick, other: other, rcpt: ev.recipients(ev.sends[tick])}
+		}
 		return explanation{tick: tick, why: whyOtherOfAcked, other: other}
 	}
+	if s, ok := ev.failed[tick]; ok {
+		return explanation{by: byFailed, tick: tick, rcpt: ev.recipients(s)}
+	}
 	return explanation{}
+}
+
+// stray keeps a message that a failed send or a retry explains, for
+// failed-but-stored and retry-duplicate; at says where it was seen.
+func (m *model) stray(x explanation, msg uint64, at seenAt) {
+	switch x.by {
+	case byFailed:
+		m.failedStored = append(m.failedStored, strayMsg{msg: msg, tick: x.tick, at: at})
+	case byRetry:
+		m.retried = append(m.retried, strayMsg{msg: msg, tick: x.tick, other: x.other, at: at})
+	}
+}
+
+// seenAt names an observation: a device, a uid's inbox in a witness, or a
+// conversation's history (src and id).
+type seenAt struct {
+	src      string
+	id, conv uint64
+}
+
+func (s seenAt) String() string {
+	switch {
+	case s.src == "device":
+		return fmt.Sprintf("device %d", s.id)
+	case s.conv != 0:
+		return fmt.Sprintf("conv %d's history (%s %d)", s.conv, s.src, s.id)
+	}
+	return fmt.Sprintf("uid %d's inbox (%s)", s.id, s.src)
 }
 
 // explainWitnessed explains a msg_id a witness saw, and keeps it if it is
 // in the inbox of a uid it is not addressed to.
 func (m *model) explainWitnessed(msg uint64, x *witnessed) {
 	e := m.explain(msg, x.tick)
+	m.stray(e, msg, seenAt{src: x.src[0], id: x.uids[0]})
 	if e.by == byNothing {
 		m.unexpected = append(m.unexpected, unexplained{msg: msg, tick: x.tick, other: e.other, why: e.why, src: x.src[0]})
 		return

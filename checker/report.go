@@ -122,6 +122,12 @@ func judge(m *model) *Verdict {
 	v.Target = ev.target.Driver
 	v.Conversations = ev.convCounts()
 	_ = v.Judge(nil)
+	if ev.targetClash != "" {
+		v.Warnings = append(v.Warnings, ev.targetClash)
+	}
+	if n := findings[RetryDuplicate].Count; n > 0 {
+		v.Warnings = append(v.Warnings, fmt.Sprintf("%d messages are second copies of retried sends (the target has no idempotent send): their users see them twice (retry-duplicate, not deciding)", n))
+	}
 	for _, ch := range checks {
 		if !ch.Made && !ch.Unexercised {
 			v.Warnings = append(v.Warnings, fmt.Sprintf("not checked: %s (%s): %v judged without it", ch.Name, ch.Detail, ch.Findings))
@@ -152,6 +158,15 @@ func notMade(findings map[string]*Finding, checks []CheckResult) {
 	for n, w := range why {
 		if f := findings[n]; f != nil && !made[n] && !judgedAnyway[n] {
 			f.NotMade = strings.Join(w, "; ")
+		}
+	}
+	// On a target without an inbox, the inbox findings have no meaning
+	// whatever else feeds them.
+	for _, c := range checks {
+		if c.Name == CheckInbox && !c.Made {
+			for _, n := range c.Findings {
+				findings[n].NotMade = c.Name + ": " + c.Detail
+			}
 		}
 	}
 }

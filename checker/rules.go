@@ -39,6 +39,10 @@ var rules = []rule{
 	{ConvPullWrong, validateConvPull},
 	{RetentionUnpulled, validateRetentionUnpulled},
 	{RetentionEarly, validateRetentionEarly},
+	{FailedButStored, validateFailedButStored},
+	{RefusedAfterHeal, validateRefusedAfterHeal},
+	{UnexplainedGap, validateUnexplainedGap},
+	{RetryDuplicate, validateRetryDuplicate},
 }
 
 // validateUnexpected: every message the model could not account for, or

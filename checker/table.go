@@ -94,7 +94,7 @@ func (v *Verdict) WriteTable(w io.Writer) {
 // FindingsLegend defines the columns of the findings rows: count is in each
 // finding's own unit, msg_ids lists distinct messages, so the two differ
 // where one message counts more than once.
-const FindingsLegend = "(count: distinct messages, except duplicated: one per extra copy a device stored; history-mismatch also counts clear watermarks, history-view and conv-pull also count pages wrong without a message to name; pairs: (message, device) pairs for lost and skipped, (message, uid) for the store findings, (row, device) for retention-unpulled; msg_ids: the distinct messages; NOT MADE: no check that feeds it was made, see the checks)"
+const FindingsLegend = "(count: distinct messages, except duplicated: one per extra copy a device stored; history-mismatch also counts clear watermarks, history-view and conv-pull also count pages wrong without a message to name, refused-after-heal counts refused sends, unexplained-gap conv_seqs; pairs: (message, device) pairs for lost and skipped, (message, uid) for the store findings, (row, device) for retention-unpulled; msg_ids: the distinct messages; NOT MADE: no check that feeds it was made, see the checks)"
 
 // LatencyLegend defines the latency rows of the verdict table (and of the
 // load summary, whose histograms follow the same definitions).
