@@ -456,6 +456,18 @@ func TestRetention(t *testing.T) {
 	}
 }
 
+// TestLostInStoreRetained: a row the server's retention deleted is not
+// lost-in-store (retention-unpulled and retention-early judge the
+// deletion); one gone without a deletion record is.
+func TestLostInStoreRetained(t *testing.T) {
+	c := convValid()
+	c.stored = slices.DeleteFunc(slices.Clone(c.witness), func(x ledger.Witness) bool { return x.UID == 2 && x.MsgID == 101 })
+	c.notes = append(c.notes, ledger.Note{Check: CheckStoreWitness, Made: true, UIDs: 3})
+	expect(t, c.check(t), true, want{"recovered": {104}})
+	c.dels = nil
+	expect(t, c.check(t), false, want{"recovered": {104}, LostInStore: {101}})
+}
+
 // TestOlderLedgerConversation: a version 2 ledger has none of the
 // conversation evidence: its checks are named, not exercised, no gap; the
 // findings they feed say why they are not made.

@@ -122,3 +122,14 @@ func (m *model) retained(uid, seq uint64, t time.Duration) bool {
 	at, ok := m.deleted[[2]uint64{uid, seq}]
 	return ok && at <= t
 }
+
+// retainedMsg says retention deleted uid's inbox row of msg (at any time).
+func (m *model) retainedMsg(uid, msg uint64) bool {
+	if m.deletedMsg == nil {
+		m.deletedMsg = map[[2]uint64]bool{}
+		for _, d := range m.ev.deletions {
+			m.deletedMsg[[2]uint64{d.UID, d.MsgID}] = true
+		}
+	}
+	return m.deletedMsg[[2]uint64{uid, msg}]
+}

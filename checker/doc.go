@@ -115,7 +115,9 @@
 //   - lost-in-store: an ACKed (or recovered) message missing from the stored
 //     inbox of one of its recipient uids, whatever devices got by push or
 //     from a cache. Listed per message; (message, uid) pairs counted. Judged
-//     only for uids whose store witness was read whole.
+//     only for uids whose store witness was read whole, and not for a row
+//     the server's retention says it deleted (the retention findings judge
+//     that deletion).
 //   - unstored-at-ack: a read-after-ACK probe found the store without what
 //     the server's ack policy promises at the ACK: strict, the probed uid's
 //     inbox row and the msg_content row; store, msg_content; outbox,

@@ -213,6 +213,7 @@ type model struct {
 	// seq) -> when retention deleted it.
 	byConv     map[uint64]map[uint64][]uint64
 	deleted    map[[2]uint64]time.Duration
+	deletedMsg map[[2]uint64]bool         // (uid, msg_id) retention deleted
 	claimIndex map[uint32][]ledger.Cursor // device -> its claims by time, with the highest seq so far
 	// The scope the version 3 checks set: the conversations the history
 	// witness judges (nil: not made); the retention settings in force

@@ -176,14 +176,16 @@ func validateSkipped(m *model, f *marker) {
 }
 
 // validateLostInStore: an ACKed or recovered message missing from the
-// stored inbox of a recipient uid whose store witness was read whole.
+// stored inbox of a recipient uid whose store witness was read whole, and
+// not deleted there by the server's retention (the retention findings
+// judge that deletion).
 func validateLostInStore(m *model, f *marker) {
 	if m.storeJudged == nil {
 		return
 	}
 	check := func(msg uint64, s send) {
 		for _, u := range m.ev.recipients(s) {
-			if m.storeJudged(u) && !m.stored[u][msg] {
+			if m.storeJudged(u) && !m.stored[u][msg] && !m.retainedMsg(u, msg) {
 				f.pair()
 				f.mark(msg, u, "msg_id %d is not in uid %d's stored inbox (store witness)", msg, u)
 			}

@@ -167,139 +167,144 @@ func (d *decoder) next(r *Record) error {
 		}
 		*r = Record{Kind: k}
 		var e errs
-		switch k {
-		case KindDevice:
-			r.Device.Kind = DeviceKind(sub)
-			r.Device.Dev = uint32(e.u(d))
-			r.Device.UID = e.u(d)
-			n := e.u(d)
-			if e.err == nil && n > maxDIDLen {
-				return fmt.Errorf("device id length %d", n)
-			}
-			if e.err == nil {
-				b := make([]byte, n)
-				if _, err := io.ReadFull(d.r, b); err != nil {
-					return io.ErrUnexpectedEOF
-				}
-				r.Device.DID = string(b)
-			}
-		case KindGroup:
-			r.Group.GroupID = e.u(d)
-			n := e.u(d)
-			if e.err == nil && n > MaxGroupMembers {
-				return fmt.Errorf("group of %d members", n)
-			}
-			for i := uint64(0); i < n && e.err == nil; i++ {
-				r.Group.Members = append(r.Group.Members, e.u(d))
-			}
-		case KindAttempt:
-			a := &r.Attempt
-			a.Outcome = Outcome(sub & 3)
-			a.TriedUnknown = sub&attemptTriedUnknown != 0
-			d.st.prevTick += uint64(e.s(d))
-			a.Tick = d.st.prevTick
-			a.Dev = uint32(e.u(d))
-			a.ConvType = uint8(e.u(d))
-			a.Target = e.u(d)
-			d.st.prevIntended += e.s(d)
-			a.Intended = time.Duration(d.st.prevIntended)
-			a.Started = a.Intended + time.Duration(e.s(d))
-			a.Ended = a.Started + time.Duration(e.s(d))
-			a.Tries = uint8(e.u(d))
-			if a.Outcome != OK {
-				a.Status = uint16(e.u(d))
-				if sub&attemptConv != 0 {
-					a.ConvID = e.c(d)
-				}
-			} else {
-				a.Status = 200
-				d.st.prevMsgID += uint64(e.s(d))
-				a.MsgID = d.st.prevMsgID
-				a.ConvID = e.c(d)
-				a.ConvSeq = e.u(d)
-			}
-		case KindDelivery:
-			v := &r.Delivery
-			v.Via = Via(sub)
-			v.Dev = uint32(e.u(d))
-			v.Seq = d.st.devSeq[v.Dev] + uint64(e.s(d))
-			d.st.devSeq[v.Dev] = v.Seq
-			d.st.prevMsgID += uint64(e.s(d))
-			v.MsgID = d.st.prevMsgID
-			v.ConvID = e.c(d)
-			v.ConvSeq = e.u(d)
-			d.st.prevDTick += uint64(e.s(d))
-			v.Tick = d.st.prevDTick
-			d.st.prevAt += e.s(d)
-			v.At = time.Duration(d.st.prevAt) * time.Microsecond
-		case KindCursor:
-			c := &r.Cursor
-			c.Status = CursorStatus(sub)
-			c.Dev = uint32(e.u(d))
-			c.Seq = e.u(d)
-			d.st.prevAt += e.s(d)
-			c.At = time.Duration(d.st.prevAt) * time.Microsecond
-		case KindWitness, KindStored:
-			w := &r.Witness
-			w.UID = e.u(d)
-			w.Seq = e.u(d)
-			d.st.prevMsgID += uint64(e.s(d))
-			w.MsgID = d.st.prevMsgID
-			w.ConvID = e.c(d)
-			w.ConvSeq = e.u(d)
-			if sub >= 1 || k == KindStored {
-				w.Tick = e.u(d)
-			}
-		case KindProbe:
-			p := &r.Probe
-			p.Status = ProbeStatus(sub)
-			p.Tick = e.u(d)
-			d.st.prevMsgID += uint64(e.s(d))
-			p.MsgID = d.st.prevMsgID
-			p.UID = e.u(d)
-			p.Found = uint8(e.u(d))
-			p.HTTP = uint16(e.u(d))
-			d.st.prevAt += e.s(d)
-			p.At = time.Duration(d.st.prevAt) * time.Microsecond
-		case KindNote:
-			n := e.u(d)
-			if e.err == nil && n > MaxNoteBytes {
-				return fmt.Errorf("note of %d bytes", n)
-			}
-			if e.err == nil {
-				b := make([]byte, n)
-				if _, err := io.ReadFull(d.r, b); err != nil {
-					return io.ErrUnexpectedEOF
-				}
-				if err := json.Unmarshal(b, &r.Note); err != nil {
-					return fmt.Errorf("note: %v", err)
-				}
-			}
-		case KindAction:
-			if err := d.action(r, Action(sub), &e); err != nil {
-				return err
-			}
-		case KindHistory:
-			if err := d.history(r, HistoryPart(sub), &e); err != nil {
-				return err
-			}
-		case KindRetention:
-			d.retention(r, sub, &e)
-		case kindExt:
-			skip, err := d.ext(r, &e)
-			if err != nil {
-				return err
-			}
-			if skip {
-				r.Kind = kindExt // counted, not passed on
-			}
-		case KindEnd:
-			r.Count = e.u(d)
-		default:
-			return fmt.Errorf("unknown record kind %d", k)
+		if err := d.record(r, k, sub, &e); err != nil {
+			return err
 		}
 		return e.err
 	}
+}
+
+// record decodes the fields of a record of kind k and sub-kind sub. An
+// error is a malformed record; a short one is in e.
+func (d *decoder) record(r *Record, k Kind, sub uint8, e *errs) error {
+	switch k {
+	case KindDevice:
+		return d.device(r, sub, e)
+	case KindGroup:
+		return d.group(r, e)
+	case KindAttempt:
+		d.attempt(&r.Attempt, sub, e)
+	case KindDelivery:
+		d.delivery(&r.Delivery, sub, e)
+	case KindCursor:
+		c := &r.Cursor
+		c.Status, c.Dev, c.Seq = CursorStatus(sub), uint32(e.u(d)), e.u(d)
+		c.At = d.micro(e)
+	case KindWitness, KindStored:
+		w := &r.Witness
+		w.UID, w.Seq, w.MsgID, w.ConvID, w.ConvSeq = e.u(d), e.u(d), d.msgID(e), e.c(d), e.u(d)
+		if sub >= 1 || k == KindStored {
+			w.Tick = e.u(d)
+		}
+	case KindProbe:
+		p := &r.Probe
+		p.Status, p.Tick, p.MsgID, p.UID = ProbeStatus(sub), e.u(d), d.msgID(e), e.u(d)
+		p.Found, p.HTTP = uint8(e.u(d)), uint16(e.u(d))
+		p.At = d.micro(e)
+	case KindNote:
+		return d.note(r, e)
+	case KindAction:
+		return d.action(r, Action(sub), e)
+	case KindHistory:
+		return d.history(r, HistoryPart(sub), e)
+	case KindRetention:
+		d.retention(r, sub, e)
+	case kindExt:
+		skip, err := d.ext(r, e)
+		if err != nil {
+			return err
+		}
+		if skip {
+			r.Kind = kindExt // counted, not passed on
+		}
+	case KindEnd:
+		r.Count = e.u(d)
+	default:
+		return fmt.Errorf("unknown record kind %d", k)
+	}
+	return nil
+}
+
+func (d *decoder) device(r *Record, sub uint8, e *errs) error {
+	r.Device.Kind = DeviceKind(sub)
+	r.Device.Dev = uint32(e.u(d))
+	r.Device.UID = e.u(d)
+	n := e.u(d)
+	if e.err != nil {
+		return nil
+	}
+	if n > maxDIDLen {
+		return fmt.Errorf("device id length %d", n)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(d.r, b); err != nil {
+		return io.ErrUnexpectedEOF
+	}
+	r.Device.DID = string(b)
+	return nil
+}
+
+func (d *decoder) group(r *Record, e *errs) error {
+	r.Group.GroupID = e.u(d)
+	n := e.u(d)
+	if e.err == nil && n > MaxGroupMembers {
+		return fmt.Errorf("group of %d members", n)
+	}
+	for i := uint64(0); i < n && e.err == nil; i++ {
+		r.Group.Members = append(r.Group.Members, e.u(d))
+	}
+	return nil
+}
+
+func (d *decoder) attempt(a *Attempt, sub uint8, e *errs) {
+	a.Outcome = Outcome(sub & 3)
+	a.TriedUnknown = sub&attemptTriedUnknown != 0
+	d.st.prevTick += uint64(e.s(d))
+	a.Tick = d.st.prevTick
+	a.Dev, a.ConvType, a.Target = uint32(e.u(d)), uint8(e.u(d)), e.u(d)
+	d.st.prevIntended += e.s(d)
+	a.Intended = time.Duration(d.st.prevIntended)
+	a.Started = a.Intended + time.Duration(e.s(d))
+	a.Ended = a.Started + time.Duration(e.s(d))
+	a.Tries = uint8(e.u(d))
+	if a.Outcome != OK {
+		a.Status = uint16(e.u(d))
+		if sub&attemptConv != 0 {
+			a.ConvID = e.c(d)
+		}
+		return
+	}
+	a.Status = 200
+	a.MsgID, a.ConvID, a.ConvSeq = d.msgID(e), e.c(d), e.u(d)
+}
+
+func (d *decoder) delivery(v *Delivery, sub uint8, e *errs) {
+	v.Via = Via(sub)
+	v.Dev = uint32(e.u(d))
+	v.Seq = d.st.devSeq[v.Dev] + uint64(e.s(d))
+	d.st.devSeq[v.Dev] = v.Seq
+	v.MsgID, v.ConvID, v.ConvSeq = d.msgID(e), e.c(d), e.u(d)
+	d.st.prevDTick += uint64(e.s(d))
+	v.Tick = d.st.prevDTick
+	v.At = d.micro(e)
+}
+
+func (d *decoder) note(r *Record, e *errs) error {
+	n := e.u(d)
+	if e.err != nil {
+		return nil
+	}
+	if n > MaxNoteBytes {
+		return fmt.Errorf("note of %d bytes", n)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(d.r, b); err != nil {
+		return io.ErrUnexpectedEOF
+	}
+	if err := json.Unmarshal(b, &r.Note); err != nil {
+		return fmt.Errorf("note: %v", err)
+	}
+	return nil
 }
 
 // act decodes the fields every action has.

@@ -50,13 +50,15 @@ func TestEvidenceGapsOfVerdict(t *testing.T) {
 		}
 		return v
 	}
+	// Exercised: the pull and store witness, read-after-ACK, and the
+	// inbox the reference server keeps.
 	v := judge()
-	if g := evidenceGaps(v); len(g) != 0 || exercised(v) != 3 || len(v.Checks) <= 3 || !v.Valid {
+	if g := evidenceGaps(v); len(g) != 0 || exercised(v) != 4 || len(v.Checks) <= 4 || !v.Valid {
 		t.Fatalf("gaps %v, %d exercised of %d checks, valid %v", g, exercised(v), len(v.Checks), v.Valid)
 	}
 	v = judge(ledger.Note{Check: checker.CheckHistoryWitness, Made: true, Convs: 1})
 	g := evidenceGaps(v)
-	if len(g) != 1 || !strings.HasPrefix(g[0], checker.CheckHistoryWitness+" not made") || exercised(v) != 4 {
+	if len(g) != 1 || !strings.HasPrefix(g[0], checker.CheckHistoryWitness+" not made") || exercised(v) != 5 {
 		t.Fatalf("a history not drained: gaps %v, %d exercised", g, exercised(v))
 	}
 	if !slices.Contains(v.Unmade(), checker.CheckHistoryWitness) {
