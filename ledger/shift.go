@@ -22,5 +22,49 @@ func (r *Record) Shift(d time.Duration) {
 		r.Cursor.At += d
 	case KindProbe:
 		r.Probe.At += d
+	case KindAction:
+		if x := r.Act(); x != nil {
+			x.Intended += d
+			x.Started += d
+			x.Ended += d
+		}
+	case KindHistory:
+		switch r.HistoryPart {
+		case PartSlot:
+			r.Slot.At += d
+		case PartWatermark:
+			r.Watermark.At += d
+		case PartHead:
+			r.Head.At += d
+		}
+	case KindRetention:
+		if r.IsSettings {
+			r.Settings.At += d
+			return
+		}
+		r.Deletion.CreatedAt += d
+		r.Deletion.DeletedAt += d
+	case KindDelRange:
+		r.DelRange.At += d
 	}
+}
+
+// Act is the common part of an action record (nil for other kinds).
+func (r *Record) Act() *Act {
+	if r.Kind != KindAction {
+		return nil
+	}
+	switch r.Action {
+	case ActConvPull:
+		return &r.ConvPull.Act
+	case ActHistory:
+		return &r.History.Act
+	case ActRevoke, ActDelete:
+		return &r.MsgAction.Act
+	case ActClear:
+		return &r.Clear.Act
+	case ActRead:
+		return &r.Read.Act
+	}
+	return nil
 }

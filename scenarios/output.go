@@ -102,6 +102,9 @@ func HTMLReport(res *Result) *report.Report {
 		if len(ex) > 10 {
 			ex = ex[:10]
 		}
+		if f.NotMade != "" { // a count of 0 that says nothing
+			ex = append([]string{"NOT MADE: " + f.NotMade}, ex...)
+		}
 		rep.Findings = append(rep.Findings, report.Finding{Name: f.Name, Count: f.Count, Examples: ex, MsgIDs: f.MsgIDs})
 	}
 	for _, c := range res.Checks {

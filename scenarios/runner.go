@@ -502,11 +502,14 @@ func allowances(e ExpectSpec) map[string]int {
 // not gathered, why: a witness (pull or store, read after the drain, healed)
 // that was not made or only partly made leaves findings unjudged, so it
 // fails the scenario. Read-after-ACK probes run during the faults, so some
-// failing to read is expected: only probes not made at all are a gap.
+// failing to read is expected: only probes not made at all are a gap. A
+// check the run did not exercise (the target lacks it, the run did none of
+// it) is no gap.
 func evidenceGaps(v *checker.Verdict) []string {
 	var out []string
 	for _, c := range v.Checks {
 		switch {
+		case c.Unexercised:
 		case !c.Made:
 			out = append(out, c.Name+" not made: "+c.Detail)
 		case c.Partial && c.Name != checker.CheckReadAfterAck:
@@ -516,9 +519,20 @@ func evidenceGaps(v *checker.Verdict) []string {
 	return out
 }
 
+// exercised counts the checks whose evidence the run set out to gather.
+func exercised(v *checker.Verdict) int {
+	n := 0
+	for _, c := range v.Checks {
+		if !c.Unexercised {
+			n++
+		}
+	}
+	return n
+}
+
 func observe(v *checker.Verdict, sum *loadgen.Summary, lag []LagSample, truncated uint64, lc loadgen.Config) Observed {
 	o := Observed{Checked: true, Valid: v.Valid, Findings: map[string]uint64{}, TruncatedPulls: truncated,
-		Evidence: len(v.Checks), EvidenceGaps: evidenceGaps(v)}
+		Evidence: exercised(v), EvidenceGaps: evidenceGaps(v)}
 	for name, f := range v.Findings {
 		o.Findings[name] = uint64(f.Count)
 	}
@@ -556,7 +570,7 @@ func findings(v *checker.Verdict) []FindingSummary {
 		if len(ids) > MaxListedIDs {
 			ids = ids[:MaxListedIDs]
 		}
-		out = append(out, FindingSummary{Name: name, Count: uint64(f.Count), Pairs: uint64(f.Pairs), MsgIDs: ids, Examples: f.Examples})
+		out = append(out, FindingSummary{Name: name, Count: uint64(f.Count), Pairs: uint64(f.Pairs), MsgIDs: ids, Examples: f.Examples, NotMade: f.NotMade})
 	}
 	return out
 }
