@@ -47,7 +47,9 @@
 //
 // With Config.LabRoutes the api role also mounts the lab routes GET
 // /v1/lab/inbox and GET /v1/lab/stored (ref/api; read by ref/pull's
-// StoreReader straight from MySQL), off by default.
+// StoreReader straight from MySQL) and GET /v1/lab/history (the history
+// witness: ref/history's Service.Witness straight from MongoDB; 501
+// without MongoDB), off by default.
 //
 // With MongoDB the api role also mounts POST /v1/admin/msg/purge
 // ({"conv_id","conv_seq"}: physical delete; only for the uids in
@@ -642,6 +644,9 @@ func StartAPI(ctx context.Context, p *Process) (func(context.Context) error, err
 			return nil, fmt.Errorf("api: %w", err)
 		}
 		deps.Lab = lab
+		if p.hist != nil {
+			deps.LabHistory = p.hist.svc
+		}
 	}
 	srv, err := api.New(p.Cfg.API, deps)
 	if err != nil {
