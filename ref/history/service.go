@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.mongodb.org/mongo-driver/bson"
 
+	"imlab/ref/defect"
 	"imlab/ref/model"
 	"imlab/ref/rkeys"
 )
@@ -225,14 +226,19 @@ func (s *Service) History(ctx context.Context, uid, convID, fromSeq, toSeq uint6
 		if seq > known {
 			break
 		}
-		items = append(items, project(slots[seq], uid, t, overflow[seq]))
+		items = append(items, project(slots[seq], uid, t, overflow[seq], s.cfg.Defects))
 	}
 	return items, nil
 }
 
-// project is the read-time rewrite of one shared slot for one viewer.
-func project(sl Slot, uid uint64, t model.ConvType, deletedByRecord bool) HistoryItem {
-	if sl.State != SlotFilled || sl.Msg == nil || deletedByRecord || sl.DeletedBy(uid) {
+// project is the read-time rewrite of one shared slot for one viewer (d:
+// the shipped defects in force, none on a correct server).
+func project(sl Slot, uid uint64, t model.ConvType, deletedByRecord bool, d defect.Set) HistoryItem {
+	deleted := sl.DeletedBy(uid)
+	if d.Has(defect.DeleteHidesForEveryone) {
+		deleted = len(sl.DelList) > 0 // the defect: anyone's delete-for-me
+	}
+	if sl.State != SlotFilled || sl.Msg == nil || deletedByRecord || deleted {
 		return HistoryItem{ConvSeq: sl.Seq, Tombstone: true}
 	}
 	it := HistoryItem{
@@ -242,7 +248,11 @@ func project(sl Slot, uid uint64, t model.ConvType, deletedByRecord bool) Histor
 		CreatedAt: sl.Msg.CreatedAt.UnixMilli(),
 		Content:   sl.Msg.Content,
 	}
-	if sl.Revoke != nil {
+	revoked := sl.Revoke != nil
+	if revoked && d.Has(defect.RevokeShownToRevokerOnly) {
+		revoked = sl.Revoke.UserID == uid // the defect: a per-user tag
+	}
+	if revoked {
 		it.Revoked = true
 		it.Content = ""
 	}
