@@ -50,6 +50,10 @@ type Puller interface {
 	// MarkServedAck is MarkServed(seq) then Ack(seq) as one write (a seq
 	// pushed over WebSocket and acknowledged).
 	MarkServedAck(ctx context.Context, uid uint64, did string, seq uint64) (uint64, error)
+	// Register makes the device known to the store before it is served
+	// anything (the WebSocket upgrade calls it), so that retention waits
+	// for its cursor (ref/pull Service.Register).
+	Register(ctx context.Context, uid uint64, did string) error
 }
 
 // LabStore is the lab's read of the store of record, bypassing every cache
