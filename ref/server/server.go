@@ -262,8 +262,9 @@ type Process struct {
 	History api.HistoryService
 
 	// repairs remembers what this process's reconciler repaired
-	// (RepairsPath).
-	repairs repairLog
+	// (RepairsPath); retention what its retention deleted (RetentionPath).
+	repairs   repairLog
+	retention retentionLog
 
 	coreOnce sync.Once
 	core     *Core
@@ -635,7 +636,8 @@ func StartAPI(ctx context.Context, p *Process) (func(context.Context) error, err
 	deps.Open = append(deps.Open, api.OpenRoute{Path: LagPath, Name: "lab_lag", Handle: p.lagAnswer},
 		api.OpenRoute{Path: LagNowPath, Name: "lab_lag_now", Handle: p.lagNowAnswer},
 		api.OpenRoute{Path: TimePath, Name: "lab_time", Handle: clockAnswer},
-		api.OpenRoute{Path: RepairsPath, Name: "lab_repairs", Handle: p.repairsAnswer})
+		api.OpenRoute{Path: RepairsPath, Name: "lab_repairs", Handle: p.repairsAnswer},
+		api.OpenRoute{Path: RetentionPath, Name: "lab_retention", Handle: p.retentionAnswer})
 	if p.Cfg.LabRoutes {
 		deps.Open = append(deps.Open, api.OpenRoute{Path: ProcsPath, Name: "lab_procs", Handle: p.procsAnswer})
 		outbox := func(ctx context.Context, msgID uint64) (int, error) { return fanout.OutboxStatus(ctx, p.DB, msgID) }
