@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"strconv"
+	"time"
 
 	"imlab/ref/retention"
 )
@@ -91,3 +92,18 @@ func (p *Process) retentionAnswer(context.Context) (any, error) { return p.Reten
 // retentionLog is the process's bounded record of what its retention
 // deleted (RetentionPath).
 type retentionLog = retention.Log
+
+// LabRetention sets cfg's retention to lab short ages (LAB ONLY: see
+// retention.Config.LabShortAges): the window maxAge, the early-deletion
+// grace pulledMinAge and the pass interval, each allowed down to seconds.
+// The result is checked as Start would check it; the error names the
+// setting.
+func LabRetention(cfg *Config, maxAge, pulledMinAge, interval time.Duration) error {
+	c := cfg.Retention
+	c.LabShortAges, c.MaxAge, c.PulledMinAge, c.Interval = true, maxAge, pulledMinAge, interval
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	cfg.Retention = c
+	return nil
+}
