@@ -49,9 +49,20 @@
 //	                      "msg_id","sender_uid","created_at","content"[,"revoked"]
 //	                      [,"tombstone"][,"is_read"],"msg_id_str"}]} projected for
 //	                      the caller.
-//	POST /v1/msg/revoke   {"conv_id","conv_seq"} -> {}   (idempotent)
+//	POST /v1/msg/revoke   {"conv_id","conv_seq"} -> {}   (idempotent; the sender only,
+//	                      403 otherwise; within the revoke window unless revoked
+//	                      already)
 //	POST /v1/msg/delete   {"conv_id","conv_seq"} -> {}   (idempotent, for the caller only)
-//	POST /v1/conv/clear   {"conv_id"} -> {"min_seq"}
+//	POST /v1/conv/clear   {"conv_id"} -> {"min_seq"}  the caller's watermark in force
+//	                      (raised to the conversation's last committed conv_seq,
+//	                      never lowered; a retry answers it again)
+//	                      Revoke and delete (and ref/server's msg/read): a conv_seq
+//	                      the send path committed but the history tier has not
+//	                      written yet is 503 unavailable and changes nothing
+//	                      (retry); one that holds no message and never will (a
+//	                      hole, physically deleted, past the end) is 404 not_found
+//	                      for revoke and delete, and skipped by msg/read, whose
+//	                      200 means every message of its range is marked.
 //	                      The four history routes are mounted with
 //	                      Deps.History = HistoryRoutes(history service); without
 //	                      it they answer 501 not_implemented.
