@@ -86,7 +86,9 @@ const (
 	// seq%size instead of (seq-1)%size, one slot up. The first message of
 	// a new bucket (conv_seq 1, 101, ...) then sits in the slot of the
 	// next conv_seq, whose update overwrites it: the message is gone from
-	// the history and its own slot reads as a hole.
+	// the history and its own slot reads as a hole. (A bucket created with
+	// several messages at once holds each one slot up; reading those seqs
+	// fails on the mismatch until the next updates overwrite them.)
 	HistoryInsertSlotShift = "history-insert-slot-shift"
 	// RevokeShownToRevokerOnly (ref/history, read-time projection): the
 	// revoke layer is applied like a per-user tag, only for the viewer who
