@@ -19,10 +19,10 @@
 // kept only by MaxAge. A uid without any device keeps everything until
 // MaxAge.
 //
-// The rule is one SQL condition (everyDevicePulled) evaluated twice: by the
-// scan, to pick candidates, and again in the deleting transaction, on the
-// rows it locks, so a device that appears or falls behind between the two
-// holds its rows back.
+// The rule is one SQL aggregate (the uid's floor, the lowest cursor of its
+// devices) evaluated twice: by the scan, per page, to pick candidates, and
+// again in the deleting transaction, on the rows it locks, so a device that
+// appears or falls behind between the two holds its rows back.
 //
 // # What was deleted
 //
@@ -204,25 +204,22 @@ func (r *Retention) RunTimer(ctx context.Context) error {
 
 type key struct{ uid, seq uint64 }
 
-// everyDevicePulled is the early-deletion rule for an offline_msg row o:
-// its uid has a device, and no device's cursor (0 when it never
-// acknowledged) is below o.seq. Devices are the rows of sync_served (every
-// device the read path has heard of) and of sync_cursor.
-const everyDevicePulled = `(EXISTS (SELECT 1 FROM sync_served d WHERE d.uid = o.uid)
-	AND NOT EXISTS (SELECT 1 FROM sync_served d LEFT JOIN sync_cursor c ON c.uid = d.uid AND c.device_id = d.device_id
-		WHERE d.uid = o.uid AND COALESCE(c.pull_seq, 0) < o.seq)
-	AND NOT EXISTS (SELECT 1 FROM sync_cursor c WHERE c.uid = o.uid AND c.pull_seq < o.seq))`
+// The early-deletion rule: a row may go early when its seq is at or
+// below its uid's floor, the lowest cursor among the uid's devices (0 for
+// a device that never acknowledged). Devices are the rows of sync_served:
+// every device the read path has heard of (an acknowledging device has one
+// too: an ack is refused past the served mark). A uid without a device has
+// no floor (NULL): nothing of it goes early. The floor is one SQL
+// aggregate over devicesOf, used grouped by uid for a scanned page and
+// correlated to the row in the deleting transaction.
+const devicesOf = `FROM sync_served d LEFT JOIN sync_cursor c ON c.uid = d.uid AND c.device_id = d.device_id`
 
-// mostAdvancedDevicePulled is defect.RetentionMostAdvancedDevice's rule:
-// "the user has pulled past it" read as the highest cursor of its devices.
-const mostAdvancedDevicePulled = `(SELECT MAX(c.pull_seq) FROM sync_cursor c WHERE c.uid = o.uid) >= o.seq`
-
-// pulledRule is the rule in force.
-func (r *Retention) pulledRule() string {
+// floorAgg is the floor's aggregate.
+func (r *Retention) floorAgg() string {
 	if r.cfg.Defects.Has(defect.RetentionMostAdvancedDevice) {
-		return mostAdvancedDevicePulled
+		return "MAX(COALESCE(c.pull_seq, 0))" // the defect: "the user pulled it" by the most advanced device
 	}
-	return everyDevicePulled
+	return "MIN(COALESCE(c.pull_seq, 0))"
 }
 
 // cutoffs are the two age limits of a pass at now: rows created before
@@ -274,32 +271,78 @@ type scanPage struct {
 }
 
 // scan reads one key-order page after (uid, seq) and picks the rows that
-// may go: expired, or old enough and pulled by every device.
+// may go: expired, or old enough and at or below their uid's floor.
 func (r *Retention) scan(ctx context.Context, uid, seq uint64, expired, pulled time.Time) (scanPage, error) {
 	var p scanPage
-	rows, err := r.db.QueryContext(ctx, `SELECT o.uid, o.seq, o.created_at < ? OR (o.created_at <= ? AND `+r.pulledRule()+`)
-		FROM offline_msg o WHERE o.uid > ? OR (o.uid = ? AND o.seq > ?) ORDER BY o.uid, o.seq LIMIT ?`,
-		expired, pulled, uid, uid, seq, r.cfg.ScanPage)
+	rows, err := r.db.QueryContext(ctx, `SELECT uid, seq, created_at FROM offline_msg
+		WHERE uid > ? OR (uid = ? AND seq > ?) ORDER BY uid, seq LIMIT ?`, uid, uid, seq, r.cfg.ScanPage)
 	if err != nil {
 		return p, fmt.Errorf("retention: scan: %w", err)
 	}
-	defer rows.Close()
+	type row struct {
+		key
+		at time.Time
+	}
+	var page []row
 	for rows.Next() {
-		var k key
-		var may sql.NullBool
-		if err := rows.Scan(&k.uid, &k.seq, &may); err != nil {
+		var x row
+		if err := rows.Scan(&x.uid, &x.seq, &x.at); err != nil {
+			rows.Close()
 			return p, fmt.Errorf("retention: scan row: %w", err)
 		}
-		p.n++
-		p.last = k
-		if may.Valid && may.Bool {
-			p.candidates = append(p.candidates, k)
-		}
+		page = append(page, x)
 	}
+	rows.Close()
 	if err := rows.Err(); err != nil {
 		return p, fmt.Errorf("retention: rows: %w", err)
 	}
+	if p.n = len(page); p.n == 0 {
+		return p, nil
+	}
+	p.last = page[len(page)-1].key
+	var early []uint64 // uids with a row old enough to go early
+	for _, x := range page {
+		if !x.at.Before(expired) && !x.at.After(pulled) && (len(early) == 0 || early[len(early)-1] != x.uid) {
+			early = append(early, x.uid)
+		}
+	}
+	floor, err := r.floors(ctx, early)
+	if err != nil {
+		return p, err
+	}
+	for _, x := range page {
+		f, ok := floor[x.uid]
+		if x.at.Before(expired) || (!x.at.After(pulled) && ok && x.seq <= f) {
+			p.candidates = append(p.candidates, x.key)
+		}
+	}
 	return p, nil
+}
+
+// floors reads the floor of each uid that has a device.
+func (r *Retention) floors(ctx context.Context, uids []uint64) (map[uint64]uint64, error) {
+	out := make(map[uint64]uint64, len(uids))
+	if len(uids) == 0 {
+		return out, nil
+	}
+	args := make([]any, len(uids))
+	for i, u := range uids {
+		args[i] = u
+	}
+	rows, err := r.db.QueryContext(ctx, "SELECT d.uid, "+r.floorAgg()+" "+devicesOf+" WHERE d.uid IN ("+
+		strings.TrimSuffix(strings.Repeat("?,", len(uids)), ",")+") GROUP BY d.uid", args...)
+	if err != nil {
+		return nil, fmt.Errorf("retention: device cursors: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var u, f uint64
+		if err := rows.Scan(&u, &f); err != nil {
+			return nil, fmt.Errorf("retention: device cursor row: %w", err)
+		}
+		out[u] = f
+	}
+	return out, rows.Err()
 }
 
 // delete deletes the candidates in batches of DeleteBatch, each one
@@ -353,12 +396,12 @@ func (r *Retention) deleteBatch(ctx context.Context, keys []key, expired, pulled
 	args = append(args, expired)
 	args = appendKeys(args, keys)
 	args = append(args, expired, pulled)
-	// The rule's subqueries are plain reads (a locking clause does not
-	// reach into subqueries): under READ COMMITTED they see every device
-	// committed before this statement, and take no lock on the cursors.
+	// The floor's subquery is a plain read (a locking clause does not
+	// reach into subqueries): under READ COMMITTED it sees every device
+	// committed before this statement, and takes no lock on the cursors.
 	rows, err := tx.QueryContext(ctx, `SELECT o.uid, o.seq, o.msg_id, o.conv_id, o.created_at, o.created_at < ?
 		FROM offline_msg o WHERE (o.uid, o.seq) IN (`+pairs(len(keys))+`)
-		AND (o.created_at < ? OR (o.created_at <= ? AND `+r.pulledRule()+`)) FOR UPDATE`, args...)
+		AND (o.created_at < ? OR (o.created_at <= ? AND o.seq <= (SELECT `+r.floorAgg()+` `+devicesOf+` WHERE d.uid = o.uid))) FOR UPDATE`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("retention: lock rows: %w", err)
 	}
