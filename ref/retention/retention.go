@@ -9,10 +9,11 @@
 //
 // # Which devices count
 //
-// A device is any (uid, device_id) with a row in sync_served or
-// sync_cursor. ref/pull writes a device's sync_served row (served_seq 0 when
-// nothing was served yet) the first time the device pulls, pulls a
-// conversation, or connects over WebSocket, before it answers; so a device
+// A device is any (uid, device_id) with a row in sync_served (a device with
+// a cursor has one: an ack is refused past the served mark). ref/pull
+// writes a device's sync_served row (served_seq 0 when nothing was served
+// yet) the first time the device pulls, pulls a conversation, acknowledges
+// or connects over WebSocket, before it answers; so a device
 // the server has heard of holds back the early deletion of its uid's rows
 // until its cursor (sync_cursor.pull_seq, 0 when it never acknowledged) is
 // at or past them. A device the server never heard of cannot: its rows are
