@@ -196,6 +196,13 @@
 // (queue-loss-store, queue-recreate-outbox) sets a short grace and says so;
 // its settings in result.json say whether reconciliation ran early or late.
 //
+// Retention runs with the server's defaults (30 days, early deletion after
+// a day), which delete nothing of a run, unless the file sets
+// server.lab_retention (LAB ONLY: window, early-deletion grace and pass
+// interval in seconds; the server's lab-only switch). The setting
+// "retention" of result.json says which; every process serves what its
+// retention deleted at GET /v1/lab/retention.
+//
 // # The defect matrix
 //
 // Selftest runs files once against the unmodified server and once per

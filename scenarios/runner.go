@@ -1000,6 +1000,11 @@ func (r *run) recordSettings(lc loadgen.Config) {
 	} else {
 		r.setting("reconcile_grace", fmt.Sprintf("%s (early: repairs can put back what the pipeline lost before the checker sees it; they are reported as findings)", grace))
 	}
+	if rc := r.procs[0].cfg.Retention; rc.LabShortAges {
+		r.setting("retention", fmt.Sprintf("LAB ONLY short ages: window %s, early deletion after %s once every device pulled, a pass every %s", rc.MaxAge, rc.PulledMinAge, rc.Interval))
+	} else {
+		r.setting("retention", fmt.Sprintf("window %s, early deletion after %s, a pass every %s (nothing of the run is deleted)", rc.MaxAge, rc.PulledMinAge, rc.Interval))
+	}
 	r.setting("redis_prefix", r.prefix)
 	if len(r.cfg.Defects) > 0 {
 		r.setting("defects", strings.Join(r.cfg.Defects, ",")+" (shipped defects: a negative control)")
