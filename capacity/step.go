@@ -15,9 +15,9 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
+	"imlab/checker"
+	"imlab/ledger"
 	"imlab/loadgen"
-	"imlab/loadgen/checker"
-	"imlab/loadgen/ledger"
 	"imlab/loadgen/schedule"
 )
 

@@ -600,3 +600,47 @@ func TestRecoveryComparesOutcomesOnly(t *testing.T) {
 		t.Errorf("outbox never drained: %+v", r)
 	}
 }
+
+// TestEveryFindingIsCompared: a finding the file names beyond
+// SafetyFindings (the checker's list grows) is compared as a Safety metric
+// too; one the checker could not judge (not_made) is not read as 0; a
+// recovered send is no fault.
+func TestEveryFindingIsCompared(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, historyLost uint64, notMade string) *Run {
+		s := healthy().json()
+		fs := s["findings"].([]map[string]any)
+		fs = append(fs, map[string]any{"name": "history-lost", "count": historyLost, "not_made": notMade},
+			map[string]any{"name": "recovered", "count": historyLost})
+		s["findings"] = fs
+		r, err := Read(writeJSON(t, dir, name+"/result.json", s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	base, lossy := write("base", 0, ""), write("lossy", 4, "")
+	rep, err := Compare([]*Run{base}, []*Run{lossy}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := row(t, rep, "history-lost"); r.Verdict != VRegressed || r.New != 4 {
+		t.Fatalf("history-lost: %+v", r)
+	}
+	for _, r := range rep.Rows {
+		if r.Metric == "recovered" {
+			t.Fatalf("recovered compared: %+v", r)
+		}
+	}
+	unjudged := write("unjudged", 0, "no history witness in this ledger")
+	if _, ok := unjudged.Metrics["history-lost"]; ok || !strings.Contains(strings.Join(unjudged.Notes, "\n"), "no history witness") {
+		t.Fatalf("a finding not judged is read as %v (notes %v)", unjudged.Metrics["history-lost"], unjudged.Notes)
+	}
+	rep, err = Compare([]*Run{base}, []*Run{unjudged}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := row(t, rep, "history-lost"); r.Verdict != VMissing {
+		t.Fatalf("history-lost not judged in the new run: %+v, want MISSING", r)
+	}
+}

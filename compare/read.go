@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -48,6 +50,9 @@ type Run struct {
 	// capacity target and SLO): runs of different subjects do not compare.
 	Subject string
 	Metrics map[string]float64
+	// Findings names the metrics that are checker findings (compared as
+	// Safety metrics whatever their name: the checker's list grows).
+	Findings map[string]bool
 	// Notes say why a metric is absent (not measured).
 	Notes []string
 }
@@ -261,8 +266,9 @@ type scenarioResult struct {
 		Latency  map[string]quantiles `json:"latency"`
 	} `json:"verdict"`
 	Findings []struct {
-		Name  string `json:"name"`
-		Count uint64 `json:"count"`
+		Name    string `json:"name"`
+		Count   uint64 `json:"count"`
+		NotMade string `json:"not_made"`
 	} `json:"findings"`
 	Checks []struct {
 		Name string `json:"name"`
@@ -312,11 +318,11 @@ func readScenario(b []byte, r *Run) error {
 	if s.Verdict == nil {
 		r.note("checker: no verdict (findings, ack latency and outcomes not compared)")
 	} else {
-		counts := map[string]uint64{}
+		counts, notMade := map[string]uint64{}, map[string]string{}
 		for _, f := range s.Findings {
-			counts[f.Name] = f.Count
+			counts[f.Name], notMade[f.Name] = f.Count, f.NotMade
 		}
-		r.findings(counts, "the result's findings")
+		r.findings(counts, notMade, "the result's findings")
 		q, ok := s.Verdict.Latency["response"]
 		r.ackQuantiles(q, ok, "checker response histogram")
 		if e, ok := s.Verdict.Latency["end_to_end"]; ok && e.Count > 0 {
@@ -342,20 +348,39 @@ func readScenario(b []byte, r *Run) error {
 
 // findings adds the safety findings' counts; a finding the file does not
 // list was not judged, and is left out (missing, never 0).
-func (r *Run) findings(counts map[string]uint64, where string) {
-	var absent []string
-	for _, f := range SafetyFindings {
-		n, ok := counts[f]
-		if !ok {
-			absent = append(absent, f)
+// findings adds the checker's findings' counts, every one the file names
+// but recovered (a send of unknown outcome stored anyway: not a fault);
+// one the checker could not judge (notMade: its count of 0 says nothing)
+// is left out, as is one of SafetyFindings the file does not list: not
+// judged, so missing, never 0.
+func (r *Run) findings(counts map[string]uint64, notMade map[string]string, where string) {
+	if r.Findings == nil {
+		r.Findings = map[string]bool{}
+	}
+	for _, name := range slices.Sorted(maps.Keys(counts)) {
+		if name == recoveredFinding {
 			continue
 		}
-		r.Metrics[f] = float64(n)
+		if why := notMade[name]; why != "" {
+			r.note("finding %s: not judged (%s)", name, why)
+			continue
+		}
+		r.Metrics[name] = float64(counts[name])
+		r.Findings[name] = true
+	}
+	var absent []string
+	for _, f := range SafetyFindings {
+		if _, ok := counts[f]; !ok {
+			absent = append(absent, f)
+		}
 	}
 	if len(absent) > 0 {
 		r.note("findings %s: not in %s (not judged)", strings.Join(absent, ", "), where)
 	}
 }
+
+// recoveredFinding is the checker's finding that is not a fault.
+const recoveredFinding = "recovered"
 
 // readVerdict adds the findings of a load run's verdict.json (the
 // checker's, written by imlab check) to its metrics.
@@ -374,19 +399,20 @@ func readVerdict(path string, b []byte, r *Run) error {
 	var v struct {
 		Valid    *bool `json:"valid"`
 		Findings map[string]*struct {
-			Count uint64 `json:"count"`
+			Count   uint64 `json:"count"`
+			NotMade string `json:"not_made"`
 		} `json:"findings"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil || v.Valid == nil || v.Findings == nil {
 		return fmt.Errorf("%w: %s: not the checker's verdict (want \"valid\" and \"findings\")", ErrInput, path)
 	}
-	counts := map[string]uint64{}
+	counts, notMade := map[string]uint64{}, map[string]string{}
 	for name, f := range v.Findings {
 		if f != nil {
-			counts[name] = f.Count
+			counts[name], notMade[name] = f.Count, f.NotMade
 		}
 	}
-	r.findings(counts, path)
+	r.findings(counts, notMade, path)
 	return nil
 }
 

@@ -3,11 +3,11 @@
 // users with several devices each (online on WebSocket, offline devices that
 // come back and pull to the end, crashy devices that lose what they pulled or
 // crash before acknowledging), writes every attempt, ACK, delivery and cursor
-// to the run's ledger (loadgen/ledger), drains every device at the end, takes
+// to the run's ledger (imlab/ledger), drains every device at the end, takes
 // a witness pull of every inbox, reads every inbox from the store of record
 // through the server's lab route (the store witness), probes the store
 // right after a fraction of the ACKs (read-after-ACK), and writes a JSON run
-// summary with per-second figures. The checker (loadgen/checker) judges the
+// summary with per-second figures. The checker (imlab/checker) judges the
 // ledger.
 //
 // It owns the goroutines it starts (pacer workers, one per device, the

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"imlab/ledger"
 	"imlab/loadgen/client"
-	"imlab/loadgen/ledger"
 )
 
 // device is one simulated (uid, did). Its goroutine (run) owns all its

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"imlab/loadgen/checker"
+	"imlab/checker"
+	"imlab/ledger"
 	"imlab/loadgen/faketarget"
-	"imlab/loadgen/ledger"
 	"imlab/loadgen/schedule"
 )
 

@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"imlab/ledger"
 	"imlab/loadgen/client"
-	"imlab/loadgen/ledger"
 )
 
 // This file gathers the evidence beyond what devices stored: the store

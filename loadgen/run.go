@@ -19,8 +19,8 @@ import (
 	"sync"
 	"time"
 
+	"imlab/ledger"
 	"imlab/loadgen/client"
-	"imlab/loadgen/ledger"
 	"imlab/loadgen/noop"
 	"imlab/loadgen/schedule"
 )

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"imlab/checker"
 	"imlab/internal/testenv"
 	"imlab/loadgen"
-	"imlab/loadgen/checker"
 	"imlab/loadgen/schedule"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"imlab/loadgen/checker"
+	"imlab/checker"
 )
 
 const baselineFile = `

@@ -204,6 +204,9 @@ func serverConfig(c ChildSpec, log *slog.Logger) server.Config {
 	if s.ReconcileGrace > 0 {
 		cfg.Reconcile.Grace = s.ReconcileGrace.D()
 	}
+	if r := s.LabRetention; r != nil {
+		_ = server.LabRetention(&cfg, r.MaxAge.D(), r.PulledMinAge.D(), r.Interval.D()) // checked by Validate
+	}
 	cfg.Mongo.Database = databaseOf(c.RunID)
 	cfg.Defects, _ = server.ParseDefects(c.Defects...) // checked by Validate
 	cfg.PprofListen = c.Pprof

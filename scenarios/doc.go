@@ -5,7 +5,7 @@
 // directory with its ledger.
 //
 // It must not implement faults (imlab/chaos does), judge a ledger
-// (imlab/loadgen/checker does) or render HTML (imlab/dashboards/report
+// (imlab/checker does) or render HTML (imlab/dashboards/report
 // does), and it must not import ref internals other than ref/server's
 // public API for starting processes. It talks to the server processes it
 // starts through the contract (loadgen), GET /v1/lab/lag and, for exec
@@ -197,6 +197,13 @@
 // nothing of the run is repaired before it is judged. A file about repair
 // (queue-loss-store, queue-recreate-outbox) sets a short grace and says so;
 // its settings in result.json say whether reconciliation ran early or late.
+//
+// Retention runs with the server's defaults (30 days, early deletion after
+// a day), which delete nothing of a run, unless the file sets
+// server.lab_retention (LAB ONLY: window, early-deletion grace and pass
+// interval in seconds; the server's lab-only switch). The setting
+// "retention" of result.json says which; every process serves what its
+// retention deleted at GET /v1/lab/retention.
 //
 // # The defect matrix
 //

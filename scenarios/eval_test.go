@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"imlab/checker"
 	"imlab/dashboards/report"
 	"imlab/loadgen"
-	"imlab/loadgen/checker"
 	"imlab/loadgen/schedule"
 )
 

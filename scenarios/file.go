@@ -180,10 +180,27 @@ type ServerSpec struct {
 	ReconcileGrace    Duration `yaml:"reconcile_grace,omitempty" json:"reconcile_grace,omitempty"`
 	// DeliveryTimeout bounds a Kafka publish (default 2s).
 	DeliveryTimeout Duration `yaml:"delivery_timeout,omitempty" json:"delivery_timeout,omitempty"`
+	// LabRetention (LAB ONLY) runs the reconciler's retention with ages
+	// and a pass interval in seconds, so that early deletion and the
+	// retention window both act during the run. Absent: the server's
+	// defaults (30 days, 1 day, every 10m), under which retention deletes
+	// nothing of a run.
+	LabRetention *LabRetentionSpec `yaml:"lab_retention,omitempty" json:"lab_retention,omitempty"`
 	// Processes run the roles as separate server processes that stop and
 	// kill faults can take down and start again; default one in-process
 	// process "all" with every role.
 	Processes []ProcessSpec `yaml:"processes,omitempty" json:"processes,omitempty"`
+}
+
+// LabRetentionSpec is server.lab_retention: the retention window
+// (max_age: rows older go whatever the cursors say, 1s..), the grace after
+// which a row every device of its uid pulled may go early (pulled_min_age,
+// 0..max_age) and the pass interval (interval, 100ms..). The server refuses
+// such ages without its lab-only switch, which this block turns on.
+type LabRetentionSpec struct {
+	MaxAge       Duration `yaml:"max_age" json:"max_age"`
+	PulledMinAge Duration `yaml:"pulled_min_age" json:"pulled_min_age"`
+	Interval     Duration `yaml:"interval" json:"interval"`
 }
 
 // ProcessSpec is one server process.
@@ -636,6 +653,12 @@ func (s ServerSpec) validate() error {
 	}
 	if s.DeliveryTimeout.D() < 0 || s.DeliveryTimeout.D() > time.Minute {
 		return bad("server.delivery_timeout", "%s: want 0..1m", s.DeliveryTimeout.D())
+	}
+	if r := s.LabRetention; r != nil {
+		cfg := server.DefaultConfig()
+		if err := server.LabRetention(&cfg, r.MaxAge.D(), r.PulledMinAge.D(), r.Interval.D()); err != nil {
+			return bad("server.lab_retention", "%v", err)
+		}
 	}
 	if len(s.Processes) > MaxProcesses {
 		return bad("server.processes", "%d processes: at most %d", len(s.Processes), MaxProcesses)

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"imlab/capacity"
+	"imlab/checker"
 	"imlab/dashboards/report"
-	"imlab/loadgen/checker"
 	"imlab/scenarios/recovery"
 )
 
@@ -81,6 +81,9 @@ func HTMLReport(res *Result) *report.Report {
 		ex := f.Examples
 		if len(ex) > 10 {
 			ex = ex[:10]
+		}
+		if f.NotMade != "" { // a count of 0 that says nothing
+			ex = append([]string{"NOT MADE: " + f.NotMade}, ex...)
 		}
 		rep.Findings = append(rep.Findings, report.Finding{Name: f.Name, Count: f.Count, Examples: ex, MsgIDs: f.MsgIDs})
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"imlab/loadgen/checker"
+	"imlab/checker"
 	"imlab/ref/server"
 )
 

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"imlab/checker"
 	"imlab/compare"
-	"imlab/loadgen/checker"
 	"imlab/scenarios/recovery"
 )
 
@@ -141,8 +141,11 @@ func (s *RateScale) Label() string {
 
 // FindingSummary is one finding of the checker.
 type FindingSummary struct {
-	Name     string   `json:"name"`
-	Count    uint64   `json:"count"`
+	Name  string `json:"name"`
+	Count uint64 `json:"count"`
+	// NotMade says why the checker could not judge it (its count of 0
+	// then says nothing).
+	NotMade  string   `json:"not_made,omitempty"`
 	Pairs    uint64   `json:"pairs,omitempty"`
 	MsgIDs   []uint64 `json:"msg_ids,omitempty"`
 	Examples []string `json:"examples,omitempty"`

@@ -190,17 +190,20 @@ func expectedNote(r *Result) string {
 	return ""
 }
 
-// reviewFindings are a run's non-zero findings, named after the run, with
-// their examples and msg_ids.
+// reviewFindings are a run's non-zero findings, and those the checker
+// could not judge, named after the run, with their examples and msg_ids.
 func reviewFindings(r *Result, label string) []report.Finding {
 	var out []report.Finding
 	for _, f := range r.Findings {
-		if f.Count == 0 {
+		if f.Count == 0 && f.NotMade == "" {
 			continue
 		}
 		ex := f.Examples
 		if len(ex) > 10 {
 			ex = ex[:10]
+		}
+		if f.NotMade != "" { // a count of 0 that says nothing
+			ex = append([]string{"NOT MADE: " + f.NotMade}, ex...)
 		}
 		out = append(out, report.Finding{Name: label + ": " + f.Name, Count: f.Count, Examples: ex, MsgIDs: f.MsgIDs})
 	}

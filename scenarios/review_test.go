@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"imlab/checker"
 	"imlab/dashboards/report"
-	"imlab/loadgen/checker"
 )
 
 // reviewRun is a hand-made result of a burst run with consumers

@@ -20,10 +20,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"imlab/chaos"
+	"imlab/checker"
 	"imlab/compare"
 	"imlab/compose"
 	"imlab/loadgen"
-	"imlab/loadgen/checker"
 	"imlab/loadgen/schedule"
 	"imlab/ref/server"
 )
@@ -515,11 +515,14 @@ func allowances(e ExpectSpec) map[string]int {
 // not gathered, why: a witness (pull or store, read after the drain, healed)
 // that was not made or only partly made leaves findings unjudged, so it
 // fails the scenario. Read-after-ACK probes run during the faults, so some
-// failing to read is expected: only probes not made at all are a gap.
+// failing to read is expected: only probes not made at all are a gap. A
+// check the run did not exercise (the target lacks it, the run did none of
+// it) is no gap.
 func evidenceGaps(v *checker.Verdict) []string {
 	var out []string
 	for _, c := range v.Checks {
 		switch {
+		case c.Unexercised:
 		case !c.Made:
 			out = append(out, c.Name+" not made: "+c.Detail)
 		case c.Partial && c.Name != checker.CheckReadAfterAck:
@@ -529,9 +532,20 @@ func evidenceGaps(v *checker.Verdict) []string {
 	return out
 }
 
+// exercised counts the checks whose evidence the run set out to gather.
+func exercised(v *checker.Verdict) int {
+	n := 0
+	for _, c := range v.Checks {
+		if !c.Unexercised {
+			n++
+		}
+	}
+	return n
+}
+
 func observe(v *checker.Verdict, sum *loadgen.Summary, lag []LagSample, truncated uint64, lc loadgen.Config) Observed {
 	o := Observed{Checked: true, Valid: v.Valid, Findings: map[string]uint64{}, TruncatedPulls: truncated,
-		Evidence: len(v.Checks), EvidenceGaps: evidenceGaps(v)}
+		Evidence: exercised(v), EvidenceGaps: evidenceGaps(v)}
 	for name, f := range v.Findings {
 		o.Findings[name] = uint64(f.Count)
 	}
@@ -569,7 +583,7 @@ func findings(v *checker.Verdict) []FindingSummary {
 		if len(ids) > MaxListedIDs {
 			ids = ids[:MaxListedIDs]
 		}
-		out = append(out, FindingSummary{Name: name, Count: uint64(f.Count), Pairs: uint64(f.Pairs), MsgIDs: ids, Examples: f.Examples})
+		out = append(out, FindingSummary{Name: name, Count: uint64(f.Count), Pairs: uint64(f.Pairs), MsgIDs: ids, Examples: f.Examples, NotMade: f.NotMade})
 	}
 	return out
 }
@@ -996,6 +1010,11 @@ func (r *run) recordSettings(lc loadgen.Config) {
 		r.setting("reconcile_grace", fmt.Sprintf("%s (late: no message of this run can be repaired before the checker judged it, so a repair cannot hide a loss)", grace))
 	} else {
 		r.setting("reconcile_grace", fmt.Sprintf("%s (early: repairs can put back what the pipeline lost before the checker sees it; they are reported as findings)", grace))
+	}
+	if rc := r.procs[0].cfg.Retention; rc.LabShortAges {
+		r.setting("retention", fmt.Sprintf("LAB ONLY short ages: window %s, early deletion after %s once every device pulled, a pass every %s", rc.MaxAge, rc.PulledMinAge, rc.Interval))
+	} else {
+		r.setting("retention", fmt.Sprintf("window %s, early deletion after %s, a pass every %s (nothing of the run is deleted)", rc.MaxAge, rc.PulledMinAge, rc.Interval))
 	}
 	r.setting("redis_prefix", r.prefix)
 	if len(r.cfg.Defects) > 0 {

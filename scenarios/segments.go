@@ -15,8 +15,8 @@ import (
 	"strconv"
 	"sync"
 
+	"imlab/checker"
 	"imlab/loadgen"
-	"imlab/loadgen/checker"
 	"imlab/loadgen/schedule"
 )
 

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"imlab/checker"
 	"imlab/compare"
 	"imlab/dashboards/report"
-	"imlab/loadgen/checker"
 )
 
 // TestMatrixProblems: a defect no scenario caught and a scenario the

@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"imlab/checker"
 	"imlab/loadgen"
-	"imlab/loadgen/checker"
 )
 
 // errInvalidRun is imlab check's failure: exit status 1.

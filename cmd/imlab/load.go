@@ -16,8 +16,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"imlab/checker"
 	"imlab/loadgen"
-	"imlab/loadgen/checker"
 	"imlab/loadgen/client"
 	"imlab/loadgen/schedule"
 )

@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"imlab/capacity"
+	"imlab/checker"
 	"imlab/compare"
 	"imlab/internal/testenv"
 	"imlab/loadgen"
-	"imlab/loadgen/checker"
 	"imlab/scenarios"
 )
 

@@ -15,8 +15,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"imlab/checker"
 	"imlab/internal/testenv"
-	"imlab/loadgen/checker"
 	"imlab/scenarios"
 )
 

@@ -70,6 +70,7 @@ func (p *nopPuller) Ack(_ context.Context, _ uint64, _ string, s uint64) (uint64
 	return s, nil
 }
 func (p *nopPuller) MarkServed(context.Context, uint64, string, uint64) error { return nil }
+func (p *nopPuller) Register(context.Context, uint64, string) error           { return nil }
 func (p *nopPuller) MarkServedAck(_ context.Context, _ uint64, _ string, s uint64) (uint64, error) {
 	return s, nil
 }

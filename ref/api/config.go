@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"imlab/ref/auth"
+	"imlab/ref/history"
 	"imlab/ref/model"
 )
 
@@ -49,6 +50,10 @@ type Puller interface {
 	// MarkServedAck is MarkServed(seq) then Ack(seq) as one write (a seq
 	// pushed over WebSocket and acknowledged).
 	MarkServedAck(ctx context.Context, uid uint64, did string, seq uint64) (uint64, error)
+	// Register makes the device known to the store before it is served
+	// anything (the WebSocket upgrade calls it), so that retention waits
+	// for its cursor (ref/pull Service.Register).
+	Register(ctx context.Context, uid uint64, did string) error
 }
 
 // LabStore is the lab's read of the store of record, bypassing every cache
@@ -59,6 +64,13 @@ type LabStore interface {
 	Policy() string
 	Inbox(ctx context.Context, uid, after uint64, limit int) (model.PullResult, error)
 	Message(ctx context.Context, uid, msgID uint64) (model.StoredMessage, error)
+}
+
+// LabHistory is the lab's read of the history store as stored
+// (ref/history.Service satisfies it). It backs GET /v1/lab/history, which
+// is mounted with the lab routes (Deps.Lab) and answers 501 without it.
+type LabHistory interface {
+	Witness(ctx context.Context, uid, convID, fromSeq, toSeq uint64) (history.Witness, error)
 }
 
 // Subscription is one device's push stream (ref/push, adapted in
@@ -223,10 +235,14 @@ type Deps struct {
 	History History
 	Extra   []Route
 	Open    []OpenRoute // unauthenticated GET routes (operational data only)
-	// Lab mounts the lab routes /v1/lab/inbox and /v1/lab/stored (nil: not
-	// mounted, 404). For the lab only: never in a production-like set-up.
-	Lab      LabStore
-	Encoder  ItemEncoder // nil: EncodeItem
-	Registry *prometheus.Registry
-	Logger   *slog.Logger // nil: discard
+	// Lab mounts the lab routes /v1/lab/inbox, /v1/lab/stored and
+	// /v1/lab/history (nil: not mounted, 404). For the lab only: never in a
+	// production-like set-up.
+	Lab LabStore
+	// LabHistory serves /v1/lab/history when Lab is set (nil: 501, the
+	// process has no history store).
+	LabHistory LabHistory
+	Encoder    ItemEncoder // nil: EncodeItem
+	Registry   *prometheus.Registry
+	Logger     *slog.Logger // nil: discard
 }

@@ -4,8 +4,8 @@
 //
 // It owns no business rule: it authenticates, parses, bounds and encodes,
 // and calls ref/send, ref/pull and ref/push through the small interfaces in
-// config.go (the lab routes call ref/pull's StoreReader as LabStore). It
-// must not touch storage.
+// config.go (the lab routes call ref/pull's StoreReader as LabStore and
+// ref/history's Service as LabHistory). It must not touch storage.
 //
 // # Authentication
 //
@@ -49,9 +49,20 @@
 //	                      "msg_id","sender_uid","created_at","content"[,"revoked"]
 //	                      [,"tombstone"][,"is_read"],"msg_id_str"}]} projected for
 //	                      the caller.
-//	POST /v1/msg/revoke   {"conv_id","conv_seq"} -> {}   (idempotent)
+//	POST /v1/msg/revoke   {"conv_id","conv_seq"} -> {}   (idempotent; the sender only,
+//	                      403 otherwise; within the revoke window unless revoked
+//	                      already)
 //	POST /v1/msg/delete   {"conv_id","conv_seq"} -> {}   (idempotent, for the caller only)
-//	POST /v1/conv/clear   {"conv_id"} -> {"min_seq"}
+//	POST /v1/conv/clear   {"conv_id"} -> {"min_seq"}  the caller's watermark in force
+//	                      (raised to the conversation's last committed conv_seq,
+//	                      never lowered; a retry answers it again)
+//	                      Revoke and delete (and ref/server's msg/read): a conv_seq
+//	                      the send path committed but the history tier has not
+//	                      written yet is 503 unavailable and changes nothing
+//	                      (retry); one that holds no message and never will (a
+//	                      hole, physically deleted, past the end) is 404 not_found
+//	                      for revoke and delete, and skipped by msg/read, whose
+//	                      200 means every message of its range is marked.
 //	                      The four history routes are mounted with
 //	                      Deps.History = HistoryRoutes(history service); without
 //	                      it they answer 501 not_implemented.
@@ -71,10 +82,46 @@
 //	                      -> {"policy","msg_id","msg_id_str","uid","content":bool
 //	                          [,"conv_id","conv_id_str","conv_seq"],"inbox":bool[,"seq"],
 //	                          "outbox":"none|pending|published|confirmed"}
-//	                      Without Deps.Lab both answer 404. They exist so that the
-//	                      lab can witness the store (checker: lost-in-store) and
-//	                      read it right after an ACK (unstored-at-ack); the token
-//	                      still names the uid, so no route takes a uid.
+//	GET  /v1/lab/history  ?conv_id=&from_seq=&to_seq=  LAB ONLY, as above: one
+//	                      conversation's history as MongoDB stores it (ref/history
+//	                      Service.Witness: no cache, no projection, no watermark),
+//	                      for a token whose uid is a party (1:1) or a member
+//	                      (group) of it (403 otherwise). All three parameters are
+//	                      required; to_seq-from_seq+1 <= history.MaxWitnessRange
+//	                      (1000). 501 when the process has no history store.
+//	                      -> {"conv_id","conv_id_str","from_seq","to_seq",
+//	                          "bucket_size","max_seq"[,"top_bucket"],
+//	                          "buckets":[{"idx","exists","slots","max_seq"}],
+//	                          "clears":[{"uid","min_seq"}],
+//	                          "slots":[{"conv_seq","state"[,"stored_seq","msg_id",
+//	                            "msg_id_str","sender_uid","conv_type","created_at",
+//	                            "content"][,"revoke":{"uid","role","at"}]
+//	                            [,"del_list":[uid...]][,"del_records":[uid...]],
+//	                            "is_read","v"[,"detail"]}]}
+//	                      slots: one per conv_seq of the range, ascending, at the
+//	                      seed's position (bucket (seq-1)/size, slot (seq-1)%size)
+//	                      whatever the writer did; state is empty (nothing
+//	                      written), filled, purged (physically deleted) or
+//	                      invalid (the element does not decode as a slot; detail
+//	                      says what is there). A filled slot carries the stored
+//	                      message: stored_seq is the conv_seq recorded inside it
+//	                      (another than conv_seq: a message written to another's
+//	                      slot) and content is as stored, also when revoked.
+//	                      del_list is the slot's list, del_records the uids whose
+//	                      delete-for-me went to a deletion record past the list's
+//	                      bound; absent means none. v counts the slot's
+//	                      mutations. buckets: the documents of the range (exists
+//	                      false: no document; slots: the stored array's length).
+//	                      clears: every user's clear watermark in the
+//	                      conversation, by uid. max_seq: the max_seq field of the
+//	                      highest bucket at or above the range's first
+//	                      (top_bucket; absent with max_seq 0 when none exists):
+//	                      the highest conv_seq the store records as written.
+//	                      Without Deps.Lab the three lab routes answer 404. They
+//	                      exist so that the lab can witness the stores (checker:
+//	                      lost-in-store, the history witness) and read the inbox
+//	                      right after an ACK (unstored-at-ack); the token still
+//	                      names the uid, so no route takes a uid.
 //	GET  /v1/ws           WebSocket (see below).
 //	GET  /metrics         Prometheus text of the process registry.
 //	GET  /healthz         200 {"status":"ok"}; 503 {"status":"shutting_down"} once

@@ -74,6 +74,26 @@ type fakePuller struct {
 	err    error
 	served map[string]uint64
 	cursor map[string]uint64
+	// registered lists the devices Register was called for ("uid/did");
+	// registerErr fails it.
+	registered  []string
+	registerErr error
+}
+
+func (f *fakePuller) Register(_ context.Context, uid uint64, did string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.registerErr != nil {
+		return f.registerErr
+	}
+	f.registered = append(f.registered, key(uid, did))
+	return nil
+}
+
+func (f *fakePuller) registrations() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.registered...)
 }
 
 func key(uid uint64, did string) string { return fmt.Sprintf("%d/%s", uid, did) }

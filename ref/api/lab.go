@@ -3,16 +3,19 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 
+	"imlab/ref/history"
 	"imlab/ref/model"
 	"imlab/ref/push"
 )
 
 // Lab route paths (mounted only with Deps.Lab).
 const (
-	LabInboxPath  = "/v1/lab/inbox"
-	LabStoredPath = "/v1/lab/stored"
+	LabInboxPath   = "/v1/lab/inbox"
+	LabStoredPath  = "/v1/lab/stored"
+	LabHistoryPath = "/v1/lab/history"
 )
 
 // appendPolicy opens a lab answer: {"policy":"...",
@@ -99,4 +102,113 @@ func outboxState(s int) string {
 		return "confirmed"
 	}
 	return "status-" + strconv.Itoa(s)
+}
+
+// handleLabHistory is GET /v1/lab/history?conv_id=&from_seq=&to_seq=: one
+// conversation's history as MongoDB stores it, for a party or member.
+func (s *Server) handleLabHistory(ctx context.Context, c Caller, r *Request) (any, error) {
+	q, err := r.Query("conv_id", "from_seq", "to_seq")
+	if err != nil {
+		return nil, err
+	}
+	conv, err := q.RequiredUint64("conv_id")
+	if err != nil {
+		return nil, err
+	}
+	from, err := q.RequiredUint64("from_seq")
+	if err != nil {
+		return nil, err
+	}
+	to, err := q.RequiredUint64("to_seq")
+	if err != nil {
+		return nil, err
+	}
+	if s.deps.LabHistory == nil {
+		return nil, fmt.Errorf("%w: GET %s: this process has no history store (MongoDB is not configured)", errNotImplemented, LabHistoryPath)
+	}
+	w, err := s.deps.LabHistory.Witness(ctx, c.UID, conv, from, to)
+	if err != nil {
+		return nil, err
+	}
+	return labWitnessOf(w), nil
+}
+
+// labWitness is the JSON answer of GET /v1/lab/history (see the package
+// doc).
+type labWitness struct {
+	ConvID     uint64           `json:"conv_id"`
+	ConvIDStr  string           `json:"conv_id_str"`
+	FromSeq    uint64           `json:"from_seq"`
+	ToSeq      uint64           `json:"to_seq"`
+	BucketSize int              `json:"bucket_size"`
+	MaxSeq     uint64           `json:"max_seq"`
+	TopBucket  *uint64          `json:"top_bucket,omitempty"`
+	Buckets    []labBucket      `json:"buckets"`
+	Clears     []labClear       `json:"clears"`
+	Slots      []labWitnessSlot `json:"slots"`
+}
+
+type labBucket struct {
+	Idx    uint64 `json:"idx"`
+	Exists bool   `json:"exists"`
+	Slots  int    `json:"slots"`
+	MaxSeq uint64 `json:"max_seq"`
+}
+
+type labClear struct {
+	UID    uint64 `json:"uid"`
+	MinSeq uint64 `json:"min_seq"`
+}
+
+type labRevoke struct {
+	UID  uint64 `json:"uid"`
+	Role string `json:"role"`
+	At   int64  `json:"at"` // unix ms
+}
+
+type labWitnessSlot struct {
+	ConvSeq    uint64     `json:"conv_seq"`
+	State      string     `json:"state"`
+	StoredSeq  uint64     `json:"stored_seq,omitempty"`
+	MsgID      uint64     `json:"msg_id,omitempty"`
+	MsgIDStr   string     `json:"msg_id_str,omitempty"`
+	SenderUID  uint64     `json:"sender_uid,omitempty"`
+	ConvType   uint8      `json:"conv_type,omitempty"`
+	CreatedAt  int64      `json:"created_at,omitempty"` // unix ms
+	Content    *string    `json:"content,omitempty"`
+	Revoke     *labRevoke `json:"revoke,omitempty"`
+	DelList    []uint64   `json:"del_list,omitempty"`
+	DelRecords []uint64   `json:"del_records,omitempty"`
+	IsRead     bool       `json:"is_read"`
+	Version    int64      `json:"v"`
+	Detail     string     `json:"detail,omitempty"`
+}
+
+func labWitnessOf(w history.Witness) labWitness {
+	out := labWitness{ConvID: w.ConvID, ConvIDStr: strconv.FormatUint(w.ConvID, 10), FromSeq: w.FromSeq, ToSeq: w.ToSeq,
+		BucketSize: w.BucketSize, MaxSeq: w.MaxSeq, Buckets: []labBucket{}, Clears: []labClear{}, Slots: []labWitnessSlot{}}
+	if w.TopBucketCounted {
+		top := w.TopBucket
+		out.TopBucket = &top
+	}
+	for _, b := range w.Buckets {
+		out.Buckets = append(out.Buckets, labBucket(b))
+	}
+	for _, c := range w.Clears {
+		out.Clears = append(out.Clears, labClear(c))
+	}
+	for _, sl := range w.Slots {
+		o := labWitnessSlot{ConvSeq: sl.ConvSeq, State: sl.State, DelList: sl.DelList, DelRecords: sl.DelRecords,
+			IsRead: sl.IsRead, Version: sl.Version, Detail: sl.Detail}
+		if sl.State == history.WitnessFilled {
+			content := sl.Content
+			o.StoredSeq, o.MsgID, o.MsgIDStr, o.SenderUID = sl.StoredSeq, sl.MsgID, strconv.FormatUint(sl.MsgID, 10), sl.SenderUID
+			o.ConvType, o.CreatedAt, o.Content = uint8(sl.ConvType), sl.CreatedAt.UnixMilli(), &content
+		}
+		if sl.Revoke != nil {
+			o.Revoke = &labRevoke{UID: sl.Revoke.UserID, Role: sl.Revoke.Role, At: sl.Revoke.At.UnixMilli()}
+		}
+		out.Slots = append(out.Slots, o)
+	}
+	return out
 }

@@ -171,7 +171,8 @@ func (s *Server) buildRoutes() error {
 		for _, l := range []struct {
 			path, name string
 			h          HandlerFunc
-		}{{LabInboxPath, "lab_inbox", s.handleLabInbox}, {LabStoredPath, "lab_stored", s.handleLabStored}} {
+		}{{LabInboxPath, "lab_inbox", s.handleLabInbox}, {LabStoredPath, "lab_stored", s.handleLabStored},
+			{LabHistoryPath, "lab_history", s.handleLabHistory}} {
 			if err := add(&route{name: l.name, method: "GET", authed: true, serve: s.json(l.h)}, l.path); err != nil {
 				return err
 			}

@@ -24,9 +24,10 @@ const (
 	CloseShutdown = websocket.CloseGoingAway // 1001
 )
 
-// handleWS authenticates (done by serve), subscribes the device to the hub
-// before upgrading (so a message committed after the client's 101 cannot
-// fall between its catch-up pull and its first push), then upgrades.
+// handleWS authenticates (done by serve), registers the device with the
+// read path, subscribes it to the hub before upgrading (so a message
+// committed after the client's 101 cannot fall between its catch-up pull
+// and its first push), then upgrades.
 func (s *Server) handleWS(rc *fasthttp.RequestCtx, c Caller) {
 	if s.deps.Hub == nil {
 		s.writeError(rc, "ws", fmt.Errorf("%w: push is not served by this process", errNotImplemented))
@@ -42,6 +43,15 @@ func (s *Server) handleWS(rc *fasthttp.RequestCtx, c Caller) {
 	}
 	if s.closing.Load() {
 		s.writeError(rc, "ws", fmt.Errorf("%w: server shutting down", model.ErrUnavailable))
+		return
+	}
+	// The device is known to the store before anything is pushed to it:
+	// retention then waits for its cursor (ref/pull Register).
+	rctx, cancel := context.WithTimeout(s.baseCtx, s.cfg.RequestTimeout)
+	err := s.deps.Pull.Register(rctx, c.UID, c.DID)
+	cancel()
+	if err != nil {
+		s.writeError(rc, "ws", err)
 		return
 	}
 	sub, err := s.deps.Hub.Subscribe(c.UID, c.DID)

@@ -211,3 +211,26 @@ func TestWSShutdownClosesConnections(t *testing.T) {
 		t.Fatal("subscription still open after shutdown")
 	}
 }
+
+// TestWSRegistersDevice: the upgrade registers the device with the read
+// path before it subscribes (retention then waits for its cursor); a
+// registration that fails refuses the upgrade and opens no subscription.
+func TestWSRegistersDevice(t *testing.T) {
+	h := newHarness(t, nil)
+	c, _, err := h.dial(h.token(7, "tablet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got := h.pull.registrations(); len(got) != 1 || got[0] != "7/tablet" {
+		t.Fatalf("registrations %v", got)
+	}
+	bad := newHarness(t, nil)
+	bad.pull.registerErr = errors.Join(model.ErrUnavailable, errors.New("mysql down"))
+	if _, resp, err := bad.dial(bad.token(7, "tablet")); err == nil || resp == nil || resp.StatusCode != 503 {
+		t.Fatalf("registration failing: %v %v", resp, err)
+	}
+	if len(bad.hub.subs) != 0 {
+		t.Fatalf("subscriptions opened by a refused upgrade: %d", len(bad.hub.subs))
+	}
+}

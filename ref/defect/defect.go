@@ -1,6 +1,7 @@
 // Package defect names the reference server's shipped defects: bugs put
 // on purpose into the package where each would really live (ref/pull,
-// ref/inbox, ref/hotcache, ref/send, ref/fanout, ref/schema), so that the
+// ref/inbox, ref/hotcache, ref/send, ref/fanout, ref/schema, ref/history,
+// ref/retention), so that the
 // lab can prove it fails a broken server. They are negative controls,
 // like the unsafe queue policy: `imlab scenario selftest` runs the
 // scenario library once per defect and shows which scenario caught it.
@@ -69,6 +70,56 @@ const (
 	// reconciliation repairs them later: a scenario that lets repairs run
 	// early hides the loss; one that runs them late catches it.
 	ConsumerSkips = "consumer-skips-records"
+
+	// HistoryDocIndexOffByOne (ref/history, Layout.DocIndex): the bucket of
+	// a conv_seq is computed as seq/size, the seed's "-1" dropped (the slot
+	// keeps (seq-1)%size), so the last message of every bucket (conv_seq
+	// 100, 200, ...) is stored in the last slot of the next bucket, the
+	// position of conv_seq+100. Reads go through the same address, so
+	// history pages look right; the store is misaddressed (seq 100's slot
+	// is empty, another position holds it), which any reader using the
+	// seed's layout — a fixed release, a migration, the lab's history
+	// witness — reads as a lost message.
+	HistoryDocIndexOffByOne = "history-doc-index-off-by-one"
+	// HistoryInsertSlotShift (ref/history, the whole-document insert): the
+	// insert that creates a bucket places each of its messages at
+	// seq%size instead of (seq-1)%size, one slot up. The first message of
+	// a new bucket (conv_seq 1, 101, ...) then sits in the slot of the
+	// next conv_seq, whose update overwrites it: the message is gone from
+	// the history and its own slot reads as a hole. (A bucket created with
+	// several messages at once holds each one slot up; reading those seqs
+	// fails on the mismatch until the next updates overwrite them.)
+	HistoryInsertSlotShift = "history-insert-slot-shift"
+	// RevokeShownToRevokerOnly (ref/history, read-time projection): the
+	// revoke layer is applied like a per-user tag, only for the viewer who
+	// revoked: every other member still sees the revoked message's
+	// content.
+	RevokeShownToRevokerOnly = "revoke-shown-to-revoker-only"
+	// DeleteHidesForEveryone (ref/history, read-time projection): a
+	// non-empty del_list hides the message from every viewer, not only
+	// from the uids in it: one member's delete-for-me deletes it for the
+	// whole conversation.
+	DeleteHidesForEveryone = "delete-hides-for-everyone"
+	// ConvPullAcksCursor (ref/pull, ConvPull): entering a conversation
+	// acknowledges the device's cursor up to the conversation page's last
+	// seq (as if reading a conversation read the inbox up to there), so
+	// messages of other conversations below it are skipped by the next
+	// pull from the stored cursor.
+	ConvPullAcksCursor = "conv-pull-acks-cursor"
+	// ConvPullCursorInclusive (ref/pull, ConvPull): the conversation page
+	// is read with seq >= cursor instead of seq > cursor, so the row at the
+	// cursor comes back on every next page.
+	ConvPullCursorInclusive = "conv-pull-cursor-inclusive"
+	// RetentionMostAdvancedDevice (ref/retention): early deletion asks
+	// whether "the user" pulled a row by the highest cursor among the
+	// user's devices, so a row one device acknowledged is deleted while
+	// another device of the user has not pulled it.
+	RetentionMostAdvancedDevice = "retention-most-advanced-device"
+	// RetentionExpiryFromPulledAge (ref/retention): the expiry cutoff is
+	// computed from PulledMinAge (the early-deletion grace) instead of
+	// MaxAge, so rows go after the grace whatever the cursors say: a
+	// device away for longer than the grace loses what it had not pulled.
+	RetentionExpiryFromPulledAge = "retention-expiry-from-pulled-age"
 )
 
 // Info describes one defect.
@@ -88,6 +139,14 @@ var catalog = []Info{
 	{ConvSeqOrder, "ref/send", "a batch's inbox rows are written newest first: per-user seqs out of conv_seq order within a conversation"},
 	{InboxRowTwice, "ref/schema, ref/inbox", "offline_msg lacks uk_uid_msg and the writer trusts it: a redelivered record is written again under a second seq"},
 	{ConsumerSkips, "ref/fanout", "the inbox consumer acknowledges about 1 record in 8 without writing it; only forward reconciliation puts it back"},
+	{HistoryDocIndexOffByOne, "ref/history", "a conv_seq's bucket is seq/size (the -1 dropped): conv_seq 100, 200, ... are stored at the position of conv_seq+100; pages look right, the store is misaddressed"},
+	{HistoryInsertSlotShift, "ref/history", "the bucket-creating insert places messages one slot up (seq%size): the first message of each new bucket is overwritten by the next one"},
+	{RevokeShownToRevokerOnly, "ref/history", "a revoke is projected for the revoker only: every other member still sees the content"},
+	{DeleteHidesForEveryone, "ref/history", "a delete-for-me hides the message from every member, not only the deleter"},
+	{ConvPullAcksCursor, "ref/pull", "a conversation pull acknowledges the device's cursor to its last seq: other conversations' messages below it are skipped"},
+	{ConvPullCursorInclusive, "ref/pull", "a conversation pull reads seq >= cursor: the row at the cursor comes back on the next page"},
+	{RetentionMostAdvancedDevice, "ref/retention", "early deletion goes by the user's most advanced device: a row one device acknowledged is deleted before another pulled it"},
+	{RetentionExpiryFromPulledAge, "ref/retention", "rows expire after the pulled grace instead of the retention window: a device away longer than the grace loses unpulled rows"},
 }
 
 // List is every shipped defect, by name.

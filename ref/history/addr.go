@@ -20,12 +20,17 @@ const MaxBucketSize = 1000
 // Layout is the position addressing of one bucket size. It is pure.
 type Layout struct {
 	Size uint64
+	// noMinusOne is defect.HistoryDocIndexOffByOne (set by New only).
+	noMinusOne bool
 }
 
 // DocIndex is (seq-1)/size. conv_seq 0 does not exist and is refused.
 func (l Layout) DocIndex(seq uint64) (uint64, error) {
 	if seq == 0 {
 		return 0, fmt.Errorf("%w: conv_seq 0 does not exist (conv_seq starts at 1)", model.ErrInvalid)
+	}
+	if l.noMinusOne {
+		return seq / l.Size, nil // the defect: the seed's "-1" dropped
 	}
 	return (seq - 1) / l.Size, nil
 }

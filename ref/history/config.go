@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"imlab/ref/defect"
 	"imlab/ref/model"
 )
 
@@ -58,6 +59,9 @@ type Config struct {
 	WriteConcurrency int
 	// MaxBatch bounds len(msgs) of one WriteBatch.
 	MaxBatch int
+	// Defects are shipped defects enabled on purpose (ref/defect; empty by
+	// default): the lab's negative controls.
+	Defects defect.Set
 }
 
 // DefaultConfig is the seed's layout with the named defaults.

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.mongodb.org/mongo-driver/bson"
 
+	"imlab/ref/defect"
 	"imlab/ref/model"
 	"imlab/ref/rkeys"
 )
@@ -225,14 +226,19 @@ func (s *Service) History(ctx context.Context, uid, convID, fromSeq, toSeq uint6
 		if seq > known {
 			break
 		}
-		items = append(items, project(slots[seq], uid, t, overflow[seq]))
+		items = append(items, project(slots[seq], uid, t, overflow[seq], s.cfg.Defects))
 	}
 	return items, nil
 }
 
-// project is the read-time rewrite of one shared slot for one viewer.
-func project(sl Slot, uid uint64, t model.ConvType, deletedByRecord bool) HistoryItem {
-	if sl.State != SlotFilled || sl.Msg == nil || deletedByRecord || sl.DeletedBy(uid) {
+// project is the read-time rewrite of one shared slot for one viewer (d:
+// the shipped defects in force, none on a correct server).
+func project(sl Slot, uid uint64, t model.ConvType, deletedByRecord bool, d defect.Set) HistoryItem {
+	deleted := sl.DeletedBy(uid)
+	if d.Has(defect.DeleteHidesForEveryone) {
+		deleted = len(sl.DelList) > 0 // the defect: anyone's delete-for-me
+	}
+	if sl.State != SlotFilled || sl.Msg == nil || deletedByRecord || deleted {
 		return HistoryItem{ConvSeq: sl.Seq, Tombstone: true}
 	}
 	it := HistoryItem{
@@ -242,7 +248,11 @@ func project(sl Slot, uid uint64, t model.ConvType, deletedByRecord bool) Histor
 		CreatedAt: sl.Msg.CreatedAt.UnixMilli(),
 		Content:   sl.Msg.Content,
 	}
-	if sl.Revoke != nil {
+	revoked := sl.Revoke != nil
+	if revoked && d.Has(defect.RevokeShownToRevokerOnly) {
+		revoked = sl.Revoke.UserID == uid // the defect: a per-user tag
+	}
+	if revoked {
 		it.Revoked = true
 		it.Content = ""
 	}
@@ -271,10 +281,59 @@ func (s *Service) refresh(ctx context.Context, convID, seq uint64) error {
 	return s.cache.put(ctx, convID, []Slot{sl})
 }
 
+// slotFor reads one slot straight from MongoDB for a mutation. An empty
+// slot whose conv_seq the send path has committed (ConvSeqSource) and the
+// store does not know as written yet is ErrUnavailable: the history tier
+// has not written it (it lags the send path), a retry will find it.
+// Otherwise an empty slot is for the caller to refuse as ErrNotFound: no
+// message is or will be there.
+func (s *Service) slotFor(ctx context.Context, convID, convSeq uint64) (Slot, error) {
+	rr, err := s.store.ReadSlots(ctx, convID, []uint64{convSeq})
+	if err != nil {
+		return Slot{}, err
+	}
+	sl := rr.Slots[convSeq]
+	if sl.State == SlotEmpty {
+		if err := s.notWrittenYet(ctx, convID, []uint64{convSeq}, rr.Known); err != nil {
+			return Slot{}, err
+		}
+	}
+	return sl, nil
+}
+
+// notWrittenYet fails with ErrUnavailable when one of the empty seqs is
+// above what the store knows as written (known) and at or below the
+// conversation's committed conv_seq. Without a ConvSeqSource it cannot
+// tell and says nothing.
+func (s *Service) notWrittenYet(ctx context.Context, convID uint64, empty []uint64, known uint64) error {
+	if s.convSeqs == nil {
+		return nil
+	}
+	var first uint64
+	for _, seq := range empty {
+		if seq > known && (first == 0 || seq < first) {
+			first = seq
+		}
+	}
+	if first == 0 {
+		return nil
+	}
+	committed, err := s.convSeqs.MaxConvSeq(ctx, convID)
+	if err != nil {
+		return fmt.Errorf("history: committed conv_seq of %d: %w", convID, err)
+	}
+	if first <= committed {
+		return fmt.Errorf("%w: conv %d seq %d is committed but not in the history yet (the history tier lags the send path): nothing was changed, retry",
+			model.ErrUnavailable, convID, first)
+	}
+	return nil
+}
+
 // Revoke marks a message revoked for everyone. Only its sender may, and only
 // within Config.RevokeWindow of its creation (ErrForbidden otherwise).
-// Revoking a revoked message is a no-op. A missing or physically deleted
-// message is ErrNotFound.
+// Revoking a revoked message is a no-op, also past the window. A message
+// committed but not in the history yet is ErrUnavailable (retry); a missing
+// or physically deleted message is ErrNotFound.
 func (s *Service) Revoke(ctx context.Context, uid, convID, convSeq uint64) error {
 	if convSeq == 0 {
 		return fmt.Errorf("%w: conv_seq must be at least 1", model.ErrInvalid)
@@ -282,7 +341,7 @@ func (s *Service) Revoke(ctx context.Context, uid, convID, convSeq uint64) error
 	if _, err := s.access(ctx, uid, convID); err != nil {
 		return err
 	}
-	sl, err := s.store.loadSlot(ctx, convID, convSeq)
+	sl, err := s.slotFor(ctx, convID, convSeq)
 	if err != nil {
 		return err
 	}
@@ -316,6 +375,7 @@ func (s *Service) Revoke(ctx context.Context, uid, convID, convSeq uint64) error
 // Delete hides a message from uid only ($addToSet into del_list, at most
 // Config.DelListMax uids; past the bound a per-user deletion record takes
 // over). Idempotent. A message physically deleted already is a no-op; a
+// message committed but not in the history yet is ErrUnavailable (retry); a
 // seq that holds no message is ErrNotFound.
 func (s *Service) Delete(ctx context.Context, uid, convID, convSeq uint64) error {
 	if convSeq == 0 {
@@ -324,7 +384,7 @@ func (s *Service) Delete(ctx context.Context, uid, convID, convSeq uint64) error
 	if _, err := s.access(ctx, uid, convID); err != nil {
 		return err
 	}
-	sl, err := s.store.loadSlot(ctx, convID, convSeq)
+	sl, err := s.slotFor(ctx, convID, convSeq)
 	if err != nil {
 		return err
 	}
@@ -424,7 +484,12 @@ func (s *Service) PhysicalDelete(ctx context.Context, convID, convSeq uint64) er
 
 // MarkRead sets is_read on the messages of a 1:1 conversation in
 // fromSeq..toSeq (at most Config.MaxRange) that the other party sent to uid:
-// one update per bucket touched. Groups have no is_read (ErrInvalid).
+// one update per bucket touched. Idempotent. Seqs that hold no message and
+// never will (holes, physically deleted, past the conversation's end) are
+// skipped; if one of the range is committed but not in the history yet,
+// nothing is marked and the answer is ErrUnavailable (retry), so a success
+// always means every message of the range is marked. Groups have no is_read
+// (ErrInvalid).
 func (s *Service) MarkRead(ctx context.Context, uid, convID, fromSeq, toSeq uint64) error {
 	if err := s.checkRange(fromSeq, toSeq); err != nil {
 		return err
@@ -442,6 +507,15 @@ func (s *Service) MarkRead(ctx context.Context, uid, convID, fromSeq, toSeq uint
 	}
 	rr, err := s.store.ReadSlots(ctx, convID, seqs)
 	if err != nil {
+		return err
+	}
+	var empty []uint64
+	for _, seq := range seqs {
+		if rr.Slots[seq].State == SlotEmpty {
+			empty = append(empty, seq)
+		}
+	}
+	if err := s.notWrittenYet(ctx, convID, empty, rr.Known); err != nil {
 		return err
 	}
 	byDoc := map[string]bson.D{}

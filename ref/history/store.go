@@ -14,6 +14,7 @@ import (
 	"go.mongodb.org/mongo-driver/mongo"
 	"go.mongodb.org/mongo-driver/mongo/options"
 
+	"imlab/ref/defect"
 	"imlab/ref/model"
 )
 
@@ -77,7 +78,7 @@ func New(ctx context.Context, db *mongo.Database, cfg Config) (*Store, error) {
 	}
 	s := &Store{
 		cfg:    cfg,
-		layout: Layout{Size: uint64(cfg.BucketSize)},
+		layout: Layout{Size: uint64(cfg.BucketSize), noMinusOne: cfg.Defects.Has(defect.HistoryDocIndexOffByOne)},
 		msgs:   db.Collection(cfg.CollectionPrefix + "_msgs"),
 		meta:   db.Collection(cfg.CollectionPrefix + "_meta"),
 		dels:   db.Collection(cfg.CollectionPrefix + "_deletions"),
@@ -316,8 +317,12 @@ func (s *Store) newBucketDoc(convID, idx uint64, msgs []model.Message, purgeSlot
 		slots[i] = emptySlotDoc()
 	}
 	var maxSeq uint64
+	shift := s.cfg.Defects.Has(defect.HistoryInsertSlotShift)
 	for _, m := range msgs {
 		slot, _ := s.layout.Slot(m.ConvSeq)
+		if shift {
+			slot = int(m.ConvSeq % s.layout.Size) // the defect: one slot up
+		}
 		d := emptySlotDoc()
 		d.Msg = toMsgDoc(m)
 		slots[slot] = d

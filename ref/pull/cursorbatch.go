@@ -17,11 +17,12 @@ import (
 	"imlab/ref/sqlin"
 )
 
-// Cursor writes (MarkServed, Ack) are group-committed: concurrent callers of
-// one shard (uid hash) queue their operations, and one of them, the leader,
-// runs everything queued so far as ONE transaction:
+// Cursor writes (MarkServed, Ack, Register) are group-committed: concurrent
+// callers of one shard (uid hash) queue their operations, and one of them,
+// the leader, runs everything queued so far as ONE transaction:
 //
-//  1. sync_served multi-row upsert (GREATEST) for the served marks;
+//  1. sync_served multi-row upsert (GREATEST) for the served marks and the
+//     registrations (served_seq 0);
 //  2. one read of the served marks of the batch's acks; an ack above its
 //     device's mark is refused (ErrCursorAhead) and changes nothing;
 //  3. sync_cursor multi-row upsert (GREATEST) for the accepted acks;
@@ -44,11 +45,12 @@ const (
 )
 
 type cursorOp struct {
-	uid    uint64
-	did    string
-	seq    uint64
-	served bool // raise sync_served to seq first
-	ack    bool // advance sync_cursor to seq
+	uid      uint64
+	did      string
+	seq      uint64
+	served   bool // raise sync_served to seq first
+	ack      bool // advance sync_cursor to seq
+	register bool // make sure the device has a sync_served row (served_seq 0 when new)
 
 	state int           // under shard.mu
 	lead  chan struct{} // closed when this waiter must lead
@@ -263,6 +265,9 @@ func (s *Service) cursorTx(batch []*cursorOp) (err error) {
 		k := devKey{op.uid, op.did}
 		if op.served && op.seq > served[k] {
 			served[k] = op.seq
+		}
+		if _, ok := served[k]; op.register && !ok {
+			served[k] = 0 // GREATEST(served_seq, 0): a new row, or no change
 		}
 		if op.ack {
 			// Every acking device is read back, also one acking 0 or below

@@ -12,10 +12,16 @@
 // cache that missed a hook (a crash between COMMIT and the hook) costs a
 // MySQL read, never a message.
 //
-// Cursor writes (MarkServed, Ack, MarkServedAck) are group-committed per
-// uid shard: concurrent calls share one transaction (cursorbatch.go), so a
-// crowd of acknowledging devices costs a few statements per batch instead
-// of four autocommits per ack.
+// Cursor writes (MarkServed, Ack, MarkServedAck, Register) are
+// group-committed per uid shard: concurrent calls share one transaction
+// (cursorbatch.go), so a crowd of acknowledging devices costs a few
+// statements per batch instead of four autocommits per ack.
+//
+// A device is known to the store from its first contact: a pull (an empty
+// page registers it with served_seq 0), a conversation pull, an ack, or a
+// WebSocket upgrade (ref/api calls Register), each before it is answered.
+// Retention (ref/retention) counts every known device, so the early
+// deletion of a uid's rows waits for each of them.
 //
 // It must not write inbox rows, message bodies or the fence.
 package pull
@@ -77,6 +83,10 @@ type Config struct {
 	FenceCheckInterval time.Duration
 	// FenceMemoMaxUIDs bounds that memo; when full it is cleared.
 	FenceMemoMaxUIDs int
+	// KnownDevicesMax bounds the memo of devices this process knows to
+	// have a sync_served row (Register writes nothing for them); when full
+	// it is cleared (the next Register of each writes a no-op upsert).
+	KnownDevicesMax int
 	// QueryTimeout bounds each MySQL statement.
 	QueryTimeout time.Duration
 	// RateLimitTimeout bounds the Redis rate-limit call; past it (or on a
@@ -113,6 +123,7 @@ func DefaultConfig() Config {
 		CheckFence:          true,
 		FenceCheckInterval:  time.Second,
 		FenceMemoMaxUIDs:    100000,
+		KnownDevicesMax:     100000,
 		QueryTimeout:        10 * time.Second,
 		RateLimitTimeout:    200 * time.Millisecond,
 		LocalLimiterMaxUIDs: 100000,
@@ -152,6 +163,8 @@ func (c Config) Validate() error {
 		return bad("FenceCheckInterval must be in [0, 1m]")
 	case c.FenceMemoMaxUIDs < 1:
 		return bad("FenceMemoMaxUIDs must be >= 1")
+	case c.KnownDevicesMax < 1:
+		return bad("KnownDevicesMax must be >= 1")
 	case c.CursorShards < 1 || c.CursorShards > 256:
 		return bad("CursorShards must be in 1..256")
 	case c.CursorMaxBatch < 1 || c.CursorMaxBatch > 10000:
@@ -174,6 +187,9 @@ type Service struct {
 
 	memoMu sync.Mutex
 	memo   map[uint64]verified // uid -> last top seen equal to the fence
+
+	knownMu sync.Mutex
+	known   map[devKey]struct{} // devices with a sync_served row (Register)
 
 	cursorShards []*cursorShard
 	cursorBatch  prometheus.Histogram // imlab_pull_cursor_batch_size
@@ -241,6 +257,7 @@ func New(db *sql.DB, cache *hotcache.Cache, cfg Config, reg prometheus.Registere
 	s := &Service{db: db, cache: cache, cfg: cfg, log: cfg.Logger, latency: latency, reqs: reqs, cursorBatch: cursorBatch, cursorOps: cursorOps}
 	s.limiter = newLimiter(s)
 	s.memo = make(map[uint64]verified)
+	s.known = make(map[devKey]struct{})
 	s.cursorShards = make([]*cursorShard, cfg.CursorShards)
 	for i := range s.cursorShards {
 		s.cursorShards[i] = &cursorShard{s: s}
@@ -348,6 +365,11 @@ func (s *Service) Pull(ctx context.Context, uid uint64, did string, cursor *uint
 		if err := mark(ctx, uid, did, res.NextCursor); err != nil {
 			return model.PullResult{}, err
 		}
+	} else if err := s.Register(ctx, uid, did); err != nil {
+		// Served nothing: the device must still be known before it is
+		// answered, or retention could delete its uid's next rows as soon
+		// as the other devices pulled them.
+		return model.PullResult{}, err
 	}
 	source := res.Source
 	if res.Truncated {
@@ -707,9 +729,10 @@ func (s *Service) countAbove(ctx context.Context, uid, cur, bound uint64) (uint6
 
 // ConvPull answers one page of one conversation in uid's inbox: entries of
 // convID with seq > cursor (inbox seq), at most limit (0: DefaultConvLimit,
-// max MaxConvLimit). It does not raise the served mark: a conversation page
-// is not the whole inbox below its last seq, so it must not let the device
-// ack past other conversations' messages.
+// max MaxConvLimit). It does not raise the served mark nor touch the
+// cursor: a conversation page is not the whole inbox below its last seq, so
+// it must not let the device ack past other conversations' messages. It
+// registers the device (Register).
 func (s *Service) ConvPull(ctx context.Context, uid uint64, did string, convID, cursor uint64, limit int) (model.PullResult, error) {
 	start := time.Now()
 	if err := checkDevice(uid, did); err != nil {
@@ -731,7 +754,11 @@ func (s *Service) ConvPull(ctx context.Context, uid uint64, did string, convID, 
 	}
 	qctx, cancel := s.qctx(ctx)
 	defer cancel()
-	rows, err := s.db.QueryContext(qctx, selectEntries+` WHERE o.uid = ? AND o.conv_id = ? AND o.seq > ? ORDER BY o.seq LIMIT ?`, uid, convID, cursor, limit+1)
+	after := "o.seq > ?"
+	if s.cfg.Defects.Has(defect.ConvPullCursorInclusive) {
+		after = "o.seq >= ?" // the defect: the row at the cursor is read again
+	}
+	rows, err := s.db.QueryContext(qctx, selectEntries+` WHERE o.uid = ? AND o.conv_id = ? AND `+after+` ORDER BY o.seq LIMIT ?`, uid, convID, cursor, limit+1)
 	if err != nil {
 		return model.PullResult{}, dbErr("conv pull query", err)
 	}
@@ -747,6 +774,17 @@ func (s *Service) ConvPull(ctx context.Context, uid uint64, did string, convID, 
 	if len(entries) > 0 {
 		res.NextCursor = entries[len(entries)-1].Seq
 	}
+	if len(entries) > 0 && s.cfg.Defects.Has(defect.ConvPullAcksCursor) {
+		// The defect: reading a conversation counts as reading the inbox
+		// up to its last row.
+		if _, err := s.MarkServedAck(ctx, uid, did, res.NextCursor); err != nil {
+			return model.PullResult{}, err
+		}
+	}
+	// The device is known before it is answered (see Register).
+	if err := s.Register(ctx, uid, did); err != nil {
+		return model.PullResult{}, err
+	}
 	s.observe(KindConv, SourceMySQL, start)
 	return res, nil
 }
@@ -761,7 +799,50 @@ func (s *Service) MarkServed(ctx context.Context, uid uint64, did string, seq ui
 	if seq == 0 {
 		return nil
 	}
-	return s.runCursorOp(ctx, &cursorOp{uid: uid, did: did, seq: seq, served: true})
+	if err := s.runCursorOp(ctx, &cursorOp{uid: uid, did: did, seq: seq, served: true}); err != nil {
+		return err
+	}
+	s.markKnown(uid, did)
+	return nil
+}
+
+// Register makes the device known to the store of record: a sync_served
+// row (served_seq 0 when nothing was served yet) exists once it returns
+// nil. Retention counts every such device (ref/retention), so from then on
+// the early deletion of the uid's rows waits for this device's cursor.
+// Pull (a page with nothing in it), ConvPull, Ack and the WebSocket upgrade
+// (ref/api) call it; a page that serves something marks the device served,
+// which registers it too. A device this process registered before costs
+// nothing (a bounded memo, KnownDevicesMax).
+func (s *Service) Register(ctx context.Context, uid uint64, did string) error {
+	if err := checkDevice(uid, did); err != nil {
+		return err
+	}
+	if s.isKnown(uid, did) {
+		return nil
+	}
+	if err := s.runCursorOp(ctx, &cursorOp{uid: uid, did: did, register: true}); err != nil {
+		return err
+	}
+	s.markKnown(uid, did)
+	return nil
+}
+
+func (s *Service) isKnown(uid uint64, did string) bool {
+	s.knownMu.Lock()
+	defer s.knownMu.Unlock()
+	_, ok := s.known[devKey{uid, did}]
+	return ok
+}
+
+func (s *Service) markKnown(uid uint64, did string) {
+	s.knownMu.Lock()
+	defer s.knownMu.Unlock()
+	k := devKey{uid, did}
+	if _, ok := s.known[k]; !ok && len(s.known) >= s.cfg.KnownDevicesMax {
+		clear(s.known)
+	}
+	s.known[k] = struct{}{}
 }
 
 // Served is the device's served high-water mark (0 if never served).
@@ -791,7 +872,7 @@ func (s *Service) Ack(ctx context.Context, uid uint64, did string, pullSeq uint6
 	if err := checkDevice(uid, did); err != nil {
 		return 0, err
 	}
-	return s.ack(ctx, start, &cursorOp{uid: uid, did: did, seq: pullSeq, ack: true})
+	return s.ack(ctx, start, &cursorOp{uid: uid, did: did, seq: pullSeq, ack: true, register: !s.isKnown(uid, did)})
 }
 
 // MarkServedAck is MarkServed(seq) then Ack(seq) in one cursor write: for
@@ -801,13 +882,14 @@ func (s *Service) MarkServedAck(ctx context.Context, uid uint64, did string, seq
 	if err := checkDevice(uid, did); err != nil {
 		return 0, err
 	}
-	return s.ack(ctx, start, &cursorOp{uid: uid, did: did, seq: seq, served: seq > 0, ack: true})
+	return s.ack(ctx, start, &cursorOp{uid: uid, did: did, seq: seq, served: seq > 0, ack: true, register: !s.isKnown(uid, did)})
 }
 
 func (s *Service) ack(ctx context.Context, start time.Time, op *cursorOp) (uint64, error) {
 	if err := s.runCursorOp(ctx, op); err != nil {
 		return 0, err
 	}
+	s.markKnown(op.uid, op.did)
 	stored := op.stored
 	s.observe(KindAck, SourceMySQL, start)
 	return stored, nil

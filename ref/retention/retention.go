@@ -1,11 +1,35 @@
 // Package retention owns the deletion of old inbox rows (seed 000/003): an
 // offline_msg row goes once it is older than MaxAge (30 days by default), or
 // earlier once every device of its user has pulled past it and it is older
-// than PulledMinAge (a day by default); never a row some
-// device has not pulled unless it is past MaxAge. Rows go in small (uid,
-// seq) batches, each its own short autocommit statement, so no long
-// transaction holds locks against the write path. It also trims mq_dedup
-// rows past their useful life. History in MongoDB is not touched.
+// than PulledMinAge (a day by default); never a row some device has not
+// pulled unless it is past MaxAge. Rows go in small (uid, seq) batches, each
+// its own short transaction, so no long transaction holds locks against the
+// write path. It also trims mq_dedup rows past their useful life. History in
+// MongoDB is not touched.
+//
+// # Which devices count
+//
+// A device is any (uid, device_id) with a row in sync_served (a device with
+// a cursor has one: an ack is refused past the served mark). ref/pull
+// writes a device's sync_served row (served_seq 0 when nothing was served
+// yet) the first time the device pulls, pulls a conversation, acknowledges
+// or connects over WebSocket, before it answers; so a device
+// the server has heard of holds back the early deletion of its uid's rows
+// until its cursor (sync_cursor.pull_seq, 0 when it never acknowledged) is
+// at or past them. A device the server never heard of cannot: its rows are
+// kept only by MaxAge. A uid without any device keeps everything until
+// MaxAge.
+//
+// The rule is one SQL aggregate (the uid's floor, the lowest cursor of its
+// devices) evaluated twice: by the scan, per page, to pick candidates, and
+// again in the deleting transaction, on the rows it locks, so a device that
+// appears or falls behind between the two holds its rows back.
+//
+// # What was deleted
+//
+// Every deleted row is handed to the Sinks given to New (uid, seq, msg_id,
+// conv_id, created_at, deleted_at, reason expired or pulled) and every pass
+// is reported; Log is a bounded Sink the server serves to the lab.
 //
 // It must not change seq_fence (a seq is never reused after its row is
 // gone), cursors, or msg_content.
@@ -19,7 +43,20 @@ import (
 	"strings"
 	"time"
 
+	"imlab/ref/defect"
 	"imlab/ref/model"
+)
+
+// Named floors of the ages and interval (Config.Validate).
+const (
+	// MinMaxAge is the shortest MaxAge outside the lab: below it a device
+	// that is merely offline for a while loses what it has not pulled.
+	MinMaxAge = time.Hour
+	// MinInterval is the shortest pass interval outside the lab.
+	MinInterval = time.Minute
+	// LabMinMaxAge and LabMinInterval are the floors with LabShortAges.
+	LabMinMaxAge   = time.Second
+	LabMinInterval = 100 * time.Millisecond
 )
 
 // Config bounds a retention run.
@@ -33,18 +70,26 @@ type Config struct {
 	// a store witness taken after a run still sees every message of the
 	// run instead of a hole that retention made.
 	PulledMinAge time.Duration
+	// LabShortAges is LAB ONLY: it lowers the floors of MaxAge and Interval
+	// from MinMaxAge and MinInterval to LabMinMaxAge and LabMinInterval, so
+	// that both the early deletion and the expiry run inside a scenario of
+	// minutes. A server that serves people never sets it.
+	LabShortAges bool
 	// ScanPage bounds rows read per key-order page.
 	ScanPage int
-	// DeleteBatch bounds rows per DELETE statement.
+	// DeleteBatch bounds rows per deleting transaction.
 	DeleteBatch int
-	// Pause between DELETE statements, to leave room to the write path.
+	// Pause between deleting transactions, to leave room to the write path.
 	Pause time.Duration
 	// DedupMaxAge: mq_dedup rows older than this are deleted (they guard
 	// redeliveries; uk_uid_msg stays the final guard after).
 	DedupMaxAge time.Duration
 	// Interval between timer runs (the reconciler role runs retention too).
 	Interval time.Duration
-	Logger   *slog.Logger
+	// Defects are shipped defects enabled on purpose (ref/defect; empty by
+	// default): the lab's negative controls.
+	Defects defect.Set
+	Logger  *slog.Logger
 }
 
 // DefaultConfig: 30 days, pages of 1000, deletes of 500, dedup rows kept 48 h.
@@ -55,11 +100,15 @@ func DefaultConfig() Config {
 
 // Validate checks the configuration.
 func (c Config) Validate() error {
+	minAge, minInterval, lab := MinMaxAge, MinInterval, ""
+	if c.LabShortAges {
+		minAge, minInterval, lab = LabMinMaxAge, LabMinInterval, " (lab short ages)"
+	}
 	switch {
-	case c.MaxAge < time.Minute:
-		return fmt.Errorf("%w: retention max age below 1m", model.ErrInvalid)
+	case c.MaxAge < minAge:
+		return fmt.Errorf("%w: retention max age %s below %s%s", model.ErrInvalid, c.MaxAge, minAge, lab)
 	case c.PulledMinAge < 0 || c.PulledMinAge > c.MaxAge:
-		return fmt.Errorf("%w: retention pulled min age out of 0..max age", model.ErrInvalid)
+		return fmt.Errorf("%w: retention pulled min age %s out of 0..max age", model.ErrInvalid, c.PulledMinAge)
 	case c.ScanPage < 1 || c.ScanPage > 10_000:
 		return fmt.Errorf("%w: retention scan page out of 1..10000", model.ErrInvalid)
 	case c.DeleteBatch < 1 || c.DeleteBatch > 5_000:
@@ -68,8 +117,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: retention pause out of 0..1s", model.ErrInvalid)
 	case c.DedupMaxAge < time.Hour:
 		return fmt.Errorf("%w: retention dedup max age below 1h", model.ErrInvalid)
-	case c.Interval < time.Second:
-		return fmt.Errorf("%w: retention interval below 1s", model.ErrInvalid)
+	case c.Interval < minInterval:
+		return fmt.Errorf("%w: retention interval %s below %s%s", model.ErrInvalid, c.Interval, minInterval, lab)
 	}
 	return nil
 }
@@ -83,15 +132,38 @@ type Report struct {
 	Statements    int64 `json:"statements"`
 }
 
-// Retention deletes what the rules allow.
-type Retention struct {
-	cfg Config
-	db  *sql.DB
-	log *slog.Logger
+// Deletion reasons.
+const (
+	ReasonExpired = "expired" // past MaxAge
+	ReasonPulled  = "pulled"  // every device pulled past it, older than PulledMinAge
+)
+
+// Deletion is one offline_msg row retention deleted.
+type Deletion struct {
+	UID, Seq, MsgID, ConvID uint64
+	CreatedAt               time.Time // the row's created_at
+	DeletedAt               time.Time // the pass's clock (Run's now)
+	Reason                  string
 }
 
-// New builds a retention job.
-func New(cfg Config, db *sql.DB) (*Retention, error) {
+// Sink receives what retention did: each committed batch of deletions, in
+// order, and the end of each pass (err nil when it completed). Calls come
+// from the goroutine running the pass.
+type Sink interface {
+	Deleted(rows []Deletion)
+	Passed(rep Report, err error)
+}
+
+// Retention deletes what the rules allow.
+type Retention struct {
+	cfg   Config
+	db    *sql.DB
+	log   *slog.Logger
+	sinks []Sink
+}
+
+// New builds a retention job; sinks are told what it deleted.
+func New(cfg Config, db *sql.DB, sinks ...Sink) (*Retention, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -102,7 +174,10 @@ func New(cfg Config, db *sql.DB) (*Retention, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Retention{cfg: cfg, db: db, log: log.With("job", "retention")}, nil
+	if cfg.LabShortAges {
+		log.Warn("retention: LAB short ages in force: rows expire after "+cfg.MaxAge.String(), "pulled_min_age", cfg.PulledMinAge, "interval", cfg.Interval)
+	}
+	return &Retention{cfg: cfg, db: db, log: log.With("job", "retention"), sinks: sinks}, nil
 }
 
 // RunTimer runs every Interval until ctx is done.
@@ -114,7 +189,11 @@ func (r *Retention) RunTimer(ctx context.Context) error {
 		if err != nil && ctx.Err() == nil {
 			r.log.Warn("retention run failed", "err", err)
 		} else if err == nil {
-			r.log.Info("retention run", "scanned", rep.Scanned, "aged", rep.DeletedAged, "pulled", rep.DeletedPulled, "dedup", rep.DedupDeleted)
+			level := slog.LevelDebug // a pass that deleted nothing is not news
+			if rep.DeletedAged+rep.DeletedPulled+rep.DedupDeleted > 0 {
+				level = slog.LevelInfo
+			}
+			r.log.Log(ctx, level, "retention run", "scanned", rep.Scanned, "aged", rep.DeletedAged, "pulled", rep.DeletedPulled, "dedup", rep.DedupDeleted)
 		}
 		select {
 		case <-ctx.Done():
@@ -126,64 +205,58 @@ func (r *Retention) RunTimer(ctx context.Context) error {
 
 type key struct{ uid, seq uint64 }
 
+// The early-deletion rule: a row may go early when its seq is at or
+// below its uid's floor, the lowest cursor among the uid's devices (0 for
+// a device that never acknowledged). Devices are the rows of sync_served:
+// every device the read path has heard of (an acknowledging device has one
+// too: an ack is refused past the served mark). A uid without a device has
+// no floor (NULL): nothing of it goes early. The floor is one SQL
+// aggregate over devicesOf, used grouped by uid for a scanned page and
+// correlated to the row in the deleting transaction.
+const devicesOf = `FROM sync_served d LEFT JOIN sync_cursor c ON c.uid = d.uid AND c.device_id = d.device_id`
+
+// floorAgg is the floor's aggregate.
+func (r *Retention) floorAgg() string {
+	if r.cfg.Defects.Has(defect.RetentionMostAdvancedDevice) {
+		return "MAX(COALESCE(c.pull_seq, 0))" // the defect: "the user pulled it" by the most advanced device
+	}
+	return "MIN(COALESCE(c.pull_seq, 0))"
+}
+
+// cutoffs are the two age limits of a pass at now: rows created before
+// expired go whatever the cursors say; rows created at or before pulled may
+// go early.
+func (r *Retention) cutoffs(now time.Time) (expired, pulled time.Time) {
+	expiry := r.cfg.MaxAge
+	if r.cfg.Defects.Has(defect.RetentionExpiryFromPulledAge) {
+		expiry = r.cfg.PulledMinAge // the defect: the early grace taken for the window
+	}
+	return now.Add(-expiry).UTC(), now.Add(-r.cfg.PulledMinAge).UTC()
+}
+
 // Run walks offline_msg in (uid, seq) order and deletes what may go as of now.
-func (r *Retention) Run(ctx context.Context, now time.Time) (Report, error) {
-	var rep Report
-	cutoff := now.Add(-r.cfg.MaxAge).UTC()
-	pulledCutoff := now.Add(-r.cfg.PulledMinAge).UTC()
+func (r *Retention) Run(ctx context.Context, now time.Time) (rep Report, err error) {
+	defer func() {
+		for _, s := range r.sinks {
+			s.Passed(rep, err)
+		}
+	}()
+	expired, pulled := r.cutoffs(now)
 	var lastUID, lastSeq uint64
 	for {
-		rows, err := r.db.QueryContext(ctx, `SELECT uid, seq, created_at FROM offline_msg
-			WHERE uid > ? OR (uid = ? AND seq > ?) ORDER BY uid, seq LIMIT ?`, lastUID, lastUID, lastSeq, r.cfg.ScanPage)
+		page, err := r.scan(ctx, lastUID, lastSeq, expired, pulled)
 		if err != nil {
-			return rep, fmt.Errorf("retention: scan: %w", err)
+			return rep, err
 		}
-		type row struct {
-			key
-			at time.Time
-		}
-		var page []row
-		for rows.Next() {
-			var x row
-			if err := rows.Scan(&x.uid, &x.seq, &x.at); err != nil {
-				rows.Close()
-				return rep, fmt.Errorf("retention: scan row: %w", err)
-			}
-			page = append(page, x)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return rep, fmt.Errorf("retention: rows: %w", err)
-		}
-		if len(page) == 0 {
+		if page.n == 0 {
 			break
 		}
-		lastUID, lastSeq = page[len(page)-1].uid, page[len(page)-1].seq
-		rep.Scanned += int64(len(page))
-		uids := map[uint64]bool{}
-		for _, x := range page {
-			uids[x.uid] = true
-		}
-		floor, err := r.pulledByAll(ctx, uids)
-		if err != nil {
+		lastUID, lastSeq = page.last.uid, page.last.seq
+		rep.Scanned += int64(page.n)
+		if err := r.delete(ctx, page.candidates, expired, pulled, now.UTC(), &rep); err != nil {
 			return rep, err
 		}
-		var del []key
-		for _, x := range page {
-			switch {
-			case x.at.Before(cutoff):
-				rep.DeletedAged++
-			case x.seq <= floor[x.uid] && !x.at.After(pulledCutoff):
-				rep.DeletedPulled++
-			default:
-				continue
-			}
-			del = append(del, x.key)
-		}
-		if err := r.delete(ctx, del, &rep); err != nil {
-			return rep, err
-		}
-		if len(page) < r.cfg.ScanPage {
+		if page.n < r.cfg.ScanPage {
 			break
 		}
 	}
@@ -192,71 +265,111 @@ func (r *Retention) Run(ctx context.Context, now time.Time) (Report, error) {
 	return rep, err
 }
 
-// pulledByAll returns, per uid, the highest seq every one of its devices
-// has pulled past: the minimum device cursor, where a device is any row in
-// sync_cursor or sync_served (a device served but never acknowledged
-// counts as 0). A uid with no device gets 0: nothing goes before MaxAge.
-func (r *Retention) pulledByAll(ctx context.Context, uids map[uint64]bool) (map[uint64]uint64, error) {
-	args := make([]any, 0, len(uids))
-	for u := range uids {
-		args = append(args, u)
-	}
-	in := "(" + strings.TrimSuffix(strings.Repeat("?,", len(args)), ",") + ")"
-	type dev struct {
-		uid uint64
-		did string
-	}
-	cursor := map[dev]uint64{}
-	devices := map[dev]bool{}
-	for i, q := range []string{
-		"SELECT uid, device_id, pull_seq FROM sync_cursor WHERE uid IN " + in,
-		"SELECT uid, device_id, 0 FROM sync_served WHERE uid IN " + in,
-	} {
-		rows, err := r.db.QueryContext(ctx, q, args...)
-		if err != nil {
-			return nil, fmt.Errorf("retention: device cursors: %w", err)
-		}
-		for rows.Next() {
-			var d dev
-			var seq uint64
-			if err := rows.Scan(&d.uid, &d.did, &seq); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("retention: device cursor row: %w", err)
-			}
-			devices[d] = true
-			if i == 0 {
-				cursor[d] = seq
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
-	}
-	out := map[uint64]uint64{}
-	seen := map[uint64]bool{}
-	for d := range devices {
-		c := cursor[d] // 0 when the device never acknowledged
-		if !seen[d.uid] || c < out[d.uid] {
-			out[d.uid] = c
-			seen[d.uid] = true
-		}
-	}
-	return out, nil
+type scanPage struct {
+	n          int
+	last       key
+	candidates []key
 }
 
-func (r *Retention) delete(ctx context.Context, keys []key, rep *Report) error {
+// scan reads one key-order page after (uid, seq) and picks the rows that
+// may go: expired, or old enough and at or below their uid's floor.
+func (r *Retention) scan(ctx context.Context, uid, seq uint64, expired, pulled time.Time) (scanPage, error) {
+	var p scanPage
+	rows, err := r.db.QueryContext(ctx, `SELECT uid, seq, created_at FROM offline_msg
+		WHERE uid > ? OR (uid = ? AND seq > ?) ORDER BY uid, seq LIMIT ?`, uid, uid, seq, r.cfg.ScanPage)
+	if err != nil {
+		return p, fmt.Errorf("retention: scan: %w", err)
+	}
+	type row struct {
+		key
+		at time.Time
+	}
+	var page []row
+	for rows.Next() {
+		var x row
+		if err := rows.Scan(&x.uid, &x.seq, &x.at); err != nil {
+			rows.Close()
+			return p, fmt.Errorf("retention: scan row: %w", err)
+		}
+		page = append(page, x)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return p, fmt.Errorf("retention: rows: %w", err)
+	}
+	if p.n = len(page); p.n == 0 {
+		return p, nil
+	}
+	p.last = page[len(page)-1].key
+	var early []uint64 // uids with a row old enough to go early
+	for _, x := range page {
+		if !x.at.Before(expired) && !x.at.After(pulled) && (len(early) == 0 || early[len(early)-1] != x.uid) {
+			early = append(early, x.uid)
+		}
+	}
+	floor, err := r.floors(ctx, early)
+	if err != nil {
+		return p, err
+	}
+	for _, x := range page {
+		f, ok := floor[x.uid]
+		if x.at.Before(expired) || (!x.at.After(pulled) && ok && x.seq <= f) {
+			p.candidates = append(p.candidates, x.key)
+		}
+	}
+	return p, nil
+}
+
+// floors reads the floor of each uid that has a device.
+func (r *Retention) floors(ctx context.Context, uids []uint64) (map[uint64]uint64, error) {
+	out := make(map[uint64]uint64, len(uids))
+	if len(uids) == 0 {
+		return out, nil
+	}
+	args := make([]any, len(uids))
+	for i, u := range uids {
+		args[i] = u
+	}
+	rows, err := r.db.QueryContext(ctx, "SELECT d.uid, "+r.floorAgg()+" "+devicesOf+" WHERE d.uid IN ("+
+		strings.TrimSuffix(strings.Repeat("?,", len(uids)), ",")+") GROUP BY d.uid", args...)
+	if err != nil {
+		return nil, fmt.Errorf("retention: device cursors: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var u, f uint64
+		if err := rows.Scan(&u, &f); err != nil {
+			return nil, fmt.Errorf("retention: device cursor row: %w", err)
+		}
+		out[u] = f
+	}
+	return out, rows.Err()
+}
+
+// delete deletes the candidates in batches of DeleteBatch, each one
+// transaction that locks the rows still meeting the rule (checked again:
+// a device may have appeared or fallen behind since the scan), deletes
+// exactly those and tells the sinks.
+func (r *Retention) delete(ctx context.Context, keys []key, expired, pulled, now time.Time, rep *Report) error {
 	for start := 0; start < len(keys); start += r.cfg.DeleteBatch {
 		end := min(start+r.cfg.DeleteBatch, len(keys))
-		args := make([]any, 0, 2*(end-start))
-		for _, k := range keys[start:end] {
-			args = append(args, k.uid, k.seq)
+		gone, err := r.deleteBatch(ctx, keys[start:end], expired, pulled, now)
+		if err != nil {
+			return err
 		}
-		q := "DELETE FROM offline_msg WHERE (uid, seq) IN (" + strings.TrimSuffix(strings.Repeat("(?,?),", end-start), ",") + ")"
-		if _, err := r.db.ExecContext(ctx, q, args...); err != nil {
-			return fmt.Errorf("retention: delete: %w", err)
+		rep.Statements += 2
+		for _, d := range gone {
+			if d.Reason == ReasonExpired {
+				rep.DeletedAged++
+			} else {
+				rep.DeletedPulled++
+			}
 		}
-		rep.Statements++
+		if len(gone) > 0 {
+			for _, s := range r.sinks {
+				s.Deleted(gone)
+			}
+		}
 		if r.cfg.Pause > 0 {
 			t := time.NewTimer(r.cfg.Pause)
 			select {
@@ -268,6 +381,70 @@ func (r *Retention) delete(ctx context.Context, keys []key, rep *Report) error {
 		}
 	}
 	return nil
+}
+
+func (r *Retention) deleteBatch(ctx context.Context, keys []key, expired, pulled, now time.Time) (gone []Deletion, err error) {
+	tx, err := r.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return nil, fmt.Errorf("retention: begin: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	args := make([]any, 0, 3+2*len(keys))
+	args = append(args, expired)
+	args = appendKeys(args, keys)
+	args = append(args, expired, pulled)
+	// The floor's subquery is a plain read (a locking clause does not
+	// reach into subqueries): under READ COMMITTED it sees every device
+	// committed before this statement, and takes no lock on the cursors.
+	rows, err := tx.QueryContext(ctx, `SELECT o.uid, o.seq, o.msg_id, o.conv_id, o.created_at, o.created_at < ?
+		FROM offline_msg o WHERE (o.uid, o.seq) IN (`+pairs(len(keys))+`)
+		AND (o.created_at < ? OR (o.created_at <= ? AND o.seq <= (SELECT `+r.floorAgg()+` `+devicesOf+` WHERE d.uid = o.uid))) FOR UPDATE`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("retention: lock rows: %w", err)
+	}
+	for rows.Next() {
+		var d Deletion
+		var isExpired bool
+		if err := rows.Scan(&d.UID, &d.Seq, &d.MsgID, &d.ConvID, &d.CreatedAt, &isExpired); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("retention: lock row: %w", err)
+		}
+		d.CreatedAt, d.DeletedAt, d.Reason = d.CreatedAt.UTC(), now, ReasonPulled
+		if isExpired {
+			d.Reason = ReasonExpired
+		}
+		gone = append(gone, d)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("retention: lock rows: %w", err)
+	}
+	if len(gone) > 0 {
+		del := make([]key, len(gone))
+		for i, d := range gone {
+			del[i] = key{d.UID, d.Seq}
+		}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM offline_msg WHERE (uid, seq) IN ("+pairs(len(del))+")", appendKeys(nil, del)...); err != nil {
+			return nil, fmt.Errorf("retention: delete: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("retention: commit: %w", err)
+	}
+	return gone, nil
+}
+
+func pairs(n int) string { return strings.TrimSuffix(strings.Repeat("(?,?),", n), ",") }
+
+func appendKeys(args []any, keys []key) []any {
+	for _, k := range keys {
+		args = append(args, k.uid, k.seq)
+	}
+	return args
 }
 
 func (r *Retention) trimDedup(ctx context.Context, now time.Time, rep *Report) (int64, error) {

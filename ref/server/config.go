@@ -112,7 +112,9 @@ type Config struct {
 	// LabRoutes mounts the lab routes GET /v1/lab/inbox and GET
 	// /v1/lab/stored on the api role (ref/api): a uid's inbox and one
 	// message as MySQL holds them, bypassing every cache, for the lab's
-	// store witness and read-after-ACK probe, and GET /v1/lab/procs (this
+	// store witness and read-after-ACK probe; GET /v1/lab/history (a
+	// conversation's history as MongoDB stores it: the history witness);
+	// and GET /v1/lab/procs (this
 	// process's pid and roles, for the capacity search's CPU figures). Off
 	// by default: they cost full reads and are no part of the contract.
 	// imlab up and the scenario runner turn them on; imlab ref with
@@ -181,6 +183,8 @@ func (c Config) withDefects() Config {
 	c.HotCache.Defects = c.Defects
 	c.Send.Defects = c.Defects
 	c.Fanout.InboxSink.Defects = c.Defects
+	c.History.Defects = c.Defects
+	c.Retention.Defects = c.Defects
 	return c
 }
 

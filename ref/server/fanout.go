@@ -264,7 +264,7 @@ func StartReconciler(ctx context.Context, p *Process) (func(context.Context) err
 	if tc.Logger == nil {
 		tc.Logger = p.Log
 	}
-	ret, err := retention.New(tc, p.DB)
+	ret, err := retention.New(tc, p.DB, &p.retention) // the log: RetentionPath
 	if err != nil {
 		return nil, err
 	}

@@ -21,7 +21,10 @@ const (
 	// number or a string of its digits (api.ID), as on every route.
 	PurgePath = "/v1/admin/msg/purge"
 	// ReadPath marks a 1:1 range read for the caller:
-	// {"conv_id","from_seq","to_seq"} -> {} (conv_id as for PurgePath).
+	// {"conv_id","from_seq","to_seq"} -> {} (conv_id as for PurgePath;
+	// idempotent): every message of the range the other party sent is
+	// marked; 503 and nothing marked when a conv_seq of the range is
+	// committed but not in the history yet (history.Service.MarkRead).
 	ReadPath = "/v1/msg/read"
 )
 

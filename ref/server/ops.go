@@ -15,8 +15,8 @@ import (
 	"imlab/ref/model"
 )
 
-// startOps serves /metrics, /healthz and /v1/lab/lag on cfg.Listen for a
-// process without the api role (relay, consumer, history, reconciler run
+// startOps serves /metrics, /healthz, the lag routes, RepairsPath and
+// RetentionPath on cfg.Listen for a process without the api role (relay, consumer, history, reconciler run
 // as their own processes and are scraped like the api).
 func (p *Process) startOps(ctx context.Context) error {
 	var closing atomic.Bool
@@ -46,17 +46,19 @@ func (p *Process) startOps(ctx context.Context) error {
 			_ = json.NewEncoder(w).Encode(v)
 		})
 	}
-	mux.HandleFunc("GET "+RepairsPath, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		if r.URL.RawQuery != "" {
-			writeOpsError(w, http.StatusBadRequest, model.ErrInvalid.Error(), "no query parameters allowed")
-			return
-		}
-		_ = json.NewEncoder(w).Encode(p.Repairs())
-	})
+	for path, answer := range map[string]func() any{RepairsPath: func() any { return p.Repairs() }, RetentionPath: func() any { return p.Retention() }} {
+		mux.HandleFunc("GET "+path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			if r.URL.RawQuery != "" {
+				writeOpsError(w, http.StatusBadRequest, model.ErrInvalid.Error(), "no query parameters allowed")
+				return
+			}
+			_ = json.NewEncoder(w).Encode(answer())
+		})
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		writeOpsError(w, http.StatusNotFound, model.ErrNotFound.Error(),
-			"this process runs no api role: only /metrics, /healthz, "+LagPath+", "+LagNowPath+" and "+RepairsPath)
+			"this process runs no api role: only /metrics, /healthz, "+LagPath+", "+LagNowPath+", "+RepairsPath+" and "+RetentionPath)
 	})
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", p.Cfg.Listen)

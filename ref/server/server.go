@@ -47,7 +47,9 @@
 //
 // With Config.LabRoutes the api role also mounts the lab routes GET
 // /v1/lab/inbox and GET /v1/lab/stored (ref/api; read by ref/pull's
-// StoreReader straight from MySQL), off by default.
+// StoreReader straight from MySQL) and GET /v1/lab/history (the history
+// witness: ref/history's Service.Witness straight from MongoDB; 501
+// without MongoDB), off by default.
 //
 // With MongoDB the api role also mounts POST /v1/admin/msg/purge
 // ({"conv_id","conv_seq"}: physical delete; only for the uids in
@@ -260,8 +262,9 @@ type Process struct {
 	History api.HistoryService
 
 	// repairs remembers what this process's reconciler repaired
-	// (RepairsPath).
-	repairs repairLog
+	// (RepairsPath); retention what its retention deleted (RetentionPath).
+	repairs   repairLog
+	retention retentionLog
 
 	coreOnce sync.Once
 	core     *Core
@@ -637,7 +640,8 @@ func StartAPI(ctx context.Context, p *Process) (func(context.Context) error, err
 	deps.Open = append(deps.Open, api.OpenRoute{Path: LagPath, Name: "lab_lag", Handle: p.lagAnswer},
 		api.OpenRoute{Path: LagNowPath, Name: "lab_lag_now", Handle: p.lagNowAnswer},
 		api.OpenRoute{Path: TimePath, Name: "lab_time", Handle: clockAnswer},
-		api.OpenRoute{Path: RepairsPath, Name: "lab_repairs", Handle: p.repairsAnswer})
+		api.OpenRoute{Path: RepairsPath, Name: "lab_repairs", Handle: p.repairsAnswer},
+		api.OpenRoute{Path: RetentionPath, Name: "lab_retention", Handle: p.retentionAnswer})
 	if p.Cfg.LabRoutes {
 		deps.Open = append(deps.Open, api.OpenRoute{Path: ProcsPath, Name: "lab_procs", Handle: p.procsAnswer})
 		outbox := func(ctx context.Context, msgID uint64) (int, error) { return fanout.OutboxStatus(ctx, p.DB, msgID) }
@@ -646,6 +650,9 @@ func StartAPI(ctx context.Context, p *Process) (func(context.Context) error, err
 			return nil, fmt.Errorf("api: %w", err)
 		}
 		deps.Lab = lab
+		if p.hist != nil {
+			deps.LabHistory = p.hist.svc
+		}
 	}
 	srv, err := api.New(p.Cfg.API, deps)
 	if err != nil {

@@ -21,7 +21,15 @@ func (v *Verdict) WriteTable(w io.Writer) {
 	if pol == "" {
 		pol = "unknown"
 	}
-	fmt.Fprintf(w, "ledger version %d; server ack policy %s\n", v.LedgerVersion, pol)
+	fmt.Fprintf(w, "ledger version %d; server ack policy %s", v.LedgerVersion, pol)
+	if v.Target != "" {
+		fmt.Fprintf(w, "; target %s", v.Target)
+	}
+	fmt.Fprintln(w)
+	if c := v.Conversations; c != nil {
+		fmt.Fprintf(w, "conversations: %d conv pulls, %d history pages, %d revokes, %d deletes, %d clears, %d reads; history witness %d slots, %d watermarks; retention %d deletions\n",
+			c.Pulls, c.Pages, c.Revokes, c.Deletes, c.Clears, c.Reads, c.Slots, c.Watermarks, c.Deletions)
+	}
 	for _, c := range v.Checks {
 		state := "made"
 		switch {
@@ -30,10 +38,14 @@ func (v *Verdict) WriteTable(w io.Writer) {
 		case c.Partial:
 			state = "partial"
 		}
-		fmt.Fprintf(w, "check %-15s %-9s %s\n", c.Name, state, c.Detail)
+		detail := c.Detail
+		if c.Unexercised {
+			detail = "not exercised: " + detail
+		}
+		fmt.Fprintf(w, "check %-15s %-9s %s\n", c.Name, state, detail)
 	}
-	fmt.Fprintf(w, "%-17s %9s %9s  %s\n", "finding", "count", "pairs", "msg_ids")
-	fmt.Fprintf(w, "%-17s %9d %9s  %s\n", "ok", v.OK, "", "")
+	fmt.Fprintf(w, "%-22s %9s %9s  %s\n", "finding", "count", "pairs", "msg_ids")
+	fmt.Fprintf(w, "%-22s %9d %9s  %s\n", "ok", v.OK, "", "")
 	for _, n := range Names {
 		f := v.Findings[n]
 		if f == nil {
@@ -58,9 +70,13 @@ func (v *Verdict) WriteTable(w io.Writer) {
 		if f.Allowed > 0 {
 			name += fmt.Sprintf(" (≤%d)", f.Allowed)
 		}
-		fmt.Fprintf(w, "%-17s %9d %9s  %s\n", name, f.Count, pairs, strings.Join(ids, " "))
+		count := fmt.Sprint(f.Count)
+		if f.NotMade != "" {
+			count = "NOT MADE"
+		}
+		fmt.Fprintf(w, "%-22s %9s %9s  %s\n", name, count, pairs, strings.Join(ids, " "))
 		for _, e := range f.Examples {
-			fmt.Fprintf(w, "%-17s %9s %9s    e.g. %s\n", "", "", "", e)
+			fmt.Fprintf(w, "%-22s %9s %9s    e.g. %s\n", "", "", "", e)
 		}
 	}
 	fmt.Fprintln(w, FindingsLegend)
@@ -78,7 +94,7 @@ func (v *Verdict) WriteTable(w io.Writer) {
 // FindingsLegend defines the columns of the findings rows: count is in each
 // finding's own unit, msg_ids lists distinct messages, so the two differ
 // where one message counts more than once.
-const FindingsLegend = "(count: distinct messages, except duplicated: one per extra copy a device stored; pairs: (message, device) pairs for lost and skipped, (message, uid) for the store findings; msg_ids: the distinct messages)"
+const FindingsLegend = "(count: distinct messages, except duplicated: one per extra copy a device stored; history-mismatch also counts clear watermarks, history-view and conv-pull also count pages wrong without a message to name, refused-after-heal counts refused sends, unexplained-gap conv_seqs; pairs: (message, device) pairs for lost and skipped, (message, uid) for the store findings, (row, device) for retention-unpulled; msg_ids: the distinct messages; NOT MADE: no check that feeds it was made, see the checks)"
 
 // LatencyLegend defines the latency rows of the verdict table (and of the
 // load summary, whose histograms follow the same definitions).

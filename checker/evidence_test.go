@@ -2,12 +2,13 @@ package checker
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
 	"testing"
 
-	"imlab/loadgen/ledger"
+	"imlab/ledger"
 )
 
 // withStore is valid() with a whole store witness (the pull witness's
@@ -106,7 +107,8 @@ func TestOldLedger(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Same length, so the header's length prefix still holds.
-		b = bytes.Replace(b, []byte(`"version":2,`), []byte(strings.Repeat(" ", len(`"version":2,`))), 1)
+		field := fmt.Sprintf(`"version":%d,`, ledger.Version)
+		b = bytes.Replace(b, []byte(field), []byte(strings.Repeat(" ", len(field))), 1)
 		if err := os.WriteFile(f, b, 0o644); err != nil {
 			t.Fatal(err)
 		}

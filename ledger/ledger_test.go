@@ -22,7 +22,9 @@ func sampleRecords(r *rand.Rand, n int) []Record {
 	for i := 0; i < n; i++ {
 		msg += uint64(r.IntN(1 << 20))
 		conv := uint64(1)<<63 | uint64(r.IntN(50))<<31 | uint64(r.IntN(50))
-		switch r.IntN(6) {
+		switch r.IntN(8) {
+		case 6, 7:
+			out = append(out, sampleV3(r, msg, conv))
 		case 5:
 			switch r.IntN(3) {
 			case 0:
@@ -51,7 +53,11 @@ func sampleRecords(r *rand.Rand, n int) []Record {
 				a.MsgID, a.ConvID, a.ConvSeq = msg, conv, uint64(r.IntN(1e6))
 			} else {
 				a.Status = uint16(r.IntN(600))
+				if r.IntN(2) == 0 {
+					a.ConvID = conv // version 3: the conversation of a send not ACKed
+				}
 			}
+			a.TriedUnknown = a.Tries > 1 && r.IntN(2) == 0
 			out = append(out, Record{Kind: KindAttempt, Attempt: a})
 		case 2, 3:
 			out = append(out, Record{Kind: KindDelivery, Delivery: Delivery{Dev: uint32(r.IntN(1000)), Via: Via(r.IntN(2) + 1),
@@ -70,9 +76,99 @@ func sampleRecords(r *rand.Rand, n int) []Record {
 	return out
 }
 
+// sampleV3 is one random record of a kind version 3 added.
+func sampleV3(r *rand.Rand, msg, conv uint64) Record {
+	at := func() time.Duration { return time.Duration(r.Int64N(int64(time.Hour))).Truncate(time.Microsecond) }
+	act := Act{Dev: uint32(r.IntN(1000)), ConvID: conv, Intended: time.Duration(r.Int64N(int64(time.Hour))), Outcome: Outcome(r.IntN(3) + 1), Status: uint16(r.IntN(600))}
+	act.Started = act.Intended + time.Duration(r.IntN(2000))
+	act.Ended = act.Started + time.Duration(r.IntN(5e6))
+	seq := func() uint64 { return uint64(r.IntN(1e6)) }
+	switch k := r.IntN(10); k {
+	case 0:
+		p := ConvPull{Act: act, Cursor: seq(), Limit: uint32(r.IntN(51)), HasMore: r.IntN(2) == 0, NextCursor: seq(), SyncRead: r.IntN(2) == 0}
+		if p.SyncRead {
+			p.SyncBefore, p.SyncAfter = seq(), seq()
+		}
+		for i := range r.IntN(5) {
+			p.Items = append(p.Items, PulledItem{Seq: p.Cursor + uint64(i) + 1, MsgID: msg + uint64(i), ConvSeq: seq()})
+		}
+		return Record{Kind: KindAction, Action: ActConvPull, ConvPull: p}
+	case 1:
+		p := HistoryPage{Act: act, From: seq(), To: seq()}
+		for i := range r.IntN(5) {
+			p.Items = append(p.Items, PageItem{ConvSeq: p.From + uint64(i), MsgID: msg - uint64(i), Sender: uint64(r.IntN(1 << 31)), Tag: seq(),
+				Revoked: r.IntN(2) == 0, Tombstone: r.IntN(3) == 0, Read: ReadMark(r.IntN(3))})
+		}
+		return Record{Kind: KindAction, Action: ActHistory, History: p}
+	case 2, 3:
+		return Record{Kind: KindAction, Action: []Action{ActRevoke, ActDelete}[k-2], MsgAction: MsgAction{Act: act, ConvSeq: seq()}}
+	case 4:
+		return Record{Kind: KindAction, Action: ActClear, Clear: Clear{Act: act, MinSeq: seq()}}
+	case 5:
+		return Record{Kind: KindAction, Action: ActRead, Read: MarkRead{Act: act, From: seq(), To: seq()}}
+	case 6:
+		x := Slot{ConvID: conv, ConvSeq: seq(), MsgID: msg, Sender: uint64(r.IntN(1 << 31)), Tag: seq(), Revoked: r.IntN(2) == 0,
+			Purged: r.IntN(5) == 0, IsRead: r.IntN(2) == 0, At: at()}
+		for range r.IntN(4) {
+			x.DelList = append(x.DelList, uint64(r.IntN(1<<31)))
+		}
+		return Record{Kind: KindHistory, HistoryPart: PartSlot, Slot: x}
+	case 7:
+		if r.IntN(2) == 0 {
+			return Record{Kind: KindHistory, HistoryPart: PartWatermark, Watermark: Watermark{ConvID: conv, UID: uint64(r.IntN(1 << 31)), MinSeq: seq(), At: at()}}
+		}
+		return Record{Kind: KindHistory, HistoryPart: PartHead, Head: ConvHead{ConvID: conv, MaxSeq: seq(), At: at()}}
+	case 8:
+		if r.IntN(3) == 0 {
+			return Record{Kind: KindRetention, IsSettings: true, Settings: RetentionSettings{MaxAge: at(), PulledMinAge: at(), Interval: at(), At: at()}}
+		}
+		return Record{Kind: KindRetention, Deletion: Deletion{UID: uint64(r.IntN(1 << 31)), Seq: seq(), MsgID: msg, CreatedAt: at() - 30*time.Minute,
+			DeletedAt: at(), Reason: RetentionReason(r.IntN(2) + 1)}}
+	}
+	return Record{Kind: KindDelRange, DelRange: DelRange{ConvID: conv, From: seq(), To: seq(), UID: uint64(r.IntN(3)), At: at()}}
+}
+
 func write(t *testing.T, s *Shard, rec Record) {
 	t.Helper()
 	switch rec.Kind {
+	case KindAction:
+		var err error
+		switch rec.Action {
+		case ActConvPull:
+			err = s.ConvPull(rec.ConvPull)
+		case ActHistory:
+			err = s.HistoryPage(rec.History)
+		case ActRevoke:
+			s.Revoke(rec.MsgAction)
+		case ActDelete:
+			s.Delete(rec.MsgAction)
+		case ActClear:
+			s.Clear(rec.Clear)
+		case ActRead:
+			s.MarkRead(rec.Read)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	case KindHistory:
+		switch rec.HistoryPart {
+		case PartSlot:
+			if err := s.Slot(rec.Slot); err != nil {
+				t.Fatal(err)
+			}
+		case PartWatermark:
+			s.Watermark(rec.Watermark)
+		case PartHead:
+			s.ConvHead(rec.Head)
+		}
+	case KindRetention:
+		if rec.IsSettings {
+			s.Retention(rec.Settings)
+		} else {
+			s.Deletion(rec.Deletion)
+		}
+	case KindDelRange:
+		s.DelRange(rec.DelRange)
 	case KindDevice:
 		s.Device(rec.Device)
 	case KindGroup:

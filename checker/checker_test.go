@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"imlab/loadgen/ledger"
+	"imlab/ledger"
 )
 
 const (
@@ -26,6 +26,9 @@ type world struct {
 	stored     []ledger.Witness
 	probes     []ledger.Probe
 	notes      []ledger.Note
+	// more writes the records a test adds (version 3 ones) before the
+	// ledger is closed.
+	more func(t *testing.T, l *ledger.Ledger)
 }
 
 func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
@@ -99,6 +102,9 @@ func (w *world) write(t *testing.T, shards int) string {
 		if err := l.Shard(i).Note(n); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if w.more != nil {
+		w.more(t, l)
 	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)

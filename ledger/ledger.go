@@ -4,8 +4,10 @@
 // delivery each device stored, every cursor each device acknowledged, the
 // witness pulls made after the final drain, the store witness (every inbox
 // read from the store of record through the server's lab route), the
-// read-after-ACK probes, and notes that say which of those pieces of
-// evidence could be gathered.
+// read-after-ACK probes, the clients' conversation actions and their
+// answers, the conversation history as stored, the server's retention
+// deletions, and notes that say which of those pieces of evidence could be
+// gathered.
 //
 // Format: a run directory holds shard files ledger-NNN.bin. Each starts with
 // the 8-byte magic "IMLEDG01", a uvarint length and a JSON Header, then
@@ -19,8 +21,38 @@
 // reads up to its last whole record and is reported as truncated.
 //
 // Versions: the header's "version" field (absent: 1). Version 2 adds the
-// stored (kind 9), probe (kind 10) and note (kind 11) records; a version 1
-// ledger reads as before and simply has none of them.
+// stored (kind 9), probe (kind 10) and note (kind 11) records. Version 3
+// adds:
+//
+//   - the header's "target" (Capabilities): what the server under test
+//     offers (a per-user inbox, idempotent send, which conversation actions,
+//     a delete log); absent: the reference server (DefaultCapabilities);
+//   - on an attempt (sub-kind bits above the outcome): TriedUnknown, a try
+//     before the last one ended of unknown outcome; and the conversation of
+//     a send not ACKed when the driver knows it;
+//   - action records (kind 12, sub-kind Action): a device's conversation
+//     actions and their answers, each with its device, conversation,
+//     intended/started/ended times, outcome (ok, fail, unknown) and last
+//     status: a conversation pull (cursor, limit -> items seq/msg_id/
+//     conv_seq, has_more, next_cursor, and the device's sync cursor read
+//     before and after), a history page (from..to -> items conv_seq/msg_id/
+//     sender/content tag/revoked/tombstone/is_read), revoke and
+//     delete-for-me (conv_seq), clear (-> min_seq), mark read (from..to);
+//   - history witness records (kind 13): the history store as stored,
+//     without projection, read after the final drain: a slot per stored
+//     conv_seq (msg_id, sender, content tag, revoked, purged, is_read, the
+//     uids in its del_list), each uid's clear watermark per conversation, and
+//     a conversation's highest allocated conv_seq;
+//   - retention records (kind 14): each inbox row the server's retention
+//     deleted (uid, seq, msg_id, created and deleted, pulled or expired),
+//     and the retention settings in force;
+//   - extended records (kind 15, then the extended kind and the payload's
+//     length, so a reader skips a kind it does not know): the delete ranges
+//     of a target's delete log (KindDelRange, 16).
+//
+// A ledger of an older version reads as before and simply has none of the
+// newer records. Every time in a record is an offset from its shard's start
+// (Record.Shift moves them all onto another base).
 //
 // A shard is an append-only log written through a buffered writer; its
 // methods serialize on a mutex so several goroutines may share a shard, and
@@ -44,7 +76,7 @@ import (
 const Magic = "IMLEDG01"
 
 // Version is the format version this package writes (Header.Version).
-const Version = 2
+const Version = 3
 
 // MaxNoteBytes bounds a note's JSON text.
 const MaxNoteBytes = 4096
@@ -147,16 +179,6 @@ const (
 	Sent     CursorStatus = 3
 )
 
-// Header is the JSON header of a shard.
-type Header struct {
-	// Version of the format (0 in the file means 1: written before the
-	// field existed).
-	Version       int    `json:"version,omitempty"`
-	RunID         string `json:"run_id"`
-	Shard         int    `json:"shard"`
-	StartUnixNano int64  `json:"start_unix_nano"`
-}
-
 // Device is one member of the population.
 type Device struct {
 	Dev  uint32
@@ -173,7 +195,11 @@ type Group struct {
 
 // Attempt is one logical send (retries of the same client_msg_id included).
 type Attempt struct {
-	Tick     uint64 // the pacer's index; the client_msg_id derives from it
+	// Tick is the pacer's index, and the send's client tag: the
+	// client_msg_id derives from it, and the content carries it (a
+	// driver for a target without idempotent send puts it in the
+	// message's head) so that every copy of the message names its send.
+	Tick     uint64
 	Dev      uint32 // sending device
 	ConvType uint8  // 1 = 1:1, 2 = group
 	Target   uint64 // to_uid (1:1) or group_id
@@ -184,9 +210,21 @@ type Attempt struct {
 	Tries    uint8
 	Status   uint16 // last HTTP status, 0 for a transport error; not kept (200) when OK
 	MsgID    uint64 // OK only
-	ConvID   uint64 // OK only
-	ConvSeq  uint64 // OK only
+	// ConvID: OK, the ACK's; otherwise (version 3) the conversation the
+	// send was for when the driver knows it (0: not known).
+	ConvID  uint64
+	ConvSeq uint64 // OK only
+	// TriedUnknown (version 3): a try before the last one ended of unknown
+	// outcome (timeout, connection lost, 5xx), so a Fail outcome does not
+	// say that nothing happened.
+	TriedUnknown bool
 }
+
+// Attempt sub-kind bits above the outcome (version 3).
+const (
+	attemptTriedUnknown = 4
+	attemptConv         = 8 // a non-OK attempt carries its conversation
+)
 
 // Delivery is a message that a device stored.
 type Delivery struct {
@@ -255,11 +293,14 @@ type Probe struct {
 
 // Note is what a run says about the evidence it gathered, so that the
 // checker can name a check it could not make. Check names which evidence
-// ("store-witness", "read-after-ack", "pull-witness"); Made is false when
-// the evidence could not be gathered at all (Reason says why); Errors
-// counts the uids or probes that failed when the rest succeeded. One note
-// per check sums it up (UID 0); a store witness that failed for some uids
-// adds one note per such uid.
+// ("pull-witness", "store-witness", "read-after-ack"; version 3:
+// "history-witness", the history store read as stored, and "retention",
+// the server's deletion log read whole); Made is false when the evidence
+// could not be gathered at all (Reason says why); Errors counts the uids,
+// conversations or probes that failed when the rest succeeded. One note
+// per check sums it up (UID 0, Conv 0); a store witness that failed for
+// some uids adds one note per such uid, a history witness that failed for
+// some conversations one note per such conversation.
 type Note struct {
 	Check string `json:"check"`
 	// UID, when not 0, makes the note about one uid (a store witness
@@ -272,9 +313,25 @@ type Note struct {
 	UIDs   int    `json:"uids,omitempty"`
 	Probes int    `json:"probes,omitempty"`
 	Errors int    `json:"errors,omitempty"`
+	// Version 3.
+	// Conv, when not 0, makes the note about one conversation (a history
+	// witness that failed for that conversation only).
+	Conv uint64 `json:"conv,omitempty"`
+	// Convs counts the conversations a history witness read.
+	Convs int `json:"convs,omitempty"`
+	// Drained (history-witness): the producer saw the history tier drained
+	// (nothing left to write: its consumers' lag 0) before it read the
+	// store. A history witness whose summary note does not say so is not
+	// judged: a history still being written would show messages missing
+	// that are only late.
+	Drained bool `json:"drained,omitempty"`
 }
 
-// Record is one decoded record; Kind says which field is set.
+// Record is one decoded record; Kind says which field is set (for
+// KindAction, Action says which of ConvPull, History, MsgAction, Clear and
+// Read; for KindHistory, HistoryPart which of Slot, Watermark and Head;
+// for KindRetention, IsSettings which of Settings and Deletion; for
+// KindDelRange, DelRange).
 type Record struct {
 	Kind     Kind
 	Device   Device
@@ -286,7 +343,33 @@ type Record struct {
 	Probe    Probe
 	Note     Note
 	Count    uint64 // KindEnd: records in the shard before it
+	// Version 3.
+	Action      Action // KindAction
+	ConvPull    ConvPull
+	History     HistoryPage
+	MsgAction   MsgAction // ActRevoke, ActDelete
+	Clear       Clear
+	Read        MarkRead
+	HistoryPart HistoryPart // KindHistory
+	Slot        Slot
+	Watermark   Watermark
+	Head        ConvHead
+	IsSettings  bool // KindRetention: Settings (true) or Deletion
+	Deletion    Deletion
+	Settings    RetentionSettings
+	DelRange    DelRange
 }
+
+// HistoryPart says which record of the history witness a KindHistory
+// record is.
+type HistoryPart uint8
+
+// History witness parts.
+const (
+	PartSlot      HistoryPart = historySlot
+	PartWatermark HistoryPart = historyWatermark
+	PartHead      HistoryPart = historyHead
+)
 
 // state is the delta-coding context shared by writer and reader.
 type state struct {
@@ -296,6 +379,8 @@ type state struct {
 	prevMsgID    uint64
 	prevAt       int64
 	devSeq       map[uint32]uint64
+	// Version 3: intended times of actions, apart from the attempts'.
+	prevActIntended int64
 }
 
 func newState() state { return state{devSeq: map[uint32]uint64{}} }
@@ -321,36 +406,6 @@ type Ledger struct {
 // ShardPath names shard i in dir.
 func ShardPath(dir string, i int) string {
 	return filepath.Join(dir, fmt.Sprintf("ledger-%03d.bin", i))
-}
-
-// Create makes n shard files in dir (created if needed). Existing ledger
-// files are refused so a run never appends to another's.
-func Create(dir, runID string, start time.Time, n int) (*Ledger, error) {
-	if n < 1 || n > MaxShards {
-		return nil, fmt.Errorf("%w: shards %d must be in 1..%d", ErrInvalid, n, MaxShards)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("ledger: %w", err)
-	}
-	l := &Ledger{dir: dir}
-	for i := range n {
-		f, err := os.OpenFile(ShardPath(dir, i), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if err != nil {
-			l.Close()
-			return nil, fmt.Errorf("ledger: %w", err)
-		}
-		s := &Shard{f: f, bw: bufio.NewWriterSize(f, 256<<10), st: newState(), convs: map[uint64]uint64{}}
-		hdr, _ := json.Marshal(Header{Version: Version, RunID: runID, Shard: i, StartUnixNano: start.UnixNano()})
-		s.bw.WriteString(Magic)
-		s.buf = binary.AppendUvarint(s.buf[:0], uint64(len(hdr)))
-		s.bw.Write(s.buf)
-		if _, err := s.bw.Write(hdr); err != nil {
-			l.Close()
-			return nil, fmt.Errorf("ledger: %w", err)
-		}
-		l.shards = append(l.shards, s)
-	}
-	return l, nil
 }
 
 // Shards returns how many shards the ledger has.
@@ -497,7 +552,12 @@ func (s *Shard) Attempt(a Attempt) {
 	if a.Outcome == OK {
 		ix = s.conv(a.ConvID)
 	}
-	s.tag(KindAttempt, uint8(a.Outcome))
+	sub := uint8(a.Outcome) | uint8(b2u(a.TriedUnknown, attemptTriedUnknown))
+	if a.Outcome != OK && a.ConvID != 0 {
+		ix = s.conv(a.ConvID)
+		sub |= attemptConv
+	}
+	s.tag(KindAttempt, sub)
 	s.sv(int64(a.Tick - s.st.prevTick))
 	s.st.prevTick = a.Tick
 	s.uv(uint64(a.Dev))
@@ -510,6 +570,9 @@ func (s *Shard) Attempt(a Attempt) {
 	s.uv(uint64(a.Tries))
 	if a.Outcome != OK {
 		s.uv(uint64(a.Status))
+		if sub&attemptConv != 0 {
+			s.uv(ix)
+		}
 	} else {
 		s.sv(int64(a.MsgID - s.st.prevMsgID))
 		s.st.prevMsgID = a.MsgID

@@ -1,0 +1,135 @@
+package checker
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"imlab/ledger"
+)
+
+// validateConvPull: a conversation pull returns exactly the conversation's
+// entries of the uid's inbox above its cursor, in seq order, at most its
+// limit, with next_cursor its last seq, and leaves the device's sync
+// cursor alone (pullView says how a page may not).
+func validateConvPull(m *model, f *marker) {
+	for i := range m.ev.pulls {
+		p := &m.ev.pulls[i]
+		if p.Outcome != ledger.OK {
+			continue
+		}
+		m.pullView(p, func(msg uint64, why string) {
+			f.conv(p.ConvID)
+			text := fmt.Sprintf("device %d's conv-pull of conv %d above %d (limit %d): %s", p.Dev, p.ConvID, p.Cursor, p.Limit, why)
+			if msg != 0 {
+				f.mark(msg, m.uidOf(p.Dev), "%s", text)
+				return
+			}
+			f.item(fmt.Sprintf("%d %d", p.Dev, p.Started), "%s", text)
+		})
+	}
+}
+
+// pullView calls bad for every way conversation pull p disagrees with the
+// inbox log of its device's uid: an entry at or below the cursor, out of
+// seq order, past the limit, of another conversation; an entry the page
+// leaves out that a read of the store showed before the page began and
+// that retention had not deleted by its end; a next_cursor other than
+// its last seq (the cursor when empty); the device's sync cursor moved.
+func (m *model) pullView(p *ledger.ConvPull, bad func(msg uint64, why string)) {
+	uid := m.uidOf(p.Dev)
+	got := map[uint64]bool{}
+	last := p.Cursor
+	for i, it := range p.Items {
+		switch {
+		case it.Seq <= p.Cursor:
+			bad(it.MsgID, fmt.Sprintf("seq %d at or below the cursor", it.Seq))
+		case i > 0 && it.Seq <= last:
+			bad(it.MsgID, fmt.Sprintf("seq %d after seq %d (out of order)", it.Seq, last))
+		}
+		if conv, ok := m.convOf(it.MsgID); ok && conv != p.ConvID {
+			bad(it.MsgID, fmt.Sprintf("msg_id %d at seq %d is of conv %d", it.MsgID, it.Seq, conv))
+		}
+		got[it.Seq], last = true, max(last, it.Seq)
+	}
+	if p.Limit > 0 && len(p.Items) > int(p.Limit) {
+		bad(0, fmt.Sprintf("%d entries, past the limit", len(p.Items)))
+	}
+	if want := max(p.Cursor, last); p.NextCursor != want && len(p.Items) > 0 || len(p.Items) == 0 && p.NextCursor != p.Cursor {
+		bad(0, fmt.Sprintf("next_cursor %d, its last seq is %d", p.NextCursor, want))
+	}
+	if p.SyncRead && p.SyncAfter != p.SyncBefore {
+		bad(0, fmt.Sprintf("the device's sync cursor went from %d to %d across the page", p.SyncBefore, p.SyncAfter))
+	}
+	top := last
+	if !p.HasMore {
+		top = ^uint64(0) // the page says nothing is left above it
+	}
+	l := m.inbox[uid]
+	if l == nil {
+		return
+	}
+	for _, seq := range m.convSeqs(uid, p.ConvID) {
+		e := l.at[seq]
+		if seq > p.Cursor && seq <= top && !got[seq] && e.seen < p.Started && !m.retained(uid, seq, p.Ended) {
+			bad(e.msg, fmt.Sprintf("leaves out seq %d (msg_id %d), read from the store before the page", seq, e.msg))
+		}
+	}
+}
+
+// convOf is the conversation the ledger puts a message in: its ACK's, or
+// where a copy of a recovered message put it.
+func (m *model) convOf(msg uint64) (uint64, bool) {
+	if a, ok := m.ev.acks[msg]; ok {
+		return a.conv, true
+	}
+	at, ok := m.recConv[msg]
+	return at.conv, ok
+}
+
+// convSeqs lists, in order, the seqs of uid's inbox log in conversation
+// conv (indexed on first use).
+func (m *model) convSeqs(uid, conv uint64) []uint64 {
+	if m.byConv == nil {
+		m.byConv = map[uint64]map[uint64][]uint64{}
+	}
+	idx, ok := m.byConv[uid]
+	if !ok {
+		idx = map[uint64][]uint64{}
+		for seq, e := range m.inbox[uid].at {
+			idx[e.conv] = append(idx[e.conv], seq)
+		}
+		for _, seqs := range idx {
+			slices.Sort(seqs)
+		}
+		m.byConv[uid] = idx
+	}
+	return idx[conv]
+}
+
+// retained says retention deleted (uid, seq) by t: a conversation pull
+// after that cannot show it.
+func (m *model) retained(uid, seq uint64, t time.Duration) bool {
+	if m.deleted == nil {
+		m.deleted = map[[2]uint64]time.Duration{}
+		for _, d := range m.ev.deletions {
+			k := [2]uint64{d.UID, d.Seq}
+			if at, ok := m.deleted[k]; !ok || d.DeletedAt < at {
+				m.deleted[k] = d.DeletedAt
+			}
+		}
+	}
+	at, ok := m.deleted[[2]uint64{uid, seq}]
+	return ok && at <= t
+}
+
+// retainedMsg says retention deleted uid's inbox row of msg (at any time).
+func (m *model) retainedMsg(uid, msg uint64) bool {
+	if m.deletedMsg == nil {
+		m.deletedMsg = map[[2]uint64]bool{}
+		for _, d := range m.ev.deletions {
+			m.deletedMsg[[2]uint64{d.UID, d.MsgID}] = true
+		}
+	}
+	return m.deletedMsg[[2]uint64{uid, msg}]
+}

@@ -1,0 +1,240 @@
+// Package checker reads a run's ledger and says, in Jepsen's vocabulary,
+// whether the server kept its promises. It owns the definitions below and
+// nothing else: it does no I/O beyond reading the ledger and never talks to
+// the server.
+//
+// # Evidence
+//
+// A "device" is one (uid, did) of the population; a message's recipients
+// are both parties of a 1:1 conversation, sender included, or every member
+// of the group; a recipient device is every device of a recipient uid. The
+// ledger (package ledger) holds:
+//   - attempts and their outcomes (ok = ACKed, fail, unknown);
+//   - deliveries: what each device stored, by push or pull, in order;
+//   - cursors each device claimed;
+//   - the pull witness: a full sync/pull of each uid from seq 0 after the
+//     final drain by a device outside the population (it may be served from
+//     the hot cache);
+//   - the store witness: every uid's inbox read from the store of record
+//     (MySQL, the lab route, bypassing every cache) after the final drain;
+//   - read-after-ACK probes: right after some ACKs, the store read for the
+//     sender (and recipients) through the lab route;
+//   - notes saying which of the last three could be gathered, and the
+//     server's ack policy;
+//   - (version 3) the devices' conversation actions and their answers:
+//     conversation pulls, history pages, revokes, deletes for oneself,
+//     clears, mark-reads, each with its [start, end] and its outcome;
+//   - (version 3) the history witness: the conversation history as stored,
+//     without projection, read after the final drain (every stored conv_seq
+//     with its msg_id, sender, content tag, revoked, purged, is_read and
+//     del_list; every clear watermark), and its note, which must say that
+//     the history tier had drained before the read;
+//   - (version 3) the server's retention: every inbox row it deleted (uid,
+//     seq, msg_id, created, deleted, pulled or expired) and its settings.
+//
+// The whole ledger is read once (evidence.go: ingest) before anything is
+// judged, so that no rule depends on the order of the records in the files.
+//
+// # The model
+//
+// The model (model.go) is built from the evidence in one fixed order, and
+// the rules only read it:
+//   - a message's explanation (explain): the ledger accounts for a msg_id
+//     by its ACK, or by the send of unknown outcome its content names (the
+//     message is then recovered); otherwise it is unexplained;
+//   - a per-uid inbox log (inboxLog): (uid, seq) -> one message, each
+//     message at most once. Every observation of an inbox entry is put into
+//     it (the witnesses' entries in ledger order, then every device's
+//     deliveries); put itself reports a seq already holding another message
+//     (a seq conflict) and a message already at another seq (double-stored);
+//   - a conversation log (convLog): (conversation, conv_seq) -> one message,
+//     built from the ACKs; an inbox shows a conversation's messages in
+//     conv_seq order;
+//   - a per-device log (deviceLog): the first copy of each message a device
+//     stored, the repeated copies, and the last conv_seq per conversation
+//     in the order the device stored;
+//   - a conversation (conversation, conv.go): its log, the message the model
+//     puts at each conv_seq (the ACK's; else a recovered message where its
+//     copies put it), and the actions that change how a user sees it: a
+//     revoke (for everyone), a delete-for-me, a clear (hides conv_seqs at or
+//     below the min_seq it answered) and a mark-read (for the recipient of a
+//     1:1 message). An action answered 2xx that ended before a read began
+//     must show in it; one refused (4xx) never does; one unanswered (timeout,
+//     5xx), or answered but overlapping the read, may or may not (holds:
+//     yes, perhaps, no); one that started after the read ended must not. A
+//     mark-read must show only on messages a page showed before it began (it
+//     marks what the history holds at the time).
+//
+// An ACK is a promise that the message reaches every recipient's inbox,
+// stored as the ACK says (conv_id, conv_seq), with what the ack policy
+// promises already stored at the ACK.
+//
+// # Findings
+//
+// Each finding is marked by exactly one rule (rules.go: validateX), and the
+// rules run in this fixed order, each reading the model only:
+//
+//   - unexpected: a stored (or witnessed, or in the history) msg_id that no
+//     ACK names and that no send of unknown outcome explains; or a message
+//     stored by a device (or held in the inbox of a uid) that is not one of
+//     its recipients; or a second msg_id for one send (a retry stored twice,
+//     on a target whose send is idempotent, or of a send tried once); or
+//     one msg_id ACKed for two sends. A message whose content names a send
+//     refused with a definite error is failed-but-stored instead, and a
+//     second message of a retried send on a target without idempotent send
+//     is retry-duplicate instead.
+//   - recovered: a send whose outcome was unknown (timeout, 5xx, connection
+//     lost) whose message was stored by some device or witness anyway. Not
+//     an anomaly.
+//   - double-stored: one msg_id at two seqs of one uid's inbox (what
+//     uk_uid_msg forbids), seen in any observation: deliveries, pull
+//     witness, store witness. Not a duplicate delivery.
+//   - seq-conflict: one (uid, seq) seen holding two msg_ids across all
+//     observations (a reused seq). Both msg_ids are listed.
+//   - ack-mismatch: a delivery or witnessed entry of an ACKed msg_id whose
+//     conv_id or conv_seq differs from the ACK's.
+//   - duplicated: a device stored the same (msg_id, seq) more than once.
+//     Counted, allowed. A second msg_id for the same send (same
+//     client_msg_id, read from the content) is not a duplicate but an
+//     unexpected message, and one msg_id at two seqs is double-stored.
+//   - reordered: within one device and one conversation, after dropping
+//     repeated msg_ids, the conv_seq of the messages in the order the device
+//     stored them does not strictly increase; or, within one witnessed
+//     inbox (pull or store witness) and one conversation, conv_seq does not
+//     strictly increase in seq order.
+//   - lost: an ACKed message (or a recovered one) that some recipient
+//     device never stored, after the final drain. Listed per message; the
+//     (message, device) pairs are counted too. (ok, beside the findings,
+//     counts the ACKed messages every recipient device stored at least
+//     once.)
+//   - skipped: a device claimed cursor C (an ack the server accepted, or an
+//     ack frame sent on the WebSocket) while the uid's inbox holds a message
+//     at seq ≤ C that this device never stored. The inbox is known from the
+//     inbox log, so an entry overwritten after some device saw it still
+//     counts.
+//   - lost-in-store: an ACKed (or recovered) message missing from the stored
+//     inbox of one of its recipient uids, whatever devices got by push or
+//     from a cache. Listed per message; (message, uid) pairs counted. Judged
+//     only for uids whose store witness was read whole, and not for a row
+//     the server's retention says it deleted (the retention findings judge
+//     that deletion).
+//   - unstored-at-ack: a read-after-ACK probe found the store without what
+//     the server's ack policy promises at the ACK: strict, the probed uid's
+//     inbox row and the msg_content row; store, msg_content; outbox,
+//     msg_content and (the mq_outbox row, or the probed uid's inbox row once
+//     a consumer has confirmed and the relay removed the outbox row); queue
+//     promises nothing stored, so nothing is probed against it.
+//   - history-lost: an ACKed (or recovered) message whose conv_seq the
+//     history store holds nothing for, and no delete range covers, once the
+//     history tier has drained (history witness). A purged slot is a
+//     physical delete, not a loss.
+//   - history-mismatch: a message the history store holds at its conv_seq
+//     with another sender or content tag, or in a state no action explains
+//     at the time of the read: revoked (or not) when a revoke must not (or
+//     must) show; a uid in its del_list who never deleted it, or one missing
+//     whose delete was answered; is_read against the recipient's
+//     mark-reads; or a uid's clear watermark below the min_seq a clear
+//     answered, or above every answer with no clear unanswered (counted per
+//     conversation and uid).
+//   - history-overwritten: one (conversation, conv_seq) seen holding two
+//     msg_ids across the ACKs, the history witness and the pages read (both
+//     are listed).
+//   - history-duplicated: one msg_id seen at two conv_seqs of a
+//     conversation across the same.
+//   - history-view: a history page a device read that does not show the
+//     model as that user sees it over the page's [start, end]: items out of
+//     conv_seq order or outside the range asked; a message shown that the
+//     user cleared (at or below the min_seq) or deleted, with another sender
+//     or content, revoked when no revoke may show or not revoked when one
+//     must, showing a revoked message's content, or is_read against the
+//     recipient's mark-reads; a message hidden (a tombstone, or left out
+//     between items shown) that was ACKed before the page began and that no
+//     delete or clear of that user, no purge and no delete range may hide.
+//     Other users' actions change nothing but revokes. Holes (tombstones)
+//     where no ACK carries the conv_seq are allowed.
+//   - conv-pull: a conversation pull that is not exactly the
+//     conversation's entries of the uid's inbox above its cursor: an entry
+//     at or below the cursor, out of seq order, past the limit, or of
+//     another conversation; an entry of the conversation above the cursor
+//     (and below the page's last seq, or any when has_more is false) that a
+//     read of the store (a pulled delivery, an earlier conversation pull)
+//     showed before the page began and retention had not deleted by its
+//     end, left out; a next_cursor other than its last seq; or the device's
+//     sync cursor, read just before and after the page, moved. Its entries
+//     are also observations of the inbox log (seq-conflict, double-stored,
+//     ack-mismatch, unexpected judge them).
+//   - retention-unpulled: a row retention deleted, younger than its maximum
+//     age, while some device of its uid had not acknowledged a cursor at or
+//     past it (AckInFlight allows for an acknowledgement in flight). A
+//     device away during an early-deletion pass that then misses the row is
+//     also lost (the lost finding covers "it still receives everything").
+//   - retention-early: a row retention deleted younger than its rules
+//     allow: younger than the pulled minimum age whatever the reason, or
+//     younger than the maximum age as expired.
+//   - failed-but-stored: a send answered with a definite error (a refusal,
+//     no try of it of unknown outcome) whose message a device stored, a
+//     witness saw or the history holds anyway: failure must mean that
+//     nothing happened, or the answer must say unknown.
+//   - refused-after-heal: liveness, judged when the run states when its last
+//     fault healed and a bound (Options.Liveness): a conversation that kept
+//     refusing sends (failed, or unanswered) from the heal on, past the
+//     bound: no send to it was accepted from the heal until one started
+//     more than the bound after the heal was refused. Counted in refused
+//     sends past the bound; its conversations listed.
+//   - unexplained-gap: in a conversation the history witness read whole, a
+//     conv_seq up to the highest known (the server's head, the highest
+//     stored, the highest ACKed) that holds no message, where the model has
+//     none and no delete range covers it, beyond as many such conv_seqs as
+//     the conversation has sends of unknown outcome whose message was never
+//     found (each may have taken a conv_seq and stored nothing). A send
+//     refused with a definite error explains no gap. Counted in conv_seqs.
+//   - retry-duplicate: on a target without idempotent send, a send retried
+//     (more than one try) that the server stored as more than one message,
+//     told apart by the client tag every copy carries. Reported plainly and
+//     never counted as lost or unexpected, but it does not decide validity:
+//     the target does not promise a retry is stored once (its capabilities
+//     say so), and a verdict holds a server to what it promises; the copies
+//     are listed for whoever judges that promise missing.
+//
+// A run is valid iff every deciding finding is 0: all but duplicated,
+// recovered and retry-duplicate decide (Deciding). Verdict.Judge re-decides with allowances
+// (e.g. a scenario that names a degraded window allows some reordered).
+//
+// # Targets
+//
+// What every target shares is the conversation: an ordered log
+// (conversation, conv_seq) -> message. The reference server adds a
+// per-user inbox log with a sync pull and per-device cursors. The ledger's
+// header states what the target offers (ledger.Capabilities; absent: the
+// reference): without an inbox (Tinode: per-topic seq, per-(user, topic)
+// read marks, catch-up by "get data since"), the inbox log is not built,
+// the inbox check and the pull witness, store witness and read-after-ACK
+// checks are not exercised, and skipped, double-stored, seq-conflict,
+// lost-in-store and unstored-at-ack are NOT MADE with that reason, while
+// lost, duplicated, unexpected, recovered, reordered and ack-mismatch (per
+// device and conversation) and every conversation finding are made. Without
+// idempotent send (the retries check), a second message of a retried send
+// is retry-duplicate instead of unexpected. An action the target does not
+// offer leaves its check not exercised.
+//
+// Followed messages (Options.Follow: msg_ids named from outside the
+// ledger, e.g. the ones forward reconciliation repaired) are each, by the
+// definitions above, delivered (ACKed or recovered, stored by every
+// recipient device in the end, however late), lost (in the lost finding)
+// or unexplained (no ACK and no send of unknown outcome names them);
+// Verdict.Followed counts them and says how late the delivered ACKed ones
+// reached their last recipient device. Following decides nothing.
+//
+// A check whose evidence is absent is named, never silently passed:
+// Verdict.Checks says for each piece of evidence (pull witness, store
+// witness, read-after-ACK, history witness, history pages, conversation
+// pulls, retention, the target's inbox and retries, the liveness bound)
+// whether the check was made, partly made, or not made and
+// why (an older ledger, the lab route answering 404, a history not drained,
+// errors). A check not made because the run did not exercise what it judges
+// (the target does not offer it, the run did none of it, the ledger
+// predates its records) says so (Unexercised) and is no gap in the evidence
+// (Unmade leaves it out); a finding no made check feeds says why in its
+// NotMade and its count of 0 says nothing. An older ledger is judged with
+// what it has.
+package checker
