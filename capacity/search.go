@@ -111,8 +111,10 @@ func (c Config) Validate() error {
 
 // Result is written as OUTDIR/result.json.
 type Result struct {
-	// Kind identifies the format ("imlab-capacity").
+	// Kind identifies the file ("imlab-capacity"), Format its layout
+	// (ResultFormat).
 	Kind      string    `json:"kind"`
+	Format    string    `json:"format"`
 	Target    string    `json:"target"`
 	SLO       string    `json:"slo"`
 	StartedAt time.Time `json:"started_at"`
@@ -181,7 +183,7 @@ func Search(ctx context.Context, cfg Config) (*Result, error) {
 	host, _ := os.Hostname()
 	s := &search{cfg: cfg, procs: append([]Proc{{Name: "generator", PID: os.Getpid()}}, cfg.Procs...)}
 	s.watch = newProcWatch(s.procs)
-	s.res = &Result{Kind: "imlab-capacity", Target: cfg.Load.Target, SLO: cfg.SLO.String(), StartedAt: time.Now().UTC(),
+	s.res = &Result{Kind: "imlab-capacity", Format: ResultFormat, Target: cfg.Load.Target, SLO: cfg.SLO.String(), StartedAt: time.Now().UTC(),
 		From: cfg.From, To: cfg.To, WarmUpS: cfg.WarmUp.Seconds(), StepS: cfg.Step.Seconds(), Procs: s.procs,
 		Machine: Machine{CPUs: runtime.NumCPU(), Hostname: host, Note: MachineNote}, Steps: []*Step{}, Notes: slices.Clone(cfg.Notes)}
 	began := time.Now()
@@ -449,6 +451,10 @@ const (
 	ResultFile = "result.json"
 	ReportFile = "report.html"
 )
+
+// ResultFormat names the layout of result.json (Result.Format); its
+// reader (package compare) refuses another.
+const ResultFormat = "imlab-capacity-result/1"
 
 // Marginal is a least-squares line of one process's cores against the
 // ACKed rate: USPerMsg is its slope in CPU-µs per message, IdleCores its

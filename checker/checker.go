@@ -125,7 +125,9 @@ type Latency struct {
 
 // Verdict is the checker's answer.
 type Verdict struct {
-	Valid bool `json:"valid"`
+	// Format is VerdictFormat: readers of verdict.json refuse another.
+	Format string `json:"format"`
+	Valid  bool   `json:"valid"`
 	// LedgerVersion is the format version of the ledger judged.
 	LedgerVersion int `json:"ledger_version"`
 	// Policy is the server's ack policy as the lab route reported it ("":
@@ -170,6 +172,10 @@ type ConvCounts struct {
 	Deletions  int `json:"retention_deletions"`
 	DelRanges  int `json:"del_ranges,omitempty"`
 }
+
+// VerdictFormat names the layout of a Verdict's JSON (verdict.json); a
+// change that a reader could misread gets a new one.
+const VerdictFormat = "imlab-verdict/1"
 
 // Options of CheckSourcesWith.
 type Options struct {

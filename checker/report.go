@@ -105,7 +105,7 @@ func judge(m *model) *Verdict {
 	notMade(findings, checks)
 	ev := m.ev
 	v := &Verdict{
-		LedgerVersion: m.version(), Policy: m.policy(),
+		Format: VerdictFormat, LedgerVersion: m.version(), Policy: m.policy(),
 		Devices: len(m.devs), Users: len(ev.uidDevs), Groups: len(ev.groups), Attempts: ev.attempts,
 		Deliveries: ev.deliveries.len(), Witnessed: ev.witnessN, Stored: ev.storedN, OK: m.okCount,
 		Findings: findings, Checks: checks, Latency: map[string]Latency{},

@@ -121,6 +121,9 @@ func Compare(base, nw []*Run, o Options) (*Report, error) {
 	names := metricNames(slices.Concat(base, nw))
 	for _, n := range names {
 		d, ok := Lookup(n)
+		if !ok && isFinding(slices.Concat(base, nw), n) {
+			d, ok = FindingDef(n), true
+		}
 		if !ok {
 			continue
 		}
@@ -139,6 +142,16 @@ func Compare(base, nw []*Run, o Options) (*Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// isFinding tells whether some run read name as a checker finding.
+func isFinding(runs []*Run, name string) bool {
+	for _, r := range runs {
+		if r.Findings[name] {
+			return true
+		}
+	}
+	return false
 }
 
 func metricNames(runs []*Run) []string {

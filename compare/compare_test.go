@@ -27,6 +27,7 @@ type scen struct {
 
 func (s scen) json() map[string]any {
 	m := map[string]any{
+		"format":   ScenarioResultFormat,
 		"scenario": s.name, "checks": []map[string]any{{"name": "verdict", "want": "VALID", "got": "VALID", "ok": s.passed}},
 		"spec":   map[string]any{"load": map[string]any{"duration": "10s"}},
 		"passed": s.passed, "incomplete": s.incomplete,
@@ -36,8 +37,18 @@ func (s scen) json() map[string]any {
 			"valid":    s.lost == 0,
 			"attempts": map[string]uint64{"ok": s.ok, "fail": s.fail, "unknown": s.unk},
 			"latency":  map[string]any{"response": map[string]int64{"count": int64(s.ok), "p50_us": int64(s.p99ms * 500), "p99_us": int64(s.p99ms * 1000), "p999_us": int64(s.p99ms * 1200)}},
-			"findings": map[string]any{"lost": map[string]uint64{"count": s.lost}},
 		}
+		// As the runner writes them: every finding at the top level, the
+		// verdict without its own.
+		var fs []map[string]any
+		for _, f := range SafetyFindings {
+			n := uint64(0)
+			if f == "lost" {
+				n = s.lost
+			}
+			fs = append(fs, map[string]any{"name": f, "count": n})
+		}
+		m["findings"] = fs
 	}
 	var lag []map[string]any
 	if s.lagS != nil {
@@ -396,6 +407,61 @@ func TestReadRejects(t *testing.T) {
 	}
 }
 
+// TestFormats: a file of a format this package does not read is refused,
+// naming the file and both formats; a scenario result without a format
+// is refused (written before the field), a load summary without one is
+// read. A load run's verdict.json beside its summary adds its findings.
+func TestFormats(t *testing.T) {
+	dir := t.TempDir()
+	s := healthy().json()
+	s["format"] = "imlab-scenario-result/99"
+	p := writeJSON(t, dir, "future/result.json", s)
+	if _, err := Read(filepath.Dir(p)); !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), p) ||
+		!strings.Contains(err.Error(), "imlab-scenario-result/99") || !strings.Contains(err.Error(), ScenarioResultFormat) {
+		t.Errorf("unknown result format: %v", err)
+	}
+	delete(s, "format")
+	p = writeJSON(t, dir, "old/result.json", s)
+	if _, err := Read(p); !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "older imlab") {
+		t.Errorf("result without a format: %v", err)
+	}
+
+	sum := loadSum(1000, 0, 0, 5000)
+	if _, err := Read(writeJSON(t, dir, "legacy/summary.json", sum)); err != nil {
+		t.Errorf("summary without a format: %v", err)
+	}
+	sum["format"] = "imlab-load-summary/2"
+	p = writeJSON(t, dir, "next/summary.json", sum)
+	if _, err := Read(filepath.Dir(p)); !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), LoadSummaryFormat) {
+		t.Errorf("unknown summary format: %v", err)
+	}
+
+	sum["format"] = LoadSummaryFormat
+	run := filepath.Dir(writeJSON(t, dir, "checked/summary.json", sum))
+	r, err := Read(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.Metrics["lost"]; ok || !strings.Contains(strings.Join(r.Notes, "\n"), "verdict.json") {
+		t.Fatalf("no verdict.json: findings must be absent and said so: %v %v", r.Metrics, r.Notes)
+	}
+	findings := map[string]any{}
+	for _, f := range SafetyFindings {
+		findings[f] = map[string]any{"count": 0}
+	}
+	findings["lost"] = map[string]any{"count": 3}
+	v := map[string]any{"format": VerdictFormat, "valid": false, "findings": findings}
+	writeJSON(t, run, "verdict.json", v)
+	if r, err = Read(run); err != nil || r.Metrics["lost"] != 3 || r.Metrics["skipped"] != 0 {
+		t.Fatalf("verdict.json: %v %v", err, r.Metrics)
+	}
+	v["format"] = "imlab-verdict/7"
+	vp := writeJSON(t, run, "verdict.json", v)
+	if _, err := Read(run); !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), vp) || !strings.Contains(err.Error(), VerdictFormat) {
+		t.Errorf("unknown verdict format: %v", err)
+	}
+}
+
 func TestParseTolerances(t *testing.T) {
 	ts, err := ParseTolerances("ack_p99:+10%,rate:-5%,recovery:+20%,lag:+500ms,errors:+0.1%,e2e_p99:3")
 	if err != nil {
@@ -532,5 +598,49 @@ func TestRecoveryComparesOutcomesOnly(t *testing.T) {
 	}
 	if r := row(t, rep, MOutboxDrain); r.Verdict != VMissing {
 		t.Errorf("outbox never drained: %+v", r)
+	}
+}
+
+// TestEveryFindingIsCompared: a finding the file names beyond
+// SafetyFindings (the checker's list grows) is compared as a Safety metric
+// too; one the checker could not judge (not_made) is not read as 0; a
+// recovered send is no fault.
+func TestEveryFindingIsCompared(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, historyLost uint64, notMade string) *Run {
+		s := healthy().json()
+		fs := s["findings"].([]map[string]any)
+		fs = append(fs, map[string]any{"name": "history-lost", "count": historyLost, "not_made": notMade},
+			map[string]any{"name": "recovered", "count": historyLost})
+		s["findings"] = fs
+		r, err := Read(writeJSON(t, dir, name+"/result.json", s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	base, lossy := write("base", 0, ""), write("lossy", 4, "")
+	rep, err := Compare([]*Run{base}, []*Run{lossy}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := row(t, rep, "history-lost"); r.Verdict != VRegressed || r.New != 4 {
+		t.Fatalf("history-lost: %+v", r)
+	}
+	for _, r := range rep.Rows {
+		if r.Metric == "recovered" {
+			t.Fatalf("recovered compared: %+v", r)
+		}
+	}
+	unjudged := write("unjudged", 0, "no history witness in this ledger")
+	if _, ok := unjudged.Metrics["history-lost"]; ok || !strings.Contains(strings.Join(unjudged.Notes, "\n"), "no history witness") {
+		t.Fatalf("a finding not judged is read as %v (notes %v)", unjudged.Metrics["history-lost"], unjudged.Notes)
+	}
+	rep, err = Compare([]*Run{base}, []*Run{unjudged}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := row(t, rep, "history-lost"); r.Verdict != VMissing {
+		t.Fatalf("history-lost not judged in the new run: %+v, want MISSING", r)
 	}
 }

@@ -2,6 +2,7 @@ package compare
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -124,7 +125,15 @@ const (
 	MKnee        = "knee_rate"
 )
 
-// SafetyFindings are the checker's findings compared as Safety metrics.
+// FindingDef is a checker finding as a Safety metric: a count of distinct
+// messages, any where every base run had none a regression.
+func FindingDef(name string) Def {
+	return Def{Name: name, Unit: "count", Rule: Safety, Tol: Tolerance{Rel: 1}, Desc: "checker finding: distinct messages " + name}
+}
+
+// SafetyFindings are the checker's findings every scenario result names
+// (the help lists them); any other finding a file names is compared the
+// same way (Run.Findings).
 var SafetyFindings = []string{"lost", "skipped", "unexpected", "reordered", "duplicated",
 	"lost-in-store", "unstored-at-ack", "double-stored", "seq-conflict", "ack-mismatch"}
 
@@ -161,10 +170,8 @@ func Lookup(name string) (Def, bool) {
 	if d, ok := defs[name]; ok {
 		return d, true
 	}
-	for _, f := range SafetyFindings {
-		if name == f {
-			return Def{Name: name, Unit: "count", Rule: Safety, Tol: Tolerance{Rel: 1}, Desc: "checker finding: distinct messages " + f}, true
-		}
+	if slices.Contains(SafetyFindings, name) {
+		return FindingDef(name), true
 	}
 	if name == "cpu_us_per_msg" || strings.HasPrefix(name, "cpu_us_per_msg.") {
 		return Def{Name: name, Unit: "µs", Tol: Tolerance{Rel: 0.15, Abs: 1}, Desc: "CPU-µs per ACKed message at the sustainable rate"}, true

@@ -2,9 +2,12 @@ package compare
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -20,11 +23,24 @@ const (
 const (
 	resultFile  = "result.json"
 	summaryFile = "summary.json"
+	verdictFile = "verdict.json"
 	loadDir     = "load"
 )
 
 // CapacityKind is the "kind" field of a capacity search's result.json.
 const CapacityKind = "imlab-capacity"
+
+// Formats of the files Read knows: the "format" field their producers
+// write. A file of another format is refused, naming the file and both
+// formats; so is a scenario result without one (written by an imlab older
+// than the field). A load summary, verdict or capacity result without one
+// is read as the layout those producers wrote before the field existed.
+const (
+	ScenarioResultFormat = "imlab-scenario-result/1" // scenarios' result.json
+	LoadSummaryFormat    = "imlab-load-summary/1"    // loadgen's summary.json
+	VerdictFormat        = "imlab-verdict/1"         // the checker's verdict.json
+	CapacityFormat       = "imlab-capacity-result/1" // capacity's result.json
+)
 
 // Run is one result file's metrics.
 type Run struct {
@@ -34,12 +50,17 @@ type Run struct {
 	// capacity target and SLO): runs of different subjects do not compare.
 	Subject string
 	Metrics map[string]float64
+	// Findings names the metrics that are checker findings (compared as
+	// Safety metrics whatever their name: the checker's list grows).
+	Findings map[string]bool
 	// Notes say why a metric is absent (not measured).
 	Notes []string
 }
 
 // Read reads one result: a file, or a directory holding result.json or
-// summary.json.
+// summary.json. A load summary is read with the checker's verdict.json
+// beside it, when there is one (imlab check wrote it): its findings are
+// then compared too.
 func Read(path string) (*Run, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		found := ""
@@ -58,23 +79,50 @@ func Read(path string) (*Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInput, err)
 	}
-	return Parse(path, b)
+	run, err := Parse(path, b)
+	if err != nil || run.Kind != KindLoad {
+		return run, err
+	}
+	vp := filepath.Join(filepath.Dir(path), verdictFile)
+	vb, err := os.ReadFile(vp)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		run.note("findings: no %s beside the summary (imlab check writes it): findings not compared", verdictFile)
+		return run, nil
+	case err != nil:
+		return nil, fmt.Errorf("%w: %v", ErrInput, err)
+	}
+	if err := readVerdict(vp, vb, run); err != nil {
+		return nil, err
+	}
+	return run, nil
 }
 
-// Parse reads one result's JSON; path names it in the report.
+// Parse reads one result's JSON; path names it in the report. A file of a
+// format Read does not know is refused (see ScenarioResultFormat).
 func Parse(path string, b []byte) (*Run, error) {
 	var probe map[string]json.RawMessage
 	if err := json.Unmarshal(b, &probe); err != nil {
 		return nil, fmt.Errorf("%w: %s: not a JSON object: %v", ErrInput, path, err)
 	}
+	format, err := formatOf(path, probe)
+	if err != nil {
+		return nil, err
+	}
 	run := &Run{Path: path, Metrics: map[string]float64{}}
-	var err error
 	switch {
 	case has(probe, "kind") && string(probe["kind"]) == `"`+CapacityKind+`"`:
-		err = readCapacity(b, run)
+		if err = knownFormat(path, format, CapacityFormat, true); err == nil {
+			err = readCapacity(b, run)
+		}
 	case has(probe, "scenario") && has(probe, "checks"):
-		err = readScenario(b, run)
+		if err = knownFormat(path, format, ScenarioResultFormat, false); err == nil {
+			err = readScenario(b, run)
+		}
 	case has(probe, "run_id") && has(probe, "pacer") && has(probe, "latency"):
+		if err = knownFormat(path, format, LoadSummaryFormat, true); err != nil {
+			break
+		}
 		var s loadSummary
 		if err = json.Unmarshal(b, &s); err == nil {
 			run.Kind, run.Subject = KindLoad, fmt.Sprintf("load %s for %s via %s", s.Shape, s.Duration, s.SendVia)
@@ -83,10 +131,40 @@ func Parse(path string, b []byte) (*Run, error) {
 	default:
 		return nil, fmt.Errorf("%w: %s: not a scenario result.json, a capacity result.json or a load summary.json", ErrInput, path)
 	}
+	if errors.Is(err, ErrInput) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrInput, path, err)
 	}
 	return run, nil
+}
+
+// formatOf is the file's "format" field (nil when it has none).
+func formatOf(path string, probe map[string]json.RawMessage) (*string, error) {
+	raw, ok := probe["format"]
+	if !ok {
+		return nil, nil
+	}
+	var f string
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return nil, fmt.Errorf("%w: %s: \"format\" is not a string: %s", ErrInput, path, raw)
+	}
+	return &f, nil
+}
+
+// knownFormat refuses a file whose format is not want; a file without
+// one is refused unless legacy (its producer's layout before the field).
+func knownFormat(path string, got *string, want string, legacy bool) error {
+	switch {
+	case got == nil && legacy:
+		return nil
+	case got == nil:
+		return fmt.Errorf("%w: %s: written by an older imlab (no \"format\"; this one reads %q): run it again", ErrInput, path, want)
+	case *got != want:
+		return fmt.Errorf("%w: %s: format %q, this imlab reads %q", ErrInput, path, *got, want)
+	}
+	return nil
 }
 
 func has(m map[string]json.RawMessage, k string) bool { _, ok := m[k]; return ok }
@@ -180,14 +258,18 @@ type scenarioResult struct {
 			Duration string `json:"duration"`
 		} `json:"load"`
 	} `json:"spec"`
+	// Verdict is the checker's verdict without its findings: the runner
+	// lists those in Findings, at the top level.
 	Verdict *struct {
 		Valid    bool                 `json:"valid"`
 		Attempts map[string]uint64    `json:"attempts"`
 		Latency  map[string]quantiles `json:"latency"`
-		Findings map[string]*struct {
-			Count uint64 `json:"count"`
-		} `json:"findings"`
 	} `json:"verdict"`
+	Findings []struct {
+		Name    string `json:"name"`
+		Count   uint64 `json:"count"`
+		NotMade string `json:"not_made"`
+	} `json:"findings"`
 	Checks []struct {
 		Name string `json:"name"`
 		OK   bool   `json:"ok"`
@@ -236,13 +318,11 @@ func readScenario(b []byte, r *Run) error {
 	if s.Verdict == nil {
 		r.note("checker: no verdict (findings, ack latency and outcomes not compared)")
 	} else {
-		for _, f := range SafetyFindings {
-			var n uint64
-			if fd := s.Verdict.Findings[f]; fd != nil {
-				n = fd.Count
-			}
-			r.Metrics[f] = float64(n)
+		counts, notMade := map[string]uint64{}, map[string]string{}
+		for _, f := range s.Findings {
+			counts[f.Name], notMade[f.Name] = f.Count, f.NotMade
 		}
+		r.findings(counts, notMade, "the result's findings")
 		q, ok := s.Verdict.Latency["response"]
 		r.ackQuantiles(q, ok, "checker response histogram")
 		if e, ok := s.Verdict.Latency["end_to_end"]; ok && e.Count > 0 {
@@ -263,6 +343,76 @@ func readScenario(b []byte, r *Run) error {
 	}
 	lagMetric(r, s)
 	recoveryMetrics(r, s.Recovery)
+	return nil
+}
+
+// findings adds the safety findings' counts; a finding the file does not
+// list was not judged, and is left out (missing, never 0).
+// findings adds the checker's findings' counts, every one the file names
+// but recovered (a send of unknown outcome stored anyway: not a fault);
+// one the checker could not judge (notMade: its count of 0 says nothing)
+// is left out, as is one of SafetyFindings the file does not list: not
+// judged, so missing, never 0.
+func (r *Run) findings(counts map[string]uint64, notMade map[string]string, where string) {
+	if r.Findings == nil {
+		r.Findings = map[string]bool{}
+	}
+	for _, name := range slices.Sorted(maps.Keys(counts)) {
+		if name == recoveredFinding {
+			continue
+		}
+		if why := notMade[name]; why != "" {
+			r.note("finding %s: not judged (%s)", name, why)
+			continue
+		}
+		r.Metrics[name] = float64(counts[name])
+		r.Findings[name] = true
+	}
+	var absent []string
+	for _, f := range SafetyFindings {
+		if _, ok := counts[f]; !ok {
+			absent = append(absent, f)
+		}
+	}
+	if len(absent) > 0 {
+		r.note("findings %s: not in %s (not judged)", strings.Join(absent, ", "), where)
+	}
+}
+
+// recoveredFinding is the checker's finding that is not a fault.
+const recoveredFinding = "recovered"
+
+// readVerdict adds the findings of a load run's verdict.json (the
+// checker's, written by imlab check) to its metrics.
+func readVerdict(path string, b []byte, r *Run) error {
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(b, &probe); err != nil {
+		return fmt.Errorf("%w: %s: not a JSON object: %v", ErrInput, path, err)
+	}
+	format, err := formatOf(path, probe)
+	if err != nil {
+		return err
+	}
+	if err := knownFormat(path, format, VerdictFormat, true); err != nil {
+		return err
+	}
+	var v struct {
+		Valid    *bool `json:"valid"`
+		Findings map[string]*struct {
+			Count   uint64 `json:"count"`
+			NotMade string `json:"not_made"`
+		} `json:"findings"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil || v.Valid == nil || v.Findings == nil {
+		return fmt.Errorf("%w: %s: not the checker's verdict (want \"valid\" and \"findings\")", ErrInput, path)
+	}
+	counts, notMade := map[string]uint64{}, map[string]string{}
+	for name, f := range v.Findings {
+		if f != nil {
+			counts[name], notMade[name] = f.Count, f.NotMade
+		}
+	}
+	r.findings(counts, notMade, path)
 	return nil
 }
 

@@ -226,6 +226,13 @@ func TestRetriesResendTheSameClientMsgID(t *testing.T) {
 				c.Retries = 3
 			})
 			t.Logf("ok %d unknown %d retries %d; fake: slowed %d resends %d\n%s", sum.OK, sum.Unknown, sum.Retries, c.Slowed, c.Resends, buf.String())
+			var retried uint64
+			for _, b := range sum.FailedByIntended {
+				retried += b.Retried
+			}
+			if retried != sum.RetriedSends || retried == 0 {
+				t.Fatalf("retried sends %d, by intended second %d", sum.RetriedSends, retried)
+			}
 			if c.Slowed == 0 || c.Resends < c.Slowed || sum.Retries < uint64(c.Slowed) {
 				t.Fatalf("slowed %d first tries but the fake saw %d resends of a known client_msg_id (generator retries %d)", c.Slowed, c.Resends, sum.Retries)
 			}
@@ -308,5 +315,22 @@ func TestRatesOverTheSendWindow(t *testing.T) {
 	if sum.StartedPerSec < 750 || sum.AchievedPerSec < 700 || sum.AchievedPerSec < 1.3*old || sum.Outcome.AckedPerSec != sum.AchievedPerSec {
 		t.Fatalf("started %.0f/s, achieved %.0f/s (outcome %.0f/s) over windows %.2fs/%.2fs, %.0f/s over the whole load; want about 1000 and 990",
 			sum.StartedPerSec, sum.AchievedPerSec, sum.Outcome.AckedPerSec, sum.StartSeconds, sum.AckSeconds, old)
+	}
+	// The timeouts came in after the first second, but every one of those
+	// sends was intended in it: the timeline and FailedByIntended say both.
+	var late, intendedFirst, intended uint64
+	for _, s := range sum.Timeline {
+		if s.T > 1 {
+			late += s.Unknown
+		}
+	}
+	for _, b := range sum.FailedByIntended {
+		if b.At < 1 {
+			intendedFirst += b.Unknown
+		}
+		intended += b.Unknown
+	}
+	if late == 0 || intended != sum.Unknown || intendedFirst != sum.Unknown {
+		t.Fatalf("unknown %d: %d came in after the first second; by intended time %d, %d of them in the first second (want all)", sum.Unknown, late, intended, intendedFirst)
 	}
 }

@@ -54,6 +54,55 @@ type metrics struct {
 	lastAck   atomic.Int64
 	deliv     atomic.Uint64
 	total     [nHist]*hdr.Histogram // owned by the reporter
+	// byIntended counts, per IntendedBin of intended send time (index i:
+	// from i bins after the start), the sends that ended failed or unknown
+	// and those that needed more than one try, whenever they ended. Sized
+	// by sizeIntended before the sends start; a later bin counts in the
+	// last slot.
+	byIntended []intendedCounts
+}
+
+// IntendedBin is the resolution of Summary.FailedByIntended.
+const IntendedBin = 100 * time.Millisecond
+
+// intendedCounts is one bin of byIntended.
+type intendedCounts struct{ fail, unknown, retried atomic.Uint64 }
+
+// sizeIntended makes byIntended cover a run of duration d.
+func (m *metrics) sizeIntended(d time.Duration) {
+	m.byIntended = make([]intendedCounts, int(d/IntendedBin)+2)
+}
+
+// intended is the byIntended bin of an intended time (nil before
+// sizeIntended).
+func (m *metrics) intended(at time.Duration) *intendedCounts {
+	if len(m.byIntended) == 0 {
+		return nil
+	}
+	return &m.byIntended[min(max(int(at/IntendedBin), 0), len(m.byIntended)-1)]
+}
+
+// failedByIntended lists the bins with a failed, unknown or retried send.
+func (m *metrics) failedByIntended() []IntendedFailures {
+	out := []IntendedFailures{}
+	for i := range m.byIntended {
+		c := &m.byIntended[i]
+		f := IntendedFailures{At: (time.Duration(i) * IntendedBin).Seconds(), Fail: c.fail.Load(), Unknown: c.unknown.Load(), Retried: c.retried.Load()}
+		if f.Fail+f.Unknown+f.Retried > 0 {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// IntendedFailures counts the sends intended in one IntendedBin (from At
+// seconds after the start) that ended failed, of unknown outcome, or
+// needed more than one try, whenever their outcome came.
+type IntendedFailures struct {
+	At      float64 `json:"at_s"`
+	Fail    uint64  `json:"fail"`
+	Unknown uint64  `json:"unknown"`
+	Retried uint64  `json:"retried"`
 }
 
 func newMetrics(n int) *metrics {

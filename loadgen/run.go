@@ -31,6 +31,12 @@ const WitnessDID = "imlab-witness"
 // SummaryFile is the run summary's name in the run directory.
 const SummaryFile = "summary.json"
 
+// SummaryFormat names the layout of summary.json; a change that a reader
+// could misread gets a new one. A summary without the field was written
+// before it existed, in the layout of format 1 less the fields added
+// since (readers treat those as not recorded).
+const SummaryFormat = "imlab-load-summary/1"
+
 // Ceiling is the generator's own limit, measured on a no-op endpoint.
 type Ceiling struct {
 	PerSec   float64 `json:"per_sec"`
@@ -76,7 +82,9 @@ type CeilingConfig struct {
 // sends and whether they make the run OVERLOADED (Outcomes with
 // OverloadFraction).
 type Summary struct {
-	RunID string `json:"run_id"`
+	// Format is SummaryFormat: ReadSummary refuses another.
+	Format string `json:"format"`
+	RunID  string `json:"run_id"`
 	// Split: the segment of the run this process drove (1/1: the whole run).
 	Split SegmentSummary `json:"split"`
 	// QueueLag: the target's queue lag once the run ended (nil: not read).
@@ -112,15 +120,21 @@ type Summary struct {
 	// AchievedPerSec are over: the shape's duration, or until the last
 	// start / the last ACK when that came later (LoadSeconds runs to the
 	// last answer of any outcome, timeouts included).
-	StartSeconds float64              `json:"start_seconds,omitempty"`
-	AckSeconds   float64              `json:"ack_seconds,omitempty"`
-	Outcome      Outcome              `json:"outcome"`
-	Latency      map[string]Quantiles `json:"latency"`
-	Timeline     []Second             `json:"timeline"`
-	Drain        DrainSummary         `json:"drain"`
-	Evidence     EvidenceSummary      `json:"evidence"`
-	LedgerBytes  int64                `json:"ledger_bytes"`
-	Errors       []string             `json:"errors,omitempty"`
+	StartSeconds float64 `json:"start_seconds,omitempty"`
+	AckSeconds   float64 `json:"ack_seconds,omitempty"`
+	Outcome      Outcome `json:"outcome"`
+	// FailedByIntended says when the failed, unknown and retried sends
+	// were intended, per IntendedBin (bins without any left out): how they
+	// line up with a run's faults (Fail and Unknown of the timeline count
+	// by the second their outcome came in). Nil in summaries written
+	// before it was recorded.
+	FailedByIntended []IntendedFailures   `json:"failed_by_intended,omitempty"`
+	Latency          map[string]Quantiles `json:"latency"`
+	Timeline         []Second             `json:"timeline"`
+	Drain            DrainSummary         `json:"drain"`
+	Evidence         EvidenceSummary      `json:"evidence"`
+	LedgerBytes      int64                `json:"ledger_bytes"`
+	Errors           []string             `json:"errors,omitempty"`
 }
 
 // PopulationSummary counts the population.
@@ -215,10 +229,11 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		runID = hex.EncodeToString(rb[:])
 	}
 	r := &runner{cfg: cfg, runID: runID, cl: cl, sendCl: sendCl, m: newMetrics(16), e2e: newE2ETracker(), byUID: map[uint64][]*device{}}
+	r.m.sizeIntended(cfg.Duration)
 	if err := r.population(); err != nil {
 		return nil, err
 	}
-	sum := &Summary{RunID: r.runID, Target: cfg.Target, Shape: cfg.Shape.String(), SendVia: cfg.SendVia, Duration: cfg.Duration.String(), Latency: map[string]Quantiles{}}
+	sum := &Summary{Format: SummaryFormat, RunID: r.runID, Target: cfg.Target, Shape: cfg.Shape.String(), SendVia: cfg.SendVia, Duration: cfg.Duration.String(), Latency: map[string]Quantiles{}}
 	r.segmentSummary(sum)
 	sum.Generator = GeneratorSummary{GOMAXPROCS: runtime.GOMAXPROCS(0), CPUs: runtime.NumCPU(), GOGC: gcPercent(), Conns: cfg.Conns,
 		Pipeline: cfg.Pipeline, Workers: cfg.Pacer.Workers, MaxWorkers: cfg.Pacer.MaxWorkers, Senders: cfg.Pacer.Senders}
@@ -348,6 +363,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	sum.OK, sum.Fail, sum.Unknown = r.m.ok.Load(), r.m.fail.Load(), r.m.unknown.Load()
 	sum.Retries, sum.Deliveries, sum.NotSent = r.m.retries.Load(), r.m.deliv.Load(), r.m.notSent.Load()
 	sum.RetriedSends = r.m.retried.Load()
+	sum.FailedByIntended = r.m.failedByIntended()
 	if loadEnd > 0 {
 		sum.LoadSeconds = loadEnd.Seconds()
 		// Rates over the send window (the shape's duration, or longer when
@@ -381,7 +397,9 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	return sum, ctx.Err()
 }
 
+// writeSummary writes s as RUN_DIR/summary.json, in SummaryFormat.
 func writeSummary(dir string, s *Summary) error {
+	s.Format = SummaryFormat
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return fmt.Errorf("loadgen: summary: %w", err)
@@ -398,9 +416,19 @@ func ReadSummary(dir string) (*Summary, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loadgen: %w", err)
 	}
+	path := filepath.Join(dir, SummaryFile)
+	var head struct {
+		Format *string `json:"format"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return nil, fmt.Errorf("%w: %s: not a load summary: %v", ErrInvalid, path, err)
+	}
+	if head.Format != nil && *head.Format != SummaryFormat {
+		return nil, fmt.Errorf("%w: %s: format %q, this imlab reads %q", ErrInvalid, path, *head.Format, SummaryFormat)
+	}
 	var s Summary
 	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("loadgen: summary: %w", err)
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, path, err)
 	}
 	return &s, nil
 }
@@ -653,8 +681,20 @@ func (r *runner) send(worker int, t schedule.Tick, started time.Duration) {
 		time.Sleep(time.Duration(a.Tries) * 10 * time.Millisecond)
 	}
 	a.Ended = time.Since(r.start)
+	sec := r.m.intended(t.Intended)
 	if a.Tries > 1 {
 		r.m.retried.Add(1)
+		if sec != nil {
+			sec.retried.Add(1)
+		}
+	}
+	if sec != nil {
+		switch a.Outcome {
+		case ledger.Fail:
+			sec.fail.Add(1)
+		case ledger.Unknown:
+			sec.unknown.Add(1)
+		}
 	}
 	r.e2e.outcome(l, t.Idx, a.Outcome == ledger.OK)
 	switch a.Outcome {
@@ -717,20 +757,32 @@ func (r *runner) report(live *schedule.Live, sum *Summary, stop <-chan struct{},
 		if r.cfg.Progress == nil {
 			continue
 		}
+		retried := r.m.retried.Load()
 		if ph := r.prog.line(&r.cfg); ph != "" {
-			fmt.Fprintf(r.cfg.Progress, "t=%3ds %s; ok=%d errors=%d (fail %d, unknown %d) deliveries=%d/s\n",
-				sec, ph, cur.OK, cur.Fail+cur.Unknown, cur.Fail, cur.Unknown, row.Deliveries)
+			fmt.Fprintf(r.cfg.Progress, "t=%3ds %s; ok=%d errors=%d (fail %d, unknown %d) retried=%d deliveries=%d/s\n",
+				sec, ph, cur.OK, cur.Fail+cur.Unknown, cur.Fail, cur.Unknown, retried, row.Deliveries)
 		} else {
+			if sec == 1 {
+				fmt.Fprintln(r.cfg.Progress, liveLegend(r.cfg.Pacer.LateAfter))
+			}
 			phase := fmt.Sprintf("sending %s/%s", min(time.Duration(sec)*time.Second, r.cfg.Duration), r.cfg.Duration)
 			if time.Duration(sec)*time.Second > r.cfg.Duration {
 				phase += ", waiting for the answers in flight"
 			}
 			// A second with nothing measured prints "-", never 0s.
-			fmt.Fprintf(r.cfg.Progress, "t=%3ds %s started=%6d/s ok=%d ack_p99=%s e2e_p99=%s delay_p99=%s errors=%d (fail %d, unknown %d) late=%d missed=%d workers=%d%s deliveries=%d/s\n",
+			fmt.Fprintf(r.cfg.Progress, "t=%3ds %s started=%6d/s ok=%d ack_p99=%s e2e_p99=%s delay_p99=%s errors=%d (fail %d, unknown %d) retried=%d late=%d missed=%d workers=%d%s deliveries=%d/s\n",
 				sec, phase, row.Started, cur.OK, p99Of(row.Response), p99Of(row.E2E), p99Of(row.SendDelay),
-				cur.Fail+cur.Unknown, cur.Fail, cur.Unknown, cur.Late, cur.Missed, cur.Workers, queuedNote(r.cfg.Pacer, cur.Queued), row.Deliveries)
+				cur.Fail+cur.Unknown, cur.Fail, cur.Unknown, retried, cur.Late, cur.Missed, cur.Workers, queuedNote(r.cfg.Pacer, cur.Queued), row.Deliveries)
 		}
 	}
+}
+
+// liveLegend explains the live line's figures once, before its first line.
+func liveLegend(lateAfter time.Duration) string {
+	return "live line, once a second: started = sends started in that second; ok, errors (fail + unknown) and retried " +
+		"(sends that needed a second try: a resent timeout, a 429) count from the start; late = sends started more than " +
+		lateAfter.String() + " after their intended time (the generator fell behind its schedule; their wait counts in the " +
+		"latency), missed = never started; ack_p99, e2e_p99 and delay_p99 are of the second's sends (\"-\": none measured)"
 }
 
 // p99Of is a progress figure: the p99, or "-" when nothing was measured.

@@ -44,7 +44,7 @@ func TestParseBaseline(t *testing.T) {
 // gatedResult is a complete, passing run of the scenario "gated" with the
 // given ACK p99 (ms).
 func gatedResult(p99ms int64) *Result {
-	return &Result{Scenario: "gated", Spec: &File{Name: "gated", Load: LoadSpec{Duration: Duration(4e9)}},
+	return &Result{Format: ResultFormat, Scenario: "gated", Spec: &File{Name: "gated", Load: LoadSpec{Duration: Duration(4e9)}},
 		Verdict: &checker.Verdict{Valid: true, Attempts: map[string]int{"ok": 400, "fail": 0, "unknown": 0},
 			Latency: map[string]checker.Latency{"response": {Count: 400, P50: 1000, P99: p99ms * 1000, P999: p99ms * 1000}}},
 		Checks: []Check{{Name: "verdict", Want: VerdictValid, Got: VerdictValid, OK: true}}, Passed: true}

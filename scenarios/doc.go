@@ -71,7 +71,9 @@
 // same function as the in-process path, starts the process and prints one
 // JSON line with its pid and addresses on stdout (or the error), and runs
 // until SIGTERM or until its stdin closes. Its stderr (and anything else it
-// prints) goes to OutDir/process-NAME.log, every incarnation appending. A
+// prints) goes to OutDir/process-NAME.log, every incarnation appending; an
+// in-process process logs to its OutDir/process-NAME.log too, so that the
+// terminal gets the live line and the verdict, not the servers' logs. A
 // child is its own process group (a Ctrl-C in the terminal reaches only the
 // runner) and, on Linux, gets SIGKILL from the kernel if the runner dies
 // (Pdeathsig); its stdin closing stops it anyway. Every child, running or

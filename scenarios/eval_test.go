@@ -121,7 +121,7 @@ func TestMeanRate(t *testing.T) {
 
 func sampleResult() *Result {
 	return &Result{
-		Scenario: "sample", Description: "d", StartedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Seconds: 12.5,
+		Format: ResultFormat, Scenario: "sample", Description: "d", StartedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Seconds: 12.5,
 		Settings: []Setting{{"policy", "strict"}, {"backends", "mysql=x"}}, Backends: "mysql=x",
 		Findings: []FindingSummary{{Name: "lost", Count: 2, Pairs: 3, MsgIDs: []uint64{5, 6}, Examples: []string{"msg 5 missing on dev 1"}}},
 		Checks: []Check{{Name: "verdict", Want: "valid", Got: "invalid", OK: false}, {Name: "max_lost", Want: "<= 0", Got: "2"},
@@ -194,6 +194,10 @@ func TestResultRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if back.Path != p {
+		t.Fatalf("read from %q, want %q", back.Path, p)
+	}
+	back.Path = ""
 	if !reflect.DeepEqual(r, back) {
 		t.Fatalf("round trip differs:\n%+v\n%+v", r, back)
 	}
@@ -220,6 +224,22 @@ func TestHTMLReport(t *testing.T) {
 	if notes := strings.Join(rep.Notes, "\n"); !strings.Contains(notes, "No outbox chart") || !strings.Contains(notes, "1 of 2 lag polls failed") {
 		t.Fatalf("notes %q", notes)
 	}
+	// The failed lag poll is a gap in the lag line, not a point left out
+	// (the line would be drawn across it).
+	if g := rep.Charts[2].Series[0].Gaps; len(g) != 1 || g[0] != 2 {
+		t.Fatalf("lag gaps %v, want the failed poll at t=2", g)
+	}
+	// A second of the sending phase without an ACK (MySQL down) is a gap
+	// in both ACK latency lines.
+	down := sampleResult()
+	down.Spec.Load.Duration = Duration(3 * time.Second)
+	down.Sends = append(down.Sends[:1], SendSecond{T: 2.1, Started: 100, Unknown: 100}, SendSecond{T: 3.1, Started: 100, OK: 100, AckP50: ackMs(100, 900), AckP99: ackMs(100, 1000)})
+	lat := HTMLReport(down).Charts[1]
+	for _, se := range lat.Series {
+		if len(se.Points) != 2 || len(se.Gaps) != 1 || se.Gaps[0] != 2.1 {
+			t.Fatalf("%s: points %v gaps %v, want t=2.1 as a gap", se.Name, se.Points, se.Gaps)
+		}
+	}
 	outbox := sampleResult()
 	outbox.Spec.Server.Policy = "outbox"
 	if n := len(HTMLReport(outbox).Charts); n != 4 {
@@ -230,8 +250,8 @@ func TestHTMLReport(t *testing.T) {
 	if notes := strings.Join(HTMLReport(noQueue).Notes, "\n"); !strings.Contains(notes, "nothing goes through a queue") {
 		t.Fatalf("strict without history: notes %q lack why there is no lag chart", notes)
 	}
-	if len(rep.Settings) == 0 || rep.Settings[0][0] != "load" || !strings.Contains(rep.Settings[0][1], "ACKed sends/s") {
-		t.Fatalf("first setting %q: want the load outcome", rep.Settings)
+	if rep.Load == nil || !strings.Contains(rep.Load.Detail, "ACKed sends/s") || rep.Load.Label == "" {
+		t.Fatalf("load %+v: want the load outcome in the header", rep.Load)
 	}
 	for _, s := range rep.Settings {
 		if s[0] == "backends" {
@@ -248,10 +268,10 @@ func TestHTMLReport(t *testing.T) {
 	}
 	n := ok / 10
 	retried.RetriedSends = &n
-	if line := HTMLReport(retried).Settings[0][1]; !strings.Contains(line, "OVERLOADED") || strings.Contains(line, "retried 0.0%") {
-		t.Fatalf("retried run's load line %q: want its retries and OVERLOADED", line)
+	if l := HTMLReport(retried).Load; !l.Overloaded || !strings.Contains(l.Label, "OVERLOADED") || strings.Contains(l.Detail, "retried 0.0%") {
+		t.Fatalf("retried run's load %+v: want its retries and OVERLOADED", l)
 	}
-	if line := rep.Settings[0][1]; !strings.Contains(line, "retried 0.0% is unknown") {
+	if line := rep.Load.Detail; !strings.Contains(line, "retried 0.0% is unknown") {
 		t.Fatalf("load line %q of a result without a retried count does not say it is unknown", line)
 	}
 	// A slow server ACKs a burst long after the schedule's duration: the
@@ -260,7 +280,7 @@ func TestHTMLReport(t *testing.T) {
 	slow := sampleResult()
 	slow.Spec.Load.Duration = Duration(2 * time.Second)
 	slow.Sends = []SendSecond{{T: slow.LoadOffset + 1, OK: 50}, {T: slow.LoadOffset + 20, OK: 50}, {T: slow.LoadOffset + 21}}
-	if got := HTMLReport(slow).Settings[0][1]; !strings.Contains(got, "achieved 5 ACKed sends/s") || !strings.Contains(got, "over 20 s, from the first send") {
+	if got := HTMLReport(slow).Load.Detail; !strings.Contains(got, "achieved 5 ACKed sends/s") || !strings.Contains(got, "over 20 s, from the first send") {
 		t.Fatalf("load line %q: want 100 sends over 20 s", got)
 	}
 	if rep.Charts[1].Threshold != 1000 || rep.Charts[2].Threshold != 1 {
@@ -289,7 +309,9 @@ func TestHTMLReport(t *testing.T) {
 	if got := rep.Tables[0].Rows; len(got) != 1 || got[0][0] != "3" || got[0][1] != "2" || got[0][4] != "7 8" {
 		t.Fatalf("repairs rows %q", got)
 	}
-	want := [][]string{{"consumer", "4242", "-1.00", "2.00", "killed", "signal: killed"}, {"api", "in the runner", "-1.00", "", "stopped", "none: runs inside the runner's process"}}
+	res.Processes[0].Log, res.Processes[1].Log = "/out/process-consumer.log", "/out/process-api.log"
+	rep = HTMLReport(res)
+	want := [][]string{{"consumer", "4242", "-1.00", "2.00", "killed", "signal: killed", "/out/process-consumer.log"}, {"api", "in the runner", "-1.00", "", "stopped", "none: runs inside the runner's process", "/out/process-api.log"}}
 	if got := rep.Tables[1].Rows; !reflect.DeepEqual(got, want) {
 		t.Fatalf("process rows %q, want %q", got, want)
 	}

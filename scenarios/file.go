@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -482,6 +483,15 @@ func ReadFile(path string) (*File, error) {
 func Parse(name string, b []byte) (*File, error) {
 	if len(b) > MaxFileSize {
 		return nil, fmt.Errorf("%w: %s: larger than %d bytes", ErrInvalid, name, MaxFileSize)
+	}
+	// The keys and kinds first, in the file's own words (checkKeys); the
+	// strict decoder stays as a second guard.
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, name, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	if err := checkKeys(&doc, reflect.TypeFor[File](), ""); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, name, err)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)

@@ -135,8 +135,13 @@ func TestParseBad(t *testing.T) {
 		name, body, want string
 	}{
 		{"empty", "", "empty file"},
-		{"unknown top field", base("", "colour: blue\n"), "field colour not found"},
-		{"unknown load field", base("  rate: const:1\n  duration: 1s\n  users: 3\n  speed: 4\n", ""), "field speed not found"},
+		{"unknown top field", base("", "colour: blue\n"), `line 6: unknown key "colour" in the file's top level (valid keys: backends, baseline,`},
+		{"unknown load field", base("  rate: const:1\n  duration: 1s\n  users: 3\n  speed: 4\n", ""), `line 6: unknown key "speed" in load; did you mean "seed"?`},
+		{"load key typo", base("  rate: const:1\n  duraton: 1s\n  users: 3\n", ""), `line 4: unknown key "duraton" in load; did you mean "duration"?`},
+		{"expect key typo", base("", "expect:\n  max_lsot: 0\n"), `line 7: unknown key "max_lsot" in expect; did you mean "max_lost"?`},
+		{"fault key typo", base("", "faults:\n  - at: 1s\n    for: 1s\n    kind: down\n    taget: mysql\n"), `line 10: unknown key "taget" in faults[0]; did you mean "target"?`},
+		{"wrong kind", base("  rate: const:1\n  duration: 1s\n  users: many\n", ""), `line 5: load.users: want a whole number, got "many"`},
+		{"bad duration", base("  rate: const:1\n  duration: soon\n  users: 3\n", ""), `line 4: load.duration: want a duration such as "10s"`},
 		{"two documents", base("", "---\nname: u\n"), "more than one YAML document"},
 		{"bad name", "name: 'a b'\nload:\n  rate: const:1\n  duration: 1s\n  users: 3\n", "name:"},
 		{"bad rate", base("  rate: fast\n  duration: 4s\n  users: 10\n", ""), "load.rate"},
@@ -194,7 +199,7 @@ func TestParseBad(t *testing.T) {
 		{"max queued alone", base("  rate: const:1\n  duration: 1s\n  users: 3\n  max_queued: 10\n", ""), "load.max_queued"},
 		{"spin window", base("  rate: const:1\n  duration: 1s\n  users: 3\n  spin_window: 1s\n", ""), "load.spin_window"},
 		{"send timeout", base("  rate: const:1\n  duration: 1s\n  users: 3\n  send_timeout: 2m\n", ""), "load.send_timeout"},
-		{"negative count", base("", "expect:\n  max_lost: -1\n"), "cannot unmarshal"},
+		{"negative count", base("", "expect:\n  max_lost: -1\n"), `line 7: expect.max_lost: want a whole number, 0 or more, got "-1"`},
 		{"too many faults", base("", "faults:\n"+strings.Repeat("  - at: 1s\n    kind: redis_wipe\n", MaxFaults+1)), "faults: 101 faults"},
 		{"too long", base("  rate: const:1\n  duration: 1h\n  users: 3\n  settle: 5m\n  drain_timeout: 30m\n", ""), "at most 1h30m"},
 	}
@@ -206,6 +211,10 @@ func TestParseBad(t *testing.T) {
 			}
 			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "bad.yaml") || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %q: want ErrInvalid naming bad.yaml and %q", err, c.want)
+			}
+			// The file's words, never the Go types it decodes into.
+			if m := err.Error(); strings.Contains(m, "scenarios.") || strings.Contains(m, "in type") || strings.Contains(m, "!!") {
+				t.Errorf("error %q names Go types", m)
 			}
 		})
 	}

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"imlab/capacity"
 	"imlab/checker"
 	"imlab/dashboards/report"
-	"imlab/loadgen"
 	"imlab/scenarios/recovery"
 )
 
@@ -57,27 +57,7 @@ func HTMLReport(res *Result) *report.Report {
 	if la := res.LoadAverage; la != nil {
 		rep.Settings = append([][2]string{{"machine_load_average", la.String()}}, rep.Settings...)
 	}
-	if len(res.Sends) > 0 {
-		// The load beside the safety verdict: the achieved (ACKed) rate, the
-		// unknown and failed fractions, OVERLOADED above the stated limit.
-		var load loadgen.Summary
-		for _, s := range res.Sends {
-			load.OK, load.Fail, load.Unknown = load.OK+s.OK, load.Fail+s.Fail, load.Unknown+s.Unknown
-		}
-		load.LoadSeconds = sendingSeconds(res)
-		over := fmt.Sprintf(" (over %.0f s, from the first send to the last send's end)", load.LoadSeconds)
-		if res.AckSeconds > 0 {
-			load.AckSeconds = res.AckSeconds
-			over = fmt.Sprintf(" (over %.1f s: the send window, or to the last ACK when that came later)", res.AckSeconds)
-		}
-		// The per-second timeline has no retries: the run's count does.
-		if res.RetriedSends != nil {
-			load.RetriedSends = *res.RetriedSends
-		} else {
-			over += "; retried sends were not recorded in this result: its retried 0.0% is unknown"
-		}
-		rep.Settings = append([][2]string{{"load", load.Outcomes(loadgen.OverloadFraction).String() + over}}, rep.Settings...)
-	}
+	rep.Load = loadVerdict(res)
 	switch {
 	case res.Incomplete:
 		rep.Verdict = "the run could not be carried out"
@@ -111,23 +91,37 @@ func HTMLReport(res *Result) *report.Report {
 		rep.Checks = append(rep.Checks, report.Check{Name: c.Name, Want: c.Want, Got: c.Got, OK: c.OK})
 	}
 	var ok, fail, p50, p99 report.Series
+	sending := sendingSeconds(res)
 	ok.Name, fail.Name, p50.Name, p99.Name = "sends ok/s", "sends failed or unknown/s", "ACK p50 of each second", "ACK p99 of each second"
 	for _, s := range res.Sends {
 		ok.Points = append(ok.Points, report.Point{T: s.T, V: float64(s.OK)})
 		fail.Points = append(fail.Points, report.Point{T: s.T, V: float64(s.Fail + s.Unknown)})
-		if s.OK > 0 && s.AckP50 != nil && s.AckP99 != nil {
-			p50.Points = append(p50.Points, report.Point{T: s.T, V: *s.AckP50})
-			p99.Points = append(p99.Points, report.Point{T: s.T, V: *s.AckP99})
+		if v50, v99, measured := s.ackMs(); measured {
+			p50.Points = append(p50.Points, report.Point{T: s.T, V: v50})
+			p99.Points = append(p99.Points, report.Point{T: s.T, V: v99})
+		} else if s.T-res.LoadOffset <= sending {
+			// A second of the sending phase without an ACK has no ACK
+			// latency: a gap, not a line drawn through it.
+			p50.Gaps, p99.Gaps = append(p50.Gaps, s.T), append(p99.Gaps, s.T)
 		}
 	}
-	rep.Charts = append(rep.Charts, report.Chart{Title: "Throughput", Unit: "msg/s", Series: []report.Series{ok, fail}})
-	lat := report.Chart{Title: "ACK latency per second (intended send to ACK, the second's ACKed sends; the whole run's percentiles are in the header)", Unit: "ms", Series: []report.Series{p50, p99}}
-	if e := res.spec().Expect.MaxAckP99; e != nil {
-		lat.Threshold, lat.ThresholdLabel = float64(e.D())/float64(time.Millisecond), "max ACK p99"
-	}
-	rep.Charts = append(rep.Charts, lat)
 	spec := res.spec()
 	var chartNotes []string // why a chart is missing or incomplete: after the run's own notes
+	switch {
+	case len(res.Sends) > 0:
+		rep.Charts = append(rep.Charts, report.Chart{Title: "Throughput (by the second each send's outcome came: ACKed, or failed or unknown)", Unit: "msg/s", Series: []report.Series{ok, fail}})
+		lat := report.Chart{Title: "ACK latency per second (intended send to ACK, the second's ACKed sends; a second without an ACK is a shaded gap; the whole run's percentiles are in the header)", Unit: "ms", Series: []report.Series{p50, p99}}
+		if e := spec.Expect.MaxAckP99; e != nil {
+			lat.Threshold, lat.ThresholdLabel = float64(e.D())/float64(time.Millisecond), "max ACK p99"
+		}
+		rep.Charts = append(rep.Charts, lat)
+	case res.Capacity != nil:
+		// Nothing to draw here: no empty charts at the top of the page.
+		chartNotes = append(chartNotes, "No throughput or ACK latency chart: this run is a capacity search, whose steps' figures and charts are in its own report, "+
+			filepath.Join(filepath.Dir(res.Capacity.Result), capacity.ReportFile)+".")
+	default:
+		chartNotes = append(chartNotes, "No throughput or ACK latency chart: the load did not run.")
+	}
 	if len(res.Lag) == 0 && !spec.UsesKafka() {
 		chartNotes = append(chartNotes, fmt.Sprintf("No consumer lag or outbox chart: with policy %s and the history tier off nothing goes through a queue, so there is no lag to poll.", spec.Server.PolicyOr()))
 	}
@@ -135,8 +129,10 @@ func HTMLReport(res *Result) *report.Report {
 		groups := map[string]*report.Series{}
 		var backlog, oldest report.Series
 		backlog.Name, oldest.Name = "outbox backlog", "outbox oldest age"
+		var unknown []float64 // polls that measured nothing: gaps in every lag line
 		for _, s := range res.Lag {
 			if s.Err != "" {
+				unknown = append(unknown, s.T)
 				continue
 			}
 			for g, a := range s.MaxAge {
@@ -148,8 +144,10 @@ func HTMLReport(res *Result) *report.Report {
 			backlog.Points = append(backlog.Points, report.Point{T: s.T, V: float64(s.OutboxBacklog)})
 			oldest.Points = append(oldest.Points, report.Point{T: s.T, V: max(s.OutboxOldestAge, 0)})
 		}
+		backlog.Gaps = unknown
 		names := make([]string, 0, len(groups))
 		for g := range groups {
+			groups[g].Gaps = unknown
 			names = append(names, g)
 		}
 		sort.Strings(names)
@@ -167,7 +165,7 @@ func HTMLReport(res *Result) *report.Report {
 		}
 		failed := len(res.Lag) - len(backlog.Points)
 		if failed > 0 {
-			chartNotes = append(chartNotes, fmt.Sprintf("%d of %d lag polls failed: those seconds are unknown and left out of the lag and outbox charts (result.json has each error).", failed, len(res.Lag)))
+			chartNotes = append(chartNotes, fmt.Sprintf("%d of %d lag polls failed: those seconds are unknown, shaded gaps in the lag and outbox charts (result.json has each error).", failed, len(res.Lag)))
 		}
 		if spec.Server.PolicyOr() == "outbox" || anyAbove(backlog.Points, 0) {
 			rep.Charts = append(rep.Charts, report.Chart{Title: "Outbox backlog", Unit: "records", Series: []report.Series{backlog}})
@@ -219,6 +217,26 @@ func HTMLReport(res *Result) *report.Report {
 	}
 	rep.Notes = append(rep.Notes, chartNotes...)
 	return rep
+}
+
+// ackMs is the second's ACK p50 and p99 (ms), and whether they were
+// measured: a second without an ACK has none.
+func (s SendSecond) ackMs() (p50, p99 float64, ok bool) {
+	if s.OK == 0 || s.AckP50 == nil || s.AckP99 == nil {
+		return 0, 0, false
+	}
+	return *s.AckP50, *s.AckP99, true
+}
+
+// loadVerdict is the page's load verdict: the achieved rate and fractions,
+// OVERLOADED or not, and the cause the run knows (nil: the load did not
+// run).
+func loadVerdict(res *Result) *report.LoadVerdict {
+	o, over, ok := res.LoadOutcome()
+	if !ok {
+		return nil
+	}
+	return &report.LoadVerdict{Label: res.LoadLabel(), Overloaded: o.Overloaded, Detail: o.String() + " (" + over + ")", Cause: res.LoadCause()}
 }
 
 // ackLatency is a run's whole ACK latency for a page's header, from the
@@ -337,7 +355,7 @@ func firstIDs(ids []uint64, n int) []string {
 // ran, when it started and ended (seconds from the time base; negative:
 // before the load started) and how it ended.
 func processTable(res *Result) report.Table {
-	t := report.Table{Title: "Server processes", Header: []string{"process", "pid", "started (s)", "ended (s)", "end", "OS state"}}
+	t := report.Table{Title: "Server processes", Header: []string{"process", "pid", "started (s)", "ended (s)", "end", "OS state", "log"}}
 	at := func(ts time.Time) string {
 		if ts.IsZero() || res.TimeBase.IsZero() {
 			return ""
@@ -362,7 +380,7 @@ func processTable(res *Result) report.Table {
 		default:
 			state = "not reported"
 		}
-		t.Rows = append(t.Rows, []string{p.Name, pid, at(p.StartedAt), at(p.EndedAt), p.End, state})
+		t.Rows = append(t.Rows, []string{p.Name, pid, at(p.StartedAt), at(p.EndedAt), p.End, state, p.Log})
 	}
 	return t
 }

@@ -112,7 +112,8 @@ type ProcessRun struct {
 	// Repaired is the inbox rows its reconciler repaired, read when it
 	// ended (GET /v1/lab/repairs).
 	Repaired uint64 `json:"repaired"`
-	// Log is the file that received an exec process's stderr.
+	// Log is the file that received the process's log (an exec process's
+	// stderr).
 	Log string `json:"log,omitempty"`
 }
 
@@ -213,8 +214,15 @@ type Result struct {
 	// count; nil in results written before it was recorded, where the
 	// page's load line says retries are unknown).
 	RetriedSends *uint64 `json:"retried_sends,omitempty"`
-	Incomplete   bool    `json:"incomplete"`
-	Passed       bool    `json:"passed"`
+	// SendFailures says whether the failed, unknown and retried sends were
+	// intended inside the fault windows or outside (nil in results written
+	// before it was recorded, or when the load did not run).
+	SendFailures *SendFailures `json:"send_failures,omitempty"`
+	Incomplete   bool          `json:"incomplete"`
+	Passed       bool          `json:"passed"`
+	// Path is the result.json this result was read from ("": not read
+	// from a file).
+	Path string `json:"-"`
 }
 
 // WriteJSON writes r as indented JSON.
@@ -227,18 +235,9 @@ func (r *Result) WriteJSON(w io.Writer) error {
 	return nil
 }
 
-// ReadResult reads a result.json.
-func ReadResult(path string) (*Result, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("scenarios: %w", err)
-	}
-	var r Result
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("scenarios: %s: %w", path, err)
-	}
-	return &r, nil
-}
+// ReadResult reads a result.json (ReadRun: a file of another format, or
+// of none, is refused).
+func ReadResult(path string) (*Result, error) { return ReadRun(path) }
 
 // JUnit XML (the schema CI tools read: testsuites > testsuite > testcase
 // with failure or error children).

@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,12 +13,14 @@ import (
 	"strings"
 	"time"
 
+	"imlab/compare"
 	"imlab/dashboards/report"
 )
 
-// ResultFormat names the layout of result.json; a reader that relies on
-// it (Review) refuses a file of another format.
-const ResultFormat = "imlab-scenario-result/1"
+// ResultFormat names the layout of result.json; its readers (Review,
+// imlab compare and the baseline gate: package compare) refuse a file of
+// another format, or of none.
+const ResultFormat = compare.ScenarioResultFormat
 
 // MaxReviewRuns bounds the runs one review page sets side by side.
 const MaxReviewRuns = 12
@@ -56,9 +59,7 @@ func ReadRun(path string) (*Result, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, file, err)
 	}
-	if r.File == "" {
-		r.File = file
-	}
+	r.Path = file
 	return &r, nil
 }
 
@@ -109,13 +110,17 @@ func Review(runs []*Result) (*report.Report, error) {
 			len(fams), strings.Join(fams, ", "))
 	}
 	passed, valid := 0, 0
+	var invalid []string
 	for i, r := range runs {
 		if r.Passed {
 			passed++
 		}
 		if r.Verdict != nil && r.Verdict.Valid {
 			valid++
+		} else {
+			invalid = append(invalid, labels[i]+" "+strings.ToUpper(verdictWord(r))+expectedNote(r))
 		}
+		rep.Findings = append(rep.Findings, reviewFindings(r, labels[i])...)
 		rep.Passed = rep.Passed && r.Passed
 		if rep.StartedAt.IsZero() || r.StartedAt.Before(rep.StartedAt) {
 			rep.StartedAt = r.StartedAt
@@ -151,19 +156,86 @@ func Review(runs []*Result) (*report.Report, error) {
 		}
 	}
 	rep.Backends = strings.Join(backends, " | ")
-	rep.Verdict = fmt.Sprintf("%d of %d runs passed; %d of %d verdicts valid", passed, len(runs), valid, len(runs))
+	rep.Verdict = fmt.Sprintf("%d of %d verdicts valid; %d of %d runs passed their checks", valid, len(runs), passed, len(runs))
 	if valid == len(runs) {
 		rep.Verdict = "valid: " + rep.Verdict
 	} else {
-		rep.Verdict = "invalid: " + rep.Verdict
+		rep.Verdict = "invalid: " + rep.Verdict + " (" + strings.Join(invalid, "; ") + ")"
 	}
-	rep.Tables = append(rep.Tables, runsTable(runs, labels), settingsDiff(runs, labels), reviewRecovery(runs, labels), reviewBurst(runs, labels))
+	rep.Load = reviewLoad(runs, labels)
+	rep.Tables = append(rep.Tables, runsTable(runs, labels), settingsDiff(runs, labels))
+	if slices.ContainsFunc(runs, func(r *Result) bool { return r.Recovery != nil }) {
+		rep.Tables = append(rep.Tables, reviewRecovery(runs, labels))
+	} else {
+		rep.Notes = append(rep.Notes, "No recovery table and no lag charts: none of these runs has a queue (Kafka), so there was no consumer lag to poll.")
+	}
+	if slices.ContainsFunc(runs, func(r *Result) bool { return r.Burst != nil }) {
+		rep.Tables = append(rep.Tables, reviewBurst(runs, labels))
+	}
 	rep.Charts = reviewCharts(runs, labels)
 	rep.Markers = append([]report.Marker{{T: 0, Label: "alignment point of every run (see the runs table)", Kind: report.KindAlign}},
 		reviewFaults(runs, labels)...)
 	rep.Notes = append(rep.Notes, "Every curve is drawn on one time axis: t = 0 is each run's own alignment point (its burst start, else its first fault, else its time base), so \"time since start\" on the charts means since that point.",
-		"This page was made from the runs' result.json files only: "+strings.Join(files(runs), ", "))
+		"This page was made from the runs' result.json files only: "+strings.Join(files(runs), ", "),
+		"Their scenario files: "+strings.Join(scenarioFiles(runs), ", "))
 	return rep, nil
+}
+
+// expectedNote says when an invalid verdict is what the scenario expects
+// (a negative control).
+func expectedNote(r *Result) string {
+	if r.Spec != nil && r.Spec.Expect.VerdictOr() == "invalid" && r.Verdict != nil && !r.Verdict.Valid {
+		return ", as its scenario expects: a negative control"
+	}
+	return ""
+}
+
+// reviewFindings are a run's non-zero findings, and those the checker
+// could not judge, named after the run, with their examples and msg_ids.
+func reviewFindings(r *Result, label string) []report.Finding {
+	var out []report.Finding
+	for _, f := range r.Findings {
+		if f.Count == 0 && f.NotMade == "" {
+			continue
+		}
+		ex := f.Examples
+		if len(ex) > 10 {
+			ex = ex[:10]
+		}
+		if f.NotMade != "" { // a count of 0 that says nothing
+			ex = append([]string{"NOT MADE: " + f.NotMade}, ex...)
+		}
+		out = append(out, report.Finding{Name: label + ": " + f.Name, Count: f.Count, Examples: ex, MsgIDs: f.MsgIDs})
+	}
+	return out
+}
+
+// reviewLoad is the page's load verdict: every run's, OVERLOADED when one
+// was.
+func reviewLoad(runs []*Result, labels []string) *report.LoadVerdict {
+	lv := &report.LoadVerdict{}
+	var parts, causes, over []string
+	for i, r := range runs {
+		o, _, ok := r.LoadOutcome()
+		if !ok {
+			parts = append(parts, labels[i]+": the load did not run")
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s: %s (achieved %.0f ACKed sends/s; unknown %.1f%%, failed %.1f%%, retried %.1f%%)",
+			labels[i], r.LoadLabel(), o.AckedPerSec, 100*o.UnknownFrac, 100*o.FailFrac, 100*o.RetriedFrac))
+		if o.Overloaded {
+			over = append(over, labels[i])
+			causes = append(causes, labels[i]+" "+r.LoadCause())
+		}
+	}
+	lv.Detail = strings.Join(parts, "; ")
+	lv.Cause = strings.Join(causes, "; ")
+	if lv.Overloaded = len(over) > 0; lv.Overloaded {
+		lv.Label = "OVERLOADED: " + strings.Join(over, ", ")
+	} else {
+		lv.Label = "every run within load"
+	}
+	return lv
 }
 
 // reviewFaults are every run's fault injections and heals, each shifted to
@@ -190,7 +262,15 @@ func reviewFaults(runs []*Result, labels []string) []report.Marker {
 func files(runs []*Result) []string {
 	var out []string
 	for _, r := range runs {
-		out = append(out, r.File)
+		out = append(out, cmp.Or(r.Path, "(not read from a file)"))
+	}
+	return out
+}
+
+func scenarioFiles(runs []*Result) []string {
+	var out []string
+	for _, r := range runs {
+		out = append(out, cmp.Or(r.File, "(unknown)"))
 	}
 	return out
 }
@@ -207,15 +287,24 @@ func verdictWord(r *Result) string {
 }
 
 func runsTable(runs []*Result, labels []string) report.Table {
-	t := report.Table{Title: "Runs", Header: []string{"run", "scenario", "variant", "started", "seconds", "machine load (1 min) start → end", "passed", "verdict", "aligned at", "scenario file"}}
+	variants := slices.ContainsFunc(runs, func(r *Result) bool { return r.spec().Variant != "" })
+	t := report.Table{Title: "Runs (their scenario files and result.json files are listed in the notes)",
+		Header: []string{"run", "scenario", "started", "seconds", "machine load (1 min) start → end", "passed", "verdict", "load", "aligned at"}}
+	if variants {
+		t.Header = slices.Insert(t.Header, 2, "variant")
+	}
 	for i, r := range runs {
 		at, what := alignAt(r)
 		load := "unknown"
 		if la := r.LoadAverage; la != nil {
 			load = fmt.Sprintf("%.2f → %.2f", la.Start[0], la.End[0])
 		}
-		t.Rows = append(t.Rows, []string{labels[i], family(r), r.spec().Variant, r.StartedAt.UTC().Format("2006-01-02 15:04:05"),
-			fmt.Sprintf("%.1f", r.Seconds), load, fmt.Sprint(r.Passed), verdictWord(r), fmt.Sprintf("t=%.1fs (%s)", at, what), r.File})
+		row := []string{labels[i], family(r), r.StartedAt.UTC().Format("2006-01-02 15:04:05"),
+			fmt.Sprintf("%.1f", r.Seconds), load, fmt.Sprint(r.Passed), verdictWord(r), cmp.Or(r.LoadLabel(), "did not run"), fmt.Sprintf("t=%.1fs (%s)", at, what)}
+		if variants {
+			row = slices.Insert(row, 2, r.spec().Variant)
+		}
+		t.Rows = append(t.Rows, row)
 	}
 	return t
 }
@@ -297,6 +386,13 @@ func reviewRecovery(runs []*Result, labels []string) report.Table {
 		t.Rows = append(t.Rows, []string{labels[i], status, recoveryCell(f.Status, f.RecoverySeconds), f.Since, fmt.Sprintf("%gs for %gs", f.Bound, f.Hold),
 			fmt.Sprintf("%.2fs", age), fmt.Sprint(recs), fmt.Sprint(f.BacklogPeak), optRate(drain), optRate(peakDrain), optRate(f.DrainRowsPerSec), ob, od})
 	}
+	if !slices.ContainsFunc(runs, func(r *Result) bool { return r.Recovery != nil && r.Recovery.Outbox != nil }) {
+		// No run has an outbox: its two columns would stay empty.
+		t.Header = t.Header[:len(t.Header)-2]
+		for i := range t.Rows {
+			t.Rows[i] = t.Rows[i][:len(t.Rows[i])-2]
+		}
+	}
 	return t
 }
 
@@ -317,18 +413,24 @@ func reviewBurst(runs []*Result, labels []string) report.Table {
 }
 
 // reviewCharts overlays every run's lag age (max over groups), records
-// behind, throughput and ACK p99, each shifted to its alignment point.
+// behind, throughput, failed and unknown sends and ACK p99, each shifted
+// to its alignment point. A second without a measurement (a lag poll that
+// failed, a second without an ACK) is a gap in its run's line. The lag
+// charts are left out when no run has a queue.
 func reviewCharts(runs []*Result, labels []string) []report.Chart {
 	lag := report.Chart{Title: "Consumer lag age (max over groups and partitions)", Unit: "s"}
 	behind := report.Chart{Title: "Records behind (sum over groups)", Unit: "records"}
 	tput := report.Chart{Title: "Throughput (sends ACKed per second)", Unit: "msg/s"}
-	ack := report.Chart{Title: "ACK latency p99 (from the intended send time)", Unit: "ms"}
+	failed := report.Chart{Title: "Sends failed or of unknown outcome per second (by the second the outcome came)", Unit: "msg/s"}
+	ack := report.Chart{Title: "ACK latency p99 (from the intended send time; a second without an ACK is a gap)", Unit: "ms"}
+	lagged := false
 	for i, r := range runs {
 		at, _ := alignAt(r)
 		ls, bs := report.Series{Name: labels[i]}, report.Series{Name: labels[i]}
 		for _, s := range r.Lag {
 			if s.Err != "" {
-				continue // unknown: a gap, never a 0
+				ls.Gaps, bs.Gaps = append(ls.Gaps, s.T-at), append(bs.Gaps, s.T-at) // unknown: a gap, never a 0
+				continue
 			}
 			a, n := 0.0, int64(0)
 			for g, v := range s.MaxAge {
@@ -337,18 +439,29 @@ func reviewCharts(runs []*Result, labels []string) []report.Chart {
 			ls.Points = append(ls.Points, report.Point{T: s.T - at, V: a})
 			bs.Points = append(bs.Points, report.Point{T: s.T - at, V: float64(n)})
 		}
-		ts, ps := report.Series{Name: labels[i]}, report.Series{Name: labels[i]}
+		lagged = lagged || len(r.Lag) > 0
+		if len(r.Lag) == 0 {
+			ls.Name, bs.Name = labels[i]+" (no queue: nothing to poll)", labels[i]+" (no queue: nothing to poll)"
+		}
+		ts, fs, ps := report.Series{Name: labels[i]}, report.Series{Name: labels[i]}, report.Series{Name: labels[i]}
+		sending := sendingSeconds(r)
 		for _, s := range r.Sends {
 			ts.Points = append(ts.Points, report.Point{T: s.T - at, V: float64(s.OK)})
+			fs.Points = append(fs.Points, report.Point{T: s.T - at, V: float64(s.Fail + s.Unknown)})
 			if s.OK > 0 && s.AckP99 != nil {
 				ps.Points = append(ps.Points, report.Point{T: s.T - at, V: *s.AckP99})
+			} else if s.T-r.LoadOffset <= sending {
+				ps.Gaps = append(ps.Gaps, s.T-at)
 			}
 		}
 		lag.Series, behind.Series = append(lag.Series, ls), append(behind.Series, bs)
-		tput.Series, ack.Series = append(tput.Series, ts), append(ack.Series, ps)
+		tput.Series, failed.Series, ack.Series = append(tput.Series, ts), append(failed.Series, fs), append(ack.Series, ps)
 	}
 	if len(runs) > 0 && runs[0].Recovery != nil {
 		lag.Threshold, lag.ThresholdLabel = runs[0].Recovery.Bound, "recovery bound of "+labels[0]
 	}
-	return []report.Chart{lag, behind, tput, ack}
+	if !lagged {
+		return []report.Chart{tput, failed, ack}
+	}
+	return []report.Chart{lag, behind, tput, failed, ack}
 }

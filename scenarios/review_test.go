@@ -84,7 +84,8 @@ func TestReviewPage(t *testing.T) {
 		"100100 of 100400 (0.997)",
 		"Consumer lag age", "Records behind", "Throughput", "ACK latency p99",
 		"t=3.0s (burst start)", "t=4.0s (burst start)",
-		"2 of 2 runs passed; 2 of 2 verdicts valid",
+		"valid: 2 of 2 verdicts valid; 2 of 2 runs passed their checks",
+		"every run within load",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
@@ -207,5 +208,50 @@ func TestLoadAverage(t *testing.T) {
 	}
 	if !(&LoadAverage{Start: [3]float64{4.1, 5.7, 4.8}}).Busy(2) || (&LoadAverage{Start: [3]float64{1.9, 5, 5}}).Busy(2) {
 		t.Fatal("Busy: judged by the 1-minute load at start against the CPUs")
+	}
+}
+
+// TestReviewShowsWhatWentWrong: the review page lists each run's findings
+// with their msg_ids, charts the failed and unknown sends per second,
+// leaves a gap where a second had no ACK (never a line through it), names
+// an invalid verdict a negative control when the file expects it, and
+// draws no lag chart or recovery table when no run had a queue.
+func TestReviewShowsWhatWentWrong(t *testing.T) {
+	clean := reviewRun(t, "strict", 1, 0, 0, 0, 0)
+	clean.Lag, clean.Recovery, clean.Burst = nil, nil, nil
+	lossy := reviewRun(t, "unsafe", 1, 0, 0, 0, 0)
+	lossy.Lag, lossy.Recovery, lossy.Burst = nil, nil, nil
+	lossy.Verdict.Valid = false
+	lossy.Spec.Expect.Verdict = "invalid"
+	lossy.Findings = []FindingSummary{{Name: "lost", Count: 2, MsgIDs: []uint64{386769725268430848, 386769726518333440}, Examples: []string{"msg_id 386769725268430848 never reached device 118 (uid 60)"}},
+		{Name: "skipped"}}
+	lossy.Sends[1] = SendSecond{T: 1, Started: 100, Unknown: 100} // no ACK: a gap
+	page := reviewPage(t, clean, lossy)
+	for _, want := range []string{
+		"#2 unsafe: lost", "386769725268430848", "386769726518333440", "never reached device 118",
+		"Sends failed or of unknown outcome per second",
+		"#2 unsafe INVALID, as its scenario expects: a negative control",
+		"No recovery table and no lag charts",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	for _, absent := range []string{"Consumer lag age", "Records behind", "Recovery (from", "Generator during the burst", "#2 unsafe: skipped"} {
+		if strings.Contains(page, absent) {
+			t.Errorf("page has %q", absent)
+		}
+	}
+	rep, err := Review([]*Result{clean, lossy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range rep.Charts {
+		if strings.HasPrefix(ch.Title, "ACK latency p99") && (len(ch.Series[1].Gaps) != 1 || len(ch.Series[1].Points) != 2) {
+			t.Errorf("ACK p99 of #2: points %v gaps %v, want the second without an ACK as a gap", ch.Series[1].Points, ch.Series[1].Gaps)
+		}
+		if strings.HasPrefix(ch.Title, "Sends failed") && ch.Series[1].Points[1].V != 100 {
+			t.Errorf("failed sends of #2: %v", ch.Series[1].Points)
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -81,10 +82,11 @@ type Config struct {
 	RateScale float64
 	// DataDir: compose's parent of private data directories.
 	DataDir string
-	// Progress receives a live line per second (nil: none).
+	// Progress receives a live line per second (nil: none); the runner
+	// serialises its writers' lines (lockedWriter).
 	Progress io.Writer
-	// Logger receives the in-process server processes' and compose's logs
-	// (nil: warnings and errors to stderr). An exec process logs to
+	// Logger receives compose's logs (nil: warnings and errors to
+	// stderr). Every server process, in process or exec, logs to
 	// OutDir/process-NAME.log.
 	Logger *slog.Logger
 	// Defects are shipped defects of the reference server (ref/server's
@@ -266,6 +268,10 @@ func Run(ctx context.Context, cfg Config, f *File) (*Result, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
+	if cfg.Progress != nil {
+		// The load's reporter and the lag poller both write live lines.
+		cfg.Progress = &lockedWriter{w: cfg.Progress}
+	}
 	r := &run{cfg: cfg, f: f, log: log, id: randomID()}
 	r.res = &Result{Format: ResultFormat, Scenario: f.Name, Description: f.Description, File: f.Path, Spec: f, StartedAt: time.Now().UTC(),
 		Findings: []FindingSummary{}, Checks: []Check{}, Events: []FaultEvent{}, Sends: []SendSecond{}, Lag: []LagSample{},
@@ -425,6 +431,13 @@ func (r *run) execute(ctx context.Context) error {
 		for _, s := range sum.Timeline {
 			r.res.Sends = append(r.res.Sends, SendSecond{T: float64(s.T) + r.res.LoadOffset, Started: s.Started, OK: s.OK, Fail: s.Fail,
 				Unknown: s.Unknown, AckP50: ackMs(s.OK, int64(s.Response.P50)), AckP99: ackMs(s.OK, int64(s.Response.P99))})
+		}
+		if sum.FailedByIntended != nil {
+			end := r.res.LoadOffset
+			if n := len(sum.Timeline); n > 0 {
+				end += float64(sum.Timeline[n-1].T)
+			}
+			r.res.SendFailures = sendFailures(r.res.Events, sum.FailedByIntended, r.res.LoadOffset, end)
 		}
 		r.res.Errors = append(r.res.Errors, sum.Errors...)
 	}
@@ -697,7 +710,7 @@ func (r *run) childSpec(i int, p ProcessSpec) ChildSpec {
 		Pprof: r.cfg.Pprof[p.Name]}
 }
 
-// processLog is the log file of an exec process.
+// processLog is the log file of a server process.
 func (r *run) processLog(name string) string {
 	return filepath.Join(r.cfg.OutDir, "process-"+name+".log")
 }
@@ -716,30 +729,28 @@ func (r *run) startProcesses(ctx context.Context) error {
 		if err := spec.Validate(); err != nil {
 			return fmt.Errorf("scenarios: process %s: %w", p.Name, err)
 		}
-		var logw *os.File
-		var logPath string
-		if p.Exec {
-			if command == nil {
-				var err error
-				if command, err = r.cfg.childCommand(); err != nil {
-					return err
-				}
+		if p.Exec && command == nil {
+			var err error
+			if command, err = r.cfg.childCommand(); err != nil {
+				return err
 			}
-			logPath = r.processLog(p.Name)
-			fh, err := os.OpenFile(logPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY|os.O_APPEND, 0o644)
-			if err != nil {
-				return fmt.Errorf("scenarios: process %s: log: %w", p.Name, err)
-			}
-			logw = fh
-			r.onStop(func(context.Context) error { return fh.Close() }) // after the process's stop
 		}
+		// Every process logs to its own file in the run directory, in
+		// process or out: the terminal gets the live line and the verdict.
+		logPath := r.processLog(p.Name)
+		logw, err := os.OpenFile(logPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("scenarios: process %s: log: %w", p.Name, err)
+		}
+		r.onStop(func(context.Context) error { return logw.Close() }) // after the process's stop
 		faults := 0
 		for _, x := range r.f.Faults {
 			if (x.Kind == KindStop || x.Kind == KindKill) && x.Target == p.Name {
 				faults++
 			}
 		}
-		s := newProcSlot(spec, r.log, command, logw, logPath, faults)
+		log := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		s := newProcSlot(spec, log, command, logw, logPath, faults)
 		r.procs = append(r.procs, s)
 		r.onStop(s.stop)
 		if err := s.start(ctx); err != nil {
@@ -1019,4 +1030,18 @@ func (r *run) recordSettings(lc loadgen.Config) {
 		}
 	}
 	r.setting("proxies", strings.Join(names, " "))
+}
+
+// lockedWriter serialises the writes of the goroutines that share one
+// progress writer (loadgen's reporter, the lag poller): each Write is one
+// whole line.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

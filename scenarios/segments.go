@@ -162,6 +162,7 @@ func mergeSummaries(sums []*loadgen.Summary) *loadgen.Summary {
 	m := *sums[0]
 	m.Latency = map[string]loadgen.Quantiles{}
 	m.Timeline = nil
+	m.FailedByIntended = []loadgen.IntendedFailures{}
 	m.Errors = nil
 	m.OK, m.Fail, m.Unknown, m.Retries, m.Deliveries, m.AchievedPerSec = 0, 0, 0, 0, 0, 0
 	m.RetriedSends = 0
@@ -197,6 +198,7 @@ func mergeSummaries(sums []*loadgen.Summary) *loadgen.Summary {
 		for _, e := range s.Errors {
 			m.Errors = append(m.Errors, "segment "+s.Split.Segment.String()+": "+e)
 		}
+		m.FailedByIntended = addIntended(m.FailedByIntended, s.FailedByIntended)
 		for _, sec := range s.Timeline {
 			row := byT[sec.T]
 			if row == nil {
@@ -213,6 +215,29 @@ func mergeSummaries(sums []*loadgen.Summary) *loadgen.Summary {
 	}
 	m.Outcome = m.Outcomes(loadgen.OverloadFraction)
 	return &m
+}
+
+// addIntended adds b's bins to a's (both in order of At, one bin per
+// IntendedBin: the segments start within milliseconds of each other).
+func addIntended(a, b []loadgen.IntendedFailures) []loadgen.IntendedFailures {
+	out := make([]loadgen.IntendedFailures, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case j == len(b) || (i < len(a) && a[i].At < b[j].At):
+			out = append(out, a[i])
+			i++
+		case i == len(a) || b[j].At < a[i].At:
+			out = append(out, b[j])
+			j++
+		default:
+			x := a[i]
+			x.Fail, x.Unknown, x.Retried = x.Fail+b[j].Fail, x.Unknown+b[j].Unknown, x.Retried+b[j].Retried
+			out = append(out, x)
+			i, j = i+1, j+1
+		}
+	}
+	return out
 }
 
 func addSecond(row *loadgen.Second, s loadgen.Second) {

@@ -1,10 +1,19 @@
 package scenarios
 
 import (
+	"bytes"
 	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"imlab/checker"
+	"imlab/compare"
+	"imlab/dashboards/report"
 )
 
 // TestMatrixProblems: a defect no scenario caught and a scenario the
@@ -83,5 +92,76 @@ func TestSelftestShort(t *testing.T) {
 		if c, _ := m.Cell(d, f.Name); c.Outcome != CellCaught {
 			t.Errorf("%s: %s", d, c.Outcome)
 		}
+	}
+	clean, _ := m.Cell(Unmodified, f.Name)
+	lossy, _ := m.Cell("inbox-row-dropped", f.Name)
+	readersOfRealRuns(t, f, clean.Dir, lossy.Dir)
+}
+
+// readersOfRealRuns reads two runs of one scenario as the runner wrote
+// them, one clean and one whose server lost messages, with every reader
+// of result.json: compare gates the lossy run against the clean one on its
+// findings, the baseline gate does the same inside a run, and the review
+// page lists the lost msg_ids.
+func readersOfRealRuns(t *testing.T, f *File, cleanDir, lossyDir string) {
+	t.Helper()
+	lossy, err := ReadRun(lossyDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bad []FindingSummary // the lossy run's deciding findings
+	for _, fd := range lossy.Findings {
+		if fd.Count > 0 && slices.Contains(checker.Deciding, fd.Name) {
+			bad = append(bad, fd)
+		}
+	}
+	if len(bad) == 0 {
+		t.Fatalf("the defect's run has no deciding finding: %+v", lossy.Findings)
+	}
+	base, err := compare.Read(cleanDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nw, err := compare.Read(lossyDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := compare.Compare([]*compare.Run{base}, []*compare.Run{nw}, compare.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range bad {
+		for _, row := range rep.Rows {
+			if row.Metric == fd.Name && (row.Verdict != compare.VRegressed || row.New != float64(fd.Count) || row.Base != 0) {
+				t.Errorf("compare: %s row %+v, want 0 -> %d REGRESSED", fd.Name, row, fd.Count)
+			}
+		}
+	}
+	// The baseline gate: the lossy run gated on the clean one as stored.
+	stored := t.TempDir()
+	if err := os.CopyFS(filepath.Join(stored, f.Name), os.DirFS(cleanDir)); err != nil {
+		t.Fatal(err)
+	}
+	lossy.Checks = slices.DeleteFunc(lossy.Checks, func(c Check) bool { return c.Name == BaselineCheck })
+	r := &run{cfg: Config{OutDir: t.TempDir(), BaselineDir: stored}, f: f, res: lossy}
+	r.gateBaseline()
+	if c := baselineCheck(t, r); c.OK || !strings.Contains(c.Got, bad[0].Name+" REGRESSED") {
+		t.Errorf("baseline gate: %+v, want %s REGRESSED", c, bad[0].Name)
+	}
+	// The review page.
+	clean, err := ReadRun(cleanDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := Review([]*Result{clean, lossy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := report.WriteHTML(&b, page); err != nil {
+		t.Fatal(err)
+	}
+	if html := b.String(); !strings.Contains(html, "#2 "+f.Name+": "+bad[0].Name) || !strings.Contains(html, strconv.FormatUint(bad[0].MsgIDs[0], 10)) {
+		t.Errorf("the review page does not list the %s msg_ids", bad[0].Name)
 	}
 }

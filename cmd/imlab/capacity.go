@@ -1,8 +1,8 @@
 package main
 
 import (
+	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -15,14 +15,12 @@ import (
 
 // Exit statuses of imlab capacity.
 const (
-	capacityExitNone   = 1 // the search ran, and no rate held the SLO on a repeat
-	capacityExitBroken = 2 // bad flags, or the search could not be carried out
+	capacityExitNone   = exitFailed   // the search ran, and no rate held the SLO on a repeat
+	capacityExitBroken = exitUnusable // bad flags, or the search could not be carried out
 )
 
 // newCapacityCmd is `imlab capacity`: the search for the sustainable rate.
-func newCapacityCmd() *cobra.Command { return capacityCmd(os.Exit) }
-
-func capacityCmd(exit func(int)) *cobra.Command {
+func newCapacityCmd() *cobra.Command {
 	def := capacity.DefaultConfig("", "", "")
 	cfg := def
 	var (
@@ -56,13 +54,18 @@ Writes OUT/result.json (every step), OUT/report.html (rate vs ACK p99, rate vs C
 sustainable rate marked) and OUT/steps/*/summary.json; prints the table.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			broken := func(err error) error {
-				fmt.Fprintln(cmd.ErrOrStderr(), "imlab:", err)
-				exit(capacityExitBroken)
-				return nil
-			}
-			secret, err := secretFrom(cmd, true, cmd.ErrOrStderr())
+			broken := func(err error) error { return &exitError{code: capacityExitBroken, err: err} }
+			secret, err := lookupSecret(cmd, true)
 			if err != nil {
+				return broken(err)
+			}
+			c := cfg
+			c.Load.Secret = secret.value
+			c.Check = !noCheck
+			if c.SLO, err = capacity.ParseSLO(slo); err != nil {
+				return broken(err)
+			}
+			if c.Procs, err = capacity.ParsePIDs(pids); err != nil {
 				return broken(err)
 			}
 			if err := setGC(gogc, cmd.ErrOrStderr()); err != nil {
@@ -71,15 +74,7 @@ sustainable rate marked) and OUT/steps/*/summary.json; prints the table.`,
 			if err := setProcs(procs, cmd.ErrOrStderr()); err != nil {
 				return broken(err)
 			}
-			c := cfg
-			c.Load.Secret = secret
-			c.Check = !noCheck
-			if c.SLO, err = capacity.ParseSLO(slo); err != nil {
-				return broken(err)
-			}
-			if c.Procs, err = capacity.ParsePIDs(pids); err != nil {
-				return broken(err)
-			}
+			secret.warn(cmd.ErrOrStderr())
 			if !noTargetProcs {
 				tp, err := capacity.TargetProcs(cmd.Context(), c.Load.Target)
 				if err != nil {
@@ -119,8 +114,7 @@ sustainable rate marked) and OUT/steps/*/summary.json; prints the table.`,
 			case err != nil:
 				return broken(err)
 			case res.Sustainable == nil:
-				fmt.Fprintln(cmd.ErrOrStderr(), "imlab: no rate held the SLO on a repeat")
-				exit(capacityExitNone)
+				return &exitError{code: capacityExitNone, err: errors.New("no rate held the SLO on a repeat")}
 			}
 			return nil
 		},

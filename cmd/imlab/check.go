@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,12 +16,8 @@ import (
 	"imlab/loadgen"
 )
 
-// errInvalidRun makes `imlab check` exit non-zero.
+// errInvalidRun is imlab check's failure: exit status 1.
 var errInvalidRun = errors.New("run is INVALID")
-
-// checkExitOverloaded is imlab check's status for a VALID run that was
-// OVERLOADED: safe, but not a clean pass.
-const checkExitOverloaded = 3
 
 // newCheckCmd is `imlab check RUN_DIR...`: the verdict of a load run, or of
 // the segments of one split run judged together.
@@ -104,7 +101,7 @@ func runCheckDirs(cmd *cobra.Command, dirs []string, o checkOpts) error {
 		o.limit = loadgen.OverloadFraction
 	}
 	if o.limit < 0 || o.limit >= 1 {
-		return fmt.Errorf("check: --max-unknown-failed %g: want a fraction in (0, 1)", o.limit)
+		return usageError(fmt.Errorf("check: --max-unknown-failed %g: want a fraction in (0, 1)", o.limit))
 	}
 	if o.wait > 0 {
 		missing, err := loadgen.WaitForSummaries(cmd.Context(), dirs, o.wait, time.Second)
@@ -119,6 +116,11 @@ func runCheckDirs(cmd *cobra.Command, dirs []string, o checkOpts) error {
 			return fmt.Errorf("check: no run directory has a summary after %s", o.wait)
 		}
 	}
+	for _, d := range dirs {
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+			return fmt.Errorf("check: %s: not a run directory (want a directory holding ledger-*.bin and summary.json)", d)
+		}
+	}
 	srcs := []checker.Source{{Dir: dirs[0]}}
 	var plan *loadgen.MergePlan
 	if len(dirs) > 1 || isSegment(dirs[0]) {
@@ -131,49 +133,128 @@ func runCheckDirs(cmd *cobra.Command, dirs []string, o checkOpts) error {
 			srcs = append(srcs, checker.Source{Dir: s.Dir, Shift: s.Shift})
 		}
 	}
+	// Every summary first: one of a format this imlab does not read is an
+	// error naming the file, before anything is judged or written.
+	sums := make([]*loadgen.Summary, len(dirs))
+	for i, d := range dirs {
+		s, err := loadgen.ReadSummary(d)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+		case err != nil:
+			return err
+		default:
+			sums[i] = s
+		}
+	}
 	v, err := checker.CheckSources(srcs)
 	if err != nil {
 		return err
 	}
+	rep := checkReport{Verdict: v}
 	if plan != nil {
-		fmt.Fprintf(out, "run %s: %d of %d segments judged together (fingerprint %s)\n", plan.RunID, len(plan.Sources), plan.Count, plan.Fingerprint)
+		rep.Segments = &checkSegments{RunID: plan.RunID, Judged: len(plan.Sources), Of: plan.Count, Fingerprint: plan.Fingerprint}
 		for _, s := range plan.Sources {
-			fmt.Fprintf(out, "  segment %s: %s, shifted %s\n", s.Segment, s.Dir, s.Shift)
+			rep.Segments.Dirs = append(rep.Segments.Dirs, checkSegment{Segment: s.Segment.String(), Dir: s.Dir, Shift: s.Shift.String()})
 		}
 		v.Warnings = append(v.Warnings, plan.Notes...)
 	}
-	var (
-		load  loadgen.Summary // the segments' counts summed, the longest sending phase
-		loads int
-	)
-	for _, d := range dirs {
-		s, err := loadgen.ReadSummary(d)
-		if err != nil {
+	var load loadgen.Summary // the segments' counts summed, the longest sending phase
+	loads := 0
+	for i, d := range dirs {
+		s := sums[i]
+		if s == nil {
+			v.Warnings = append(v.Warnings, d+": no "+loadgen.SummaryFile+": the load's outcome is unknown")
 			continue
 		}
 		loads++
 		load.AddOutcomes(s)
-		if len(dirs) == 1 && !o.json {
-			printLoad(out, s, v, o.limit)
-		}
 		if !s.Drain.Complete {
 			v.Warnings = append(v.Warnings, d+": the run's final drain did not complete: lost may include messages still in flight")
 		}
-		if q := s.QueueLag; q != nil && !o.json {
-			fmt.Fprintf(out, "%s: queue lag at the end: %s\n", d, q)
+		if q := s.QueueLag; q != nil {
+			rep.QueueLag = append(rep.QueueLag, d+": queue lag at the end: "+q.String())
 		}
 	}
-	if o.json {
-		if err := v.WriteJSON(out); err != nil {
-			return err
-		}
-	} else {
-		v.WriteTable(out)
+	if loads > 0 {
+		lo := load.Outcomes(o.limit)
+		rep.Load = &lo
 	}
+	rep.Result = checkResult(v.Valid, rep.Load)
 	path, err := verdictPath(dirs, o.out)
 	if err != nil {
 		return err
 	}
+	rep.VerdictFile = path
+	if err := writeVerdict(path, v); err != nil {
+		return err
+	}
+	if o.json {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return fmt.Errorf("check: %w", err)
+		}
+	} else {
+		printCheck(out, rep, sums, o.limit)
+	}
+	switch rep.Result {
+	case resultInvalid:
+		return &exitError{code: exitFailed, err: errInvalidRun}
+	case resultOverloaded:
+		return &exitError{code: checkExitOverloaded, err: errors.New("run is VALID but OVERLOADED")}
+	}
+	return nil
+}
+
+// Results of imlab check: the safety verdict, and the load beside it.
+const (
+	resultValid      = "VALID"
+	resultInvalid    = "INVALID"
+	resultOverloaded = "VALID but OVERLOADED"
+)
+
+func checkResult(valid bool, load *loadgen.Outcome) string {
+	switch {
+	case !valid:
+		return resultInvalid
+	case load != nil && load.Overloaded:
+		return resultOverloaded
+	}
+	return resultValid
+}
+
+// checkReport is what imlab check --json prints: the checker's verdict
+// (its fields at the top level, as verdict.json holds them) with the load
+// beside it and the result the exit status says.
+type checkReport struct {
+	*checker.Verdict
+	// Result is VALID, INVALID or "VALID but OVERLOADED" (exit status 0,
+	// 1 or 3).
+	Result string `json:"result"`
+	// Load is the load's outcome from the summaries (null: no summary).
+	Load     *loadgen.Outcome `json:"load"`
+	QueueLag []string         `json:"queue_lag_at_end,omitempty"`
+	// Segments: the run directories judged together (null: one run).
+	Segments    *checkSegments `json:"segments,omitempty"`
+	VerdictFile string         `json:"verdict_file"`
+}
+
+type checkSegments struct {
+	RunID       string         `json:"run_id"`
+	Judged      int            `json:"judged"`
+	Of          int            `json:"of"`
+	Fingerprint string         `json:"fingerprint"`
+	Dirs        []checkSegment `json:"dirs"`
+}
+
+type checkSegment struct {
+	Segment string `json:"segment"`
+	Dir     string `json:"dir"`
+	Shift   string `json:"shift"`
+}
+
+// writeVerdict writes verdict.json.
+func writeVerdict(path string, v *checker.Verdict) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("check: %w", err)
@@ -182,19 +263,37 @@ func runCheckDirs(cmd *cobra.Command, dirs []string, o checkOpts) error {
 	if err := errors.Join(werr, f.Close()); err != nil {
 		return fmt.Errorf("check: %w", err)
 	}
-	if len(dirs) > 1 {
-		fmt.Fprintf(out, "verdict written to %s\n", path)
-	}
-	if !v.Valid {
-		return errInvalidRun
-	}
-	if lo := load.Outcomes(o.limit); loads > 0 && lo.Overloaded {
-		if !o.json {
-			fmt.Fprintf(out, "result: VALID but OVERLOADED: not a clean pass (%s)\n", lo)
-		}
-		return &exitError{code: checkExitOverloaded, err: errors.New("run is VALID but OVERLOADED")}
-	}
 	return nil
+}
+
+// printCheck prints the human form: the segments, each run's load line,
+// the queue lag, the verdict table and the result.
+func printCheck(out io.Writer, rep checkReport, sums []*loadgen.Summary, limit float64) {
+	if sg := rep.Segments; sg != nil {
+		fmt.Fprintf(out, "run %s: %d of %d segments judged together (fingerprint %s)\n", sg.RunID, sg.Judged, sg.Of, sg.Fingerprint)
+		for _, s := range sg.Dirs {
+			fmt.Fprintf(out, "  segment %s: %s, shifted %s\n", s.Segment, s.Dir, s.Shift)
+		}
+	}
+	if len(sums) == 1 && sums[0] != nil {
+		printLoad(out, sums[0], rep.Verdict, limit)
+	}
+	for _, q := range rep.QueueLag {
+		fmt.Fprintln(out, q)
+	}
+	rep.Verdict.WriteTable(out)
+	if len(sums) > 1 {
+		fmt.Fprintf(out, "verdict written to %s\n", rep.VerdictFile)
+		if rep.Load != nil {
+			fmt.Fprintf(out, "load: %s\n", rep.Load)
+		}
+	}
+	switch {
+	case rep.Result == resultOverloaded:
+		fmt.Fprintf(out, "result: VALID but OVERLOADED: not a clean pass (%s)\n", rep.Load)
+	case rep.Load == nil && rep.Valid:
+		fmt.Fprintln(out, "result: VALID; the load's outcome is unknown (no summary)")
+	}
 }
 
 // printLoad prints a run's load beside its verdict: the achieved (ACKed)

@@ -16,14 +16,12 @@ import (
 
 // Exit statuses of imlab compare.
 const (
-	compareExitRegressed = 1 // a metric regressed, failed or went missing
-	compareExitUnusable  = 2 // a missing file, an unknown format, mismatched subjects
+	compareExitRegressed = exitFailed   // a metric regressed, failed or went missing
+	compareExitUnusable  = exitUnusable // a missing file, an unknown format, mismatched subjects
 )
 
 // newCompareCmd is `imlab compare`: the regression gate.
-func newCompareCmd() *cobra.Command { return compareCmd(os.Exit) }
-
-func compareCmd(exit func(int)) *cobra.Command {
+func newCompareCmd() *cobra.Command {
 	var (
 		baseList, newList       []string
 		tolerance               string
@@ -57,14 +55,7 @@ the worsening direction; on errors/unknown a percentage is percentage points).
 
 ` + compareMetricsHelp(),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			err := runCompare(cmd, args, compareFlags{baseList, newList, tolerance, markdown, junit, jsonTo, alpha, allowMismatch})
-			var ee *exitError
-			if errors.As(err, &ee) {
-				fmt.Fprintln(cmd.ErrOrStderr(), "imlab:", ee.err)
-				exit(ee.code)
-				return nil
-			}
-			return err
+			return runCompare(cmd, args, compareFlags{baseList, newList, tolerance, markdown, junit, jsonTo, alpha, allowMismatch})
 		},
 	}
 	f := cmd.Flags()

@@ -9,25 +9,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/spf13/cobra"
 )
 
-// runCompareCmd runs `imlab compare ARGS`; the status is 0 when the
-// command asked for none.
+// runCompareCmd runs `imlab compare ARGS`: its exit status, stdout and
+// stderr.
 func runCompareCmd(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	code := 0
-	root := &cobra.Command{Use: "imlab", SilenceUsage: true, SilenceErrors: true}
-	root.AddCommand(compareCmd(func(c int) { code = c }))
-	var out, errb bytes.Buffer
-	root.SetArgs(append([]string{"compare"}, args...))
-	root.SetOut(&out)
-	root.SetErr(&errb)
-	if err := root.ExecuteContext(context.Background()); err != nil {
-		t.Fatalf("error without an exit status: %v", err)
-	}
-	return code, out.String(), errb.String()
+	return runImlab(t, context.Background(), append([]string{"compare"}, args...)...)
 }
 
 // summaryFile writes a load summary.json with the given ACK p99 (ms).
@@ -116,18 +104,9 @@ func TestCapacityBadFlags(t *testing.T) {
 		"rates": {"--from", "500", "--to", "100"},
 		"step":  {"--step", "1500ms"},
 	} {
-		code := 0
-		root := &cobra.Command{Use: "imlab", SilenceUsage: true, SilenceErrors: true}
-		root.AddCommand(capacityCmd(func(c int) { code = c }))
-		var out, errb bytes.Buffer
-		root.SetArgs(append([]string{"capacity", "--secret", "imlab-capacity-secret-0123456789", "--out", t.TempDir(), "--ceiling", "0"}, args...))
-		root.SetOut(&out)
-		root.SetErr(&errb)
-		if err := root.ExecuteContext(context.Background()); err != nil {
-			t.Fatalf("%s: error without an exit status: %v", name, err)
-		}
+		code, _, errOut := runImlab(t, context.Background(), append([]string{"capacity", "--secret", "imlab-capacity-secret-0123456789", "--out", t.TempDir(), "--ceiling", "0"}, args...)...)
 		if code != capacityExitBroken {
-			t.Errorf("%s: exit %d, want 2 (%s)", name, code, errb.String())
+			t.Errorf("%s: exit %d, want 2 (%s)", name, code, errOut)
 		}
 	}
 }

@@ -17,9 +17,7 @@ import (
 // flags. It runs the shipped default scenario set (scenarios.DefaultSet,
 // compiled into the binary) on auto backends, then prints the verdict
 // table with the path of each report.html.
-func newDemoCmd() *cobra.Command { return exitWith(demoCmd(), os.Exit) }
-
-func demoCmd() *cobra.Command {
+func newDemoCmd() *cobra.Command {
 	var o scenarioOpts
 	cmd := &cobra.Command{
 		Use:   "demo [NAME...]",

@@ -56,18 +56,34 @@ func fromEnv(fs *pflag.FlagSet, flag, env string) string {
 	return v
 }
 
-// secretFrom resolves --secret / IMLAB_SECRET. With allowDev, an unset
-// secret falls back to auth.DevSecret and a warning goes to w.
-func secretFrom(cmd *cobra.Command, allowDev bool, w io.Writer) (string, error) {
+// labSecret is a resolved signing secret: --secret, IMLAB_SECRET, or
+// (dev) the well-known lab secret, whose warning the command prints once,
+// after its flags proved valid (warn), so that --help and a flag error
+// print none.
+type labSecret struct {
+	value string
+	dev   bool
+}
+
+// warn prints the lab secret's warning to w (nothing for a secret given).
+func (s labSecret) warn(w io.Writer) {
+	if s.dev {
+		fmt.Fprintf(w, "WARNING: %s is not set: using the well-known lab secret; anyone can mint tokens for this server\n", envSecret)
+	}
+}
+
+// lookupSecret resolves --secret / IMLAB_SECRET. With allowDev, an unset
+// secret falls back to auth.DevSecret (its warning is the caller's to
+// print, once: labSecret.warn).
+func lookupSecret(cmd *cobra.Command, allowDev bool) (labSecret, error) {
 	s := fromEnv(cmd.Flags(), "secret", envSecret)
 	if s != "" {
-		return s, nil
+		return labSecret{value: s}, nil
 	}
 	if !allowDev {
-		return "", fmt.Errorf("no secret: set %s or --secret (at least %d bytes)", envSecret, auth.MinSecretLen)
+		return labSecret{}, fmt.Errorf("no secret: set %s or --secret (at least %d bytes)", envSecret, auth.MinSecretLen)
 	}
-	fmt.Fprintf(w, "WARNING: %s is not set: using the well-known lab secret; anyone can mint tokens for this server\n", envSecret)
-	return auth.DevSecret, nil
+	return labSecret{value: auth.DevSecret, dev: true}, nil
 }
 
 func newLogger(cmd *cobra.Command) (*slog.Logger, error) {

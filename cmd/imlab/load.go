@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -28,6 +31,7 @@ func newLoadCmd() *cobra.Command {
 		segment, claimDir           string
 		check                       bool
 		gogc, procs                 int
+		waitReady                   time.Duration
 	)
 	cfg := def
 	cmd := &cobra.Command{
@@ -42,41 +46,53 @@ Rate shapes: const:5000 | steps:1000@10s,5000@20s | burst:base=5000,peak=50000,a
 sine:mean=5000,amp=2000,period=30s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			secret, err := secretFrom(cmd, true, cmd.ErrOrStderr())
+			secret, err := lookupSecret(cmd, true)
 			if err != nil {
-				return err
-			}
-			if err := setGC(gogc, cmd.ErrOrStderr()); err != nil {
-				return err
-			}
-			if err := setProcs(procs, cmd.ErrOrStderr()); err != nil {
 				return err
 			}
 			shape, err := schedule.Parse(rate)
 			if err != nil {
-				return err
+				return usageError(fmt.Errorf("--rate: %w", err))
 			}
 			gs, err := loadgen.ParseSizes(sizes)
 			if err != nil {
-				return err
+				return usageError(fmt.Errorf("--group-sizes: %w", err))
 			}
 			seg, err := loadSegment(segment, claimDir, os.LookupEnv)
 			if err != nil {
-				return err
+				return usageError(err)
+			}
+			if waitReady < 0 || waitReady > maxWaitReady {
+				return usageError(fmt.Errorf("--wait-ready %s: want 0 (do not wait) .. %s", waitReady, maxWaitReady))
 			}
 			if runDir == "" {
 				runDir = filepath.Join("runs", time.Now().UTC().Format("20060102-150405"))
 			}
 			runDir = strings.ReplaceAll(runDir, "{segment}", strconv.Itoa(max(seg.Index, 1)))
+			out := cmd.OutOrStdout()
 			c := cfg
 			c.Segment = seg
-			c.Target, c.Secret, c.Shape, c.RunDir = target, secret, shape, runDir
+			c.Target, c.Secret, c.Shape, c.RunDir = target, secret.value, shape, runDir
 			c.Pop.GroupSizes = gs
 			if c.Pop.Groups == 0 {
 				c.Pop.GroupShare = 0
 			}
-			c.Progress = cmd.OutOrStdout()
-			out := cmd.OutOrStdout()
+			c.Progress = out
+			if err := c.Validate(); err != nil {
+				return usageError(err)
+			}
+			if err := setGC(gogc, cmd.ErrOrStderr()); err != nil {
+				return usageError(err)
+			}
+			if err := setProcs(procs, cmd.ErrOrStderr()); err != nil {
+				return usageError(err)
+			}
+			secret.warn(cmd.ErrOrStderr())
+			if waitReady > 0 {
+				if err := waitHealthy(cmd.Context(), target, waitReady, out); err != nil {
+					return err
+				}
+			}
 			fmt.Fprintf(out, "run dir %s: %s for %s against %s (sends over %s), %d users x %d devices, %d groups\n",
 				runDir, shape, c.Duration, target, c.SendVia, c.Pop.Users, c.Pop.DevicesPerUser, c.Pop.Groups)
 			sum, err := loadgen.Run(cmd.Context(), c)
@@ -94,6 +110,7 @@ sine:mean=5000,amp=2000,period=30s`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&target, "target", "http://127.0.0.1:8080", "server base URL")
+	f.DurationVar(&waitReady, "wait-ready", defaultWaitReady, "before anything else, wait up to this long for the target's GET /healthz to answer 200 (a server still starting, e.g. imlab up started just before), saying so; 0: do not wait")
 	f.String("secret", "", "token signing secret (default $"+envSecret+")")
 	f.StringVar(&rate, "rate", "const:1000", "rate shape")
 	f.DurationVar(&cfg.Duration, "duration", def.Duration, "how long to send")
@@ -141,6 +158,65 @@ sine:mean=5000,amp=2000,period=30s`,
 	f.StringVar(&cfg.RunID, "run-id", "", "the run's id in every client_msg_id and message body (default: random; for a segment, derived from the seed, shape and population so segments agree: give one unique to the run when the same flags run twice against one server)")
 	f.BoolVar(&check, "check", false, "run the checker afterwards and fail when the run is invalid")
 	return cmd
+}
+
+// Bounds of imlab load --wait-ready.
+const (
+	defaultWaitReady = time.Minute
+	maxWaitReady     = time.Hour
+	readyPoll        = 250 * time.Millisecond
+)
+
+// waitHealthy waits, up to bound, for target's GET /healthz to answer 200:
+// a server started just before (imlab up &) is still starting its
+// backends. It says on w that it waits, and for how long it waited; a
+// target not ready by then is an error naming the last answer.
+func waitHealthy(ctx context.Context, target string, bound time.Duration, w io.Writer) error {
+	url := strings.TrimRight(target, "/") + "/healthz"
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	hc := &http.Client{Timeout: 2 * time.Second}
+	start := time.Now()
+	said := false
+	for {
+		last := probeHealthz(ctx, hc, url)
+		if last == "" {
+			if said {
+				fmt.Fprintf(w, "%s ready after %s\n", url, time.Since(start).Round(100*time.Millisecond))
+			}
+			return nil
+		}
+		if !said {
+			fmt.Fprintf(w, "waiting up to %s for %s to answer 200 (--wait-ready): %s\n", bound, url, last)
+			said = true
+		}
+		select {
+		case <-ctx.Done():
+			if cerr := context.Cause(ctx); errors.Is(cerr, context.Canceled) {
+				return cerr
+			}
+			return fmt.Errorf("the target is not ready: %s did not answer 200 within %s (last: %s); is the server running? (imlab up prints \"imlab ready\" when it is)", url, bound, last)
+		case <-time.After(readyPoll):
+		}
+	}
+}
+
+// probeHealthz asks url once: "" when it answered 200, else what it did.
+func probeHealthz(ctx context.Context, hc *http.Client, url string) string {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err.Error()
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err.Error()
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "HTTP " + resp.Status
+	}
+	return ""
 }
 
 func printSummary(w interface{ Write([]byte) (int, error) }, s *loadgen.Summary) {

@@ -26,12 +26,54 @@ func main() {
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "imlab:", err)
-		var ee *exitError
-		if errors.As(err, &ee) {
-			os.Exit(ee.code)
-		}
-		os.Exit(1)
 	}
+	os.Exit(exitCode(err))
+}
+
+// Exit statuses, the same for every command (README, "Exit status"): 0 the
+// command did what it was asked and what it judged passed; 1 what it
+// judged failed (a check, a verdict, a comparison); 2 it could not be
+// carried out (a bad flag or argument, a bad or missing file, a server it
+// could not reach); 3 imlab check only: VALID but OVERLOADED.
+const (
+	exitFailed          = 1
+	exitUnusable        = 2
+	checkExitOverloaded = 3
+)
+
+// exitError carries an exit status other than exitUnusable out of a
+// command: an error without one means the command could not be carried
+// out.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// ExitCode is the process exit status the error asks for.
+func (e *exitError) ExitCode() int { return e.code }
+
+// failed is a judgement that failed: exit status 1.
+func failed(err error) error { return &exitError{code: exitFailed, err: err} }
+
+// usageError is an error of the command line: exit status 2, as every
+// error without a status of its own.
+func usageError(err error) error { return &exitError{code: exitUnusable, err: err} }
+
+// exitCode is the process exit status of a command's error: 0 for none,
+// the exitError's own, else exitUnusable (flag and argument errors,
+// unreadable files, anything that kept the command from its work).
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return exitUnusable
 }
 
 // subcommands lists every subcommand constructor; a new subcommand adds

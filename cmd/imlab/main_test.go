@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -54,4 +55,21 @@ func testMiddle() int {
 	fmt.Println(c.Process.Pid)
 	_ = c.Wait()
 	return 0
+}
+
+// runImlab runs the imlab command line ARGS in this process as the binary
+// does: its exit status (main's exitCode), its stdout, and its stderr with
+// the error line main prints.
+func runImlab(t *testing.T, ctx context.Context, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	err := root.ExecuteContext(ctx)
+	if err != nil {
+		fmt.Fprintln(&errb, "imlab:", err)
+	}
+	return exitCode(err), out.String(), errb.String()
 }

@@ -33,11 +33,11 @@ need Kafka; history needs MongoDB). A process without the api role serves /metri
 				printDefects(cmd.OutOrStdout())
 				return nil
 			}
-			secret, err := secretFrom(cmd, false, cmd.ErrOrStderr())
+			secret, err := lookupSecret(cmd, false)
 			if err != nil {
 				return err
 			}
-			cfg, err := serveConfig(cmd, secret)
+			cfg, err := serveConfig(cmd, secret.value)
 			if err != nil {
 				return err
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 
@@ -36,7 +37,7 @@ file or a result.json of another format is an error naming the file, and nothing
 		Args: cobra.RangeArgs(1, scenarios.MaxReviewRuns),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
-				return fmt.Errorf("imlab report compare: -o FILE is required")
+				return usageError(errors.New("report compare: -o FILE is required (the page to write)"))
 			}
 			var runs []*scenarios.Result
 			for _, a := range args {
@@ -55,7 +56,7 @@ file or a result.json of another format is an error naming the file, and nothing
 				return err
 			}
 			if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
-				return fmt.Errorf("imlab report compare: %w", err)
+				return fmt.Errorf("report compare: %w", err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "review of %d runs: %s\n", len(runs), out)
 			return nil

@@ -19,55 +19,20 @@ import (
 
 // Exit statuses of imlab scenario run.
 const (
-	scenarioExitFailed = 1 // a check failed
-	scenarioExitBroken = 2 // a bad file, or a run that could not be carried out
+	scenarioExitFailed = exitFailed   // a check failed
+	scenarioExitBroken = exitUnusable // a bad file, or a run that could not be carried out
 )
 
-// exitError carries an exit status out of a subcommand.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
-
-// ExitCode is the process exit status the error asks for.
-func (e *exitError) ExitCode() int { return e.code }
-
 // newScenarioCmd is `imlab scenario`: run or validate scenario files. A
-// failure exits with its own status (1: a check failed, 2: a bad file or a
-// run that could not be carried out) after the message is printed.
-func newScenarioCmd() *cobra.Command { return scenarioCmd(os.Exit) }
-
-// scenarioCmd builds the command with the function that ends the process
-// with a status (os.Exit; tests record the status instead).
-func scenarioCmd(exit func(int)) *cobra.Command {
+// failure carries its exit status (1: a check failed, 2: a bad file or a
+// run that could not be carried out).
+func newScenarioCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "scenario",
 		Short: "Scenario files: load phases, a fault schedule and pass/fail thresholds (run, validate)",
 	}
-	for _, c := range []*cobra.Command{newScenarioRunCmd(), newScenarioValidateCmd(), newScenarioSelftestCmd()} {
-		cmd.AddCommand(exitWith(c, exit))
-	}
-	cmd.AddCommand(newScenarioChildCmd(), newScenarioLoadChildCmd())
+	cmd.AddCommand(newScenarioRunCmd(), newScenarioValidateCmd(), newScenarioSelftestCmd(), newScenarioChildCmd(), newScenarioLoadChildCmd())
 	return cmd
-}
-
-// exitWith makes c end the process through exit with the status of an
-// exitError it returns, after printing the message.
-func exitWith(c *cobra.Command, exit func(int)) *cobra.Command {
-	run := c.RunE
-	c.RunE = func(cmd *cobra.Command, args []string) error {
-		err := run(cmd, args)
-		var ee *exitError
-		if errors.As(err, &ee) {
-			fmt.Fprintln(cmd.ErrOrStderr(), "imlab:", ee.err)
-			exit(ee.code)
-		}
-		return err
-	}
-	return c
 }
 
 func newScenarioValidateCmd() *cobra.Command {
@@ -168,17 +133,18 @@ NAME.consumers-N, and the recovery figures of those runs are printed side by sid
 // runs/PREFIX-<UTC time>.
 func runScenarios(cmd *cobra.Command, files []*scenarios.File, o scenarioOpts, outPrefix string, matrix bool) error {
 	w := cmd.OutOrStdout()
-	secret, err := secretFrom(cmd, true, cmd.ErrOrStderr())
+	secret, err := lookupSecret(cmd, true)
 	if err != nil {
 		return &exitError{code: scenarioExitBroken, err: err}
 	}
+	secret.warn(cmd.ErrOrStderr())
 	f := cmd.Flags()
 	out := o.out
 	if out == "" {
 		out = filepath.Join("runs", outPrefix+"-"+time.Now().UTC().Format("20060102-150405"))
 	}
 	base := scenarios.DefaultConfig("")
-	base.Secret = secret
+	base.Secret = secret.value
 	base.Mode = fromEnv(f, "backends", envBackends)
 	base.MySQLDSN = fromEnv(f, "mysql-dsn", envMySQLDSN)
 	base.RedisAddr = fromEnv(f, "redis-addr", envRedisAddr)
@@ -268,6 +234,14 @@ func printScenarioResult(w io.Writer, r *scenarios.Result, dir string) {
 	fmt.Fprintf(w, "--- scenario %s: %s in %.1fs (%s)\n", r.Scenario, status, r.Seconds, r.Backends)
 	if r.RateScale != nil {
 		fmt.Fprintf(w, "    %s\n", r.RateScale.Label())
+	}
+	if o, _, ok := r.LoadOutcome(); ok {
+		line := fmt.Sprintf("    load: %s (achieved %.0f ACKed sends/s; unknown %.1f%%, failed %.1f%%, retried %.1f%%)",
+			r.LoadLabel(), o.AckedPerSec, 100*o.UnknownFrac, 100*o.FailFrac, 100*o.RetriedFrac)
+		if c := r.LoadCause(); c != "" {
+			line += ": " + c
+		}
+		fmt.Fprintln(w, line)
 	}
 	for _, e := range r.Events {
 		line := fmt.Sprintf("    fault t=%.1fs %s %s", e.At, e.Action, e.Fault)
@@ -385,16 +359,17 @@ could not run. Writes OUT/matrix.json and each run's outputs under OUT/DEFECT/SC
 				}
 				files = append(files, f)
 			}
-			secret, err := secretFrom(cmd, true, cmd.ErrOrStderr())
+			secret, err := lookupSecret(cmd, true)
 			if err != nil {
 				return &exitError{code: scenarioExitBroken, err: err}
 			}
+			secret.warn(cmd.ErrOrStderr())
 			fl := cmd.Flags()
 			if out == "" {
 				out = filepath.Join("runs", "selftest-"+time.Now().UTC().Format("20060102-150405"))
 			}
 			base := scenarios.DefaultConfig(out)
-			base.Secret = secret
+			base.Secret = secret.value
 			base.Mode = fromEnv(fl, "backends", envBackends)
 			base.MySQLDSN = fromEnv(fl, "mysql-dsn", envMySQLDSN)
 			base.RedisAddr = fromEnv(fl, "redis-addr", envRedisAddr)

@@ -20,22 +20,11 @@ import (
 	"imlab/scenarios"
 )
 
-// runScenarioCmd runs `imlab scenario ARGS` and returns the exit status it
-// asked for (-1: none), stdout and stderr.
+// runScenarioCmd runs `imlab scenario ARGS` and returns its exit status,
+// stdout and stderr.
 func runScenarioCmd(t *testing.T, ctx context.Context, args ...string) (int, string, string) {
 	t.Helper()
-	code := -1
-	root := &cobra.Command{Use: "imlab", SilenceUsage: true, SilenceErrors: true}
-	root.AddCommand(scenarioCmd(func(c int) { code = c }))
-	var out, errb bytes.Buffer
-	root.SetArgs(append([]string{"scenario"}, args...))
-	root.SetOut(&out)
-	root.SetErr(&errb)
-	err := root.ExecuteContext(ctx)
-	if code == -1 && err != nil {
-		t.Fatalf("error without an exit status: %v", err)
-	}
-	return code, out.String(), errb.String()
+	return runImlab(t, ctx, append([]string{"scenario"}, args...)...)
 }
 
 func TestScenarioValidate(t *testing.T) {
@@ -44,7 +33,7 @@ func TestScenarioValidate(t *testing.T) {
 		t.Fatalf("shipped files: %v %v", files, err)
 	}
 	code, out, errOut := runScenarioCmd(t, context.Background(), append([]string{"validate"}, files...)...)
-	if code != -1 || strings.Count(out, "ok ") != len(files) {
+	if code != 0 || strings.Count(out, "ok ") != len(files) {
 		t.Fatalf("validate shipped: exit %d\n%s\n%s", code, out, errOut)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
@@ -101,8 +90,7 @@ func TestScenarioRunFails(t *testing.T) {
 
 // childCmd is `imlab scenario child` with the given stdin and stdout.
 func childCmd(ctx context.Context, stdin io.Reader, stdout io.Writer) *cobra.Command {
-	root := &cobra.Command{Use: "imlab", SilenceUsage: true, SilenceErrors: true}
-	root.AddCommand(scenarioCmd(func(int) {}))
+	root := newRootCmd()
 	root.SetArgs([]string{"scenario", "child"})
 	root.SetIn(stdin)
 	root.SetOut(stdout)
@@ -192,17 +180,7 @@ func TestScenarioChild(t *testing.T) {
 // runDemoCmd runs `imlab demo ARGS` like runScenarioCmd.
 func runDemoCmd(t *testing.T, ctx context.Context, args ...string) (int, string, string) {
 	t.Helper()
-	code := -1
-	root := &cobra.Command{Use: "imlab", SilenceUsage: true, SilenceErrors: true}
-	root.AddCommand(exitWith(demoCmd(), func(c int) { code = c }))
-	var out, errb bytes.Buffer
-	root.SetArgs(append([]string{"demo"}, args...))
-	root.SetOut(&out)
-	root.SetErr(&errb)
-	if err := root.ExecuteContext(ctx); code == -1 && err != nil {
-		t.Fatalf("error without an exit status: %v", err)
-	}
-	return code, out.String(), errb.String()
+	return runImlab(t, ctx, append([]string{"demo"}, args...)...)
 }
 
 // TestDemo runs `imlab demo` with one shipped scenario, shortened, against
@@ -221,7 +199,7 @@ func TestDemo(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out")
 	code, stdout, errOut := runDemoCmd(t, ctx, "--out", out, "--duration", "3s", "--backends", "external",
 		"--mysql-dsn", my.DSN, "--redis-addr", rd.Addr, "--redis-prefix", rd.Keys.Prefix, "redis-wipe")
-	if code != -1 {
+	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, errOut)
 	}
 	report := filepath.Join(out, "redis-wipe", scenarios.ReportFile)

@@ -20,12 +20,12 @@ func newTokenCmd() *cobra.Command {
 		Short: "Print a bearer token for a uid and device (HS256, IMLAB_SECRET)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			secret, err := secretFrom(cmd, true, cmd.ErrOrStderr())
+			secret, err := lookupSecret(cmd, true)
 			if err != nil {
 				return err
 			}
 			cfg := auth.DefaultConfig()
-			cfg.Secret = secret
+			cfg.Secret = secret.value
 			a, err := auth.New(cfg)
 			if err != nil {
 				return err
@@ -34,6 +34,7 @@ func newTokenCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			secret.warn(cmd.ErrOrStderr())
 			fmt.Fprintln(cmd.OutOrStdout(), tok)
 			return nil
 		},

@@ -22,14 +22,15 @@ func newUpCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
-			secret, err := secretFrom(cmd, true, errw)
+			secret, err := lookupSecret(cmd, true)
 			if err != nil {
 				return err
 			}
-			cfg, err := serveConfig(cmd, secret)
+			cfg, err := serveConfig(cmd, secret.value)
 			if err != nil {
 				return err
 			}
+			secret.warn(errw)
 			fmt.Fprintln(out, "imlab up: starting backends...")
 			be, err := startBackends(ctx, cmd, cfg, true)
 			if err != nil {

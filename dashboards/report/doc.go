@@ -1,18 +1,23 @@
 // Package report owns rendering one scenario run as a self-contained HTML
-// page for architecture reviews: a header (scenario, PASS/FAIL badge,
-// backends, the whole run's latency quantiles with what they count, or
-// "unknown" when nothing was measured, settings), the table of the
-// scenario's checks with the failed ones highlighted, the checker's
-// verdict with its findings and examples,
-// the fault schedule, one inline SVG plot per chart (lag over time,
-// throughput, latency; nice 1-2-5 ticks, a legend, an optional dashed
-// threshold line, fault injections and heals drawn as vertical lines on
-// every plot, labelled in the plot's top margin: a marker with no room
-// there for its label or its kind gets a numbered tag, and a footnote
-// under the chart names it by time and label, so that none goes unnamed
-// on a screenshot) and the run's notes. A page whose text names one of the
-// design documents the lab is built from ("seed 000", "seed 003", "seed
-// 004") says under its header, in words, what each one it names is.
+// page for architecture reviews. First a summary: the header (scenario,
+// PASS/FAIL badge and, beside it, the load verdict: within load or
+// OVERLOADED, with its cause), the safety verdict, the non-zero findings
+// in one line, the whole run's latency quantiles with what they count, or
+// "unknown" when nothing was measured, and the backends. Then the charts,
+// one inline SVG plot each (lag over time, throughput, latency; nice 1-2-5
+// ticks, a legend, an optional dashed threshold line, fault injections and
+// heals drawn as vertical lines on every plot, labelled in the plot's top
+// margin on an opaque box drawn over every line, so that no line crosses a
+// label: a marker with no room there for its label or its kind gets a
+// numbered tag, and one footnote above the charts names it by time and
+// label, so that none goes unnamed on a screenshot; a time a series has no
+// measurement for is a gap in its line, shaded, never a line drawn across
+// it). Then the table of the scenario's checks with the failed ones
+// highlighted, the checker's verdict with its findings, examples and
+// msg_ids, the fault schedule, the extra tables, the settings and the
+// run's notes. A page whose text names one of the design documents the
+// lab is built from ("seed 000", "seed 003", "seed 004") says under its
+// header, in words, what each one it names is.
 //
 // It owns the Report value types, their validation and the named limits
 // (MaxCharts, MaxSeries, MaxPoints, MaxMarkers, MaxExamples,

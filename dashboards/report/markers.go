@@ -69,9 +69,14 @@ func (l *markerLayout) add(x float64, flip bool, label, kind string) {
 	i := len(l.slots)
 	l.slots = append(l.slots, markerSlot{x: x, flip: flip, label: label, kind: kind, shares: -1})
 	for _, t := range []markerText{textLabel, textKind, textTag} {
-		if row, ok := l.free(i, t); ok {
-			l.put(i, row, t)
-			return
+		// Best a row where no marker line meets the text; else one where
+		// lines pass behind it (texts are drawn over every line, each on a
+		// halo of the background).
+		for _, cross := range []bool{false, true} {
+			if row, ok := l.free(i, t, cross); ok {
+				l.put(i, row, t)
+				return
+			}
 		}
 	}
 	l.crowd(i)
@@ -110,15 +115,42 @@ func (l *markerLayout) span(i, n int) (lo, hi float64) {
 	return s.x, s.x + 3 + w
 }
 
-// free returns the lowest row where slot i's text t fits.
-func (l *markerLayout) free(i int, t markerText) (int, bool) {
-	lo, _ := l.extent(i, t)
+// free returns the lowest row where slot i's text t fits: clear of the
+// row's last text and, unless cross, of every marker line (crosses).
+func (l *markerLayout) free(i int, t markerText, cross bool) (int, bool) {
+	lo, hi := l.extent(i, t)
 	for row := markerLabelRows - 1; row >= 0; row-- {
-		if r := &l.rows[row]; !r.used || r.end+labelGap <= lo {
+		if r := &l.rows[row]; (!r.used || r.end+labelGap <= lo) && (cross || !l.crosses(i, row, lo, hi)) {
 			return row, true
 		}
 	}
 	return 0, false
+}
+
+// lineClear is how far a marker line keeps from the ends of a text it
+// passes (user units).
+const lineClear = 0.5
+
+// crosses tells whether slot i's text at [lo, hi] in row would meet a
+// marker line, or its own line (from row down to the plot) a text: a line
+// starts just above its own text, so it passes every row below it.
+func (l *markerLayout) crosses(i, row int, lo, hi float64) bool {
+	x := l.slots[i].x
+	for j := range i {
+		o := &l.slots[j]
+		switch {
+		case o.text == textShared:
+			// No text; its line starts at the plot (drawMarkers).
+		case o.row < row && o.x > lo+lineClear && o.x < hi-lineClear:
+			return true // o's line through this text
+		case o.row > row:
+			olo, ohi := l.extent(j, o.text)
+			if x > olo+lineClear && x < ohi-lineClear {
+				return true // this line through o's text
+			}
+		}
+	}
+	return false
 }
 
 // put gives slot i the text t at the end of row.
@@ -188,11 +220,11 @@ func (l *markerLayout) widen(full []string, lo, hi float64) {
 				next, _ := l.extent(in[k+1], l.slots[in[k+1]].text)
 				fits = whi+labelGap <= next
 			}
-			// Nor across a line that comes down from a row above and
-			// is not crossed by the shortened label already.
-			slo, shi := l.extentOf(i, short)
+			// Nor across a line that comes down from a row above (the
+			// shortened label crosses none: crosses).
 			for j := range l.slots {
-				if x := l.slots[j].x; fits && j != i && l.slots[j].row < row && x > wlo && x < whi && (x <= slo || x >= shi) {
+				o := &l.slots[j]
+				if fits && j != i && o.text != textShared && o.row < row && o.x > wlo+lineClear && o.x < whi-lineClear {
 					fits = false
 				}
 			}

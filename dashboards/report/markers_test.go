@@ -21,15 +21,33 @@ func crowdedReport(ms ...Marker) *Report {
 	}}
 }
 
-// footnote is one entry of a chart's marker footnote as rendered.
+// markerLabels are the texts of an svg's markers, in the order of their
+// lines (g.marker): drawn after every line, each on a halo.
+func markerLabels(svg *html.Node) []*html.Node {
+	return findAll(svg, elem("text", "marker-label"))
+}
+
+// labelText is a marker text's own words (its hover title aside).
+func labelText(n *html.Node) string {
+	var b strings.Builder
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type == html.TextNode {
+			b.WriteString(c.Data)
+		}
+	}
+	return b.String()
+}
+
+// footnote is one entry of the page's marker footnote as rendered (every
+// chart shares the markers and the time axis: one footnote above them).
 type footnote struct {
 	tag   string
 	items []string
 }
 
-func footnotes(fig *html.Node) []footnote {
+func footnotes(doc *html.Node) []footnote {
 	var out []footnote
-	for _, ul := range findAll(fig, elem("ul", "marker-notes")) {
+	for _, ul := range findAll(doc, elem("ul", "marker-notes")) {
 		for _, li := range findAll(ul, elem("li")) {
 			if hasClass(li, "lead") {
 				continue
@@ -45,10 +63,11 @@ func footnotes(fig *html.Node) []footnote {
 }
 
 // checkEveryMarkerNamed fails unless every chart of the page names each of
-// ms: above its line (its label, shortened or whole, or its kind) or in the chart's
-// footnote (time and full label) under a tag drawn on the chart. Every
-// footnote's tag is drawn once, and no two texts of a row overlap. It
-// returns the number of footnote entries of the first chart.
+// ms: above its line (its label, shortened or whole, or its kind) or in the
+// page's one footnote (time and full label) under a tag drawn on the
+// chart. Every footnote's tag is drawn once on each chart, no two texts of
+// a row overlap, and no marker's line crosses another's text. It returns
+// the number of footnote entries.
 func checkEveryMarkerNamed(t *testing.T, doc *html.Node, ms []Marker) int {
 	t.Helper()
 	sorted := slices.Clone(ms)
@@ -57,16 +76,20 @@ func checkEveryMarkerNamed(t *testing.T, doc *html.Node, ms []Marker) int {
 	if len(figs) == 0 {
 		t.Fatal("no chart")
 	}
+	if n := len(findAll(doc, elem("ul", "marker-notes"))); n > 1 {
+		t.Fatalf("%d marker footnotes: want one for the page", n)
+	}
+	notes := footnotes(doc)
 	entries := 0
 	for ci, fig := range figs {
-		notes := footnotes(fig)
 		gs := findAll(fig, elem("g", "marker"))
-		if len(gs) != len(sorted) {
-			t.Fatalf("chart %d: %d markers drawn, want %d", ci+1, len(gs), len(sorted))
+		labels := markerLabels(fig)
+		if len(gs) != len(sorted) || len(labels) != len(sorted) {
+			t.Fatalf("chart %d: %d markers and %d texts drawn, want %d", ci+1, len(gs), len(labels), len(sorted))
 		}
 		drawn := map[string]int{}
-		for _, g := range gs {
-			drawn[text(findAll(g, elem("text"))[0])]++
+		for _, l := range labels {
+			drawn[labelText(l)]++
 		}
 		// inNote finds m in the footnote of tag (any footnote for ""),
 		// and uses the entry up: each names one marker.
@@ -95,7 +118,7 @@ func checkEveryMarkerNamed(t *testing.T, doc *html.Node, ms []Marker) int {
 			if title := text(findAll(gs[i], elem("title"))[0]); !strings.Contains(title, m.Label) {
 				t.Fatalf("chart %d: marker %d title %q is not %q's", ci+1, i, title, m.Label)
 			}
-			got := text(findAll(gs[i], elem("text"))[0])
+			got := labelText(labels[i])
 			if got != "" && (got == shorten(m.Label, MaxMarkerLabelRunes) || got == shorten(m.Label, MaxMarkerLabelWideRunes) || got == m.Kind) {
 				continue
 			}
@@ -118,8 +141,80 @@ func checkEveryMarkerNamed(t *testing.T, doc *html.Node, ms []Marker) int {
 			t.Errorf("chart %d: %d footnote entries for %d markers drawn without their label or kind", ci+1, items, tagged)
 		}
 		checkNoLabelOverlap(t, findAll(fig, elem("svg"))[0])
+		lineCrossings(t, findAll(fig, elem("svg"))[0])
 	}
 	return entries
+}
+
+// lineCrossings counts the marker texts that a marker's line passes
+// through (a line starts just above its own text and runs down to the
+// plot), and fails unless every text is drawn over every line on an
+// opaque box covering it, so that no line crosses a text's letters.
+func lineCrossings(t *testing.T, svg *html.Node) int {
+	t.Helper()
+	type mk struct {
+		x, top float64 // the line: from top down
+		lo, hi float64 // the text's span
+		y      float64 // the text's baseline
+		txt    string
+	}
+	gs, labels := findAll(svg, elem("g", "marker")), markerLabels(svg)
+	boxes := findAll(svg, elem("rect", "marker-box"))
+	var ms []mk
+	for i, g := range gs {
+		ln := findAll(g, elem("line", "marker-line"))[0]
+		tx := labels[i]
+		x, _ := strconv.ParseFloat(attr(ln, "x1"), 64)
+		top, _ := strconv.ParseFloat(attr(ln, "y1"), 64)
+		tX, _ := strconv.ParseFloat(attr(tx, "x"), 64)
+		y, _ := strconv.ParseFloat(attr(tx, "y"), 64)
+		w := float64(len([]rune(labelText(tx)))) * markerCharWidth
+		lo, hi := tX, tX+w
+		if attr(tx, "text-anchor") == "end" {
+			lo, hi = tX-w, tX
+		}
+		ms = append(ms, mk{x: x, top: top, lo: lo, hi: hi, y: y, txt: labelText(tx)})
+		if labelText(tx) == "" {
+			continue
+		}
+		if len(boxes) == 0 {
+			t.Fatalf("marker text %q has no box under it", labelText(tx))
+		}
+		b := boxes[0]
+		boxes = boxes[1:]
+		bx, _ := strconv.ParseFloat(attr(b, "x"), 64)
+		bw, _ := strconv.ParseFloat(attr(b, "width"), 64)
+		by, _ := strconv.ParseFloat(attr(b, "y"), 64)
+		bh, _ := strconv.ParseFloat(attr(b, "height"), 64)
+		if bx > lo+0.1 || bx+bw < hi-0.1 || by > y-9 || by+bh < y+1 || attr(b, "fill") != "#ffffff" {
+			t.Errorf("the box under %q (x %.1f+%.1f, y %.1f+%.1f) does not cover its text (x %.1f..%.1f, baseline %.1f)", labelText(tx), bx, bw, by, bh, lo, hi, y)
+		}
+	}
+	// Every text comes after every line in the document: drawn over them.
+	var order []string
+	for _, n := range findAll(svg, func(n *html.Node) bool {
+		return (n.Data == "line" && hasClass(n, "marker-line")) || (n.Data == "text" && hasClass(n, "marker-label")) || (n.Data == "rect" && hasClass(n, "marker-box"))
+	}) {
+		order = append(order, map[string]string{"line": "line", "text": "text", "rect": "text"}[n.Data])
+	}
+	last := -1
+	for k, o := range order {
+		if o == "line" {
+			last = k
+		}
+	}
+	if i := slices.Index(order, "text"); i >= 0 && i < last {
+		t.Error("a marker text is drawn before a marker line: the line would cross it")
+	}
+	n := 0
+	for i, a := range ms {
+		for j, b := range ms {
+			if i != j && b.txt != "" && a.x != b.x && a.top < b.y && a.x > b.lo+lineClear && a.x < b.hi-lineClear {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // checkNoLabelOverlap fails when two marker texts of one row overlap.
@@ -127,13 +222,12 @@ func checkNoLabelOverlap(t *testing.T, svg *html.Node) int {
 	t.Helper()
 	type span struct{ lo, hi float64 }
 	rows := map[string][]span{}
-	for _, g := range findAll(svg, elem("g", "marker")) {
-		tx := findAll(g, elem("text"))[0]
-		if text(tx) == "" {
+	for _, tx := range markerLabels(svg) {
+		if labelText(tx) == "" {
 			continue
 		}
 		x, _ := strconv.ParseFloat(attr(tx, "x"), 64)
-		w := float64(len([]rune(text(tx)))) * markerCharWidth
+		w := float64(len([]rune(labelText(tx)))) * markerCharWidth
 		s := span{x, x + w}
 		if attr(tx, "text-anchor") == "end" {
 			s = span{x - w, x}
@@ -141,7 +235,7 @@ func checkNoLabelOverlap(t *testing.T, svg *html.Node) int {
 		y := attr(tx, "y")
 		for _, o := range rows[y] {
 			if s.lo < o.hi && o.lo < s.hi {
-				t.Errorf("label %q at y %s overlaps another in its row", text(tx), y)
+				t.Errorf("label %q at y %s overlaps another in its row", labelText(tx), y)
 			}
 		}
 		rows[y] = append(rows[y], s)
@@ -179,7 +273,7 @@ func TestMarkersAtOneInstantShareATag(t *testing.T) {
 	_, doc := render(t, crowdedReport(ms...))
 	checkEveryMarkerNamed(t, doc, ms)
 	shared := false
-	for _, f := range footnotes(findAll(doc, elem("figure", "chart"))[0]) {
+	for _, f := range footnotes(doc) {
 		shared = shared || len(f.items) > 1
 	}
 	if !shared {
@@ -208,11 +302,14 @@ func TestFittingMarkersHaveNoFootnote(t *testing.T) {
 	}
 	for ci, svg := range findAll(doc, elem("svg")) {
 		var got []string
-		for _, g := range findAll(svg, elem("g", "marker")) {
-			got = append(got, text(findAll(g, elem("text"))[0]))
+		for _, l := range markerLabels(svg) {
+			got = append(got, labelText(l))
 		}
 		if s := strings.Join(got, "|"); s != "inject latency(redis,50ms)|heal latency(redis)|consumer restart failed" {
 			t.Errorf("chart %d marker texts %q, want every label in full", ci+1, s)
+		}
+		if n := lineCrossings(t, svg); n != 0 {
+			t.Errorf("chart %d: %d marker lines pass a text where there is room for none to", ci+1, n)
 		}
 	}
 	checkEveryMarkerNamed(t, doc, r.Markers)
@@ -265,8 +362,8 @@ func TestLongMarkerLabelsWholeWhereRoom(t *testing.T) {
 			_, doc := render(t, r)
 			svg := findAll(doc, elem("svg"))[0]
 			var got []string
-			for _, g := range findAll(svg, elem("g", "marker")) {
-				got = append(got, text(findAll(g, elem("text"))[0]))
+			for _, l := range markerLabels(svg) {
+				got = append(got, labelText(l))
 			}
 			if strings.Join(got, "|") != strings.Join(c.want, "|") {
 				t.Errorf("marker texts %q, want %q", got, c.want)
@@ -275,4 +372,27 @@ func TestLongMarkerLabelsWholeWhereRoom(t *testing.T) {
 			checkNoLabelOverlap(t, svg)
 		})
 	}
+}
+
+// A fault schedule of three faults a second or so apart (strict-mysql's)
+// on a 12 s axis: every marker keeps its label (none is reduced to a
+// numbered tag), and where a line must pass a label the label is drawn
+// over it, on a halo.
+func TestScheduleLabelsStayReadable(t *testing.T) {
+	ms := []Marker{
+		{T: 1, Label: "inject latency(mysql,300ms)", Kind: KindInject}, {T: 2.5, Label: "heal latency(mysql,300ms)", Kind: KindHeal},
+		{T: 3, Label: "inject reset_peer(mysql)", Kind: KindInject}, {T: 4, Label: "heal reset_peer(mysql)", Kind: KindHeal},
+		{T: 5, Label: "inject down(mysql)", Kind: KindInject}, {T: 6, Label: "heal down(mysql)", Kind: KindHeal},
+	}
+	r := &Report{Title: "schedule", Markers: ms, Charts: []Chart{{Title: "throughput", Unit: "msg/s",
+		Series: []Series{{Name: "ok", Points: []Point{{T: 0, V: 1}, {T: 12, V: 2}}}}}}}
+	_, doc := render(t, r)
+	svg := findAll(doc, elem("svg"))[0]
+	for i, l := range markerLabels(svg) {
+		if got := labelText(l); !strings.HasPrefix(ms[i].Label, strings.TrimSuffix(got, "…")) || len(got) < 8 {
+			t.Errorf("marker %q drawn as %q: want its label", ms[i].Label, got)
+		}
+	}
+	lineCrossings(t, svg)
+	checkEveryMarkerNamed(t, doc, ms)
 }

@@ -27,16 +27,31 @@ type page struct {
 	Backends     string
 	Verdict      string
 	VerdictClass string
-	Settings     [][2]string
-	Checks       []Check
-	ChecksPassed int
-	Findings     []findingView
-	Markers      []markerRow
-	Charts       []chartView
-	Tables       []tableView
-	Notes        []string
-	Latencies    []latencyView
-	Glossary     []glossView
+	Load         *loadView
+	// FindingsLine sums up the non-zero findings for the header ("" with
+	// no findings given).
+	FindingsLine  string
+	FindingsClass string
+	Settings      [][2]string
+	Checks        []Check
+	ChecksPassed  int
+	Findings      []findingView
+	Markers       []markerRow
+	Charts        []chartView
+	Tables        []tableView
+	Notes         []string
+	Latencies     []latencyView
+	Glossary      []glossView
+	// MarkerNotes name, under their numbered tags, the markers that had
+	// no room above the plots for their label: every chart shares the
+	// time axis and the markers, so they are listed once, above the
+	// charts.
+	MarkerNotes []markerNote
+}
+
+// loadView is the header's load verdict: Class colours the badge.
+type loadView struct {
+	Label, Class, Detail, Cause string
 }
 
 // glossView explains one design-document name the page shows.
@@ -99,10 +114,6 @@ type chartView struct {
 	XTickTextY string
 	YTickTextX string
 	TickEnd    string
-
-	// MarkerNotes name, under their numbered tags, the markers that had
-	// no room above the plot for their label or kind.
-	MarkerNotes []markerNote
 }
 
 type tickView struct {
@@ -110,14 +121,27 @@ type tickView struct {
 	Label string
 }
 
+// lineView is one series: a polyline per run of measured points between
+// gaps, a dot for a point alone between gaps, an open circle at each end
+// of the line next to a gap, and a shaded band over each gap.
 type lineView struct {
-	Name   string
-	Color  string
-	Points string
-	Dot    *dotView
+	Name     string
+	Color    string
+	Segments []string
+	Dots     []dotView
+	Ends     []dotView
+	Gaps     []gapView
 }
 
 type dotView struct{ CX, CY, Color string }
+
+// gapView is a span without a measurement: from the last measured point
+// before it to the first after it (or the gap's own time at an edge).
+type gapView struct {
+	X, W, Y, H string
+	Color      string
+	Title      string
+}
 
 type legendView struct {
 	Name    string
@@ -147,6 +171,10 @@ type markerLine struct {
 	Width  string
 	Title  string
 	Short  string
+	// Box is the opaque background under the text (its estimated extent,
+	// padded): a marker line that passes the text row is hidden there,
+	// never drawn across the letters. Empty for a marker without text.
+	BoxX, BoxY, BoxW, BoxH string
 }
 
 // cleanChart is a chart whose points are all drawable.
@@ -160,8 +188,9 @@ type cleanChart struct {
 
 type cleanSeries struct {
 	name   string
-	points []Point // at most MaxPoints
-	max    float64 // over every finite point, before decimation
+	points []Point   // at most MaxPoints
+	gaps   []float64 // sorted, finite, at most MaxPoints
+	max    float64   // over every finite point, before decimation
 	last   float64
 }
 
@@ -258,8 +287,10 @@ func buildPage(r *Report) (*page, error) {
 			p.ChecksPassed++
 		}
 	}
+	p.Load = loadViewOf(r.Load)
+	p.FindingsLine, p.FindingsClass = findingsLine(r.Findings)
 	for _, f := range r.Findings {
-		fv := findingView{Name: f.Name, Count: f.Count, Class: findingClass(f.Name, f.Count)}
+		fv := findingView{Name: f.Name, Count: f.Count, Class: findingClass(lastWord(f.Name), f.Count)}
 		fv.Examples = slices.Clone(f.Examples[:min(len(f.Examples), MaxExamples)])
 		fv.More = len(f.Examples) - len(fv.Examples)
 		for _, id := range f.MsgIDs[:min(len(f.MsgIDs), MaxExamples)] {
@@ -285,17 +316,72 @@ func buildPage(r *Report) (*page, error) {
 			}
 		}
 	}
+	for _, c := range charts {
+		for _, s := range c.series {
+			for _, g := range s.gaps {
+				tlo, thi = math.Min(tlo, g), math.Max(thi, g)
+			}
+		}
+	}
 	for _, m := range markers {
 		tlo, thi = math.Min(tlo, m.T), math.Max(thi, m.T)
 	}
 	for ci, c := range charts {
-		cv, err := drawChart(ci, c, markers, tlo, thi)
+		cv, notes, err := drawChart(ci, c, markers, tlo, thi)
 		if err != nil {
 			return nil, err
+		}
+		if ci == 0 {
+			p.MarkerNotes = notes // the same on every chart: one axis, one set of markers
 		}
 		p.Charts = append(p.Charts, cv)
 	}
 	return p, nil
+}
+
+// loadViewOf is the header's load verdict (nil: none).
+func loadViewOf(l *LoadVerdict) *loadView {
+	if l == nil {
+		return nil
+	}
+	v := &loadView{Label: cmp.Or(strings.TrimSpace(l.Label), "load"), Class: "within", Detail: l.Detail, Cause: l.Cause}
+	if l.Overloaded {
+		v.Class = "overloaded"
+	}
+	return v
+}
+
+// findingsLine sums up the non-zero findings ("none" when every finding
+// given is 0, "" when none is given) and their class: bad when a deciding
+// one is among them.
+func findingsLine(fs []Finding) (string, string) {
+	if len(fs) == 0 {
+		return "", ""
+	}
+	var parts []string
+	class := ""
+	for _, f := range fs {
+		if f.Count == 0 {
+			continue
+		}
+		parts = append(parts, f.Name+" "+strconv.FormatUint(f.Count, 10))
+		if findingClass(lastWord(f.Name), f.Count) == "bad" {
+			class = "bad"
+		}
+	}
+	if len(parts) == 0 {
+		return "none", ""
+	}
+	return strings.Join(parts, " · ") + " (msg_ids in the Verdict section below)", class
+}
+
+// lastWord is a finding's own name in a label such as "#2 run: lost" (a
+// page of several runs names each run's findings so).
+func lastWord(name string) string {
+	if i := strings.LastIndexAny(name, " :"); i >= 0 {
+		return name[i+1:]
+	}
+	return name
 }
 
 // seedRE finds design-document names in page text: "seed 003", "seeds
@@ -468,6 +554,15 @@ func cleanChartOf(ci int, c *Chart) (cleanChart, []string, error) {
 			pts = decimate(pts, MaxPoints)
 		}
 		cs.points = pts
+		if len(s.Gaps) > MaxPoints {
+			return cleanChart{}, nil, fmt.Errorf("%w: %s: %d gaps, at most %d (MaxPoints)", ErrInvalid, sw, len(s.Gaps), MaxPoints)
+		}
+		for _, g := range s.Gaps {
+			if finite(g) {
+				cs.gaps = append(cs.gaps, g)
+			}
+		}
+		slices.Sort(cs.gaps)
 		out.series = append(out.series, cs)
 	}
 	return out, notes, nil
@@ -492,7 +587,7 @@ func decimate(pts []Point, limit int) []Point {
 // across charts): a value axis from 0 (or below) to the largest point or
 // threshold, one polyline per non-empty series, the threshold line and one
 // vertical line per marker.
-func drawChart(ci int, c cleanChart, markers []Marker, tmin, tmax float64) (chartView, error) {
+func drawChart(ci int, c cleanChart, markers []Marker, tmin, tmax float64) (chartView, []markerNote, error) {
 	where := fmt.Sprintf("chart %d %q", ci+1, c.title)
 	vmin, vmax := 0.0, 0.0
 	points := 0
@@ -508,11 +603,11 @@ func drawChart(ci int, c cleanChart, markers []Marker, tmin, tmax float64) (char
 	}
 	ax, err := niceAxis(tmin, tmax, xTickTarget)
 	if err != nil {
-		return chartView{}, fmt.Errorf("%s: time axis: %w", where, err)
+		return chartView{}, nil, fmt.Errorf("%s: time axis: %w", where, err)
 	}
 	ay, err := niceAxis(vmin, vmax, yTickTarget)
 	if err != nil {
-		return chartView{}, fmt.Errorf("%s: value axis: %w", where, err)
+		return chartView{}, nil, fmt.Errorf("%s: value axis: %w", where, err)
 	}
 
 	title := c.title
@@ -552,18 +647,18 @@ func drawChart(ci int, c cleanChart, markers []Marker, tmin, tmax float64) (char
 		}
 		color := seriesColor(si)
 		lv := legendView{Name: name, Swatch: template.CSS("background-color:" + color)}
+		gapNote := ""
+		if n := len(s.gaps); n > 0 {
+			gapNote = "; " + strconv.Itoa(n) + " without a measurement (gaps, shaded: the line is not drawn through them)"
+		}
 		if len(s.points) == 0 {
-			lv.Empty, lv.Summary = true, "no data"
+			lv.Empty, lv.Summary = true, "no data"+gapNote
 			cv.Legend = append(cv.Legend, lv)
 			continue
 		}
-		lv.Summary = "max " + withUnit(s.max, c.unit) + ", last " + withUnit(s.last, c.unit)
+		lv.Summary = "max " + withUnit(s.max, c.unit) + ", last " + withUnit(s.last, c.unit) + gapNote
 		cv.Legend = append(cv.Legend, lv)
-		line := lineView{Name: name, Color: color, Points: polylinePoints(ax, ay, s.points)}
-		if len(s.points) == 1 {
-			line.Dot = &dotView{CX: coord(xPos(ax, s.points[0].T)), CY: coord(yPos(ay, s.points[0].V)), Color: color}
-		}
-		cv.Lines = append(cv.Lines, line)
+		cv.Lines = append(cv.Lines, drawSeries(ax, ay, name, color, s))
 	}
 	if c.threshold > 0 {
 		label := c.thLabel
@@ -594,8 +689,82 @@ func drawChart(ci int, c cleanChart, markers []Marker, tmin, tmax float64) (char
 			cv.Threshold.TextY = coord(y - 4)
 		}
 	}
-	cv.Markers, cv.MarkerNotes = drawMarkers(ax, markers)
-	return cv, nil
+	var notes []markerNote
+	cv.Markers, notes = drawMarkers(ax, markers)
+	return cv, notes, nil
+}
+
+// drawSeries draws one series: its points split at its gaps into runs,
+// each a polyline (a dot when alone), an open circle where a run ends at
+// a gap, and a shaded band over each gap from the last point before it to
+// the first after it.
+func drawSeries(ax, ay axis, name, color string, s cleanSeries) lineView {
+	line := lineView{Name: name, Color: color}
+	dot := func(p Point) dotView {
+		return dotView{CX: coord(xPos(ax, p.T)), CY: coord(yPos(ay, p.V)), Color: color}
+	}
+	pts, gaps := s.points, s.gaps
+	gi := 0
+	for gi < len(gaps) && gaps[gi] < pts[0].T {
+		gi++
+	}
+	leading := gi > 0
+	start := 0
+	flush := func(end int, gapAfter bool) {
+		run := pts[start:end]
+		switch len(run) {
+		case 0:
+			return
+		case 1:
+			line.Dots = append(line.Dots, dot(run[0]))
+		default:
+			line.Segments = append(line.Segments, polylinePoints(ax, ay, run))
+		}
+		if start > 0 || leading {
+			line.Ends = append(line.Ends, dot(run[0]))
+		}
+		if gapAfter && len(run) > 1 {
+			line.Ends = append(line.Ends, dot(run[len(run)-1]))
+		}
+	}
+	if leading {
+		line.Gaps = append(line.Gaps, gapBand(ax, gaps[0], pts[0].T, gaps[:gi], color))
+	}
+	for i := 1; i < len(pts); i++ {
+		j := gi
+		for j < len(gaps) && gaps[j] < pts[i].T {
+			j++
+		}
+		if j > gi && gaps[j-1] > pts[i-1].T {
+			// A gap between points i-1 and i: the line breaks.
+			flush(i, true)
+			line.Gaps = append(line.Gaps, gapBand(ax, pts[i-1].T, pts[i].T, gaps[gi:j], color))
+			start = i
+		}
+		gi = j
+	}
+	flush(len(pts), false)
+	if gi < len(gaps) {
+		line.Gaps = append(line.Gaps, gapBand(ax, pts[len(pts)-1].T, gaps[len(gaps)-1], gaps[gi:], color))
+	}
+	return line
+}
+
+// gapBand shades [from, to] on the time axis for the gaps in it.
+func gapBand(ax axis, from, to float64, gaps []float64, color string) gapView {
+	x1, x2 := xPos(ax, from), xPos(ax, to)
+	if x2-x1 < 3 {
+		x1, x2 = x1-1.5, x2+1.5
+	}
+	ts := make([]string, 0, min(len(gaps), 8))
+	for _, g := range gaps[:min(len(gaps), 8)] {
+		ts = append(ts, formatValue(g))
+	}
+	title := "no measurement at t=" + strings.Join(ts, ", ") + " s"
+	if len(gaps) > 8 {
+		title += " (+" + strconv.Itoa(len(gaps)-8) + " more)"
+	}
+	return gapView{X: coord(x1), W: coord(x2 - x1), Y: coord(plotTop), H: coord(plotBottom - plotTop), Color: color, Title: title}
 }
 
 // drawMarkers draws one vertical line per marker with its text in the top
@@ -620,8 +789,12 @@ func drawMarkers(ax axis, markers []Marker) ([]markerLine, []markerNote) {
 		s := layout.slots[i]
 		stroke, dash, width := markerStyle(m.Kind)
 		textY := float64(plotTop) - 6 - float64(markerLabelRows-1-s.row)*markerRowHeight
+		top := textY - 9
+		if s.text == textShared {
+			top = plotTop // no text of its own: a tag above names it
+		}
 		ml := markerLine{
-			Kind: m.Kind, X: coord(s.x), Y1: coord(textY - 9), Y2: coord(plotBottom),
+			Kind: m.Kind, X: coord(s.x), Y1: coord(top), Y2: coord(plotBottom),
 			TextX: coord(s.x + 3), TextY: coord(textY), Anchor: "start",
 			Stroke: stroke, Dash: dash, Width: width,
 			Title: "t=" + formatValue(m.T) + " s " + m.Kind + ": " + m.Label,
@@ -629,6 +802,14 @@ func drawMarkers(ax axis, markers []Marker) ([]markerLine, []markerNote) {
 		}
 		if s.flip {
 			ml.TextX, ml.Anchor = coord(s.x-3), "end"
+		}
+		if n := utf8.RuneCountInString(texts[i]); n > 0 {
+			w := float64(n)*markerCharWidth + 2*boxPad
+			x := s.x + 3 - boxPad
+			if s.flip {
+				x = s.x - 3 - w + boxPad
+			}
+			ml.BoxX, ml.BoxY, ml.BoxW, ml.BoxH = coord(x), coord(textY-10), coord(w), coord(markerRowHeight+1)
 		}
 		lines = append(lines, ml)
 	}
@@ -642,6 +823,9 @@ func drawMarkers(ax axis, markers []Marker) ([]markerLine, []markerNote) {
 	}
 	return lines, out
 }
+
+// boxPad pads a marker text's background box on each side (user units).
+const boxPad = 1.5
 
 // shorten cuts s to at most n runes, ending in "…" when cut.
 func shorten(s string, n int) string {

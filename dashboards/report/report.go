@@ -68,6 +68,12 @@ type Point struct{ T, V float64 } // T: seconds since the run's start
 type Series struct {
 	Name   string  `json:"name"` // legend, e.g. "ACK p99", "partition 3"
 	Points []Point `json:"points"`
+	// Gaps are the times at which the series has no measurement (a second
+	// without an ACK has no ACK latency; a lag poll that failed has no
+	// lag): the line is broken there, never drawn through, and the span
+	// it would have crossed is shaded. At most MaxPoints; non-finite ones
+	// are dropped.
+	Gaps []float64 `json:"gaps,omitempty"`
 }
 
 // Chart is one plot of the report.
@@ -107,6 +113,20 @@ type Finding struct {
 	MsgIDs []uint64 `json:"msg_ids,omitempty"`
 }
 
+// LoadVerdict is a run's load beside its safety verdict: whether its sends
+// kept up (within load) or were OVERLOADED (too many failed, unknown or
+// retried: its latencies then describe a server that was not keeping up,
+// or the run's own faults), and why. The page's header shows it as a
+// badge beside PASS / FAIL.
+type LoadVerdict struct {
+	Label      string `json:"label"` // "within load", "OVERLOADED", "OVERLOADED by the faults"
+	Overloaded bool   `json:"overloaded"`
+	// Detail: the achieved rate and the fractions; Cause: what the run
+	// knows of why it was OVERLOADED ("" when it was not).
+	Detail string `json:"detail"`
+	Cause  string `json:"cause,omitempty"`
+}
+
 // Report is everything one page shows about a scenario run.
 type Report struct {
 	Title       string
@@ -121,11 +141,14 @@ type Report struct {
 	Backends      string      // e.g. "mysql=external mariadb 10.11; redis=external redis 7.0.15; kafka=embedded kfake"
 	Settings      [][2]string // key/value rows: policy, allocator, rate shape, users, devices...
 	Verdict       string      // "VALID" / "INVALID"
-	Findings      []Finding
-	Checks        []Check
-	Charts        []Chart
-	Markers       []Marker
-	Notes         []string // free text lines (warnings, e.g. "embedded MySQL: figures are not capacity figures")
+	// Load is the load verdict shown beside the safety verdict (nil: the
+	// load did not run, or the page has none).
+	Load     *LoadVerdict
+	Findings []Finding
+	Checks   []Check
+	Charts   []Chart
+	Markers  []Marker
+	Notes    []string // free text lines (warnings, e.g. "embedded MySQL: figures are not capacity figures")
 	// Tables are extra tables shown after the fault schedule (e.g. the
 	// server processes and how each incarnation ended).
 	Tables []Table

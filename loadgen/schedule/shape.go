@@ -126,6 +126,10 @@ func (s Sine) String() string {
 	return fmt.Sprintf("sine:mean=%g,amp=%g,period=%s", s.Mean, s.Amp, s.Period)
 }
 
+// shapeKinds lists the kinds Parse knows, with an example of each.
+const shapeKinds = "KIND one of const (const:1000), steps (steps:1000@10s,5000@20s), " +
+	"burst (burst:base=500,peak=5000,at=5s,len=5s[,every=60s]) or sine (sine:mean=5000,amp=2000,period=30s)"
+
 // Parse reads a shape specification:
 //
 //	const:5000
@@ -135,7 +139,7 @@ func (s Sine) String() string {
 func Parse(spec string) (Shape, error) {
 	kind, args, ok := strings.Cut(strings.TrimSpace(spec), ":")
 	if !ok {
-		return nil, fmt.Errorf("%w: shape %q: want kind:args", ErrInvalid, spec)
+		return nil, fmt.Errorf("%w: shape %q: want KIND:ARGS, %s", ErrInvalid, spec, shapeKinds)
 	}
 	var sh Shape
 	switch kind {
@@ -205,7 +209,7 @@ func Parse(spec string) (Shape, error) {
 		}
 		sh = s
 	default:
-		return nil, fmt.Errorf("%w: unknown shape kind %q (const, steps, burst, sine)", ErrInvalid, kind)
+		return nil, fmt.Errorf("%w: shape %q: unknown kind %q; want KIND:ARGS, %s", ErrInvalid, spec, kind, shapeKinds)
 	}
 	return sh, nil
 }

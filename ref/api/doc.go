@@ -190,6 +190,11 @@
 //	MaxHeaderBytes          16 KiB of request line and headers (the read buffer): past it
 //	                        414 when the request line overflows it, else 431, JSON, closed
 //	MaxRequestURIBytes      8 KiB of request target (414)
+//	LingerTimeout           1 s, LingerBytes 1 MiB: after an answer to a request not read
+//	                        whole (414, 431, 413 past MaxReadBodyBytes) the connection
+//	                        half-closes and reads what the client still sends, within
+//	                        these bounds, before it closes: a client still writing reads
+//	                        the answer instead of a reset
 //	model.MaxPullLimit      500 (sync/pull limit)
 //	model.MaxConvPullLimit  50 (conv/pull limit)
 //	model.MaxGroupMembers   500

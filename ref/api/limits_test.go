@@ -100,3 +100,55 @@ func TestOversizedRequestLineAndHeaders(t *testing.T) {
 		t.Fatalf("after the oversized requests: %d %s", a.status, a.body)
 	}
 }
+
+// TestEarlyAnswerIsReadable: a client still writing its request when the
+// server answers it early (a request target longer than the read buffer,
+// as a fuzzer under load sends it in pieces) still reads the answer: the
+// server does not close with the rest of the request unread, which makes
+// its kernel reset the connection and the client lose the answer that was
+// already on its way.
+func TestEarlyAnswerIsReadable(t *testing.T) {
+	h := newHarness(t, nil)
+	addr := strings.TrimPrefix(h.url, "http://")
+	target := "/v1/sync/pull?limit=10&x=" + strings.Repeat("%E4%B8%AD", 4<<10) // 36 KB of percent-encoded UTF-8
+	req := "GET " + target + " HTTP/1.1\r\nHost: " + addr + "\r\n\r\n"
+	for i := range 3 {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		// The first part fills the server's read buffer: it answers 414
+		// and is done with the connection while the rest is on its way.
+		first := MaxHeaderBytes + 2048
+		if _, err := c.Write([]byte(req[:first])); err != nil {
+			t.Fatalf("write: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+		// A client writes its whole request before it reads (curl, most
+		// HTTP libraries): a write that fails because the server reset
+		// the connection is a client that never sees the answer.
+		for rest := req[first:]; rest != ""; {
+			n := min(len(rest), 4096)
+			if _, err := c.Write([]byte(rest[:n])); err != nil {
+				c.Close()
+				t.Fatalf("try %d: writing the rest of the request after the early answer: %v (the server reset the connection)", i+1, err)
+			}
+			rest = rest[n:]
+			time.Sleep(20 * time.Millisecond)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			c.Close()
+			t.Fatalf("try %d: no HTTP answer to a request still being written: %v", i+1, err)
+		}
+		resp.Body.Close()
+		c.Close()
+		if resp.StatusCode != 414 {
+			t.Fatalf("try %d: status %d, want 414", i+1, resp.StatusCode)
+		}
+	}
+	if a := h.do("GET", "/v1/sync/pull?limit=10", h.token(1, "phone"), nil); a.status != 200 {
+		t.Fatalf("after the early answers: %d %s", a.status, a.body)
+	}
+}

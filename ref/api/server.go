@@ -228,7 +228,7 @@ func (s *Server) Handler() fasthttp.RequestHandler { return s.serve }
 
 // Serve accepts connections on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
-	if err := s.fs.Serve(ln); err != nil {
+	if err := s.fs.Serve(lingerListener{ln}); err != nil {
 		return fmt.Errorf("api: serve: %w", err)
 	}
 	return nil
@@ -414,6 +414,9 @@ func (s *Server) parseError(rc *fasthttp.RequestCtx, err error) {
 	}
 	s.unparsed.count(e.Status)
 	writeAPIError(rc, e)
+	// Answered before the request was read whole: the connection closes
+	// after reading what the client still sends (lingerConn).
+	markLinger(rc.Conn())
 }
 
 func uriTooLong() apiError {

@@ -39,6 +39,10 @@ type MySQLConfig struct {
 	ConnMaxIdleTime time.Duration
 	// PingTimeout bounds the first connection check.
 	PingTimeout time.Duration
+	// DriverLog receives the MySQL driver's own lines (a connection it
+	// found broken, a packet it could not read), at warn level; nil: the
+	// driver's default (stderr). Start sets it to the process's logger.
+	DriverLog *slog.Logger
 }
 
 // RedisConfig sizes the Redis client.

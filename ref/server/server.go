@@ -448,7 +448,11 @@ func Start(ctx context.Context, cfg Config, b Backends, registry Roles) (p *Proc
 		}
 	}()
 
-	db, err := OpenMySQL(ctx, b.MySQLDSN, cfg.MySQL)
+	mc := cfg.MySQL
+	if mc.DriverLog == nil {
+		mc.DriverLog = log
+	}
+	db, err := OpenMySQL(ctx, b.MySQLDSN, mc)
 	if err != nil {
 		return p, err
 	}
@@ -710,10 +714,18 @@ func OpenMySQL(ctx context.Context, dsn string, cfg MySQLConfig) (*sql.DB, error
 	if err != nil {
 		return nil, err
 	}
-	db, err := sql.Open("mysql", norm)
+	mc, err := mysql.ParseDSN(norm)
+	if err != nil {
+		return nil, fmt.Errorf("%w: server: mysql dsn: %v", model.ErrInvalid, err)
+	}
+	if cfg.DriverLog != nil {
+		mc.Logger = driverLog{cfg.DriverLog}
+	}
+	conn, err := mysql.NewConnector(mc)
 	if err != nil {
 		return nil, fmt.Errorf("server: open mysql: %w", err)
 	}
+	db := sql.OpenDB(conn)
 	db.SetMaxOpenConns(cfg.MaxOpenConns)
 	db.SetMaxIdleConns(cfg.MaxIdleConns)
 	db.SetConnMaxLifetime(cfg.ConnMaxLifetime)
@@ -725,6 +737,13 @@ func OpenMySQL(ctx context.Context, dsn string, cfg MySQLConfig) (*sql.DB, error
 		return nil, fmt.Errorf("%w: server: mysql ping: %v", model.ErrUnavailable, err)
 	}
 	return db, nil
+}
+
+// driverLog passes the MySQL driver's lines to a process's logger.
+type driverLog struct{ l *slog.Logger }
+
+func (d driverLog) Print(v ...any) {
+	d.l.Warn("mysql driver", "msg", strings.TrimSpace(fmt.Sprint(v...)))
 }
 
 // OpenRedis opens and pings the client.

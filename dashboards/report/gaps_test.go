@@ -1,0 +1,106 @@
+package report
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestGapsBreakTheLine: a series with no measurement at t=2 and t=4 (a
+// second without an ACK has no ACK latency) is drawn as three runs, never
+// through the gaps: 1→3 and 3→5 are not joined, the spans are shaded with
+// the gap times in their titles, each run's end next to a gap is circled,
+// and the legend says how many seconds were not measured.
+func TestGapsBreakTheLine(t *testing.T) {
+	r := sample()
+	r.Markers = nil
+	r.Charts = []Chart{{Title: "ACK p99", Unit: "ms", Series: []Series{{Name: "p99",
+		Points: []Point{{T: 0, V: 10}, {T: 1, V: 20}, {T: 3, V: 900}, {T: 5, V: 30}, {T: 6, V: 25}},
+		Gaps:   []float64{2, 4}}}}}
+	_, doc := render(t, r)
+	svg := findAll(doc, elem("svg"))[0]
+	lines := findAll(svg, elem("polyline", "series"))
+	dots := findAll(svg, elem("circle", "dot"))
+	if len(lines) != 2 || len(dots) != 1 {
+		t.Fatalf("%d polylines and %d dots, want 0–1 and 5–6 as lines and 3 as a dot alone", len(lines), len(dots))
+	}
+	for _, l := range lines {
+		if n := len(strings.Fields(attr(l, "points"))); n != 2 {
+			t.Errorf("a run of %d points %q: want 2 (the line must not cross a gap)", n, attr(l, "points"))
+		}
+	}
+	bands := findAll(svg, elem("rect", "gap"))
+	if len(bands) != 2 || !strings.Contains(text(bands[0]), "t=2 s") || !strings.Contains(text(bands[1]), "t=4 s") {
+		t.Fatalf("gap bands %d: want two, titled with their times", len(bands))
+	}
+	// The first band runs from the last point before the gap (t=1) to the
+	// first after it (t=3).
+	x0, _ := strconv.ParseFloat(attr(bands[0], "x"), 64)
+	w0, _ := strconv.ParseFloat(attr(bands[0], "width"), 64)
+	ax, err := niceAxis(0, 6, xTickTarget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x0 != roundCoord(xPos(ax, 1)) || roundCoord(x0+w0) != roundCoord(xPos(ax, 3)) {
+		t.Errorf("band %v+%v, want %v..%v", x0, w0, xPos(ax, 1), xPos(ax, 3))
+	}
+	if n := len(findAll(svg, elem("circle", "gap-end"))); n != 3 {
+		t.Errorf("%d circled ends, want 3 (1, the lone 3, 5)", n)
+	}
+	legend := text(findAll(doc, elem("ul", "legend"))[0])
+	if !strings.Contains(legend, "2 without a measurement") {
+		t.Errorf("legend %q does not count the gaps", legend)
+	}
+}
+
+func roundCoord(f float64) float64 {
+	v, _ := strconv.ParseFloat(coord(f), 64)
+	return v
+}
+
+// TestHeaderCarriesTheLoadVerdict: an OVERLOADED run shows a badge beside
+// PASS and a Load row with its cause; the findings are summed up in the
+// header; the charts come before the checks and the settings after them.
+func TestHeaderCarriesTheLoadVerdict(t *testing.T) {
+	r := sample()
+	r.Passed = true
+	r.Load = &LoadVerdict{Label: "OVERLOADED by the faults", Overloaded: true, Detail: "unknown 26.7%", Cause: "caused by the faults: every failed send was intended inside a fault window"}
+	r.Findings = append(r.Findings, Finding{Name: "lost", Count: 7, MsgIDs: []uint64{42}})
+	out, doc := render(t, r)
+	h1 := text(findAll(doc, elem("h1"))[0])
+	if !strings.Contains(h1, "PASS") || !strings.Contains(h1, "OVERLOADED by the faults") {
+		t.Errorf("title %q: want PASS and the load verdict beside it", h1)
+	}
+	if len(findAll(doc, elem("span", "badge", "overloaded"))) != 1 {
+		t.Error("no OVERLOADED badge")
+	}
+	row := text(findAll(doc, elem("tr", "load-row"))[0])
+	if !strings.Contains(row, "caused by the faults") || !strings.Contains(row, "unknown 26.7%") {
+		t.Errorf("load row %q", row)
+	}
+	if f := text(findAll(doc, elem("span", "findings-line", "bad"))[0]); !strings.Contains(f, "lost 7") || !strings.Contains(f, "duplicated 3") {
+		t.Errorf("findings line %q", f)
+	}
+	iCharts, iChecks, iSettings := strings.Index(out, `id="charts"`), strings.Index(out, `id="checks"`), strings.Index(out, `id="settings"`)
+	if iCharts < 0 || iCharts > iChecks || iChecks > iSettings {
+		t.Errorf("sections at charts %d, checks %d, settings %d: want the charts first and the settings after the checks", iCharts, iChecks, iSettings)
+	}
+	r.Load = &LoadVerdict{Label: "within load", Detail: "unknown 0.0%"}
+	_, doc = render(t, r)
+	if len(findAll(doc, elem("span", "badge", "within"))) != 1 || len(findAll(doc, elem("span", "badge", "overloaded"))) != 0 {
+		t.Error("within load: want the grey badge only")
+	}
+}
+
+// TestRunLabelledFindingsKeepTheirClass: a page of several runs names each
+// run's findings after the run ("#2 unsafe: lost"); they are highlighted
+// as their finding is (lost bad, duplicated allowed).
+func TestRunLabelledFindingsKeepTheirClass(t *testing.T) {
+	r := sample()
+	r.Findings = []Finding{{Name: "#1 a: duplicated", Count: 2}, {Name: "#2 b: lost", Count: 3, MsgIDs: []uint64{9}}}
+	_, doc := render(t, r)
+	rows := findAll(findAll(doc, elem("table", "findings"))[0], elem("tr"))
+	if !hasClass(rows[1], "warn") || !hasClass(rows[2], "bad") {
+		t.Errorf("rows %q / %q: want warn and bad", attr(rows[1], "class"), attr(rows[2], "class"))
+	}
+}
