@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/dolthub/go-mysql-server/memory"
 	gmssql "github.com/dolthub/go-mysql-server/sql"
@@ -37,6 +39,7 @@ import (
 //     that name. nameDupKey names it as MySQL 8 does.
 type gmsEngine struct {
 	pro *memory.DbProvider
+	log *slog.Logger // one line per rebuilt table; nil: none
 }
 
 // context returns an engine context with a session of its own (the memory
@@ -97,11 +100,18 @@ func (e *gmsEngine) rebuildIndexes(w txWrites) error {
 			if !w.all && !w.tables[lower] && !w.tables[strings.ToLower(db.Name())+"."+lower] {
 				continue
 			}
-			done, err := rewriteTable(ctx, db, name)
+			start := time.Now()
+			n, err := rewriteTable(ctx, db, name)
 			if err != nil {
 				return fmt.Errorf("embedded MySQL: rebuild the indexes of %s.%s: %w", db.Name(), name, err)
 			}
-			rewrote = rewrote || done
+			if n >= 0 {
+				rewrote = true
+				if e.log != nil {
+					e.log.Info("embedded MySQL: rebuilt the indexes of a table an aborted transaction wrote",
+						"table", db.Name()+"."+name, "rows", n, "took", time.Since(start).Round(time.Millisecond))
+				}
+			}
 		}
 	}
 	if !rewrote {
@@ -114,30 +124,30 @@ func (e *gmsEngine) rebuildIndexes(w txWrites) error {
 }
 
 // rewriteTable rewrites table name of db if it has a secondary index, and
-// reports whether it did.
-func rewriteTable(ctx *gmssql.Context, db gmssql.Database, name string) (bool, error) {
+// returns how many rows it wrote (-1: not rewritten).
+func rewriteTable(ctx *gmssql.Context, db gmssql.Database, name string) (int, error) {
 	t, ok, err := db.GetTableInsensitive(ctx, name)
 	if err != nil || !ok {
-		return false, err
+		return -1, err
 	}
 	mt, ok := t.(*memory.Table)
 	if !ok {
-		return false, nil
+		return -1, nil
 	}
 	idxs, err := mt.GetIndexes(ctx)
 	if err != nil {
-		return false, err
+		return -1, err
 	}
 	secondary := false
 	for _, idx := range idxs {
 		secondary = secondary || idx.ID() != "PRIMARY"
 	}
 	if !secondary {
-		return false, nil
+		return -1, nil
 	}
 	parts, err := mt.Partitions(ctx)
 	if err != nil {
-		return false, err
+		return -1, err
 	}
 	iter := gmssql.NewTableRowIter(ctx, mt, parts)
 	var rows []gmssql.Row
@@ -148,26 +158,29 @@ func rewriteTable(ctx *gmssql.Context, db gmssql.Database, name string) (bool, e
 		}
 		if err != nil {
 			_ = iter.Close(ctx)
-			return false, err
+			return -1, err
 		}
 		rows = append(rows, r)
 	}
 	if err := iter.Close(ctx); err != nil {
-		return false, err
+		return -1, err
 	}
 	sch := mt.PrimaryKeySchema()
 	ins, err := mt.RewriteInserter(ctx, sch, sch, nil, nil, nil)
 	if err != nil {
-		return false, err
+		return -1, err
 	}
 	for _, r := range rows {
 		if err := ins.Insert(ctx, r); err != nil {
 			_ = ins.DiscardChanges(ctx, err)
 			_ = ins.Close(ctx)
-			return false, err
+			return -1, err
 		}
 	}
-	return true, ins.Close(ctx)
+	if err := ins.Close(ctx); err != nil {
+		return -1, err
+	}
+	return len(rows), nil
 }
 
 // Message prefixes of the memory engine's duplicate-key errors.

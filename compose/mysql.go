@@ -351,7 +351,7 @@ func (r *run) embeddedMySQL(ctx context.Context) error {
 	srv, err := server.NewServerWithHandler(server.Config{Protocol: "tcp", Listener: l, Address: l.Addr().String()},
 		engine, gmssql.NewContext, memory.NewSessionBuilder(pro), nil,
 		func(h vmysql.Handler) (vmysql.Handler, error) {
-			return newSerialHandler(h, lockWait, &gmsEngine{pro: pro}), nil
+			return newSerialHandler(h, lockWait, &gmsEngine{pro: pro, log: r.log}), nil
 		})
 	if err != nil {
 		l.Close()
