@@ -402,8 +402,9 @@ func writeTarget(q string) (table string, writes, known bool) {
 	}
 	next := strings.ToUpper(strings.TrimLeft(s, " \t\r\n"))
 	switch verb {
-	case "UPDATE": // one table: UPDATE t [AS a] SET
-		if !strings.HasPrefix(next, "SET") {
+	case "UPDATE": // one table: UPDATE t [[AS] a] [index hints] SET
+		head, ok := beforeWord(next, "SET")
+		if !ok || strings.Contains(head, ",") || strings.Contains(" "+head+" ", " JOIN ") {
 			return "", true, false
 		}
 	case "DELETE":
@@ -413,6 +414,30 @@ func writeTarget(q string) (table string, writes, known bool) {
 	}
 	return table, true, true
 }
+
+// beforeWord returns the text of upper-case s before the first standalone
+// word w, with parenthesised parts (index hint lists) left out.
+func beforeWord(s, w string) (string, bool) {
+	var b strings.Builder
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '(':
+			depth++
+		case c == ')':
+			depth--
+		case depth > 0:
+		case strings.HasPrefix(s[i:], w) && (i == 0 || isSpace(s[i-1])) &&
+			(i+len(w) == len(s) || isSpace(s[i+len(w)])):
+			return b.String(), true
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return "", false
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 
 // identifier reads a table name, `quoted` or not, qualified by a database
 // or not, from the start of *s.
