@@ -346,3 +346,43 @@ func TestWriteTarget(t *testing.T) {
 		}
 	}
 }
+
+// The affected-row counts the write path reads (ref/send's conv_counter
+// upsert: 1 per row inserted, 2 per row updated; ref/seqalloc's segment
+// reservation: LAST_INSERT_ID(expr) in the OK packet; the guarded UPDATEs:
+// rows changed) are MySQL's on the embedded engine too.
+func TestEmbeddedAffectedRows(t *testing.T) {
+	db, _ := embeddedDB(t, time.Second)
+	exec := func(q string) (int64, int64) {
+		t.Helper()
+		res, err := db.Exec(q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := res.LastInsertId()
+		return n, id
+	}
+	for _, c := range []struct {
+		q    string
+		n    int64
+		id   int64 // -1: not checked
+		note string
+	}{
+		{"INSERT INTO c (id, v) VALUES (1, 10) ON DUPLICATE KEY UPDATE v = v + VALUES(v)", 1, -1, "inserted"},
+		{"INSERT INTO c (id, v) VALUES (1, 5) ON DUPLICATE KEY UPDATE v = v + VALUES(v)", 2, -1, "updated"},
+		{"INSERT INTO c (id, v) VALUES (3, 30), (1, 1), (4, 40) ON DUPLICATE KEY UPDATE v = v + VALUES(v)", 4, -1, "1 + 2 + 1"},
+		{"INSERT INTO c (id, v) VALUES (1, 0) ON DUPLICATE KEY UPDATE v = LAST_INSERT_ID(v + 100)", 2, 116, "LAST_INSERT_ID(expr)"},
+		{"INSERT INTO c (id, v) VALUES (1, 0) ON DUPLICATE KEY UPDATE v = v", 0, -1, "unchanged"},
+		{"UPDATE c SET v = v + 1 WHERE id IN (1, 3, 99)", 2, -1, "two rows changed"},
+		{"UPDATE c SET v = v WHERE id IN (1, 3)", 0, -1, "matched, unchanged"},
+	} {
+		n, id := exec(c.q)
+		if n != c.n || (c.id >= 0 && id != c.id) {
+			t.Errorf("%s (%s): affected %d, last insert id %d; want %d, %d", c.q, c.note, n, id, c.n, c.id)
+		}
+	}
+}
