@@ -122,3 +122,35 @@ func offlineMsgTable(b *testing.B, mode string, prefill int) *sql.DB {
 	}
 	return db
 }
+
+// BenchmarkEmbeddedAbortRebuild measures a transaction that inserts one
+// offline_msg row and rolls back, on a table of `rows` rows: on the
+// embedded MySQL the ROLLBACK rebuilds the indexes of offline_msg
+// (gmsEngine.rebuildIndexes, O(rows²)); on MariaDB it undoes one row.
+//
+//	go test -run '^$' -bench EmbeddedAbortRebuild -benchtime 5x ./compose/
+func BenchmarkEmbeddedAbortRebuild(b *testing.B) {
+	for _, mode := range []string{ModeLocal, ModeEmbedded} {
+		for _, rows := range []int{500, 3000} {
+			b.Run(fmt.Sprintf("%s/rows=%d", mode, rows), func(b *testing.B) {
+				db := offlineMsgTable(b, mode, rows)
+				now := time.Now().UTC()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					tx, err := db.Begin()
+					if err != nil {
+						b.Fatal(err)
+					}
+					if _, err := tx.Exec(insertOfflineMsg, 0, i, 9000000+i, 7, now); err != nil {
+						b.Fatal(err)
+					}
+					if err := tx.Rollback(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/abort")
+			})
+		}
+	}
+}

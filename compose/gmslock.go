@@ -24,22 +24,33 @@ import (
 // lockWait gets MySQL's lock wait timeout error (1205), which callers already
 // treat as retryable.
 //
+// With an engine (gmsEngine) it also makes the memory engine answer as
+// MySQL does where the reference server depends on it: a transaction that
+// wrote and ended without COMMIT (ROLLBACK, a failed COMMIT, a reset or
+// closed connection) has the indexes of the tables it wrote rebuilt before
+// the lock is released, and a duplicate-key error names its key. A rebuild
+// that fails leaves indexes that cannot be trusted: every later statement
+// then fails with that error rather than answer from them.
+//
 // Limit: transactions opened with SET autocommit=0 rather than BEGIN are
-// serialized per statement only.
+// serialized per statement only, and their aborts are not repaired.
 type serialHandler struct {
 	mysql.Handler
 
 	lockWait time.Duration
 	sem      chan struct{} // capacity 1: the engine lock
+	engine   *gmsEngine    // nil: locking only
 
 	mu     sync.Mutex
 	holder uint32 // connection holding sem, valid when held
 	held   bool
 	inTx   bool
+	tx     txWrites // what the holder's transaction wrote, valid when inTx
+	broken error    // a failed index rebuild: the engine answers nothing more
 }
 
-func newSerialHandler(h mysql.Handler, lockWait time.Duration) *serialHandler {
-	return &serialHandler{Handler: h, lockWait: lockWait, sem: make(chan struct{}, 1)}
+func newSerialHandler(h mysql.Handler, lockWait time.Duration, engine *gmsEngine) *serialHandler {
+	return &serialHandler{Handler: h, lockWait: lockWait, sem: make(chan struct{}, 1), engine: engine}
 }
 
 // stmtKind classifies the transaction effect of a statement.
@@ -48,7 +59,8 @@ type stmtKind int
 const (
 	stmtOther stmtKind = iota
 	stmtBegin
-	stmtEnd
+	stmtCommit
+	stmtRollback
 )
 
 // classify looks at the first keywords of query, after comments.
@@ -71,7 +83,7 @@ func classify(query string) stmtKind {
 			return stmtBegin
 		}
 	case "COMMIT":
-		return stmtEnd
+		return stmtCommit
 	case "ROLLBACK":
 		w2, rest2 := word(rest)
 		if w2 == "WORK" {
@@ -80,7 +92,7 @@ func classify(query string) stmtKind {
 		if w2 == "TO" { // ROLLBACK TO SAVEPOINT stays in the transaction
 			return stmtOther
 		}
-		return stmtEnd
+		return stmtRollback
 	}
 	return stmtOther
 }
@@ -125,43 +137,97 @@ func (h *serialHandler) acquire(ctx context.Context, c *mysql.Conn) error {
 		return ctx.Err()
 	}
 	h.mu.Lock()
-	h.holder, h.held, h.inTx = c.ConnectionID, true, false
+	h.holder, h.held, h.inTx, h.tx = c.ConnectionID, true, false, txWrites{}
+	broken := h.broken
 	h.mu.Unlock()
+	if broken != nil {
+		h.release(c, false)
+		return mysql.NewSQLError(mysql.ERUnknownError, mysql.SSUnknownSQLState, "%s", broken.Error())
+	}
 	return nil
 }
 
-// after updates the transaction state of c after a statement and releases
-// the lock when c is not inside a transaction.
-func (h *serialHandler) after(c *mysql.Conn, kind stmtKind, err error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if !h.held || h.holder != c.ConnectionID {
+// before notes what statement q of c may write inside c's transaction.
+func (h *serialHandler) before(c *mysql.Conn, q string) {
+	if h.engine == nil {
 		return
 	}
-	switch kind {
-	case stmtBegin:
-		if err == nil {
-			h.inTx = true
-		}
-	case stmtEnd:
-		h.inTx = false
-	}
-	if !h.inTx {
-		h.releaseLocked()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.held && h.holder == c.ConnectionID && h.inTx {
+		h.tx.note(q)
 	}
 }
 
-func (h *serialHandler) releaseLocked() {
-	h.held, h.inTx = false, false
+// after updates the transaction state of c after a statement and releases
+// the lock when c is not inside a transaction; a transaction that wrote and
+// ended without COMMIT has its tables' indexes rebuilt first.
+func (h *serialHandler) after(c *mysql.Conn, kind stmtKind, err error) {
+	h.mu.Lock()
+	if !h.held || h.holder != c.ConnectionID {
+		h.mu.Unlock()
+		return
+	}
+	aborted := false
+	switch kind {
+	case stmtBegin:
+		// BEGIN inside a transaction commits it first (MySQL, and the engine).
+		if err == nil {
+			h.inTx, h.tx = true, txWrites{}
+		}
+	case stmtCommit:
+		aborted = h.inTx && err != nil
+		h.inTx = false
+	case stmtRollback:
+		aborted = h.inTx
+		h.inTx = false
+	}
+	inTx := h.inTx
+	h.mu.Unlock()
+	if !inTx {
+		h.release(c, aborted)
+	}
+}
+
+// release ends c's hold of the engine lock; aborted says that c's
+// transaction ended without COMMIT: the tables it wrote get their indexes
+// rebuilt before another connection may run.
+func (h *serialHandler) release(c *mysql.Conn, aborted bool) {
+	h.mu.Lock()
+	if !h.held || h.holder != c.ConnectionID {
+		h.mu.Unlock()
+		return
+	}
+	w := h.tx
+	h.mu.Unlock()
+	var rerr error
+	if aborted && h.engine != nil {
+		rerr = h.engine.rebuildIndexes(w) // still holding sem: nothing else runs
+	}
+	h.mu.Lock()
+	if rerr != nil && h.broken == nil {
+		h.broken = rerr
+	}
+	h.held, h.inTx, h.tx = false, false, txWrites{}
+	h.mu.Unlock()
 	<-h.sem
 }
 
+// releaseConn releases the lock c holds when its connection ends or is
+// reset: a transaction it left open is rolled back.
 func (h *serialHandler) releaseConn(c *mysql.Conn) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.held && h.holder == c.ConnectionID {
-		h.releaseLocked()
+	inTx := h.held && h.holder == c.ConnectionID && h.inTx
+	h.mu.Unlock()
+	h.release(c, inTx)
+}
+
+// fixError names the key of a duplicate-key error of query.
+func (h *serialHandler) fixError(query string, err error) error {
+	if err == nil || h.engine == nil {
+		return err
 	}
+	return h.engine.nameDupKey(query, err)
 }
 
 // ComQuery implements mysql.Handler.
@@ -170,7 +236,8 @@ func (h *serialHandler) ComQuery(ctx context.Context, c *mysql.Conn, query strin
 	if err := h.acquire(ctx, c); err != nil {
 		return err
 	}
-	err := h.Handler.ComQuery(ctx, c, query, cb)
+	h.before(c, query)
+	err := h.fixError(query, h.Handler.ComQuery(ctx, c, query, cb))
 	h.after(c, kind, err)
 	return err
 }
@@ -182,7 +249,9 @@ func (h *serialHandler) ComMultiQuery(ctx context.Context, c *mysql.Conn, query 
 	if err := h.acquire(ctx, c); err != nil {
 		return "", err
 	}
+	h.before(c, query)
 	rest, err := h.Handler.ComMultiQuery(ctx, c, query, cb)
+	err = h.fixError(query, err)
 	h.after(c, kind, err)
 	return rest, err
 }
@@ -193,7 +262,8 @@ func (h *serialHandler) ComStmtExecute(ctx context.Context, c *mysql.Conn, prepa
 	if err := h.acquire(ctx, c); err != nil {
 		return err
 	}
-	err := h.Handler.ComStmtExecute(ctx, c, prepare, cb)
+	h.before(c, prepare.PrepareStmt)
+	err := h.fixError(prepare.PrepareStmt, h.Handler.ComStmtExecute(ctx, c, prepare, cb))
 	h.after(c, kind, err)
 	return err
 }

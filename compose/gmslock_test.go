@@ -19,10 +19,10 @@ func TestClassify(t *testing.T) {
 		"start transaction read only":     stmtBegin,
 		"/* x */ START\tTRANSACTION":      stmtBegin,
 		"-- note\nBEGIN":                  stmtBegin,
-		"COMMIT":                          stmtEnd,
-		"commit work":                     stmtEnd,
-		"ROLLBACK":                        stmtEnd,
-		"ROLLBACK WORK":                   stmtEnd,
+		"COMMIT":                          stmtCommit,
+		"commit work":                     stmtCommit,
+		"ROLLBACK":                        stmtRollback,
+		"ROLLBACK WORK":                   stmtRollback,
 		"ROLLBACK TO SAVEPOINT s1":        stmtOther,
 		"rollback work to s1":             stmtOther,
 		"SELECT 1":                        stmtOther,
@@ -177,9 +177,9 @@ func TestEmbeddedLockWaitTimeoutAndRelease(t *testing.T) {
 	}
 }
 
-// Both duplicate-key collisions surface as error 1062, but go-mysql-server's
-// message names no key (MySQL: "for key 'offline_msg.PRIMARY'"); code that
-// tells PRIMARY from a unique key by message must not rely on it here.
+// Both duplicate-key collisions surface as error 1062. go-mysql-server's
+// own message names no key; the serialising handler names it as MySQL 8
+// does ("for key 'c.PRIMARY'", TestEmbeddedDuplicateKeyNamesTheKey).
 func TestEmbeddedDuplicateKeyIs1062(t *testing.T) {
 	db, _ := embeddedDB(t, time.Second)
 	if _, err := db.Exec("INSERT INTO c (id, v) VALUES (1, 1)"); err != nil {

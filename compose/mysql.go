@@ -350,7 +350,9 @@ func (r *run) embeddedMySQL(ctx context.Context) error {
 	lockWait := r.cfg.EmbeddedLockWait
 	srv, err := server.NewServerWithHandler(server.Config{Protocol: "tcp", Listener: l, Address: l.Addr().String()},
 		engine, gmssql.NewContext, memory.NewSessionBuilder(pro), nil,
-		func(h vmysql.Handler) (vmysql.Handler, error) { return newSerialHandler(h, lockWait), nil })
+		func(h vmysql.Handler) (vmysql.Handler, error) {
+			return newSerialHandler(h, lockWait, &gmsEngine{pro: pro, log: r.log}), nil
+		})
 	if err != nil {
 		l.Close()
 		return fmt.Errorf("%w: embedded MySQL: %v", ErrUnavailable, err)

@@ -165,6 +165,13 @@
 // embedded topology (file const:200, run const:20)"). Figures from such a
 // run are embedded-backend figures, never capacity figures.
 //
+// A file that cannot mean anything there says so: backends.skip_embedded
+// is the reason (capacity-smoke: a capacity search, which an engine that
+// slows as its tables grow cannot hold still for). Where the run's MySQL
+// is embedded such a file starts no server and no load; its result passes
+// with Result.Skipped set, its junit.xml holds one skipped case, and the
+// CLI's verdict table says SKIPPED.
+//
 // # Rules that keep a verdict honest
 //
 // A fault that did not reach its target proves nothing about the server:

@@ -146,7 +146,15 @@ type BackendsSpec struct {
 	Mode string `yaml:"mode,omitempty" json:"mode,omitempty"`
 	// KafkaPartitions of the fan-out topic (default 16).
 	KafkaPartitions int `yaml:"kafka_partitions,omitempty" json:"kafka_partitions,omitempty"`
+	// SkipEmbedded, when set, says why the file is not run where the run's
+	// MySQL is the embedded engine (--backends embedded, or auto without a
+	// mariadbd): the run then starts no server and no load, and its result
+	// passes, marked skipped with this reason (Result.Skipped).
+	SkipEmbedded string `yaml:"skip_embedded,omitempty" json:"skip_embedded,omitempty"`
 }
+
+// MaxSkipReason bounds backends.skip_embedded.
+const MaxSkipReason = 500
 
 // ServerSpec configures the reference server processes.
 type ServerSpec struct {
@@ -601,6 +609,12 @@ func (b BackendsSpec) validate() error {
 	}
 	if b.KafkaPartitions != 0 && (b.KafkaPartitions < MinKafkaPartitions || b.KafkaPartitions > MaxKafkaPartitions) {
 		return bad("backends.kafka_partitions", "%d: want %d..%d", b.KafkaPartitions, MinKafkaPartitions, MaxKafkaPartitions)
+	}
+	if len(b.SkipEmbedded) > MaxSkipReason {
+		return bad("backends.skip_embedded", "%d characters: at most %d", len(b.SkipEmbedded), MaxSkipReason)
+	}
+	if b.SkipEmbedded != "" && b.Mode == "embedded" {
+		return bad("backends.skip_embedded", "the file's own mode is embedded: it would never run")
 	}
 	return nil
 }

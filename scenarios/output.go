@@ -61,6 +61,8 @@ func HTMLReport(res *Result) *report.Report {
 	switch {
 	case res.Incomplete:
 		rep.Verdict = "the run could not be carried out"
+	case res.Skipped != "":
+		rep.Verdict = "skipped on these backends: " + res.Skipped
 	case res.Verdict == nil:
 		rep.Verdict = "not checked"
 	case res.Verdict.Valid:

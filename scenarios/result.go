@@ -218,8 +218,12 @@ type Result struct {
 	// intended inside the fault windows or outside (nil in results written
 	// before it was recorded, or when the load did not run).
 	SendFailures *SendFailures `json:"send_failures,omitempty"`
-	Incomplete   bool          `json:"incomplete"`
-	Passed       bool          `json:"passed"`
+	// Skipped is why the file was not run on these backends
+	// (backends.skip_embedded): nothing was sent or checked, and the result
+	// passes. "" for a run.
+	Skipped    string `json:"skipped,omitempty"`
+	Incomplete bool   `json:"incomplete"`
+	Passed     bool   `json:"passed"`
 	// Path is the result.json this result was read from ("": not read
 	// from a file).
 	Path string `json:"-"`
@@ -275,6 +279,11 @@ type junitCase struct {
 	Time      string        `xml:"time,attr"`
 	Failure   *junitProblem `xml:"failure,omitempty"`
 	Error     *junitProblem `xml:"error,omitempty"`
+	Skipped   *junitSkipped `xml:"skipped,omitempty"`
+}
+
+type junitSkipped struct {
+	Message string `xml:"message,attr"`
 }
 
 type junitProblem struct {
@@ -294,6 +303,10 @@ func WriteJUnit(w io.Writer, results ...*Result) error {
 			s.Properties = append(s.Properties, junitProperty{Name: st.Name, Value: st.Value})
 		}
 		class := "scenarios." + r.Scenario
+		if r.Skipped != "" {
+			s.Cases = append(s.Cases, junitCase{Name: "run", Classname: class, Time: "0", Skipped: &junitSkipped{Message: r.Skipped}})
+			s.Skipped++
+		}
 		if r.Incomplete {
 			s.Cases = append(s.Cases, junitCase{Name: "run", Classname: class, Time: "0",
 				Error: &junitProblem{Message: "the run could not be carried out", Type: "error", Text: strings.Join(r.Errors, "\n")}})

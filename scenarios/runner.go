@@ -303,10 +303,10 @@ func Run(ctx context.Context, cfg Config, f *File) (*Result, error) {
 	if end, ok := readLoadAvg(); ok && laOK {
 		r.res.LoadAverage = &LoadAverage{Start: la, End: end}
 	}
-	if !r.res.Incomplete {
+	if !r.res.Incomplete && r.res.Skipped == "" {
 		r.gateBaseline()
 	}
-	r.res.Passed = !r.res.Incomplete && Passed(r.res.Checks)
+	r.res.Passed = !r.res.Incomplete && (r.res.Skipped != "" || Passed(r.res.Checks))
 	if werr := r.writeOutputs(); werr != nil {
 		return r.res, errors.Join(runErr, werr)
 	}
@@ -338,6 +338,10 @@ func (r *run) setting(name string, v any) {
 func (r *run) execute(ctx context.Context) error {
 	if err := r.startBackends(ctx); err != nil {
 		return err
+	}
+	if reason := strings.TrimSpace(r.f.Backends.SkipEmbedded); reason != "" && slices.Contains(r.cb.Embedded, compose.PartMySQL) {
+		r.res.Skipped, r.res.Backends = reason, r.cb.Summary()
+		return nil
 	}
 	if err := r.startProcesses(ctx); err != nil {
 		return err

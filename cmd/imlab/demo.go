@@ -78,6 +78,8 @@ func newVerdictRow(f *scenarios.File, res *scenarios.Result, err error, dir stri
 	}
 	switch {
 	case err != nil || res.Incomplete:
+	case res.Skipped != "":
+		r.result = "SKIPPED"
 	case res.Passed:
 		r.result = "PASSED"
 	default:

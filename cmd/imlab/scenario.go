@@ -231,7 +231,13 @@ func printScenarioResult(w io.Writer, r *scenarios.Result, dir string) {
 	if r.Incomplete {
 		status = "NOT CARRIED OUT"
 	}
+	if r.Skipped != "" && !r.Incomplete {
+		status = "SKIPPED"
+	}
 	fmt.Fprintf(w, "--- scenario %s: %s in %.1fs (%s)\n", r.Scenario, status, r.Seconds, r.Backends)
+	if r.Skipped != "" {
+		fmt.Fprintf(w, "    skipped on these backends: %s\n", r.Skipped)
+	}
 	if r.RateScale != nil {
 		fmt.Fprintf(w, "    %s\n", r.RateScale.Label())
 	}
@@ -273,7 +279,7 @@ func printScenarioResult(w io.Writer, r *scenarios.Result, dir string) {
 		}
 		fmt.Fprintln(w, line)
 	}
-	if rp := r.Repairs; rp.Rows > 0 || !rp.Known {
+	if rp := r.Repairs; r.Skipped == "" && (rp.Rows > 0 || !rp.Known) {
 		line := fmt.Sprintf("    repairs: %d inbox rows of %d messages written by forward reconciliation (missing when the reconciler looked)", rp.Rows, len(rp.MsgIDs))
 		if !rp.Known {
 			line += " (unknown: " + strings.Join(rp.Errors, "; ") + ")"
