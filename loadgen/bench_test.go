@@ -16,8 +16,8 @@ import (
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
-	"imlab/loadgen/client"
 	"imlab/loadgen/schedule"
+	"imlab/targets/ref/client"
 )
 
 // The comparison with vegeta: the same no-op fasthttp endpoint, the same

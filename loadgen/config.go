@@ -12,7 +12,7 @@
 //
 // It owns the goroutines it starts (pacer workers, one per device, the
 // reporter) and stops them all before Run returns. It talks to the server
-// only through loadgen/client and must not import ref/....
+// only through targets/ref/client and must not import ref/....
 package loadgen
 
 import (
@@ -24,8 +24,8 @@ import (
 	"strings"
 	"time"
 
-	"imlab/loadgen/client"
 	"imlab/loadgen/schedule"
+	"imlab/targets/ref/client"
 )
 
 // ErrInvalid marks a bad configuration.

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"imlab/ledger"
-	"imlab/loadgen/client"
+	"imlab/targets/ref/client"
 )
 
 // device is one simulated (uid, did). Its goroutine (run) owns all its

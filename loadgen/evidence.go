@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"imlab/ledger"
-	"imlab/loadgen/client"
+	"imlab/targets/ref/client"
 )
 
 // This file gathers the evidence beyond what devices stored: the store

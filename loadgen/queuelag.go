@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"imlab/loadgen/client"
+	"imlab/targets/ref/client"
 )
 
 // GroupLag is one consumer group's lag when the run ended.

@@ -20,9 +20,9 @@ import (
 	"time"
 
 	"imlab/ledger"
-	"imlab/loadgen/client"
-	"imlab/loadgen/noop"
 	"imlab/loadgen/schedule"
+	"imlab/targets/ref/client"
+	"imlab/targets/ref/noop"
 )
 
 // WitnessDID is the device id of the checker's witness pulls.

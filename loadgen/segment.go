@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"strings"
 
-	"imlab/loadgen/client"
 	"imlab/loadgen/schedule"
+	"imlab/targets/ref/client"
 )
 
 // MaxSegments bounds Segment.Count.

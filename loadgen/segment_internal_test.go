@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"imlab/loadgen/client"
 	"imlab/loadgen/schedule"
+	"imlab/targets/ref/client"
 )
 
 // segRunner builds the population of cfg for one segment, without a server.

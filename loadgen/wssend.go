@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"sync"
 
-	"imlab/loadgen/client"
+	"imlab/targets/ref/client"
 )
 
 // SenderDID prefixes the device ids of the WebSocket connections that
