@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -231,12 +232,12 @@ func (d *device) enter(ctx context.Context, id uint64) {
 func (d *device) convPull(ctx context.Context, id uint64, c *devConv) {
 	ctx, cancel := context.WithTimeout(ctx, d.r.actionBound())
 	defer cancel()
-	before, errB := d.sess.Ack(ctx, 0)
+	before, errB := d.syncCursor(ctx)
 	started := d.now()
 	pg, err := d.sess.ConvPull(ctx, targets.ConvPullOpts{ConvID: id, Cursor: c.cursor, Limit: targets.MaxConvPullLimit})
 	rec := ledger.ConvPull{Act: d.r.act(d.idx, id, started, err), Cursor: c.cursor, Limit: targets.MaxConvPullLimit}
 	if err == nil {
-		after, errA := d.sess.Ack(ctx, 0)
+		after, errA := d.syncCursor(ctx)
 		rec.HasMore, rec.NextCursor = pg.HasMore, pg.NextCursor
 		rec.SyncRead, rec.SyncBefore, rec.SyncAfter = errB == nil && errA == nil, before, after
 		for _, m := range pg.Msgs {
@@ -251,6 +252,33 @@ func (d *device) convPull(ctx context.Context, id uint64, c *devConv) {
 	d.r.mixN.convPulls.Add(1)
 	if err := d.shard().ConvPull(rec); err != nil {
 		d.r.fail("device %d conversation pull: %v", d.idx, err)
+	}
+}
+
+// maxSyncReads bounds the reads of the sync cursor waiting for the
+// device's own acknowledgement in flight.
+const maxSyncReads = 10
+
+// syncCursor reads the device's stored sync cursor (an acknowledgement of
+// 0 moves nothing). An online device acknowledges over its WebSocket,
+// which answers nothing: the server may apply an acknowledgement sent
+// just before later, so the read waits (bounded) until the cursor has
+// reached what the device acknowledged; an error when it never does (the
+// pull is then recorded without its sync reads).
+func (d *device) syncCursor(ctx context.Context) (uint64, error) {
+	for i := 1; ; i++ {
+		c, err := d.sess.Ack(ctx, 0)
+		if err != nil || c >= d.acked {
+			return c, err
+		}
+		if i >= maxSyncReads {
+			return c, fmt.Errorf("sync cursor %d still below the acknowledged %d", c, d.acked)
+		}
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+			return c, ctx.Err()
+		}
 	}
 }
 
