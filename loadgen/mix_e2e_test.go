@@ -159,3 +159,42 @@ func TestMixDefaultValid(t *testing.T) {
 		}
 	}
 }
+
+// mixDefects are the shipped defects of the history, the conversation
+// pull and retention, each with the finding that must catch it.
+var mixDefects = []struct {
+	defect, finding string
+}{
+	{defect.HistoryDocIndexOffByOne, checker.HistoryLost},
+	{defect.HistoryInsertSlotShift, checker.HistoryOverwritten},
+	{defect.RevokeShownToRevokerOnly, checker.HistoryView},
+	{defect.DeleteHidesForEveryone, checker.HistoryView},
+	{defect.ConvPullAcksCursor, checker.ConvPullWrong},
+	{defect.ConvPullCursorInclusive, checker.ConvPullWrong},
+	{defect.RetentionMostAdvancedDevice, checker.RetentionUnpulled},
+	{defect.RetentionExpiryFromPulledAge, checker.RetentionEarly},
+}
+
+// Each defect of the history, the conversation pull and retention, put
+// into the reference server, is caught by the client mix through its own
+// finding (one process per defect on shared backends, fresh uids each).
+func TestMixCatchesDefects(t *testing.T) {
+	f := startFullBackends(t)
+	mix := loadgen.Mix{EnterOnOnline: 1, OpenOnPush: 0.5, HistoryPage: 20, Revoke: 0.1, Delete: 0.2, Clear: 0.02, Read: 0.5}
+	for i, c := range mixDefects {
+		t.Run(c.defect, func(t *testing.T) {
+			target := f.start(t, time.Hour, time.Second, c.defect)
+			sum, v := mixRun(t, target, 10_000+uint64(i)*100, mix, 100, 2500*time.Millisecond)
+			got := map[string]int{}
+			for _, name := range checker.Deciding {
+				if n := v.Findings[name].Count; n > 0 {
+					got[name] = n
+				}
+			}
+			t.Logf("%s: findings %v; mix %+v", c.defect, got, sum.Mix)
+			if v.Valid || got[c.finding] == 0 {
+				t.Fatalf("%s not caught by %s: valid %v, findings %v\n%s", c.defect, c.finding, v.Valid, got, verdictTable(v))
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+	"gopkg.in/yaml.v3"
 
 	"imlab/ledger"
 	"imlab/loadgen"
@@ -87,5 +88,21 @@ func TestMixFlags(t *testing.T) {
 	d.RegisterFlags(f2)
 	if err := f2.Parse(nil); err != nil || d != loadgen.DefaultMix() {
 		t.Fatalf("defaults through the flags: %+v %v", d, err)
+	}
+}
+
+// The yaml keys are the documented ones: a scenario's load block decodes
+// into the same struct, and an unknown key is refused.
+func TestMixYAML(t *testing.T) {
+	var m loadgen.Mix
+	dec := yaml.NewDecoder(strings.NewReader("enter_on_online: 0.5\nopen_on_push: 0.1\nhistory_page: 20\nrevoke: 0.005\ndelete: 0.01\nclear: 0.002\nread: 0.8\n"))
+	dec.KnownFields(true)
+	if err := dec.Decode(&m); err != nil || m != loadgen.DefaultMix() {
+		t.Fatalf("decoded %+v %v, want the default mix", m, err)
+	}
+	dec = yaml.NewDecoder(strings.NewReader("revoke_rate: 0.1\n"))
+	dec.KnownFields(true)
+	if err := dec.Decode(&m); err == nil {
+		t.Fatal("an unknown key was accepted")
 	}
 }
