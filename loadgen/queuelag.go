@@ -116,7 +116,7 @@ const inboxTier = "imlab-inbox"
 // when nothing): records of the inbox tier's consumer group not yet
 // processed (or waiting with an age the server could not read), and the
 // outbox rows the relay has not yet published.
-func inboxBehind(q client.QueueLag) string {
+func inboxBehind(q targets.QueueLag) string {
 	var parts []string
 	if n := q.Records[inboxTier]; n > 0 {
 		parts = append(parts, fmt.Sprintf("%d records of %s not yet processed", n, inboxTier))
@@ -138,7 +138,10 @@ func inboxBehind(q client.QueueLag) string {
 // else what was still behind at the deadline.
 func (r *runner) waitInboxTier(ctx context.Context, deadline time.Time) string {
 	for {
-		q, err := r.cl.QueueLag()
+		if r.lab == nil {
+			return "" // a driver without the lab's queue lag: nothing to wait for
+		}
+		q, err := r.lab.QueueLag(ctx)
 		if err != nil {
 			// No lab route (404) or no queue: nothing to wait for that the
 			// lab can see; the pull rounds alone decide.
