@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"imlab/loadgen/schedule"
-	"imlab/scenarios/recovery"
+	"imlab/recovery"
 )
 
 // Check is one evaluated expectation.

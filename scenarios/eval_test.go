@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"imlab/checker"
-	"imlab/dashboards/report"
+	"imlab/report"
 	"imlab/loadgen"
 	"imlab/loadgen/schedule"
 )

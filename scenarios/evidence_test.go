@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"imlab/checker"
-	"imlab/dashboards/report"
+	"imlab/report"
 	"imlab/ledger"
 )
 

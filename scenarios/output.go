@@ -13,8 +13,8 @@ import (
 
 	"imlab/capacity"
 	"imlab/checker"
-	"imlab/dashboards/report"
-	"imlab/scenarios/recovery"
+	"imlab/report"
+	"imlab/recovery"
 )
 
 func writeJSON(w io.Writer, v any) error {

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"imlab/loadgen/schedule"
-	"imlab/scenarios/recovery"
+	"imlab/recovery"
 )
 
 // Defaults of the recovery expectations.

@@ -7,7 +7,7 @@ import (
 
 	"imlab/loadgen"
 	"imlab/loadgen/schedule"
-	"imlab/scenarios/recovery"
+	"imlab/recovery"
 )
 
 func TestRecoverySince(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 
 	"imlab/checker"
 	"imlab/compare"
-	"imlab/scenarios/recovery"
+	"imlab/recovery"
 )
 
 // Output file names in a scenario's output directory.

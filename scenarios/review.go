@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"imlab/compare"
-	"imlab/dashboards/report"
+	"imlab/report"
 )
 
 // ResultFormat names the layout of result.json; its readers (Review,

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"imlab/checker"
-	"imlab/dashboards/report"
+	"imlab/report"
 )
 
 // reviewRun is a hand-made result of a burst run with consumers

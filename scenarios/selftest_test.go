@@ -13,7 +13,7 @@ import (
 
 	"imlab/checker"
 	"imlab/compare"
-	"imlab/dashboards/report"
+	"imlab/report"
 )
 
 // TestMatrixProblems: a defect no scenario caught and a scenario the

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"imlab/dashboards/report"
+	"imlab/report"
 	"imlab/scenarios"
 )
 
