@@ -1,4 +1,4 @@
-package scenarios
+package expect
 
 import (
 	"fmt"
@@ -7,15 +7,9 @@ import (
 
 	"imlab/loadgen/schedule"
 	"imlab/recovery"
+	"imlab/result"
+	"imlab/scenario"
 )
-
-// Check is one evaluated expectation.
-type Check struct {
-	Name string `json:"name"`
-	Want string `json:"want"`
-	Got  string `json:"got"`
-	OK   bool   `json:"ok"`
-}
 
 // Observed is what a run measured, the input of Evaluate.
 type Observed struct {
@@ -71,7 +65,7 @@ type Observed struct {
 	// BurstShape: the load is a burst (generator_kept_up is checked);
 	// Burst the generator's figures around it (nil: not measured).
 	BurstShape bool
-	Burst      *BurstFigures
+	Burst      *result.BurstFigures
 }
 
 // MeanRate is a shape's mean rate over d (sampled every 10ms).
@@ -91,10 +85,10 @@ func MeanRate(sh schedule.Shape, d time.Duration) float64 {
 
 // Evaluate turns every expectation of e into a Check, in a fixed order.
 // It is pure: the same input gives the same checks.
-func Evaluate(e ExpectSpec, o Observed) []Check {
-	var out []Check
+func Evaluate(e scenario.ExpectSpec, o Observed) []result.Check {
+	var out []result.Check
 	add := func(name, want, got string, ok bool) {
-		out = append(out, Check{Name: name, Want: want, Got: got, OK: ok})
+		out = append(out, result.Check{Name: name, Want: want, Got: got, OK: ok})
 	}
 	got := func(n string) (uint64, string) {
 		if !o.Checked {
@@ -105,9 +99,9 @@ func Evaluate(e ExpectSpec, o Observed) []Check {
 	}
 	verdict := "not checked"
 	if o.Checked {
-		verdict = VerdictInvalid
+		verdict = scenario.VerdictInvalid
 		if o.Valid {
-			verdict = VerdictValid
+			verdict = scenario.VerdictValid
 		}
 	}
 	add("verdict", e.VerdictOr(), verdict, o.Checked && verdict == e.VerdictOr())
@@ -201,10 +195,10 @@ func Evaluate(e ExpectSpec, o Observed) []Check {
 // recoveryChecks evaluates lag_recovered, max_recovery and
 // min_drain_rate. A figure that could not be computed fails its check
 // with the reason, never passes as 0.
-func recoveryChecks(e ExpectSpec, o Observed) []Check {
-	var out []Check
+func recoveryChecks(e scenario.ExpectSpec, o Observed) []result.Check {
+	var out []result.Check
 	add := func(name, want, got string, ok bool) {
-		out = append(out, Check{Name: name, Want: want, Got: got, OK: ok})
+		out = append(out, result.Check{Name: name, Want: want, Got: got, OK: ok})
 	}
 	f := o.Recovery
 	status := func() string {
@@ -212,7 +206,7 @@ func recoveryChecks(e ExpectSpec, o Observed) []Check {
 			return "not computed"
 		}
 		if f.Status == recovery.Recovered {
-			return fmt.Sprintf("recovered at t=%.1fs, %s after the %s", *f.RecoveredAt, secs(*f.RecoverySeconds), f.Since)
+			return fmt.Sprintf("recovered at t=%.1fs, %s after the %s", *f.RecoveredAt, result.Secs(*f.RecoverySeconds), f.Since)
 		}
 		return f.Status + ": " + f.Reason
 	}
@@ -262,13 +256,8 @@ func drainNotes(f *recovery.Figures) string {
 	return strings.Join(ns, "; ")
 }
 
-// secs formats seconds as a rounded duration.
-func secs(v float64) string {
-	return time.Duration(v * float64(time.Second)).Round(10 * time.Millisecond).String()
-}
-
 // Passed tells whether every check is OK (and there is at least one).
-func Passed(cs []Check) bool {
+func Passed(cs []result.Check) bool {
 	for _, c := range cs {
 		if !c.OK {
 			return false
@@ -278,7 +267,7 @@ func Passed(cs []Check) bool {
 }
 
 // Table formats checks as aligned text lines.
-func Table(cs []Check) string {
+func Table(cs []result.Check) string {
 	w1, w2 := len("check"), len("want")
 	for _, c := range cs {
 		w1, w2 = max(w1, len(c.Name)), max(w2, len(c.Want))

@@ -1,26 +1,18 @@
-package scenarios
+package expect
 
 import (
-	"context"
 	"fmt"
 	"time"
 
 	"imlab/loadgen/schedule"
 	"imlab/recovery"
-)
-
-// Defaults of the recovery expectations.
-const (
-	// DefaultRecoveryBound is the lag age under which a group counts as
-	// caught up.
-	DefaultRecoveryBound = time.Second
-	// DefaultRecoveryHold is how long it must stay there.
-	DefaultRecoveryHold = 2 * time.Second
+	"imlab/result"
+	"imlab/scenario"
 )
 
 // burstWindow is the last burst of a burst shape that starts before d,
 // in the load's time; ok false for other shapes.
-func burstWindow(sh schedule.Shape, d time.Duration) (from, to time.Duration, ok bool) {
+func BurstWindow(sh schedule.Shape, d time.Duration) (from, to time.Duration, ok bool) {
 	b, isBurst := sh.(schedule.Burst)
 	if !isBurst || b.At >= d || b.Len <= 0 {
 		return 0, 0, false
@@ -38,9 +30,9 @@ func burstWindow(sh schedule.Shape, d time.Duration) (from, to time.Duration, ok
 // run's time base) and what it is: the later of the end of the (last)
 // burst and the heal of the last fault; without either, the end of the
 // load.
-func recoverySince(sh schedule.Shape, d time.Duration, loadOffset float64, events []FaultEvent) (float64, string) {
+func RecoverySince(sh schedule.Shape, d time.Duration, loadOffset float64, events []result.FaultEvent) (float64, string) {
 	at, what := -1.0, ""
-	if _, to, ok := burstWindow(sh, d); ok {
+	if _, to, ok := BurstWindow(sh, d); ok {
 		at, what = loadOffset+to.Seconds(), "end of the burst"
 	}
 	for _, e := range events {
@@ -56,14 +48,14 @@ func recoverySince(sh schedule.Shape, d time.Duration, loadOffset float64, event
 
 // recoveryConfig is the recovery rule of the file for a run whose
 // recovery counts from since.
-func recoveryConfig(e ExpectSpec, since float64, drain time.Duration) recovery.Config {
+func RecoveryConfig(e scenario.ExpectSpec, since float64, drain time.Duration) recovery.Config {
 	return recovery.Config{From: since, Bound: e.RecoveryBoundOr().Seconds(), Hold: e.RecoveryHoldOr().Seconds(),
 		Deadline: since + drain.Seconds()}
 }
 
 // recoverySamples converts the lag timeline: a failed poll, or one whose
 // monitor reported measurement errors, is unknown.
-func recoverySamples(lag []LagSample) []recovery.Sample {
+func RecoverySamples(lag []result.LagSample) []recovery.Sample {
 	out := make([]recovery.Sample, 0, len(lag))
 	for _, s := range lag {
 		rs := recovery.Sample{T: s.T, Known: s.Err == "", OutboxBacklog: s.OutboxBacklog,
@@ -84,31 +76,11 @@ func recoverySamples(lag []LagSample) []recovery.Sample {
 }
 
 // figures computes the recovery figures of a timeline.
-func recoveryFigures(cfg recovery.Config, since string, lag []LagSample) (*recovery.Figures, error) {
-	f, err := recovery.Compute(cfg, recoverySamples(lag))
+func RecoveryFigures(cfg recovery.Config, since string, lag []result.LagSample) (*recovery.Figures, error) {
+	f, err := recovery.Compute(cfg, RecoverySamples(lag))
 	if err != nil {
 		return nil, fmt.Errorf("scenarios: recovery: %w", err)
 	}
 	f.Since = since
 	return f, nil
-}
-
-// awaitRecovery keeps the lag poller running after the load until every
-// group has recovered (and held) or the deadline has passed, so that a
-// run never ends before its recovery can be judged and never waits past
-// the drain timeout for it.
-func (r *run) awaitRecovery(ctx context.Context, base time.Time, cfg recovery.Config, lag *lagLog) {
-	tk := time.NewTicker(LagInterval)
-	defer tk.Stop()
-	for {
-		f, err := recovery.Compute(cfg, recoverySamples(lag.snapshot()))
-		if err != nil || f.Status == recovery.Recovered || time.Since(base).Seconds() > cfg.Deadline+cfg.Hold+LagInterval.Seconds() {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tk.C:
-		}
-	}
 }

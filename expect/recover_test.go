@@ -1,4 +1,4 @@
-package scenarios
+package expect
 
 import (
 	"strings"
@@ -7,34 +7,35 @@ import (
 
 	"imlab/loadgen"
 	"imlab/loadgen/schedule"
-	"imlab/recovery"
+	"imlab/result"
+	"imlab/scenario"
 )
 
 func TestRecoverySince(t *testing.T) {
 	b := schedule.Burst{Base: 10, Peak: 100, At: 2 * time.Second, Len: 3 * time.Second}
-	if at, what := recoverySince(b, 10*time.Second, 0.5, nil); at != 5.5 || what != "end of the burst" {
+	if at, what := RecoverySince(b, 10*time.Second, 0.5, nil); at != 5.5 || what != "end of the burst" {
 		t.Fatalf("burst: %g %q", at, what)
 	}
-	ev := []FaultEvent{{At: 3, Fault: "kill(consumer)", Action: "inject"}, {At: 7, Fault: "kill(consumer)", Action: "heal"}}
-	if at, what := recoverySince(b, 10*time.Second, 0.5, ev); at != 7 || what != "heal of kill(consumer)" {
+	ev := []result.FaultEvent{{At: 3, Fault: "kill(consumer)", Action: "inject"}, {At: 7, Fault: "kill(consumer)", Action: "heal"}}
+	if at, what := RecoverySince(b, 10*time.Second, 0.5, ev); at != 7 || what != "heal of kill(consumer)" {
 		t.Fatalf("fault after the burst: %g %q", at, what)
 	}
-	if at, what := recoverySince(schedule.Constant{PerSec: 5}, 10*time.Second, 0.5, nil); at != 10.5 || what != "end of the load" {
+	if at, what := RecoverySince(schedule.Constant{PerSec: 5}, 10*time.Second, 0.5, nil); at != 10.5 || what != "end of the load" {
 		t.Fatalf("no burst, no fault: %g %q", at, what)
 	}
 	// repeating bursts: the last one that starts inside the load.
 	rb := schedule.Burst{Base: 10, Peak: 100, At: time.Second, Len: time.Second, Every: 4 * time.Second}
-	if from, to, ok := burstWindow(rb, 10*time.Second); !ok || from != 9*time.Second || to != 10*time.Second {
+	if from, to, ok := BurstWindow(rb, 10*time.Second); !ok || from != 9*time.Second || to != 10*time.Second {
 		t.Fatalf("repeating: %s %s %v", from, to, ok)
 	}
 }
 
 // lagTimeline is a one-group lag timeline at t = 0, 1, ... (an age < 0: a
 // failed poll).
-func lagTimeline(ages ...float64) []LagSample {
-	var out []LagSample
+func lagTimeline(ages ...float64) []result.LagSample {
+	var out []result.LagSample
 	for i, a := range ages {
-		s := LagSample{T: float64(i), OutboxOldestAge: -1}
+		s := result.LagSample{T: float64(i), OutboxOldestAge: -1}
 		if a < 0 {
 			s.Err = "lag: connection refused"
 		} else {
@@ -48,10 +49,10 @@ func lagTimeline(ages ...float64) []LagSample {
 }
 
 func TestRecoveryChecks(t *testing.T) {
-	e := ExpectSpec{MaxRecovery: dur(3 * time.Second), MinDrainRate: f64(4000)}
-	eval := func(lag []LagSample) map[string]Check {
+	e := scenario.ExpectSpec{MaxRecovery: dur(3 * time.Second), MinDrainRate: f64(4000)}
+	eval := func(lag []result.LagSample) map[string]result.Check {
 		t.Helper()
-		fig, err := recoveryFigures(recoveryConfig(e, 2, 10*time.Second), "end of the burst", lag)
+		fig, err := RecoveryFigures(RecoveryConfig(e, 2, 10*time.Second), "end of the burst", lag)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,35 +96,15 @@ func TestRecoveryChecks(t *testing.T) {
 		t.Errorf("no backlog: %+v", cs)
 	}
 	// without Kafka nothing is checked unless asked; not computed fails.
-	if got := recoveryChecks(ExpectSpec{}, Observed{}); len(got) != 0 {
+	if got := recoveryChecks(scenario.ExpectSpec{}, Observed{}); len(got) != 0 {
 		t.Errorf("no kafka: %+v", got)
 	}
-	if got := byName(recoveryChecks(ExpectSpec{}, Observed{UsesKafka: true})); got["lag_recovered"].OK {
+	if got := byName(recoveryChecks(scenario.ExpectSpec{}, Observed{UsesKafka: true})); got["lag_recovered"].OK {
 		t.Errorf("not computed passed: %+v", got)
 	}
 	off := false
-	if got := recoveryChecks(ExpectSpec{LagRecovered: &off}, Observed{UsesKafka: true}); len(got) != 0 {
+	if got := recoveryChecks(scenario.ExpectSpec{LagRecovered: &off}, Observed{UsesKafka: true}); len(got) != 0 {
 		t.Errorf("lag_recovered: false still checked: %+v", got)
-	}
-}
-
-func TestRecoveryTable(t *testing.T) {
-	fig, err := recoveryFigures(recoveryConfig(ExpectSpec{}, 2, 10*time.Second), "end of the burst", lagTimeline(0, 0, 3, 2, 0.5, 0.1, 0, 0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tb := recoveryTable(fig)
-	text := tb.Title
-	for _, r := range tb.Rows {
-		text += "\n" + strings.Join(r, " | ")
-	}
-	for _, want := range []string{"from t=2.0s, the end of the burst", "group imlab-inbox | recovered | 2s | 3.00s at t=2.0s | 3000 at t=2.0s | 5000, 5000", "all groups | recovered"} {
-		if !strings.Contains(text, want) {
-			t.Errorf("table lacks %q:\n%s", want, text)
-		}
-	}
-	if fig.Status != recovery.Recovered {
-		t.Fatal(fig.Status)
 	}
 }
 
@@ -141,43 +122,43 @@ func TestBurstFigures(t *testing.T) {
 	sh := schedule.Burst{Base: 100, Peak: 50000, At: 2 * time.Second, Len: 2 * time.Second}
 	d := 8 * time.Second
 	// on time: 100/s, then 50k/s in seconds 3 and 4 (covering [2,4)).
-	kept := burstFigures(sh, d, genTimeline([]uint64{100, 100, 50000, 50000, 100, 100, 100, 100}, 900), 0.5)
+	kept := BurstFigures(sh, d, genTimeline([]uint64{100, 100, 50000, 50000, 100, 100, 100, 100}, 900), 0.5)
 	if kept == nil || kept.From != 2.5 || kept.To != 4.5 || kept.PeakPerSec != 50000 {
 		t.Fatalf("figures %+v", kept)
 	}
 	if kept.Started != 100200 || kept.Intended < 100199 || kept.Intended > 100201 || kept.IntendedPerSec < 49999 || kept.StartedPerSec != 50000 {
 		t.Fatalf("counts %+v", kept)
 	}
-	if c := generatorCheck(ExpectSpec{}, kept); !c.OK || !strings.Contains(c.Got, "50000/s intended, 50000/s started") {
+	if c := generatorCheck(scenario.ExpectSpec{}, kept); !c.OK || !strings.Contains(c.Got, "50000/s intended, 50000/s started") {
 		t.Fatalf("kept up: %+v", c)
 	}
 	// fell behind: only 30k/s started, the rest spilled seconds later.
-	behind := burstFigures(sh, d, genTimeline([]uint64{100, 100, 30000, 30000, 30000, 10100, 100, 100}, 900), 0.5)
-	if c := generatorCheck(ExpectSpec{}, behind); c.OK || !strings.Contains(c.Got, "fell behind") {
+	behind := BurstFigures(sh, d, genTimeline([]uint64{100, 100, 30000, 30000, 30000, 10100, 100, 100}, 900), 0.5)
+	if c := generatorCheck(scenario.ExpectSpec{}, behind); c.OK || !strings.Contains(c.Got, "fell behind") {
 		t.Fatalf("behind: %+v", c)
 	}
 	// on count but late: start delay p99 400 ms.
-	late := burstFigures(sh, d, genTimeline([]uint64{100, 100, 50000, 50000, 100, 100, 100, 100}, 400_000), 0.5)
-	if c := generatorCheck(ExpectSpec{}, late); c.OK {
+	late := BurstFigures(sh, d, genTimeline([]uint64{100, 100, 50000, 50000, 100, 100, 100, 100}, 400_000), 0.5)
+	if c := generatorCheck(scenario.ExpectSpec{}, late); c.OK {
 		t.Fatalf("late: %+v", c)
 	}
 	// a burst second without a start delay measured: unknown, not 0.
 	blind := genTimeline([]uint64{100, 100, 50000, 50000, 100, 100, 100, 100}, 900)
 	blind.Timeline[3].SendDelay = loadgen.Quantiles{}
-	if c := generatorCheck(ExpectSpec{}, burstFigures(sh, d, blind, 0.5)); c.OK || !strings.Contains(c.Got, "unknown") {
+	if c := generatorCheck(scenario.ExpectSpec{}, BurstFigures(sh, d, blind, 0.5)); c.OK || !strings.Contains(c.Got, "unknown") {
 		t.Fatalf("unmeasured delay: %+v", c)
 	}
-	if c := generatorCheck(ExpectSpec{}, nil); c.OK {
+	if c := generatorCheck(scenario.ExpectSpec{}, nil); c.OK {
 		t.Fatalf("not measured passed: %+v", c)
 	}
-	if burstFigures(schedule.Constant{PerSec: 5}, d, genTimeline([]uint64{5}, 0), 0) != nil {
+	if BurstFigures(schedule.Constant{PerSec: 5}, d, genTimeline([]uint64{5}, 0), 0) != nil {
 		t.Fatal("figures for a constant shape")
 	}
 	// Evaluate adds the check for a burst shape only.
-	if cs := byName(Evaluate(ExpectSpec{}, Observed{BurstShape: true, Burst: behind})); cs["generator_kept_up"].OK || cs["generator_kept_up"].Name == "" {
+	if cs := byName(Evaluate(scenario.ExpectSpec{}, Observed{BurstShape: true, Burst: behind})); cs["generator_kept_up"].OK || cs["generator_kept_up"].Name == "" {
 		t.Fatalf("evaluate: %+v", cs)
 	}
-	if cs := byName(Evaluate(ExpectSpec{}, Observed{})); cs["generator_kept_up"].Name != "" {
+	if cs := byName(Evaluate(scenario.ExpectSpec{}, Observed{})); cs["generator_kept_up"].Name != "" {
 		t.Fatalf("checked without a burst: %+v", cs)
 	}
 }

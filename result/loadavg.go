@@ -1,4 +1,4 @@
-package scenarios
+package result
 
 import (
 	"fmt"
@@ -37,7 +37,7 @@ const loadAvgFile = "/proc/loadavg"
 
 // readLoadAvg reads the load average; ok is false where there is none (not
 // Linux) or it cannot be read.
-func readLoadAvg() (v [3]float64, ok bool) {
+func ReadLoadAvg() (v [3]float64, ok bool) {
 	b, err := os.ReadFile(loadAvgFile)
 	if err != nil {
 		return v, false

@@ -1,4 +1,4 @@
-package scenarios
+package result
 
 import (
 	"fmt"
@@ -70,7 +70,7 @@ func faultWindows(events []FaultEvent, end float64) []FaultWindow {
 // load's start, offset s after the time base), to the fault windows they
 // overlap, or to none. end is the end of the run's timeline (for a fault
 // that never healed).
-func sendFailures(events []FaultEvent, bins []loadgen.IntendedFailures, offset, end float64) *SendFailures {
+func SendFailuresOf(events []FaultEvent, bins []loadgen.IntendedFailures, offset, end float64) *SendFailures {
 	sf := &SendFailures{Windows: faultWindows(events, end)}
 	bin := loadgen.IntendedBin.Seconds()
 	for _, b := range bins {
@@ -105,7 +105,7 @@ func (r *Result) LoadOutcome() (o loadgen.Outcome, over string, ok bool) {
 	for _, s := range r.Sends {
 		load.OK, load.Fail, load.Unknown = load.OK+s.OK, load.Fail+s.Fail, load.Unknown+s.Unknown
 	}
-	load.LoadSeconds = sendingSeconds(r)
+	load.LoadSeconds = SendingSeconds(r)
 	over = fmt.Sprintf("over %.0f s, from the first send to the last send's end", load.LoadSeconds)
 	if r.AckSeconds > 0 {
 		load.AckSeconds = r.AckSeconds

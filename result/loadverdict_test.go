@@ -1,10 +1,11 @@
-package scenarios
+package result
 
 import (
 	"strings"
 	"testing"
 
 	"imlab/loadgen"
+	"imlab/scenario"
 )
 
 // TestSendFailuresByFaultWindow: failed, unknown and retried sends are
@@ -22,7 +23,7 @@ func TestSendFailuresByFaultWindow(t *testing.T) {
 		{At: 3.0, Unknown: 4},             // 3.2..3.3: outside
 		{At: 4.9, Unknown: 5, Retried: 5}, // 5.1..5.2: inside down, to the end
 	}
-	sf := sendFailures(events, bins, 0.2, 9)
+	sf := SendFailuresOf(events, bins, 0.2, 9)
 	if len(sf.Windows) != 2 || sf.Windows[1].To != 9 {
 		t.Fatalf("windows %+v", sf.Windows)
 	}
@@ -37,7 +38,7 @@ func TestSendFailuresByFaultWindow(t *testing.T) {
 // the cause is not recorded; a clean run is within load.
 func TestLoadVerdictNamesItsCause(t *testing.T) {
 	retried := uint64(0)
-	r := &Result{Spec: &File{}, RetriedSends: &retried, Sends: []SendSecond{{T: 1, OK: 100}, {T: 2, OK: 50, Unknown: 50}}}
+	r := &Result{Spec: &scenario.File{}, RetriedSends: &retried, Sends: []SendSecond{{T: 1, OK: 100}, {T: 2, OK: 50, Unknown: 50}}}
 	r.SendFailures = &SendFailures{InFaults: SendCounts{Unknown: 50}, Windows: []FaultWindow{{Fault: "down(mysql)", From: 1, To: 2}}}
 	if l, c := r.LoadLabel(), r.LoadCause(); l != "OVERLOADED by the faults" || !strings.Contains(c, "caused by the faults") || !strings.Contains(c, "down(mysql) 1.0–2.0 s") {
 		t.Errorf("in the faults: %q, %q", l, c)

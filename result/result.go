@@ -1,4 +1,4 @@
-package scenarios
+package result
 
 import (
 	"encoding/json"
@@ -13,6 +13,7 @@ import (
 	"imlab/checker"
 	"imlab/compare"
 	"imlab/recovery"
+	"imlab/scenario"
 )
 
 // Output file names in a scenario's output directory.
@@ -23,6 +24,10 @@ const (
 	// LoadDir is the loadgen run directory (ledger, summary.json).
 	LoadDir = "load"
 )
+
+// MaxListedIDs bounds the msg_ids a finding lists in result.json (the
+// whole verdict is in verdict.json).
+const MaxListedIDs = 1000
 
 // Setting is one named setting of the run.
 type Setting struct {
@@ -56,7 +61,7 @@ type SendSecond struct {
 
 // ackMs is a latency in ms for a second with n ACKed sends (nil when n is
 // 0: nothing was measured).
-func ackMs(n uint64, us int64) *float64 {
+func AckMs(n uint64, us int64) *float64 {
 	if n == 0 {
 		return nil
 	}
@@ -154,12 +159,12 @@ type FindingSummary struct {
 // Result is what a scenario run produced; written as result.json.
 type Result struct {
 	// Format is ResultFormat.
-	Format      string    `json:"format"`
-	Scenario    string    `json:"scenario"`
-	Description string    `json:"description,omitempty"`
-	File        string    `json:"file,omitempty"`
-	Spec        *File     `json:"spec,omitempty"`
-	StartedAt   time.Time `json:"started_at"`
+	Format      string         `json:"format"`
+	Scenario    string         `json:"scenario"`
+	Description string         `json:"description,omitempty"`
+	File        string         `json:"file,omitempty"`
+	Spec        *scenario.File `json:"spec,omitempty"`
+	StartedAt   time.Time      `json:"started_at"`
 	// TimeBase is the instant the load's and the fault schedule's offsets
 	// count from (every "at" and every chart's t).
 	TimeBase time.Time `json:"time_base"`
@@ -358,7 +363,7 @@ func findingText(r *Result, check string) string {
 }
 
 // writeFile creates path and writes through fn.
-func writeFile(path string, fn func(io.Writer) error) (err error) {
+func WriteFile(path string, fn func(io.Writer) error) (err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("scenarios: %w", err)
 	}

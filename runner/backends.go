@@ -1,4 +1,4 @@
-package scenarios
+package runner
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 
 	"imlab/chaos"
 	"imlab/ref/server"
+	"imlab/scenario"
 )
 
 // proxiedKafka is the run's in-process one-broker kfake cluster. Real is
@@ -88,10 +89,10 @@ func (k *proxiedKafka) Close() { k.cluster.Close() }
 func mysqlAddr(dsn string) (string, error) {
 	c, err := mysql.ParseDSN(dsn)
 	if err != nil {
-		return "", fmt.Errorf("%w: mysql dsn: %v", ErrInvalid, err)
+		return "", fmt.Errorf("%w: mysql dsn: %v", scenario.ErrInvalid, err)
 	}
 	if c.Net != "tcp" {
-		return "", fmt.Errorf("%w: mysql dsn: network %q cannot be proxied (want tcp)", ErrInvalid, c.Net)
+		return "", fmt.Errorf("%w: mysql dsn: network %q cannot be proxied (want tcp)", scenario.ErrInvalid, c.Net)
 	}
 	return c.Addr, nil
 }
@@ -100,7 +101,7 @@ func mysqlAddr(dsn string) (string, error) {
 func withAddr(dsn, addr string) (string, error) {
 	c, err := mysql.ParseDSN(dsn)
 	if err != nil {
-		return "", fmt.Errorf("%w: mysql dsn: %v", ErrInvalid, err)
+		return "", fmt.Errorf("%w: mysql dsn: %v", scenario.ErrInvalid, err)
 	}
 	c.Addr = addr
 	return c.FormatDSN(), nil
@@ -111,7 +112,7 @@ func withAddr(dsn, addr string) (string, error) {
 func freshDatabase(ctx context.Context, dsn, name string) (string, func(context.Context) error, error) {
 	c, err := mysql.ParseDSN(dsn)
 	if err != nil {
-		return "", nil, fmt.Errorf("%w: mysql dsn: %v", ErrInvalid, err)
+		return "", nil, fmt.Errorf("%w: mysql dsn: %v", scenario.ErrInvalid, err)
 	}
 	c.DBName = name
 	fresh, err := server.MySQLDSN(c.FormatDSN()) // the options every imlab connection uses
@@ -142,7 +143,7 @@ func freshDatabase(ctx context.Context, dsn, name string) (string, func(context.
 func mongoHost(uri string) (string, error) {
 	u, err := url.Parse(uri)
 	if err != nil || u.Scheme != "mongodb" || u.Host == "" || strings.Contains(u.Host, ",") {
-		return "", fmt.Errorf("%w: mongo uri %q cannot be proxied (want mongodb://host:port/, one host)", ErrInvalid, uri)
+		return "", fmt.Errorf("%w: mongo uri %q cannot be proxied (want mongodb://host:port/, one host)", scenario.ErrInvalid, uri)
 	}
 	return u.Host, nil
 }
@@ -159,8 +160,8 @@ func mongoVia(uri, addr string) string {
 }
 
 // proxyFault builds the chaos fault of a proxy kind.
-func proxyFault(p *chaos.Proxies, x FaultSpec) chaos.Fault {
-	if x.Kind == KindDown {
+func proxyFault(p *chaos.Proxies, x scenario.FaultSpec) chaos.Fault {
+	if x.Kind == scenario.KindDown {
 		return chaos.ProxyDown(p, x.Target)
 	}
 	t := chaos.Toxic{Kind: x.Kind, Stream: x.Stream, Latency: x.Latency.D(), Jitter: x.Jitter.D(), Timeout: x.Timeout.D(), RateKBps: x.RateKBps}

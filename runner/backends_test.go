@@ -1,4 +1,4 @@
-package scenarios
+package runner
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"imlab/internal/testenv"
+	"imlab/result"
+	"imlab/scenario"
 )
 
 // TestFreshDatabaseLeavesTheDSNsAlone: a run on a database of its own
@@ -26,7 +28,7 @@ func TestFreshDatabaseLeavesTheDSNsAlone(t *testing.T) {
 	cfg := DefaultConfig(t.TempDir())
 	cfg.Mode = "external"
 	cfg.MySQLDSN, cfg.RedisAddr, cfg.RedisPrefix = dsn, rd.Addr, rd.Keys.Prefix
-	r := &run{cfg: cfg, f: &File{}, log: slog.New(slog.NewTextHandler(io.Discard, nil)), id: randomID(), res: &Result{}}
+	r := &run{cfg: cfg, f: &scenario.File{}, log: slog.New(slog.NewTextHandler(io.Discard, nil)), id: randomID(), res: &result.Result{}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	err = r.startBackends(ctx)

@@ -1,59 +1,30 @@
-package scenarios
+package runner
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"imlab/checker"
+	"imlab/expect"
+	"imlab/result"
+	"imlab/scenario"
 )
-
-const baselineFile = `
-name: gated
-load:
-  rate: const:100
-  duration: 4s
-  users: 10
-expect:
-  verdict: valid
-`
-
-func TestParseBaseline(t *testing.T) {
-	f, err := Parse("t", []byte(baselineFile+"baseline: ../runs/main/gated/result.json\n"))
-	if err != nil || f.Baseline == nil || f.Baseline.Result != "../runs/main/gated/result.json" || f.Baseline.Tolerance != "" {
-		t.Fatalf("scalar: %v %+v", err, f)
-	}
-	f, err = Parse("t", []byte(baselineFile+"baseline:\n  result: base\n  tolerance: 'ack_p99:+20%,rate:-5%'\n"))
-	if err != nil || f.Baseline.Result != "base" || f.Baseline.Tolerance != "ack_p99:+20%,rate:-5%" {
-		t.Fatalf("mapping: %v %+v", err, f.Baseline)
-	}
-	for name, tail := range map[string]string{
-		"bad tolerance": "baseline:\n  result: base\n  tolerance: 'ack_p99:-20%'\n",
-		"unknown field": "baseline:\n  result: base\n  tolerence: 'ack_p99:+20%'\n",
-		"empty":         "baseline:\n  tolerance: 'ack_p99:+20%'\n",
-		"a list":        "baseline: [a, b]\n",
-	} {
-		if _, err := Parse("t", []byte(baselineFile+tail)); !errors.Is(err, ErrInvalid) && err == nil {
-			t.Errorf("%s: accepted", name)
-		}
-	}
-}
 
 // gatedResult is a complete, passing run of the scenario "gated" with the
 // given ACK p99 (ms).
-func gatedResult(p99ms int64) *Result {
-	return &Result{Format: ResultFormat, Scenario: "gated", Spec: &File{Name: "gated", Load: LoadSpec{Duration: Duration(4e9)}},
+func gatedResult(p99ms int64) *result.Result {
+	return &result.Result{Format: result.ResultFormat, Scenario: "gated", Spec: &scenario.File{Name: "gated", Load: scenario.LoadSpec{Duration: scenario.Duration(4e9)}},
 		Verdict: &checker.Verdict{Valid: true, Attempts: map[string]int{"ok": 400, "fail": 0, "unknown": 0},
 			Latency: map[string]checker.Latency{"response": {Count: 400, P50: 1000, P99: p99ms * 1000, P999: p99ms * 1000}}},
-		Checks: []Check{{Name: "verdict", Want: VerdictValid, Got: VerdictValid, OK: true}}, Passed: true}
+		Checks: []result.Check{{Name: "verdict", Want: scenario.VerdictValid, Got: scenario.VerdictValid, OK: true}}, Passed: true}
 }
 
-func gatedRun(t *testing.T, baseline *BaselineSpec, baselineDir string, p99ms int64) *run {
+func gatedRun(t *testing.T, baseline *scenario.BaselineSpec, baselineDir string, p99ms int64) *run {
 	t.Helper()
 	dir := t.TempDir()
-	f := &File{Name: "gated", Path: filepath.Join(dir, "gated.yaml"), Baseline: baseline}
+	f := &scenario.File{Name: "gated", Path: filepath.Join(dir, "gated.yaml"), Baseline: baseline}
 	return &run{cfg: Config{OutDir: filepath.Join(dir, "out"), BaselineDir: baselineDir}, f: f, res: gatedResult(p99ms)}
 }
 
@@ -62,28 +33,28 @@ func storeBaseline(t *testing.T, dir string, p99ms int64) string {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	p := filepath.Join(dir, ResultFile)
-	if err := writeFile(p, gatedResult(p99ms).WriteJSON); err != nil {
+	p := filepath.Join(dir, result.ResultFile)
+	if err := result.WriteFile(p, gatedResult(p99ms).WriteJSON); err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
 
-func baselineCheck(t *testing.T, r *run) Check {
+func baselineCheck(t *testing.T, r *run) result.Check {
 	t.Helper()
 	for _, c := range r.res.Checks {
-		if c.Name == BaselineCheck {
+		if c.Name == scenario.BaselineCheck {
 			return c
 		}
 	}
 	t.Fatalf("no baseline check in %+v", r.res.Checks)
-	return Check{}
+	return result.Check{}
 }
 
 func TestGateBaseline(t *testing.T) {
 	base := storeBaseline(t, t.TempDir(), 100)
 
-	r := gatedRun(t, &BaselineSpec{Result: base}, "", 104)
+	r := gatedRun(t, &scenario.BaselineSpec{Result: base}, "", 104)
 	r.gateBaseline()
 	if c := baselineCheck(t, r); !c.OK || !strings.Contains(c.Got, "no regression") || !strings.Contains(c.Got, "tolerance alone") {
 		t.Fatalf("within tolerance: %+v", c)
@@ -92,23 +63,23 @@ func TestGateBaseline(t *testing.T) {
 		t.Fatal("the comparison is not in the result")
 	}
 
-	r = gatedRun(t, &BaselineSpec{Result: base}, "", 150)
+	r = gatedRun(t, &scenario.BaselineSpec{Result: base}, "", 150)
 	r.gateBaseline()
 	if c := baselineCheck(t, r); c.OK || !strings.Contains(c.Got, "ack_p99 REGRESSED") {
 		t.Fatalf("regression: %+v", c)
 	}
-	if Passed(r.res.Checks) {
+	if expect.Passed(r.res.Checks) {
 		t.Fatal("a regression must fail the run")
 	}
 
-	r = gatedRun(t, &BaselineSpec{Result: base, Tolerance: "ack_p99:+60%,ack_p999:+60%"}, "", 150)
+	r = gatedRun(t, &scenario.BaselineSpec{Result: base, Tolerance: "ack_p99:+60%,ack_p999:+60%"}, "", 150)
 	r.gateBaseline()
 	if c := baselineCheck(t, r); !c.OK {
 		t.Fatalf("file tolerance: %+v", c)
 	}
 
 	// A relative path is relative to the scenario file.
-	r = gatedRun(t, &BaselineSpec{Result: "stored"}, "", 100)
+	r = gatedRun(t, &scenario.BaselineSpec{Result: "stored"}, "", 100)
 	storeBaseline(t, filepath.Join(filepath.Dir(r.f.Path), "stored"), 100)
 	r.gateBaseline()
 	if c := baselineCheck(t, r); !c.OK {
@@ -116,7 +87,7 @@ func TestGateBaseline(t *testing.T) {
 	}
 
 	// A named baseline that is missing fails: the gate could not compare.
-	r = gatedRun(t, &BaselineSpec{Result: "absent.json"}, "", 100)
+	r = gatedRun(t, &scenario.BaselineSpec{Result: "absent.json"}, "", 100)
 	r.gateBaseline()
 	if c := baselineCheck(t, r); c.OK || !strings.Contains(c.Got, "unusable") {
 		t.Fatalf("missing: %+v", c)
@@ -126,10 +97,10 @@ func TestGateBaseline(t *testing.T) {
 	other := gatedResult(100)
 	other.Scenario = "other"
 	od := t.TempDir()
-	if err := writeFile(filepath.Join(od, ResultFile), other.WriteJSON); err != nil {
+	if err := result.WriteFile(filepath.Join(od, result.ResultFile), other.WriteJSON); err != nil {
 		t.Fatal(err)
 	}
-	r = gatedRun(t, &BaselineSpec{Result: od}, "", 100)
+	r = gatedRun(t, &scenario.BaselineSpec{Result: od}, "", 100)
 	r.gateBaseline()
 	if c := baselineCheck(t, r); c.OK {
 		t.Fatalf("other scenario: %+v", c)
@@ -139,7 +110,7 @@ func TestGateBaseline(t *testing.T) {
 func TestGateBaselineDir(t *testing.T) {
 	stored := t.TempDir()
 	storeBaseline(t, filepath.Join(stored, "gated"), 100)
-	r := gatedRun(t, &BaselineSpec{Result: "ignored-by-the-dir", Tolerance: "ack_p99:+5%,ack_p999:+5%"}, stored, 110)
+	r := gatedRun(t, &scenario.BaselineSpec{Result: "ignored-by-the-dir", Tolerance: "ack_p99:+5%,ack_p999:+5%"}, stored, 110)
 	r.gateBaseline()
 	if c := baselineCheck(t, r); c.OK {
 		t.Fatalf("dir with the file's tolerance: %+v", c)
@@ -155,7 +126,7 @@ func TestGateBaselineDir(t *testing.T) {
 	r = gatedRun(t, nil, t.TempDir(), 100)
 	r.gateBaseline()
 	for _, c := range r.res.Checks {
-		if c.Name == BaselineCheck {
+		if c.Name == scenario.BaselineCheck {
 			t.Fatalf("not stored, yet gated: %+v", c)
 		}
 	}

@@ -1,4 +1,4 @@
-package scenarios
+package runner
 
 import (
 	"encoding/json"
@@ -9,6 +9,9 @@ import (
 
 	"imlab/capacity"
 	"imlab/compare"
+	"imlab/expect"
+	"imlab/result"
+	"imlab/scenario"
 )
 
 // TestRunCapacitySmoke runs the shipped capacity file end to end against
@@ -19,7 +22,7 @@ import (
 // expectation. compare reads the scenario's result with its capacity
 // figures.
 func TestRunCapacitySmoke(t *testing.T) {
-	f, err := ReadFile("capacity-smoke.yaml")
+	f, err := scenario.ReadFile("../scenarios/capacity-smoke.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +31,7 @@ func TestRunCapacitySmoke(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	t.Logf("%s\n%s", Table(res.Checks), strings.Join(res.Errors, "\n"))
+	t.Logf("%s\n%s", expect.Table(res.Checks), strings.Join(res.Errors, "\n"))
 	c := res.Capacity
 	if c == nil || !res.Passed || res.Incomplete {
 		t.Fatalf("capacity-smoke did not pass: %+v", c)
@@ -64,7 +67,7 @@ func TestRunCapacitySmoke(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(cfg.OutDir, CapacityDir, capacity.ReportFile)); err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range []string{ResultFile, JUnitFile, ReportFile} {
+	for _, n := range []string{result.ResultFile, result.JUnitFile, result.ReportFile} {
 		if _, err := os.Stat(filepath.Join(cfg.OutDir, n)); err != nil {
 			t.Fatal(err)
 		}
@@ -72,34 +75,5 @@ func TestRunCapacitySmoke(t *testing.T) {
 	run, err := compare.Read(cfg.OutDir)
 	if err != nil || run.Metrics[compare.MSustainable] != *c.Sustainable || run.Metrics[compare.MPassed] != 1 {
 		t.Fatalf("compare.Read: %v %+v", err, run)
-	}
-}
-
-// TestCapacityFileValidation: a capacity file says its search and nothing
-// a search does not do.
-func TestCapacityFileValidation(t *testing.T) {
-	good := `name: c
-kind: capacity
-load: {users: 10}
-capacity: {slo: 'ack_p99<=1s', from: 10, to: 100}
-expect: {min_sustainable: 10}
-`
-	if _, err := Parse("c.yaml", []byte(good)); err != nil {
-		t.Fatalf("good file: %v", err)
-	}
-	for name, bad := range map[string]string{
-		"rate":         strings.Replace(good, "load: {users: 10}", "load: {users: 10, rate: 'const:10', duration: 5s}", 1),
-		"no block":     strings.Replace(good, "capacity: {slo: 'ack_p99<=1s', from: 10, to: 100}\n", "", 1),
-		"bad slo":      strings.Replace(good, "ack_p99<=1s", "p99<1s", 1),
-		"from > to":    strings.Replace(good, "from: 10, to: 100", "from: 100, to: 10", 1),
-		"no minimum":   strings.Replace(good, "expect: {min_sustainable: 10}", "expect: {}", 1),
-		"other expect": strings.Replace(good, "{min_sustainable: 10}", "{min_sustainable: 10, max_lost: 0}", 1),
-		"faults":       good + "faults: [{kind: redis_wipe, at: 1s}]\n",
-		"kind":         strings.Replace(good, "kind: capacity", "kind: search", 1),
-		"run kind":     "name: r\nload: {rate: 'const:10', duration: 5s, users: 10}\nexpect: {min_sustainable: 10}\n",
-	} {
-		if _, err := Parse("c.yaml", []byte(bad)); err == nil {
-			t.Errorf("%s: accepted", name)
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package scenarios
+package runner
 
 import (
 	"bufio"
@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"imlab/ref/server"
+	"imlab/scenario"
 )
 
 // Named limits of the child protocol.
@@ -40,8 +41,8 @@ const (
 type ChildSpec struct {
 	// Server is the scenario's server section (its processes list is not
 	// used: Process is this one).
-	Server  ServerSpec  `json:"server"`
-	Process ProcessSpec `json:"process"`
+	Server  scenario.ServerSpec  `json:"server"`
+	Process scenario.ProcessSpec `json:"process"`
 	// Node is the send path's node id (the msg_id node bits): the
 	// process's 1-based position in server.processes.
 	Node uint16 `json:"node"`
@@ -91,53 +92,53 @@ var runIDRE = regexp.MustCompile(`^[0-9a-z]+$`)
 
 // Validate checks a spec before anything is started.
 func (c ChildSpec) Validate() error {
-	if err := c.Server.validate(); err != nil {
+	if err := c.Server.Validate(); err != nil {
 		return err
 	}
 	if len(c.Server.Processes) > 0 {
-		return bad("server.processes", "a child runs one process: give it as process")
+		return scenario.Bad("server.processes", "a child runs one process: give it as process")
 	}
-	if err := c.Process.validate("process", c.Server.History); err != nil {
+	if err := c.Process.Validate("process", c.Server.History); err != nil {
 		return err
 	}
-	if c.Node < 1 || c.Node > MaxProcesses {
-		return bad("node", "%d: want 1..%d", c.Node, MaxProcesses)
+	if c.Node < 1 || c.Node > scenario.MaxProcesses {
+		return scenario.Bad("node", "%d: want 1..%d", c.Node, scenario.MaxProcesses)
 	}
 	host, port, err := net.SplitHostPort(c.Listen)
 	if err != nil {
-		return bad("listen", "%q: %v", c.Listen, err)
+		return scenario.Bad("listen", "%q: %v", c.Listen, err)
 	}
 	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		return bad("listen", "%q: want a loopback IP address", c.Listen)
+		return scenario.Bad("listen", "%q: want a loopback IP address", c.Listen)
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return bad("listen", "%q: bad port", c.Listen)
+		return scenario.Bad("listen", "%q: bad port", c.Listen)
 	}
 	if len(c.Secret) < MinSecretLen {
-		return bad("secret", "at least %d bytes", MinSecretLen)
+		return scenario.Bad("secret", "at least %d bytes", MinSecretLen)
 	}
 	if _, err := server.ParseDefects(c.Defects...); err != nil {
-		return bad("defects", "%v", err)
+		return scenario.Bad("defects", "%v", err)
 	}
 	if err := validPrefix(c.RedisPrefix); err != nil {
-		return bad("redis_prefix", "%v", err)
+		return scenario.Bad("redis_prefix", "%v", err)
 	}
 	if c.Pprof != "" {
 		if h, _, err := net.SplitHostPort(c.Pprof); err != nil || net.ParseIP(h) == nil || !net.ParseIP(h).IsLoopback() {
-			return bad("pprof", "%q: want a loopback IP host:port", c.Pprof)
+			return scenario.Bad("pprof", "%q: want a loopback IP host:port", c.Pprof)
 		}
 	}
 	if !runIDRE.MatchString(c.RunID) || len(c.RunID) > MaxRunIDLen {
-		return bad("run_id", "%q: want 1..%d lower-case letters and digits", c.RunID, MaxRunIDLen)
+		return scenario.Bad("run_id", "%q: want 1..%d lower-case letters and digits", c.RunID, MaxRunIDLen)
 	}
-	if c.Partitions < MinKafkaPartitions || c.Partitions > MaxKafkaPartitions {
-		return bad("partitions", "%d: want %d..%d", c.Partitions, MinKafkaPartitions, MaxKafkaPartitions)
+	if c.Partitions < scenario.MinKafkaPartitions || c.Partitions > scenario.MaxKafkaPartitions {
+		return scenario.Bad("partitions", "%d: want %d..%d", c.Partitions, scenario.MinKafkaPartitions, scenario.MaxKafkaPartitions)
 	}
 	if c.Backends.MySQLDSN == "" || c.Backends.RedisAddr == "" {
-		return bad("backends", "a MySQL DSN and a Redis address are required")
+		return scenario.Bad("backends", "a MySQL DSN and a Redis address are required")
 	}
 	if _, err := mysqlAddr(c.Backends.MySQLDSN); err != nil {
-		return bad("backends.mysql_dsn", "%v", err)
+		return scenario.Bad("backends.mysql_dsn", "%v", err)
 	}
 	return nil
 }
@@ -152,9 +153,11 @@ func validPrefix(p string) error {
 
 // Names the run's Kafka topic, relay lock and databases (the fresh MySQL
 // database and the MongoDB one) get from the run id.
-func topicOf(runID string) string     { return "imlab.scn." + runID }
+func topicOf(runID string) string { return "imlab.scn." + runID }
+
 func relayLockOf(runID string) string { return "imlab_relay_" + runID }
-func databaseOf(runID string) string  { return "imlab_scn_" + runID }
+
+func databaseOf(runID string) string { return "imlab_scn_" + runID }
 
 // serverConfig is one process's server.Config. Both the in-process path
 // and ChildMain build it here.
@@ -163,7 +166,7 @@ func serverConfig(c ChildSpec, log *slog.Logger) server.Config {
 	cfg := server.DefaultConfig()
 	cfg.Listen = c.Listen
 	cfg.Roles = append([]string(nil), c.Process.Roles...)
-	cfg.Allocator = or(s.Allocator, DefaultAllocator)
+	cfg.Allocator = scenario.Or(s.Allocator, scenario.DefaultAllocator)
 	cfg.Migrate = c.Migrate
 	cfg.ShutdownTimeout = StopTimeout
 	cfg.Auth.Secret = c.Secret
@@ -174,7 +177,7 @@ func serverConfig(c ChildSpec, log *slog.Logger) server.Config {
 	cfg.LabRoutes = true // the store witness and read-after-ACK probe need them
 	cfg.Pull.RateLimit = s.PullRateLimit
 	if cfg.Pull.RateLimit == 0 {
-		cfg.Pull.RateLimit = DefaultPullRateLimit
+		cfg.Pull.RateLimit = scenario.DefaultPullRateLimit
 	}
 	cfg.Pull.RateBurst = int(cfg.Pull.RateLimit)
 	if s.UnreadThreshold > 0 {
@@ -185,22 +188,22 @@ func serverConfig(c ChildSpec, log *slog.Logger) server.Config {
 	}
 	cfg.API.WS.CloseGrace = 200 * time.Millisecond
 	topic := topicOf(c.RunID)
-	cfg.Fanout.Dedup = or(s.Dedup, DefaultDedup)
+	cfg.Fanout.Dedup = scenario.Or(s.Dedup, scenario.DefaultDedup)
 	cfg.Fanout.Topics.Fanout = topic
 	cfg.Fanout.Topics.DLQ = topic + ".dlq"
 	cfg.Fanout.Topics.Partitions = int32(c.Partitions)
 	cfg.Fanout.Relay.LockName = relayLockOf(c.RunID)
 	cfg.Fanout.Monitor.Interval = 500 * time.Millisecond
 	cfg.Fanout.Consumer.SessionTimeout = ConsumerSessionTimeout
-	cfg.Fanout.Producer.DeliveryTimeout = DefaultDeliveryTimeout
+	cfg.Fanout.Producer.DeliveryTimeout = scenario.DefaultDeliveryTimeout
 	if s.DeliveryTimeout > 0 {
 		cfg.Fanout.Producer.DeliveryTimeout = s.DeliveryTimeout.D()
 	}
-	cfg.Reconcile.Interval = DefaultReconcileInterval
+	cfg.Reconcile.Interval = scenario.DefaultReconcileInterval
 	if s.ReconcileInterval > 0 {
 		cfg.Reconcile.Interval = s.ReconcileInterval.D()
 	}
-	cfg.Reconcile.Grace = DefaultReconcileGrace
+	cfg.Reconcile.Grace = scenario.DefaultReconcileGrace
 	if s.ReconcileGrace > 0 {
 		cfg.Reconcile.Grace = s.ReconcileGrace.D()
 	}
@@ -316,21 +319,21 @@ func readChildSpec(br *bufio.Reader) (ChildSpec, error) {
 	line, err := br.ReadSlice('\n')
 	switch {
 	case errors.Is(err, bufio.ErrBufferFull):
-		return spec, fmt.Errorf("%w: child spec on stdin: longer than %d bytes", ErrInvalid, MaxChildLine)
+		return spec, fmt.Errorf("%w: child spec on stdin: longer than %d bytes", scenario.ErrInvalid, MaxChildLine)
 	case err != nil && !errors.Is(err, io.EOF):
 		return spec, fmt.Errorf("scenarios: child spec on stdin: %w", err)
 	}
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 {
-		return spec, fmt.Errorf("%w: child spec on stdin: empty (want one line of JSON, a ChildSpec)", ErrInvalid)
+		return spec, fmt.Errorf("%w: child spec on stdin: empty (want one line of JSON, a ChildSpec)", scenario.ErrInvalid)
 	}
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&spec); err != nil {
-		return spec, fmt.Errorf("%w: child spec on stdin: not a ChildSpec JSON line: %v", ErrInvalid, err)
+		return spec, fmt.Errorf("%w: child spec on stdin: not a ChildSpec JSON line: %v", scenario.ErrInvalid, err)
 	}
 	if dec.More() {
-		return spec, fmt.Errorf("%w: child spec on stdin: more than one JSON value on the line", ErrInvalid)
+		return spec, fmt.Errorf("%w: child spec on stdin: more than one JSON value on the line", scenario.ErrInvalid)
 	}
 	if err := spec.Validate(); err != nil {
 		return spec, fmt.Errorf("child spec on stdin: %w", err)

@@ -1,4 +1,4 @@
-package scenarios
+package runner
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"imlab/internal/testenv"
+	"imlab/scenario"
 )
 
 // validSpec is a spec for a strict api process on the test servers.
@@ -23,9 +24,9 @@ func validSpec(t *testing.T) ChildSpec {
 	t.Helper()
 	my := testenv.NewMySQL(t)
 	rd := testenv.NewRedis(t)
-	return ChildSpec{Server: ServerSpec{Policy: "strict"}, Process: ProcessSpec{Name: "api", Roles: []string{"api"}, Exec: true},
+	return ChildSpec{Server: scenario.ServerSpec{Policy: "strict"}, Process: scenario.ProcessSpec{Name: "api", Roles: []string{"api"}, Exec: true},
 		Node: 1, Listen: "127.0.0.1:0", Secret: "child-test-secret-0123456789", RedisPrefix: rd.Keys.Prefix,
-		RunID: randomID(), Partitions: DefaultKafkaPartitions, Backends: ChildBackends{MySQLDSN: my.DSN, RedisAddr: rd.Addr}}
+		RunID: randomID(), Partitions: scenario.DefaultKafkaPartitions, Backends: ChildBackends{MySQLDSN: my.DSN, RedisAddr: rd.Addr}}
 }
 
 func specLine(t *testing.T, s ChildSpec) string {
@@ -41,7 +42,7 @@ func specLine(t *testing.T, s ChildSpec) string {
 // refused with a clear error, as the one line on stdout too, and nothing
 // starts (ChildMain returns at once).
 func TestChildMainBadSpec(t *testing.T) {
-	good := ChildSpec{Server: ServerSpec{Policy: "strict"}, Process: ProcessSpec{Name: "api", Roles: []string{"api"}},
+	good := ChildSpec{Server: scenario.ServerSpec{Policy: "strict"}, Process: scenario.ProcessSpec{Name: "api", Roles: []string{"api"}},
 		Node: 1, Listen: "127.0.0.1:0", Secret: "child-test-secret-0123456789", RunID: "abc", Partitions: 16,
 		Backends: ChildBackends{MySQLDSN: "root@tcp(127.0.0.1:3306)/x", RedisAddr: "127.0.0.1:6379"}}
 	mut := func(f func(*ChildSpec)) string {
@@ -60,7 +61,7 @@ func TestChildMainBadSpec(t *testing.T) {
 		{"no roles", mut(func(s *ChildSpec) { s.Process.Roles = nil }), "process.roles"},
 		{"bad role", mut(func(s *ChildSpec) { s.Process.Roles = []string{"chef"} }), "process.roles"},
 		{"policy", mut(func(s *ChildSpec) { s.Server.Policy = "yolo" }), "server.policy"},
-		{"processes", mut(func(s *ChildSpec) { s.Server.Processes = []ProcessSpec{{Name: "a", Roles: []string{"api"}}} }), "server.processes"},
+		{"processes", mut(func(s *ChildSpec) { s.Server.Processes = []scenario.ProcessSpec{{Name: "a", Roles: []string{"api"}}} }), "server.processes"},
 		{"node", mut(func(s *ChildSpec) { s.Node = 0 }), "node"},
 		{"listen remote", mut(func(s *ChildSpec) { s.Listen = "10.0.0.1:80" }), "loopback"},
 		{"listen bad", mut(func(s *ChildSpec) { s.Listen = "nowhere" }), "listen"},
@@ -79,7 +80,7 @@ func TestChildMainBadSpec(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %v: want one naming %q", err, c.want)
 			}
-			if !errors.Is(err, ErrInvalid) {
+			if !errors.Is(err, scenario.ErrInvalid) {
 				t.Fatalf("error %v does not wrap ErrInvalid", err)
 			}
 			var r childReady
@@ -268,10 +269,10 @@ func TestChildStartFails(t *testing.T) {
 // TestKillNeedsExec: the runner refuses to kill a process that runs inside
 // it (the file validation refuses it first), and changes nothing.
 func TestKillNeedsExec(t *testing.T) {
-	spec := ChildSpec{Server: ServerSpec{Policy: "strict"}, Process: ProcessSpec{Name: "api", Roles: []string{"api"}},
+	spec := ChildSpec{Server: scenario.ServerSpec{Policy: "strict"}, Process: scenario.ProcessSpec{Name: "api", Roles: []string{"api"}},
 		Node: 1, Listen: "127.0.0.1:0", RunID: "abc", Partitions: 16}
 	s := newProcSlot(spec, nil, nil, nil, "", 1)
-	if err := s.kill(context.Background()); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "only an exec process") {
+	if err := s.kill(context.Background()); !errors.Is(err, scenario.ErrInvalid) || !strings.Contains(err.Error(), "only an exec process") {
 		t.Fatalf("kill of an in-process process: %v", err)
 	}
 	if runs, notes := s.history(); len(runs) != 0 || len(notes) != 0 || s.spares != 0 {

@@ -1,7 +1,8 @@
-package scenarios
+package runner
 
 import (
 	"encoding/json"
+	"imlab/scenario"
 	"strings"
 	"testing"
 	"time"
@@ -27,11 +28,11 @@ expect:
 // switch on; out-of-range values are refused naming the key; without it
 // the server's defaults stay.
 func TestLabRetention(t *testing.T) {
-	f, err := Parse("r.yaml", []byte(labRetentionFile))
+	f, err := scenario.Parse("r.yaml", []byte(labRetentionFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := ChildSpec{Server: f.Server, Process: ProcessSpec{Name: "all", Roles: []string{"all"}}}
+	spec := ChildSpec{Server: f.Server, Process: scenario.ProcessSpec{Name: "all", Roles: []string{"all"}}}
 	// The child gets the spec as JSON: the block must survive it.
 	b, err := json.Marshal(spec)
 	if err != nil {
@@ -47,7 +48,7 @@ func TestLabRetention(t *testing.T) {
 			t.Fatalf("retention config %+v", r)
 		}
 	}
-	plain := serverConfig(ChildSpec{Server: ServerSpec{}}, nil).Retention
+	plain := serverConfig(ChildSpec{Server: scenario.ServerSpec{}}, nil).Retention
 	if plain.LabShortAges || plain.MaxAge != 30*24*time.Hour {
 		t.Fatalf("without lab_retention: %+v", plain)
 	}
@@ -58,7 +59,7 @@ func TestLabRetention(t *testing.T) {
 		"max_age: 10s\n    pulled_min_age: 1s",
 	} {
 		src := strings.Replace(labRetentionFile, "max_age: 40s\n    pulled_min_age: 2s\n    interval: 500ms", bad, 1)
-		if _, err := Parse("r.yaml", []byte(src)); err == nil || !strings.Contains(err.Error(), "server.lab_retention") {
+		if _, err := scenario.Parse("r.yaml", []byte(src)); err == nil || !strings.Contains(err.Error(), "server.lab_retention") {
 			t.Errorf("%q: %v", bad, err)
 		}
 	}

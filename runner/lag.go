@@ -1,4 +1,4 @@
-package scenarios
+package runner
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"imlab/ref/server"
+	"imlab/result"
 )
 
 // lagAnswer is the part of GET /v1/lab/lag the runner reads.
@@ -46,20 +47,20 @@ func (a *lagAnswer) consumed() map[string]int64 {
 // while it waits for recovery.
 type lagLog struct {
 	mu      sync.Mutex
-	samples []LagSample
+	samples []result.LagSample
 }
 
-func (l *lagLog) add(s LagSample) {
+func (l *lagLog) add(s result.LagSample) {
 	l.mu.Lock()
 	l.samples = append(l.samples, s)
 	l.mu.Unlock()
 }
 
 // snapshot is a copy of the samples so far.
-func (l *lagLog) snapshot() []LagSample {
+func (l *lagLog) snapshot() []result.LagSample {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]LagSample(nil), l.samples...)
+	return append([]result.LagSample(nil), l.samples...)
 }
 
 func (l *lagLog) len() int {
@@ -138,7 +139,7 @@ func (r *run) pollLag(ctx context.Context, base time.Time, db *sql.DB, out *lagL
 			return
 		case <-tk.C:
 		}
-		s := LagSample{T: time.Since(base).Seconds()}
+		s := result.LagSample{T: time.Since(base).Seconds()}
 		addr := ""
 		for _, p := range r.procs {
 			if addr = p.addr(); addr != "" {
@@ -196,7 +197,7 @@ func getJSON(ctx context.Context, hc *http.Client, url string, v any) error {
 	return json.Unmarshal(b, v)
 }
 
-func lagLine(s LagSample) string {
+func lagLine(s result.LagSample) string {
 	if s.Err != "" && s.MaxAge == nil {
 		return fmt.Sprintf("t=%5.1fs lag: unknown: %s", s.T, s.Err)
 	}

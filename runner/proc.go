@@ -1,4 +1,4 @@
-package scenarios
+package runner
 
 import (
 	"bytes"
@@ -21,6 +21,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"imlab/ref/server"
+	"imlab/result"
+	"imlab/scenario"
 )
 
 // Named limits of the server processes.
@@ -419,8 +421,8 @@ type procSlot struct {
 	spare    *childProc // exec: spawned, not yet begun
 	spares   int        // exec: spares still to spawn (stop and kill faults to come)
 	run      int        // index in runs of cur
-	runs     []ProcessRun
-	repaired RepairSummary // the ended incarnations' repairs, read when each ended
+	runs     []result.ProcessRun
+	repaired result.RepairSummary // the ended incarnations' repairs, read when each ended
 	notes    []string
 }
 
@@ -488,7 +490,7 @@ func (s *procSlot) start(ctx context.Context) error {
 	s.spec.Listen = inc.addr()
 	s.spec.Migrate = false
 	s.run = len(s.runs)
-	s.runs = append(s.runs, ProcessRun{Name: s.name, Exec: s.exec, PID: inc.pid(), Addr: inc.addr(),
+	s.runs = append(s.runs, result.ProcessRun{Name: s.name, Exec: s.exec, PID: inc.pid(), Addr: inc.addr(),
 		StartedAt: time.Now().UTC(), Log: s.logPath})
 	return nil
 }
@@ -525,7 +527,7 @@ func (s *procSlot) end(ctx context.Context, must bool, how func(incarnation) (en
 	r.EndedAt, r.End, r.State = time.Now().UTC(), end, state
 	r.TruncatedPulls, r.ConsumerRecords = c.truncated, c.consumed
 	r.Repaired = rep.Rows
-	s.repaired.add(rep)
+	s.repaired.Add(rep)
 	if rerr != nil {
 		s.repaired.Errors = append(s.repaired.Errors, fmt.Sprintf("process %s (pid %d): repairs before it ended not read: %v", s.name, inc.pid(), rerr))
 	}
@@ -563,7 +565,7 @@ func (s *procSlot) stopFault(ctx context.Context) error {
 // counters are read just before).
 func (s *procSlot) kill(ctx context.Context) error {
 	if !s.exec {
-		return fmt.Errorf("%w: process %s runs inside the runner: only an exec process can be killed", ErrInvalid, s.name)
+		return fmt.Errorf("%w: process %s runs inside the runner: only an exec process can be killed", scenario.ErrInvalid, s.name)
 	}
 	return s.end(ctx, true, func(inc incarnation) (string, string, error) {
 		state, err := inc.(*childProc).kill()
@@ -651,7 +653,7 @@ func (s *procSlot) reconciles() bool {
 // repairs is what the process's reconciler repaired: every ended
 // incarnation's, read when it ended, and the running one's now. Known is
 // false when one of them could not be read.
-func (s *procSlot) repairs(ctx context.Context) RepairSummary {
+func (s *procSlot) repairs(ctx context.Context) result.RepairSummary {
 	s.mu.Lock()
 	out := s.repaired
 	out.MsgIDs = append([]uint64(nil), s.repaired.MsgIDs...)
@@ -669,15 +671,15 @@ func (s *procSlot) repairs(ctx context.Context) RepairSummary {
 		if err != nil {
 			out.Errors = append(out.Errors, fmt.Sprintf("process %s: repairs not read: %v", s.name, err))
 		}
-		out.add(rep)
+		out.Add(rep)
 	}
 	out.Known = len(out.Errors) == 0
 	return out
 }
 
 // history is every incarnation so far, and the notes.
-func (s *procSlot) history() ([]ProcessRun, []string) {
+func (s *procSlot) history() ([]result.ProcessRun, []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]ProcessRun(nil), s.runs...), append([]string(nil), s.notes...)
+	return append([]result.ProcessRun(nil), s.runs...), append([]string(nil), s.notes...)
 }

@@ -1,4 +1,4 @@
-package scenarios
+package runner
 
 import (
 	"strings"
@@ -6,6 +6,9 @@ import (
 
 	"imlab/compose"
 	"imlab/loadgen/schedule"
+	"imlab/report/runpage"
+	"imlab/result"
+	"imlab/scenario"
 )
 
 // TestRateScale: the embedded MySQL scales the file's rate by
@@ -25,15 +28,15 @@ func TestRateScale(t *testing.T) {
 		why      string
 	}{
 		{"real mysql", []string{compose.PartRedis}, 0, nil, 0, ""},
-		{"embedded default", []string{compose.PartMySQL, compose.PartRedis}, 0, nil, DefaultEmbeddedRateScale, RateScaleEmbedded},
-		{"embedded file", []string{compose.PartMySQL}, 0, &half, 0.5, RateScaleEmbedded},
+		{"embedded default", []string{compose.PartMySQL, compose.PartRedis}, 0, nil, scenario.DefaultEmbeddedRateScale, result.RateScaleEmbedded},
+		{"embedded file", []string{compose.PartMySQL}, 0, &half, 0.5, result.RateScaleEmbedded},
 		{"embedded file 1", []string{compose.PartMySQL}, 0, &one, 0, ""},
-		{"config on real", nil, 0.25, nil, 0.25, RateScaleByConfig},
-		{"config wins", []string{compose.PartMySQL}, 0.25, &half, 0.25, RateScaleByConfig},
+		{"config on real", nil, 0.25, nil, 0.25, result.RateScaleByConfig},
+		{"config wins", []string{compose.PartMySQL}, 0.25, &half, 0.25, result.RateScaleByConfig},
 		{"config 1", []string{compose.PartMySQL}, 1, nil, 0, ""},
 	}
 	for _, c := range cases {
-		f := &File{Load: LoadSpec{Rate: "const:200", EmbeddedRateScale: c.file}}
+		f := &scenario.File{Load: scenario.LoadSpec{Rate: "const:200", EmbeddedRateScale: c.file}}
 		r := &run{cfg: Config{RateScale: c.cfg}, f: f, cb: &compose.Backends{Embedded: c.embedded}}
 		rs := r.rateScale(sh)
 		if c.want == 0 {
@@ -46,11 +49,11 @@ func TestRateScale(t *testing.T) {
 			t.Errorf("%s: %+v, want ×%g for %s", c.name, rs, c.want, c.why)
 		}
 	}
-	rs := RateScale{Factor: 0.1, For: RateScaleEmbedded, FileRate: "const:200", RunRate: "const:20"}
+	rs := result.RateScale{Factor: 0.1, For: result.RateScaleEmbedded, FileRate: "const:200", RunRate: "const:20"}
 	if got, want := rs.Label(), "rates scaled ×0.1 for the embedded topology (file const:200, run const:20)"; got != want {
 		t.Fatalf("label %q, want %q", got, want)
 	}
-	rep := HTMLReport(&Result{Scenario: "s", RateScale: &rs, Backends: "mysql=embedded"})
+	rep := runpage.HTMLReport(&result.Result{Scenario: "s", RateScale: &rs, Backends: "mysql=embedded"})
 	if !strings.Contains(rep.Backends, rs.Label()) || len(rep.Notes) == 0 || !strings.Contains(rep.Notes[0], rs.Label()) {
 		t.Fatalf("report does not carry the scale: %q %q", rep.Backends, rep.Notes)
 	}

@@ -1,4 +1,4 @@
-package scenarios
+package runner
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"imlab/chaos"
+	"imlab/scenario"
 )
 
 // reach wraps one scheduled fault and records whether it reached its
@@ -15,7 +16,7 @@ import (
 // the scenario unless its file entry says may_miss.
 type reach struct {
 	f    chaos.Fault
-	spec FaultSpec
+	spec scenario.FaultSpec
 	idx  int
 
 	mu       sync.Mutex
@@ -24,7 +25,7 @@ type reach struct {
 	affected int64
 }
 
-func newReach(idx int, spec FaultSpec, f chaos.Fault) *reach {
+func newReach(idx int, spec scenario.FaultSpec, f chaos.Fault) *reach {
 	return &reach{f: f, spec: spec, idx: idx}
 }
 

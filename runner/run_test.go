@@ -1,4 +1,4 @@
-package scenarios
+package runner
 
 import (
 	"bytes"
@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"imlab/expect"
 	"imlab/internal/testenv"
+	"imlab/result"
+	"imlab/scenario"
 )
 
 // e2eConfig is a runner config on a private database and Redis prefix of
@@ -27,7 +30,7 @@ func e2eConfig(t *testing.T) Config {
 	return cfg
 }
 
-func runFile(t *testing.T, cfg Config, f *File) *Result {
+func runFile(t *testing.T, cfg Config, f *scenario.File) *result.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
@@ -36,7 +39,7 @@ func runFile(t *testing.T, cfg Config, f *File) *Result {
 	if err != nil {
 		t.Fatalf("run %s: %v", f.Name, err)
 	}
-	t.Logf("%s: passed=%v in %s\n%s", f.Name, res.Passed, time.Since(start).Round(time.Millisecond), Table(res.Checks))
+	t.Logf("%s: passed=%v in %s\n%s", f.Name, res.Passed, time.Since(start).Round(time.Millisecond), expect.Table(res.Checks))
 	for _, e := range res.Errors {
 		t.Logf("%s: note: %s", f.Name, e)
 	}
@@ -50,16 +53,16 @@ func runFile(t *testing.T, cfg Config, f *File) *Result {
 }
 
 // checkOutputs reads back what a run wrote.
-func checkOutputs(t *testing.T, dir string, res *Result) {
+func checkOutputs(t *testing.T, dir string, res *result.Result) {
 	t.Helper()
-	back, err := ReadResult(filepath.Join(dir, ResultFile))
+	back, err := result.ReadResult(filepath.Join(dir, result.ResultFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if back.Passed != res.Passed || len(back.Checks) != len(res.Checks) || back.Scenario != res.Scenario {
 		t.Fatalf("result.json differs from the result")
 	}
-	b, err := os.ReadFile(filepath.Join(dir, JUnitFile))
+	b, err := os.ReadFile(filepath.Join(dir, result.JUnitFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,15 +82,15 @@ func checkOutputs(t *testing.T, dir string, res *Result) {
 	if doc.Tests != len(res.Checks) || doc.Failures != failed {
 		t.Fatalf("junit.xml: %d tests %d failures, want %d and %d", doc.Tests, doc.Failures, len(res.Checks), failed)
 	}
-	html, err := os.ReadFile(filepath.Join(dir, ReportFile))
+	html, err := os.ReadFile(filepath.Join(dir, result.ReportFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Contains(html, []byte("<svg")) || !bytes.Contains(html, []byte(res.Scenario)) {
 		t.Fatal("report.html has no chart or does not name the scenario")
 	}
-	if _, err := os.Stat(filepath.Join(dir, LoadDir, "summary.json")); err != nil {
-		if _, serr := os.Stat(filepath.Join(dir, LoadDir, "seg-1", "summary.json")); serr != nil {
+	if _, err := os.Stat(filepath.Join(dir, result.LoadDir, "summary.json")); err != nil {
+		if _, serr := os.Stat(filepath.Join(dir, result.LoadDir, "seg-1", "summary.json")); serr != nil {
 			t.Fatalf("load directory: %v", err)
 		}
 	}
@@ -105,7 +108,7 @@ func TestRunShipped(t *testing.T) {
 	}{{"redis-wipe.yaml", 4 * time.Second}, {"queue-loss-unsafe.yaml", 0}, {"offline-month.yaml", 4 * time.Second}, {"relay-stop.yaml", 4 * time.Second}, {"queue-loss-store.yaml", 0}} {
 		t.Run(c.file, func(t *testing.T) {
 			t.Parallel()
-			f, err := ReadFile(c.file)
+			f, err := scenario.ReadFile(filepath.Join("../scenarios", c.file))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,7 +116,7 @@ func TestRunShipped(t *testing.T) {
 			cfg.Duration = c.dur
 			res := runFile(t, cfg, f)
 			if !res.Passed || res.Incomplete {
-				t.Fatalf("%s did not pass:\n%s", c.file, Table(res.Checks))
+				t.Fatalf("%s did not pass:\n%s", c.file, expect.Table(res.Checks))
 			}
 			checks := byName(res.Checks)
 			switch f.Name {
@@ -136,7 +139,7 @@ func TestRunShipped(t *testing.T) {
 				}
 			case "relay-stop":
 				// A graceful stop of an in-process process, started again.
-				var relay []ProcessRun
+				var relay []result.ProcessRun
 				for _, p := range res.Processes {
 					if p.Name == "relay" {
 						relay = append(relay, p)
@@ -162,7 +165,7 @@ func TestRunShipped(t *testing.T) {
 				if f := rep.Fate; f.Messages != len(rep.MsgIDs) || f.Delivered != f.Messages || len(f.Lost) != 0 || len(f.Unexplained) != 0 {
 					t.Fatalf("fate of the %d repaired messages %+v: want every one delivered", len(rep.MsgIDs), f)
 				}
-				html, err := os.ReadFile(filepath.Join(cfg.OutDir, ReportFile))
+				html, err := os.ReadFile(filepath.Join(cfg.OutDir, result.ReportFile))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -196,7 +199,7 @@ expect:
   max_lost: 0
   max_ack_p99: 1us
 `
-	f, err := Parse("impossible.yaml", []byte(body))
+	f, err := scenario.Parse("impossible.yaml", []byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +212,7 @@ expect:
 	if m["max_ack_p99"].OK || !m["max_lost"].OK || !m["verdict"].OK {
 		t.Fatalf("checks: %+v", res.Checks)
 	}
-	b, err := os.ReadFile(filepath.Join(cfg.OutDir, JUnitFile))
+	b, err := os.ReadFile(filepath.Join(cfg.OutDir, result.JUnitFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +233,7 @@ expect:
 // have consumed afterwards.
 func TestRunConsumerKill(t *testing.T) {
 	t.Parallel()
-	f, err := ReadFile("consumer-kill.yaml")
+	f, err := scenario.ReadFile("../scenarios/consumer-kill.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,14 +241,14 @@ func TestRunConsumerKill(t *testing.T) {
 	cfg.Duration = 4 * time.Second
 	res := runFile(t, cfg, f)
 	if !res.Passed || res.Incomplete || res.Verdict == nil || !res.Verdict.Valid {
-		t.Fatalf("consumer-kill did not pass:\n%s", Table(res.Checks))
+		t.Fatalf("consumer-kill did not pass:\n%s", expect.Table(res.Checks))
 	}
 	for _, fd := range res.Findings {
 		if (fd.Name == "lost" || fd.Name == "skipped") && fd.Count != 0 {
 			t.Fatalf("%s: %d", fd.Name, fd.Count)
 		}
 	}
-	var kill, heal *FaultEvent
+	var kill, heal *result.FaultEvent
 	for i, e := range res.Events {
 		if e.Fault == "kill(consumer)" && e.Action == "inject" {
 			kill = &res.Events[i]
@@ -262,11 +265,11 @@ func TestRunConsumerKill(t *testing.T) {
 	rf := res.Recovery
 	if rf == nil || rf.Status != "recovered" || rf.Since != "heal of kill(consumer)" || rf.From != heal.At || rf.RecoverySeconds == nil ||
 		len(rf.Groups) == 0 || rf.Groups[0].PeakAge <= 0 || !byName(res.Checks)["lag_recovered"].OK {
-		t.Fatalf("recovery figures %+v, checks:\n%s", rf, Table(res.Checks))
+		t.Fatalf("recovery figures %+v, checks:\n%s", rf, expect.Table(res.Checks))
 	}
 	t.Logf("recovery: %.1fs after the heal, peak age %.2fs, drain %s records/s, rows %s/s (%s)", *rf.RecoverySeconds, rf.Groups[0].PeakAge,
-		optRate(rf.Groups[0].DrainRecordsPerSec), optRate(rf.DrainRowsPerSec), rf.DrainRowsNote)
-	var consumer []ProcessRun
+		result.OptRate(rf.Groups[0].DrainRecordsPerSec), result.OptRate(rf.DrainRowsPerSec), rf.DrainRowsNote)
+	var consumer []result.ProcessRun
 	for _, p := range res.Processes {
 		switch p.Name {
 		case "consumer":
@@ -322,7 +325,7 @@ faults:
 expect:
   max_lost: 0
 `
-	f, err := Parse("nothing.yaml", []byte(body))
+	f, err := scenario.Parse("nothing.yaml", []byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,13 +342,13 @@ expect:
 	case affected < 0:
 		t.Fatalf("no inject event: %+v", res.Events)
 	case affected == 0 && (res.Passed || m["faults_reached"].OK || !strings.Contains(m["faults_reached"].Got, "affected nothing") || !m["verdict"].OK):
-		t.Fatalf("a fault that affected nothing: passed=%v\n%s", res.Passed, Table(res.Checks))
+		t.Fatalf("a fault that affected nothing: passed=%v\n%s", res.Passed, expect.Table(res.Checks))
 	case affected > 0 && !m["faults_reached"].OK:
-		t.Fatalf("a fault that set back %d counters failed faults_reached\n%s", affected, Table(res.Checks))
+		t.Fatalf("a fault that set back %d counters failed faults_reached\n%s", affected, expect.Table(res.Checks))
 	}
 	f.Faults[0].MayMiss = true
 	if res := runFile(t, e2eConfig(t), f); !byName(res.Checks)["faults_reached"].OK {
-		t.Fatalf("may_miss: faults_reached failed\n%s", Table(res.Checks))
+		t.Fatalf("may_miss: faults_reached failed\n%s", expect.Table(res.Checks))
 	}
 }
 
@@ -356,7 +359,7 @@ expect:
 // population the embedded engine serves in time under -race.
 func TestRunEmbedded(t *testing.T) {
 	t.Parallel()
-	f, err := ReadFile("allocator-rollback.yaml")
+	f, err := scenario.ReadFile("../scenarios/allocator-rollback.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,19 +373,19 @@ func TestRunEmbedded(t *testing.T) {
 	f.Load.Users = 20
 	res := runFile(t, cfg, f)
 	if !res.Passed || res.Incomplete || res.Verdict == nil || !res.Verdict.Valid {
-		t.Fatalf("%s on the embedded topology did not pass:\n%s", f.Name, Table(res.Checks))
+		t.Fatalf("%s on the embedded topology did not pass:\n%s", f.Name, expect.Table(res.Checks))
 	}
 	if !strings.Contains(res.Backends, "embedded go-mysql-server") {
 		t.Fatalf("backends %q: want the embedded MySQL", res.Backends)
 	}
 	rs := res.RateScale
-	if rs == nil || rs.Factor != DefaultEmbeddedRateScale || rs.For != RateScaleEmbedded || rs.FileRate != f.Load.Rate || rs.RunRate != "const:20" {
-		t.Fatalf("rate scale %+v: want ×%g of %s for the embedded topology", rs, DefaultEmbeddedRateScale, f.Load.Rate)
+	if rs == nil || rs.Factor != scenario.DefaultEmbeddedRateScale || rs.For != result.RateScaleEmbedded || rs.FileRate != f.Load.Rate || rs.RunRate != "const:20" {
+		t.Fatalf("rate scale %+v: want ×%g of %s for the embedded topology", rs, scenario.DefaultEmbeddedRateScale, f.Load.Rate)
 	}
 	if len(res.Events) != 2 || res.Events[0].Err != "" || res.Events[0].Affected == 0 {
 		t.Fatalf("rollback events %+v", res.Events)
 	}
-	for _, name := range []string{ResultFile, JUnitFile, ReportFile} {
+	for _, name := range []string{result.ResultFile, result.JUnitFile, result.ReportFile} {
 		b, err := os.ReadFile(filepath.Join(cfg.OutDir, name))
 		if err != nil {
 			t.Fatal(err)

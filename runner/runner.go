@@ -1,4 +1,4 @@
-package scenarios
+package runner
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,9 +22,12 @@ import (
 	"imlab/checker"
 	"imlab/compare"
 	"imlab/compose"
+	"imlab/expect"
 	"imlab/loadgen"
 	"imlab/loadgen/schedule"
 	"imlab/ref/server"
+	"imlab/result"
+	"imlab/scenario"
 )
 
 // Named limits and fixed times of a run.
@@ -45,9 +47,6 @@ const (
 	lagTimeout = 2 * time.Second
 	// MaxLagSamples bounds the lag timeline.
 	MaxLagSamples = 4 * 3600
-	// MaxListedIDs bounds the msg_ids a finding lists in result.json (the
-	// whole verdict is in verdict.json).
-	MaxListedIDs = 1000
 	// VerdictFile is the checker's whole verdict in the output directory.
 	VerdictFile = "verdict.json"
 )
@@ -133,31 +132,31 @@ func (c Config) Validate() error {
 	switch c.Mode {
 	case "", "auto", "external", "local", "embedded":
 	default:
-		return fmt.Errorf("%w: backends mode %q: want auto, external, local or embedded", ErrInvalid, c.Mode)
+		return fmt.Errorf("%w: backends mode %q: want auto, external, local or embedded", scenario.ErrInvalid, c.Mode)
 	}
 	if c.OutDir == "" {
-		return fmt.Errorf("%w: no output directory", ErrInvalid)
+		return fmt.Errorf("%w: no output directory", scenario.ErrInvalid)
 	}
 	if len(c.Secret) < MinSecretLen {
-		return fmt.Errorf("%w: the secret must be at least %d bytes", ErrInvalid, MinSecretLen)
+		return fmt.Errorf("%w: the secret must be at least %d bytes", scenario.ErrInvalid, MinSecretLen)
 	}
-	if c.Duration < 0 || c.Duration > MaxLoadDuration {
-		return fmt.Errorf("%w: duration override %s: want 0..%s", ErrInvalid, c.Duration, MaxLoadDuration)
+	if c.Duration < 0 || c.Duration > scenario.MaxLoadDuration {
+		return fmt.Errorf("%w: duration override %s: want 0..%s", scenario.ErrInvalid, c.Duration, scenario.MaxLoadDuration)
 	}
 	if !(c.RateScale >= 0 && c.RateScale <= 1) {
-		return fmt.Errorf("%w: rate scale %g: want (0, 1], or 0 for the topology's", ErrInvalid, c.RateScale)
+		return fmt.Errorf("%w: rate scale %g: want (0, 1], or 0 for the topology's", scenario.ErrInvalid, c.RateScale)
 	}
 	if err := validPrefix(c.RedisPrefix); err != nil {
-		return fmt.Errorf("%w: redis prefix %v", ErrInvalid, err)
+		return fmt.Errorf("%w: redis prefix %v", scenario.ErrInvalid, err)
 	}
 	if _, err := server.ParseDefects(c.Defects...); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalid, err)
+		return fmt.Errorf("%w: %v", scenario.ErrInvalid, err)
 	}
 	if _, err := compare.ParseTolerances(c.BaselineTolerance); err != nil {
-		return fmt.Errorf("%w: baseline tolerance: %v", ErrInvalid, err)
+		return fmt.Errorf("%w: baseline tolerance: %v", scenario.ErrInvalid, err)
 	}
 	if len(c.ChildCommand) > 0 && c.ChildCommand[0] == "" {
-		return fmt.Errorf("%w: child command: the program is empty", ErrInvalid)
+		return fmt.Errorf("%w: child command: the program is empty", scenario.ErrInvalid)
 	}
 	return nil
 }
@@ -183,37 +182,14 @@ func selfCommand(configured, args []string, need string) ([]string, error) {
 	return append([]string{exe}, args...), nil
 }
 
-// Scaled returns f with the load duration replaced by d and every fault's
-// at and for scaled by the same ratio (f itself is not changed).
-// A capacity file is returned as it is: its search sets the steps'
-// lengths.
-func Scaled(f *File, d time.Duration) (*File, error) {
-	if d <= 0 || d == f.Load.Duration.D() || f.Kind == KindCapacity {
-		return f, nil
-	}
-	g := *f
-	ratio := float64(d) / float64(f.Load.Duration.D())
-	g.Load.Duration = Duration(d)
-	g.Faults = make([]FaultSpec, len(f.Faults))
-	for i, x := range f.Faults {
-		x.At = Duration(float64(x.At) * ratio)
-		x.For = Duration(float64(x.For) * ratio)
-		g.Faults[i] = x
-	}
-	if err := g.Validate(); err != nil {
-		return nil, fmt.Errorf("scaled to %s: %w", d, err)
-	}
-	return &g, nil
-}
-
 // run is one scenario run's state; its fields are owned by Run's goroutine
 // unless noted.
 type run struct {
 	cfg Config
-	f   *File
+	f   *scenario.File
 	log *slog.Logger
 	id  string
-	res *Result
+	res *result.Result
 	// segNotes are what merging the load's segments had to say (clock
 	// precision), for the verdict's warnings.
 	segNotes []string
@@ -244,22 +220,22 @@ func randomID() string {
 // Result is returned whenever the outputs were written (also for a failed
 // or incomplete run); the error says why a run could not be carried out or
 // its outputs not written. Passed in the Result is the pass/fail answer.
-func Run(ctx context.Context, cfg Config, f *File) (*Result, error) {
+func Run(ctx context.Context, cfg Config, f *scenario.File) (*result.Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if f == nil {
-		return nil, fmt.Errorf("%w: no scenario", ErrInvalid)
+		return nil, fmt.Errorf("%w: no scenario", scenario.ErrInvalid)
 	}
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
-	f, err := Scaled(f, cfg.Duration)
+	f, err := scenario.Scaled(f, cfg.Duration)
 	if err != nil {
 		return nil, err
 	}
-	if fs, _ := filepath.Glob(filepath.Join(cfg.OutDir, LoadDir, "ledger-*")); len(fs) > 0 {
-		return nil, fmt.Errorf("%w: %s already holds a run", ErrInvalid, cfg.OutDir)
+	if fs, _ := filepath.Glob(filepath.Join(cfg.OutDir, result.LoadDir, "ledger-*")); len(fs) > 0 {
+		return nil, fmt.Errorf("%w: %s already holds a run", scenario.ErrInvalid, cfg.OutDir)
 	}
 	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
 		return nil, fmt.Errorf("scenarios: output directory: %w", err)
@@ -273,15 +249,15 @@ func Run(ctx context.Context, cfg Config, f *File) (*Result, error) {
 		cfg.Progress = &lockedWriter{w: cfg.Progress}
 	}
 	r := &run{cfg: cfg, f: f, log: log, id: randomID()}
-	r.res = &Result{Format: ResultFormat, Scenario: f.Name, Description: f.Description, File: f.Path, Spec: f, StartedAt: time.Now().UTC(),
-		Findings: []FindingSummary{}, Checks: []Check{}, Events: []FaultEvent{}, Sends: []SendSecond{}, Lag: []LagSample{},
-		Processes: []ProcessRun{}}
+	r.res = &result.Result{Format: result.ResultFormat, Scenario: f.Name, Description: f.Description, File: f.Path, Spec: f, StartedAt: time.Now().UTC(),
+		Findings: []result.FindingSummary{}, Checks: []result.Check{}, Events: []result.FaultEvent{}, Sends: []result.SendSecond{}, Lag: []result.LagSample{},
+		Processes: []result.ProcessRun{}}
 	began := time.Now()
-	la, laOK := readLoadAvg()
+	la, laOK := result.ReadLoadAvg()
 
 	bound := f.Load.Duration.D() + f.Load.SettleOr() + f.Load.DrainTimeoutOr() + RunMargin
-	if f.Kind == KindCapacity {
-		bound = f.Capacity.bound(f.Load) + RunMargin
+	if f.Kind == scenario.KindCapacity {
+		bound = f.Capacity.Bound(f.Load) + RunMargin
 	}
 	rctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
@@ -300,13 +276,13 @@ func Run(ctx context.Context, cfg Config, f *File) (*Result, error) {
 		r.res.Errors = append([]string{runErr.Error()}, r.res.Errors...)
 	}
 	r.res.Seconds = time.Since(began).Seconds()
-	if end, ok := readLoadAvg(); ok && laOK {
-		r.res.LoadAverage = &LoadAverage{Start: la, End: end}
+	if end, ok := result.ReadLoadAvg(); ok && laOK {
+		r.res.LoadAverage = &result.LoadAverage{Start: la, End: end}
 	}
 	if !r.res.Incomplete && r.res.Skipped == "" {
 		r.gateBaseline()
 	}
-	r.res.Passed = !r.res.Incomplete && (r.res.Skipped != "" || Passed(r.res.Checks))
+	r.res.Passed = !r.res.Incomplete && (r.res.Skipped != "" || expect.Passed(r.res.Checks))
 	if werr := r.writeOutputs(); werr != nil {
 		return r.res, errors.Join(runErr, werr)
 	}
@@ -330,7 +306,7 @@ func (r *run) stopAll() error {
 }
 
 func (r *run) setting(name string, v any) {
-	r.res.Settings = append(r.res.Settings, Setting{Name: name, Value: fmt.Sprint(v)})
+	r.res.Settings = append(r.res.Settings, result.Setting{Name: name, Value: fmt.Sprint(v)})
 }
 
 // execute starts everything, runs the load and the schedule, checks and
@@ -346,7 +322,7 @@ func (r *run) execute(ctx context.Context) error {
 	if err := r.startProcesses(ctx); err != nil {
 		return err
 	}
-	if r.f.Kind == KindCapacity {
+	if r.f.Kind == scenario.KindCapacity {
 		lc, err := r.loadConfig()
 		if err != nil {
 			return err
@@ -404,13 +380,13 @@ func (r *run) execute(ctx context.Context) error {
 	healErr := r.px.HealAll(healCtx)
 	cancelHeal()
 	for _, e := range so.ev {
-		r.res.Events = append(r.res.Events, FaultEvent{At: e.At.Seconds(), Fault: e.Fault, Action: e.Action, Err: e.Err, Affected: e.Affected})
+		r.res.Events = append(r.res.Events, result.FaultEvent{At: e.At.Seconds(), Fault: e.Fault, Action: e.Action, Err: e.Err, Affected: e.Affected})
 	}
 	if sum != nil {
 		r.res.LoadOffset = sum.StartedAt.Sub(base).Seconds()
 	}
-	sinceAt, since := recoverySince(lc.Shape, lc.Duration, r.res.LoadOffset, r.res.Events)
-	rcfg := recoveryConfig(r.f.Expect, sinceAt, lc.DrainTimeout)
+	sinceAt, since := expect.RecoverySince(lc.Shape, lc.Duration, r.res.LoadOffset, r.res.Events)
+	rcfg := expect.RecoveryConfig(r.f.Expect, sinceAt, lc.DrainTimeout)
 	rcfg.Outbox = r.f.Server.PolicyOr() == "outbox"
 	if r.f.UsesKafka() && loadErr == nil {
 		r.awaitRecovery(ctx, base, rcfg, lagLog)
@@ -420,28 +396,28 @@ func (r *run) execute(ctx context.Context) error {
 	lag := lagLog.snapshot()
 	r.res.Lag = lag
 	if r.f.UsesKafka() {
-		fig, err := recoveryFigures(rcfg, since, lag)
+		fig, err := expect.RecoveryFigures(rcfg, since, lag)
 		if err != nil {
 			return err
 		}
 		r.res.Recovery = fig
 	}
-	r.res.Burst = burstFigures(lc.Shape, lc.Duration, sum, r.res.LoadOffset)
+	r.res.Burst = expect.BurstFigures(lc.Shape, lc.Duration, sum, r.res.LoadOffset)
 	if sum != nil {
 		r.res.RunDir = lc.RunDir
 		r.res.AckSeconds = sum.AckSeconds
 		retried := sum.RetriedSends
 		r.res.RetriedSends = &retried
 		for _, s := range sum.Timeline {
-			r.res.Sends = append(r.res.Sends, SendSecond{T: float64(s.T) + r.res.LoadOffset, Started: s.Started, OK: s.OK, Fail: s.Fail,
-				Unknown: s.Unknown, AckP50: ackMs(s.OK, int64(s.Response.P50)), AckP99: ackMs(s.OK, int64(s.Response.P99))})
+			r.res.Sends = append(r.res.Sends, result.SendSecond{T: float64(s.T) + r.res.LoadOffset, Started: s.Started, OK: s.OK, Fail: s.Fail,
+				Unknown: s.Unknown, AckP50: result.AckMs(s.OK, int64(s.Response.P50)), AckP99: result.AckMs(s.OK, int64(s.Response.P99))})
 		}
 		if sum.FailedByIntended != nil {
 			end := r.res.LoadOffset
 			if n := len(sum.Timeline); n > 0 {
 				end += float64(sum.Timeline[n-1].T)
 			}
-			r.res.SendFailures = sendFailures(r.res.Events, sum.FailedByIntended, r.res.LoadOffset, end)
+			r.res.SendFailures = result.SendFailuresOf(r.res.Events, sum.FailedByIntended, r.res.LoadOffset, end)
 		}
 		r.res.Errors = append(r.res.Errors, sum.Errors...)
 	}
@@ -461,11 +437,11 @@ func (r *run) execute(ctx context.Context) error {
 	}
 
 	truncated := uint64(0)
-	rep := RepairSummary{Known: true, MsgIDs: []uint64{}}
+	rep := result.RepairSummary{Known: true, MsgIDs: []uint64{}}
 	for _, s := range r.procs {
 		truncated += s.truncatedPulls(ctx)
 		pr := s.repairs(ctx)
-		rep.add(server.Repairs{Rows: pr.Rows, MsgIDs: pr.MsgIDs, Truncated: pr.Truncated})
+		rep.Add(server.Repairs{Rows: pr.Rows, MsgIDs: pr.MsgIDs, Truncated: pr.Truncated})
 		rep.Known = rep.Known && pr.Known
 		rep.Errors = append(rep.Errors, pr.Errors...)
 	}
@@ -478,118 +454,30 @@ func (r *run) execute(ctx context.Context) error {
 	}
 	// The file's max_reordered is the order judgement the verdict uses
 	// (a scenario that names a degraded window allows some reorders).
-	if err := v.Judge(allowances(r.f.Expect)); err != nil {
+	if err := v.Judge(expect.Allowances(r.f.Expect)); err != nil {
 		return fmt.Errorf("scenarios: checker: %w", err)
 	}
 	if len(srcs) > 1 {
 		latencyFromVerdict(sum, v)
 		v.Warnings = append(v.Warnings, r.segNotes...)
 	}
-	if err := writeFile(filepath.Join(r.cfg.OutDir, VerdictFile), func(w io.Writer) error { return writeJSON(w, v) }); err != nil {
+	if err := result.WriteFile(filepath.Join(r.cfg.OutDir, VerdictFile), func(w io.Writer) error { return result.WriteJSON(w, v) }); err != nil {
 		return err
 	}
-	obs := observe(v, sum, lag, truncated, lc)
+	obs := expect.Observe(v, sum, lag, truncated, lc)
 	obs.Faults, obs.FaultMisses = len(r.reached), faultMisses(r.reached)
 	obs.UsesKafka, obs.Recovery = r.f.UsesKafka(), r.res.Recovery
-	_, _, obs.BurstShape = burstWindow(lc.Shape, lc.Duration)
+	_, _, obs.BurstShape = expect.BurstWindow(lc.Shape, lc.Duration)
 	obs.Burst = r.res.Burst
 	obs.Repairs, obs.RepairsKnown = rep.Rows, rep.Known
 	obs.RepairedMsgs, obs.RepairedMsgsCut = len(rep.MsgIDs), rep.Truncated
-	r.res.Findings = findings(v)
+	r.res.Findings = expect.Findings(v)
 	r.res.Repairs.Fate = v.Followed
 	slim := *v
 	slim.Findings, slim.Followed = nil, nil
 	r.res.Verdict = &slim
-	r.res.Checks = Evaluate(r.f.Expect, obs)
+	r.res.Checks = expect.Evaluate(r.f.Expect, obs)
 	return nil
-}
-
-// observe gathers the evaluation's input.
-// allowances are the checker findings a file allows (Verdict.Judge): its
-// max_reordered; every other deciding finding must be 0 for a valid run.
-func allowances(e ExpectSpec) map[string]int {
-	allow := map[string]int{}
-	if e.MaxReordered != nil {
-		allow[checker.Reordered] = int(min(*e.MaxReordered, uint64(math.MaxInt32)))
-	}
-	return allow
-}
-
-// evidenceGaps says, for each piece of the checker's evidence that was
-// not gathered, why: a witness (pull or store, read after the drain, healed)
-// that was not made or only partly made leaves findings unjudged, so it
-// fails the scenario. Read-after-ACK probes run during the faults, so some
-// failing to read is expected: only probes not made at all are a gap. A
-// check the run did not exercise (the target lacks it, the run did none of
-// it) is no gap.
-func evidenceGaps(v *checker.Verdict) []string {
-	var out []string
-	for _, c := range v.Checks {
-		switch {
-		case c.Unexercised:
-		case !c.Made:
-			out = append(out, c.Name+" not made: "+c.Detail)
-		case c.Partial && c.Name != checker.CheckReadAfterAck:
-			out = append(out, c.Name+" partial: "+c.Detail)
-		}
-	}
-	return out
-}
-
-// exercised counts the checks whose evidence the run set out to gather.
-func exercised(v *checker.Verdict) int {
-	n := 0
-	for _, c := range v.Checks {
-		if !c.Unexercised {
-			n++
-		}
-	}
-	return n
-}
-
-func observe(v *checker.Verdict, sum *loadgen.Summary, lag []LagSample, truncated uint64, lc loadgen.Config) Observed {
-	o := Observed{Checked: true, Valid: v.Valid, Findings: map[string]uint64{}, TruncatedPulls: truncated,
-		Evidence: exercised(v), EvidenceGaps: evidenceGaps(v)}
-	for name, f := range v.Findings {
-		o.Findings[name] = uint64(f.Count)
-	}
-	o.AckP99 = time.Duration(sum.Latency["response"].P99) * time.Microsecond
-	o.AchievedPerSec = sum.AchievedPerSec
-	o.TargetPerSec = MeanRate(lc.Shape, lc.Duration)
-	o.Attempts = sum.OK + sum.Fail + sum.Unknown
-	o.Failed = sum.Fail + sum.Unknown
-	o.DrainComplete = sum.Drain.Complete
-	for _, s := range lag {
-		if s.Err != "" {
-			if o.LagUnknown == 0 {
-				o.LagUnknownWhy = fmt.Sprintf("t=%.1fs: %s", s.T, s.Err)
-			}
-			o.LagUnknown++
-			continue
-		}
-		o.LagSamples++
-		for _, a := range s.MaxAge {
-			o.MaxLagAge = max(o.MaxLagAge, time.Duration(a*float64(time.Second)))
-		}
-	}
-	return o
-}
-
-func findings(v *checker.Verdict) []FindingSummary {
-	var out []FindingSummary
-	for _, name := range checker.Names {
-		f := v.Findings[name]
-		if f == nil {
-			out = append(out, FindingSummary{Name: name})
-			continue
-		}
-		ids := f.MsgIDs
-		if len(ids) > MaxListedIDs {
-			ids = ids[:MaxListedIDs]
-		}
-		out = append(out, FindingSummary{Name: name, Count: uint64(f.Count), Pairs: uint64(f.Pairs), MsgIDs: ids, Examples: f.Examples, NotMade: f.NotMade})
-	}
-	return out
 }
 
 // startBackends starts compose (MySQL, Redis, MongoDB with history), the
@@ -647,8 +535,8 @@ func (r *run) startBackends(ctx context.Context) error {
 		r.rowsDB = db
 		r.onStop(func(context.Context) error { return db.Close() })
 	}
-	up := map[string]string{TargetRedis: cb.RedisAddr}
-	if up[TargetMySQL], err = mysqlAddr(dsn); err != nil {
+	up := map[string]string{scenario.TargetRedis: cb.RedisAddr}
+	if up[scenario.TargetMySQL], err = mysqlAddr(dsn); err != nil {
 		return err
 	}
 	if r.f.UsesKafka() {
@@ -658,10 +546,10 @@ func (r *run) startBackends(ctx context.Context) error {
 		}
 		r.kafka = k
 		r.onStop(func(context.Context) error { k.Close(); return nil })
-		up[TargetKafka] = k.real
+		up[scenario.TargetKafka] = k.real
 	}
 	if r.f.Server.History {
-		if up[TargetMongo], err = mongoHost(cb.MongoURI); err != nil {
+		if up[scenario.TargetMongo], err = mongoHost(cb.MongoURI); err != nil {
 			return err
 		}
 	}
@@ -672,18 +560,18 @@ func (r *run) startBackends(ctx context.Context) error {
 	r.px = px
 	r.onStop(func(context.Context) error { return px.Close() })
 	addr := func(name string) string { a, _ := px.Addr(name); return a }
-	if r.back.MySQLDSN, err = withAddr(dsn, addr(TargetMySQL)); err != nil {
+	if r.back.MySQLDSN, err = withAddr(dsn, addr(scenario.TargetMySQL)); err != nil {
 		return err
 	}
-	r.back.RedisAddr = addr(TargetRedis)
+	r.back.RedisAddr = addr(scenario.TargetRedis)
 	if r.kafka != nil {
-		if err := r.kafka.Advertise(addr(TargetKafka)); err != nil {
+		if err := r.kafka.Advertise(addr(scenario.TargetKafka)); err != nil {
 			return err
 		}
-		r.back.KafkaBrokers = []string{addr(TargetKafka)}
+		r.back.KafkaBrokers = []string{addr(scenario.TargetKafka)}
 	}
 	if r.f.Server.History {
-		r.back.MongoURI = mongoVia(cb.MongoURI, addr(TargetMongo))
+		r.back.MongoURI = mongoVia(cb.MongoURI, addr(scenario.TargetMongo))
 	}
 	return nil
 }
@@ -705,7 +593,7 @@ func deletePrefix(ctx context.Context, addr, prefix string) error {
 
 // childSpec describes process i: what serverConfig needs, in process or
 // out.
-func (r *run) childSpec(i int, p ProcessSpec) ChildSpec {
+func (r *run) childSpec(i int, p scenario.ProcessSpec) ChildSpec {
 	srv := r.f.Server
 	srv.Processes = nil
 	return ChildSpec{Server: srv, Process: p, Node: uint16(i + 1), Migrate: i == 0, Listen: "127.0.0.1:0",
@@ -723,8 +611,8 @@ func (r *run) processLog(name string) string {
 func (r *run) startProcesses(ctx context.Context) error {
 	r.topic = topicOf(r.id)
 	for name := range r.cfg.Pprof {
-		if !slices.ContainsFunc(r.f.Processes(), func(p ProcessSpec) bool { return p.Name == name }) {
-			return fmt.Errorf("%w: pprof for process %q: the file has no such process", ErrInvalid, name)
+		if !slices.ContainsFunc(r.f.Processes(), func(p scenario.ProcessSpec) bool { return p.Name == name }) {
+			return fmt.Errorf("%w: pprof for process %q: the file has no such process", scenario.ErrInvalid, name)
 		}
 	}
 	var command []string
@@ -749,7 +637,7 @@ func (r *run) startProcesses(ctx context.Context) error {
 		r.onStop(func(context.Context) error { return logw.Close() }) // after the process's stop
 		faults := 0
 		for _, x := range r.f.Faults {
-			if (x.Kind == KindStop || x.Kind == KindKill) && x.Target == p.Name {
+			if (x.Kind == scenario.KindStop || x.Kind == scenario.KindKill) && x.Target == p.Name {
 				faults++
 			}
 		}
@@ -791,24 +679,24 @@ func (r *run) buildSteps() ([]chaos.Step, error) {
 	for i, x := range r.f.Faults {
 		var fl chaos.Fault
 		switch x.Kind {
-		case KindLatency, KindTimeout, KindResetPeer, KindBandwidth, KindDown:
+		case scenario.KindLatency, scenario.KindTimeout, scenario.KindResetPeer, scenario.KindBandwidth, scenario.KindDown:
 			fl = proxyFault(r.px, x)
-		case KindRedisWipe:
+		case scenario.KindRedisWipe:
 			fl = chaos.RedisWipe(redisClient(), chaos.RedisWipeConfig{Prefix: r.prefix})
-		case KindAllocatorRollback:
+		case scenario.KindAllocatorRollback:
 			fl = chaos.AllocatorRollback(redisClient(), chaos.RollbackConfig{Prefix: r.prefix, By: x.By})
-		case KindKafkaRecordLoss, KindKafkaTopicRecreate:
+		case scenario.KindKafkaRecordLoss, scenario.KindKafkaTopicRecreate:
 			adm, cl, err := r.kafka.admin()
 			if err != nil {
 				return nil, err
 			}
 			r.onStop(func(context.Context) error { cl.Close(); return nil })
-			if x.Kind == KindKafkaRecordLoss {
+			if x.Kind == scenario.KindKafkaRecordLoss {
 				fl = chaos.KafkaRecordLoss(adm, r.topic)
 			} else {
 				fl = chaos.KafkaTopicRecreate(adm, r.topic)
 			}
-		case KindStop, KindKill:
+		case scenario.KindStop, scenario.KindKill:
 			var slot *procSlot
 			for _, s := range r.procs {
 				if s.name == x.Target {
@@ -816,15 +704,15 @@ func (r *run) buildSteps() ([]chaos.Step, error) {
 				}
 			}
 			if slot == nil {
-				return nil, fmt.Errorf("%w: faults[%d].target %q is not a process", ErrInvalid, i, x.Target)
+				return nil, fmt.Errorf("%w: faults[%d].target %q is not a process", scenario.ErrInvalid, i, x.Target)
 			}
-			if x.Kind == KindStop {
+			if x.Kind == scenario.KindStop {
 				fl = chaos.Func("stop("+x.Target+")", slot.stopFault, slot.restart)
 			} else {
 				fl = chaos.Func("kill("+x.Target+")", slot.kill, slot.restart)
 			}
 		default:
-			return nil, fmt.Errorf("%w: faults[%d].kind %q", ErrInvalid, i, x.Kind)
+			return nil, fmt.Errorf("%w: faults[%d].kind %q", scenario.ErrInvalid, i, x.Kind)
 		}
 		rc := newReach(i, x, fl)
 		r.reached = append(r.reached, rc)
@@ -859,46 +747,46 @@ func probeFraction(sends uint64) float64 {
 // loadConfig is loadgen's config for the file.
 func (r *run) loadConfig() (loadgen.Config, error) {
 	l := r.f.Load
-	lc := loadgen.DefaultConfig(r.target(), r.cfg.Secret, filepath.Join(r.cfg.OutDir, LoadDir))
+	lc := loadgen.DefaultConfig(r.target(), r.cfg.Secret, filepath.Join(r.cfg.OutDir, result.LoadDir))
 	var sh schedule.Shape = schedule.Constant{PerSec: 1}
 	var err error
-	if r.f.Kind == KindCapacity {
+	if r.f.Kind == scenario.KindCapacity {
 		// A template: the search sets every step's rate, length and
 		// directory.
-		l.Duration = Duration(time.Second)
+		l.Duration = scenario.Duration(time.Second)
 	} else if sh, err = schedule.Parse(l.Rate); err != nil {
-		return lc, fmt.Errorf("%w: load.rate: %w", ErrInvalid, err)
+		return lc, fmt.Errorf("%w: load.rate: %w", scenario.ErrInvalid, err)
 	}
-	if rs := r.rateScale(sh); rs != nil && r.f.Kind != KindCapacity {
+	if rs := r.rateScale(sh); rs != nil && r.f.Kind != scenario.KindCapacity {
 		if sh, err = schedule.Scale(sh, rs.Factor); err != nil {
-			return lc, fmt.Errorf("%w: load.rate: %w", ErrInvalid, err)
+			return lc, fmt.Errorf("%w: load.rate: %w", scenario.ErrInvalid, err)
 		}
 		rs.RunRate = sh.String()
 		r.res.RateScale = rs
 	}
 	lc.Shape, lc.Duration = sh, l.Duration.D()
 	lc.Pop.Users = l.Users
-	lc.Pop.DevicesPerUser = DefaultDevices
+	lc.Pop.DevicesPerUser = scenario.DefaultDevices
 	if l.Devices > 0 {
 		lc.Pop.DevicesPerUser = l.Devices
 	}
 	lc.Pop.Online, lc.Pop.Crashy = l.OnlineOr(), l.CrashyOr()
 	lc.Pop.Groups, lc.Pop.GroupShare = l.Groups, l.GroupShare
-	if lc.Pop.GroupSizes, err = loadgen.ParseSizes(or(l.GroupSizes, DefaultGroupSizes)); err != nil {
-		return lc, fmt.Errorf("%w: load.group_sizes: %w", ErrInvalid, err)
+	if lc.Pop.GroupSizes, err = loadgen.ParseSizes(scenario.Or(l.GroupSizes, scenario.DefaultGroupSizes)); err != nil {
+		return lc, fmt.Errorf("%w: load.group_sizes: %w", scenario.ErrInvalid, err)
 	}
-	lc.Pop.ComeBackEvery = DefaultComeBackEvery
+	lc.Pop.ComeBackEvery = scenario.DefaultComeBackEvery
 	if l.ComeBackEvery != nil {
 		lc.Pop.ComeBackEvery = l.ComeBackEvery.D()
 	}
-	lc.SendVia = or(l.SendVia, loadgen.ViaHTTP)
+	lc.SendVia = scenario.Or(l.SendVia, loadgen.ViaHTTP)
 	lc.ProbeFraction = probeFraction(schedule.Count(lc.Shape, lc.Duration)) // short runs: probe more ACKs than a load run does
 	lc.Settle, lc.DrainTimeout = l.SettleOr(), l.DrainTimeoutOr()
-	lc.PullLimit = DefaultPullLimit
+	lc.PullLimit = scenario.DefaultPullLimit
 	if l.PullLimit > 0 {
 		lc.PullLimit = l.PullLimit
 	}
-	lc.Seed = DefaultSeed
+	lc.Seed = scenario.DefaultSeed
 	if l.Seed > 0 {
 		lc.Seed = l.Seed
 	}
@@ -922,13 +810,13 @@ func (r *run) loadConfig() (loadgen.Config, error) {
 	lc.CeilingFor = 0
 	lc.Progress = r.cfg.Progress
 	if err := lc.Validate(); err != nil {
-		return lc, fmt.Errorf("%w: load: %w", ErrInvalid, err)
+		return lc, fmt.Errorf("%w: load: %w", scenario.ErrInvalid, err)
 	}
 	return lc, nil
 }
 
 // pacerConfig is the pacer of load section l over loadgen's default c.
-func pacerConfig(l LoadSpec, c schedule.Config) schedule.Config {
+func pacerConfig(l scenario.LoadSpec, c schedule.Config) schedule.Config {
 	if l.MaxWorkers > 0 {
 		c.MaxWorkers = l.MaxWorkers
 		c.Workers = min(c.Workers, l.MaxWorkers)
@@ -937,7 +825,7 @@ func pacerConfig(l LoadSpec, c schedule.Config) schedule.Config {
 		c.SpinWindow = l.SpinWindow.D()
 	}
 	if l.Senders > 0 {
-		c.Senders, c.MaxQueued = l.Senders, DefaultMaxQueued
+		c.Senders, c.MaxQueued = l.Senders, scenario.DefaultMaxQueued
 		if l.MaxQueued > 0 {
 			c.MaxQueued = l.MaxQueued
 		}
@@ -949,13 +837,13 @@ func pacerConfig(l LoadSpec, c schedule.Config) schedule.Config {
 // Config.RateScale when set, else load.embedded_rate_scale when the run's
 // MySQL is the embedded engine (compose.Backends.Embedded). RunRate is
 // left to the caller.
-func (r *run) rateScale(sh schedule.Shape) *RateScale {
-	rs := &RateScale{Factor: r.cfg.RateScale, For: RateScaleByConfig, FileRate: sh.String()}
+func (r *run) rateScale(sh schedule.Shape) *result.RateScale {
+	rs := &result.RateScale{Factor: r.cfg.RateScale, For: result.RateScaleByConfig, FileRate: sh.String()}
 	if rs.Factor == 0 {
 		if !slices.Contains(r.cb.Embedded, compose.PartMySQL) {
 			return nil
 		}
-		rs.Factor, rs.For = r.f.Load.EmbeddedRateScaleOr(), RateScaleEmbedded
+		rs.Factor, rs.For = r.f.Load.EmbeddedRateScaleOr(), result.RateScaleEmbedded
 	}
 	if rs.Factor == 1 {
 		return nil
@@ -968,8 +856,8 @@ func (r *run) recordSettings(lc loadgen.Config) {
 	r.setting("backends", r.cb.Summary())
 	r.res.Backends = r.cb.Summary()
 	r.setting("policy", s.PolicyOr())
-	r.setting("allocator", or(s.Allocator, DefaultAllocator))
-	r.setting("dedup", or(s.Dedup, DefaultDedup))
+	r.setting("allocator", scenario.Or(s.Allocator, scenario.DefaultAllocator))
+	r.setting("dedup", scenario.Or(s.Dedup, scenario.DefaultDedup))
 	r.setting("history", s.History)
 	var ps []string
 	for _, p := range r.f.Processes() {
@@ -984,7 +872,7 @@ func (r *run) recordSettings(lc loadgen.Config) {
 	if r.f.Variant != "" {
 		r.setting("variant", r.f.Variant)
 	}
-	if c := r.f.Capacity; r.f.Kind == KindCapacity && c != nil {
+	if c := r.f.Capacity; r.f.Kind == scenario.KindCapacity && c != nil {
 		r.setting("capacity", fmt.Sprintf("search %g..%g/s within %s", c.From, c.To, c.SLO))
 	} else {
 		r.setting("rate", lc.Shape.String())
@@ -1028,7 +916,7 @@ func (r *run) recordSettings(lc loadgen.Config) {
 		r.setting("kafka", "in-process kfake behind a proxy, topic "+r.topic)
 	}
 	names := []string{}
-	for _, n := range []string{TargetMySQL, TargetRedis, TargetKafka, TargetMongo} {
+	for _, n := range []string{scenario.TargetMySQL, scenario.TargetRedis, scenario.TargetKafka, scenario.TargetMongo} {
 		if a, err := r.px.Addr(n); err == nil {
 			names = append(names, n+"@"+a)
 		}

@@ -1,4 +1,4 @@
-package scenarios
+package runner
 
 import (
 	"math"

@@ -1,4 +1,4 @@
-package scenarios
+package runner
 
 import (
 	"bufio"
@@ -18,10 +18,8 @@ import (
 	"imlab/checker"
 	"imlab/loadgen"
 	"imlab/loadgen/schedule"
+	"imlab/scenario"
 )
-
-// MaxLoadSegments bounds load.segments: generator processes on one machine.
-const MaxLoadSegments = 64
 
 // DefaultLoadChildArgs are the arguments (after this executable's path) of
 // the command that runs one load segment: imlab's hidden
@@ -44,15 +42,15 @@ func LoadChildMain(ctx context.Context, stdin io.Reader, stdout io.Writer) error
 	sc := bufio.NewScanner(stdin)
 	sc.Buffer(make([]byte, 0, 4096), MaxChildLine)
 	if !sc.Scan() {
-		return fmt.Errorf("%w: load child: no spec line on stdin (%v)", ErrInvalid, sc.Err())
+		return fmt.Errorf("%w: load child: no spec line on stdin (%v)", scenario.ErrInvalid, sc.Err())
 	}
 	var spec LoadChildSpec
 	if err := json.Unmarshal(sc.Bytes(), &spec); err != nil {
-		return fmt.Errorf("%w: load child: spec: %v", ErrInvalid, err)
+		return fmt.Errorf("%w: load child: spec: %v", scenario.ErrInvalid, err)
 	}
 	sh, err := schedule.Parse(spec.Rate)
 	if err != nil {
-		return fmt.Errorf("%w: load child: %w", ErrInvalid, err)
+		return fmt.Errorf("%w: load child: %w", scenario.ErrInvalid, err)
 	}
 	lc := spec.Config
 	lc.Shape, lc.Progress = sh, nil

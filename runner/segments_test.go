@@ -1,6 +1,8 @@
-package scenarios
+package runner
 
 import (
+	"imlab/expect"
+	"imlab/scenario"
 	"strings"
 	"testing"
 )
@@ -32,7 +34,7 @@ expect:
 	counts := map[string]uint64{}
 	for _, c := range []struct{ name, segs string }{{"one", "0"}, {"two", "2"}} {
 		t.Run(c.name, func(t *testing.T) {
-			f, err := Parse(c.name+".yaml", []byte(strings.NewReplacer("NAME", c.name, "SEGMENTS", c.segs).Replace(body)))
+			f, err := scenario.Parse(c.name+".yaml", []byte(strings.NewReplacer("NAME", c.name, "SEGMENTS", c.segs).Replace(body)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -40,7 +42,7 @@ expect:
 			cfg.LoadChildCommand = testLoadChildCommand(t)
 			res := runFile(t, cfg, f)
 			if !res.Passed || res.Verdict == nil || !res.Verdict.Valid {
-				t.Fatalf("did not pass:\n%s", Table(res.Checks))
+				t.Fatalf("did not pass:\n%s", expect.Table(res.Checks))
 			}
 			counts[c.name] = uint64(res.Verdict.Attempts["ok"] + res.Verdict.Attempts["fail"] + res.Verdict.Attempts["unknown"])
 			if res.Verdict.Users != 60 || res.Verdict.Devices != 120 {

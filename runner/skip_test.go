@@ -1,9 +1,11 @@
-package scenarios
+package runner
 
 import (
 	"bytes"
 	"context"
 	"encoding/xml"
+	"imlab/result"
+	"imlab/scenario"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,7 +19,7 @@ import (
 // passes: the glob on embedded no longer fails on it. Every output says
 // skipped.
 func TestRunSkipEmbedded(t *testing.T) {
-	f, err := ReadFile("capacity-smoke.yaml")
+	f, err := scenario.ReadFile("../scenarios/capacity-smoke.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,14 +40,14 @@ func TestRunSkipEmbedded(t *testing.T) {
 		t.Fatalf("skipped %q passed %v incomplete %v checks %d processes %d capacity %v; want skipped with the file's reason, passed, nothing run",
 			res.Skipped, res.Passed, res.Incomplete, len(res.Checks), len(res.Processes), res.Capacity)
 	}
-	back, err := ReadResult(filepath.Join(cfg.OutDir, ResultFile))
+	back, err := result.ReadResult(filepath.Join(cfg.OutDir, result.ResultFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if back.Skipped != reason || !back.Passed {
 		t.Fatalf("result.json: skipped %q passed %v", back.Skipped, back.Passed)
 	}
-	b, err := os.ReadFile(filepath.Join(cfg.OutDir, JUnitFile))
+	b, err := os.ReadFile(filepath.Join(cfg.OutDir, result.JUnitFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,29 +68,11 @@ func TestRunSkipEmbedded(t *testing.T) {
 		doc.Suites[0].Cases[0].Skipped == nil || doc.Suites[0].Cases[0].Skipped.Message != reason {
 		t.Fatalf("junit.xml does not hold one skipped case with the reason:\n%s", b)
 	}
-	html, err := os.ReadFile(filepath.Join(cfg.OutDir, ReportFile))
+	html, err := os.ReadFile(filepath.Join(cfg.OutDir, result.ReportFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Contains(html, []byte("skipped on these backends")) {
 		t.Fatal("report.html does not say the run was skipped")
-	}
-}
-
-func TestSkipEmbeddedValidation(t *testing.T) {
-	base := "name: s\nload: {rate: 'const:10', duration: 1s, users: 10}\nexpect: {verdict: valid}\n"
-	for _, c := range []struct {
-		backends string
-		ok       bool
-	}{
-		{"backends: {skip_embedded: 'not for embedded'}\n", true},
-		{"backends: {mode: local, skip_embedded: 'not for embedded'}\n", true},
-		{"backends: {mode: embedded, skip_embedded: 'not for embedded'}\n", false},
-		{"backends: {skip_embedded: '" + strings.Repeat("x", MaxSkipReason+1) + "'}\n", false},
-	} {
-		_, err := Parse("s.yaml", []byte(base+c.backends))
-		if (err == nil) != c.ok {
-			t.Errorf("%.60s: err %v, want ok=%v", c.backends, err, c.ok)
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package scenarios
+package scenario
 
 import (
 	"bytes"
@@ -520,7 +520,7 @@ func Parse(name string, b []byte) (*File, error) {
 	return &f, nil
 }
 
-func bad(field, format string, a ...any) error {
+func Bad(field, format string, a ...any) error {
 	return fmt.Errorf("%w: %s: %s", ErrInvalid, field, fmt.Sprintf(format, a...))
 }
 
@@ -528,24 +528,24 @@ func bad(field, format string, a ...any) error {
 // accessors are not required to be present).
 func (f *File) Validate() error {
 	if !nameRE.MatchString(f.Name) || len(f.Name) > MaxNameLen {
-		return bad("name", "%q: want 1..%d letters, digits, '.', '_' or '-'", f.Name, MaxNameLen)
+		return Bad("name", "%q: want 1..%d letters, digits, '.', '_' or '-'", f.Name, MaxNameLen)
 	}
 	if len(f.Description) > MaxDescriptionLen {
-		return bad("description", "longer than %d bytes", MaxDescriptionLen)
+		return Bad("description", "longer than %d bytes", MaxDescriptionLen)
 	}
 	if err := f.Backends.validate(); err != nil {
 		return err
 	}
-	if err := f.Server.validate(); err != nil {
+	if err := f.Server.Validate(); err != nil {
 		return err
 	}
 	switch f.Kind {
 	case "", KindRun:
 		if f.Capacity != nil {
-			return bad("capacity", "a capacity block needs kind: capacity")
+			return Bad("capacity", "a capacity block needs kind: capacity")
 		}
 		if f.Expect.MinSustainable != nil {
-			return bad("expect.min_sustainable", "a capacity expectation needs kind: capacity")
+			return Bad("expect.min_sustainable", "a capacity expectation needs kind: capacity")
 		}
 		if err := f.Load.validate(); err != nil {
 			return err
@@ -558,18 +558,18 @@ func (f *File) Validate() error {
 			return err
 		}
 		if f.Matrix != nil {
-			return bad("matrix", "kind capacity runs one search: no matrix")
+			return Bad("matrix", "kind capacity runs one search: no matrix")
 		}
 	default:
-		return bad("kind", "%q: want run (default) or capacity", f.Kind)
+		return Bad("kind", "%q: want run (default) or capacity", f.Kind)
 	}
 	if len(f.Faults) > MaxFaults {
-		return bad("faults", "%d faults: at most %d", len(f.Faults), MaxFaults)
+		return Bad("faults", "%d faults: at most %d", len(f.Faults), MaxFaults)
 	}
 	procs := map[string]int{}
 	for i, p := range f.Processes() {
 		if _, dup := procs[p.Name]; dup {
-			return bad("server.processes", "%q used twice once the counts are expanded", p.Name)
+			return Bad("server.processes", "%q used twice once the counts are expanded", p.Name)
 		}
 		procs[p.Name] = i
 	}
@@ -591,12 +591,12 @@ func (f *File) Validate() error {
 		for name, set := range map[string]bool{"max_lag_age": f.Expect.MaxLagAge != nil, "max_recovery": f.Expect.MaxRecovery != nil,
 			"min_drain_rate": f.Expect.MinDrainRate != nil, "lag_recovered": f.Expect.LagRecovered != nil && *f.Expect.LagRecovered} {
 			if set {
-				return bad("expect."+name, "there is no consumer lag without Kafka: the strict policy without history does not use it")
+				return Bad("expect."+name, "there is no consumer lag without Kafka: the strict policy without history does not use it")
 			}
 		}
 	}
 	if total := f.Load.Duration.D() + f.Load.SettleOr() + f.Load.DrainTimeoutOr(); f.Kind != KindCapacity && total > MaxScenarioDuration {
-		return bad("load", "duration + settle + drain_timeout = %s: at most %s", total, MaxScenarioDuration)
+		return Bad("load", "duration + settle + drain_timeout = %s: at most %s", total, MaxScenarioDuration)
 	}
 	return nil
 }
@@ -605,22 +605,22 @@ func (b BackendsSpec) validate() error {
 	switch b.Mode {
 	case "", "auto", "external", "local", "embedded":
 	default:
-		return bad("backends.mode", "%q: want auto, external, local or embedded", b.Mode)
+		return Bad("backends.mode", "%q: want auto, external, local or embedded", b.Mode)
 	}
 	if b.KafkaPartitions != 0 && (b.KafkaPartitions < MinKafkaPartitions || b.KafkaPartitions > MaxKafkaPartitions) {
-		return bad("backends.kafka_partitions", "%d: want %d..%d", b.KafkaPartitions, MinKafkaPartitions, MaxKafkaPartitions)
+		return Bad("backends.kafka_partitions", "%d: want %d..%d", b.KafkaPartitions, MinKafkaPartitions, MaxKafkaPartitions)
 	}
 	if len(b.SkipEmbedded) > MaxSkipReason {
-		return bad("backends.skip_embedded", "%d characters: at most %d", len(b.SkipEmbedded), MaxSkipReason)
+		return Bad("backends.skip_embedded", "%d characters: at most %d", len(b.SkipEmbedded), MaxSkipReason)
 	}
 	if b.SkipEmbedded != "" && b.Mode == "embedded" {
-		return bad("backends.skip_embedded", "the file's own mode is embedded: it would never run")
+		return Bad("backends.skip_embedded", "the file's own mode is embedded: it would never run")
 	}
 	return nil
 }
 
 // ModeOr is the mode, default auto.
-func (b BackendsSpec) ModeOr() string { return or(b.Mode, DefaultMode) }
+func (b BackendsSpec) ModeOr() string { return Or(b.Mode, DefaultMode) }
 
 // PartitionsOr is the partition count, default 16.
 func (b BackendsSpec) PartitionsOr() int {
@@ -630,106 +630,106 @@ func (b BackendsSpec) PartitionsOr() int {
 	return b.KafkaPartitions
 }
 
-func or(s, def string) string {
+func Or(s, def string) string {
 	if s == "" {
 		return def
 	}
 	return s
 }
 
-func (s ServerSpec) validate() error {
+func (s ServerSpec) Validate() error {
 	switch s.Policy {
 	case "", "strict", "store", "outbox", "queue":
 	default:
-		return bad("server.policy", "%q: want strict, store, outbox or queue", s.Policy)
+		return Bad("server.policy", "%q: want strict, store, outbox or queue", s.Policy)
 	}
 	switch s.Allocator {
 	case "", "redis", "segment":
 	default:
-		return bad("server.allocator", "%q: want redis or segment", s.Allocator)
+		return Bad("server.allocator", "%q: want redis or segment", s.Allocator)
 	}
 	switch s.Dedup {
 	case "", "uk_uid_msg", "mq_dedup", "redis":
 	default:
-		return bad("server.dedup", "%q: want uk_uid_msg, mq_dedup or redis", s.Dedup)
+		return Bad("server.dedup", "%q: want uk_uid_msg, mq_dedup or redis", s.Dedup)
 	}
 	if s.TruncatedLatest < 0 || s.TruncatedLatest > 10000 {
-		return bad("server.truncated_latest", "%d: want 1..10000", s.TruncatedLatest)
+		return Bad("server.truncated_latest", "%d: want 1..10000", s.TruncatedLatest)
 	}
 	if s.PullRateLimit < 0 || s.PullRateLimit > 1e6 {
-		return bad("server.pull_rate_limit", "%g: want (0, 1e6]", s.PullRateLimit)
+		return Bad("server.pull_rate_limit", "%g: want (0, 1e6]", s.PullRateLimit)
 	}
 	if s.ReconcileInterval != 0 && (s.ReconcileInterval.D() < time.Second || s.ReconcileInterval.D() > time.Hour) {
-		return bad("server.reconcile_interval", "%s: want 1s..1h", s.ReconcileInterval.D())
+		return Bad("server.reconcile_interval", "%s: want 1s..1h", s.ReconcileInterval.D())
 	}
 	if s.ReconcileGrace.D() < 0 || s.ReconcileGrace.D() > time.Hour {
-		return bad("server.reconcile_grace", "%s: want 0..1h", s.ReconcileGrace.D())
+		return Bad("server.reconcile_grace", "%s: want 0..1h", s.ReconcileGrace.D())
 	}
 	if s.DeliveryTimeout.D() < 0 || s.DeliveryTimeout.D() > time.Minute {
-		return bad("server.delivery_timeout", "%s: want 0..1m", s.DeliveryTimeout.D())
+		return Bad("server.delivery_timeout", "%s: want 0..1m", s.DeliveryTimeout.D())
 	}
 	if r := s.LabRetention; r != nil {
 		cfg := server.DefaultConfig()
 		if err := server.LabRetention(&cfg, r.MaxAge.D(), r.PulledMinAge.D(), r.Interval.D()); err != nil {
-			return bad("server.lab_retention", "%v", err)
+			return Bad("server.lab_retention", "%v", err)
 		}
 	}
 	if len(s.Processes) > MaxProcesses {
-		return bad("server.processes", "%d processes: at most %d", len(s.Processes), MaxProcesses)
+		return Bad("server.processes", "%d processes: at most %d", len(s.Processes), MaxProcesses)
 	}
 	seen := map[string]bool{}
 	api := false
 	for i, p := range s.Processes {
 		field := fmt.Sprintf("server.processes[%d]", i)
-		if err := p.validate(field, s.History); err != nil {
+		if err := p.Validate(field, s.History); err != nil {
 			return err
 		}
 		if seen[p.Name] {
-			return bad(field+".name", "%q used twice", p.Name)
+			return Bad(field+".name", "%q used twice", p.Name)
 		}
 		seen[p.Name] = true
-		api = api || p.runsAPI()
+		api = api || p.RunsAPI()
 	}
 	if len(s.Processes) > 0 && !api {
-		return bad("server.processes", "no process runs the api role")
+		return Bad("server.processes", "no process runs the api role")
 	}
 	total := 0
 	for i, p := range s.Processes {
 		if p.Count < 0 || p.Count > MaxProcesses {
-			return bad(fmt.Sprintf("server.processes[%d].count", i), "%d: want 1..%d", p.Count, MaxProcesses)
+			return Bad(fmt.Sprintf("server.processes[%d].count", i), "%d: want 1..%d", p.Count, MaxProcesses)
 		}
-		if p.Count > 1 && p.runsAPI() {
-			return bad(fmt.Sprintf("server.processes[%d].count", i), "%d copies of a process that runs the api: only the first would serve the load", p.Count)
+		if p.Count > 1 && p.RunsAPI() {
+			return Bad(fmt.Sprintf("server.processes[%d].count", i), "%d copies of a process that runs the api: only the first would serve the load", p.Count)
 		}
 		total += max(1, p.Count)
 	}
 	if total > MaxProcesses {
-		return bad("server.processes", "%d processes with their counts: at most %d", total, MaxProcesses)
+		return Bad("server.processes", "%d processes with their counts: at most %d", total, MaxProcesses)
 	}
 	return nil
 }
 
 // validate checks one process's name and roles (history: server.history).
-func (p ProcessSpec) validate(field string, history bool) error {
+func (p ProcessSpec) Validate(field string, history bool) error {
 	if !nameRE.MatchString(p.Name) || len(p.Name) > MaxNameLen {
-		return bad(field+".name", "%q: want 1..%d letters, digits, '.', '_' or '-'", p.Name, MaxNameLen)
+		return Bad(field+".name", "%q: want 1..%d letters, digits, '.', '_' or '-'", p.Name, MaxNameLen)
 	}
 	if len(p.Roles) == 0 {
-		return bad(field+".roles", "at least one role")
+		return Bad(field+".roles", "at least one role")
 	}
 	for _, r := range p.Roles {
 		if !knownRole(r) {
-			return bad(field+".roles", "unknown role %q: want one of %s or %s", r, strings.Join(server.DefaultRoles().Names(), ", "), server.RoleAll)
+			return Bad(field+".roles", "unknown role %q: want one of %s or %s", r, strings.Join(server.DefaultRoles().Names(), ", "), server.RoleAll)
 		}
 		if r == "history" && !history {
-			return bad(field+".roles", "role history needs server.history: true")
+			return Bad(field+".roles", "role history needs server.history: true")
 		}
 	}
 	return nil
 }
 
 // runsAPI tells whether the process runs the api role.
-func (p ProcessSpec) runsAPI() bool {
+func (p ProcessSpec) RunsAPI() bool {
 	for _, r := range p.Roles {
 		if r == "api" || r == "all" {
 			return true
@@ -739,7 +739,7 @@ func (p ProcessSpec) runsAPI() bool {
 }
 
 // PolicyOr is the policy, default strict.
-func (s ServerSpec) PolicyOr() string { return or(s.Policy, DefaultPolicy) }
+func (s ServerSpec) PolicyOr() string { return Or(s.Policy, DefaultPolicy) }
 
 // UsesKafka tells whether the server uses Kafka (a fan-out policy, or the
 // history tier).
@@ -771,13 +771,13 @@ func (f *File) Processes() []ProcessSpec {
 
 func (l LoadSpec) validate() error {
 	if _, err := schedule.Parse(l.Rate); err != nil {
-		return bad("load.rate", "%q: %v", l.Rate, err)
+		return Bad("load.rate", "%q: %v", l.Rate, err)
 	}
 	if e := l.EmbeddedRateScale; e != nil && !(*e > 0 && *e <= 1) {
-		return bad("load.embedded_rate_scale", "%g: want (0, 1]", *e)
+		return Bad("load.embedded_rate_scale", "%g: want (0, 1]", *e)
 	}
 	if l.Duration <= 0 || l.Duration.D() > MaxLoadDuration {
-		return bad("load.duration", "%s: want (0, %s]", l.Duration.D(), MaxLoadDuration)
+		return Bad("load.duration", "%s: want (0, %s]", l.Duration.D(), MaxLoadDuration)
 	}
 	return l.validateTemplate()
 }
@@ -787,79 +787,79 @@ func (l LoadSpec) validate() error {
 // only that: the search sets each step's rate and length).
 func (l LoadSpec) validateTemplate() error {
 	if l.EmbeddedRateScale != nil && l.Rate == "" {
-		return bad("load.embedded_rate_scale", "kind capacity: the search's from and to are the rates")
+		return Bad("load.embedded_rate_scale", "kind capacity: the search's from and to are the rates")
 	}
 	if l.Users < 2 || l.Users > MaxUsers {
-		return bad("load.users", "%d: want 2..%d", l.Users, MaxUsers)
+		return Bad("load.users", "%d: want 2..%d", l.Users, MaxUsers)
 	}
 	if l.Devices < 0 || l.Devices > loadgen.MaxDevicesPerUser {
-		return bad("load.devices", "%d: want 1..%d", l.Devices, loadgen.MaxDevicesPerUser)
+		return Bad("load.devices", "%d: want 1..%d", l.Devices, loadgen.MaxDevicesPerUser)
 	}
 	on, cr := l.OnlineOr(), l.CrashyOr()
 	if on < 0 || on > 1 {
-		return bad("load.online", "%g: want 0..1", on)
+		return Bad("load.online", "%g: want 0..1", on)
 	}
 	if cr < 0 || cr > 1 || on+cr > 1 {
-		return bad("load.crashy", "%g: want 0..1 with online + crashy <= 1", cr)
+		return Bad("load.crashy", "%g: want 0..1 with online + crashy <= 1", cr)
 	}
 	if l.Groups < 0 || l.Groups > loadgen.MaxGroups {
-		return bad("load.groups", "%d: want 0..%d", l.Groups, loadgen.MaxGroups)
+		return Bad("load.groups", "%d: want 0..%d", l.Groups, loadgen.MaxGroups)
 	}
 	if l.GroupShare < 0 || l.GroupShare > 1 {
-		return bad("load.group_share", "%g: want 0..1", l.GroupShare)
+		return Bad("load.group_share", "%g: want 0..1", l.GroupShare)
 	}
 	if l.GroupShare > 0 && l.Groups == 0 {
-		return bad("load.group_share", "%g needs load.groups > 0", l.GroupShare)
+		return Bad("load.group_share", "%g needs load.groups > 0", l.GroupShare)
 	}
-	if _, err := loadgen.ParseSizes(or(l.GroupSizes, DefaultGroupSizes)); err != nil {
-		return bad("load.group_sizes", "%q: %v", l.GroupSizes, err)
+	if _, err := loadgen.ParseSizes(Or(l.GroupSizes, DefaultGroupSizes)); err != nil {
+		return Bad("load.group_sizes", "%q: %v", l.GroupSizes, err)
 	}
 	switch l.SendVia {
 	case "", loadgen.ViaHTTP, loadgen.ViaWS:
 	default:
-		return bad("load.send_via", "%q: want http or ws", l.SendVia)
+		return Bad("load.send_via", "%q: want http or ws", l.SendVia)
 	}
 	if l.ComeBackEvery != nil && (l.ComeBackEvery.D() < 0 || l.ComeBackEvery.D() > MaxLoadDuration) {
-		return bad("load.come_back_every", "%s: want 0..%s", l.ComeBackEvery.D(), MaxLoadDuration)
+		return Bad("load.come_back_every", "%s: want 0..%s", l.ComeBackEvery.D(), MaxLoadDuration)
 	}
 	if l.Settle != nil && (l.Settle.D() < 0 || l.Settle.D() > MaxSettle) {
-		return bad("load.settle", "%s: want 0..%s", l.Settle.D(), MaxSettle)
+		return Bad("load.settle", "%s: want 0..%s", l.Settle.D(), MaxSettle)
 	}
 	if l.DrainTimeout < 0 || l.DrainTimeout.D() > MaxDrainTimeout {
-		return bad("load.drain_timeout", "%s: want (0, %s]", l.DrainTimeout.D(), MaxDrainTimeout)
+		return Bad("load.drain_timeout", "%s: want (0, %s]", l.DrainTimeout.D(), MaxDrainTimeout)
 	}
 	if l.PullLimit < 0 || l.PullLimit > 500 {
-		return bad("load.pull_limit", "%d: want 1..500", l.PullLimit)
+		return Bad("load.pull_limit", "%d: want 1..500", l.PullLimit)
 	}
 	if l.Segments < 0 || l.Segments > MaxLoadSegments || l.Segments > l.Users {
-		return bad("load.segments", "%d: want 0..%d and at most load.users", l.Segments, MaxLoadSegments)
+		return Bad("load.segments", "%d: want 0..%d and at most load.users", l.Segments, MaxLoadSegments)
 	}
 	if l.Conns < 0 || l.Conns > MaxConns {
-		return bad("load.conns", "%d: want 1..%d", l.Conns, MaxConns)
+		return Bad("load.conns", "%d: want 1..%d", l.Conns, MaxConns)
 	}
 	if l.Pipeline < 0 || l.Pipeline > MaxPipeline || l.PipelineConns < 0 || l.PipelineConns > loadgen.MaxPipelineConns {
-		return bad("load.pipeline", "%d on %d connections: want 0..%d requests on 1..%d connections", l.Pipeline, l.PipelineConns, MaxPipeline, loadgen.MaxPipelineConns)
+		return Bad("load.pipeline", "%d on %d connections: want 0..%d requests on 1..%d connections", l.Pipeline, l.PipelineConns, MaxPipeline, loadgen.MaxPipelineConns)
 	}
 	if l.PipelineConns > 0 && l.Pipeline == 0 {
-		return bad("load.pipeline_conns", "%d without load.pipeline", l.PipelineConns)
+		return Bad("load.pipeline_conns", "%d without load.pipeline", l.PipelineConns)
 	}
 	if l.MaxWorkers < 0 || l.MaxWorkers > MaxWorkers {
-		return bad("load.max_workers", "%d: want 1..%d", l.MaxWorkers, MaxWorkers)
+		return Bad("load.max_workers", "%d: want 1..%d", l.MaxWorkers, MaxWorkers)
 	}
 	if l.SpinWindow != nil && (l.SpinWindow.D() < 0 || l.SpinWindow.D() > MaxSpinWindow) {
-		return bad("load.spin_window", "%s: want 0..%s", l.SpinWindow.D(), MaxSpinWindow)
+		return Bad("load.spin_window", "%s: want 0..%s", l.SpinWindow.D(), MaxSpinWindow)
 	}
 	if l.Senders < 0 || l.Senders > MaxSenders {
-		return bad("load.senders", "%d: want 0..%d", l.Senders, MaxSenders)
+		return Bad("load.senders", "%d: want 0..%d", l.Senders, MaxSenders)
 	}
 	if l.MaxQueued < 0 || l.MaxQueued > MaxQueuedSends || (l.MaxQueued > 0 && l.Senders == 0) {
-		return bad("load.max_queued", "%d: want 1..%d, and only with load.senders", l.MaxQueued, MaxQueuedSends)
+		return Bad("load.max_queued", "%d: want 1..%d, and only with load.senders", l.MaxQueued, MaxQueuedSends)
 	}
 	if l.SendTimeout < 0 || l.SendTimeout.D() > MaxLatency {
-		return bad("load.send_timeout", "%s: want (0, %s]", l.SendTimeout.D(), MaxLatency)
+		return Bad("load.send_timeout", "%s: want (0, %s]", l.SendTimeout.D(), MaxLatency)
 	}
 	if l.Retries != nil && (*l.Retries < 0 || *l.Retries > MaxRetries) {
-		return bad("load.retries", "%d: want 0..%d", *l.Retries, MaxRetries)
+		return Bad("load.retries", "%d: want 0..%d", *l.Retries, MaxRetries)
 	}
 	return nil
 }
@@ -908,40 +908,40 @@ func (l LoadSpec) DrainTimeoutOr() time.Duration {
 // server.processes.
 func (x FaultSpec) validate(field string, f *File, procs map[string]int) error {
 	if x.At < 0 || x.At.D() > f.Load.Duration.D() {
-		return bad(field+".at", "%s: want 0..load.duration (%s)", x.At.D(), f.Load.Duration.D())
+		return Bad(field+".at", "%s: want 0..load.duration (%s)", x.At.D(), f.Load.Duration.D())
 	}
 	if x.For < 0 || x.At.D()+x.For.D() > f.Load.Duration.D() {
-		return bad(field+".for", "%s: want 0..%s: a fault must be healed by the end of the load (at + for <= load.duration), so that the settle and the final drain run healed", x.For.D(), f.Load.Duration.D()-x.At.D())
+		return Bad(field+".for", "%s: want 0..%s: a fault must be healed by the end of the load (at + for <= load.duration), so that the settle and the final drain run healed", x.For.D(), f.Load.Duration.D()-x.At.D())
 	}
 	proxyTarget := func() error {
 		switch x.Target {
 		case TargetMySQL, TargetRedis, TargetKafka:
 		case TargetMongo:
 			if !f.Server.History {
-				return bad(field+".target", "mongo is only used with server.history: true")
+				return Bad(field+".target", "mongo is only used with server.history: true")
 			}
 		default:
-			return bad(field+".target", "%q: want mysql, redis, kafka or mongo", x.Target)
+			return Bad(field+".target", "%q: want mysql, redis, kafka or mongo", x.Target)
 		}
 		if x.Target == TargetKafka && f.Server.PolicyOr() == "strict" && !f.Server.History {
-			return bad(field+".target", "kafka is not used by the strict policy without history")
+			return Bad(field+".target", "kafka is not used by the strict policy without history")
 		}
 		switch x.Stream {
 		case "", "downstream", "upstream":
 		default:
-			return bad(field+".stream", "%q: want downstream, upstream or empty (both)", x.Stream)
+			return Bad(field+".stream", "%q: want downstream, upstream or empty (both)", x.Stream)
 		}
 		if x.Toxicity != nil && (*x.Toxicity <= 0 || *x.Toxicity > 1) {
-			return bad(field+".toxicity", "%g: want (0, 1]", *x.Toxicity)
+			return Bad(field+".toxicity", "%g: want (0, 1]", *x.Toxicity)
 		}
 		if x.For <= 0 {
-			return bad(field+".for", "a %s fault needs a positive duration", x.Kind)
+			return Bad(field+".for", "a %s fault needs a positive duration", x.Kind)
 		}
 		return nil
 	}
 	noTarget := func() error {
 		if x.Target != "" {
-			return bad(field+".target", "%s takes no target", x.Kind)
+			return Bad(field+".target", "%s takes no target", x.Kind)
 		}
 		return nil
 	}
@@ -954,14 +954,14 @@ func (x FaultSpec) validate(field string, f *File, procs map[string]int) error {
 		}
 		for _, n := range []string{"latency", "jitter", "timeout", "rate_kbps", "by", "toxicity", "stream"} {
 			if vals[n] && !allowed[n] {
-				return bad(field+"."+n, "not a parameter of kind %s", x.Kind)
+				return Bad(field+"."+n, "not a parameter of kind %s", x.Kind)
 			}
 		}
 		return nil
 	}
 	kafka := func() error {
 		if f.Server.PolicyOr() == "strict" && !f.Server.History {
-			return bad(field+".kind", "%s needs a policy that uses Kafka (store, outbox or queue)", x.Kind)
+			return Bad(field+".kind", "%s needs a policy that uses Kafka (store, outbox or queue)", x.Kind)
 		}
 		return nil
 	}
@@ -972,28 +972,28 @@ func (x FaultSpec) validate(field string, f *File, procs map[string]int) error {
 			err = unused("latency", "jitter", "toxicity", "stream")
 		}
 		if err == nil && (x.Latency <= 0 || x.Latency.D() > MaxLatency || x.Jitter < 0 || x.Jitter > x.Latency) {
-			err = bad(field+".latency", "%s (jitter %s): want latency in (0, %s], jitter in 0..latency", x.Latency.D(), x.Jitter.D(), MaxLatency)
+			err = Bad(field+".latency", "%s (jitter %s): want latency in (0, %s], jitter in 0..latency", x.Latency.D(), x.Jitter.D(), MaxLatency)
 		}
 	case KindTimeout:
 		if err = proxyTarget(); err == nil {
 			err = unused("timeout", "toxicity", "stream")
 		}
 		if err == nil && (x.Timeout < 0 || x.Timeout.D() > MaxLatency) {
-			err = bad(field+".timeout", "%s: want 0..%s (0: hold until healed)", x.Timeout.D(), MaxLatency)
+			err = Bad(field+".timeout", "%s: want 0..%s (0: hold until healed)", x.Timeout.D(), MaxLatency)
 		}
 	case KindResetPeer:
 		if err = proxyTarget(); err == nil {
 			err = unused("timeout", "toxicity", "stream")
 		}
 		if err == nil && (x.Timeout < 0 || x.Timeout.D() > MaxLatency) {
-			err = bad(field+".timeout", "%s: want 0..%s", x.Timeout.D(), MaxLatency)
+			err = Bad(field+".timeout", "%s: want 0..%s", x.Timeout.D(), MaxLatency)
 		}
 	case KindBandwidth:
 		if err = proxyTarget(); err == nil {
 			err = unused("rate_kbps", "toxicity", "stream")
 		}
 		if err == nil && (x.RateKBps < 1 || x.RateKBps > 1<<30) {
-			err = bad(field+".rate_kbps", "%d: want 1..%d", x.RateKBps, 1<<30)
+			err = Bad(field+".rate_kbps", "%d: want 1..%d", x.RateKBps, 1<<30)
 		}
 	case KindDown:
 		if err = proxyTarget(); err == nil {
@@ -1008,10 +1008,10 @@ func (x FaultSpec) validate(field string, f *File, procs map[string]int) error {
 			err = unused("by")
 		}
 		if err == nil && x.By > MaxRollback {
-			err = bad(field+".by", "%d: at most %d", x.By, MaxRollback)
+			err = Bad(field+".by", "%d: at most %d", x.By, MaxRollback)
 		}
 		if err == nil && f.Server.Allocator == "segment" {
-			err = bad(field+".kind", "allocator_rollback sets Redis counters back: it needs server.allocator redis")
+			err = Bad(field+".kind", "allocator_rollback sets Redis counters back: it needs server.allocator redis")
 		}
 	case KindKafkaRecordLoss, KindKafkaTopicRecreate:
 		if err = noTarget(); err == nil {
@@ -1024,16 +1024,16 @@ func (x FaultSpec) validate(field string, f *File, procs map[string]int) error {
 		i, ok := procs[x.Target]
 		switch {
 		case !ok:
-			err = bad(field+".target", "%q is not a process of server.processes", x.Target)
+			err = Bad(field+".target", "%q is not a process of server.processes", x.Target)
 		case x.Kind == KindKill && !f.Processes()[i].Exec:
-			err = bad(field+".target", "%q runs inside the runner: a kill is a SIGKILL of a separate OS process, so it needs server.processes[%d].exec: true (or use kind stop, the graceful stop)", x.Target, i)
+			err = Bad(field+".target", "%q runs inside the runner: a kill is a SIGKILL of a separate OS process, so it needs server.processes[%d].exec: true (or use kind stop, the graceful stop)", x.Target, i)
 		default:
 			if err = unused(); err == nil && x.For <= 0 {
-				err = bad(field+".for", "a %s needs a positive duration (the process is started again after it)", x.Kind)
+				err = Bad(field+".for", "a %s needs a positive duration (the process is started again after it)", x.Kind)
 			}
 		}
 	default:
-		err = bad(field+".kind", "%q: want latency, timeout, reset_peer, bandwidth, down, redis_wipe, allocator_rollback, kafka_record_loss, kafka_topic_recreate, stop or kill", x.Kind)
+		err = Bad(field+".kind", "%q: want latency, timeout, reset_peer, bandwidth, down, redis_wipe, allocator_rollback, kafka_record_loss, kafka_topic_recreate, stop or kill", x.Kind)
 	}
 	return err
 }
@@ -1047,46 +1047,46 @@ func (e ExpectSpec) validate() error {
 	switch e.Verdict {
 	case "", VerdictValid, VerdictInvalid:
 	default:
-		return bad("expect.verdict", "%q: want valid or invalid", e.Verdict)
+		return Bad("expect.verdict", "%q: want valid or invalid", e.Verdict)
 	}
 	if e.MaxAckP99 != nil && e.MaxAckP99.D() <= 0 {
-		return bad("expect.max_ack_p99", "%s: want > 0", e.MaxAckP99.D())
+		return Bad("expect.max_ack_p99", "%s: want > 0", e.MaxAckP99.D())
 	}
 	if e.MaxLagAge != nil && e.MaxLagAge.D() <= 0 {
-		return bad("expect.max_lag_age", "%s: want > 0", e.MaxLagAge.D())
+		return Bad("expect.max_lag_age", "%s: want > 0", e.MaxLagAge.D())
 	}
 	if e.RecoveryBound != nil && (e.RecoveryBound.D() <= 0 || e.RecoveryBound.D() > MaxLatency) {
-		return bad("expect.recovery_bound", "%s: want (0, %s]", e.RecoveryBound.D(), MaxLatency)
+		return Bad("expect.recovery_bound", "%s: want (0, %s]", e.RecoveryBound.D(), MaxLatency)
 	}
 	if e.RecoveryHold != nil && (e.RecoveryHold.D() < 0 || e.RecoveryHold.D() > MaxLatency) {
-		return bad("expect.recovery_hold", "%s: want 0..%s", e.RecoveryHold.D(), MaxLatency)
+		return Bad("expect.recovery_hold", "%s: want 0..%s", e.RecoveryHold.D(), MaxLatency)
 	}
 	if e.MaxRecovery != nil && e.MaxRecovery.D() <= 0 {
-		return bad("expect.max_recovery", "%s: want > 0", e.MaxRecovery.D())
+		return Bad("expect.max_recovery", "%s: want > 0", e.MaxRecovery.D())
 	}
 	if e.MinDrainRate != nil && !(*e.MinDrainRate > 0 && *e.MinDrainRate <= 1e9) {
-		return bad("expect.min_drain_rate", "%g: want (0, 1e9] records/s", *e.MinDrainRate)
+		return Bad("expect.min_drain_rate", "%g: want (0, 1e9] records/s", *e.MinDrainRate)
 	}
 	if e.MinOfferedRatio != nil && (*e.MinOfferedRatio <= 0 || *e.MinOfferedRatio > 1) {
-		return bad("expect.min_offered_ratio", "%g: want (0, 1]", *e.MinOfferedRatio)
+		return Bad("expect.min_offered_ratio", "%g: want (0, 1]", *e.MinOfferedRatio)
 	}
 	if e.MaxStartDelay != nil && (e.MaxStartDelay.D() <= 0 || e.MaxStartDelay.D() > MaxLatency) {
-		return bad("expect.max_start_delay", "%s: want (0, %s]", e.MaxStartDelay.D(), MaxLatency)
+		return Bad("expect.max_start_delay", "%s: want (0, %s]", e.MaxStartDelay.D(), MaxLatency)
 	}
 	if e.LagRecovered != nil && !*e.LagRecovered && (e.MaxRecovery != nil || e.MinDrainRate != nil) {
-		return bad("expect.lag_recovered", "false, but max_recovery or min_drain_rate asks for a recovery")
+		return Bad("expect.lag_recovered", "false, but max_recovery or min_drain_rate asks for a recovery")
 	}
 	if e.MinRateRatio != nil && (*e.MinRateRatio <= 0 || *e.MinRateRatio > 1) {
-		return bad("expect.min_rate_ratio", "%g: want (0, 1]", *e.MinRateRatio)
+		return Bad("expect.min_rate_ratio", "%g: want (0, 1]", *e.MinRateRatio)
 	}
 	if e.MaxSendFailRatio != nil && (*e.MaxSendFailRatio < 0 || *e.MaxSendFailRatio > 1) {
-		return bad("expect.max_send_fail_ratio", "%g: want 0..1", *e.MaxSendFailRatio)
+		return Bad("expect.max_send_fail_ratio", "%g: want 0..1", *e.MaxSendFailRatio)
 	}
 	if e.MinLost != nil && *e.MinLost > 0 && e.MaxLost != nil && *e.MaxLost < *e.MinLost {
-		return bad("expect.min_lost", "%d is above expect.max_lost %d", *e.MinLost, *e.MaxLost)
+		return Bad("expect.min_lost", "%d is above expect.max_lost %d", *e.MinLost, *e.MaxLost)
 	}
 	if e.VerdictOr() == VerdictValid && e.MinLost != nil && *e.MinLost > 0 {
-		return bad("expect.min_lost", "a loss makes the verdict invalid: set expect.verdict: invalid")
+		return Bad("expect.min_lost", "a loss makes the verdict invalid: set expect.verdict: invalid")
 	}
 	return nil
 }
@@ -1125,4 +1125,4 @@ func (e ExpectSpec) MaxStartDelayOr() time.Duration {
 }
 
 // VerdictOr is the expected verdict, default valid.
-func (e ExpectSpec) VerdictOr() string { return or(e.Verdict, VerdictValid) }
+func (e ExpectSpec) VerdictOr() string { return Or(e.Verdict, VerdictValid) }

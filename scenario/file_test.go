@@ -1,9 +1,7 @@
-package scenarios
+package scenario
 
 import (
 	"errors"
-	"imlab/loadgen/schedule"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -223,12 +221,12 @@ func TestParseBad(t *testing.T) {
 // TestShippedFiles: every scenario file in this directory validates, and
 // the required ones are there.
 func TestShippedFiles(t *testing.T) {
-	paths, err := filepath.Glob("*.yaml")
+	paths, err := filepath.Glob("../scenarios/*.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// full/ holds full-size runs that take minutes: validated here, run by hand.
-	full, err := filepath.Glob("full/*.yaml")
+	full, err := filepath.Glob("../scenarios/full/*.yaml")
 	if err != nil || len(full) == 0 {
 		t.Fatalf("full-size scenarios: %v %v", full, err)
 	}
@@ -254,7 +252,7 @@ func TestShippedFiles(t *testing.T) {
 	// of an in-process relay.
 	for file, want := range map[string]string{"consumer-kill.yaml": KindKill, "queue-loss-store.yaml": KindKill,
 		"queue-loss-unsafe.yaml": KindKill, "relay-stop.yaml": KindStop} {
-		f, err := ReadFile(file)
+		f, err := ReadFile(filepath.Join("../scenarios", file))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -275,21 +273,6 @@ func TestShippedFiles(t *testing.T) {
 	}
 }
 
-func TestChildCommandDefault(t *testing.T) {
-	c := DefaultConfig(t.TempDir())
-	cmd, err := c.childCommand()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if exe, _ := os.Executable(); len(cmd) != 3 || cmd[0] != exe || cmd[1] != "scenario" || cmd[2] != "child" {
-		t.Fatalf("default child command %q", cmd)
-	}
-	c.ChildCommand = []string{"/bin/imlab-other", "child"}
-	if cmd, _ := c.childCommand(); cmd[0] != "/bin/imlab-other" {
-		t.Fatalf("configured child command %q", cmd)
-	}
-}
-
 func TestScaled(t *testing.T) {
 	f, err := Parse("good.yaml", []byte(goodFile))
 	if err != nil {
@@ -307,39 +290,16 @@ func TestScaled(t *testing.T) {
 	}
 }
 
-func TestConfigValidate(t *testing.T) {
-	good := DefaultConfig(t.TempDir())
-	if err := good.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	for name, mut := range map[string]func(*Config){
-		"no out":      func(c *Config) { c.OutDir = "" },
-		"mode":        func(c *Config) { c.Mode = "cloud" },
-		"secret":      func(c *Config) { c.Secret = "short" },
-		"duration":    func(c *Config) { c.Duration = -time.Second },
-		"glob prefix": func(c *Config) { c.RedisPrefix = "a*" },
-		"child":       func(c *Config) { c.ChildCommand = []string{""} },
-		"rate scale":  func(c *Config) { c.RateScale = 1.5 },
-		"neg scale":   func(c *Config) { c.RateScale = -0.1 },
-	} {
-		c := good
-		mut(&c)
-		if err := c.Validate(); !errors.Is(err, ErrInvalid) {
-			t.Errorf("%s: %v", name, err)
-		}
-	}
-}
-
 // TestShippedCompiledIn: the compiled-in files are this directory's, each
 // parses, and the default set names shipped scenarios.
 func TestShippedCompiledIn(t *testing.T) {
-	paths, err := filepath.Glob("*.yaml")
+	paths, err := filepath.Glob("../scenarios/*.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var want []string
 	for _, p := range paths {
-		want = append(want, strings.TrimSuffix(p, ".yaml"))
+		want = append(want, strings.TrimSuffix(filepath.Base(p), ".yaml"))
 	}
 	if got := ShippedNames(); !slices.Equal(got, want) {
 		t.Fatalf("compiled in %q, on disk %q", got, want)
@@ -354,117 +314,5 @@ func TestShippedCompiledIn(t *testing.T) {
 		if _, err := Shipped(bad); !errors.Is(err, ErrInvalid) {
 			t.Errorf("Shipped(%q): %v, want ErrInvalid", bad, err)
 		}
-	}
-}
-
-// TestLibraryClaims: the default glob exercises what it claims: every
-// policy under at least one fault; strict under each MySQL fault and under
-// a SIGKILL of an exec api process; an inbox past the hot window while
-// devices are away; client retries with the same client_msg_id; every
-// file that expects a valid run states the reorders it allows, and every
-// one not about repair runs reconciliation late and allows no repair,
-// while queue-loss-store asserts that it repaired.
-func TestLibraryClaims(t *testing.T) {
-	paths, err := filepath.Glob("*.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	faulted := map[string]bool{}
-	strictMySQL := map[string]bool{}
-	apiKill, hotWindow, retries := false, false, false
-	for _, p := range paths {
-		f, err := ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if f.Kind == KindCapacity {
-			continue // a search: no load of its own (TestRunCapacitySmoke)
-		}
-		pol := f.Server.PolicyOr()
-		if len(f.Faults) > 0 {
-			faulted[pol] = true
-		}
-		for _, x := range f.Faults {
-			if pol == "strict" && x.Target == TargetMySQL {
-				strictMySQL[x.Kind] = true
-			}
-			if pol == "strict" && x.Kind == KindKill {
-				for _, pr := range f.Processes() {
-					if pr.Name == x.Target && pr.runsAPI() && pr.Exec {
-						apiKill = true
-					}
-				}
-			}
-		}
-		l := f.Load
-		perUID := MeanRate(mustShape(t, l.Rate), l.Duration.D()) * l.Duration.D().Seconds() * 2 / float64(l.Users)
-		if l.ComeBackEvery != nil && l.ComeBackEvery.D() == 0 && perUID > 200 && f.Server.UnreadThreshold == 0 {
-			hotWindow = true
-		}
-		if l.Retries != nil && *l.Retries > 0 && l.SendTimeout > 0 && len(f.Faults) > 0 {
-			retries = true
-		}
-		e := f.Expect
-		if e.VerdictOr() != VerdictValid {
-			continue
-		}
-		if e.MaxReordered == nil {
-			t.Errorf("%s: a valid scenario must state max_reordered", p)
-		}
-		repair := f.Server.ReconcileGrace != 0
-		if repair && e.MinRepairs == nil && f.Name == "queue-loss-store" {
-			t.Errorf("%s: repair is its point: it must assert min_repairs", p)
-		}
-		if !repair && (e.MaxRepairs == nil || *e.MaxRepairs != 0) {
-			t.Errorf("%s: reconciliation runs late here, so it must allow no repair (max_repairs: 0)", p)
-		}
-	}
-	for _, pol := range []string{"strict", "store", "outbox", "queue"} {
-		if !faulted[pol] {
-			t.Errorf("no shipped scenario puts policy %s under a fault", pol)
-		}
-	}
-	for _, k := range []string{KindLatency, KindResetPeer, KindDown} {
-		if !strictMySQL[k] {
-			t.Errorf("no strict scenario with MySQL fault %s", k)
-		}
-	}
-	if !apiKill || !hotWindow || !retries {
-		t.Errorf("api kill %v, hot window %v, retries %v: want all", apiKill, hotWindow, retries)
-	}
-}
-
-func mustShape(t *testing.T, rate string) schedule.Shape {
-	t.Helper()
-	sh, err := schedule.Parse(rate)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sh
-}
-
-// TestPacerConfig: the burst files run the pacer's queued mode with the
-// senders, queue and spin they state; a file without them keeps loadgen's
-// goroutine-per-send pool, max_workers bounding it.
-func TestPacerConfig(t *testing.T) {
-	f, err := ReadFile("full/burst-50k.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := pacerConfig(f.Load, schedule.DefaultConfig())
-	if c.Senders != 512 || c.MaxQueued != DefaultMaxQueued || c.SpinWindow != 0 {
-		t.Fatalf("burst-50k pacer %+v: want 512 senders, the default queue, no spin", c)
-	}
-	if err := c.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	q := 7
-	c = pacerConfig(LoadSpec{Senders: 3, MaxQueued: q}, schedule.DefaultConfig())
-	if c.Senders != 3 || c.MaxQueued != q || c.SpinWindow != schedule.DefaultConfig().SpinWindow {
-		t.Fatalf("pacer %+v: want 3 senders, a queue of %d, the default spin", c, q)
-	}
-	c = pacerConfig(LoadSpec{MaxWorkers: 10}, schedule.DefaultConfig())
-	if c.Senders != 0 || c.MaxWorkers != 10 || c.Workers != 10 {
-		t.Fatalf("pacer %+v: want the pool mode bounded at 10 workers", c)
 	}
 }

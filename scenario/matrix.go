@@ -1,9 +1,8 @@
-package scenarios
+package scenario
 
 import (
 	"fmt"
 	"slices"
-	"strings"
 )
 
 // MaxMatrixValues bounds the values of a matrix parameter.
@@ -23,7 +22,7 @@ type MatrixSpec struct {
 func (f *File) consumerProcess() int {
 	at := -1
 	for i, p := range f.Server.Processes {
-		if slices.Contains(p.Roles, "consumer") && !p.runsAPI() {
+		if slices.Contains(p.Roles, "consumer") && !p.RunsAPI() {
 			if at >= 0 {
 				return -1
 			}
@@ -38,30 +37,30 @@ func (m *MatrixSpec) validate(f *File) error {
 		return nil
 	}
 	if len(m.Consumers) == 0 || len(m.Consumers) > MaxMatrixValues {
-		return bad("matrix.consumers", "%d values: want 1..%d", len(m.Consumers), MaxMatrixValues)
+		return Bad("matrix.consumers", "%d values: want 1..%d", len(m.Consumers), MaxMatrixValues)
 	}
 	at := f.consumerProcess()
 	if at < 0 {
-		return bad("matrix.consumers", "needs exactly one process in server.processes whose roles include consumer and not api")
+		return Bad("matrix.consumers", "needs exactly one process in server.processes whose roles include consumer and not api")
 	}
 	if f.Server.Processes[at].Count > 1 {
-		return bad("matrix.consumers", "server.processes[%d] has a count of its own: the matrix sets it", at)
+		return Bad("matrix.consumers", "server.processes[%d] has a count of its own: the matrix sets it", at)
 	}
 	others := len(f.Processes()) - 1
 	seen := map[int]bool{}
 	for i, c := range m.Consumers {
 		field := fmt.Sprintf("matrix.consumers[%d]", i)
 		if c < 1 || c > f.Backends.PartitionsOr() || others+c > MaxProcesses {
-			return bad(field, "%d: want 1..%d (the topic's partitions, and at most %d processes in all)", c, min(f.Backends.PartitionsOr(), MaxProcesses-others), MaxProcesses)
+			return Bad(field, "%d: want 1..%d (the topic's partitions, and at most %d processes in all)", c, min(f.Backends.PartitionsOr(), MaxProcesses-others), MaxProcesses)
 		}
 		if seen[c] {
-			return bad(field, "%d given twice", c)
+			return Bad(field, "%d given twice", c)
 		}
 		seen[c] = true
 	}
 	for _, x := range f.Faults {
 		if (x.Kind == KindStop || x.Kind == KindKill) && x.Target == f.Server.Processes[at].Name {
-			return bad("matrix.consumers", "a fault targets %q, which the matrix replaces by %s-1..%s-N", x.Target, x.Target, x.Target)
+			return Bad("matrix.consumers", "a fault targets %q, which the matrix replaces by %s-1..%s-N", x.Target, x.Target, x.Target)
 		}
 	}
 	return nil
@@ -77,7 +76,7 @@ func Expand(f *File) ([]*File, error) {
 	}
 	at := f.consumerProcess()
 	if at < 0 {
-		return nil, bad("matrix.consumers", "needs exactly one process whose roles include consumer and not api")
+		return nil, Bad("matrix.consumers", "needs exactly one process whose roles include consumer and not api")
 	}
 	var out []*File
 	for _, c := range f.Matrix.Consumers {
@@ -85,7 +84,7 @@ func Expand(f *File) ([]*File, error) {
 		g.Matrix = nil
 		g.Name = fmt.Sprintf("%s.consumers-%d", f.Name, c)
 		if len(g.Name) > MaxNameLen {
-			return nil, bad("name", "%q with the matrix suffix is longer than %d", g.Name, MaxNameLen)
+			return nil, Bad("name", "%q with the matrix suffix is longer than %d", g.Name, MaxNameLen)
 		}
 		g.Variant = fmt.Sprintf("consumers=%d", c)
 		g.Server.Processes = slices.Clone(f.Server.Processes)
@@ -107,41 +106,4 @@ func (f *File) ConsumerProcesses() int {
 		}
 	}
 	return n
-}
-
-// MatrixTable sets the recovery figures of several runs side by side, one
-// line per run: what a consumer-count matrix is run for. A figure that was
-// not computed says so.
-func MatrixTable(results []*Result) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%-36s %-9s %-6s %-14s %-12s %-18s %-16s %s\n", "scenario", "consumers", "passed", "verdict", "recovery", "drain records/s", "drain rows/s", "backlog peak")
-	for _, r := range results {
-		verdict := "not checked"
-		if r.Verdict != nil {
-			verdict = "invalid"
-			if r.Verdict.Valid {
-				verdict = "valid"
-			}
-		}
-		rec, drain, rows, peak := "n/a", "n/a", "n/a", "n/a"
-		if f := r.Recovery; f != nil {
-			rec = f.Status
-			if f.RecoverySeconds != nil {
-				rec = secs(*f.RecoverySeconds)
-			}
-			if v, _ := f.MinDrainRecordsPerSec(); v != nil {
-				drain = fmt.Sprintf("%.0f", *v)
-			} else {
-				drain = "unknown"
-			}
-			rows = optRate(f.DrainRowsPerSec)
-			peak = fmt.Sprint(f.BacklogPeak)
-		}
-		consumers := "?"
-		if r.Spec != nil {
-			consumers = fmt.Sprint(r.Spec.ConsumerProcesses())
-		}
-		fmt.Fprintf(&b, "%-36s %-9s %-6v %-14s %-12s %-18s %-16s %s\n", r.Scenario, consumers, r.Passed, verdict, rec, drain, rows, peak)
-	}
-	return b.String()
 }

@@ -1,4 +1,4 @@
-package scenarios
+package scenario
 
 import (
 	"errors"
@@ -89,27 +89,5 @@ func TestMatrixBad(t *testing.T) {
 	}
 	if _, err := Parse("ok.yaml", []byte(body+"faults:\n  - {at: 1s, for: 1s, kind: kill, target: consumer-2}\n")); err != nil {
 		t.Fatalf("kill of a copy: %v", err)
-	}
-}
-
-func TestMatrixTable(t *testing.T) {
-	f, _ := Parse("m.yaml", []byte(matrixFile+"matrix:\n  consumers: [1, 2]\n"))
-	runs, _ := Expand(f)
-	lag := lagTimeline(0, 0, 3, 2, 0.5, 0.1, 0, 0)
-	fig, err := recoveryFigures(recoveryConfig(ExpectSpec{}, 2, 10e9), "end of the burst", lag)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := []*Result{{Scenario: runs[0].Name, Spec: runs[0], Recovery: fig, Passed: true}, {Scenario: runs[1].Name, Spec: runs[1]}}
-	out := MatrixTable(res)
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 3 || !strings.Contains(lines[1], "m.consumers-1") || !strings.Contains(lines[1], " 2s ") || !strings.Contains(lines[1], "5000") ||
-		!strings.Contains(lines[2], "m.consumers-2") || !strings.Contains(lines[2], "n/a") || !strings.Contains(lines[2], "not checked") {
-		t.Fatalf("table:\n%s", out)
-	}
-	for i, want := range []string{"1", "2"} {
-		if fields := strings.Fields(lines[i+1]); fields[1] != want {
-			t.Fatalf("consumers column of line %d: %v", i+1, fields)
-		}
 	}
 }

@@ -1,19 +1,13 @@
-package scenarios
+package scenario
 
 import (
-	"embed"
 	"fmt"
+	"imlab/scenarios"
 	"io/fs"
 	"path"
 	"sort"
 	"strings"
 )
-
-// shippedFS holds the scenario files of this directory, compiled in, so
-// that a binary runs them wherever it is started.
-//
-//go:embed *.yaml
-var shippedFS embed.FS
 
 // DefaultSet names the shipped scenarios `imlab demo` runs: short, one
 // fault each, covering the three answers a newcomer wants first: the
@@ -25,7 +19,7 @@ var DefaultSet = []string{"redis-wipe", "allocator-rollback", "queue-loss-store"
 
 // ShippedNames lists the compiled-in scenario names, sorted.
 func ShippedNames() []string {
-	ents, _ := fs.ReadDir(shippedFS, ".")
+	ents, _ := fs.ReadDir(scenarios.FS, ".")
 	var out []string
 	for _, e := range ents {
 		if n, ok := strings.CutSuffix(e.Name(), ".yaml"); ok && !e.IsDir() {
@@ -43,7 +37,7 @@ func Shipped(name string) (*File, error) {
 	if !nameRE.MatchString(name) || path.Base(p) != p {
 		return nil, fmt.Errorf("%w: %q is not a scenario name", ErrInvalid, name)
 	}
-	b, err := shippedFS.ReadFile(p)
+	b, err := scenarios.FS.ReadFile(p)
 	if err != nil {
 		return nil, fmt.Errorf("%w: no shipped scenario %q (have %s)", ErrInvalid, name, strings.Join(ShippedNames(), ", "))
 	}

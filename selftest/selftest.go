@@ -1,4 +1,4 @@
-package scenarios
+package selftest
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"imlab/ref/server"
+	"imlab/runner"
+	"imlab/scenario"
 )
 
 // Outcomes of one cell of the selftest matrix.
@@ -42,7 +44,7 @@ const Unmodified = "(unmodified)"
 type SelftestConfig struct {
 	// Base is the runner config of every run; its OutDir is the parent of
 	// the runs (OutDir/ROW/SCENARIO) and its Defects are ignored.
-	Base Config
+	Base runner.Config
 	// Defects are the rows (default: every shipped defect, ref/server's
 	// Defects); the unmodified server is always run too.
 	Defects []string
@@ -157,7 +159,7 @@ func (m *Matrix) Table() string {
 // failed is a timing cell and a run that could not be carried out an error
 // cell: neither is a catch. The error is for a bad configuration or
 // a cancelled context only; the outcome is in the matrix (Problems).
-func Selftest(ctx context.Context, cfg SelftestConfig, files []*File) (*Matrix, error) {
+func Selftest(ctx context.Context, cfg SelftestConfig, files []*scenario.File) (*Matrix, error) {
 	defects := cfg.Defects
 	if defects == nil {
 		for _, d := range server.Defects() {
@@ -166,23 +168,23 @@ func Selftest(ctx context.Context, cfg SelftestConfig, files []*File) (*Matrix, 
 	}
 	for _, d := range defects {
 		if _, err := server.ParseDefects(d); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+			return nil, fmt.Errorf("%w: %v", scenario.ErrInvalid, err)
 		}
 	}
 	if len(files) == 0 {
-		return nil, fmt.Errorf("%w: no scenario files", ErrInvalid)
+		return nil, fmt.Errorf("%w: no scenario files", scenario.ErrInvalid)
 	}
 	m := &Matrix{Defects: slices.Clone(defects)}
 	for _, f := range files {
 		if slices.Contains(m.Scenarios, f.Name) {
-			return nil, fmt.Errorf("%w: scenario name %q used by two files", ErrInvalid, f.Name)
+			return nil, fmt.Errorf("%w: scenario name %q used by two files", scenario.ErrInvalid, f.Name)
 		}
 		m.Scenarios = append(m.Scenarios, f.Name)
 	}
 	par := max(1, cfg.Parallel)
 	type job struct {
 		row string
-		f   *File
+		f   *scenario.File
 	}
 	var jobs []job
 	for _, row := range append([]string{Unmodified}, defects...) {
@@ -227,7 +229,7 @@ func Selftest(ctx context.Context, cfg SelftestConfig, files []*File) (*Matrix, 
 }
 
 // selftestRun runs one cell.
-func selftestRun(ctx context.Context, base Config, row string, f *File) Cell {
+func selftestRun(ctx context.Context, base runner.Config, row string, f *scenario.File) Cell {
 	c := base
 	c.Defects = nil
 	dirName := "unmodified"
@@ -238,7 +240,7 @@ func selftestRun(ctx context.Context, base Config, row string, f *File) Cell {
 	c.OutDir = filepath.Join(base.OutDir, dirName, f.Name)
 	c.Progress = nil
 	cell := Cell{Defect: row, Scenario: f.Name, Dir: c.OutDir}
-	res, err := Run(ctx, c, f)
+	res, err := runner.Run(ctx, c, f)
 	if res != nil {
 		cell.Seconds = res.Seconds
 		for _, ch := range res.Checks {

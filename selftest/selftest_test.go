@@ -1,4 +1,4 @@
-package scenarios
+package selftest
 
 import (
 	"bytes"
@@ -14,6 +14,10 @@ import (
 	"imlab/checker"
 	"imlab/compare"
 	"imlab/report"
+	"imlab/report/runpage"
+	"imlab/result"
+	"imlab/runner"
+	"imlab/scenario"
 )
 
 // TestMatrixProblems: a defect no scenario caught and a scenario the
@@ -44,7 +48,7 @@ func TestMatrixProblems(t *testing.T) {
 	if !onlyTiming([]string{"max_ack_p99", "min_rate_ratio"}) || onlyTiming([]string{"max_ack_p99", "max_lost"}) || onlyTiming(nil) {
 		t.Fatal("onlyTiming")
 	}
-	if _, err := Selftest(context.Background(), SelftestConfig{Defects: []string{"no-such"}}, []*File{{Name: "x"}}); err == nil {
+	if _, err := Selftest(context.Background(), SelftestConfig{Defects: []string{"no-such"}}, []*scenario.File{{Name: "x"}}); err == nil {
 		t.Fatal("an unknown defect was accepted")
 	}
 }
@@ -54,7 +58,7 @@ func TestMatrixProblems(t *testing.T) {
 // shipped defects (each must be caught).
 func TestSelftestShort(t *testing.T) {
 	t.Parallel()
-	f, err := ReadFile("redis-wipe.yaml")
+	f, err := scenario.ReadFile("../scenarios/redis-wipe.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +70,7 @@ func TestSelftestShort(t *testing.T) {
 	// and under -race on a loaded machine the devices of a 200/s run may
 	// not reach the end of their inboxes within the file's 60s.
 	f.Load.Rate = "const:100"
-	f.Load.DrainTimeout = Duration(2 * time.Minute)
+	f.Load.DrainTimeout = scenario.Duration(2 * time.Minute)
 	base := e2eConfig(t)
 	base.FreshDatabase = true // one database per run, next to the test's
 	base.RedisPrefix = ""     // one prefix per run; each run deletes its own
@@ -75,7 +79,7 @@ func TestSelftestShort(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	var progress strings.Builder
-	m, err := Selftest(ctx, SelftestConfig{Base: base, Defects: []string{"cursor-on-pull", "seq-reuse-after-rollback", "inbox-row-dropped"}, Progress: &progress}, []*File{f})
+	m, err := Selftest(ctx, SelftestConfig{Base: base, Defects: []string{"cursor-on-pull", "seq-reuse-after-rollback", "inbox-row-dropped"}, Progress: &progress}, []*scenario.File{f})
 	t.Logf("%s\n%s", progress.String(), m.Table())
 	if err != nil {
 		t.Fatal(err)
@@ -103,13 +107,13 @@ func TestSelftestShort(t *testing.T) {
 // of result.json: compare gates the lossy run against the clean one on its
 // findings, the baseline gate does the same inside a run, and the review
 // page lists the lost msg_ids.
-func readersOfRealRuns(t *testing.T, f *File, cleanDir, lossyDir string) {
+func readersOfRealRuns(t *testing.T, f *scenario.File, cleanDir, lossyDir string) {
 	t.Helper()
-	lossy, err := ReadRun(lossyDir)
+	lossy, err := result.ReadRun(lossyDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var bad []FindingSummary // the lossy run's deciding findings
+	var bad []result.FindingSummary // the lossy run's deciding findings
 	for _, fd := range lossy.Findings {
 		if fd.Count > 0 && slices.Contains(checker.Deciding, fd.Name) {
 			bad = append(bad, fd)
@@ -142,18 +146,17 @@ func readersOfRealRuns(t *testing.T, f *File, cleanDir, lossyDir string) {
 	if err := os.CopyFS(filepath.Join(stored, f.Name), os.DirFS(cleanDir)); err != nil {
 		t.Fatal(err)
 	}
-	lossy.Checks = slices.DeleteFunc(lossy.Checks, func(c Check) bool { return c.Name == BaselineCheck })
-	r := &run{cfg: Config{OutDir: t.TempDir(), BaselineDir: stored}, f: f, res: lossy}
-	r.gateBaseline()
-	if c := baselineCheck(t, r); c.OK || !strings.Contains(c.Got, bad[0].Name+" REGRESSED") {
+	lossy.Checks = slices.DeleteFunc(lossy.Checks, func(c result.Check) bool { return c.Name == scenario.BaselineCheck })
+	runner.GateBaseline(runner.Config{OutDir: t.TempDir(), BaselineDir: stored}, f, lossy)
+	if c := baselineCheck(t, lossy); c.OK || !strings.Contains(c.Got, bad[0].Name+" REGRESSED") {
 		t.Errorf("baseline gate: %+v, want %s REGRESSED", c, bad[0].Name)
 	}
 	// The review page.
-	clean, err := ReadRun(cleanDir)
+	clean, err := result.ReadRun(cleanDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	page, err := Review([]*Result{clean, lossy})
+	page, err := runpage.Review([]*result.Result{clean, lossy})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,4 +167,16 @@ func readersOfRealRuns(t *testing.T, f *File, cleanDir, lossyDir string) {
 	if html := b.String(); !strings.Contains(html, "#2 "+f.Name+": "+bad[0].Name) || !strings.Contains(html, strconv.FormatUint(bad[0].MsgIDs[0], 10)) {
 		t.Errorf("the review page does not list the %s msg_ids", bad[0].Name)
 	}
+}
+
+// baselineCheck is res's baseline check.
+func baselineCheck(t *testing.T, res *result.Result) result.Check {
+	t.Helper()
+	for _, c := range res.Checks {
+		if c.Name == scenario.BaselineCheck {
+			return c
+		}
+	}
+	t.Fatalf("no baseline check in %+v", res.Checks)
+	return result.Check{}
 }

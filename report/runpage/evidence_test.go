@@ -1,4 +1,4 @@
-package scenarios
+package runpage
 
 import (
 	"slices"
@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"imlab/checker"
-	"imlab/report"
+	"imlab/expect"
 	"imlab/ledger"
+	"imlab/report"
+	"imlab/result"
 )
 
 // TestEvidenceGapsOfVerdict: on the checker's own verdict, the checks a
@@ -53,25 +55,25 @@ func TestEvidenceGapsOfVerdict(t *testing.T) {
 	// Exercised: the pull and store witness, read-after-ACK, and the
 	// inbox the reference server keeps.
 	v := judge()
-	if g := evidenceGaps(v); len(g) != 0 || exercised(v) != 4 || len(v.Checks) <= 4 || !v.Valid {
-		t.Fatalf("gaps %v, %d exercised of %d checks, valid %v", g, exercised(v), len(v.Checks), v.Valid)
+	if g := expect.EvidenceGaps(v); len(g) != 0 || expect.Exercised(v) != 4 || len(v.Checks) <= 4 || !v.Valid {
+		t.Fatalf("gaps %v, %d exercised of %d checks, valid %v", g, expect.Exercised(v), len(v.Checks), v.Valid)
 	}
 	v = judge(ledger.Note{Check: checker.CheckHistoryWitness, Made: true, Convs: 1})
-	g := evidenceGaps(v)
-	if len(g) != 1 || !strings.HasPrefix(g[0], checker.CheckHistoryWitness+" not made") || exercised(v) != 5 {
-		t.Fatalf("a history not drained: gaps %v, %d exercised", g, exercised(v))
+	g := expect.EvidenceGaps(v)
+	if len(g) != 1 || !strings.HasPrefix(g[0], checker.CheckHistoryWitness+" not made") || expect.Exercised(v) != 5 {
+		t.Fatalf("a history not drained: gaps %v, %d exercised", g, expect.Exercised(v))
 	}
 	if !slices.Contains(v.Unmade(), checker.CheckHistoryWitness) {
 		t.Fatalf("unmade %v", v.Unmade())
 	}
 	// A finding the checker could not judge says so in result.json and on
 	// the page, not a bare 0.
-	fs := findings(v)
-	i := slices.IndexFunc(fs, func(f FindingSummary) bool { return f.Name == checker.HistoryLost })
+	fs := expect.Findings(v)
+	i := slices.IndexFunc(fs, func(f result.FindingSummary) bool { return f.Name == checker.HistoryLost })
 	if i < 0 || !strings.Contains(fs[i].NotMade, "not drained") {
 		t.Fatalf("history-lost summary %+v", fs)
 	}
-	rep := HTMLReport(&Result{Scenario: "gaps", Verdict: v, Findings: fs})
+	rep := HTMLReport(&result.Result{Scenario: "gaps", Verdict: v, Findings: fs})
 	j := slices.IndexFunc(rep.Findings, func(f report.Finding) bool { return f.Name == checker.HistoryLost })
 	if j < 0 || len(rep.Findings[j].Examples) == 0 || !strings.HasPrefix(rep.Findings[j].Examples[0], "NOT MADE: ") {
 		t.Fatalf("page finding %+v", rep.Findings)

@@ -1,10 +1,7 @@
-package scenarios
+package runpage
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -13,33 +10,15 @@ import (
 
 	"imlab/capacity"
 	"imlab/checker"
-	"imlab/report"
 	"imlab/recovery"
+	"imlab/report"
+	"imlab/result"
 )
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return fmt.Errorf("scenarios: json: %w", err)
-	}
-	return nil
-}
-
-// writeOutputs writes result.json, junit.xml and report.html.
-func (r *run) writeOutputs() error {
-	dir := r.cfg.OutDir
-	return errors.Join(
-		writeFile(filepath.Join(dir, ResultFile), r.res.WriteJSON),
-		writeFile(filepath.Join(dir, JUnitFile), func(w io.Writer) error { return WriteJUnit(w, r.res) }),
-		writeFile(filepath.Join(dir, ReportFile), func(w io.Writer) error { return report.WriteHTML(w, HTMLReport(r.res)) }),
-	)
-}
 
 // HTMLReport builds the report of a result: throughput, ACK latency,
 // consumer lag age per group and outbox backlog, with fault markers and
 // the scenario's thresholds.
-func HTMLReport(res *Result) *report.Report {
+func HTMLReport(res *result.Result) *report.Report {
 	rep := &report.Report{
 		Title: "imlab scenario " + res.Scenario, Scenario: res.Scenario, Description: res.Description,
 		Passed: res.Passed, StartedAt: res.StartedAt, Duration: time.Duration(res.Seconds * float64(time.Second)),
@@ -93,12 +72,12 @@ func HTMLReport(res *Result) *report.Report {
 		rep.Checks = append(rep.Checks, report.Check{Name: c.Name, Want: c.Want, Got: c.Got, OK: c.OK})
 	}
 	var ok, fail, p50, p99 report.Series
-	sending := sendingSeconds(res)
+	sending := result.SendingSeconds(res)
 	ok.Name, fail.Name, p50.Name, p99.Name = "sends ok/s", "sends failed or unknown/s", "ACK p50 of each second", "ACK p99 of each second"
 	for _, s := range res.Sends {
 		ok.Points = append(ok.Points, report.Point{T: s.T, V: float64(s.OK)})
 		fail.Points = append(fail.Points, report.Point{T: s.T, V: float64(s.Fail + s.Unknown)})
-		if v50, v99, measured := s.ackMs(); measured {
+		if v50, v99, measured := s.AckMs(); measured {
 			p50.Points = append(p50.Points, report.Point{T: s.T, V: v50})
 			p99.Points = append(p99.Points, report.Point{T: s.T, V: v99})
 		} else if s.T-res.LoadOffset <= sending {
@@ -107,7 +86,7 @@ func HTMLReport(res *Result) *report.Report {
 			p50.Gaps, p99.Gaps = append(p50.Gaps, s.T), append(p99.Gaps, s.T)
 		}
 	}
-	spec := res.spec()
+	spec := res.SpecOrEmpty()
 	var chartNotes []string // why a chart is missing or incomplete: after the run's own notes
 	switch {
 	case len(res.Sends) > 0:
@@ -190,7 +169,7 @@ func HTMLReport(res *Result) *report.Report {
 		rep.Tables = append(rep.Tables, report.Table{Title: fmt.Sprintf("Generator during the burst (t=%.1fs..%.1fs)", b.From, b.To),
 			Header: []string{"peak rate", "intended/s", "started/s", "started of intended (±1 s)", "late starts", "start delay p99", "answered in these seconds: ok · fail · unknown", "ACK p99 of those answers (from intended; the ACK latency chart shows the whole run)"},
 			Rows: [][]string{{fmt.Sprintf("%.0f/s", b.PeakPerSec), fmt.Sprintf("%.0f", b.IntendedPerSec), fmt.Sprintf("%.0f", b.StartedPerSec),
-				fmt.Sprintf("%d of %.0f (%.3f)", b.Started, b.Intended, b.Ratio), fmt.Sprint(b.Late), b.startDelay(),
+				fmt.Sprintf("%d of %.0f (%.3f)", b.Started, b.Intended, b.Ratio), fmt.Sprint(b.Late), b.StartDelay(),
 				fmt.Sprintf("%d · %d · %d", b.OK, b.Fail, b.Unknown), fmt.Sprintf("%.0f ms", b.AckP99ms)}}})
 	}
 	if res.Recovery != nil {
@@ -221,19 +200,10 @@ func HTMLReport(res *Result) *report.Report {
 	return rep
 }
 
-// ackMs is the second's ACK p50 and p99 (ms), and whether they were
-// measured: a second without an ACK has none.
-func (s SendSecond) ackMs() (p50, p99 float64, ok bool) {
-	if s.OK == 0 || s.AckP50 == nil || s.AckP99 == nil {
-		return 0, 0, false
-	}
-	return *s.AckP50, *s.AckP99, true
-}
-
 // loadVerdict is the page's load verdict: the achieved rate and fractions,
 // OVERLOADED or not, and the cause the run knows (nil: the load did not
 // run).
-func loadVerdict(res *Result) *report.LoadVerdict {
+func loadVerdict(res *result.Result) *report.LoadVerdict {
 	o, over, ok := res.LoadOutcome()
 	if !ok {
 		return nil
@@ -245,7 +215,7 @@ func loadVerdict(res *Result) *report.LoadVerdict {
 // checker's response histogram: every ACKed send of the ledger, from its
 // intended send time to its ACK. Without a verdict, or without an ACK,
 // it is unknown, never 0.
-func ackLatency(res *Result, name string) report.Latency {
+func ackLatency(res *result.Result, name string) report.Latency {
 	l := report.Latency{Name: name, Of: "ACKed sends only",
 		Means: "from the intended send time to the ACK; failed and unknown sends have no ACK and are not counted"}
 	var resp checker.Latency
@@ -284,20 +254,12 @@ func anyAbove(pts []report.Point, v float64) bool {
 	return false
 }
 
-// spec is the scenario of a result (an empty one when it is missing).
-func (r *Result) spec() *File {
-	if r.Spec == nil {
-		return &File{}
-	}
-	return r.Spec
-}
-
 // repairsTable is the pipeline's repairs beside the verdict: how many
 // inbox rows forward reconciliation wrote (rows missing when it looked:
 // lost by the pipeline, or not yet written when the grace was shorter than
 // the consumers' lag), which messages, and what the checker's ledger says
 // became of them: delivered in the end (late), or still lost.
-func repairsTable(res *Result) report.Table {
+func repairsTable(res *result.Result) report.Table {
 	t := report.Table{Title: "Repairs by forward reconciliation (inbox rows missing when the reconciler looked: lost by the pipeline, or not yet written when reconcile_grace was shorter than the consumers' lag), and what became of the repaired messages",
 		Header: []string{"rows repaired", "messages", "delivered late: every recipient device stored them in the end", "still lost: some recipient device never stored them", "msg_ids (first 20)", "note"}}
 	r := res.Repairs
@@ -356,7 +318,7 @@ func firstIDs(ids []uint64, n int) []string {
 // processTable lists every incarnation of the server processes: where it
 // ran, when it started and ended (seconds from the time base; negative:
 // before the load started) and how it ended.
-func processTable(res *Result) report.Table {
+func processTable(res *result.Result) report.Table {
 	t := report.Table{Title: "Server processes", Header: []string{"process", "pid", "started (s)", "ended (s)", "end", "OS state", "log"}}
 	at := func(ts time.Time) string {
 		if ts.IsZero() || res.TimeBase.IsZero() {
@@ -396,10 +358,10 @@ func recoveryTable(f *recovery.Figures) report.Table {
 	for _, g := range f.Groups {
 		t.Rows = append(t.Rows, []string{"group " + g.Name, g.Status, recoveryCell(g.Status, g.RecoverySeconds),
 			fmt.Sprintf("%.2fs at t=%.1fs", g.PeakAge, g.PeakAgeT), fmt.Sprintf("%d at t=%.1fs", g.PeakRecords, g.PeakRecordsT),
-			optRate(g.DrainRecordsPerSec) + ", " + optRate(g.PeakDrainRecordsPerSec), strings.TrimSpace(g.Reason + " " + g.DrainNote)})
+			result.OptRate(g.DrainRecordsPerSec) + ", " + result.OptRate(g.PeakDrainRecordsPerSec), strings.TrimSpace(g.Reason + " " + g.DrainNote)})
 	}
 	t.Rows = append(t.Rows, []string{"all groups", f.Status, recoveryCell(f.Status, f.RecoverySeconds), "", fmt.Sprintf("backlog peak %d at t=%.1fs", f.BacklogPeak, f.BacklogPeakT),
-		"inbox rows/s " + optRate(f.DrainRowsPerSec), strings.TrimSpace(f.Reason + " " + f.DrainRowsNote)})
+		"inbox rows/s " + result.OptRate(f.DrainRowsPerSec), strings.TrimSpace(f.Reason + " " + f.DrainRowsNote)})
 	if o := f.Outbox; o != nil {
 		t.Rows = append(t.Rows, []string{"outbox", o.Status, recoveryCell(o.Status, o.DrainSeconds), fmt.Sprintf("oldest row %.2fs", o.PeakAge),
 			fmt.Sprintf("%d rows at t=%.1fs", o.PeakBacklog, o.PeakT), "", o.Reason})
@@ -412,7 +374,7 @@ func recoveryTable(f *recovery.Figures) report.Table {
 func recoveryCell(status string, v *float64) string {
 	switch {
 	case v != nil:
-		return secs(*v)
+		return result.Secs(*v)
 	case status == recovery.NotRecovered:
 		return "none (not recovered)"
 	default:
@@ -424,29 +386,7 @@ func optSecs(v *float64) string {
 	if v == nil {
 		return "unknown"
 	}
-	return secs(*v)
-}
-
-func optRate(v *float64) string {
-	if v == nil {
-		return "unknown"
-	}
-	return strconv.FormatFloat(*v, 'f', 0, 64)
-}
-
-// sendingSeconds is how long the run's sends took: from the load's start
-// to the end of the last second in which a send ended (a slow server
-// answers a burst long after the schedule's duration), and at least the
-// file's load duration. The achieved rate is counted over it, as loadgen's
-// own summary counts it.
-func sendingSeconds(res *Result) float64 {
-	end := res.spec().Load.Duration.D().Seconds()
-	for _, s := range res.Sends {
-		if s.OK+s.Fail+s.Unknown > 0 {
-			end = max(end, s.T-res.LoadOffset)
-		}
-	}
-	return end
+	return result.Secs(*v)
 }
 
 // affectedUnit says what a data fault's affected count counts, so that a

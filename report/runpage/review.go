@@ -1,71 +1,25 @@
-package scenarios
+package runpage
 
 import (
 	"cmp"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
 
-	"imlab/compare"
 	"imlab/report"
+	"imlab/result"
+	"imlab/scenario"
 )
-
-// ResultFormat names the layout of result.json; its readers (Review,
-// imlab compare and the baseline gate: package compare) refuse a file of
-// another format, or of none.
-const ResultFormat = compare.ScenarioResultFormat
 
 // MaxReviewRuns bounds the runs one review page sets side by side.
 const MaxReviewRuns = 12
 
-// ReadRun reads one run for a review: path is a run's output directory
-// (holding result.json) or a result.json itself. A missing file, one that
-// is not a result, or one of another format is an error naming the file.
-func ReadRun(path string) (*Result, error) {
-	file := path
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		file = filepath.Join(path, ResultFile)
-	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%w: %s: no such file (want a run directory holding %s, or the file itself)", ErrInvalid, file, ResultFile)
-		}
-		return nil, fmt.Errorf("%w: %s: %w", ErrInvalid, file, err)
-	}
-	var head struct {
-		Format   *string `json:"format"`
-		Scenario *string `json:"scenario"`
-	}
-	if err := json.Unmarshal(b, &head); err != nil {
-		return nil, fmt.Errorf("%w: %s: not a result.json: %v", ErrInvalid, file, err)
-	}
-	switch {
-	case head.Scenario == nil:
-		return nil, fmt.Errorf("%w: %s: not a scenario result (no \"scenario\")", ErrInvalid, file)
-	case head.Format == nil:
-		return nil, fmt.Errorf("%w: %s: a result of an older imlab (no \"format\"; this one reads %q): run the scenario again", ErrInvalid, file, ResultFormat)
-	case *head.Format != ResultFormat:
-		return nil, fmt.Errorf("%w: %s: result format %q, this imlab reads %q", ErrInvalid, file, *head.Format, ResultFormat)
-	}
-	var r Result
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, file, err)
-	}
-	r.Path = file
-	return &r, nil
-}
-
 // family is the scenario a run is of, without a matrix variant's suffix.
-func family(r *Result) string {
-	if i := strings.LastIndex(r.Scenario, ".consumers-"); i > 0 && r.spec().Variant != "" {
+func family(r *result.Result) string {
+	if i := strings.LastIndex(r.Scenario, ".consumers-"); i > 0 && r.SpecOrEmpty().Variant != "" {
 		return r.Scenario[:i]
 	}
 	return r.Scenario
@@ -73,7 +27,7 @@ func family(r *Result) string {
 
 // alignAt is where a run's curves start on the review's time axis: the
 // burst's start, else the first fault's injection, else the time base.
-func alignAt(r *Result) (float64, string) {
+func alignAt(r *result.Result) (float64, string) {
 	if r.Burst != nil {
 		return r.Burst.From, "burst start"
 	}
@@ -91,9 +45,9 @@ func alignAt(r *Result) (float64, string) {
 // throughput and ACK latency curves of every run on one time axis,
 // aligned at each run's burst start. Runs of different scenarios are
 // allowed; the page says so at the top.
-func Review(runs []*Result) (*report.Report, error) {
+func Review(runs []*result.Result) (*report.Report, error) {
 	if len(runs) == 0 || len(runs) > MaxReviewRuns {
-		return nil, fmt.Errorf("%w: review of %d runs: want 1..%d", ErrInvalid, len(runs), MaxReviewRuns)
+		return nil, fmt.Errorf("%w: review of %d runs: want 1..%d", scenario.ErrInvalid, len(runs), MaxReviewRuns)
 	}
 	labels := make([]string, len(runs))
 	fams := []string{}
@@ -164,12 +118,12 @@ func Review(runs []*Result) (*report.Report, error) {
 	}
 	rep.Load = reviewLoad(runs, labels)
 	rep.Tables = append(rep.Tables, runsTable(runs, labels), settingsDiff(runs, labels))
-	if slices.ContainsFunc(runs, func(r *Result) bool { return r.Recovery != nil }) {
+	if slices.ContainsFunc(runs, func(r *result.Result) bool { return r.Recovery != nil }) {
 		rep.Tables = append(rep.Tables, reviewRecovery(runs, labels))
 	} else {
 		rep.Notes = append(rep.Notes, "No recovery table and no lag charts: none of these runs has a queue (Kafka), so there was no consumer lag to poll.")
 	}
-	if slices.ContainsFunc(runs, func(r *Result) bool { return r.Burst != nil }) {
+	if slices.ContainsFunc(runs, func(r *result.Result) bool { return r.Burst != nil }) {
 		rep.Tables = append(rep.Tables, reviewBurst(runs, labels))
 	}
 	rep.Charts = reviewCharts(runs, labels)
@@ -183,7 +137,7 @@ func Review(runs []*Result) (*report.Report, error) {
 
 // expectedNote says when an invalid verdict is what the scenario expects
 // (a negative control).
-func expectedNote(r *Result) string {
+func expectedNote(r *result.Result) string {
 	if r.Spec != nil && r.Spec.Expect.VerdictOr() == "invalid" && r.Verdict != nil && !r.Verdict.Valid {
 		return ", as its scenario expects: a negative control"
 	}
@@ -192,7 +146,7 @@ func expectedNote(r *Result) string {
 
 // reviewFindings are a run's non-zero findings, and those the checker
 // could not judge, named after the run, with their examples and msg_ids.
-func reviewFindings(r *Result, label string) []report.Finding {
+func reviewFindings(r *result.Result, label string) []report.Finding {
 	var out []report.Finding
 	for _, f := range r.Findings {
 		if f.Count == 0 && f.NotMade == "" {
@@ -212,7 +166,7 @@ func reviewFindings(r *Result, label string) []report.Finding {
 
 // reviewLoad is the page's load verdict: every run's, OVERLOADED when one
 // was.
-func reviewLoad(runs []*Result, labels []string) *report.LoadVerdict {
+func reviewLoad(runs []*result.Result, labels []string) *report.LoadVerdict {
 	lv := &report.LoadVerdict{}
 	var parts, causes, over []string
 	for i, r := range runs {
@@ -241,7 +195,7 @@ func reviewLoad(runs []*Result, labels []string) *report.LoadVerdict {
 // reviewFaults are every run's fault injections and heals, each shifted to
 // its run's alignment point and named after its run, at most MaxMarkers-1
 // in all (the alignment line takes one).
-func reviewFaults(runs []*Result, labels []string) []report.Marker {
+func reviewFaults(runs []*result.Result, labels []string) []report.Marker {
 	var out []report.Marker
 	for i, r := range runs {
 		at, _ := alignAt(r)
@@ -259,7 +213,7 @@ func reviewFaults(runs []*Result, labels []string) []report.Marker {
 	return out
 }
 
-func files(runs []*Result) []string {
+func files(runs []*result.Result) []string {
 	var out []string
 	for _, r := range runs {
 		out = append(out, cmp.Or(r.Path, "(not read from a file)"))
@@ -267,7 +221,7 @@ func files(runs []*Result) []string {
 	return out
 }
 
-func scenarioFiles(runs []*Result) []string {
+func scenarioFiles(runs []*result.Result) []string {
 	var out []string
 	for _, r := range runs {
 		out = append(out, cmp.Or(r.File, "(unknown)"))
@@ -275,7 +229,7 @@ func scenarioFiles(runs []*Result) []string {
 	return out
 }
 
-func verdictWord(r *Result) string {
+func verdictWord(r *result.Result) string {
 	switch {
 	case r.Verdict == nil:
 		return "not checked"
@@ -286,8 +240,8 @@ func verdictWord(r *Result) string {
 	}
 }
 
-func runsTable(runs []*Result, labels []string) report.Table {
-	variants := slices.ContainsFunc(runs, func(r *Result) bool { return r.spec().Variant != "" })
+func runsTable(runs []*result.Result, labels []string) report.Table {
+	variants := slices.ContainsFunc(runs, func(r *result.Result) bool { return r.SpecOrEmpty().Variant != "" })
 	t := report.Table{Title: "Runs (their scenario files and result.json files are listed in the notes)",
 		Header: []string{"run", "scenario", "started", "seconds", "machine load (1 min) start → end", "passed", "verdict", "load", "aligned at"}}
 	if variants {
@@ -302,7 +256,7 @@ func runsTable(runs []*Result, labels []string) report.Table {
 		row := []string{labels[i], family(r), r.StartedAt.UTC().Format("2006-01-02 15:04:05"),
 			fmt.Sprintf("%.1f", r.Seconds), load, fmt.Sprint(r.Passed), verdictWord(r), cmp.Or(r.LoadLabel(), "did not run"), fmt.Sprintf("t=%.1fs (%s)", at, what)}
 		if variants {
-			row = slices.Insert(row, 2, r.spec().Variant)
+			row = slices.Insert(row, 2, r.SpecOrEmpty().Variant)
 		}
 		t.Rows = append(t.Rows, row)
 	}
@@ -315,7 +269,7 @@ var logPathRE = regexp.MustCompile(`\(exec, log [^)]*\)`)
 // settingsDiff lists the settings whose values differ between the runs
 // (a setting missing from a run shows as "(none)"); identical ones are
 // counted in the title.
-func settingsDiff(runs []*Result, labels []string) report.Table {
+func settingsDiff(runs []*result.Result, labels []string) report.Table {
 	var names []string
 	vals := make([]map[string]string, len(runs))
 	for i, r := range runs {
@@ -356,7 +310,7 @@ func settingsDiff(runs []*Result, labels []string) report.Table {
 	return t
 }
 
-func reviewRecovery(runs []*Result, labels []string) report.Table {
+func reviewRecovery(runs []*result.Result, labels []string) report.Table {
 	t := report.Table{Title: "Recovery (from the end of the burst or the heal of the last fault; see each run's report for the per-group rows)",
 		Header: []string{"run", "status", "recovery", "since", "bound", "peak lag age", "peak records behind", "backlog peak", "drain records/s (slowest group)", "peak drain records/s", "inbox rows/s", "outbox peak", "outbox drain"}}
 	for i, r := range runs {
@@ -384,9 +338,9 @@ func reviewRecovery(runs []*Result, labels []string) report.Table {
 			ob, od = fmt.Sprint(o.PeakBacklog), recoveryCell(o.Status, o.DrainSeconds)
 		}
 		t.Rows = append(t.Rows, []string{labels[i], status, recoveryCell(f.Status, f.RecoverySeconds), f.Since, fmt.Sprintf("%gs for %gs", f.Bound, f.Hold),
-			fmt.Sprintf("%.2fs", age), fmt.Sprint(recs), fmt.Sprint(f.BacklogPeak), optRate(drain), optRate(peakDrain), optRate(f.DrainRowsPerSec), ob, od})
+			fmt.Sprintf("%.2fs", age), fmt.Sprint(recs), fmt.Sprint(f.BacklogPeak), result.OptRate(drain), result.OptRate(peakDrain), result.OptRate(f.DrainRowsPerSec), ob, od})
 	}
-	if !slices.ContainsFunc(runs, func(r *Result) bool { return r.Recovery != nil && r.Recovery.Outbox != nil }) {
+	if !slices.ContainsFunc(runs, func(r *result.Result) bool { return r.Recovery != nil && r.Recovery.Outbox != nil }) {
 		// No run has an outbox: its two columns would stay empty.
 		t.Header = t.Header[:len(t.Header)-2]
 		for i := range t.Rows {
@@ -396,7 +350,7 @@ func reviewRecovery(runs []*Result, labels []string) report.Table {
 	return t
 }
 
-func reviewBurst(runs []*Result, labels []string) report.Table {
+func reviewBurst(runs []*result.Result, labels []string) report.Table {
 	t := report.Table{Title: "Generator during the burst (intended vs started; ACK latency from the intended time)",
 		Header: []string{"run", "peak rate", "intended/s", "started/s", "started of intended (±1 s)", "start delay p99", "answered in the burst's seconds: ok · fail · unknown", "ACK p99 of those answers"}}
 	for i, r := range runs {
@@ -406,7 +360,7 @@ func reviewBurst(runs []*Result, labels []string) report.Table {
 			continue
 		}
 		t.Rows = append(t.Rows, []string{labels[i], fmt.Sprintf("%.0f/s", b.PeakPerSec), fmt.Sprintf("%.0f", b.IntendedPerSec), fmt.Sprintf("%.0f", b.StartedPerSec),
-			fmt.Sprintf("%d of %.0f (%.3f)", b.Started, b.Intended, b.Ratio), b.startDelay(),
+			fmt.Sprintf("%d of %.0f (%.3f)", b.Started, b.Intended, b.Ratio), b.StartDelay(),
 			fmt.Sprintf("%d · %d · %d", b.OK, b.Fail, b.Unknown), fmt.Sprintf("%.0f ms", b.AckP99ms)})
 	}
 	return t
@@ -417,7 +371,7 @@ func reviewBurst(runs []*Result, labels []string) report.Table {
 // to its alignment point. A second without a measurement (a lag poll that
 // failed, a second without an ACK) is a gap in its run's line. The lag
 // charts are left out when no run has a queue.
-func reviewCharts(runs []*Result, labels []string) []report.Chart {
+func reviewCharts(runs []*result.Result, labels []string) []report.Chart {
 	lag := report.Chart{Title: "Consumer lag age (max over groups and partitions)", Unit: "s"}
 	behind := report.Chart{Title: "Records behind (sum over groups)", Unit: "records"}
 	tput := report.Chart{Title: "Throughput (sends ACKed per second)", Unit: "msg/s"}
@@ -444,7 +398,7 @@ func reviewCharts(runs []*Result, labels []string) []report.Chart {
 			ls.Name, bs.Name = labels[i]+" (no queue: nothing to poll)", labels[i]+" (no queue: nothing to poll)"
 		}
 		ts, fs, ps := report.Series{Name: labels[i]}, report.Series{Name: labels[i]}, report.Series{Name: labels[i]}
-		sending := sendingSeconds(r)
+		sending := result.SendingSeconds(r)
 		for _, s := range r.Sends {
 			ts.Points = append(ts.Points, report.Point{T: s.T - at, V: float64(s.OK)})
 			fs.Points = append(fs.Points, report.Point{T: s.T - at, V: float64(s.Fail + s.Unknown)})

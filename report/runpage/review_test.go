@@ -1,4 +1,4 @@
-package scenarios
+package runpage
 
 import (
 	"bytes"
@@ -11,45 +11,48 @@ import (
 	"time"
 
 	"imlab/checker"
+	"imlab/expect"
 	"imlab/report"
+	"imlab/result"
+	"imlab/scenario"
 )
 
 // reviewRun is a hand-made result of a burst run with consumers
 // consumer processes whose burst started at burstAt (time base seconds).
-func reviewRun(t *testing.T, name string, consumers int, burstAt float64, lagAges ...float64) *Result {
+func reviewRun(t *testing.T, name string, consumers int, burstAt float64, lagAges ...float64) *result.Result {
 	t.Helper()
 	lag := lagTimeline(lagAges...)
-	fig, err := recoveryFigures(recoveryConfig(ExpectSpec{}, burstAt+2, time.Minute), "end of the burst", lag)
+	fig, err := expect.RecoveryFigures(expect.RecoveryConfig(scenario.ExpectSpec{}, burstAt+2, time.Minute), "end of the burst", lag)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Result{Format: ResultFormat, Scenario: name, StartedAt: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC), Seconds: 20, Passed: true,
-		Verdict: &checker.Verdict{Valid: true}, Checks: []Check{{Name: "verdict", Want: "valid", Got: "valid", OK: true}},
-		Settings: []Setting{{"policy", "store"}, {"consumer_processes", string(rune('0' + consumers))}, {"redis_prefix", "imlab:scn:" + name},
-			{"processes", "api=api (exec, log /tmp/" + name + "/process-api.log)"}},
+	r := &result.Result{Format: result.ResultFormat, Scenario: name, StartedAt: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC), Seconds: 20, Passed: true,
+		Verdict: &checker.Verdict{Valid: true}, Checks: []result.Check{{Name: "verdict", Want: "valid", Got: "valid", OK: true}},
+		Settings: []result.Setting{{Name: "policy", Value: "store"}, {Name: "consumer_processes", Value: string(rune('0' + consumers))},
+			{Name: "redis_prefix", Value: "imlab:scn:" + name}, {Name: "processes", Value: "api=api (exec, log /tmp/" + name + "/process-api.log)"}},
 		Lag: lag, Recovery: fig,
-		Burst: &BurstFigures{From: burstAt, To: burstAt + 2, PeakPerSec: 50000, IntendedPerSec: 50000, StartedPerSec: 49800, Intended: 100400, Started: 100100, Ratio: 0.997, StartDelayP99ms: f64(3.5)},
-		Spec:  &File{Name: name}}
+		Burst: &result.BurstFigures{From: burstAt, To: burstAt + 2, PeakPerSec: 50000, IntendedPerSec: 50000, StartedPerSec: 49800, Intended: 100400, Started: 100100, Ratio: 0.997, StartDelayP99ms: f64(3.5)},
+		Spec:  &scenario.File{Name: name}}
 	for i := 0; i < len(lagAges); i++ {
-		r.Sends = append(r.Sends, SendSecond{T: float64(i), OK: 100, AckP99: ackMs(100, 12000)})
+		r.Sends = append(r.Sends, result.SendSecond{T: float64(i), OK: 100, AckP99: result.AckMs(100, 12000)})
 	}
 	return r
 }
 
-func writeRun(t *testing.T, r *Result) string {
+func writeRun(t *testing.T, r *result.Result) string {
 	t.Helper()
 	dir := t.TempDir()
-	if err := writeFile(filepath.Join(dir, ResultFile), r.WriteJSON); err != nil {
+	if err := result.WriteFile(filepath.Join(dir, result.ResultFile), r.WriteJSON); err != nil {
 		t.Fatal(err)
 	}
 	return dir
 }
 
-func reviewPage(t *testing.T, runs ...*Result) string {
+func reviewPage(t *testing.T, runs ...*result.Result) string {
 	t.Helper()
-	var read []*Result
+	var read []*result.Result
 	for _, r := range runs {
-		back, err := ReadRun(writeRun(t, r))
+		back, err := result.ReadRun(writeRun(t, r))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,7 +115,7 @@ func TestReviewPage(t *testing.T) {
 	}
 
 	// every curve is shifted to its run's burst start.
-	rep, err := Review([]*Result{a, b})
+	rep, err := Review([]*result.Result{a, b})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +141,7 @@ func TestReviewPage(t *testing.T) {
 	// different scenarios are allowed, and said at the top.
 	c := reviewRun(t, "consumer-kill", 1, 2, 0, 0, 3, 0.5, 0.1, 0, 0)
 	c.Burst = nil
-	c.Events = []FaultEvent{{At: 2, Fault: "kill(consumer)", Action: "inject"}, {At: 5, Fault: "kill(consumer)", Action: "heal"}}
+	c.Events = []result.FaultEvent{{At: 2, Fault: "kill(consumer)", Action: "inject"}, {At: 5, Fault: "kill(consumer)", Action: "heal"}}
 	page = reviewPage(t, a, c)
 	// each run's faults, on the common axis: c is aligned at its first
 	// fault (t=2), so its heal is 3 s after the alignment point.
@@ -157,7 +160,7 @@ func TestReviewPage(t *testing.T) {
 func TestReadRunErrors(t *testing.T) {
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "nowhere")
-	if _, err := ReadRun(missing); err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), filepath.Join(missing, ResultFile)) && !strings.Contains(err.Error(), missing) {
+	if _, err := result.ReadRun(missing); err == nil || !errors.Is(err, scenario.ErrInvalid) || !strings.Contains(err.Error(), filepath.Join(missing, result.ResultFile)) && !strings.Contains(err.Error(), missing) {
 		t.Fatalf("missing: %v", err)
 	}
 	write := func(name, body string) string {
@@ -174,40 +177,13 @@ func TestReadRunErrors(t *testing.T) {
 		{"junk.json", `{{`, "not a result.json"},
 	} {
 		p := write(c.file, c.body)
-		_, err := ReadRun(p)
+		_, err := result.ReadRun(p)
 		if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error naming the file and %q", c.file, err, c.want)
 		}
 	}
 	if _, err := Review(nil); err == nil {
 		t.Error("a review of no runs")
-	}
-}
-
-// TestLoadAverage: /proc/loadavg's first three fields, anything else
-// refused; the review's runs table shows each run's load, unknown where
-// the result has none.
-func TestLoadAverage(t *testing.T) {
-	if v, ok := parseLoadAvg("2.10 1.50 0.90 3/812 12345\n"); !ok || v != [3]float64{2.1, 1.5, 0.9} {
-		t.Fatalf("parse: %v %v", v, ok)
-	}
-	for _, bad := range []string{"", "1.0 2.0", "a b c", "-1 0 0"} {
-		if _, ok := parseLoadAvg(bad); ok {
-			t.Fatalf("%q parsed", bad)
-		}
-	}
-	a := reviewRun(t, "burst-50k", 1, 3, 0, 0, 0)
-	a.LoadAverage = &LoadAverage{Start: [3]float64{2.1, 1, 1}, End: [3]float64{6.8, 3, 1}}
-	b := reviewRun(t, "burst-50k", 1, 3, 0, 0, 0)
-	page := reviewPage(t, a, b)
-	if !strings.Contains(page, "<td>2.10 → 6.80</td>") || !strings.Contains(page, "<td>unknown</td>") {
-		t.Error("the runs table lacks the machine load")
-	}
-	if s := a.LoadAverage.String(); !strings.Contains(s, "at start 2.10/1.00/1.00, at end 6.80/3.00/1.00") {
-		t.Errorf("load average %q", s)
-	}
-	if !(&LoadAverage{Start: [3]float64{4.1, 5.7, 4.8}}).Busy(2) || (&LoadAverage{Start: [3]float64{1.9, 5, 5}}).Busy(2) {
-		t.Fatal("Busy: judged by the 1-minute load at start against the CPUs")
 	}
 }
 
@@ -223,9 +199,9 @@ func TestReviewShowsWhatWentWrong(t *testing.T) {
 	lossy.Lag, lossy.Recovery, lossy.Burst = nil, nil, nil
 	lossy.Verdict.Valid = false
 	lossy.Spec.Expect.Verdict = "invalid"
-	lossy.Findings = []FindingSummary{{Name: "lost", Count: 2, MsgIDs: []uint64{386769725268430848, 386769726518333440}, Examples: []string{"msg_id 386769725268430848 never reached device 118 (uid 60)"}},
+	lossy.Findings = []result.FindingSummary{{Name: "lost", Count: 2, MsgIDs: []uint64{386769725268430848, 386769726518333440}, Examples: []string{"msg_id 386769725268430848 never reached device 118 (uid 60)"}},
 		{Name: "skipped"}}
-	lossy.Sends[1] = SendSecond{T: 1, Started: 100, Unknown: 100} // no ACK: a gap
+	lossy.Sends[1] = result.SendSecond{T: 1, Started: 100, Unknown: 100} // no ACK: a gap
 	page := reviewPage(t, clean, lossy)
 	for _, want := range []string{
 		"#2 unsafe: lost", "386769725268430848", "386769726518333440", "never reached device 118",
@@ -242,7 +218,7 @@ func TestReviewShowsWhatWentWrong(t *testing.T) {
 			t.Errorf("page has %q", absent)
 		}
 	}
-	rep, err := Review([]*Result{clean, lossy})
+	rep, err := Review([]*result.Result{clean, lossy})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,5 +229,17 @@ func TestReviewShowsWhatWentWrong(t *testing.T) {
 		if strings.HasPrefix(ch.Title, "Sends failed") && ch.Series[1].Points[1].V != 100 {
 			t.Errorf("failed sends of #2: %v", ch.Series[1].Points)
 		}
+	}
+}
+
+// TestReviewLoadAverage: the review's runs table shows each run's machine
+// load, unknown where the result has none.
+func TestReviewLoadAverage(t *testing.T) {
+	a := reviewRun(t, "burst-50k", 1, 3, 0, 0, 0)
+	a.LoadAverage = &result.LoadAverage{Start: [3]float64{2.1, 1, 1}, End: [3]float64{6.8, 3, 1}}
+	b := reviewRun(t, "burst-50k", 1, 3, 0, 0, 0)
+	page := reviewPage(t, a, b)
+	if !strings.Contains(page, "<td>2.10 → 6.80</td>") || !strings.Contains(page, "<td>unknown</td>") {
+		t.Error("the runs table lacks the machine load")
 	}
 }
