@@ -43,6 +43,9 @@ type Config struct {
 	// RunHash makes this run's logins unique on a server that keeps its
 	// accounts: 1 to MaxRunHash lowercase letters or digits.
 	RunHash string
+	// TagPrefix starts every client tag of this run (the run id): a tag
+	// without it is another run's, naming no send of this one.
+	TagPrefix string
 	// Workers bounds the sessions provisioning and the witness open at
 	// once.
 	Workers int

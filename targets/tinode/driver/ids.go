@@ -12,17 +12,19 @@ func MsgID(conv uint64, seq int64) uint64 { return conv<<24 | uint64(seq) }
 // SplitMsgID is MsgID's inverse.
 func SplitMsgID(id uint64) (conv uint64, seq int64) { return id >> 24, int64(id & MaxSeq) }
 
-// Tag is the client tag of send tick in this run, put in the message head.
-func (c Config) Tag(tick uint64) string { return c.RunHash + ":" + strconv.FormatUint(tick, 10) }
-
-// TickOf reads a tag written by Tag: the send's tick, or 0 for a tag of
-// another run or none.
+// TickOf reads the send's tick from a client tag: the lab's client
+// message ids are RUNID-TICK (loadgen), so the tick is the number after
+// the tag's last '-'; 0 for a tag of another run, or none.
 func (c Config) TickOf(tag string) uint64 {
-	rest, ok := strings.CutPrefix(tag, c.RunHash+":")
+	if c.TagPrefix == "" {
+		return 0
+	}
+	rest, ok := strings.CutPrefix(tag, c.TagPrefix)
 	if !ok {
 		return 0
 	}
-	t, err := strconv.ParseUint(rest, 10, 64)
+	i := strings.LastIndexByte(rest, '-')
+	t, err := strconv.ParseUint(rest[i+1:], 10, 64)
 	if err != nil {
 		return 0
 	}

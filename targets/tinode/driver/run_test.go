@@ -48,7 +48,7 @@ func fakeServer(t *testing.T) *tinodefake.Server {
 }
 
 func testConfig(url, key, hash string) Config {
-	return Config{Wire: tinode.Config{URL: url, APIKey: key, RequestTimeout: 2 * time.Second}, RunHash: hash}
+	return Config{Wire: tinode.Config{URL: url, APIKey: key, RequestTimeout: 2 * time.Second}, RunHash: hash, TagPrefix: "run" + hash}
 }
 
 // newLabRun provisions users 1..n and group 100 of users 1..3, connects a
@@ -129,7 +129,7 @@ func (r *labRun) send(ctx context.Context, from uint64, convType uint8, target u
 	r.tick++
 	a := ledger.Attempt{Tick: r.tick, Dev: uint32(from - 1), ConvType: convType, Target: target, Started: r.now(), Tries: 1}
 	a.Intended = a.Started
-	ack, err := r.d.Send(ctx, SendReq{From: from, ConvType: convType, Target: target, Tick: r.tick, Content: fmt.Sprint("m", r.tick)})
+	ack, err := r.d.Send(ctx, SendReq{From: from, ConvType: convType, Target: target, Tag: fmt.Sprint(r.d.cfg.TagPrefix, "-", r.tick), Content: fmt.Sprint("m", r.tick)})
 	a.Ended = r.now()
 	switch se, _ := err.(*SendError); {
 	case err == nil:

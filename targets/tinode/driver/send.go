@@ -16,13 +16,14 @@ type Ack struct {
 }
 
 // SendReq is one send: from lab uid From (sending session Slot mod
-// SendersPerUser) to uid or group Target, Tick its client tag.
+// SendersPerUser) to uid or group Target, Tag its client tag (the lab's
+// client message id, RUNID-TICK).
 type SendReq struct {
 	From     uint64
 	Slot     int
 	ConvType uint8
 	Target   uint64
-	Tick     uint64
+	Tag      string
 	Content  string
 }
 
@@ -65,7 +66,10 @@ func (d *Driver) Send(ctx context.Context, r SendReq) (Ack, error) {
 	if err != nil {
 		return Ack{}, &SendError{Err: err}
 	}
-	msg := tinode.Message{Tag: d.cfg.Tag(r.Tick), Content: r.Content, NoEcho: true}
+	if r.Tag == "" {
+		return Ack{}, &SendError{Err: fmt.Errorf("%w: send without a client tag", ErrInvalid)}
+	}
+	msg := tinode.Message{Tag: r.Tag, Content: r.Content, NoEcho: true}
 	for attempt := 0; ; attempt++ {
 		s, err := d.senderFor(ctx, ui, r.Slot, t.Name)
 		if err != nil {
