@@ -53,7 +53,7 @@ func (v *Device) Connect(ctx context.Context) error {
 		return err
 	}
 	for _, t := range v.topics {
-		if _, err := s.Subscribe(ctx, t.Name); err != nil {
+		if err := attach(ctx, s, t.Name); err != nil {
 			s.Close()
 			return fmt.Errorf("tinode driver: device %s attach %s: %w", v.did, t.Name, err)
 		}
@@ -109,7 +109,7 @@ func (v *Device) Take(ctx context.Context, p tinode.Push, emit func(m Msg, pulle
 		if !ok || v.s == nil {
 			return nil
 		}
-		if _, err := v.s.Subscribe(ctx, t.Name); err != nil {
+		if err := attach(ctx, v.s, t.Name); err != nil {
 			return fmt.Errorf("tinode driver: device %s re-attach %s: %w", v.did, t.Name, err)
 		}
 		return v.catchUpTopic(ctx, t, 0, emit)

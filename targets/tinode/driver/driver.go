@@ -127,7 +127,7 @@ func (d *Driver) Provision(ctx context.Context, p Population) error {
 		}
 		defer s.Close()
 		for peer := ui + 1; peer < len(p.Users); peer++ {
-			if _, err := s.Subscribe(ctx, d.tid[peer]); err != nil {
+			if err := attach(ctx, s, d.tid[peer]); err != nil {
 				return fmt.Errorf("tinode driver: p2p topic of uids %d and %d: %w", p.Users[ui], p.Users[peer], err)
 			}
 		}

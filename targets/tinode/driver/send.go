@@ -128,7 +128,7 @@ func (d *Driver) senderFor(ctx context.Context, ui, slot int, topic string) (*ti
 		sn.s, sn.attached = s, map[string]bool{}
 	}
 	if !sn.attached[topic] {
-		if _, err := sn.s.Subscribe(ctx, topic); err != nil {
+		if err := attach(ctx, sn.s, topic); err != nil {
 			return nil, err
 		}
 		sn.attached[topic] = true
@@ -171,4 +171,20 @@ func (d *Driver) Close() {
 		sn.mu.Unlock()
 		delete(d.senders, k)
 	}
+}
+
+// WarmSenders opens every sending session and attaches it to every topic
+// of its user, as a client attached to its conversations is: the first
+// send to a topic must not pay for a login and a {sub}.
+func (d *Driver) WarmSenders(ctx context.Context) error {
+	return d.forEach(ctx, len(d.pop.Users), func(ctx context.Context, ui int) error {
+		for slot := range d.cfg.SendersPerUser {
+			for _, t := range d.topicsOf(ui) {
+				if _, err := d.senderFor(ctx, ui, slot, t.Name); err != nil {
+					return fmt.Errorf("tinode driver: sending session %d of uid %d, topic %s: %w", slot, d.pop.Users[ui], t.Name, err)
+				}
+			}
+		}
+		return nil
+	})
 }

@@ -85,3 +85,6 @@ func (d *Driver) uidOf(tid string) uint64 {
 
 // Users is the number of users provisioned.
 func (d *Driver) Users() int { return len(d.pop.Users) }
+
+// isGroupConv reports whether conv is a group's.
+func (d *Driver) isGroupConv(conv uint64) bool { return conv >= 1 && conv <= uint64(len(d.pop.Groups)) }

@@ -125,7 +125,7 @@ func cmpU(a, b uint64) int {
 
 // readConv reads one topic whole into part.
 func (d *Driver) readConv(ctx context.Context, s *tinode.Session, t Topic, now func() time.Duration, part *Witness) error {
-	if _, err := s.Subscribe(ctx, t.Name); err != nil {
+	if err := attach(ctx, s, t.Name); err != nil {
 		return fmt.Errorf("attach %s: %w", t.Name, err)
 	}
 	desc, err := s.Desc(ctx, t.Name)
