@@ -1,13 +1,14 @@
 package loadgen
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
-	"imlab/loadgen/client"
+	"imlab/targets"
 )
 
 // GroupLag is one consumer group's lag when the run ended.
@@ -65,17 +66,21 @@ func (q *QueueLagEnd) String() string {
 	return s
 }
 
-// queueLagAtEnd reads the queue lag once (client.QueueLag).
-func (r *runner) queueLagAtEnd(sum *Summary) {
-	q, err := r.cl.QueueLag()
+// queueLagAtEnd reads the queue lag once (targets.LabDriver.QueueLag).
+func (r *runner) queueLagAtEnd(ctx context.Context, sum *Summary) {
 	end := &QueueLagEnd{}
 	sum.QueueLag = end
-	var ce *client.Error
+	if r.lab == nil {
+		end.Unknown = "the " + r.drv.Name() + " driver reads no queue lag"
+		return
+	}
+	q, err := r.lab.QueueLag(ctx)
+	var te *targets.Error
 	switch {
-	case errors.As(err, &ce) && ce.Status == 404:
-		end.Unknown = client.LagPath + " answered 404"
-		if ce.Message != "" {
-			end.Unknown += ": " + ce.Message
+	case errors.As(err, &te) && te.Status == 404:
+		end.Unknown = "the queue lag route answered 404"
+		if te.Message != "" {
+			end.Unknown += ": " + te.Message
 		}
 		return
 	case err != nil:
