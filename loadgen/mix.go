@@ -138,9 +138,46 @@ func (m Mix) Offered(c targets.Capabilities) error {
 	return nil
 }
 
-// RegisterFlags registers one flag per key (--mix-enter-on-online, ...)
-// on f, defaulting to m's values, writing into m.
+// Mix presets (the --mix flag).
+const (
+	MixOff     = "off"
+	MixDefault = "default"
+)
+
+// mixPreset is the --mix flag: it sets every key at once.
+type mixPreset struct {
+	m    *Mix
+	name string
+}
+
+func (p *mixPreset) String() string { return p.name }
+func (p *mixPreset) Type() string   { return "preset" }
+func (p *mixPreset) Set(v string) error {
+	switch v {
+	case MixOff:
+		*p.m = Mix{}
+	case MixDefault:
+		*p.m = DefaultMix()
+	default:
+		return fmt.Errorf("%w: mix preset %q: want %s or %s", ErrInvalid, v, MixOff, MixDefault)
+	}
+	p.name = v
+	return nil
+}
+
+// RegisterFlags registers --mix (a preset: off or default, setting every
+// key; the --mix-* flags after it override one key each) and one flag per
+// key (--mix-enter-on-online, ...) on f, defaulting to m's values,
+// writing into m.
 func (m *Mix) RegisterFlags(f *pflag.FlagSet) {
+	preset := MixOff
+	if m.On() {
+		preset = "custom"
+		if *m == DefaultMix() {
+			preset = MixDefault
+		}
+	}
+	f.Var(&mixPreset{m: m, name: preset}, "mix", fmt.Sprintf("client mix preset: %s (devices only send, pull and receive pushes) or %s (%+v: what IM clients do on opening a conversation); --mix-* flags after it override one key each", MixOff, MixDefault, DefaultMix()))
 	f.Float64Var(&m.EnterOnOnline, "mix-enter-on-online", m.EnterOnOnline, "client mix: probability that a device coming online enters a conversation its catch-up brought news of (conversation pull, history page)")
 	f.Float64Var(&m.OpenOnPush, "mix-open-on-push", m.OpenOnPush, "client mix: probability that a push is for a conversation the device has open (it enters it)")
 	f.IntVar(&m.HistoryPage, "mix-history-page", m.HistoryPage, fmt.Sprintf("client mix: conv_seqs of the history page read on entering a conversation (0..%d; 0: none)", MaxHistoryPage))

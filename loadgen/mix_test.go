@@ -106,3 +106,25 @@ func TestMixYAML(t *testing.T) {
 		t.Fatal("an unknown key was accepted")
 	}
 }
+
+// --mix sets every key; a --mix-* flag after it overrides one; a bad
+// preset is refused.
+func TestMixPresetFlag(t *testing.T) {
+	var m loadgen.Mix
+	f := pflag.NewFlagSet("load", pflag.ContinueOnError)
+	m.RegisterFlags(f)
+	if err := f.Parse([]string{"--mix=default", "--mix-revoke=0"}); err != nil {
+		t.Fatal(err)
+	}
+	want := loadgen.DefaultMix()
+	want.Revoke = 0
+	if m != want {
+		t.Fatalf("--mix=default --mix-revoke=0: %+v", m)
+	}
+	if err := f.Parse([]string{"--mix=off"}); err != nil || m.On() {
+		t.Fatalf("--mix=off: %+v %v", m, err)
+	}
+	if err := f.Parse([]string{"--mix=most"}); err == nil {
+		t.Fatal("a bad preset was accepted")
+	}
+}
