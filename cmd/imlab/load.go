@@ -143,6 +143,7 @@ sine:mean=5000,amp=2000,period=30s`,
 	f.IntVar(&cfg.WSConnsPerUser, "ws-conns-per-user", def.WSConnsPerUser, "with --send-via ws: sending WebSockets per user (a server answers one connection's sends in order)")
 	f.IntVar(&cfg.Retries, "retries", def.Retries, "resends of a send of unknown outcome (timeout, connection error, 5xx), with the same client_msg_id")
 	f.Float64Var(&cfg.ProbeFraction, "probe-fraction", def.ProbeFraction, "fraction of ACKed sends whose stored state is read right after the ACK (read-after-ACK, lab route "+client.LabStoredPath+"; 0: off)")
+	cfg.Mix.RegisterFlags(f)
 	f.IntVar(&cfg.ProbeRecipients, "probe-recipients", def.ProbeRecipients, "recipients a read-after-ACK probe reads besides the sender")
 	f.IntVar(&cfg.ContentSize, "content-size", def.ContentSize, "message body size in bytes")
 	f.IntVar(&cfg.PullLimit, "pull-limit", def.PullLimit, "pull page size")
