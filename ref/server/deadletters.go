@@ -26,6 +26,8 @@ const deadLettersTimeout = 10 * time.Second
 // DeadLettersAnswer is DeadLettersPath's answer.
 type DeadLettersAnswer struct {
 	Topic string `json:"topic"`
+	// FanoutTopic is the topic the letters' records came from.
+	FanoutTopic string `json:"fanout_topic"`
 	// InboxGroup and HistoryGroup name the tiers' groups (a letter's
 	// group says which tier gave it up).
 	InboxGroup   string `json:"inbox_group"`
@@ -75,7 +77,7 @@ type DeadLetterAnswer struct {
 // letter repaired or not.
 func (p *Process) DeadLetters(ctx context.Context) (DeadLettersAnswer, error) {
 	cfg := p.Cfg.Fanout
-	a := DeadLettersAnswer{Topic: cfg.Topics.DLQ, InboxGroup: cfg.Consumer.Group, HistoryGroup: cfg.HistoryGroup,
+	a := DeadLettersAnswer{Topic: cfg.Topics.DLQ, FanoutTopic: cfg.Topics.Fanout, InboxGroup: cfg.Consumer.Group, HistoryGroup: cfg.HistoryGroup,
 		TransientWindowMS: cfg.Consumer.TransientWindow.Milliseconds(), LabShortWindow: cfg.Consumer.LabShortWindow,
 		Letters: []DeadLetterAnswer{}}
 	if len(p.Backends.KafkaBrokers) == 0 {

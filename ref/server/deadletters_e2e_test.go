@@ -68,7 +68,7 @@ func TestDeadLettersLabRoute(t *testing.T) {
 		return a
 	}
 	if a := get(); a.Records != 0 || len(a.Letters) != 0 || a.TransientWindowMS != 2000 || !a.LabShortWindow ||
-		a.Topic != cfg.Fanout.Topics.DLQ || a.InboxGroup != cfg.Fanout.Consumer.Group {
+		a.Topic != cfg.Fanout.Topics.DLQ || a.FanoutTopic != cfg.Fanout.Topics.Fanout || a.InboxGroup != cfg.Fanout.Consumer.Group {
 		t.Fatalf("before any dead letter: %+v", a)
 	}
 	if r := e.call("POST", "/v1/group/create", e.tok(1, "phone"), `{"group_id":7,"members":[1,2,3]}`); r.status != 200 {
