@@ -194,6 +194,13 @@ type ServerSpec struct {
 	// defaults (30 days, 1 day, every 10m), under which retention deletes
 	// nothing of a run.
 	LabRetention *LabRetentionSpec `yaml:"lab_retention,omitempty" json:"lab_retention,omitempty"`
+	// LabTransientWindow (LAB ONLY) lowers the consumers' transient window
+	// (how long a delivery failing with a transient error is retried before
+	// it is dead-lettered; the server's default 10s, its floor outside the
+	// lab 5s) down to 500ms, so that a backend outage longer than it fits
+	// in a scenario and records reach the dead-letter topic. 0: the
+	// server's default.
+	LabTransientWindow Duration `yaml:"lab_transient_window,omitempty" json:"lab_transient_window,omitempty"`
 	// Processes run the roles as separate server processes that stop and
 	// kill faults can take down and start again; default one in-process
 	// process "all" with every role.
@@ -405,6 +412,9 @@ type ExpectSpec struct {
 	// asserts min_repairs; any other can assert max_repairs: 0.
 	MaxRepairs *uint64 `yaml:"max_repairs,omitempty" json:"max_repairs,omitempty"`
 	MinRepairs *uint64 `yaml:"min_repairs,omitempty" json:"min_repairs,omitempty"`
+	// DeadLetters bounds and audits the dead-letter topic at the end of the
+	// run (see DeadLettersSpec).
+	DeadLetters *DeadLettersSpec `yaml:"dead_letters,omitempty" json:"dead_letters,omitempty"`
 	// DrainComplete (default true): every device reached the end of its
 	// inbox in the final drain.
 	DrainComplete *bool `yaml:"drain_complete,omitempty" json:"drain_complete,omitempty"`
@@ -589,6 +599,9 @@ func (f *File) Validate() error {
 	if err := f.Expect.validate(); err != nil {
 		return err
 	}
+	if err := f.Expect.DeadLetters.validate(f); err != nil {
+		return err
+	}
 	if err := f.Baseline.validate(); err != nil {
 		return err
 	}
@@ -672,6 +685,12 @@ func (s ServerSpec) Validate() error {
 	}
 	if s.DeliveryTimeout.D() < 0 || s.DeliveryTimeout.D() > time.Minute {
 		return Bad("server.delivery_timeout", "%s: want 0..1m", s.DeliveryTimeout.D())
+	}
+	if w := s.LabTransientWindow; w != 0 {
+		cfg := server.DefaultConfig()
+		if err := server.LabTransientWindow(&cfg, w.D()); err != nil {
+			return Bad("server.lab_transient_window", "%v", err)
+		}
 	}
 	if r := s.LabRetention; r != nil {
 		cfg := server.DefaultConfig()
