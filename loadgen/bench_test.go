@@ -16,8 +16,9 @@ import (
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
-	"imlab/loadgen/client"
 	"imlab/loadgen/schedule"
+	"imlab/targets"
+	"imlab/targets/ref/client"
 )
 
 // The comparison with vegeta: the same no-op fasthttp endpoint, the same
@@ -210,7 +211,10 @@ func benchMaxRate(b *testing.B, name string, cl *client.Client, tok string, work
 // maxRateTrial: workers call send back to back for benchTrial (closedLoop,
 // the loop of MeasureCeiling); it reports the rate of sends that succeeded.
 func maxRateTrial(b *testing.B, workers int, send func(w int, req *client.SendReq) error) {
-	n, took := closedLoop(context.Background(), workers, benchTrial, send)
+	n, took := closedLoop(context.Background(), workers, benchTrial, func(w int, r *targets.SendReq) error {
+		req := client.SendReq{ClientMsgID: r.ClientMsgID, ConvType: r.ConvType, ToUID: r.ToUID, GroupID: r.GroupID, Content: r.Content}
+		return send(w, &req)
+	})
 	errs(nil).report(b, int(n), took)
 }
 

@@ -12,7 +12,9 @@
 //
 // It owns the goroutines it starts (pacer workers, one per device, the
 // reporter) and stops them all before Run returns. It talks to the server
-// only through loadgen/client and must not import ref/....
+// only through the targets interface (a driver chosen by targets/drivers
+// from Config.Target and Config.Driver) and must not import ref/... nor a
+// driver's own packages.
 package loadgen
 
 import (
@@ -24,8 +26,9 @@ import (
 	"strings"
 	"time"
 
-	"imlab/loadgen/client"
 	"imlab/loadgen/schedule"
+	"imlab/targets"
+	"imlab/targets/drivers"
 )
 
 // ErrInvalid marks a bad configuration.
@@ -113,12 +116,20 @@ type Population struct {
 
 // Config of a run.
 type Config struct {
-	Target   string
-	Secret   string
-	Shape    schedule.Shape
-	Duration time.Duration
-	Pop      Population
-	Pacer    schedule.Config
+	// Target is the server's URL; its scheme names the driver
+	// (targets.Config.Target: ref+http:// or http:// for the reference
+	// server, tinode+ws:// for Tinode).
+	Target string
+	// Driver, when set, names the driver whatever the scheme.
+	Driver string
+	// TargetOptions are the driver's own settings (targets.Config.Options,
+	// e.g. the tinode driver's apikey).
+	TargetOptions map[string]string
+	Secret        string
+	Shape         schedule.Shape
+	Duration      time.Duration
+	Pop           Population
+	Pacer         schedule.Config
 	// Conns is the HTTP connection pool; in the pacer's queued mode
 	// (Pacer.Senders > 0) the sends get a second pool of Conns of their
 	// own, so that senders waiting on a slow server never hold the
@@ -127,12 +138,12 @@ type Config struct {
 	// Pipeline: sends go over a pool of their own, PipelineConns
 	// connections with up to Pipeline HTTP/1.1 requests in flight each (0:
 	// sends share the Conns pool, one request at a time per connection);
-	// see client.Config.Pipeline for what it costs a server. Pulls, acks,
+	// see targets/ref/client.Config.Pipeline for what it costs a server. Pulls, acks,
 	// group creation and the witness always use the Conns pool, so they
 	// never queue behind sends.
 	Pipeline      int
 	PipelineConns int
-	// PipelineDelay: client.Config.PipelineDelay.
+	// PipelineDelay: targets/ref/client.Config.PipelineDelay.
 	PipelineDelay time.Duration
 	Timeout       time.Duration // one HTTP exchange
 	// Retries: resends of a send whose outcome is unknown (a timeout, a
@@ -224,9 +235,7 @@ func DefaultConfig(target, secret, runDir string) Config {
 // Validate checks every limit.
 func (c Config) Validate() error {
 	p := c.Pop
-	cc := client.DefaultConfig()
-	cc.Target, cc.Secret, cc.MaxConns, cc.Timeout, cc.Pipeline, cc.PipelineDelay = c.Target, c.Secret, c.Conns, c.Timeout, c.Pipeline, c.PipelineDelay
-	if err := cc.Validate(); err != nil {
+	if err := drivers.Check(c.targetConfig()); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	if err := c.Pacer.Validate(); err != nil {
@@ -271,8 +280,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: retries must be in 0..%d", ErrInvalid, maxRetries)
 	case c.ContentSize < 0 || c.ContentSize > MaxContentSize:
 		return fmt.Errorf("%w: content size must be in 0..%d", ErrInvalid, MaxContentSize)
-	case c.PullLimit < 1 || c.PullLimit > client.MaxPullLimit:
-		return fmt.Errorf("%w: pull limit must be in 1..%d", ErrInvalid, client.MaxPullLimit)
+	case c.PullLimit < 1 || c.PullLimit > targets.MaxPullLimit:
+		return fmt.Errorf("%w: pull limit must be in 1..%d", ErrInvalid, targets.MaxPullLimit)
 	case c.AckEvery <= 0 || c.Settle < 0 || c.DrainTimeout <= 0 || c.CeilingFor < 0:
 		return fmt.Errorf("%w: ack-every and drain timeout must be > 0, settle and ceiling >= 0", ErrInvalid)
 	case c.RunDir == "":
@@ -292,4 +301,21 @@ func (c Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// targetConfig is the driver's configuration: the sends get a pool of
+// their own when pipelined, or in the pacer's queued mode (its senders
+// would otherwise hold every connection of a shared pool while the server
+// queues their sends, and the devices' pulls would take the rest in turn
+// with them).
+func (c Config) targetConfig() targets.Config {
+	tc := targets.Config{Target: c.Target, Driver: c.Driver, Secret: c.Secret, Conns: c.Conns, Timeout: c.Timeout, Options: c.TargetOptions}
+	switch {
+	case c.SendVia != ViaHTTP:
+	case c.Pipeline > 0:
+		tc.SendPool = targets.SendPool{Own: true, Conns: c.PipelineConns, Pipeline: c.Pipeline, PipelineDelay: c.PipelineDelay}
+	case c.Pacer.Senders > 0:
+		tc.SendPool = targets.SendPool{Own: true, Conns: c.Conns}
+	}
+	return tc
 }

@@ -2,11 +2,10 @@ package loadgen
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"imlab/ledger"
-	"imlab/loadgen/client"
+	"imlab/targets"
 )
 
 // device is one simulated (uid, did). Its goroutine (run) owns all its
@@ -18,7 +17,7 @@ type device struct {
 	uid   uint64
 	did   string
 	kind  ledger.DeviceKind
-	token string
+	sess  targets.Session
 	phase time.Duration
 
 	chain    uint64 // every inbox seq <= chain is stored (as far as the device knows)
@@ -36,6 +35,10 @@ func (d *device) shard() *ledger.Shard { return d.r.led.Shard(int(d.idx)) }
 func (d *device) now() time.Duration { return time.Since(d.r.start) }
 
 func (d *device) run(ctx context.Context, drain <-chan struct{}) {
+	if !d.r.caps.Inbox {
+		d.convRun(ctx, drain)
+		return
+	}
 	if d.kind == ledger.Online {
 		d.online(ctx, drain)
 		return
@@ -44,7 +47,7 @@ func (d *device) run(ctx context.Context, drain <-chan struct{}) {
 }
 
 // store records a message the device keeps.
-func (d *device) store(m *client.Msg, via ledger.Via) {
+func (d *device) store(m *targets.Msg, via ledger.Via) {
 	tick, intended, ours := d.r.parseContent(m.Content)
 	at := d.now()
 	if ours && m.Seq > d.chain {
@@ -55,12 +58,12 @@ func (d *device) store(m *client.Msg, via ledger.Via) {
 }
 
 // page pulls one page (re-pulling with full=1 if the server truncated it).
-func (d *device) page(ctx context.Context, explicit bool) (client.PullResp, error) {
-	o := client.PullOpts{Limit: d.r.cfg.PullLimit, Cursor: d.chain, UseCursor: explicit}
-	pr, err := d.r.pull(ctx, d.token, o)
+func (d *device) page(ctx context.Context, explicit bool) (targets.PullPage, error) {
+	o := targets.PullOpts{Limit: d.r.cfg.PullLimit, Cursor: d.chain, UseCursor: explicit}
+	pr, err := d.r.pull(ctx, d.sess, o)
 	if err == nil && pr.Truncated {
 		o.Full = true
-		pr, err = d.r.pull(ctx, d.token, o)
+		pr, err = d.r.pull(ctx, d.sess, o)
 	}
 	return pr, err
 }
@@ -97,12 +100,11 @@ func (d *device) ackHTTP(seq uint64) {
 	if seq == 0 || seq <= d.acked {
 		return
 	}
-	_, err := d.r.cl.Ack(d.token, seq)
+	_, err := d.sess.Ack(context.Background(), seq)
 	st := ledger.Accepted
 	if err != nil {
 		st = ledger.Refused
-		var ce *client.Error
-		if !errors.As(err, &ce) || ce.Status != 409 {
+		if targets.StatusOf(err) != 409 {
 			d.r.fail("device %d ack %d: %v", d.idx, seq, err)
 		}
 	} else {
@@ -123,7 +125,7 @@ func (d *device) online(ctx context.Context, drain <-chan struct{}) {
 			return
 		default:
 		}
-		ws, err := d.r.cl.DialWS(ctx, d.token)
+		ws, err := d.sess.Connect(ctx)
 		if err != nil {
 			select {
 			case <-time.After(backoff):
@@ -134,11 +136,11 @@ func (d *device) online(ctx context.Context, drain <-chan struct{}) {
 			continue
 		}
 		backoff = 10 * time.Millisecond
-		frames := make(chan client.Frame, frameQueue)
+		frames := make(chan targets.Push, frameQueue)
 		go func() {
 			defer close(frames)
 			for {
-				f, err := ws.Read(time.Time{})
+				f, err := ws.Recv(time.Time{})
 				if err != nil {
 					return
 				}
@@ -155,7 +157,7 @@ func (d *device) online(ctx context.Context, drain <-chan struct{}) {
 	}
 }
 
-func (d *device) connected(ctx context.Context, ws *client.WS, frames <-chan client.Frame, drain <-chan struct{}) (done bool) {
+func (d *device) connected(ctx context.Context, ws targets.Conn, frames <-chan targets.Push, drain <-chan struct{}) (done bool) {
 	if err := d.catchUp(ctx, 0); err != nil {
 		if ctx.Err() == nil {
 			d.r.fail("device %d catch-up: %v", d.idx, err)
@@ -183,22 +185,22 @@ func (d *device) connected(ctx context.Context, ws *client.WS, frames <-chan cli
 			if !ok {
 				return false // closed by the server (slow, restart): reconnect and pull
 			}
-			if f.Type != "msg" || f.Seq <= d.chain {
+			if f.Type != targets.PushMsg || f.Msg.Seq <= d.chain {
 				continue // not a message, or one already stored
 			}
 			if f.PrevSeq > d.chain {
-				if err := d.catchUp(ctx, f.Seq); err != nil {
+				if err := d.catchUp(ctx, f.Msg.Seq); err != nil {
 					if ctx.Err() == nil {
 						d.r.fail("device %d gap fill: %v", d.idx, err)
 					}
 					return ctx.Err() != nil
 				}
-				if f.Seq <= d.chain {
+				if f.Msg.Seq <= d.chain {
 					continue
 				}
 			}
 			d.store(&f.Msg, ledger.Push)
-			d.chain = f.Seq
+			d.chain = f.Msg.Seq
 		}
 	}
 }

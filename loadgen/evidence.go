@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"imlab/ledger"
-	"imlab/loadgen/client"
+	"imlab/targets"
 )
 
 // This file gathers the evidence beyond what devices stored: the store
@@ -94,11 +94,11 @@ func readRetry[T any](ctx context.Context, tries int, f func() (T, error)) (T, e
 		if err == nil {
 			return v, nil
 		}
-		var ce *client.Error
-		if !errors.As(err, &ce) || (ce.Definite() && ce.Status != 429) || attempt >= tries {
+		var te *targets.Error
+		if !errors.As(err, &te) || te.Class == targets.Failed || attempt >= tries {
 			return v, err
 		}
-		wait := ce.RetryAfter
+		wait := te.RetryAfter
 		if wait <= 0 {
 			wait = min(time.Duration(attempt)*20*time.Millisecond, time.Second)
 		}
@@ -113,7 +113,7 @@ func readRetry[T any](ctx context.Context, tries int, f func() (T, error)) (T, e
 // labRead is readRetry for a lab route: a 404 is errNoLab.
 func labRead[T any](ctx context.Context, tries int, f func() (T, error)) (T, error) {
 	v, err := readRetry(ctx, tries, f)
-	if ce := (*client.Error)(nil); errors.As(err, &ce) && ce.Status == 404 {
+	if targets.StatusOf(err) == 404 {
 		return v, fmt.Errorf("%w: %v", errNoLab, err)
 	}
 	return v, err
@@ -163,10 +163,10 @@ func (r *runner) probe(shard *ledger.Shard, a *ledger.Attempt, sender *device) {
 	r.ev.touched.Add(1)
 	for _, uid := range r.probeUIDs(a.Tick, sender.uid, a.ConvType, a.Target) {
 		p := ledger.Probe{Tick: a.Tick, MsgID: a.MsgID, UID: uid}
-		tok, err := r.cl.Token(uid, WitnessDID)
-		var m client.StoredMsg
+		var m targets.StoredMsg
+		ls, err := r.labSession(context.Background(), uid)
 		if err == nil {
-			m, err = labRead(context.Background(), maxProbeTries, func() (client.StoredMsg, error) { return r.cl.Stored(tok, a.MsgID) })
+			m, err = labRead(context.Background(), maxProbeTries, func() (targets.StoredMsg, error) { return ls.Stored(context.Background(), a.MsgID) })
 		}
 		p.At = time.Since(r.start)
 		if errors.Is(err, errNoLab) {
@@ -175,10 +175,7 @@ func (r *runner) probe(shard *ledger.Shard, a *ledger.Attempt, sender *device) {
 		}
 		if err != nil {
 			p.Status = ledger.ProbeFailed
-			var ce *client.Error
-			if errors.As(err, &ce) {
-				p.HTTP = uint16(ce.Status)
-			}
+			p.HTTP = uint16(targets.StatusOf(err))
 			r.ev.failed.Add(1)
 			shard.Probe(p)
 			continue
@@ -272,14 +269,14 @@ func (r *runner) storeWitness(ctx context.Context, sum *Summary) {
 }
 
 func (r *runner) storeOne(ctx context.Context, i int, uid uint64) error {
-	tok, err := r.cl.Token(uid, WitnessDID)
+	ls, err := r.labSession(ctx, uid)
 	if err != nil {
 		return err
 	}
 	sh := r.led.Shard(i)
 	var after uint64
 	for range maxStorePages {
-		p, err := labRead(ctx, maxReadTries, func() (client.StoredPage, error) { return r.cl.StoredInbox(tok, after, client.MaxPullLimit) })
+		p, err := labRead(ctx, maxReadTries, func() (targets.StoredPage, error) { return ls.StoredInbox(ctx, after, targets.MaxPullLimit) })
 		if err != nil {
 			return err
 		}
@@ -297,4 +294,18 @@ func (r *runner) storeOne(ctx context.Context, i int, uid uint64) error {
 		after = p.NextCursor
 	}
 	return fmt.Errorf("store witness: more than %d pages", maxStorePages)
+}
+
+// labSession is uid's witness device's lab view of the target, or errNoLab
+// when the driver offers none.
+func (r *runner) labSession(ctx context.Context, uid uint64) (targets.LabSession, error) {
+	s, err := r.drv.Session(ctx, uid, WitnessDID)
+	if err != nil {
+		return nil, err
+	}
+	ls, ok := s.(targets.LabSession)
+	if !ok {
+		return nil, fmt.Errorf("%w: the %s driver reads no store", errNoLab, r.drv.Name())
+	}
+	return ls, nil
 }

@@ -11,8 +11,8 @@ import (
 	_ "github.com/go-sql-driver/mysql"
 
 	"imlab/internal/testenv"
-	"imlab/loadgen/client"
 	"imlab/ref/server"
+	"imlab/targets/ref/client"
 )
 
 // TestLabRoutesReadTheStore: the lab routes of the real reference server

@@ -15,7 +15,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"imlab/loadgen/noop"
+	"imlab/targets/ref/noop"
 )
 
 // envNoopChild makes the test binary a no-op endpoint (see startNoopProcess).

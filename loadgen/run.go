@@ -20,9 +20,10 @@ import (
 	"time"
 
 	"imlab/ledger"
-	"imlab/loadgen/client"
-	"imlab/loadgen/noop"
 	"imlab/loadgen/schedule"
+	"imlab/targets"
+	"imlab/targets/drivers"
+	"imlab/targets/ref/noop"
 )
 
 // WitnessDID is the device id of the checker's witness pulls.
@@ -69,8 +70,8 @@ type CeilingConfig struct {
 	Secret        string
 	Via           string // ViaHTTP (default) or ViaWS
 	Conns         int
-	Pipeline      int           // client.Config.Pipeline (HTTP only)
-	PipelineDelay time.Duration // client.Config.PipelineDelay
+	Pipeline      int           // targets.SendPool.Pipeline (HTTP only)
+	PipelineDelay time.Duration // targets.SendPool.PipelineDelay
 	Workers       int
 	For           time.Duration
 }
@@ -155,22 +156,28 @@ type DrainSummary struct {
 	Seconds       float64 `json:"seconds"`
 	WitnessUIDs   int     `json:"witness_uids"`
 	WitnessErrors int     `json:"witness_errors"`
+	// InboxBehind says what was still on its way to an inbox (queued,
+	// or in the outbox) when the drain deadline passed; "" when the
+	// inbox tier drained or the target shows no queue. A message missing
+	// then may be late rather than lost, and the verdict says so.
+	InboxBehind string `json:"inbox_behind,omitempty"`
 }
 
 type runner struct {
-	cfg    Config
-	runID  string
-	cl     *client.Client // pulls, acks, groups, witness (and sends unless pipelined)
-	sendCl *client.Client // sends over HTTP: cl, or the pipelined pool
-	wss    *wsSenders     // nil unless SendVia is ViaWS
-	start  time.Time
-	led    *ledger.Ledger
-	m      *metrics
-	e2e    *e2eTracker
-	prog   progress
-	users  []uint64
-	devs   []*device
-	byUID  map[uint64][]*device
+	cfg   Config
+	runID string
+	drv   targets.Driver
+	lab   targets.LabDriver // nil: the target offers no lab view of itself
+	caps  targets.Capabilities
+	wss   *wsSenders // nil unless SendVia is ViaWS
+	start time.Time
+	led   *ledger.Ledger
+	m     *metrics
+	e2e   *e2eTracker
+	prog  progress
+	users []uint64
+	devs  []*device
+	byUID map[uint64][]*device
 	// mine are the uids of this segment (all of them for a whole run);
 	// devs holds only their devices, users and byUID the whole population.
 	mine   []uint64
@@ -194,31 +201,11 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if fs, _ := ledger.Files(cfg.RunDir); len(fs) > 0 {
 		return nil, fmt.Errorf("%w: %s already holds a ledger", ErrInvalid, cfg.RunDir)
 	}
-	cc := client.DefaultConfig()
-	cc.Target, cc.Secret, cc.MaxConns, cc.Timeout = cfg.Target, cfg.Secret, cfg.Conns, cfg.Timeout
-	cl, err := client.New(cc)
+	drv, err := drivers.Open(cfg.targetConfig())
 	if err != nil {
 		return nil, err
 	}
-	defer cl.Close()
-	sendCl := cl
-	if cfg.Pipeline > 0 && cfg.SendVia == ViaHTTP {
-		pc := cc
-		pc.MaxConns, pc.Pipeline, pc.PipelineDelay = cfg.PipelineConns, cfg.Pipeline, cfg.PipelineDelay
-		if sendCl, err = client.New(pc); err != nil {
-			return nil, err
-		}
-		defer sendCl.Close()
-	} else if cfg.Pacer.Senders > 0 && cfg.SendVia == ViaHTTP {
-		// The queued mode's senders would hold every connection of a
-		// shared pool while the server queues their sends, and the
-		// devices' pulls would take the rest in turn with them: the sends
-		// get a pool of Conns of their own, the pulls keep theirs.
-		if sendCl, err = client.New(cc); err != nil {
-			return nil, err
-		}
-		defer sendCl.Close()
-	}
+	defer drv.Close()
 	runID := cfg.RunID
 	if runID == "" && !cfg.Segment.Whole() {
 		runID = cfg.segmentRunID()
@@ -228,9 +215,13 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		_, _ = rand.Read(rb[:])
 		runID = hex.EncodeToString(rb[:])
 	}
-	r := &runner{cfg: cfg, runID: runID, cl: cl, sendCl: sendCl, m: newMetrics(16), e2e: newE2ETracker(), byUID: map[uint64][]*device{}}
+	r := &runner{cfg: cfg, runID: runID, drv: drv, m: newMetrics(16), e2e: newE2ETracker(), byUID: map[uint64][]*device{}}
+	r.lab, _ = drv.(targets.LabDriver)
+	if err := r.checkCaps(); err != nil {
+		return nil, err
+	}
 	r.m.sizeIntended(cfg.Duration)
-	if err := r.population(); err != nil {
+	if err := r.population(ctx); err != nil {
 		return nil, err
 	}
 	sum := &Summary{Format: SummaryFormat, RunID: r.runID, Target: cfg.Target, Shape: cfg.Shape.String(), SendVia: cfg.SendVia, Duration: cfg.Duration.String(), Latency: map[string]Quantiles{}}
@@ -264,22 +255,13 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	}
 	// Connect before the schedule starts: the first sends must not pay
 	// for it (they would start late only because the pool was cold).
-	if err := cl.Warm(ctx, cfg.Conns); err != nil {
+	if err := drv.Warm(ctx); err != nil {
 		return nil, fmt.Errorf("loadgen: target not answering: %w", err)
 	}
-	if sendCl != cl {
-		n := cfg.PipelineConns
-		if cfg.Pipeline == 0 {
-			n = cfg.Conns
-		}
-		if err := sendCl.Warm(ctx, n); err != nil {
-			return nil, fmt.Errorf("loadgen: target not answering on the pipelined pool: %w", err)
-		}
-	}
-	r.estimateClock(sum)
+	r.estimateClock(ctx, sum)
 	r.start = time.Now().Add(100 * time.Millisecond)
 	sum.StartedAt = r.start.UTC()
-	if r.led, err = ledger.Create(cfg.RunDir, r.runID, r.start, cfg.Shards); err != nil {
+	if r.led, err = ledger.CreateWith(cfg.RunDir, r.ledgerOptions()); err != nil {
 		return nil, err
 	}
 	r.writePopulation(sum)
@@ -287,7 +269,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	devCtx, stopDevs := context.WithCancel(ctx)
 	defer stopDevs()
 	if cfg.SendVia == ViaWS {
-		r.wss = newWSSenders(devCtx, cl)
+		r.wss = newWSSenders(devCtx, drv)
 		defer r.wss.Close()
 	}
 	drain := make(chan struct{})
@@ -338,15 +320,20 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		<-done
 	}
 	sum.Drain.Rounds = 1
-	if sum.Drain.Complete {
+	if sum.Drain.Complete && r.caps.Inbox {
 		// Every device goroutine has returned: the runner owns the devices now.
 		sum.Drain.Complete = r.quiesce(ctx, drainEnd, sum)
 	}
 	sum.Drain.Seconds = time.Since(drainStart).Seconds()
-	if ctx.Err() == nil {
+	if !r.caps.Inbox {
+		r.prog.enter(PhaseWitness, 0, 0)
+		r.convEnd(ctx, sum)
+	} else if ctx.Err() == nil {
 		r.prog.enter(PhaseWitness, 0, len(r.users))
 		sum.Drain.WitnessUIDs, sum.Drain.WitnessErrors = r.witness(ctx)
 		r.note(ledger.Note{Check: "pull-witness", Made: ctx.Err() == nil, UIDs: sum.Drain.WitnessUIDs, Errors: sum.Drain.WitnessErrors})
+		r.note(ledger.Note{Check: ledger.InboxTierCheck, Made: sum.Drain.Complete || sum.Drain.InboxBehind != "",
+			Drained: sum.Drain.InboxBehind == "" && sum.Drain.Complete, Reason: sum.Drain.InboxBehind})
 		r.storeWitness(ctx, sum)
 	} else {
 		r.note(ledger.Note{Check: "pull-witness", Reason: "the run was cancelled before the witness"})
@@ -354,7 +341,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	}
 	r.probeNote(sum)
 	if ctx.Err() == nil {
-		r.queueLagAtEnd(sum)
+		r.queueLagAtEnd(ctx, sum)
 	}
 	sum.Evidence.Policy = r.ev.policyName()
 	close(repStop)
@@ -442,7 +429,7 @@ func (r *runner) fail(format string, args ...any) {
 	}
 }
 
-func (r *runner) population() error {
+func (r *runner) population(ctx context.Context) error {
 	p := r.cfg.Pop
 	rng := mrand.New(mrand.NewPCG(r.cfg.Seed, 0x1ab))
 	for i := range p.Users {
@@ -466,11 +453,11 @@ func (r *runner) population() error {
 	for i := range n {
 		uid := r.users[i/p.DevicesPerUser]
 		did := "d" + strconv.Itoa(i%p.DevicesPerUser)
-		tok, err := r.cl.Token(uid, did)
+		sess, err := r.drv.Session(ctx, uid, did)
 		if err != nil {
 			return err
 		}
-		d := &device{r: r, idx: uint32(i), uid: uid, did: did, kind: kinds[i], token: tok,
+		d := &device{r: r, idx: uint32(i), uid: uid, did: did, kind: kinds[i], sess: sess,
 			phase: time.Duration(rng.Int64N(int64(max(p.ComeBackEvery, 1))))}
 		r.devs = append(r.devs, d)
 		r.byUID[uid] = append(r.byUID[uid], d)
@@ -502,41 +489,20 @@ func (r *runner) population() error {
 	return nil
 }
 
+// createGroups provisions the population on the target. Every segment
+// creates every group (creating one again with the same members is a
+// no-op): a segment's users send to groups another segment owns, and
+// segments start apart, so a group left to its owner could be sent to
+// before it exists (a 404, counted failed).
 func (r *runner) createGroups(ctx context.Context) error {
-	sem := make(chan struct{}, 16)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var first error
-	// Every segment creates every group (creating one again with the same
-	// members is a no-op on the server): a segment's users send to groups
-	// another segment owns, and segments start apart, so a group left to
-	// its owner could be sent to before it exists (a 404, counted failed).
+	p := targets.Population{Prefix: r.runID, Users: r.users}
 	for _, g := range r.groups {
-		if ctx.Err() != nil {
-			break
-		}
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			tok, err := r.cl.Token(g.members[0], r.byUID[g.members[0]][0].did)
-			if err == nil {
-				err = r.cl.CreateGroup(tok, g.id, g.members)
-			}
-			if err != nil {
-				mu.Lock()
-				if first == nil {
-					first = fmt.Errorf("loadgen: create group %d: %w", g.id, err)
-				}
-				mu.Unlock()
-			}
-		}()
+		p.Groups = append(p.Groups, targets.Group{ID: g.id, Members: g.members, CreatorDID: r.byUID[g.members[0]][0].did})
 	}
-	wg.Wait()
-	if first != nil {
-		return first
+	if err := r.drv.Provision(ctx, p); err != nil {
+		return fmt.Errorf("loadgen: %w", err)
 	}
-	return ctx.Err()
+	return nil
 }
 
 func (r *runner) writePopulation(sum *Summary) {
@@ -627,7 +593,7 @@ func (r *runner) parseContent(s string) (tick uint64, intended time.Duration, ok
 // same client_msg_id, its outcome and latencies recorded.
 func (r *runner) send(worker int, t schedule.Tick, started time.Duration) {
 	sender, ct, target := r.pick(t.Idx)
-	req := client.SendReq{ClientMsgID: r.runID + "-" + strconv.FormatUint(t.Idx, 10), ConvType: ct, Content: r.content(t.Idx, t.Intended)}
+	req := targets.SendReq{ClientMsgID: r.runID + "-" + strconv.FormatUint(t.Idx, 10), ConvType: ct, Content: r.content(t.Idx, t.Intended)}
 	if ct == 2 {
 		req.GroupID = target
 	} else {
@@ -657,19 +623,19 @@ func (r *runner) send(worker int, t schedule.Tick, started time.Duration) {
 			a.Outcome, a.Status, a.MsgID, a.ConvID, a.ConvSeq = ledger.OK, 200, ack.MsgID, ack.ConvID, ack.ConvSeq
 			break
 		}
-		var ce *client.Error
-		if !errors.As(err, &ce) {
+		var te *targets.Error
+		if !errors.As(err, &te) {
 			a.Outcome = ledger.Unknown
 			break
 		}
-		a.Status = uint16(ce.Status)
+		a.Status = uint16(te.Status)
 		now := time.Since(r.start)
-		if ce.Status == 429 && now+ce.RetryAfter < deadline && a.Tries < 255 {
-			time.Sleep(max(ce.RetryAfter, 10*time.Millisecond))
+		if te.Class == targets.Retryable && now+te.RetryAfter < deadline && a.Tries < 255 {
+			time.Sleep(max(te.RetryAfter, 10*time.Millisecond))
 			r.m.retries.Add(1)
 			continue
 		}
-		if ce.Definite() {
+		if te.Class == targets.Failed || te.Class == targets.Retryable {
 			a.Outcome = ledger.Fail
 			break
 		}
@@ -716,15 +682,15 @@ func (r *runner) send(worker int, t schedule.Tick, started time.Duration) {
 }
 
 // sendOnce makes one try over the configured transport.
-func (r *runner) sendOnce(sender *device, tick uint64, req *client.SendReq) (client.SendAck, error) {
+func (r *runner) sendOnce(sender *device, tick uint64, req *targets.SendReq) (targets.SendAck, error) {
 	if r.wss == nil {
-		return r.sendCl.Send(sender.token, req)
+		return sender.sess.Send(context.Background(), req)
 	}
 	s, err := r.wss.get(sender.uid, int(tick%uint64(r.cfg.WSConnsPerUser)))
 	if err != nil {
-		return client.SendAck{}, err
+		return targets.SendAck{}, err
 	}
-	return s.Send(req, r.cfg.Timeout)
+	return s.Send(context.Background(), req, r.cfg.Timeout)
 }
 
 // report prints a progress line every second and keeps the timeline.
@@ -816,6 +782,11 @@ func (r *runner) quiesce(ctx context.Context, deadline time.Time, sum *Summary) 
 		case <-ctx.Done():
 			return false
 		}
+		if late := r.waitInboxTier(ctx, deadline); late != "" {
+			sum.Drain.InboxBehind = late
+			r.fail("final drain: the inbox tier had not drained by the drain deadline (%s)", late)
+			return false
+		}
 		behind, err := r.behind(ctx)
 		if err != nil {
 			r.fail("drain round %d: %v", sum.Drain.Rounds, err)
@@ -845,11 +816,11 @@ func (r *runner) behind(ctx context.Context) (int, error) {
 		for _, d := range r.byUID[uid] {
 			from = min(from, d.chain)
 		}
-		tok, err := r.cl.Token(uid, WitnessDID)
+		ws, err := r.drv.Session(ctx, uid, WitnessDID)
 		if err != nil {
 			return err
 		}
-		pr, err := r.pull(ctx, tok, client.PullOpts{Cursor: from, UseCursor: true, Limit: 1, Full: true})
+		pr, err := r.pull(ctx, ws, targets.PullOpts{Cursor: from, UseCursor: true, Limit: 1, Full: true})
 		if err != nil {
 			return fmt.Errorf("uid %d: %w", uid, err)
 		}
@@ -920,14 +891,14 @@ func (r *runner) witness(ctx context.Context) (uids, errs int) {
 }
 
 func (r *runner) witnessOne(ctx context.Context, i int, uid uint64) error {
-	tok, err := r.cl.Token(uid, WitnessDID)
+	ws, err := r.drv.Session(ctx, uid, WitnessDID)
 	if err != nil {
 		return err
 	}
 	sh := r.led.Shard(i)
 	var cursor uint64
 	for {
-		pr, err := r.pull(ctx, tok, client.PullOpts{Cursor: cursor, UseCursor: true, Limit: client.MaxPullLimit, Full: true})
+		pr, err := r.pull(ctx, ws, targets.PullOpts{Cursor: cursor, UseCursor: true, Limit: targets.MaxPullLimit, Full: true})
 		if err != nil {
 			return err
 		}
@@ -944,8 +915,8 @@ func (r *runner) witnessOne(ctx context.Context, i int, uid uint64) error {
 
 // pull fetches one page, waiting out 429s (Retry-After) and retrying
 // transport errors, until ctx ends.
-func (r *runner) pull(ctx context.Context, token string, o client.PullOpts) (client.PullResp, error) {
-	return readRetry(ctx, maxReadTries, func() (client.PullResp, error) { return r.cl.Pull(token, o) })
+func (r *runner) pull(ctx context.Context, s targets.Session, o targets.PullOpts) (targets.PullPage, error) {
+	return readRetry(ctx, maxReadTries, func() (targets.PullPage, error) { return s.Pull(ctx, o) })
 }
 
 // MeasureCeiling runs the generator's send path (over c.Via, with c.Conns
@@ -959,24 +930,23 @@ func MeasureCeiling(ctx context.Context, c CeilingConfig) (Ceiling, error) {
 		return Ceiling{}, err
 	}
 	defer srv.Close()
-	cc := client.DefaultConfig()
-	cc.Target, cc.Secret, cc.MaxConns, cc.Pipeline, cc.PipelineDelay = srv.URL(), c.Secret, conns, c.Pipeline, c.PipelineDelay
-	if via == ViaWS {
-		cc.Pipeline = 0
+	tc := targets.Config{Target: srv.URL(), Driver: targets.DriverRef, Secret: c.Secret, Conns: conns, Timeout: 5 * time.Second}
+	if via != ViaWS && c.Pipeline > 0 {
+		tc.SendPool = targets.SendPool{Own: true, Conns: conns, Pipeline: c.Pipeline, PipelineDelay: c.PipelineDelay}
 	}
-	cl, err := client.New(cc)
+	drv, err := drivers.Open(tc)
 	if err != nil {
 		return Ceiling{}, err
 	}
-	defer cl.Close()
-	tok, err := cl.Token(1, "ceiling")
+	defer drv.Close()
+	sess, err := drv.Session(ctx, 1, "ceiling")
 	if err != nil {
 		return Ceiling{}, err
 	}
-	var senders []*client.Sender
+	var senders []targets.Sender
 	if via == ViaWS {
 		for range min(conns, workers) {
-			s, err := cl.DialSender(ctx, tok)
+			s, err := sess.DialSender(ctx)
 			if err != nil {
 				return Ceiling{}, err
 			}
@@ -984,12 +954,12 @@ func MeasureCeiling(ctx context.Context, c CeilingConfig) (Ceiling, error) {
 			senders = append(senders, s)
 		}
 	}
-	n, took := closedLoop(ctx, workers, d, func(w int, req *client.SendReq) error {
+	n, took := closedLoop(ctx, workers, d, func(w int, req *targets.SendReq) error {
 		var err error
 		if senders != nil {
-			_, err = senders[w%len(senders)].Send(req, cc.Timeout)
+			_, err = senders[w%len(senders)].Send(ctx, req, tc.Timeout)
 		} else {
-			_, err = cl.Send(tok, req)
+			_, err = sess.Send(ctx, req)
 		}
 		return err
 	})
@@ -997,7 +967,7 @@ func MeasureCeiling(ctx context.Context, c CeilingConfig) (Ceiling, error) {
 	if via == "" {
 		via = ViaHTTP
 	}
-	return Ceiling{PerSec: float64(n) / el, Requests: n, Seconds: el, Via: via, Conns: conns, Pipeline: cc.Pipeline, Workers: workers}, ctx.Err()
+	return Ceiling{PerSec: float64(n) / el, Requests: n, Seconds: el, Via: via, Conns: conns, Pipeline: tc.SendPool.Pipeline, Workers: workers}, ctx.Err()
 }
 
 // ceilingContent is the body of the sends that measure the generator (64
@@ -1007,7 +977,7 @@ var ceilingContent = strings.Repeat("x", 64)
 // closedLoop runs workers that call send back to back (worker w with a
 // request of its own, a fresh client_msg_id each time) until d has passed
 // or ctx ends, and returns how many sends succeeded and how long it took.
-func closedLoop(ctx context.Context, workers int, d time.Duration, send func(w int, req *client.SendReq) error) (uint64, time.Duration) {
+func closedLoop(ctx context.Context, workers int, d time.Duration, send func(w int, req *targets.SendReq) error) (uint64, time.Duration) {
 	var n uint64
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -1017,7 +987,7 @@ func closedLoop(ctx context.Context, workers int, d time.Duration, send func(w i
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			req := client.SendReq{ConvType: 1, ToUID: 2, Content: ceilingContent}
+			req := targets.SendReq{ConvType: 1, ToUID: 2, Content: ceilingContent}
 			var mine uint64
 			for i := 0; ctx.Err() == nil && time.Now().Before(end); i++ {
 				req.ClientMsgID = "c-" + strconv.Itoa(w) + "-" + strconv.Itoa(i)

@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -10,8 +11,8 @@ import (
 	"strconv"
 	"strings"
 
-	"imlab/loadgen/client"
 	"imlab/loadgen/schedule"
+	"imlab/targets"
 )
 
 // MaxSegments bounds Segment.Count.
@@ -211,15 +212,19 @@ type SegmentSummary struct {
 	// schedule starts (nil: unknown, see ClockError). Latencies between a
 	// send of one segment and a delivery seen by another are as precise as
 	// the two segments' offsets (see imlab check DIR...).
-	Clock      *client.Clock `json:"clock,omitempty"`
-	ClockError string        `json:"clock_error,omitempty"`
+	Clock      *targets.Clock `json:"clock,omitempty"`
+	ClockError string         `json:"clock_error,omitempty"`
 }
 
 // clockSamples is how many round trips the clock estimate takes.
 const clockSamples = 7
 
-func (r *runner) estimateClock(sum *Summary) {
-	c, err := r.cl.EstimateClock(clockSamples)
+func (r *runner) estimateClock(ctx context.Context, sum *Summary) {
+	if r.lab == nil {
+		sum.Split.ClockError = "the " + r.drv.Name() + " driver reads no clock of the target"
+		return
+	}
+	c, err := r.lab.EstimateClock(ctx, clockSamples)
 	if err != nil {
 		sum.Split.ClockError = err.Error()
 		return

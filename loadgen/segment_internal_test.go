@@ -1,14 +1,15 @@
 package loadgen
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
-	"imlab/loadgen/client"
 	"imlab/loadgen/schedule"
+	"imlab/targets/drivers"
 )
 
 // segRunner builds the population of cfg for one segment, without a server.
@@ -18,15 +19,13 @@ func segRunner(t *testing.T, cfg Config, seg Segment) *runner {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	cc := client.DefaultConfig()
-	cc.Target, cc.Secret = cfg.Target, cfg.Secret
-	cl, err := client.New(cc)
+	drv, err := drivers.Open(cfg.targetConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(cl.Close)
-	r := &runner{cfg: cfg, cl: cl, byUID: map[uint64][]*device{}}
-	if err := r.population(); err != nil {
+	t.Cleanup(func() { drv.Close() })
+	r := &runner{cfg: cfg, drv: drv, byUID: map[uint64][]*device{}}
+	if err := r.population(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return r

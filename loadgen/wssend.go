@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"sync"
 
-	"imlab/loadgen/client"
+	"imlab/targets"
 )
 
 // SenderDID prefixes the device ids of the WebSocket connections that
@@ -15,10 +15,10 @@ const SenderDID = "imlab-sender"
 // wsSenders holds WSConnsPerUser sending WebSockets per uid (a server
 // answers one connection's send frames in order, one at a time), dialled on
 // first use and again after the connection ends. It owns the connections (and, through
-// client.Sender, their reader goroutines) and closes them all in Close.
+// targets.Sender, their reader goroutines) and closes them all in Close.
 type wsSenders struct {
 	ctx   context.Context
-	cl    *client.Client
+	drv   targets.Driver
 	mu    sync.Mutex
 	slots map[senderKey]*senderSlot
 }
@@ -29,17 +29,17 @@ type senderKey struct {
 }
 
 type senderSlot struct {
-	mu    sync.Mutex // held while dialling, so one dial per uid at a time
-	token string
-	s     *client.Sender
+	mu   sync.Mutex // held while dialling, so one dial per uid at a time
+	sess targets.Session
+	s    targets.Sender
 }
 
-func newWSSenders(ctx context.Context, cl *client.Client) *wsSenders {
-	return &wsSenders{ctx: ctx, cl: cl, slots: map[senderKey]*senderSlot{}}
+func newWSSenders(ctx context.Context, drv targets.Driver) *wsSenders {
+	return &wsSenders{ctx: ctx, drv: drv, slots: map[senderKey]*senderSlot{}}
 }
 
 // get returns uid's live sender k, dialling when there is none.
-func (w *wsSenders) get(uid uint64, k int) (*client.Sender, error) {
+func (w *wsSenders) get(uid uint64, k int) (targets.Sender, error) {
 	w.mu.Lock()
 	key := senderKey{uid, k}
 	sl := w.slots[key]
@@ -59,14 +59,14 @@ func (w *wsSenders) get(uid uint64, k int) (*client.Sender, error) {
 			return sl.s, nil
 		}
 	}
-	if sl.token == "" {
-		tok, err := w.cl.Token(uid, SenderDID+"-"+strconv.Itoa(k))
+	if sl.sess == nil {
+		sess, err := w.drv.Session(w.ctx, uid, SenderDID+"-"+strconv.Itoa(k))
 		if err != nil {
 			return nil, err
 		}
-		sl.token = tok
+		sl.sess = sess
 	}
-	s, err := w.cl.DialSender(w.ctx, sl.token)
+	s, err := sl.sess.DialSender(w.ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -18,8 +18,8 @@ import (
 
 	"imlab/checker"
 	"imlab/loadgen"
-	"imlab/loadgen/client"
 	"imlab/loadgen/schedule"
+	"imlab/targets/ref/client"
 )
 
 // newLoadCmd is `imlab load`: open-loop load against a server through the

@@ -497,7 +497,7 @@ func TestE2EWebSocket(t *testing.T) {
 // The comparison is fair only if the client costs little: it runs in this
 // process, on the same cores as the server, and every CPU-µs it spends is
 // taken from the server. So the http mode uses the client the lab's own
-// generator uses (loadgen/client: fasthttp), one HostClient with a
+// generator uses (targets/ref/client: fasthttp), one HostClient with a
 // connection per request in flight, each sender reusing its request,
 // response and body buffer; net/http's client, which allocates a request,
 // a response and their headers per call, would measure itself. Both modes

@@ -3,9 +3,9 @@ package server_test
 import (
 	"testing"
 
-	"imlab/loadgen/client"
 	"imlab/ref/api"
 	"imlab/ref/server"
+	"imlab/targets/ref/client"
 )
 
 // The lab client names the lab routes itself (it talks to the server only

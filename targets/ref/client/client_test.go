@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"imlab/loadgen/client"
-	"imlab/loadgen/noop"
+	"imlab/targets/ref/client"
+	"imlab/targets/ref/noop"
 )
 
 const secret = "client-test-secret-0123456789"

@@ -1,0 +1,71 @@
+package targets
+
+import (
+	"context"
+	"time"
+)
+
+// This file holds what a target offers only inside the lab: reads of its
+// stores that bypass what a client sees, its queue lag and its clock. A
+// driver offers them by implementing LabDriver and its sessions LabSession;
+// the generator names the checks it cannot make without them.
+
+// LabDriver is a target's lab-only view of itself.
+type LabDriver interface {
+	// QueueLag reads the target's queue lag now.
+	QueueLag(ctx context.Context) (QueueLag, error)
+	// EstimateClock samples the target's wall clock n times.
+	EstimateClock(ctx context.Context, n int) (Clock, error)
+}
+
+// LabSession reads a user's data as the target's stores hold it.
+type LabSession interface {
+	// StoredInbox reads one page (limit 1..MaxPullLimit) of the user's
+	// inbox as the store of record holds it, after seq after.
+	StoredInbox(ctx context.Context, after uint64, limit int) (StoredPage, error)
+	// Stored reads what the store holds of msgID for the user.
+	Stored(ctx context.Context, msgID uint64) (StoredMsg, error)
+}
+
+// StoredPage is a page of a user's inbox as stored, and the target's ack
+// policy.
+type StoredPage struct {
+	Policy     string
+	Msgs       []Msg
+	HasMore    bool
+	NextCursor uint64
+}
+
+// StoredMsg is what the store holds of one message for one user. Outbox
+// is the outbox row's state: none, pending, published or confirmed.
+type StoredMsg struct {
+	Policy  string
+	MsgID   uint64
+	UID     uint64
+	Content bool
+	ConvID  uint64
+	ConvSeq uint64
+	Inbox   bool
+	Seq     uint64
+	Outbox  string
+}
+
+// QueueLag is the target's queue lag: per consumer group, records behind
+// and the age of the oldest unprocessed message.
+type QueueLag struct {
+	MaxAgeSeconds map[string]float64
+	UnknownAge    map[string]int
+	Records       map[string]int64
+	OutboxBacklog int64
+	Errors        []string
+}
+
+// Clock is an estimate of the target's wall clock against this machine's.
+// Offset: the target's clock minus ours (positive: the target is ahead).
+// Precision bounds the error of Offset. Source says how it was read.
+type Clock struct {
+	Offset    time.Duration `json:"offset_ns"`
+	Precision time.Duration `json:"precision_ns"`
+	Source    string        `json:"source"`
+	Samples   int           `json:"samples"`
+}
