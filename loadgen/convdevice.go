@@ -83,6 +83,9 @@ func (d *device) convVisit(ctx context.Context, final bool) {
 			return
 		}
 		if !final || try == maxFinalVisits {
+			if final {
+				d.r.finalMissed.Add(1)
+			}
 			d.r.fail("device %d catch-up (final %v, try %d): %v", d.idx, final, try, err)
 			return
 		}
@@ -194,6 +197,10 @@ func (d *device) convOnline(ctx context.Context, drain <-chan struct{}) {
 // witnesses are not made (with the reason), the conversations are read
 // whole by the driver.
 func (r *runner) convEnd(ctx context.Context, sum *Summary) {
+	if n := r.finalMissed.Load(); n > 0 {
+		sum.Drain.Complete = false
+		r.fail("final drain: %d devices could not take what they missed", n)
+	}
 	why := fmt.Sprintf("the target (driver %s) keeps no per-user inbox", r.drv.Name())
 	r.note(ledger.Note{Check: "pull-witness", Reason: why})
 	r.note(ledger.Note{Check: "store-witness", Reason: why})
