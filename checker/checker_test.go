@@ -175,6 +175,30 @@ func TestLost(t *testing.T) {
 	}
 }
 
+// TestLostWhileInboxTierBehind: a message missing while the run's
+// inbox-tier note says the queue had not drained is still lost (it never
+// arrived within the run) and says it may be late; with the tier drained
+// it says nothing of the kind.
+func TestLostWhileInboxTierBehind(t *testing.T) {
+	for _, tc := range []struct {
+		note ledger.Note
+		late bool
+	}{
+		{ledger.Note{Check: ledger.InboxTierCheck, Made: true, Reason: "12 records of imlab-inbox not yet processed"}, true},
+		{ledger.Note{Check: ledger.InboxTierCheck, Made: true, Drained: true}, false},
+	} {
+		w := valid()
+		w.deliveries = append(w.deliveries[:4], w.deliveries[5:]...)
+		w.notes = append(w.notes, tc.note)
+		v := check(t, w)
+		expect(t, v, false, want{"lost": {102}, "recovered": {104}})
+		ex := strings.Join(v.Findings["lost"].Examples, "\n")
+		if got := strings.Contains(ex, "may be late rather than lost") && strings.Contains(ex, "12 records of imlab-inbox"); got != tc.late {
+			t.Fatalf("drained=%v: examples %q", tc.note.Drained, ex)
+		}
+	}
+}
+
 func TestLostRecovered(t *testing.T) {
 	w := valid()
 	w.deliveries = w.deliveries[:len(w.deliveries)-1] // the recovered 104 never reaches device 3 (its sender)

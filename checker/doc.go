@@ -104,7 +104,10 @@
 //     strictly increase in seq order.
 //   - lost: an ACKed message (or a recovered one) that some recipient
 //     device never stored, after the final drain. Listed per message; the
-//     (message, device) pairs are counted too. (ok, beside the findings,
+//     (message, device) pairs are counted too. When the run's inbox-tier
+//     note says the tier (queue, outbox) had not drained by the end of the
+//     final drain, each says it may be late rather than lost; it still
+//     counts, since it never arrived within the run. (ok, beside the findings,
 //     counts the ACKed messages every recipient device stored at least
 //     once.)
 //   - skipped: a device claimed cursor C (an ack the server accepted, or an

@@ -148,11 +148,19 @@ func validateReordered(m *model, f *marker) {
 
 // validateLost: an ACKed or recovered message missing on some recipient
 // device.
+// When the run's inbox-tier note says the tier had not drained by the
+// end of the final drain, each such message says it may be late rather
+// than lost (it still counts: a message that never arrived by the run's
+// end was not delivered).
 func validateLost(m *model, f *marker) {
+	late := ""
+	if n := m.note(ledger.InboxTierCheck, true); n != nil && n.Made && !n.Drained {
+		late = " (the inbox tier had not drained by the end of the final drain: " + n.Reason + "; it may be late rather than lost)"
+	}
 	for _, msg := range slices.Sorted(maps.Keys(m.missing)) {
 		for _, x := range m.missing[msg] {
 			f.pair()
-			f.mark(msg, 0, "msg_id %d never reached device %d (uid %d)", msg, x.dev, x.uid)
+			f.mark(msg, 0, "msg_id %d never reached device %d (uid %d)%s", msg, x.dev, x.uid, late)
 		}
 	}
 }

@@ -323,9 +323,18 @@ type Note struct {
 	// (nothing left to write: its consumers' lag 0) before it read the
 	// store. A history witness whose summary note does not say so is not
 	// judged: a history still being written would show messages missing
-	// that are only late.
+	// that are only late. For InboxTierCheck: the inbox tier (its queue
+	// and outbox) had drained before the final pulls and the witness;
+	// when it had not, Reason says what was still on its way.
 	Drained bool `json:"drained,omitempty"`
 }
+
+// InboxTierCheck is the note that says whether everything on its way to
+// an inbox (queued, or in an outbox) had arrived before the final pulls
+// and the pull witness: a message missing while the tier had not drained
+// may be late rather than lost. Runs before it wrote none (the checker
+// then says nothing of the tier).
+const InboxTierCheck = "inbox-tier"
 
 // Record is one decoded record; Kind says which field is set (for
 // KindAction, Action says which of ConvPull, History, MsgAction, Clear and

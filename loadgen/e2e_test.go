@@ -334,3 +334,24 @@ func TestRatesOverTheSendWindow(t *testing.T) {
 		t.Fatalf("unknown %d: %d came in after the first second; by intended time %d, %d of them in the first second (want all)", sum.Unknown, late, intended, intendedFirst)
 	}
 }
+
+// TestInboxTierLateIsNotLost: a server whose inboxes are written by a
+// queue 3 s after the ACK (past the 2 s settle) is valid: the final drain
+// waits for its queue to drain before the witness. With a drain deadline
+// shorter than that wait, the messages still queued are lost (they never
+// arrived within the run) and the verdict says they may be late.
+func TestInboxTierLateIsNotLost(t *testing.T) {
+	late := faketarget.Faults{LateInbox: 3 * time.Second}
+	sum, v, _, buf, _ := runFake(t, late, 200, time.Second, func(*Config) {})
+	if !v.Valid || sum.Drain.InboxBehind != "" || !sum.Drain.Complete {
+		t.Fatalf("late inbox tier judged as loss: drain %+v\n%s", sum.Drain, buf)
+	}
+	sum, v, _, buf, _ = runFake(t, late, 200, time.Second, func(c *Config) { c.Settle, c.DrainTimeout = 0, time.Second })
+	lost := v.Findings["lost"]
+	if v.Valid || lost.Count == 0 || !strings.Contains(sum.Drain.InboxBehind, "records of imlab-inbox") {
+		t.Fatalf("queue still behind at the deadline: drain %+v, lost %d\n%s", sum.Drain, lost.Count, buf)
+	}
+	if ex := strings.Join(lost.Examples, "\n"); !strings.Contains(ex, "may be late rather than lost") {
+		t.Fatalf("lost examples do not say the tier was behind: %q", ex)
+	}
+}

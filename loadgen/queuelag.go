@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"imlab/targets"
 )
@@ -101,5 +102,62 @@ func (r *runner) queueLagAtEnd(ctx context.Context, sum *Summary) {
 			gl.OldestAgeS = &a
 		}
 		end.Groups = append(end.Groups, gl)
+	}
+}
+
+// inboxTierPoll is how often waitInboxTier reads the queue lag.
+const inboxTierPoll = 250 * time.Millisecond
+
+// inboxTier is the reference server's consumer group that writes the
+// inboxes a device pulls (the history tier has its own and its own wait).
+const inboxTier = "imlab-inbox"
+
+// inboxBehind says what of the way into the inboxes has not drained (""
+// when nothing): records of the inbox tier's consumer group not yet
+// processed (or waiting with an age the server could not read), and the
+// outbox rows the relay has not yet published.
+func inboxBehind(q targets.QueueLag) string {
+	var parts []string
+	if n := q.Records[inboxTier]; n > 0 {
+		parts = append(parts, fmt.Sprintf("%d records of %s not yet processed", n, inboxTier))
+	}
+	if n := q.UnknownAge[inboxTier]; n > 0 && q.Records[inboxTier] == 0 {
+		parts = append(parts, fmt.Sprintf("%d partitions of %s with records of unknown age", n, inboxTier))
+	}
+	if q.OutboxBacklog > 0 {
+		parts = append(parts, fmt.Sprintf("%d outbox rows not yet published", q.OutboxBacklog))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// waitInboxTier waits, until deadline, for everything on its way to an
+// inbox to arrive there: a message the server has ACKed but still holds in
+// its queue or outbox is late, not lost, and a witness read before it
+// arrives would call it lost. It returns "" once the tier has drained (or
+// the target has no queue to wait for: no lab route, or no inbox group),
+// else what was still behind at the deadline.
+func (r *runner) waitInboxTier(ctx context.Context, deadline time.Time) string {
+	for {
+		if r.lab == nil {
+			return "" // a driver without the lab's queue lag: nothing to wait for
+		}
+		q, err := r.lab.QueueLag(ctx)
+		if err != nil {
+			// No lab route (404) or no queue: nothing to wait for that the
+			// lab can see; the pull rounds alone decide.
+			return ""
+		}
+		behind := inboxBehind(q)
+		if behind == "" {
+			return ""
+		}
+		if time.Now().Add(inboxTierPoll).After(deadline) {
+			return behind
+		}
+		select {
+		case <-time.After(inboxTierPoll):
+		case <-ctx.Done():
+			return behind
+		}
 	}
 }

@@ -157,6 +157,11 @@ type DrainSummary struct {
 	Seconds       float64 `json:"seconds"`
 	WitnessUIDs   int     `json:"witness_uids"`
 	WitnessErrors int     `json:"witness_errors"`
+	// InboxBehind says what was still on its way to an inbox (queued,
+	// or in the outbox) when the drain deadline passed; "" when the
+	// inbox tier drained or the target shows no queue. A message missing
+	// then may be late rather than lost, and the verdict says so.
+	InboxBehind string `json:"inbox_behind,omitempty"`
 }
 
 type runner struct {
@@ -332,6 +337,8 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		r.prog.enter(PhaseWitness, 0, len(r.users))
 		sum.Drain.WitnessUIDs, sum.Drain.WitnessErrors = r.witness(ctx)
 		r.note(ledger.Note{Check: "pull-witness", Made: ctx.Err() == nil, UIDs: sum.Drain.WitnessUIDs, Errors: sum.Drain.WitnessErrors})
+		r.note(ledger.Note{Check: ledger.InboxTierCheck, Made: sum.Drain.Complete || sum.Drain.InboxBehind != "",
+			Drained: sum.Drain.InboxBehind == "" && sum.Drain.Complete, Reason: sum.Drain.InboxBehind})
 		r.storeWitness(ctx, sum)
 	} else {
 		r.note(ledger.Note{Check: "pull-witness", Reason: "the run was cancelled before the witness"})
@@ -778,6 +785,11 @@ func (r *runner) quiesce(ctx context.Context, deadline time.Time, sum *Summary) 
 		select {
 		case <-time.After(r.cfg.Settle):
 		case <-ctx.Done():
+			return false
+		}
+		if late := r.waitInboxTier(ctx, deadline); late != "" {
+			sum.Drain.InboxBehind = late
+			r.fail("final drain: the inbox tier had not drained by the drain deadline (%s)", late)
 			return false
 		}
 		behind, err := r.behind(ctx)

@@ -45,6 +45,12 @@ type Faults struct {
 	// StoreRetries: a send whose client_msg_id was seen before is stored as
 	// a new message (dedupe broken) instead of getting the first answer.
 	StoreRetries bool
+	// LateInbox > 0: not a defect but a queue: every message reaches its
+	// recipients' inboxes (and pushes) LateInbox after its ACK, as a
+	// queue's consumer would deliver it, and GET /v1/lab/lag/now (no
+	// token) reports the messages still on their way as records of the
+	// group "imlab-inbox", as the reference server does.
+	LateInbox time.Duration
 }
 
 // Config of the fake.
@@ -157,6 +163,16 @@ type Server struct {
 	failCount int
 	unstalled chan struct{}
 	closed    chan struct{}
+	// late holds the messages on their way to the inboxes (Faults.LateInbox),
+	// oldest first, under mu; the deliverer goroutine appends them when due.
+	late []lateMsg
+}
+
+// lateMsg is a message ACKed but not yet in its recipients' inboxes.
+type lateMsg struct {
+	due  time.Time
+	m    msg
+	rcpt []uint64
 }
 
 // Start listens on 127.0.0.1:0 and serves until Close.
@@ -186,7 +202,53 @@ func Start(cfg Config) (*Server, error) {
 	s.srv = &fasthttp.Server{Handler: s.handle, Name: "faketarget", ReadTimeout: 5 * time.Minute, IdleTimeout: 5 * time.Minute}
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); _ = s.srv.Serve(ln) }()
+	if cfg.Faults.LateInbox > 0 {
+		// The deliverer: owned by the server, stopped by Close (closed),
+		// waited for by wg.
+		s.wg.Add(1)
+		go func() { defer s.wg.Done(); s.deliverLate() }()
+	}
 	return s, nil
+}
+
+// deliverLate appends the late messages whose time has come, every 10 ms,
+// until Close.
+func (s *Server) deliverLate() {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.closed:
+			return
+		case now := <-t.C:
+			s.mu.Lock()
+			n := 0
+			for n < len(s.late) && !s.late[n].due.After(now) {
+				for _, u := range s.late[n].rcpt {
+					s.append(u, s.late[n].m)
+				}
+				n++
+			}
+			s.late = s.late[n:]
+			s.mu.Unlock()
+		}
+	}
+}
+
+// lag answers GET /v1/lab/lag/now as the reference server does, with the
+// late messages as the inbox group's records.
+func (s *Server) lag(ctx *fasthttp.RequestCtx) {
+	s.mu.Lock()
+	n, age := len(s.late), 0.0
+	if n > 0 {
+		age = time.Since(s.late[0].due.Add(-s.cfg.Faults.LateInbox)).Seconds()
+	}
+	s.mu.Unlock()
+	jsonOK(ctx, map[string]any{
+		"records":         map[string]int{"imlab-inbox": n},
+		"max_age_seconds": map[string]float64{"imlab-inbox": age},
+		"outbox_backlog":  0,
+	})
 }
 
 // URL is the base URL.
@@ -336,6 +398,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		ctx.SetBodyString(`{"status":"ok"}`)
 		return
 	}
+	if string(ctx.Path()) == "/v1/lab/lag/now" && s.cfg.Faults.LateInbox > 0 { // no token: as the reference's
+		s.lag(ctx)
+		return
+	}
 	dev, ok := s.auth(ctx)
 	if !ok {
 		return
@@ -473,6 +539,10 @@ func (s *Server) store(uid uint64, r sendReq, key string) (ack, int, error) {
 		return a, 200, nil
 	}
 	m := msg{MsgID: a.MsgID, ConvID: conv, ConvType: r.ConvType, ConvSeq: a.ConvSeq, SenderUID: uid, CreatedAt: a.ServerTime, Content: r.Content}
+	if d := s.cfg.Faults.LateInbox; d > 0 {
+		s.late = append(s.late, lateMsg{due: time.Now().Add(d), m: m, rcpt: rcpt})
+		return a, 200, nil
+	}
 	for _, u := range rcpt {
 		s.append(u, m)
 	}
