@@ -192,6 +192,9 @@ type Config struct {
 	CeilingFor time.Duration
 	// Progress receives a line per second (nil: none).
 	Progress io.Writer
+	// Mix is what devices do besides sending and pulling their inbox (the
+	// zero Mix: nothing else, as before it existed).
+	Mix Mix
 	// OnSecond, when set, is called by the reporter with each second's
 	// timeline row as it is made (a capacity search watches a step with
 	// it and cancels the run's context when the SLO is clearly broken). It
@@ -237,6 +240,9 @@ func (c Config) Validate() error {
 	p := c.Pop
 	if err := drivers.Check(c.targetConfig()); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if err := c.Mix.Validate(); err != nil {
+		return err
 	}
 	if err := c.Pacer.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
