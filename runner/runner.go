@@ -2,13 +2,12 @@ package runner
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"imlab/faults"
+	"imlab/runner/proc"
 	"io"
 	"log/slog"
 	"os"
@@ -37,12 +36,6 @@ const (
 	// RunMargin is added to duration + settle + drain timeout to bound a
 	// run (start-up, checking, stopping).
 	RunMargin = 2 * time.Minute
-	// StopTimeout bounds stopping one server process.
-	StopTimeout = 20 * time.Second
-	// ConsumerSessionTimeout is the consumers' Kafka group session: a
-	// killed consumer's partitions move to the others (or to its new
-	// incarnation) once it has passed.
-	ConsumerSessionTimeout = 6 * time.Second
 	// LagInterval is the lag poll period.
 	LagInterval = time.Second
 	// lagTimeout bounds one lag poll.
@@ -139,8 +132,8 @@ func (c Config) Validate() error {
 	if c.OutDir == "" {
 		return fmt.Errorf("%w: no output directory", scenario.ErrInvalid)
 	}
-	if len(c.Secret) < MinSecretLen {
-		return fmt.Errorf("%w: the secret must be at least %d bytes", scenario.ErrInvalid, MinSecretLen)
+	if len(c.Secret) < proc.MinSecretLen {
+		return fmt.Errorf("%w: the secret must be at least %d bytes", scenario.ErrInvalid, proc.MinSecretLen)
 	}
 	if c.Duration < 0 || c.Duration > scenario.MaxLoadDuration {
 		return fmt.Errorf("%w: duration override %s: want 0..%s", scenario.ErrInvalid, c.Duration, scenario.MaxLoadDuration)
@@ -148,7 +141,7 @@ func (c Config) Validate() error {
 	if !(c.RateScale >= 0 && c.RateScale <= 1) {
 		return fmt.Errorf("%w: rate scale %g: want (0, 1], or 0 for the topology's", scenario.ErrInvalid, c.RateScale)
 	}
-	if err := validPrefix(c.RedisPrefix); err != nil {
+	if err := proc.ValidPrefix(c.RedisPrefix); err != nil {
 		return fmt.Errorf("%w: redis prefix %v", scenario.ErrInvalid, err)
 	}
 	if _, err := server.ParseDefects(c.Defects...); err != nil {
@@ -163,13 +156,9 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// DefaultChildArgs are the arguments of the default child command (after
-// this executable's path): imlab's hidden "scenario child".
-func DefaultChildArgs() []string { return []string{"scenario", "child"} }
-
 // childCommand is the configured child command, or the default.
 func (c Config) childCommand() ([]string, error) {
-	return selfCommand(c.ChildCommand, DefaultChildArgs(), "exec processes need a child command (Config.ChildCommand)")
+	return selfCommand(c.ChildCommand, proc.DefaultChildArgs(), "exec processes need a child command (Config.ChildCommand)")
 }
 
 // selfCommand is configured when given, else this executable with args.
@@ -202,7 +191,7 @@ type run struct {
 	prefix    string
 	kafka     *proxiedKafka
 	px        *chaos.Proxies
-	procs     []*procSlot
+	procs     []*proc.Slot
 	topic     string
 	reached   []*reach // one per fault of the file, in file order
 	// rowsDB reads the inbox row count for the recovery figures (the
@@ -210,12 +199,6 @@ type run struct {
 	// Kafka.
 	rowsDB *sql.DB
 	stops  []func(context.Context) error // in start order; run in reverse
-}
-
-func randomID() string {
-	var b [5]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // Run carries out one scenario and writes its outputs to cfg.OutDir. The
@@ -250,7 +233,7 @@ func Run(ctx context.Context, cfg Config, f *scenario.File) (*result.Result, err
 		// The load's reporter and the lag poller both write live lines.
 		cfg.Progress = &lockedWriter{w: cfg.Progress}
 	}
-	r := &run{cfg: cfg, f: f, log: log, id: randomID()}
+	r := &run{cfg: cfg, f: f, log: log, id: proc.RandomID()}
 	r.res = &result.Result{Format: result.ResultFormat, Scenario: f.Name, Description: f.Description, File: f.Path, Spec: f, StartedAt: time.Now().UTC(),
 		Findings: []result.FindingSummary{}, Checks: []result.Check{}, Events: []result.FaultEvent{}, Sends: []result.SendSecond{}, Lag: []result.LagSample{},
 		Processes: []result.ProcessRun{}}
@@ -269,7 +252,7 @@ func Run(ctx context.Context, cfg Config, f *scenario.File) (*result.Result, err
 		r.res.Errors = append(r.res.Errors, serr.Error())
 	}
 	for _, s := range r.procs {
-		runs, notes := s.history()
+		runs, notes := s.History()
 		r.res.Processes = append(r.res.Processes, runs...)
 		r.res.Errors = append(r.res.Errors, notes...)
 	}
@@ -297,7 +280,7 @@ func (r *run) onStop(fn func(context.Context) error) { r.stops = append(r.stops,
 func (r *run) stopAll() error {
 	var errs []error
 	for i := len(r.stops) - 1; i >= 0; i-- {
-		ctx, cancel := context.WithTimeout(context.Background(), StopTimeout+10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), proc.StopTimeout+10*time.Second)
 		if err := r.stops[i](ctx); err != nil {
 			errs = append(errs, err)
 		}
@@ -378,7 +361,7 @@ func (r *run) execute(ctx context.Context) error {
 		stopSched() // heals what is injected
 	}
 	so := <-schedCh
-	healCtx, cancelHeal := context.WithTimeout(context.Background(), StopTimeout)
+	healCtx, cancelHeal := context.WithTimeout(context.Background(), proc.StopTimeout)
 	healErr := r.px.HealAll(healCtx)
 	cancelHeal()
 	kinds := map[string]string{}
@@ -445,8 +428,8 @@ func (r *run) execute(ctx context.Context) error {
 	truncated := uint64(0)
 	rep := result.RepairSummary{Known: true, MsgIDs: []uint64{}}
 	for _, s := range r.procs {
-		truncated += s.truncatedPulls(ctx)
-		pr := s.repairs(ctx)
+		truncated += s.TruncatedPulls(ctx)
+		pr := s.Repairs(ctx)
 		rep.Add(server.Repairs{Rows: pr.Rows, MsgIDs: pr.MsgIDs, Truncated: pr.Truncated})
 		rep.Known = rep.Known && pr.Known
 		rep.Errors = append(rep.Errors, pr.Errors...)
@@ -512,7 +495,7 @@ func (r *run) startBackends(ctx context.Context) error {
 
 	dsn := cb.MySQLDSN
 	if r.cfg.FreshDatabase {
-		name := databaseOf(r.id)
+		name := proc.DatabaseOf(r.id)
 		fresh, drop, err := freshDatabase(ctx, dsn, name)
 		if err != nil {
 			return err
@@ -542,7 +525,7 @@ func (r *run) startBackends(ctx context.Context) error {
 		r.onStop(func(context.Context) error { return db.Close() })
 	}
 	up := map[string]string{scenario.TargetRedis: cb.RedisAddr}
-	if up[scenario.TargetMySQL], err = mysqlAddr(dsn); err != nil {
+	if up[scenario.TargetMySQL], err = proc.MySQLAddr(dsn); err != nil {
 		return err
 	}
 	if r.f.UsesKafka() {
@@ -599,12 +582,12 @@ func deletePrefix(ctx context.Context, addr, prefix string) error {
 
 // childSpec describes process i: what serverConfig needs, in process or
 // out.
-func (r *run) childSpec(i int, p scenario.ProcessSpec) ChildSpec {
+func (r *run) childSpec(i int, p scenario.ProcessSpec) proc.ChildSpec {
 	srv := r.f.Server
 	srv.Processes = nil
-	return ChildSpec{Server: srv, Process: p, Node: uint16(i + 1), Migrate: i == 0, Listen: "127.0.0.1:0",
+	return proc.ChildSpec{Server: srv, Process: p, Node: uint16(i + 1), Migrate: i == 0, Listen: "127.0.0.1:0",
 		Secret: r.cfg.Secret, RedisPrefix: r.prefix, RunID: r.id, Partitions: r.f.Backends.PartitionsOr(),
-		PushBus: len(r.f.Processes()) > 1, Backends: childBackends(r.back), Defects: r.cfg.Defects,
+		PushBus: len(r.f.Processes()) > 1, Backends: proc.BackendsOf(r.back), Defects: r.cfg.Defects,
 		Pprof: r.cfg.Pprof[p.Name]}
 }
 
@@ -615,7 +598,7 @@ func (r *run) processLog(name string) string {
 
 // startProcesses starts every server process in file order.
 func (r *run) startProcesses(ctx context.Context) error {
-	r.topic = topicOf(r.id)
+	r.topic = proc.TopicOf(r.id)
 	for name := range r.cfg.Pprof {
 		if !slices.ContainsFunc(r.f.Processes(), func(p scenario.ProcessSpec) bool { return p.Name == name }) {
 			return fmt.Errorf("%w: pprof for process %q: the file has no such process", scenario.ErrInvalid, name)
@@ -648,10 +631,10 @@ func (r *run) startProcesses(ctx context.Context) error {
 			}
 		}
 		log := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelInfo}))
-		s := newProcSlot(spec, log, command, logw, logPath, faults)
+		s := proc.NewSlot(spec, log, command, logw, logPath, faults)
 		r.procs = append(r.procs, s)
-		r.onStop(s.stop)
-		if err := s.start(ctx); err != nil {
+		r.onStop(s.Stop)
+		if err := s.Start(ctx); err != nil {
 			return fmt.Errorf("scenarios: start process %s: %w", p.Name, err)
 		}
 	}
@@ -664,7 +647,7 @@ func (r *run) startProcesses(ctx context.Context) error {
 // target is the base URL of the first process running the api role.
 func (r *run) target() string {
 	for _, s := range r.procs {
-		if a := s.apiAddr(); a != "" {
+		if a := s.APIAddr(); a != "" {
 			return "http://" + a
 		}
 	}
@@ -693,8 +676,8 @@ func (r *run) buildSteps() ([]chaos.Step, error) {
 		},
 		Process: func(name string) (faults.Process, bool) {
 			for _, s := range r.procs {
-				if s.name == name {
-					return faults.Process{Stop: s.stopFault, Kill: s.kill, Restart: s.restart}, true
+				if s.Name == name {
+					return faults.Process{Stop: s.StopFault, Kill: s.Kill, Restart: s.Restart}, true
 				}
 			}
 			return faults.Process{}, false
@@ -885,15 +868,15 @@ func (r *run) recordSettings(lc loadgen.Config) {
 	pool += fmt.Sprintf(", pacer spin %s", lc.Pacer.SpinWindow)
 	r.setting("generator", fmt.Sprintf("conns %d, pipeline %d on %d conns, %s, send timeout %s", lc.Conns, lc.Pipeline, lc.PipelineConns, pool, lc.Timeout))
 	r.setting("retries", lc.Retries)
-	r.setting("unread_threshold", r.procs[0].cfg.Pull.UnreadThreshold)
-	r.setting("reconcile_interval", r.procs[0].cfg.Reconcile.Interval)
-	grace := r.procs[0].cfg.Reconcile.Grace
+	r.setting("unread_threshold", r.procs[0].Cfg.Pull.UnreadThreshold)
+	r.setting("reconcile_interval", r.procs[0].Cfg.Reconcile.Interval)
+	grace := r.procs[0].Cfg.Reconcile.Grace
 	if bound := lc.Duration + lc.Settle + lc.DrainTimeout; grace > bound {
 		r.setting("reconcile_grace", fmt.Sprintf("%s (late: no message of this run can be repaired before the checker judged it, so a repair cannot hide a loss)", grace))
 	} else {
 		r.setting("reconcile_grace", fmt.Sprintf("%s (early: repairs can put back what the pipeline lost before the checker sees it; they are reported as findings)", grace))
 	}
-	if rc := r.procs[0].cfg.Retention; rc.LabShortAges {
+	if rc := r.procs[0].Cfg.Retention; rc.LabShortAges {
 		r.setting("retention", fmt.Sprintf("LAB ONLY short ages: window %s, early deletion after %s once every device pulled, a pass every %s", rc.MaxAge, rc.PulledMinAge, rc.Interval))
 	} else {
 		r.setting("retention", fmt.Sprintf("window %s, early deletion after %s, a pass every %s (nothing of the run is deleted)", rc.MaxAge, rc.PulledMinAge, rc.Interval))

@@ -18,6 +18,7 @@ import (
 	"imlab/checker"
 	"imlab/loadgen"
 	"imlab/loadgen/schedule"
+	"imlab/runner/proc"
 	"imlab/scenario"
 )
 
@@ -40,7 +41,7 @@ type LoadChildSpec struct {
 // ended without error.
 func LoadChildMain(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 	sc := bufio.NewScanner(stdin)
-	sc.Buffer(make([]byte, 0, 4096), MaxChildLine)
+	sc.Buffer(make([]byte, 0, 4096), proc.MaxChildLine)
 	if !sc.Scan() {
 		return fmt.Errorf("%w: load child: no spec line on stdin (%v)", scenario.ErrInvalid, sc.Err())
 	}
@@ -135,8 +136,8 @@ func (r *run) runSegment(ctx context.Context, argv []string, c loadgen.Config, p
 	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs))
 	cmd.Stdin = bytes.NewReader(append(spec, '\n'))
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.WaitDelay = StopTimeout
-	cmd.SysProcAttr = childProcAttr()
+	cmd.WaitDelay = proc.StopTimeout
+	cmd.SysProcAttr = proc.ChildProcAttr()
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("scenarios: load segment %s (log %s): %w", c.Segment, logPath, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"imlab/runner"
+	"imlab/runner/proc"
 	"os"
 	"os/signal"
 	"syscall"
@@ -30,7 +31,7 @@ func TestMain(m *testing.M) {
 func testChild() int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	if err := runner.ChildMain(ctx, os.Stdin, os.Stdout, os.Stderr); err != nil {
+	if err := proc.ChildMain(ctx, os.Stdin, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "scenario child:", err)
 		return 1
 	}
@@ -44,7 +45,7 @@ func testChildCommand(t testing.TB) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return append([]string{exe}, runner.DefaultChildArgs()...)
+	return append([]string{exe}, proc.DefaultChildArgs()...)
 }
 
 // testLoadChildCommand is the load segments' command of the tests: this
