@@ -3,17 +3,17 @@ package runner
 import (
 	"context"
 	"fmt"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"imlab/faults"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/twmb/franz-go/pkg/kadm"
 
 	"imlab/chaos"
 	"imlab/compose"
+	"imlab/faults"
 	"imlab/loadgen"
 	"imlab/loadgen/schedule"
 	"imlab/result"

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"imlab/runner/proc"
 	"io"
 	"log/slog"
 	"os"
@@ -23,6 +22,7 @@ import (
 	"imlab/loadgen"
 	"imlab/ref/server"
 	"imlab/result"
+	"imlab/runner/proc"
 	"imlab/scenario"
 )
 

@@ -266,3 +266,22 @@ func latencyFromVerdict(sum *loadgen.Summary, v *checker.Verdict) {
 		sum.Latency[name] = loadgen.Quantiles{Count: l.Count, P50: l.P50, P90: l.P90, P99: l.P99, P999: l.P999, Max: l.Max}
 	}
 }
+
+// ServeChild runs this process as a child command the runner starts when
+// args (os.Args[1:]) name one: a server process (proc.DefaultChildArgs)
+// or a load segment (DefaultLoadChildArgs). It returns the exit status and
+// true; otherwise 0 and false. A test binary that runs scenarios calls it
+// first in TestMain, so that it is its own child command, as imlab is.
+func ServeChild(args []string) (int, bool) {
+	if code, ok := proc.ServeChild(args); ok {
+		return code, true
+	}
+	if !slices.Equal(args, DefaultLoadChildArgs()) {
+		return 0, false
+	}
+	if err := LoadChildMain(context.Background(), os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "scenario load-child:", err)
+		return 1, true
+	}
+	return 0, true
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"imlab/runner/proc"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 
 	"imlab/chaos"
 	"imlab/compose"
+	"imlab/runner/proc"
 	"imlab/scenario"
 )
 

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"imlab/faults"
-	"imlab/scenario/yamltime"
 	"io"
 	"os"
 	"path/filepath"
@@ -16,8 +14,10 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"imlab/faults"
 	"imlab/loadgen"
 	"imlab/loadgen/schedule"
+	"imlab/scenario/yamltime"
 )
 
 // ErrInvalid is wrapped by every error about a scenario file or a runner

@@ -13,7 +13,9 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/signal"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -374,4 +376,22 @@ func RandomID() string {
 	var b [5]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// ServeChild runs this process as the server child the runner starts
+// when args (os.Args[1:]) are DefaultChildArgs: it returns the exit status
+// and true; otherwise 0 and false. A test binary that starts exec
+// processes calls it first in TestMain, so that it is its own child
+// command, as imlab is.
+func ServeChild(args []string) (int, bool) {
+	if !slices.Equal(args, DefaultChildArgs()) {
+		return 0, false
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := ChildMain(ctx, os.Stdin, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "scenario child:", err)
+		return 1, true
+	}
+	return 0, true
 }

@@ -2,10 +2,11 @@ package proc
 
 import (
 	"encoding/json"
-	"imlab/scenario"
 	"strings"
 	"testing"
 	"time"
+
+	"imlab/scenario"
 )
 
 const labRetentionFile = `
