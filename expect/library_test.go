@@ -1,10 +1,11 @@
 package expect
 
 import (
-	"imlab/loadgen/schedule"
-	"imlab/scenario"
 	"path/filepath"
 	"testing"
+
+	"imlab/loadgen/schedule"
+	"imlab/scenario"
 )
 
 // TestLibraryClaims: the default glob exercises what it claims: every

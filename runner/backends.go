@@ -85,18 +85,6 @@ func (k *proxiedKafka) admin() (*kadm.Client, *kgo.Client, error) {
 
 func (k *proxiedKafka) Close() { k.cluster.Close() }
 
-// mysqlAddr is the TCP host:port of a DSN.
-func mysqlAddr(dsn string) (string, error) {
-	c, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		return "", fmt.Errorf("%w: mysql dsn: %v", scenario.ErrInvalid, err)
-	}
-	if c.Net != "tcp" {
-		return "", fmt.Errorf("%w: mysql dsn: network %q cannot be proxied (want tcp)", scenario.ErrInvalid, c.Net)
-	}
-	return c.Addr, nil
-}
-
 // withAddr returns dsn with its address replaced.
 func withAddr(dsn, addr string) (string, error) {
 	c, err := mysql.ParseDSN(dsn)

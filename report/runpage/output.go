@@ -2,7 +2,6 @@ package runpage
 
 import (
 	"fmt"
-	"imlab/faults"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 
 	"imlab/capacity"
 	"imlab/checker"
+	"imlab/faults"
 	"imlab/recovery"
 	"imlab/report"
 	"imlab/result"
