@@ -53,6 +53,10 @@ const (
 	MaxWSConnsPerUser = 16
 	// MaxPipelineConns bounds PipelineConns.
 	MaxPipelineConns = 1024
+	// MaxPipeline and MaxPipelineDelay bound Pipeline and PipelineDelay
+	// (the reference driver's HTTP/1.1 pipelining).
+	MaxPipeline      = 4096
+	MaxPipelineDelay = 10 * time.Millisecond
 	// MaxRunIDLen bounds Config.RunID: "<run id>-<tick>" must fit the
 	// contract's 64-byte client_msg_id.
 	MaxRunIDLen = 40
@@ -238,14 +242,6 @@ func DefaultConfig(target, secret, runDir string) Config {
 // Validate checks every limit.
 func (c Config) Validate() error {
 	p := c.Pop
-	// The send pool's own bound first, in the generator's words (the
-	// driver would name it after its pool).
-	if c.Pipeline > 0 && (c.PipelineConns < 1 || c.PipelineConns > MaxPipelineConns) {
-		return fmt.Errorf("%w: pipeline conns %d must be in 1..%d", ErrInvalid, c.PipelineConns, MaxPipelineConns)
-	}
-	if err := drivers.Check(c.targetConfig()); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalid, err)
-	}
 	if err := c.Mix.Validate(); err != nil {
 		return err
 	}
@@ -281,6 +277,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: ws conns per user %d must be in 1..%d", ErrInvalid, c.WSConnsPerUser, MaxWSConnsPerUser)
 	case c.SendVia == ViaWS && p.Users*c.WSConnsPerUser > MaxWSSenders:
 		return fmt.Errorf("%w: sending over WebSocket opens %d connections per user: at most %d connections", ErrInvalid, c.WSConnsPerUser, MaxWSSenders)
+	case c.Pipeline < 0 || c.Pipeline > MaxPipeline:
+		return fmt.Errorf("%w: pipeline %d must be in 0..%d", ErrInvalid, c.Pipeline, MaxPipeline)
+	case c.PipelineDelay < 0 || c.PipelineDelay > MaxPipelineDelay:
+		return fmt.Errorf("%w: pipeline delay %s must be in 0..%s", ErrInvalid, c.PipelineDelay, MaxPipelineDelay)
+	case c.Pipeline > 0 && (c.PipelineConns < 1 || c.PipelineConns > MaxPipelineConns):
+		return fmt.Errorf("%w: pipeline conns %d must be in 1..%d", ErrInvalid, c.PipelineConns, MaxPipelineConns)
 	case c.ProbeFraction < 0 || c.ProbeFraction > 1:
 		return fmt.Errorf("%w: probe fraction %g must be in 0..1", ErrInvalid, c.ProbeFraction)
 	case c.ProbeRecipients < 0 || c.ProbeRecipients > MaxProbeRecipients:
@@ -309,6 +311,9 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%w: group size %d weight %g", ErrInvalid, sw.Size, sw.Weight)
 		}
 	}
+	if err := drivers.Check(c.targetConfig()); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
 	return nil
 }
 
@@ -321,7 +326,7 @@ func (c Config) targetConfig() targets.Config {
 	tc := targets.Config{Target: c.Target, Driver: c.Driver, Secret: c.Secret, Conns: c.Conns, Timeout: c.Timeout, Options: c.TargetOptions}
 	switch {
 	case c.SendVia != ViaHTTP:
-	case c.Pipeline != 0: // a negative one too, so that the driver refuses it
+	case c.Pipeline > 0:
 		tc.SendPool = targets.SendPool{Own: true, Conns: c.PipelineConns, Pipeline: c.Pipeline, PipelineDelay: c.PipelineDelay}
 	case c.Pacer.Senders > 0:
 		tc.SendPool = targets.SendPool{Own: true, Conns: c.Conns}

@@ -195,7 +195,7 @@ func (d *device) enter(ctx context.Context, id uint64) {
 	c.news = false
 	d.r.mixN.entered.Add(1)
 	d.convPull(ctx, id, c)
-	if d.r.cfg.Mix.HistoryPage == 0 || c.maxSeq == 0 {
+	if d.r.cfg.Mix.HistoryPage == 0 || c.maxSeq == 0 || ctx.Err() != nil {
 		return
 	}
 	from, to := uint64(1), c.maxSeq
@@ -203,7 +203,7 @@ func (d *device) enter(ctx context.Context, id uint64) {
 		from = to - uint64(d.r.cfg.Mix.HistoryPage) + 1
 	}
 	items, ok := d.historyPage(ctx, id, from, to)
-	if !ok {
+	if !ok || ctx.Err() != nil {
 		return
 	}
 	mix := d.r.cfg.Mix
@@ -218,10 +218,10 @@ func (d *device) enter(ctx context.Context, id uint64) {
 			d.msgAction(ctx, ledger.ActDelete, id, shown[d.rng.IntN(len(shown))])
 		}
 	}
-	if c.typ == targets.ConvSingle && len(items) > 0 && d.chance(mix.Read) {
+	if c.typ == targets.ConvSingle && len(items) > 0 && d.chance(mix.Read) && ctx.Err() == nil {
 		d.markRead(ctx, id, from, to)
 	}
-	if d.chance(mix.Clear) {
+	if d.chance(mix.Clear) && ctx.Err() == nil {
 		d.clear(ctx, id)
 	}
 }

@@ -31,6 +31,9 @@ const (
 	historyDrainPoll = 200 * time.Millisecond
 	// maxWitnessSeqs bounds the conv_seqs read of one conversation.
 	maxWitnessSeqs = 100_000
+	// maxLabTries bounds the tries of one read of the history witness or
+	// the retention log (the whole witness is bounded by DrainTimeout).
+	maxLabTries = 5
 )
 
 // HistorySum says what the history witness read.
@@ -84,7 +87,11 @@ func (r *runner) historyDrained(ctx context.Context) (bool, string) {
 
 // historyWitness reads every conversation an ACK of this run named, as
 // stored, and records its slots, clear watermarks and head.
-func (r *runner) historyWitness(ctx context.Context, sum *Summary) {
+// The whole witness is bounded by DrainTimeout: a conversation not read
+// by then is not judged (a note says so).
+func (r *runner) historyWitness(parent context.Context, sum *Summary) {
+	ctx, cancel := context.WithTimeout(parent, r.cfg.DrainTimeout)
+	defer cancel()
 	hs := &HistorySum{}
 	sum.Evidence.History = hs
 	began := time.Now()
@@ -99,11 +106,13 @@ func (r *runner) historyWitness(ctx context.Context, sum *Summary) {
 	var mu sync.Mutex
 	var firstErr error
 	noLab := false
+	done := make([]bool, len(ids))
 	_ = r.forEach(ctx, len(ids), func(i int) error {
 		id := ids[i]
 		slots, invalid, err := r.witnessConv(ctx, i, id, convs[id])
 		mu.Lock()
 		defer mu.Unlock()
+		done[i] = true
 		hs.Slots += slots
 		hs.Invalid += invalid
 		if errors.Is(err, errNoLab) {
@@ -121,10 +130,21 @@ func (r *runner) historyWitness(ctx context.Context, sum *Summary) {
 		hs.Convs++
 		return nil
 	})
+	// A conversation never read is not judged (as one whose read failed).
+	for i, id := range ids {
+		if !done[i] && !noLab {
+			hs.Errors++
+			r.note(ledger.Note{Check: checkHistoryWitness, Conv: id, Reason: "not read before the history witness's bound"})
+		}
+	}
 	n := ledger.Note{Check: checkHistoryWitness, Convs: hs.Convs, Errors: hs.Errors, Drained: drained}
 	switch {
-	case ctx.Err() != nil:
+	case parent.Err() != nil:
 		n.Reason = "the run was cancelled during the history witness"
+	case ctx.Err() != nil && hs.Convs == 0:
+		n.Reason = fmt.Sprintf("the history witness read no conversation within %s", r.cfg.DrainTimeout)
+	case ctx.Err() != nil:
+		n.Made, n.Reason = drained, fmt.Sprintf("the history witness read %d of %d conversations within %s; the others are not judged", hs.Convs, len(ids), r.cfg.DrainTimeout)
 	case noLab:
 		n.Reason = "the target offers no history witness (no lab route): " + r.drv.Name()
 	case len(ids) > 0 && hs.Convs == 0:
@@ -153,7 +173,7 @@ func (r *runner) witnessConv(ctx context.Context, i int, id uint64, e convEntry)
 	head := e.maxSeq
 	for from := uint64(1); from <= head && from <= maxWitnessSeqs; from += targets.MaxHistoryRange {
 		to := min(from+targets.MaxHistoryRange-1, max(head, from))
-		h, err := labRead(ctx, maxReadTries, func() (targets.StoredHistory, error) {
+		h, err := labRead(ctx, maxLabTries, func() (targets.StoredHistory, error) {
 			return hr.LabHistory(ctx, targets.HistoryOpts{ConvID: id, From: from, To: to})
 		})
 		if err != nil {
@@ -205,7 +225,7 @@ func (r *runner) retentionLog(ctx context.Context, sum *Summary) {
 		rs.Reason = "the " + r.drv.Name() + " driver reads no retention log"
 		return
 	}
-	log, err := readRetry(ctx, maxReadTries, func() (targets.RetentionLog, error) { return rr.Retention(ctx) })
+	log, err := readRetry(ctx, maxLabTries, func() (targets.RetentionLog, error) { return rr.Retention(ctx) })
 	switch {
 	case err != nil && targets.StatusOf(err) == 404:
 		rs.Reason = "the target has no retention lab route (404)"

@@ -290,6 +290,9 @@ func TestLoadRefusesBadFlags(t *testing.T) {
 		{[]string{"--pipeline", "4", "--pipeline-conns", "0"}, "pipeline conns"},
 		{[]string{"--gogc", "-2"}, "--gogc"},
 		{[]string{"--procs", "0"}, "--procs"},
+		{[]string{"--mix-revoke", "-1"}, "mix.revoke"},
+		{[]string{"--mix=default", "--mix-read", "2"}, "mix.read"},
+		{[]string{"--mix", "most"}, "mix preset"},
 	} {
 		dir := filepath.Join(t.TempDir(), "run")
 		args := append([]string{"load", "--target", "http://127.0.0.1:1", "--ceiling", "0", "--run-dir", dir}, c.args...)

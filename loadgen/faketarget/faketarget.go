@@ -684,14 +684,18 @@ func (s *Server) serveWS(dev devKey, ws *websocket.Conn) {
 	}
 	s.conns[dev.uid][c] = true
 	s.mu.Unlock()
+	readErr := make(chan struct{})
 	defer func() {
 		s.mu.Lock()
 		delete(s.conns[dev.uid], c)
 		s.mu.Unlock()
 		c.close()
 		ws.Close()
+		// The reader must end before the handler returns: fasthttp
+		// releases the hijacked connection then, and a Read on it after
+		// that dereferences nil (seen as a panic of the whole test binary).
+		<-readErr
 	}()
-	readErr := make(chan struct{})
 	go func() {
 		defer close(readErr)
 		for {
