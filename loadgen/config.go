@@ -121,12 +121,15 @@ type Config struct {
 	// server, tinode+ws:// for Tinode).
 	Target string
 	// Driver, when set, names the driver whatever the scheme.
-	Driver   string
-	Secret   string
-	Shape    schedule.Shape
-	Duration time.Duration
-	Pop      Population
-	Pacer    schedule.Config
+	Driver string
+	// TargetOptions are the driver's own settings (targets.Config.Options,
+	// e.g. the tinode driver's apikey).
+	TargetOptions map[string]string
+	Secret        string
+	Shape         schedule.Shape
+	Duration      time.Duration
+	Pop           Population
+	Pacer         schedule.Config
 	// Conns is the HTTP connection pool; in the pacer's queued mode
 	// (Pacer.Senders > 0) the sends get a second pool of Conns of their
 	// own, so that senders waiting on a slow server never hold the
@@ -189,6 +192,9 @@ type Config struct {
 	CeilingFor time.Duration
 	// Progress receives a line per second (nil: none).
 	Progress io.Writer
+	// Mix is what devices do besides sending and pulling their inbox (the
+	// zero Mix: nothing else, as before it existed).
+	Mix Mix
 	// OnSecond, when set, is called by the reporter with each second's
 	// timeline row as it is made (a capacity search watches a step with
 	// it and cancels the run's context when the SLO is clearly broken). It
@@ -234,6 +240,9 @@ func (c Config) Validate() error {
 	p := c.Pop
 	if err := drivers.Check(c.targetConfig()); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if err := c.Mix.Validate(); err != nil {
+		return err
 	}
 	if err := c.Pacer.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
@@ -306,7 +315,7 @@ func (c Config) Validate() error {
 // queues their sends, and the devices' pulls would take the rest in turn
 // with them).
 func (c Config) targetConfig() targets.Config {
-	tc := targets.Config{Target: c.Target, Driver: c.Driver, Secret: c.Secret, Conns: c.Conns, Timeout: c.Timeout}
+	tc := targets.Config{Target: c.Target, Driver: c.Driver, Secret: c.Secret, Conns: c.Conns, Timeout: c.Timeout, Options: c.TargetOptions}
 	switch {
 	case c.SendVia != ViaHTTP:
 	case c.Pipeline > 0:

@@ -135,7 +135,9 @@ type Summary struct {
 	Drain            DrainSummary         `json:"drain"`
 	Evidence         EvidenceSummary      `json:"evidence"`
 	LedgerBytes      int64                `json:"ledger_bytes"`
-	Errors           []string             `json:"errors,omitempty"`
+	// Mix: the client mix's actions (nil: the mix was off).
+	Mix    *MixSummary `json:"mix,omitempty"`
+	Errors []string    `json:"errors,omitempty"`
 }
 
 // PopulationSummary counts the population.
@@ -168,7 +170,11 @@ type runner struct {
 	runID string
 	drv   targets.Driver
 	lab   targets.LabDriver // nil: the target offers no lab view of itself
-	wss   *wsSenders        // nil unless SendVia is ViaWS
+	caps  targets.Capabilities
+	wss   *wsSenders // nil unless SendVia is ViaWS
+	convs *convBook  // nil unless the mix is on
+	rev   *revoker   // nil unless the mix revokes
+	mixN  mixCounters
 	start time.Time
 	led   *ledger.Ledger
 	m     *metrics
@@ -216,6 +222,15 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	}
 	r := &runner{cfg: cfg, runID: runID, drv: drv, m: newMetrics(16), e2e: newE2ETracker(), byUID: map[uint64][]*device{}}
 	r.lab, _ = drv.(targets.LabDriver)
+	if err := r.checkCaps(); err != nil {
+		return nil, err
+	}
+	if err := cfg.Mix.Offered(r.caps); err != nil {
+		return nil, err
+	}
+	if cfg.Mix.On() {
+		r.convs = newConvBook()
+	}
 	r.m.sizeIntended(cfg.Duration)
 	if err := r.population(ctx); err != nil {
 		return nil, err
@@ -257,7 +272,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	r.estimateClock(ctx, sum)
 	r.start = time.Now().Add(100 * time.Millisecond)
 	sum.StartedAt = r.start.UTC()
-	if r.led, err = ledger.Create(cfg.RunDir, r.runID, r.start, cfg.Shards); err != nil {
+	if r.led, err = ledger.CreateWith(cfg.RunDir, r.ledgerOptions()); err != nil {
 		return nil, err
 	}
 	r.writePopulation(sum)
@@ -267,6 +282,14 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if cfg.SendVia == ViaWS {
 		r.wss = newWSSenders(devCtx, drv)
 		defer r.wss.Close()
+	}
+	if cfg.Mix.Revoke > 0 {
+		r.rev = r.startRevoker(devCtx)
+	}
+	stopRevoker := func() {
+		if r.rev != nil {
+			r.rev.stop()
+		}
 	}
 	drain := make(chan struct{})
 	var devWG sync.WaitGroup
@@ -281,6 +304,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	go r.report(&live, sum, repStop, repDone)
 
 	st, err := schedule.Run(ctx, cfg.Pacer, r.ticks(), r.start, &live, r.send)
+	stopRevoker()
 	if err != nil {
 		close(repStop)
 		<-repDone
@@ -316,18 +340,25 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		<-done
 	}
 	sum.Drain.Rounds = 1
-	if sum.Drain.Complete {
+	if sum.Drain.Complete && r.caps.Inbox {
 		// Every device goroutine has returned: the runner owns the devices now.
 		sum.Drain.Complete = r.quiesce(ctx, drainEnd, sum)
 	}
 	sum.Drain.Seconds = time.Since(drainStart).Seconds()
-	if ctx.Err() == nil {
+	if !r.caps.Inbox {
+		r.prog.enter(PhaseWitness, 0, 0)
+		r.convEnd(ctx, sum)
+	} else if ctx.Err() == nil {
 		r.prog.enter(PhaseWitness, 0, len(r.users))
 		sum.Drain.WitnessUIDs, sum.Drain.WitnessErrors = r.witness(ctx)
 		r.note(ledger.Note{Check: "pull-witness", Made: ctx.Err() == nil, UIDs: sum.Drain.WitnessUIDs, Errors: sum.Drain.WitnessErrors})
 		r.note(ledger.Note{Check: ledger.InboxTierCheck, Made: sum.Drain.Complete || sum.Drain.InboxBehind != "",
 			Drained: sum.Drain.InboxBehind == "" && sum.Drain.Complete, Reason: sum.Drain.InboxBehind})
 		r.storeWitness(ctx, sum)
+		if cfg.Mix.On() {
+			r.historyWitness(ctx, sum)
+			r.retentionLog(ctx, sum)
+		}
 	} else {
 		r.note(ledger.Note{Check: "pull-witness", Reason: "the run was cancelled before the witness"})
 		r.note(ledger.Note{Check: "store-witness", Reason: "the run was cancelled before the store witness"})
@@ -337,6 +368,9 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		r.queueLagAtEnd(ctx, sum)
 	}
 	sum.Evidence.Policy = r.ev.policyName()
+	if cfg.Mix.On() {
+		sum.Mix = r.mixN.summary(cfg.Mix)
+	}
 	close(repStop)
 	<-repDone
 
@@ -451,6 +485,7 @@ func (r *runner) population(ctx context.Context) error {
 			return err
 		}
 		d := &device{r: r, idx: uint32(i), uid: uid, did: did, kind: kinds[i], sess: sess,
+			rng: mrand.New(mrand.NewPCG(r.cfg.Seed, uint64(i)^0x5eed)), convs: map[uint64]*devConv{},
 			phase: time.Duration(rng.Int64N(int64(max(p.ComeBackEvery, 1))))}
 		r.devs = append(r.devs, d)
 		r.byUID[uid] = append(r.byUID[uid], d)
@@ -669,6 +704,12 @@ func (r *runner) send(worker int, t schedule.Tick, started time.Duration) {
 	}
 	sh := r.led.Shard(worker)
 	sh.Attempt(a)
+	if a.Outcome == ledger.OK && r.convs != nil {
+		r.convs.acked(sender.uid, ct, a.ConvID, a.ConvSeq)
+		if r.rev != nil && r.revokeChosen(t.Idx) {
+			r.offerRevoke(revokeReq{sender: sender, shard: r.led.Shard(int(sender.idx)), convID: a.ConvID, convSeq: a.ConvSeq})
+		}
+	}
 	if a.Outcome == ledger.OK && r.probeChosen(t.Idx) {
 		r.probe(sh, &a, sender)
 	}
