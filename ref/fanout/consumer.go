@@ -502,7 +502,7 @@ func (c *Consumer) processBatch(w *worker, recs []*kgo.Record) bool {
 				}
 			} else {
 				failedAt := time.Now()
-				for i := 0; i < len(ds); i++ {
+				for i := range ds {
 					ok, dead := c.one(w, ds[i], idx[i], attempts, failedAt)
 					if !ok {
 						return false
@@ -512,20 +512,6 @@ func (c *Consumer) processBatch(w *worker, recs []*kgo.Record) bool {
 						// the dead letter, unwritten and not dead-lettered;
 						// markRecords below marks it all.
 						break
-					}
-					if !dead && i+1 < len(ds) && !isPermanent(err) {
-						// The store answers again after a transient
-						// failure: the rest goes back to one batch call
-						// (one by one it would cost a backoff and a
-						// transaction per delivery, a long drain after an
-						// outage); if that fails, one by one again.
-						if c.call(ds[i+1:]) == nil {
-							c.m.processed(c.cfg.Tier, len(ds)-i-1)
-							break
-						}
-						if c.stopped(w) {
-							return false
-						}
 					}
 				}
 			}

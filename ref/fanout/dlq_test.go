@@ -3,7 +3,6 @@ package fanout
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -148,61 +147,5 @@ func TestDeadLetterKeepsBatchRest(t *testing.T) {
 				t.Fatalf("dead letters %+v, %v; want msg 403 only: the rest is neither handled nor dead-lettered", dl, err)
 			}
 		})
-	}
-}
-
-// TestConsumerResumesBatchAfterOutage: once a delivery of a failed batch
-// succeeds again after a transient failure, the rest of the batch goes back
-// to one call instead of one call (and one backoff) per delivery, in order.
-func TestConsumerResumesBatchAfterOutage(t *testing.T) {
-	brokers, tp, p := newKafka(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	const conv, n = 46, 30
-	publishConv(t, ctx, p, tp, conv, 500, n)
-	cfg := testConsumerConfig(brokers, tp)
-	cfg.TransientWindow = time.Second
-	s := &seen{convSeq: map[uint64][]uint64{}, calls: map[uint64]int{}}
-	var mu sync.Mutex
-	calls, failing := 0, 3 // the store is away for the first three calls
-	stop := runConsumer(t, cfg, s.handler(func(e Event) error {
-		return nil
-	}).(HandlerFunc).wrap(func() error {
-		mu.Lock()
-		defer mu.Unlock()
-		calls++
-		if calls <= failing {
-			return fmt.Errorf("%w: store away", model.ErrUnavailable)
-		}
-		return nil
-	}), p)
-	defer stop()
-	waitFor(t, 30*time.Second, "every record handled", func() bool {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return len(s.convSeq[conv]) == n
-	})
-	s.mu.Lock()
-	got := append([]uint64(nil), s.convSeq[conv]...)
-	s.mu.Unlock()
-	for i := 1; i < len(got); i++ {
-		if got[i] <= got[i-1] {
-			t.Fatalf("handled out of order: %v", got)
-		}
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if calls > failing+4 {
-		t.Fatalf("%d handler calls for %d records after a 3-call outage: the batch did not resume", calls, n)
-	}
-}
-
-// wrap runs before first; an error from it fails the call unhandled.
-func (f HandlerFunc) wrap(before func() error) HandlerFunc {
-	return func(ctx context.Context, ds []Delivery) error {
-		if err := before(); err != nil {
-			return err
-		}
-		return f(ctx, ds)
 	}
 }
