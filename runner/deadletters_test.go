@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 	"time"
@@ -30,7 +31,12 @@ func TestRunDeadLetters(t *testing.T) {
 	settle := scenario.Duration(50 * time.Second)
 	f.Load.Settle = &settle
 	cfg := e2eConfig(t)
-	res := runFile(t, cfg, f)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // runFile's 150 s is short for this under -race
+	defer cancel()
+	res, err := Run(ctx, cfg, f)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
 	if !res.Passed || res.Incomplete {
 		t.Fatalf("dead-letters did not pass:\n%s", expect.Table(res.Checks))
 	}
