@@ -117,6 +117,7 @@ func (c *Config) flags() []flag {
 		{"run-id", func(fs *pflag.FlagSet) {
 			fs.StringVar(&c.RunID, "run-id", c.RunID, "the run's id in every client_msg_id and message body (default: random; for a segment, derived from the seed, shape and population so segments agree: give one unique to the run when the same flags run twice against one server)")
 		}},
+		{"mix", func(fs *pflag.FlagSet) { c.Mix.RegisterFlags(fs) }},
 	}
 }
 

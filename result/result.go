@@ -190,7 +190,10 @@ type Result struct {
 	// Repairs are what forward reconciliation wrote during the run (rows
 	// the pipeline had lost): a finding of the pipeline beside the verdict.
 	Repairs RepairSummary `json:"repairs"`
-	Checks  []Check       `json:"checks"`
+	// DeadLetters is the dead-letter topic at the end of the run and what
+	// became of each letter (nil: the run used no Kafka).
+	DeadLetters *DeadLetterSummary `json:"dead_letters,omitempty"`
+	Checks      []Check            `json:"checks"`
 	// Baseline is the comparison with the baseline result, when gated.
 	Baseline *compare.Report `json:"baseline,omitempty"`
 	Events   []FaultEvent    `json:"fault_events"`

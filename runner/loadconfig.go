@@ -132,6 +132,9 @@ func (r *run) loadConfig() (loadgen.Config, error) {
 	if l.Retries != nil {
 		lc.Retries = *l.Retries
 	}
+	if l.Mix != nil {
+		lc.Mix = *l.Mix
+	}
 	lc.Conns = 64
 	if l.Conns > 0 {
 		lc.Conns = l.Conns

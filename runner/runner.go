@@ -457,6 +457,8 @@ func (r *run) execute(ctx context.Context) error {
 	obs.RepairedMsgs, obs.RepairedMsgsCut = len(rep.MsgIDs), rep.Truncated
 	r.res.Findings = expect.Findings(v)
 	r.res.Repairs.Fate = v.Followed
+	r.res.DeadLetters = r.deadLetters(ctx, rep, v)
+	obs.DeadLetters = r.res.DeadLetters
 	slim := *v
 	slim.Findings, slim.Followed = nil, nil
 	r.res.Verdict = &slim

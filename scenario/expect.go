@@ -38,6 +38,9 @@ type ExpectSpec struct {
 	// asserts min_repairs; any other can assert max_repairs: 0.
 	MaxRepairs *uint64 `yaml:"max_repairs,omitempty" json:"max_repairs,omitempty"`
 	MinRepairs *uint64 `yaml:"min_repairs,omitempty" json:"min_repairs,omitempty"`
+	// DeadLetters bounds and audits the dead-letter topic at the end of the
+	// run (see DeadLettersSpec).
+	DeadLetters *DeadLettersSpec `yaml:"dead_letters,omitempty" json:"dead_letters,omitempty"`
 	// DrainComplete (default true): every device reached the end of its
 	// inbox in the final drain.
 	DrainComplete *bool `yaml:"drain_complete,omitempty" json:"drain_complete,omitempty"`

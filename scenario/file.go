@@ -294,6 +294,9 @@ func (f *File) Validate() error {
 	if err := f.Expect.validate(); err != nil {
 		return err
 	}
+	if err := f.Expect.DeadLetters.validate(f); err != nil {
+		return err
+	}
 	if err := f.Baseline.validate(); err != nil {
 		return err
 	}

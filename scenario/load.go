@@ -77,6 +77,11 @@ type LoadSpec struct {
 	// 503) is sent again with the same client_msg_id, as a real client
 	// does (default loadgen's, 2). Pointer: 0 is a valid value.
 	Retries *int `yaml:"retries,omitempty" json:"retries,omitempty"`
+	// Mix is the client mix (loadgen.Mix, its keys and defaults): what the
+	// devices do besides sending and pulling their inbox (enter
+	// conversations, page history, revoke, delete, clear, mark read).
+	// Absent: none of it, as before the mix existed.
+	Mix *loadgen.Mix `yaml:"mix,omitempty" json:"mix,omitempty"`
 }
 
 func (l LoadSpec) validate() error {
@@ -96,6 +101,11 @@ func (l LoadSpec) validate() error {
 // duration: the population and the transport (a capacity file's load is
 // only that: the search sets each step's rate and length).
 func (l LoadSpec) validateTemplate() error {
+	if l.Mix != nil {
+		if err := l.Mix.Validate(); err != nil {
+			return Bad("load", "%v", err)
+		}
+	}
 	if l.EmbeddedRateScale != nil && l.Rate == "" {
 		return Bad("load.embedded_rate_scale", "kind capacity: the search's from and to are the rates")
 	}

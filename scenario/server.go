@@ -63,6 +63,13 @@ type ServerSpec struct {
 	// defaults (30 days, 1 day, every 10m), under which retention deletes
 	// nothing of a run.
 	LabRetention *LabRetentionSpec `yaml:"lab_retention,omitempty" json:"lab_retention,omitempty"`
+	// LabTransientWindow (LAB ONLY) lowers the consumers' transient window
+	// (how long a delivery failing with a transient error is retried before
+	// it is dead-lettered; the server's default 10s, its floor outside the
+	// lab 5s) down to 500ms, so that a backend outage longer than it fits
+	// in a scenario and records reach the dead-letter topic. 0: the
+	// server's default.
+	LabTransientWindow Duration `yaml:"lab_transient_window,omitempty" json:"lab_transient_window,omitempty"`
 	// Processes run the roles as separate server processes that stop and
 	// kill faults can take down and start again; default one in-process
 	// process "all" with every role.
@@ -161,6 +168,12 @@ func (s ServerSpec) Validate() error {
 	}
 	if s.DeliveryTimeout.D() < 0 || s.DeliveryTimeout.D() > time.Minute {
 		return Bad("server.delivery_timeout", "%s: want 0..1m", s.DeliveryTimeout.D())
+	}
+	if w := s.LabTransientWindow; w != 0 {
+		cfg := server.DefaultConfig()
+		if err := server.LabTransientWindow(&cfg, w.D()); err != nil {
+			return Bad("server.lab_transient_window", "%v", err)
+		}
 	}
 	if r := s.LabRetention; r != nil {
 		cfg := server.DefaultConfig()

@@ -27,6 +27,7 @@ func newCapacityCmd() *cobra.Command {
 		slo, pids, procNames, out string
 		gogc, procs               int
 		noCheck, noTargetProcs    bool
+		drvFlags                  driverFlags
 	)
 	var regErr error
 	cmd := &cobra.Command{
@@ -65,6 +66,7 @@ sustainable rate marked) and OUT/steps/*/summary.json; prints the table.`,
 			}
 			c := cfg
 			c.Load.Secret = secret.value
+			c.Load.TargetOptions = drvFlags.options()
 			c.Check = !noCheck
 			if c.SLO, err = capacity.ParseSLO(slo); err != nil {
 				return broken(err)
@@ -79,7 +81,11 @@ sustainable rate marked) and OUT/steps/*/summary.json; prints the table.`,
 				return broken(err)
 			}
 			secret.warn(cmd.ErrOrStderr())
-			if !noTargetProcs {
+			if !noTargetProcs && !httpTarget(c.Load.Target) {
+				note := "the server's own processes are not watched: " + c.Load.Target + " does not name them (no lab route): give --pid NAME=PID"
+				fmt.Fprintln(cmd.ErrOrStderr(), "imlab:", note)
+				c.Notes = append(c.Notes, note)
+			} else if !noTargetProcs {
 				tp, err := capacity.TargetProcs(cmd.Context(), c.Load.Target)
 				if err != nil {
 					note := "the server's own processes are not watched: " + err.Error()
@@ -125,7 +131,8 @@ sustainable rate marked) and OUT/steps/*/summary.json; prints the table.`,
 	}
 	f := cmd.Flags()
 	regErr = cfg.RegisterFlags(f)
-	f.StringVar(&cfg.Load.Target, "target", "http://127.0.0.1:8080", "server base URL")
+	f.StringVar(&cfg.Load.Target, "target", "http://127.0.0.1:8080", "server base URL: http:// or ref+http:// (the reference server), tinode+ws://HOST:PORT (a Tinode)")
+	drvFlags.register(f)
 	f.String("secret", "", "token signing secret (default $"+envSecret+")")
 	f.StringVar(&slo, "slo", capacity.DefaultSLO, "what a step must hold: ack_p50, ack_p99, lag (durations), errors (failed + unknown, % of sends)")
 	f.StringVar(&pids, "pid", "", "processes to read CPU from: NAME=PID,... (e.g. ref=1234)")

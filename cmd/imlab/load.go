@@ -27,6 +27,7 @@ func newLoadCmd() *cobra.Command {
 	def := loadgen.DefaultConfig("", "", "")
 	var (
 		target, rate, sizes, runDir string
+		drvFlags                    driverFlags
 		segment, claimDir           string
 		check                       bool
 		gogc, procs                 int
@@ -76,6 +77,7 @@ sine:mean=5000,amp=2000,period=30s`,
 			c := cfg
 			c.Segment = seg
 			c.Target, c.Secret, c.Shape, c.RunDir = target, secret.value, shape, runDir
+			c.TargetOptions = drvFlags.options()
 			c.Pop.GroupSizes = gs
 			if c.Pop.Groups == 0 {
 				c.Pop.GroupShare = 0
@@ -90,14 +92,23 @@ sine:mean=5000,amp=2000,period=30s`,
 			if err := setProcs(procs, cmd.ErrOrStderr()); err != nil {
 				return usageError(err)
 			}
-			secret.warn(cmd.ErrOrStderr())
-			if waitReady > 0 {
+			if httpTarget(target) {
+				secret.warn(cmd.ErrOrStderr())
+			}
+			switch {
+			case waitReady > 0 && !httpTarget(target):
+				noHealthWait(out, target)
+			case waitReady > 0:
 				if err := waitHealthy(cmd.Context(), target, waitReady, out); err != nil {
 					return err
 				}
 			}
+			via := c.SendVia
+			if !httpTarget(target) {
+				via = "the driver's sessions"
+			}
 			fmt.Fprintf(out, "run dir %s: %s for %s against %s (sends over %s), %d users x %d devices, %d groups\n",
-				runDir, shape, c.Duration, target, c.SendVia, c.Pop.Users, c.Pop.DevicesPerUser, c.Pop.Groups)
+				runDir, shape, c.Duration, target, via, c.Pop.Users, c.Pop.DevicesPerUser, c.Pop.Groups)
 			sum, err := loadgen.Run(cmd.Context(), c)
 			if sum != nil {
 				printSummary(out, sum)
@@ -113,7 +124,8 @@ sine:mean=5000,amp=2000,period=30s`,
 	}
 	f := cmd.Flags()
 	regErr = cfg.RegisterFlags(f)
-	f.StringVar(&target, "target", "http://127.0.0.1:8080", "server base URL")
+	f.StringVar(&target, "target", "http://127.0.0.1:8080", "server base URL: http:// or ref+http:// (the reference server), tinode+ws://HOST:PORT (a Tinode)")
+	drvFlags.register(f)
 	f.DurationVar(&waitReady, "wait-ready", defaultWaitReady, "before anything else, wait up to this long for the target's GET /healthz to answer 200 (a server still starting, e.g. imlab up started just before), saying so; 0: do not wait")
 	f.String("secret", "", "token signing secret (default $"+envSecret+")")
 	f.StringVar(&rate, "rate", "const:1000", "rate shape")

@@ -53,6 +53,9 @@ func HTMLReport(res *result.Result) *report.Report {
 	if line := res.Repairs.FateLine(); line != "" && res.Verdict != nil {
 		rep.Verdict += "; " + line
 	}
+	if d := res.DeadLetters; d != nil && d.Worth() {
+		rep.Verdict += "; dead letters: " + d.AccountLine()
+	}
 	if res.Passed {
 		rep.Verdict += " (scenario PASSED)"
 	} else {
