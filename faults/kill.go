@@ -4,22 +4,13 @@ import "imlab/chaos"
 
 // Kill sends SIGKILL to an exec process (nothing drained, nothing
 // committed) and starts a new one after for.
-type Kill struct{}
+type Kill struct{ processKind }
 
 // Name is "kill".
 func (Kill) Name() string { return "kill" }
 
-// Params: none.
-func (Kill) Params() []string { return nil }
-
-// Unit: a kill counts nothing.
-func (Kill) Unit() string { return "" }
-
-// CheckTarget: an exec process of the file.
+// CheckTarget: a process of the file that runs as a separate OS process.
 func (Kill) CheckTarget(field string, x Spec, c Context) error { return process(field, x, c, true) }
-
-// CheckValues: a positive duration.
-func (Kill) CheckValues(field string, x Spec, _ Context) error { return restarted(field, x) }
 
 // Build is the SIGKILL of the target, healed by a new incarnation.
 func (Kill) Build(x Spec, env Env) (chaos.Fault, error) {

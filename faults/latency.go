@@ -1,21 +1,14 @@
 package faults
 
-import "imlab/chaos"
-
-// Latency delays the data through a backend's proxy by latency (± jitter).
-type Latency struct{}
+// Latency delays the data through a backend's proxy by latency (±
+// jitter).
+type Latency struct{ toxicKind }
 
 // Name is "latency".
 func (Latency) Name() string { return "latency" }
 
-// Params are the parameters latency takes.
+// Params: the delay and its jitter, and the toxic's own.
 func (Latency) Params() []string { return []string{"latency", "jitter", "toxicity", "stream"} }
-
-// Unit is what the count of a latency counts.
-func (Latency) Unit() string { return "" }
-
-// CheckTarget: a backend's proxy.
-func (Latency) CheckTarget(field string, x Spec, c Context) error { return proxyTarget(field, x, c) }
 
 // CheckValues: latency in (0, MaxLatency], jitter in 0..latency.
 func (Latency) CheckValues(field string, x Spec, _ Context) error {
@@ -24,6 +17,3 @@ func (Latency) CheckValues(field string, x Spec, _ Context) error {
 	}
 	return nil
 }
-
-// Build is the latency toxic.
-func (Latency) Build(x Spec, env Env) (chaos.Fault, error) { return toxic(x, env), nil }

@@ -36,3 +36,16 @@ func processFault(x Spec, env Env, act func(Process) chaos.Fault) (chaos.Fault, 
 	}
 	return act(p), nil
 }
+
+// processKind is what the process kinds share: no parameters, a positive
+// duration (the process is started again after it), nothing counted.
+type processKind struct{}
+
+// Params: none.
+func (processKind) Params() []string { return nil }
+
+// CheckValues: a positive duration.
+func (processKind) CheckValues(field string, x Spec, _ Context) error { return restarted(field, x) }
+
+// Unit: a process fault counts nothing.
+func (processKind) Unit() string { return "" }

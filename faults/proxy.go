@@ -47,3 +47,17 @@ func toxic(x Spec, env Env) chaos.Fault {
 	}
 	return chaos.ProxyToxic(env.Proxies, x.Target, t)
 }
+
+// toxicKind is what the toxic kinds share: their target is a backend's
+// proxy, the fault a toxic on it, and they count nothing. Each toxic kind
+// embeds it and says its name, parameters and value checks.
+type toxicKind struct{}
+
+// CheckTarget: a backend's proxy.
+func (toxicKind) CheckTarget(field string, x Spec, c Context) error { return proxyTarget(field, x, c) }
+
+// Build is the kind's toxic on the target's proxy.
+func (toxicKind) Build(x Spec, env Env) (chaos.Fault, error) { return toxic(x, env), nil }
+
+// Unit: a toxic counts nothing.
+func (toxicKind) Unit() string { return "" }

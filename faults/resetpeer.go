@@ -1,29 +1,19 @@
 package faults
 
-import "imlab/chaos"
-
-// ResetPeer resets the connections through a backend's proxy (after timeout).
-type ResetPeer struct{}
+// ResetPeer resets the connections through a backend's proxy (after
+// timeout).
+type ResetPeer struct{ toxicKind }
 
 // Name is "reset_peer".
 func (ResetPeer) Name() string { return "reset_peer" }
 
-// Params are the parameters reset_peer takes.
+// Params: the wait before the reset, and the toxic's own.
 func (ResetPeer) Params() []string { return []string{"timeout", "toxicity", "stream"} }
 
-// Unit is what the count of a reset_peer counts.
-func (ResetPeer) Unit() string { return "" }
-
-// CheckTarget: a backend's proxy.
-func (ResetPeer) CheckTarget(field string, x Spec, c Context) error { return proxyTarget(field, x, c) }
-
-// CheckValues: timeout in 0..MaxLatency.
+// CheckValues: the wait in 0..MaxLatency.
 func (ResetPeer) CheckValues(field string, x Spec, _ Context) error {
-	if x.Timeout < 0 || x.Timeout.D() > MaxLatency {
-		return invalid(field+".timeout", "%s: want 0..%s", x.Timeout.D(), MaxLatency)
+	if d := x.Timeout.D(); d < 0 || d > MaxLatency {
+		return invalid(field+".timeout", "%s: want 0..%s", d, MaxLatency)
 	}
 	return nil
 }
-
-// Build is the reset_peer toxic.
-func (ResetPeer) Build(x Spec, env Env) (chaos.Fault, error) { return toxic(x, env), nil }

@@ -26,23 +26,29 @@ func exampleConfig(target, dir string) loadgen.Config {
 	return cfg
 }
 
-// Driving a load run: an in-process server speaking the lab's contract,
-// one second of constant load, the summary's counts.
-func ExampleRun() {
-	srv, err := faketarget.Start(faketarget.DefaultConfig(exampleSecret))
+// runAgainstFake runs exampleConfig against an in-process contract server
+// with faults fc and returns the run directory, which the caller removes.
+func runAgainstFake(faults faketarget.Faults) (*loadgen.Summary, string, error) {
+	fc := faketarget.DefaultConfig(exampleSecret)
+	fc.Faults = faults
+	srv, err := faketarget.Start(fc)
 	if err != nil {
-		fmt.Println(err)
-		return
+		return nil, "", err
 	}
 	defer srv.Close()
 	dir, err := os.MkdirTemp("", "imlab-example-")
 	if err != nil {
-		fmt.Println(err)
-		return
+		return nil, "", err
 	}
-	defer os.RemoveAll(dir)
-
 	sum, err := loadgen.Run(context.Background(), exampleConfig(srv.URL(), dir))
+	return sum, dir, err
+}
+
+// Driving a load run: an in-process server speaking the lab's contract,
+// one second of constant load, the summary's counts.
+func ExampleRun() {
+	sum, dir, err := runAgainstFake(faketarget.Faults{})
+	defer os.RemoveAll(dir)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -54,21 +60,9 @@ func ExampleRun() {
 // Judging a ledger: a run against a server that loses every tenth
 // message it ACKs, and the checker's verdict on its ledger.
 func Example_judgeALedger() {
-	fc := faketarget.DefaultConfig(exampleSecret)
-	fc.Faults.DropEvery = 10
-	srv, err := faketarget.Start(fc)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer srv.Close()
-	dir, err := os.MkdirTemp("", "imlab-example-")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	_, dir, err := runAgainstFake(faketarget.Faults{DropEvery: 10})
 	defer os.RemoveAll(dir)
-	if _, err := loadgen.Run(context.Background(), exampleConfig(srv.URL(), dir)); err != nil {
+	if err != nil {
 		fmt.Println(err)
 		return
 	}
