@@ -510,7 +510,7 @@ func TestMarkdownAndJUnit(t *testing.T) {
 	}
 }
 
-// recoveryFig is a full recovery object as scenarios/recovery writes it:
+// recoveryFig is a full recovery object as recovery writes it:
 // settings (from_s, bound_s, hold_s, deadline_s, samples) beside outcomes.
 func recoveryFig(recS, drain, rows, age float64, recs, backlog, outbox int64, outboxDrain float64) map[string]any {
 	return map[string]any{

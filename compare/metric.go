@@ -98,7 +98,7 @@ const (
 	// MWithinLoad: the load run was not OVERLOADED (loadgen's outcome:
 	// failed + unknown sends within its stated fraction).
 	MWithinLoad = "within_load"
-	// Recovery outcomes of a scenario with Kafka (scenarios/recovery):
+	// Recovery outcomes of a scenario with Kafka (recovery):
 	// only what the run achieved is compared, never its settings (from_s,
 	// bound_s, hold_s, deadline_s) nor its sample counts.
 	//

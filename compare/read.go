@@ -440,7 +440,7 @@ func lagMetric(r *Run, s scenarioResult) {
 }
 
 // recoveryFigures is the part of a scenario's recovery figures compared
-// (scenarios/recovery.Figures): outcomes only. Its settings (from_s,
+// (recovery.Figures): outcomes only. Its settings (from_s,
 // bound_s, hold_s, deadline_s) and sample counts describe how the figures
 // were taken, not how the build did, and are never metrics.
 type recoveryFigures struct {

@@ -121,12 +121,15 @@ type Config struct {
 	// server, tinode+ws:// for Tinode).
 	Target string
 	// Driver, when set, names the driver whatever the scheme.
-	Driver   string
-	Secret   string
-	Shape    schedule.Shape
-	Duration time.Duration
-	Pop      Population
-	Pacer    schedule.Config
+	Driver string
+	// TargetOptions are the driver's own settings (targets.Config.Options,
+	// e.g. the tinode driver's apikey).
+	TargetOptions map[string]string
+	Secret        string
+	Shape         schedule.Shape
+	Duration      time.Duration
+	Pop           Population
+	Pacer         schedule.Config
 	// Conns is the HTTP connection pool; in the pacer's queued mode
 	// (Pacer.Senders > 0) the sends get a second pool of Conns of their
 	// own, so that senders waiting on a slow server never hold the
@@ -306,7 +309,7 @@ func (c Config) Validate() error {
 // queues their sends, and the devices' pulls would take the rest in turn
 // with them).
 func (c Config) targetConfig() targets.Config {
-	tc := targets.Config{Target: c.Target, Driver: c.Driver, Secret: c.Secret, Conns: c.Conns, Timeout: c.Timeout}
+	tc := targets.Config{Target: c.Target, Driver: c.Driver, Secret: c.Secret, Conns: c.Conns, Timeout: c.Timeout, Options: c.TargetOptions}
 	switch {
 	case c.SendVia != ViaHTTP:
 	case c.Pipeline > 0:

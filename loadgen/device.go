@@ -35,6 +35,10 @@ func (d *device) shard() *ledger.Shard { return d.r.led.Shard(int(d.idx)) }
 func (d *device) now() time.Duration { return time.Since(d.r.start) }
 
 func (d *device) run(ctx context.Context, drain <-chan struct{}) {
+	if !d.r.caps.Inbox {
+		d.convRun(ctx, drain)
+		return
+	}
 	if d.kind == ledger.Online {
 		d.online(ctx, drain)
 		return

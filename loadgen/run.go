@@ -168,7 +168,8 @@ type runner struct {
 	runID string
 	drv   targets.Driver
 	lab   targets.LabDriver // nil: the target offers no lab view of itself
-	wss   *wsSenders        // nil unless SendVia is ViaWS
+	caps  targets.Capabilities
+	wss   *wsSenders // nil unless SendVia is ViaWS
 	start time.Time
 	led   *ledger.Ledger
 	m     *metrics
@@ -216,6 +217,9 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	}
 	r := &runner{cfg: cfg, runID: runID, drv: drv, m: newMetrics(16), e2e: newE2ETracker(), byUID: map[uint64][]*device{}}
 	r.lab, _ = drv.(targets.LabDriver)
+	if err := r.checkCaps(); err != nil {
+		return nil, err
+	}
 	r.m.sizeIntended(cfg.Duration)
 	if err := r.population(ctx); err != nil {
 		return nil, err
@@ -257,7 +261,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	r.estimateClock(ctx, sum)
 	r.start = time.Now().Add(100 * time.Millisecond)
 	sum.StartedAt = r.start.UTC()
-	if r.led, err = ledger.Create(cfg.RunDir, r.runID, r.start, cfg.Shards); err != nil {
+	if r.led, err = ledger.CreateWith(cfg.RunDir, r.ledgerOptions()); err != nil {
 		return nil, err
 	}
 	r.writePopulation(sum)
@@ -316,12 +320,15 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		<-done
 	}
 	sum.Drain.Rounds = 1
-	if sum.Drain.Complete {
+	if sum.Drain.Complete && r.caps.Inbox {
 		// Every device goroutine has returned: the runner owns the devices now.
 		sum.Drain.Complete = r.quiesce(ctx, drainEnd, sum)
 	}
 	sum.Drain.Seconds = time.Since(drainStart).Seconds()
-	if ctx.Err() == nil {
+	if !r.caps.Inbox {
+		r.prog.enter(PhaseWitness, 0, 0)
+		r.convEnd(ctx, sum)
+	} else if ctx.Err() == nil {
 		r.prog.enter(PhaseWitness, 0, len(r.users))
 		sum.Drain.WitnessUIDs, sum.Drain.WitnessErrors = r.witness(ctx)
 		r.note(ledger.Note{Check: "pull-witness", Made: ctx.Err() == nil, UIDs: sum.Drain.WitnessUIDs, Errors: sum.Drain.WitnessErrors})

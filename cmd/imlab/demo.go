@@ -10,7 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"imlab/scenarios"
+	"imlab/result"
+	"imlab/scenario"
 )
 
 // newDemoCmd is `imlab demo`: the lab's main job in one command with no
@@ -21,8 +22,8 @@ func newDemoCmd() *cobra.Command {
 	var o scenarioOpts
 	cmd := &cobra.Command{
 		Use:   "demo [NAME...]",
-		Short: "Run the short default scenario set (" + strings.Join(scenarios.DefaultSet, ", ") + ") and print the verdict table",
-		Long: `Runs shipped scenarios, compiled into the binary: by default ` + strings.Join(scenarios.DefaultSet, ", ") + `.
+		Short: "Run the short default scenario set (" + strings.Join(scenario.DefaultSet, ", ") + ") and print the verdict table",
+		Long: `Runs shipped scenarios, compiled into the binary: by default ` + strings.Join(scenario.DefaultSet, ", ") + `.
 Each starts the backends (auto: a private mariadbd and redis-server when found on PATH or in
 the sbin directories, in-process stand-ins otherwise; Kafka in-process), the reference server,
 a few seconds of load and its faults (one or two), then checks the ledger. queue-loss-unsafe is the negative
@@ -31,15 +32,15 @@ checker reports loss. Outputs as for 'imlab scenario run' (OUT/NAME/report.html,
 verdict.json, junit.xml, the ledger). Exit status 0 when every scenario passed, 1 when one
 failed, 2 when one could not be carried out.
 
-Shipped scenarios: ` + strings.Join(scenarios.ShippedNames(), ", ") + `.`,
+Shipped scenarios: ` + strings.Join(scenario.ShippedNames(), ", ") + `.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			names := args
 			if len(names) == 0 {
-				names = scenarios.DefaultSet
+				names = scenario.DefaultSet
 			}
-			var files []*scenarios.File
+			var files []*scenario.File
 			for _, n := range names {
-				f, err := scenarios.Shipped(strings.TrimSuffix(filepath.Base(n), ".yaml"))
+				f, err := scenario.Shipped(strings.TrimSuffix(filepath.Base(n), ".yaml"))
 				if err != nil {
 					return &exitError{code: scenarioExitBroken, err: err}
 				}
@@ -59,7 +60,7 @@ type verdictRow struct {
 	seconds                                     float64
 }
 
-func newVerdictRow(f *scenarios.File, res *scenarios.Result, err error, dir string) verdictRow {
+func newVerdictRow(f *scenario.File, res *result.Result, err error, dir string) verdictRow {
 	r := verdictRow{name: f.Name, expect: f.Expect.VerdictOr(), verdict: "-", result: "NOT CARRIED OUT", lost: "-", report: "-"}
 	if res == nil {
 		return r
@@ -85,7 +86,7 @@ func newVerdictRow(f *scenarios.File, res *scenarios.Result, err error, dir stri
 	default:
 		r.result = "FAILED"
 	}
-	if p := filepath.Join(dir, scenarios.ReportFile); fileExists(p) {
+	if p := filepath.Join(dir, result.ReportFile); fileExists(p) {
 		r.report = p
 	}
 	return r

@@ -17,14 +17,14 @@ import (
 	"imlab/compare"
 	"imlab/internal/testenv"
 	"imlab/loadgen"
-	"imlab/scenarios"
+	"imlab/result"
 )
 
 // TestFormatNames: the formats compare reads are the ones the producers
 // write.
 func TestFormatNames(t *testing.T) {
 	for _, c := range [][2]string{
-		{compare.ScenarioResultFormat, scenarios.ResultFormat},
+		{compare.ScenarioResultFormat, result.ResultFormat},
 		{compare.LoadSummaryFormat, loadgen.SummaryFormat},
 		{compare.VerdictFormat, checker.VerdictFormat},
 		{compare.CapacityFormat, capacity.ResultFormat},
@@ -58,7 +58,7 @@ func TestReadersOfRealRuns(t *testing.T) {
 	t.Logf("scenario run: exit %d\n%s\n%s", code, stdout, stderr)
 	clean, lossy := filepath.Join(out, "queue-loss-store"), filepath.Join(out, "queue-loss-unsafe")
 	for _, d := range []string{clean, lossy} {
-		if _, err := os.Stat(filepath.Join(d, scenarios.ResultFile)); err != nil {
+		if _, err := os.Stat(filepath.Join(d, result.ResultFile)); err != nil {
 			t.Fatalf("the run wrote no result: %v", err)
 		}
 	}
@@ -75,11 +75,11 @@ func TestReadersOfRealRuns(t *testing.T) {
 		t.Errorf("no live line legend, retries or load verdict on the terminal:\n%s", tail(stdout))
 	}
 
-	lossyRes, err := scenarios.ReadRun(lossy)
+	lossyRes, err := result.ReadRun(lossy)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var lost scenarios.FindingSummary
+	var lost result.FindingSummary
 	for _, f := range lossyRes.Findings {
 		if f.Name == "lost" {
 			lost = f
@@ -112,7 +112,7 @@ func TestReadersOfRealRuns(t *testing.T) {
 		html := string(b)
 		for _, want := range []string{"#2 queue-loss-unsafe: lost", strconv.FormatUint(lost.MsgIDs[0], 10),
 			"Sends failed or of unknown outcome per second", "INVALID, as its scenario expects: a negative control",
-			filepath.Join(lossy, scenarios.ResultFile)} {
+			filepath.Join(lossy, result.ResultFile)} {
 			if !strings.Contains(html, want) {
 				t.Errorf("review page lacks %q", want)
 			}
@@ -123,7 +123,7 @@ func TestReadersOfRealRuns(t *testing.T) {
 	})
 
 	t.Run("check", func(t *testing.T) {
-		code, stdout, _ := runImlab(t, ctx, "check", "--json", filepath.Join(lossy, scenarios.LoadDir))
+		code, stdout, _ := runImlab(t, ctx, "check", "--json", filepath.Join(lossy, result.LoadDir))
 		var rep struct {
 			Valid  bool             `json:"valid"`
 			Result string           `json:"result"`
@@ -136,18 +136,18 @@ func TestReadersOfRealRuns(t *testing.T) {
 		if code != 1 || rep.Valid || rep.Result != "INVALID" || rep.Load == nil || rep.Load.AckedPerSec <= 0 {
 			t.Fatalf("check --json of the lossy run: exit %d, %+v", code, rep)
 		}
-		if code, stdout, _ := runImlab(t, ctx, "check", filepath.Join(clean, scenarios.LoadDir)); code != 0 && code != 3 {
+		if code, stdout, _ := runImlab(t, ctx, "check", filepath.Join(clean, result.LoadDir)); code != 0 && code != 3 {
 			t.Fatalf("check of the clean run: exit %d\n%s", code, tail(stdout))
 		}
 		// compare reads the load runs with the verdicts check wrote.
-		code, stdout, stderr := runImlab(t, ctx, "compare", "--allow-mismatch", filepath.Join(clean, scenarios.LoadDir), filepath.Join(lossy, scenarios.LoadDir))
+		code, stdout, stderr := runImlab(t, ctx, "compare", "--allow-mismatch", filepath.Join(clean, result.LoadDir), filepath.Join(lossy, result.LoadDir))
 		if row := regexp.MustCompile(`(?m)^lost +0 +[1-9]\d* .*REGRESSED`).FindString(stdout); code != 1 || row == "" {
 			t.Fatalf("compare of the load runs: exit %d, no lost row REGRESSED\n%s\n%s", code, stdout, stderr)
 		}
 	})
 
 	t.Run("formats", func(t *testing.T) {
-		b, err := os.ReadFile(filepath.Join(lossy, scenarios.ResultFile))
+		b, err := os.ReadFile(filepath.Join(lossy, result.ResultFile))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,8 +155,8 @@ func TestReadersOfRealRuns(t *testing.T) {
 		if err := os.MkdirAll(future, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		p := filepath.Join(future, scenarios.ResultFile)
-		if err := os.WriteFile(p, bytes.Replace(b, []byte(scenarios.ResultFormat), []byte("imlab-scenario-result/9"), 1), 0o644); err != nil {
+		p := filepath.Join(future, result.ResultFile)
+		if err := os.WriteFile(p, bytes.Replace(b, []byte(result.ResultFormat), []byte("imlab-scenario-result/9"), 1), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		for _, args := range [][]string{
@@ -169,7 +169,7 @@ func TestReadersOfRealRuns(t *testing.T) {
 			}
 		}
 		// A load summary of another format: check and compare refuse it.
-		sum := filepath.Join(clean, scenarios.LoadDir, loadgen.SummaryFile)
+		sum := filepath.Join(clean, result.LoadDir, loadgen.SummaryFile)
 		sb, err := os.ReadFile(sum)
 		if err != nil {
 			t.Fatal(err)
@@ -180,7 +180,7 @@ func TestReadersOfRealRuns(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		ledgers, _ := filepath.Glob(filepath.Join(clean, scenarios.LoadDir, "ledger-*.bin"))
+		ledgers, _ := filepath.Glob(filepath.Join(clean, result.LoadDir, "ledger-*.bin"))
 		for _, l := range ledgers {
 			lb, err := os.ReadFile(l)
 			if err != nil {
@@ -190,7 +190,7 @@ func TestReadersOfRealRuns(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		for _, args := range [][]string{{"check", dir}, {"compare", "--allow-mismatch", filepath.Join(clean, scenarios.LoadDir), dir}} {
+		for _, args := range [][]string{{"check", dir}, {"compare", "--allow-mismatch", filepath.Join(clean, result.LoadDir), dir}} {
 			code, _, stderr := runImlab(t, ctx, args...)
 			if code != 2 || !strings.Contains(stderr, filepath.Join(dir, loadgen.SummaryFile)) || !strings.Contains(stderr, "imlab-load-summary/9") {
 				t.Errorf("imlab %s: exit %d, stderr %q: want 2 naming the summary and its format", args[0], code, stderr)

@@ -8,8 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"imlab/dashboards/report"
-	"imlab/scenarios"
+	"imlab/report"
+	"imlab/report/runpage"
+	"imlab/result"
 )
 
 // newReportCmd is `imlab report`: pages made from finished runs.
@@ -34,20 +35,20 @@ drain) and the generator's burst figures in one table each, and the lag, records
 throughput and ACK-latency curves of every run overlaid on one time axis aligned at each run's
 burst start. Runs of different scenarios are allowed (the page says so at the top); a missing
 file or a result.json of another format is an error naming the file, and nothing is written.`,
-		Args: cobra.RangeArgs(1, scenarios.MaxReviewRuns),
+		Args: cobra.RangeArgs(1, runpage.MaxReviewRuns),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
 				return usageError(errors.New("report compare: -o FILE is required (the page to write)"))
 			}
-			var runs []*scenarios.Result
+			var runs []*result.Result
 			for _, a := range args {
-				r, err := scenarios.ReadRun(a)
+				r, err := result.ReadRun(a)
 				if err != nil {
 					return err
 				}
 				runs = append(runs, r)
 			}
-			rep, err := scenarios.Review(runs)
+			rep, err := runpage.Review(runs)
 			if err != nil {
 				return err
 			}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"imlab/scenarios"
+	"imlab/result"
 )
 
 func runReportCmd(t *testing.T, args ...string) (string, error) {
@@ -34,17 +34,17 @@ func TestReportCompare(t *testing.T) {
 	if err := os.MkdirAll(run, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	res := &scenarios.Result{Format: scenarios.ResultFormat, Scenario: "burst-50k", StartedAt: time.Now().UTC(), Passed: true,
-		Settings: []scenarios.Setting{{Name: "policy", Value: "store"}}}
+	res := &result.Result{Format: result.ResultFormat, Scenario: "burst-50k", StartedAt: time.Now().UTC(), Passed: true,
+		Settings: []result.Setting{{Name: "policy", Value: "store"}}}
 	var b bytes.Buffer
 	if err := res.WriteJSON(&b); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(run, scenarios.ResultFile), b.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(run, result.ResultFile), b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	page := filepath.Join(dir, "review.html")
-	out, err := runReportCmd(t, "compare", run, filepath.Join(run, scenarios.ResultFile), "-o", page)
+	out, err := runReportCmd(t, "compare", run, filepath.Join(run, result.ResultFile), "-o", page)
 	if err != nil || !strings.Contains(out, "review of 2 runs") {
 		t.Fatalf("compare: %v %s", err, out)
 	}

@@ -13,8 +13,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"imlab/compose"
+	"imlab/expect"
 	"imlab/ref/server"
-	"imlab/scenarios"
+	"imlab/result"
+	"imlab/runner"
+	"imlab/scenario"
+	"imlab/selftest"
 )
 
 // Exit statuses of imlab scenario run.
@@ -43,13 +47,13 @@ func newScenarioValidateCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var bad []error
 			for _, p := range args {
-				f, err := scenarios.ReadFile(p)
+				f, err := scenario.ReadFile(p)
 				if err != nil {
 					fmt.Fprintf(cmd.ErrOrStderr(), "INVALID %v\n", err)
 					bad = append(bad, err)
 					continue
 				}
-				if c := f.Capacity; f.Kind == scenarios.KindCapacity && c != nil {
+				if c := f.Capacity; f.Kind == scenario.KindCapacity && c != nil {
 					fmt.Fprintf(cmd.OutOrStdout(), "ok      %s (%s: capacity search %g..%g/s within %s)\n", p, f.Name, c.From, c.To, c.SLO)
 				} else {
 					fmt.Fprintf(cmd.OutOrStdout(), "ok      %s (%s: %s for %s, %d faults)\n", p, f.Name, f.Load.Rate, f.Load.Duration.D(), len(f.Faults))
@@ -105,14 +109,14 @@ all of them. A file with a matrix (matrix: {consumers: [1, 2, 4]}) runs once per
 NAME.consumers-N, and the recovery figures of those runs are printed side by side at the end.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var files []*scenarios.File
+			var files []*scenario.File
 			matrix := false
 			for _, p := range args {
-				f, err := scenarios.ReadFile(p)
+				f, err := scenario.ReadFile(p)
 				if err != nil {
 					return &exitError{code: scenarioExitBroken, err: err}
 				}
-				runs, err := scenarios.Expand(f)
+				runs, err := scenario.Expand(f)
 				if err != nil {
 					return &exitError{code: scenarioExitBroken, err: fmt.Errorf("%s: %w", p, err)}
 				}
@@ -131,7 +135,7 @@ NAME.consumers-N, and the recovery figures of those runs are printed side by sid
 // by side) and OUT/junit.xml; the error carries the exit status
 // (exitError). outPrefix names the default output directory
 // runs/PREFIX-<UTC time>.
-func runScenarios(cmd *cobra.Command, files []*scenarios.File, o scenarioOpts, outPrefix string, matrix bool) error {
+func runScenarios(cmd *cobra.Command, files []*scenario.File, o scenarioOpts, outPrefix string, matrix bool) error {
 	w := cmd.OutOrStdout()
 	secret, err := lookupSecret(cmd, true)
 	if err != nil {
@@ -143,7 +147,7 @@ func runScenarios(cmd *cobra.Command, files []*scenarios.File, o scenarioOpts, o
 	if out == "" {
 		out = filepath.Join("runs", outPrefix+"-"+time.Now().UTC().Format("20060102-150405"))
 	}
-	base := scenarios.DefaultConfig("")
+	base := runner.DefaultConfig("")
 	base.Secret = secret.value
 	base.Mode = fromEnv(f, "backends", envBackends)
 	base.MySQLDSN = fromEnv(f, "mysql-dsn", envMySQLDSN)
@@ -167,7 +171,7 @@ func runScenarios(cmd *cobra.Command, files []*scenarios.File, o scenarioOpts, o
 	base.MongoCommand = embeddedMongoCommand()
 	base.Progress = w
 	var (
-		results []*scenarios.Result
+		results []*result.Result
 		rows    []verdictRow
 	)
 	code := 0
@@ -175,7 +179,7 @@ func runScenarios(cmd *cobra.Command, files []*scenarios.File, o scenarioOpts, o
 		c := base
 		c.OutDir = filepath.Join(out, sf.Name)
 		fmt.Fprintf(w, "=== scenario %s (%s)\n", sf.Name, sf.Path)
-		res, err := scenarios.Run(cmd.Context(), c, sf)
+		res, err := runner.Run(cmd.Context(), c, sf)
 		if res != nil {
 			results = append(results, res)
 			printScenarioResult(w, res, c.OutDir)
@@ -194,24 +198,24 @@ func runScenarios(cmd *cobra.Command, files []*scenarios.File, o scenarioOpts, o
 	}
 	printVerdictTable(w, rows)
 	if matrix && len(results) > 0 {
-		fmt.Fprintf(w, "=== recovery side by side\n%s", scenarios.MatrixTable(results))
+		fmt.Fprintf(w, "=== recovery side by side\n%s", result.MatrixTable(results))
 	}
 	if len(results) > 0 {
 		if err := os.MkdirAll(out, 0o755); err != nil {
 			return &exitError{code: scenarioExitBroken, err: err}
 		}
-		fh, err := os.Create(filepath.Join(out, scenarios.JUnitFile))
+		fh, err := os.Create(filepath.Join(out, result.JUnitFile))
 		if err != nil {
 			return &exitError{code: scenarioExitBroken, err: err}
 		}
-		werr := scenarios.WriteJUnit(fh, results...)
+		werr := result.WriteJUnit(fh, results...)
 		if cerr := fh.Close(); werr == nil {
 			werr = cerr
 		}
 		if werr != nil {
 			return &exitError{code: scenarioExitBroken, err: werr}
 		}
-		fmt.Fprintf(w, "junit (all scenarios): %s\n", filepath.Join(out, scenarios.JUnitFile))
+		fmt.Fprintf(w, "junit (all scenarios): %s\n", filepath.Join(out, result.JUnitFile))
 	}
 	switch code {
 	case 0:
@@ -223,7 +227,7 @@ func runScenarios(cmd *cobra.Command, files []*scenarios.File, o scenarioOpts, o
 	}
 }
 
-func printScenarioResult(w io.Writer, r *scenarios.Result, dir string) {
+func printScenarioResult(w io.Writer, r *result.Result, dir string) {
 	status := "PASSED"
 	if !r.Passed {
 		status = "FAILED"
@@ -266,7 +270,7 @@ func printScenarioResult(w io.Writer, r *scenarios.Result, dir string) {
 		incarnations[p.Name]++
 	}
 	for _, p := range r.Processes {
-		if incarnations[p.Name] < 2 && p.End == scenarios.EndStopped {
+		if incarnations[p.Name] < 2 && p.End == runner.EndStopped {
 			continue
 		}
 		line := fmt.Sprintf("    process %s", p.Name)
@@ -304,7 +308,7 @@ func printScenarioResult(w io.Writer, r *scenarios.Result, dir string) {
 		}
 	}
 	if len(r.Checks) > 0 {
-		fmt.Fprint(w, scenarios.Table(r.Checks))
+		fmt.Fprint(w, expect.Table(r.Checks))
 		if r.RateScale != nil {
 			fmt.Fprintf(w, "      checked at %s: rates ×%g for %s\n", r.RateScale.RunRate, r.RateScale.Factor, r.RateScale.For)
 		}
@@ -312,7 +316,7 @@ func printScenarioResult(w io.Writer, r *scenarios.Result, dir string) {
 	for _, e := range r.Errors {
 		fmt.Fprintf(w, "    error: %s\n", e)
 	}
-	for _, n := range []string{scenarios.ResultFile, scenarios.JUnitFile, scenarios.ReportFile, scenarios.VerdictFile, scenarios.LoadDir} {
+	for _, n := range []string{result.ResultFile, result.JUnitFile, result.ReportFile, runner.VerdictFile, result.LoadDir} {
 		p := filepath.Join(dir, n)
 		if _, err := os.Stat(p); err == nil {
 			fmt.Fprintf(w, "    wrote %s\n", p)
@@ -351,13 +355,13 @@ could not run. Writes OUT/matrix.json and each run's outputs under OUT/DEFECT/SC
 					return &exitError{code: scenarioExitBroken, err: fmt.Errorf("no files given and none match %s", defaultScenarioGlob)}
 				}
 			}
-			var files []*scenarios.File
+			var files []*scenario.File
 			for _, p := range args {
-				f, err := scenarios.ReadFile(p)
+				f, err := scenario.ReadFile(p)
 				if err != nil {
 					return &exitError{code: scenarioExitBroken, err: err}
 				}
-				if globbed && f.Kind == scenarios.KindCapacity {
+				if globbed && f.Kind == scenario.KindCapacity {
 					// A search per defect would be long; name the file to
 					// include it.
 					fmt.Fprintf(w, "skipped %s: a capacity search (name it to include it)\n", p)
@@ -374,14 +378,14 @@ could not run. Writes OUT/matrix.json and each run's outputs under OUT/DEFECT/SC
 			if out == "" {
 				out = filepath.Join("runs", "selftest-"+time.Now().UTC().Format("20060102-150405"))
 			}
-			base := scenarios.DefaultConfig(out)
+			base := runner.DefaultConfig(out)
 			base.Secret = secret.value
 			base.Mode = fromEnv(fl, "backends", envBackends)
 			base.MySQLDSN = fromEnv(fl, "mysql-dsn", envMySQLDSN)
 			base.RedisAddr = fromEnv(fl, "redis-addr", envRedisAddr)
 			base.Duration = duration
 			base.DataDir = lookupEnv(compose.EnvDataDir)
-			sc := scenarios.SelftestConfig{Base: base, Parallel: parallel, Progress: w}
+			sc := selftest.SelftestConfig{Base: base, Parallel: parallel, Progress: w}
 			if len(defects) > 0 {
 				sc.Defects = defects
 			}
@@ -390,7 +394,7 @@ could not run. Writes OUT/matrix.json and each run's outputs under OUT/DEFECT/SC
 				rows = len(sc.Defects)
 			}
 			fmt.Fprintf(w, "selftest: %d scenarios x (unmodified + %d defects), %d at a time, into %s\n", len(files), rows, max(1, parallel), out)
-			m, err := scenarios.Selftest(cmd.Context(), sc, files)
+			m, err := selftest.Selftest(cmd.Context(), sc, files)
 			if m != nil {
 				fmt.Fprintf(w, "\n%s\nselftest took %.0fs\n", m.Table(), m.Seconds)
 				if werr := writeJSONFile(filepath.Join(out, selftestFile), m); werr != nil {

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"imlab/scenarios"
+	"imlab/runner"
 )
 
 // newScenarioChildCmd is the hidden `imlab scenario child`: the scenario
@@ -25,7 +25,7 @@ func newScenarioChildCmd() *cobra.Command {
 			if !ok {
 				in = io.NopCloser(cmd.InOrStdin())
 			}
-			return scenarios.ChildMain(cmd.Context(), in, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runner.ChildMain(cmd.Context(), in, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 }
@@ -41,7 +41,7 @@ func newScenarioLoadChildCmd() *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return scenarios.LoadChildMain(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout())
+			return runner.LoadChildMain(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout())
 		},
 	}
 }

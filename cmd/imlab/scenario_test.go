@@ -17,7 +17,9 @@ import (
 
 	"imlab/checker"
 	"imlab/internal/testenv"
-	"imlab/scenarios"
+	"imlab/result"
+	"imlab/runner"
+	"imlab/scenario"
 )
 
 // runScenarioCmd runs `imlab scenario ARGS` and returns its exit status,
@@ -74,15 +76,15 @@ func TestScenarioRunFails(t *testing.T) {
 	if !strings.Contains(stdout, "FAIL  max_ack_p99") || !strings.Contains(stdout, "ok    verdict") {
 		t.Fatalf("no checks table:\n%s", stdout)
 	}
-	for _, n := range []string{scenarios.ResultFile, scenarios.JUnitFile, scenarios.ReportFile} {
+	for _, n := range []string{result.ResultFile, result.JUnitFile, result.ReportFile} {
 		if _, err := os.Stat(filepath.Join(out, "impossible", n)); err != nil {
 			t.Errorf("%s: %v", n, err)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(out, scenarios.JUnitFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(out, result.JUnitFile)); err != nil {
 		t.Errorf("combined junit: %v", err)
 	}
-	res, err := scenarios.ReadResult(filepath.Join(out, "impossible", scenarios.ResultFile))
+	res, err := result.ReadResult(filepath.Join(out, "impossible", result.ResultFile))
 	if err != nil || res.Passed {
 		t.Fatalf("result: %+v %v", res, err)
 	}
@@ -121,10 +123,10 @@ func TestScenarioChild(t *testing.T) {
 
 	my := testenv.NewMySQL(t)
 	rd := testenv.NewRedis(t)
-	spec := scenarios.ChildSpec{Server: scenarios.ServerSpec{Policy: "strict"},
-		Process: scenarios.ProcessSpec{Name: "api", Roles: []string{"api"}, Exec: true}, Node: 1, Listen: "127.0.0.1:0",
+	spec := runner.ChildSpec{Server: scenario.ServerSpec{Policy: "strict"},
+		Process: scenario.ProcessSpec{Name: "api", Roles: []string{"api"}, Exec: true}, Node: 1, Listen: "127.0.0.1:0",
 		Secret: "scenario-child-secret-0123456789", RedisPrefix: rd.Keys.Prefix, RunID: "cmdtest", Partitions: 16,
-		Backends: scenarios.ChildBackends{MySQLDSN: my.DSN, RedisAddr: rd.Addr}}
+		Backends: runner.ChildBackends{MySQLDSN: my.DSN, RedisAddr: rd.Addr}}
 	line, err := json.Marshal(spec)
 	if err != nil {
 		t.Fatal(err)
@@ -202,7 +204,7 @@ func TestDemo(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, errOut)
 	}
-	report := filepath.Join(out, "redis-wipe", scenarios.ReportFile)
+	report := filepath.Join(out, "redis-wipe", result.ReportFile)
 	var row string
 	for _, l := range strings.Split(stdout, "\n") {
 		if strings.HasPrefix(l, "redis-wipe ") {
@@ -221,7 +223,7 @@ func TestDemo(t *testing.T) {
 // when the reconciler looked (not that it was lost), and tells the repaired
 // messages delivered in the end from those still lost.
 func TestPrintRepairs(t *testing.T) {
-	r := &scenarios.Result{Scenario: "s", Passed: true, Repairs: scenarios.RepairSummary{Known: true, Rows: 4, MsgIDs: []uint64{1, 2, 3},
+	r := &result.Result{Scenario: "s", Passed: true, Repairs: result.RepairSummary{Known: true, Rows: 4, MsgIDs: []uint64{1, 2, 3},
 		Fate: &checker.Fate{Messages: 3, Delivered: 3, Lost: []uint64{}}}}
 	var b bytes.Buffer
 	printScenarioResult(&b, r, t.TempDir())

@@ -9,7 +9,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"imlab/scenarios"
+	"imlab/scenario"
 )
 
 // workflowFile is the CI example the repository ships.
@@ -104,7 +104,7 @@ func TestWorkflowCallsRealCommands(t *testing.T) {
 		t.Error("the workflow must upload its reports")
 	}
 	for _, f := range strings.Fields(wf.Env["SMOKE"]) {
-		if _, err := scenarios.ReadFile(filepath.Join("../..", f)); err != nil {
+		if _, err := scenario.ReadFile(filepath.Join("../..", f)); err != nil {
 			t.Errorf("SMOKE names %s: %v", f, err)
 		}
 	}

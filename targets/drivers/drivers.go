@@ -10,6 +10,7 @@ import (
 
 	"imlab/targets"
 	"imlab/targets/ref"
+	tinodedriver "imlab/targets/tinode/driver"
 )
 
 // Factory opens a driver of one kind.
@@ -18,7 +19,8 @@ type Factory func(targets.Config) (targets.Driver, error)
 // factories lists the drivers by name.
 func factories() map[string]Factory {
 	return map[string]Factory{
-		targets.DriverRef: func(c targets.Config) (targets.Driver, error) { return ref.New(c) },
+		targets.DriverRef:    func(c targets.Config) (targets.Driver, error) { return ref.New(c) },
+		targets.DriverTinode: func(c targets.Config) (targets.Driver, error) { return tinodedriver.Open(c) },
 	}
 }
 

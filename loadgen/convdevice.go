@@ -1,0 +1,218 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"imlab/ledger"
+	"imlab/targets"
+)
+
+// This file holds the devices and the end of a run on a target without a
+// per-user inbox (Capabilities.Inbox false, e.g. Tinode): no pull, no
+// cursor, no inbox witness. A device is a push connection whose driver
+// hands out first what the device missed (its conversations' history
+// above what it was handed before), then the pushes; the conversation log
+// is read whole at the end by the driver (convWitness).
+
+// convWitness is a driver that reads its target's conversations whole
+// through the target's protocol at the end of a run, into the history
+// witness records (slots, heads, delete ranges, the history-witness
+// notes).
+type convWitness interface {
+	WriteConvWitness(ctx context.Context, sh *ledger.Shard, now func() time.Duration) (read, failed int, err error)
+}
+
+// convRun runs a device of a target without an inbox: an online device
+// stays connected (reconnecting after a close); the others connect every
+// ComeBackEvery (from their own phase) and take what they missed; all
+// take what they missed at the drain. A crashy device behaves as an
+// offline one: without a cursor there is no acknowledgement to crash
+// around.
+func (d *device) convRun(ctx context.Context, drain <-chan struct{}) {
+	if d.kind == ledger.Online {
+		d.convOnline(ctx, drain)
+		return
+	}
+	every := d.r.cfg.Pop.ComeBackEvery
+	next := d.phase
+	for {
+		var wake <-chan time.Time
+		if every > 0 {
+			wake = time.After(time.Until(d.r.start.Add(next)))
+		}
+		select {
+		case <-wake:
+			d.convVisit(ctx, false)
+			next += every
+		case <-drain:
+			d.convVisit(ctx, true)
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// convStore records a message the device was handed (Seq 0: no inbox).
+func (d *device) convStore(m *targets.Msg, via ledger.Via) {
+	tick, intended, ours := d.r.parseContent(m.Content)
+	at := d.now()
+	if ours {
+		d.r.e2e.stored(d.r.m.lane(int(d.idx)), tick, at-intended)
+	}
+	d.shard().Delivery(ledger.Delivery{Dev: d.idx, Via: via, MsgID: m.MsgID, ConvID: m.ConvID, ConvSeq: m.ConvSeq, Tick: tick, At: at})
+	d.r.m.deliv.Add(1)
+}
+
+// convVisit connects, takes everything the device missed, and leaves.
+func (d *device) convVisit(ctx context.Context, final bool) {
+	c, err := d.sess.Connect(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			d.r.fail("device %d connect (final %v): %v", d.idx, final, err)
+		}
+		return
+	}
+	defer c.Close()
+	if err := d.convTake(c); err != nil && ctx.Err() == nil {
+		d.r.fail("device %d catch-up (final %v): %v", d.idx, final, err)
+	}
+}
+
+// convTake stores what c holds now: Recv with a deadline already past
+// hands out what the driver queued (all that was missed, after Connect)
+// and then its deadline error.
+func (d *device) convTake(c targets.Conn) error {
+	for {
+		p, err := c.Recv(time.Now())
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if p.Type == targets.PushMsg {
+			d.convStore(&p.Msg, ledger.Pull)
+		}
+	}
+}
+
+// convOnline keeps a connection open, storing every message it hands
+// out, reconnecting after a close (the driver then hands out what was
+// missed first), and on drain takes what a new connection has missed.
+func (d *device) convOnline(ctx context.Context, drain <-chan struct{}) {
+	backoff := 10 * time.Millisecond
+	for ctx.Err() == nil {
+		select {
+		case <-drain:
+			d.convVisit(ctx, true)
+			return
+		default:
+		}
+		c, err := d.sess.Connect(ctx)
+		if err != nil {
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+				return
+			}
+			backoff = min(backoff*2, time.Second)
+			continue
+		}
+		backoff = 10 * time.Millisecond
+		frames := make(chan targets.Push, frameQueue)
+		go func() { // ends when c is closed
+			defer close(frames)
+			for {
+				f, err := c.Recv(time.Time{})
+				if err != nil {
+					return
+				}
+				frames <- f
+			}
+		}()
+		done := false
+	recv:
+		for {
+			select {
+			case <-ctx.Done():
+				done = true
+				break recv
+			case <-drain:
+				done = true
+				break recv
+			case f, ok := <-frames:
+				if !ok {
+					break recv // closed by the target: reconnect
+				}
+				if f.Type == targets.PushMsg {
+					d.convStore(&f.Msg, ledger.Push)
+				}
+			}
+		}
+		c.Close()
+		for f := range frames { // handed out before the close: the device has them
+			if f.Type == targets.PushMsg {
+				d.convStore(&f.Msg, ledger.Push)
+			}
+		}
+		if done {
+			if ctx.Err() == nil {
+				d.convVisit(ctx, true)
+			}
+			return
+		}
+	}
+}
+
+// convEnd is the evidence of a target without an inbox: the inbox
+// witnesses are not made (with the reason), the conversations are read
+// whole by the driver.
+func (r *runner) convEnd(ctx context.Context, sum *Summary) {
+	why := fmt.Sprintf("the target (driver %s) keeps no per-user inbox", r.drv.Name())
+	r.note(ledger.Note{Check: "pull-witness", Reason: why})
+	r.note(ledger.Note{Check: "store-witness", Reason: why})
+	sum.Evidence.StoreWitness = StoreSum{Reason: why}
+	cw, ok := r.drv.(convWitness)
+	if !ok {
+		r.note(ledger.Note{Check: "history-witness", Reason: fmt.Sprintf("the %s driver reads no conversation log", r.drv.Name())})
+		return
+	}
+	read, failed, err := cw.WriteConvWitness(ctx, r.led.Shard(0), func() time.Duration { return time.Since(r.start) })
+	if err != nil {
+		r.fail("history witness: %v", err)
+	}
+	if failed > 0 {
+		r.fail("history witness: %d conversations could not be read (%d read)", failed, read)
+	}
+}
+
+// checkCaps takes what the target offers and refuses what this run asks
+// of it that it lacks.
+func (r *runner) checkCaps() error {
+	r.caps = r.drv.Capabilities()
+	if r.caps.Inbox {
+		return nil
+	}
+	switch {
+	case r.cfg.SendVia == ViaWS:
+		return fmt.Errorf("%w: send via ws: the %s driver sends over sessions of its own (use http, its default path)", ErrInvalid, r.drv.Name())
+	case !r.cfg.Segment.Whole():
+		return fmt.Errorf("%w: segment %s: the %s driver provisions the population in one process (its accounts and topics are the server's, not derived from the run)", ErrInvalid, r.cfg.Segment, r.drv.Name())
+	}
+	return nil
+}
+
+// ledgerOptions states the target in the ledger's header (nothing for the
+// reference server, whose contract is the default).
+func (r *runner) ledgerOptions() ledger.Options {
+	o := ledger.Options{RunID: r.runID, Start: r.start, Shards: r.cfg.Shards}
+	if r.caps.Driver != "" && r.caps.Driver != targets.DriverRef {
+		caps := r.caps
+		o.Target = &caps
+	}
+	return o
+}

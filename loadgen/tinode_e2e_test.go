@@ -1,0 +1,102 @@
+package loadgen
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"imlab/checker"
+	"imlab/targets/tinode/tinodefake"
+)
+
+const tinodeFakeKey = "fake-api-key"
+
+// runTinodeFake runs a load through the tinode driver against the
+// protocol fake (prepare sets its faults once the population exists) and
+// judges the ledger.
+func runTinodeFake(t *testing.T, prepare func(*tinodefake.Server)) (*Summary, *checker.Verdict) {
+	t.Helper()
+	srv, err := tinodefake.Start(tinodefake.Config{APIKey: tinodeFakeKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	cfg := testConfig(t, "tinode+"+strings.TrimSuffix(srv.URL(), "/v0/channels"), 100, 2*time.Second)
+	cfg.TargetOptions = map[string]string{"apikey": tinodeFakeKey}
+	cfg.Pop.Users, cfg.Pop.Groups = 8, 2
+	cfg.Timeout = 5 * time.Second
+	if prepare != nil {
+		prepare(srv)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testBound)
+	defer cancel()
+	sum, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := checker.CheckSourcesWith([]checker.Source{{Dir: cfg.RunDir}}, checker.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum, v
+}
+
+// TestTinodeLoadValid: a load through the tinode driver against the fake
+// is VALID: every send ACKed, every recipient device holds every message,
+// the conversation log read whole has no gap; the inbox witnesses are not
+// made, with the reason.
+func TestTinodeLoadValid(t *testing.T) {
+	sum, v := runTinodeFake(t, nil)
+	if !v.Valid || v.Target != "tinode" || sum.OK != 200 || sum.Fail+sum.Unknown != 0 || len(sum.Errors) > 0 {
+		t.Fatalf("valid %v target %q ok %d fail %d unknown %d errors %v findings %v", v.Valid, v.Target, sum.OK, sum.Fail, sum.Unknown, sum.Errors, v.Findings)
+	}
+	if f := v.Findings[checker.Lost]; f.NotMade != "" || f.Count != 0 {
+		t.Errorf("lost %+v", f)
+	}
+	if !strings.Contains(sum.Evidence.StoreWitness.Reason, "keeps no per-user inbox") {
+		t.Errorf("store witness %+v", sum.Evidence.StoreWitness)
+	}
+}
+
+// TestTinodeLoadFailedButStored: sends the server answers 500 but stores
+// and delivers make the run INVALID through failed-but-stored.
+func TestTinodeLoadFailedButStored(t *testing.T) {
+	sum, v := runTinodeFake(t, func(s *tinodefake.Server) { s.ErrorButStore("", 3) })
+	if v.Valid || sum.Fail != 3 {
+		t.Fatalf("valid %v fail %d findings %v", v.Valid, sum.Fail, v.Findings)
+	}
+	if f := v.Findings[checker.FailedButStored]; f.Count != 3 {
+		t.Fatalf("failed-but-stored %+v", f)
+	}
+}
+
+// TestTinodeLoadReal runs the same load against a real Tinode named by
+// IMLAB_TINODE_URL (skipped otherwise, saying so): VALID.
+func TestTinodeLoadReal(t *testing.T) {
+	url := os.Getenv("IMLAB_TINODE_URL")
+	if url == "" {
+		t.Skip("IMLAB_TINODE_URL is not set: no real Tinode to run against (set it to ws://HOST:PORT/v0/channels and IMLAB_TINODE_APIKEY to its API key)")
+	}
+	cfg := testConfig(t, "tinode+"+strings.TrimSuffix(url, "/v0/channels"), 50, 5*time.Second)
+	cfg.TargetOptions = map[string]string{"apikey": os.Getenv("IMLAB_TINODE_APIKEY")}
+	cfg.Pop.Users, cfg.Pop.Groups = 12, 3
+	cfg.Pop.ComeBackEvery = 5 * time.Second
+	cfg.Timeout = 10 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), testBound)
+	defer cancel()
+	sum, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := checker.CheckSourcesWith([]checker.Source{{Dir: cfg.RunDir}}, checker.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.Valid || sum.OK != 250 || len(sum.Errors) > 0 {
+		t.Fatalf("valid %v ok %d fail %d unknown %d errors %v findings %v", v.Valid, sum.OK, sum.Fail, sum.Unknown, sum.Errors, v.Findings)
+	}
+	t.Logf("real Tinode: %d ACKed, %d deliveries; latency (us) response %+v service %+v send delay %+v", sum.OK, sum.Deliveries,
+		sum.Latency["response"], sum.Latency["service"], sum.Latency["send_delay"])
+}

@@ -1,0 +1,61 @@
+package result
+
+import (
+	"strings"
+	"testing"
+
+	"imlab/loadgen"
+	"imlab/scenario"
+)
+
+// TestSendFailuresByFaultWindow: failed, unknown and retried sends are
+// counted inside a fault window when they were intended in it (to a tenth
+// of a second, the load starting offset s after the time base), outside
+// otherwise; a fault that never healed lasts to the end.
+func TestSendFailuresByFaultWindow(t *testing.T) {
+	events := []FaultEvent{
+		{At: 1, Fault: "latency(mysql,300ms)", Action: "inject"}, {At: 2.5, Fault: "latency(mysql,300ms)", Action: "heal"},
+		{At: 5, Fault: "down(mysql)", Action: "inject"}, // never healed
+	}
+	bins := []loadgen.IntendedFailures{
+		{At: 0.8, Unknown: 1},             // 1.0..1.1 after the base: inside latency
+		{At: 2.4, Fail: 2, Retried: 3},    // 2.6..2.7: after the heal, outside
+		{At: 3.0, Unknown: 4},             // 3.2..3.3: outside
+		{At: 4.9, Unknown: 5, Retried: 5}, // 5.1..5.2: inside down, to the end
+	}
+	sf := SendFailuresOf(events, bins, 0.2, 9)
+	if len(sf.Windows) != 2 || sf.Windows[1].To != 9 {
+		t.Fatalf("windows %+v", sf.Windows)
+	}
+	if sf.InFaults != (SendCounts{Unknown: 6, Retried: 5}) || sf.Outside != (SendCounts{Failed: 2, Unknown: 4, Retried: 3}) {
+		t.Fatalf("inside %+v, outside %+v", sf.InFaults, sf.Outside)
+	}
+}
+
+// TestLoadVerdictNamesItsCause: a run OVERLOADED only by sends intended in
+// its fault windows says so; one with failures outside says that the
+// faults do not explain them; a result without the attribution says that
+// the cause is not recorded; a clean run is within load.
+func TestLoadVerdictNamesItsCause(t *testing.T) {
+	retried := uint64(0)
+	r := &Result{Spec: &scenario.File{}, RetriedSends: &retried, Sends: []SendSecond{{T: 1, OK: 100}, {T: 2, OK: 50, Unknown: 50}}}
+	r.SendFailures = &SendFailures{InFaults: SendCounts{Unknown: 50}, Windows: []FaultWindow{{Fault: "down(mysql)", From: 1, To: 2}}}
+	if l, c := r.LoadLabel(), r.LoadCause(); l != "OVERLOADED by the faults" || !strings.Contains(c, "caused by the faults") || !strings.Contains(c, "down(mysql) 1.0–2.0 s") {
+		t.Errorf("in the faults: %q, %q", l, c)
+	}
+	r.SendFailures.Outside = SendCounts{Unknown: 3}
+	if l, c := r.LoadLabel(), r.LoadCause(); l != "OVERLOADED" || !strings.Contains(c, "not explained by the faults alone: 3 failed or unknown") {
+		t.Errorf("outside too: %q, %q", l, c)
+	}
+	r.SendFailures = nil
+	if c := r.LoadCause(); !strings.Contains(c, "not recorded") {
+		t.Errorf("no attribution: %q", c)
+	}
+	r.Sends[1] = SendSecond{T: 2, OK: 100}
+	if l, c := r.LoadLabel(), r.LoadCause(); l != "within load" || c != "" {
+		t.Errorf("clean: %q, %q", l, c)
+	}
+	if l := (&Result{}).LoadLabel(); l != "" {
+		t.Errorf("no load: %q", l)
+	}
+}

@@ -1,0 +1,267 @@
+package runner
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+
+	"imlab/checker"
+	"imlab/loadgen"
+	"imlab/loadgen/schedule"
+	"imlab/scenario"
+)
+
+// DefaultLoadChildArgs are the arguments (after this executable's path) of
+// the command that runs one load segment: imlab's hidden
+// "scenario load-child".
+func DefaultLoadChildArgs() []string { return []string{"scenario", "load-child"} }
+
+// LoadChildSpec is what the runner writes, as one line of JSON, to the stdin
+// of a load segment's process: the run's load config with its rate shape
+// as text (a Shape is an interface) and no progress writer.
+type LoadChildSpec struct {
+	Rate   string         `json:"rate"`
+	Config loadgen.Config `json:"config"`
+}
+
+// LoadChildMain runs one load segment from the spec line on stdin (see
+// LoadChildSpec) and writes its ledger and summary to the spec's run
+// directory; it prints one line, "done RUN_DIR", on stdout when the run
+// ended without error.
+func LoadChildMain(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
+	sc := bufio.NewScanner(stdin)
+	sc.Buffer(make([]byte, 0, 4096), MaxChildLine)
+	if !sc.Scan() {
+		return fmt.Errorf("%w: load child: no spec line on stdin (%v)", scenario.ErrInvalid, sc.Err())
+	}
+	var spec LoadChildSpec
+	if err := json.Unmarshal(sc.Bytes(), &spec); err != nil {
+		return fmt.Errorf("%w: load child: spec: %v", scenario.ErrInvalid, err)
+	}
+	sh, err := schedule.Parse(spec.Rate)
+	if err != nil {
+		return fmt.Errorf("%w: load child: %w", scenario.ErrInvalid, err)
+	}
+	lc := spec.Config
+	lc.Shape, lc.Progress = sh, nil
+	if err := lc.Validate(); err != nil {
+		return fmt.Errorf("load child: %w", err)
+	}
+	if _, err := loadgen.Run(ctx, lc); err != nil {
+		return fmt.Errorf("load child: segment %s: %w", lc.Segment, err)
+	}
+	_, err = fmt.Fprintln(stdout, "done", lc.RunDir)
+	return err
+}
+
+// loadChildCommand is the configured command, or this executable's.
+func (c Config) loadChildCommand() ([]string, error) {
+	return selfCommand(c.LoadChildCommand, DefaultLoadChildArgs(), "load segments need a command (Config.LoadChildCommand)")
+}
+
+// segmentProcs is the GOMAXPROCS of each of n generator processes sharing
+// this machine: loadgen's default (twice the CPUs) divided among them, at
+// least 2.
+func segmentProcs(n int) int { return max(2, loadgen.DefaultProcs()/n) }
+
+// runSegments runs lc as n segments, each in an OS process of its own with
+// its own GOMAXPROCS and run directory (RunDir/seg-I), all started at once,
+// and returns their summaries merged and the checker's sources.
+func (r *run) runSegments(ctx context.Context, lc loadgen.Config, n int) (*loadgen.Summary, []checker.Source, error) {
+	argv, err := r.cfg.loadChildCommand()
+	if err != nil {
+		return nil, nil, err
+	}
+	dirs := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		c := lc
+		c.Segment = loadgen.Segment{Index: i + 1, Count: n}
+		c.RunDir = filepath.Join(lc.RunDir, "seg-"+strconv.Itoa(i+1))
+		dirs[i] = c.RunDir
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = r.runSegment(ctx, argv, c, segmentProcs(n))
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, nil, err
+	}
+	plan, err := loadgen.PlanMerge(dirs, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	var srcs []checker.Source
+	var sums []*loadgen.Summary
+	for _, s := range plan.Sources {
+		srcs = append(srcs, checker.Source{Dir: s.Dir, Shift: s.Shift})
+		sum, err := loadgen.ReadSummary(s.Dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		sums = append(sums, sum)
+	}
+	r.segNotes = plan.Notes
+	return mergeSummaries(sums), srcs, nil
+}
+
+// runSegment runs one segment's process to its end; its stderr goes to
+// OutDir/load-seg-I.log.
+func (r *run) runSegment(ctx context.Context, argv []string, c loadgen.Config, procs int) error {
+	spec, err := json.Marshal(LoadChildSpec{Rate: c.Shape.String(), Config: withoutShape(c)})
+	if err != nil {
+		return fmt.Errorf("scenarios: segment %s: %w", c.Segment, err)
+	}
+	logPath := filepath.Join(r.cfg.OutDir, fmt.Sprintf("load-seg-%d.log", c.Segment.Index))
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return fmt.Errorf("scenarios: segment %s: %w", c.Segment, err)
+	}
+	defer logf.Close()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs))
+	cmd.Stdin = bytes.NewReader(append(spec, '\n'))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.WaitDelay = StopTimeout
+	cmd.SysProcAttr = childProcAttr()
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("scenarios: load segment %s (log %s): %w", c.Segment, logPath, err)
+	}
+	return nil
+}
+
+// withoutShape is c ready for JSON: no Shape, no Progress.
+func withoutShape(c loadgen.Config) loadgen.Config {
+	c.Shape, c.Progress = nil, nil
+	return c
+}
+
+// mergeSummaries adds up the segments' counts (sends, outcomes, pacer,
+// deliveries, witness) and sums their timelines second by second (each
+// segment's seconds from its own start, which the runner starts within a
+// few milliseconds of the others). Percentiles cannot be added: the merged
+// Latency comes from the checker's histograms over every segment's records
+// (the caller sets it); a merged second's ACK percentiles are the largest
+// of the segments', an upper bound.
+func mergeSummaries(sums []*loadgen.Summary) *loadgen.Summary {
+	m := *sums[0]
+	m.Latency = map[string]loadgen.Quantiles{}
+	m.Timeline = nil
+	m.FailedByIntended = []loadgen.IntendedFailures{}
+	m.Errors = nil
+	m.OK, m.Fail, m.Unknown, m.Retries, m.Deliveries, m.AchievedPerSec = 0, 0, 0, 0, 0, 0
+	m.RetriedSends = 0
+	m.StartedPerSec, m.LoadSeconds, m.AckSeconds = 0, 0, 0
+	m.Pacer = schedule.Stats{}
+	m.Drain = loadgen.DrainSummary{Complete: true}
+	m.Split.Users = 0
+	byT := map[int]*loadgen.Second{}
+	var ts []int
+	for _, s := range sums {
+		if s.StartedAt.Before(m.StartedAt) {
+			m.StartedAt = s.StartedAt
+		}
+		m.AddOutcomes(s)
+		m.Retries += s.Retries
+		m.Deliveries += s.Deliveries
+		m.StartedPerSec += s.StartedPerSec
+		m.Split.Users += s.Split.Users
+		m.Pacer.Scheduled += s.Pacer.Scheduled
+		m.Pacer.Started += s.Pacer.Started
+		m.Pacer.Late += s.Pacer.Late
+		m.Pacer.Missed += s.Pacer.Missed
+		m.Pacer.Direct += s.Pacer.Direct
+		m.Pacer.Canceled = m.Pacer.Canceled || s.Pacer.Canceled
+		m.Pacer.Workers += s.Pacer.Workers
+		m.Pacer.QueuePeak += s.Pacer.QueuePeak // at most: the segments peak apart
+		m.Drain.Complete = m.Drain.Complete && s.Drain.Complete
+		m.Drain.Rounds = max(m.Drain.Rounds, s.Drain.Rounds)
+		m.Drain.Seconds = max(m.Drain.Seconds, s.Drain.Seconds)
+		m.Drain.WitnessUIDs += s.Drain.WitnessUIDs
+		m.Drain.WitnessErrors += s.Drain.WitnessErrors
+		m.LedgerBytes += s.LedgerBytes
+		for _, e := range s.Errors {
+			m.Errors = append(m.Errors, "segment "+s.Split.Segment.String()+": "+e)
+		}
+		m.FailedByIntended = addIntended(m.FailedByIntended, s.FailedByIntended)
+		for _, sec := range s.Timeline {
+			row := byT[sec.T]
+			if row == nil {
+				row = &loadgen.Second{T: sec.T}
+				byT[sec.T] = row
+				ts = append(ts, sec.T)
+			}
+			addSecond(row, sec)
+		}
+	}
+	slices.Sort(ts)
+	for _, t := range ts {
+		m.Timeline = append(m.Timeline, *byT[t])
+	}
+	m.Outcome = m.Outcomes(loadgen.OverloadFraction)
+	return &m
+}
+
+// addIntended adds b's bins to a's (both in order of At, one bin per
+// IntendedBin: the segments start within milliseconds of each other).
+func addIntended(a, b []loadgen.IntendedFailures) []loadgen.IntendedFailures {
+	out := make([]loadgen.IntendedFailures, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case j == len(b) || (i < len(a) && a[i].At < b[j].At):
+			out = append(out, a[i])
+			i++
+		case i == len(a) || b[j].At < a[i].At:
+			out = append(out, b[j])
+			j++
+		default:
+			x := a[i]
+			x.Fail, x.Unknown, x.Retried = x.Fail+b[j].Fail, x.Unknown+b[j].Unknown, x.Retried+b[j].Retried
+			out = append(out, x)
+			i, j = i+1, j+1
+		}
+	}
+	return out
+}
+
+func addSecond(row *loadgen.Second, s loadgen.Second) {
+	row.Started += s.Started
+	row.OK += s.OK
+	row.Fail += s.Fail
+	row.Unknown += s.Unknown
+	row.Late += s.Late
+	row.Missed += s.Missed
+	row.Deliveries += s.Deliveries
+	row.Workers += s.Workers
+	row.Response = maxQuantiles(row.Response, s.Response)
+	row.SendDelay = maxQuantiles(row.SendDelay, s.SendDelay)
+	row.E2E = maxQuantiles(row.E2E, s.E2E)
+}
+
+func maxQuantiles(a, b loadgen.Quantiles) loadgen.Quantiles {
+	a.Count += b.Count
+	a.P50, a.P90, a.P99, a.P999, a.Max = max(a.P50, b.P50), max(a.P90, b.P90), max(a.P99, b.P99), max(a.P999, b.P999), max(a.Max, b.Max)
+	return a
+}
+
+// latencyFromVerdict sets the summary's latency quantiles from the
+// checker's histograms (merged over every segment's records).
+func latencyFromVerdict(sum *loadgen.Summary, v *checker.Verdict) {
+	for name, l := range v.Latency {
+		sum.Latency[name] = loadgen.Quantiles{Count: l.Count, P50: l.P50, P90: l.P90, P99: l.P99, P999: l.P999, Max: l.Max}
+	}
+}
