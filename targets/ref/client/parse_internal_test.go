@@ -98,5 +98,3 @@ func TestParseFrameAsEncodingJSON(t *testing.T) {
 		}
 	}
 }
-
-
