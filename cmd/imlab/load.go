@@ -137,7 +137,7 @@ sine:mean=5000,amp=2000,period=30s`,
 	f.IntVar(&cfg.Pacer.MaxQueued, "max-queued", 1_000_000, "with --senders: sends queued at most (then sends start late)")
 	f.DurationVar(&cfg.Pacer.LateAfter, "late-after", def.Pacer.LateAfter, "a send starting this much after its intended time is late")
 	f.DurationVar(&cfg.Pacer.Grace, "grace", def.Pacer.Grace, "sends not started by duration+grace are missed")
-	f.DurationVar(&cfg.Pacer.SpinWindow, "spin", def.Pacer.SpinWindow, "pacer yields instead of sleeping this long before each send (0: sleep only)")
+	f.DurationVar(&cfg.Pacer.SpinWindow, "spin", def.Pacer.SpinWindow, "pacer sleeps in the kernel (precise to about 10 µs) instead of on the runtime's timers (about 1 ms) for this long before each send (0: the runtime's timers only)")
 	f.DurationVar(&cfg.Timeout, "timeout", def.Timeout, "timeout of one HTTP exchange or WebSocket send")
 	f.StringVar(&cfg.SendVia, "send-via", def.SendVia, "send transport: http (POST /v1/msg/send) or ws (send frames, WebSockets of their own per sending user)")
 	f.IntVar(&cfg.WSConnsPerUser, "ws-conns-per-user", def.WSConnsPerUser, "with --send-via ws: sending WebSockets per user (a server answers one connection's sends in order)")
@@ -241,6 +241,7 @@ func printSummary(w interface{ Write([]byte) (int, error) }, s *loadgen.Summary)
 		fmt.Fprintf(w, "not sent: %d of the failed sends waited in the generator's queue past the send timeout and were never transmitted: the server answered too slowly for the offered rate\n", s.NotSent)
 	}
 	fmt.Fprintf(w, "load: %s\n", s.Outcome)
+	fmt.Fprintln(w, s.LabCPU)
 	fmt.Fprintf(w, "%-11s %8s %9s %9s %9s %9s %9s\n", "latency", "count", "p50", "p90", "p99", "p999", "max")
 	for _, n := range []string{"response", "service", "send_delay", "end_to_end"} {
 		l := s.Latency[n]
