@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"imlab/checker"
-	"imlab/loadgen"
 	"imlab/compare"
+	"imlab/loadgen"
 	"imlab/recovery"
 	"imlab/scenario"
 )
