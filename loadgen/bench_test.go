@@ -294,8 +294,8 @@ func benchScheduled(b *testing.B, name string, cl *client.Client, tok string, ra
 //
 // goroutine_per_send is the pacer's pool mode (a goroutine per send in
 // flight, up to 300,000); queued is the queued mode (512 senders fed by
-// the pacer's queue), queued_no_spin the same with a pacer that sleeps
-// between sends instead of yielding in a loop for the last 2 ms
+// the pacer's queue), queued_no_spin the same with a pacer on the
+// runtime's timers only, without its kernel sleep for the last 2 ms
 // (load.spin_window: 0s). Each reports the generator's CPU per started send
 // (cpu_µs/send, this process's user+system time over the trial: the
 // server is another process), the start delay p99 (sched_p99_µs) and
