@@ -141,7 +141,32 @@ func TestSearchFindsAKnownCapacity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"rate vs ACK latency", "rate vs CPU", "sustainable", "generator (cores)", "shares this machine"} {
+	// The generator's share of the machine, as the search wrote it: the
+	// generator's cores over the machine's CPUs wherever those were
+	// measured, in result.json, the table and the page.
+	raw, err := os.ReadFile(filepath.Join(c.OutDir, ResultFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Result
+	if err := json.Unmarshal(raw, &back); err != nil || len(back.Steps) != len(res.Steps) {
+		t.Fatalf("result.json: %v", err)
+	}
+	for _, st := range back.Steps {
+		cores := st.CPU[0].Cores
+		switch {
+		case cores == nil && st.GeneratorCPUShare != nil:
+			t.Fatalf("step %d: a share without the generator's cores: %v", st.Index, *st.GeneratorCPUShare)
+		case cores != nil && (st.GeneratorCPUShare == nil || math.Abs(*st.GeneratorCPUShare-*cores/float64(back.Machine.CPUs)) > 1e-9 ||
+			st.GeneratorOverHalf != (*st.GeneratorCPUShare > 0.5)):
+			t.Fatalf("step %d: generator cores %v of %d CPUs, share %v over half %v", st.Index, *cores, back.Machine.CPUs, st.GeneratorCPUShare, st.GeneratorOverHalf)
+		}
+	}
+	var tb bytes.Buffer
+	if err := back.WriteTable(&tb); err != nil || !strings.Contains(tb.String(), "generator %cpu") {
+		t.Fatalf("the table lacks the generator's share: %v\n%s", err, tb.String())
+	}
+	for _, want := range []string{"rate vs ACK latency", "rate vs CPU", "sustainable", "generator (cores)", "shares this machine", "generator % of the machine's CPU"} {
 		if !bytes.Contains(page, []byte(want)) {
 			t.Errorf("report.html lacks %q", want)
 		}
@@ -466,5 +491,35 @@ func TestTargetProcs(t *testing.T) {
 	}
 	if _, err := TargetProcs(ctx, "http://192.0.2.1:8080"); err == nil || !strings.Contains(err.Error(), "loopback") {
 		t.Fatalf("remote target: %v", err)
+	}
+}
+
+// A step where the generator took more than half of the machine's CPU is
+// labelled as such in the table; one under half is not, and an unmeasured
+// generator has no share (unknown, never 0).
+func TestGeneratorShareOverHalfLabelled(t *testing.T) {
+	r := &Result{Machine: Machine{CPUs: 2}}
+	for i, cores := range []*float64{ptr(1.4), ptr(0.3), nil} {
+		st := &Step{Index: i, Held: true, CPU: []ProcCost{{Name: generatorProc, Cores: cores}, {Name: "server", Cores: ptr(0.5)}}}
+		st.GeneratorCPUShare, st.GeneratorOverHalf = generatorShare(st.CPU, r.Machine.CPUs)
+		r.Steps = append(r.Steps, st)
+	}
+	if s := r.Steps[0]; s.GeneratorCPUShare == nil || *s.GeneratorCPUShare != 0.7 || !s.GeneratorOverHalf {
+		t.Fatalf("1.4 cores of 2: %+v", s)
+	}
+	if s := r.Steps[1]; s.GeneratorCPUShare == nil || *s.GeneratorCPUShare != 0.15 || s.GeneratorOverHalf {
+		t.Fatalf("0.3 cores of 2: %+v", s)
+	}
+	if s := r.Steps[2]; s.GeneratorCPUShare != nil || s.GeneratorOverHalf {
+		t.Fatalf("unmeasured: %+v", s)
+	}
+	var b bytes.Buffer
+	if err := r.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if !strings.Contains(out, "step 0: generator used 70% of the machine's CPU during the measured window: more than half") ||
+		strings.Contains(out, "step 1: generator used") || strings.Contains(out, "step 2: generator") {
+		t.Fatalf("table:\n%s", out)
 	}
 }

@@ -35,12 +35,25 @@ func pct(p *float64) *float64 {
 	return ptr(*p * 100)
 }
 
+// GeneratorShareLine says how much of the machine's CPU the generator
+// used in a measured window, and labels a share over half.
+func GeneratorShareLine(share *float64) string {
+	if share == nil {
+		return "generator's share of the machine's CPU during the measured window: unknown"
+	}
+	s := fmt.Sprintf("generator used %.0f%% of the machine's CPU during the measured window", *share*100)
+	if *share > 0.5 {
+		s += ": more than half, the target had less than half of the machine"
+	}
+	return s
+}
+
 // WriteTable writes the steps and the answer as text.
 func (r *Result) WriteTable(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "capacity of %s within %s (warm-up %gs not counted, %gs measured per step)\n", r.Target, r.SLO, r.WarmUpS, r.StepS)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	hdr := "step\tphase\toffered/s\tacked/s\tack p50 ms\tack p99 ms\tservice p99 ms\tlate %\terrors %\tunknown %\tlag s\tvalid\t"
+	hdr := "step\tphase\toffered/s\tacked/s\tack p50 ms\tack p99 ms\tservice p99 ms\tlate %\terrors %\tunknown %\tlag s\tvalid\tgenerator %cpu\t"
 	for _, p := range r.Procs {
 		hdr += p.Name + " cores\t" + p.Name + " µs/msg\t"
 	}
@@ -50,9 +63,9 @@ func (r *Result) WriteTable(w io.Writer) error {
 		if st.Valid != nil {
 			valid = fmt.Sprint(*st.Valid)
 		}
-		line := fmt.Sprintf("%d\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t", st.Index, st.Phase, st.OfferedPerSec, fv(st.AckedPerSec, "%.0f"),
+		line := fmt.Sprintf("%d\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t", st.Index, st.Phase, st.OfferedPerSec, fv(st.AckedPerSec, "%.0f"),
 			fv(st.AckP50Ms, "%.1f"), fv(st.AckP99Ms, "%.1f"), fv(st.ServiceP99Ms, "%.1f"), fv(pct(st.LateFraction), "%.2f"), fv(pct(st.ErrorRate), "%.3f"),
-			fv(pct(st.UnknownRate), "%.3f"), fv(st.LagS, "%.2f"), valid)
+			fv(pct(st.UnknownRate), "%.3f"), fv(st.LagS, "%.2f"), valid, fv(pct(st.GeneratorCPUShare), "%.0f"))
 		for _, pc := range st.CPU {
 			line += fv(pc.Cores, "%.2f") + "\t" + fv(pc.USPerMsg, "%.0f") + "\t"
 		}
@@ -68,6 +81,9 @@ func (r *Result) WriteTable(w io.Writer) error {
 	for _, st := range r.Steps {
 		if !st.Held {
 			fmt.Fprintf(&b, "  step %d: %s\n", st.Index, strings.Join(st.Broken, "; "))
+		}
+		if st.GeneratorOverHalf {
+			fmt.Fprintf(&b, "  step %d: %s\n", st.Index, GeneratorShareLine(st.GeneratorCPUShare))
 		}
 		for _, e := range st.Errors {
 			fmt.Fprintf(&b, "  step %d error: %s\n", st.Index, e)
@@ -321,8 +337,8 @@ td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}th{background:#f4f4
 {{range .Charts}}<div>{{.}}</div>{{end}}
 {{with .Undrawn}}<p class="note">Not drawn (no figure: unknown, never 0): {{.}}.</p>{{end}}
 <h2>Steps</h2>
-<table><tr><th>#</th><th>phase</th><th>offered/s</th><th>acked/s</th><th>ack p50 ms</th><th>ack p99 ms</th><th>service p99 ms</th><th>errors %</th><th>unknown %</th><th>lag s</th><th>valid</th><th>verdict</th></tr>
-{{range .Rows}}<tr><td>{{.Index}}</td><td>{{.Phase}}</td><td>{{.Offered}}</td><td>{{.Acked}}</td><td>{{.P50}}</td><td>{{.P99}}</td><td>{{.Svc}}</td><td>{{.Err}}</td><td>{{.Unk}}</td><td>{{.Lag}}</td><td>{{.Valid}}</td><td class="{{if .Held}}ok{{else}}bad{{end}}" style="text-align:left">{{.Verdict}}</td></tr>
+<table><tr><th>#</th><th>phase</th><th>offered/s</th><th>acked/s</th><th>ack p50 ms</th><th>ack p99 ms</th><th>service p99 ms</th><th>errors %</th><th>unknown %</th><th>lag s</th><th>valid</th><th>generator % of the machine's CPU</th><th>verdict</th></tr>
+{{range .Rows}}<tr><td>{{.Index}}</td><td>{{.Phase}}</td><td>{{.Offered}}</td><td>{{.Acked}}</td><td>{{.P50}}</td><td>{{.P99}}</td><td>{{.Svc}}</td><td>{{.Err}}</td><td>{{.Unk}}</td><td>{{.Lag}}</td><td>{{.Valid}}</td><td{{if .GenOverHalf}} class="bad"{{end}}>{{.GenShare}}{{if .GenOverHalf}} (more than half: the target had less than half of the machine){{end}}</td><td class="{{if .Held}}ok{{else}}bad{{end}}" style="text-align:left">{{.Verdict}}</td></tr>
 {{end}}</table>
 <h2>Marginal cost (what one more message per second costs)</h2>
 <p class="note">Least squares of each process's cores against ACKed/s over every step that ran its whole window: the slope is CPU-µs per additional message, the intercept the cores it uses with no load. {{.R.Machine.Note}}.</p>
@@ -343,6 +359,8 @@ type htmlRow struct {
 	Index                                          int
 	Phase, Offered, Acked, P50, P99, Svc, Err, Unk string
 	Lag, Valid, Verdict                            string
+	GenShare                                       string
+	GenOverHalf                                    bool
 	Held                                           bool
 }
 
@@ -388,7 +406,8 @@ func (r *Result) WriteHTML(w io.Writer) error {
 		}
 		d.Rows = append(d.Rows, htmlRow{Index: st.Index, Phase: st.Phase, Offered: fmt.Sprintf("%.0f", st.OfferedPerSec), Acked: fv(st.AckedPerSec, "%.0f"),
 			P50: fv(st.AckP50Ms, "%.1f"), P99: fv(st.AckP99Ms, "%.1f"), Svc: fv(st.ServiceP99Ms, "%.1f"), Err: fv(pct(st.ErrorRate), "%.3f"),
-			Unk: fv(pct(st.UnknownRate), "%.3f"), Lag: fv(st.LagS, "%.2f"), Valid: valid, Verdict: v, Held: st.Held})
+			Unk: fv(pct(st.UnknownRate), "%.3f"), Lag: fv(st.LagS, "%.2f"), Valid: valid, Verdict: v, Held: st.Held,
+			GenShare: fv(pct(st.GeneratorCPUShare), "%.0f"), GenOverHalf: st.GeneratorOverHalf})
 		for _, pc := range st.CPU {
 			d.Costs = append(d.Costs, htmlCost{Index: st.Index, Offered: fmt.Sprintf("%.0f", st.OfferedPerSec), Name: pc.Name, PID: pc.PID,
 				Cores: fv(pc.Cores, "%.2f"), PerMsg: fv(pc.USPerMsg, "%.0f"), PerRow: fv(pc.USPerRow, "%.0f"), Err: pc.Err})

@@ -67,6 +67,9 @@ type Config struct {
 	Notes []string
 }
 
+// generatorProc names this process among the watched ones.
+const generatorProc = "generator"
+
 // DefaultConfig is a search of 200..20000 sends/s against target.
 func DefaultConfig(target, secret, outDir string) Config {
 	lc := loadgen.DefaultConfig(target, secret, "")
@@ -181,7 +184,7 @@ func Search(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("capacity: %w", err)
 	}
 	host, _ := os.Hostname()
-	s := &search{cfg: cfg, procs: append([]Proc{{Name: "generator", PID: os.Getpid()}}, cfg.Procs...)}
+	s := &search{cfg: cfg, procs: append([]Proc{{Name: generatorProc, PID: os.Getpid()}}, cfg.Procs...)}
 	s.watch = newProcWatch(s.procs)
 	s.res = &Result{Kind: "imlab-capacity", Format: ResultFormat, Target: cfg.Load.Target, SLO: cfg.SLO.String(), StartedAt: time.Now().UTC(),
 		From: cfg.From, To: cfg.To, WarmUpS: cfg.WarmUp.Seconds(), StepS: cfg.Step.Seconds(), Procs: s.procs,

@@ -90,6 +90,14 @@ type Step struct {
 	// RowsPerMsg: inbox rows per ACKed send (the checker's witness pulls).
 	RowsPerMsg *float64   `json:"rows_per_msg"`
 	CPU        []ProcCost `json:"cpu"`
+	// GeneratorCPUShare is the generator's CPU in the measured window as a
+	// fraction of the machine's (its cores over the machine's CPUs): how
+	// much of the machine the target did not have. Nil: not measured.
+	GeneratorCPUShare *float64 `json:"generator_cpu_share"`
+	// GeneratorOverHalf: the generator took more than half of the
+	// machine's CPU in the window; the step measured a target that had less
+	// than half of the machine.
+	GeneratorOverHalf bool `json:"generator_over_half,omitempty"`
 	// Valid is the checker's verdict on the step's ledger (nil: not
 	// checked).
 	Valid *bool `json:"valid"`
@@ -235,6 +243,7 @@ func (s *search) runStep(ctx context.Context, phase string, rate float64) *Step 
 		s.check(st)
 	}
 	st.CPU = costs(s.procs, cpu0, cpu1, windowOK, st.RowsPerMsg)
+	st.GeneratorCPUShare, st.GeneratorOverHalf = generatorShare(st.CPU, s.res.Machine.CPUs)
 	s.judge(st)
 	return st
 }
@@ -346,6 +355,18 @@ func costs(procs []Proc, c0, c1 *cpuSample, ok uint64, rowsPerMsg *float64) []Pr
 		out = append(out, pc)
 	}
 	return out
+}
+
+// generatorShare is the generator's share of the machine's CPU (cores over
+// cpus) and whether it passed half; nil when its cores were not measured.
+func generatorShare(cpu []ProcCost, cpus int) (*float64, bool) {
+	for _, pc := range cpu {
+		if pc.Name == generatorProc && pc.Cores != nil && cpus > 0 {
+			sh := *pc.Cores / float64(cpus)
+			return ptr(sh), sh > 0.5
+		}
+	}
+	return nil, false
 }
 
 // judge decides whether the step held and, if not, whose limit it was.

@@ -55,7 +55,10 @@ import (
 //     connection inside the send, after their start was recorded; letting
 //     both grow to 20,000 made the pool run away after a stall (thousands
 //     of goroutines queued on 64 connections) and starved both pacers.
-//     rate_*/loadgen_pipelined is loadgen on the pipelined pool.
+//     rate_*/loadgen_pipelined is loadgen on the pipelined pool. Each
+//     constant-rate trial also reports the generator's CPU per send
+//     started (cpu_µs/send: this process's user + system time over the
+//     trial, the endpoint being another process), vegeta's beside it.
 //
 // Every trial starts on a warm pool (loadgen: client.Warm, as imlab load
 // does before its schedule starts; vegeta: a 100 ms attack on the same
@@ -229,6 +232,7 @@ func benchFixedRate(b *testing.B, srv string, cl, pcl *client.Client, tok string
 			e := make(errs, 0, rate*3)
 			n := 0
 			interval := time.Second / time.Duration(rate)
+			cpu0 := processCPU()
 			start := time.Now()
 			for res := range atk.Attack(vegetaTargeter(srv, tok, body), vegeta.Rate{Freq: rate, Per: time.Second}, benchTrial, "rate") {
 				if res.Code == 200 {
@@ -237,6 +241,7 @@ func benchFixedRate(b *testing.B, srv string, cl, pcl *client.Client, tok string
 				d := res.Timestamp.Sub(start.Add(time.Duration(res.Seq) * interval))
 				e = append(e, max(d, 0))
 			}
+			reportCPU(b, processCPU()-cpu0, len(e))
 			e.report(b, n, time.Since(start))
 			// vegeta stops at the duration: ticks it could not start are not sent and not reported.
 			b.ReportMetric(float64(int(benchTrial.Seconds())*rate-len(e)), "unsent")
@@ -254,6 +259,7 @@ func benchScheduled(b *testing.B, name string, cl *client.Client, tok string, ra
 			var mu sync.Mutex
 			e := make(errs, 0, rate*3)
 			n := 0
+			cpu0 := processCPU()
 			start := time.Now()
 			st, err := schedule.Run(context.Background(), cfg, schedule.NewIter(schedule.Constant{PerSec: float64(rate)}, benchTrial), start, nil,
 				func(_ int, t schedule.Tick, started time.Duration) {
@@ -269,6 +275,7 @@ func benchScheduled(b *testing.B, name string, cl *client.Client, tok string, ra
 			if err != nil {
 				b.Fatal(err)
 			}
+			reportCPU(b, processCPU()-cpu0, int(st.Started))
 			e.report(b, n, time.Since(start))
 			b.ReportMetric(float64(st.Late), "late")
 			b.ReportMetric(float64(st.Workers), "workers")
@@ -287,8 +294,8 @@ func benchScheduled(b *testing.B, name string, cl *client.Client, tok string, ra
 //
 // goroutine_per_send is the pacer's pool mode (a goroutine per send in
 // flight, up to 300,000); queued is the queued mode (512 senders fed by
-// the pacer's queue), queued_no_spin the same with a pacer that sleeps
-// between sends instead of yielding in a loop for the last 2 ms
+// the pacer's queue), queued_no_spin the same with a pacer on the
+// runtime's timers only, without its kernel sleep for the last 2 ms
 // (load.spin_window: 0s). Each reports the generator's CPU per started send
 // (cpu_µs/send, this process's user+system time over the trial: the
 // server is another process), the start delay p99 (sched_p99_µs) and
@@ -351,6 +358,15 @@ func BenchmarkBurstGenerator(b *testing.B) {
 				delays.report(b, int(st.Started), burst) // req/s: started per second of the burst
 			}
 		})
+	}
+}
+
+// reportCPU reports cpu, this process's CPU time over a trial, per send
+// started in it (cpu_µs/send); the endpoint is another process, so this is
+// the generator's own cost. A trial that started nothing reports nothing.
+func reportCPU(b *testing.B, cpu time.Duration, sends int) {
+	if sends > 0 {
+		b.ReportMetric(float64(cpu.Microseconds())/float64(sends), "cpu_µs/send")
 	}
 }
 

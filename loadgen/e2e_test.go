@@ -3,6 +3,8 @@ package loadgen
 import (
 	"bytes"
 	"context"
+	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -150,6 +152,7 @@ func testCorrectServerIsValid(t *testing.T, via string) {
 	if err == nil || s2 != nil {
 		t.Fatal("ReadSummary of an empty dir must fail")
 	}
+
 }
 
 // TestDropOneIn10000IsLost: 10,500 sends, every one accepted by the fake
@@ -253,7 +256,7 @@ func TestRetriesResendTheSameClientMsgID(t *testing.T) {
 // of their own) makes every send once, records its start when it was
 // queued, and a correct server is judged valid, as in the pool mode.
 func TestQueuedModeIsValid(t *testing.T) {
-	sum, v, c, _, _ := runFake(t, faketarget.Faults{}, 1000, time.Second, func(c *Config) {
+	sum, v, c, _, cfg := runFake(t, faketarget.Faults{}, 1000, time.Second, func(c *Config) {
 		c.Pacer.Senders, c.Pacer.MaxQueued = 4, 10_000
 	})
 	want := schedule.Count(schedule.Constant{PerSec: 1000}, time.Second)
@@ -265,6 +268,20 @@ func TestQueuedModeIsValid(t *testing.T) {
 	}
 	if q := sum.Latency["queue_wait"]; q.Count != int64(want) {
 		t.Fatalf("queue_wait counted %d sends, want %d", q.Count, want)
+	}
+	// The generator's share of the machine over the send window, as
+	// summary.json has it: this process's CPU over CPUs x window.
+	back, err := ReadSummary(cfg.RunDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := back.LabCPU
+	if l == nil || l.CPUs != runtime.NumCPU() || l.WindowSeconds < 1 || l.CPUSeconds <= 0 ||
+		math.Abs(l.Share-l.CPUSeconds/(float64(l.CPUs)*l.WindowSeconds)) > 1e-9 || l.OverHalf != (l.Share > 0.5) {
+		t.Fatalf("lab cpu in summary.json: %+v", l)
+	}
+	if !strings.Contains(l.String(), "of the machine's CPU during the measured window") {
+		t.Fatalf("lab cpu line: %s", l)
 	}
 }
 

@@ -76,7 +76,7 @@ func (c *Config) flags() []flag {
 			fs.DurationVar(&pc.Grace, "grace", pc.Grace, "sends not started by duration+grace are missed")
 		}},
 		{"spin", func(fs *pflag.FlagSet) {
-			fs.DurationVar(&pc.SpinWindow, "spin", pc.SpinWindow, "pacer yields instead of sleeping this long before each send (0: sleep only)")
+			fs.DurationVar(&pc.SpinWindow, "spin", pc.SpinWindow, "pacer sleeps in the kernel (precise to about 10 µs) instead of on the runtime's timers (about 1 ms) for this long before each send (0: the runtime's timers only)")
 		}},
 		{"timeout", func(fs *pflag.FlagSet) {
 			fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "timeout of one HTTP exchange or WebSocket send")

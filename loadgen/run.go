@@ -99,11 +99,14 @@ type Summary struct {
 	Population PopulationSummary `json:"population"`
 	Ceiling    *Ceiling          `json:"generator_ceiling,omitempty"`
 	Generator  GeneratorSummary  `json:"generator"`
-	Pacer      schedule.Stats    `json:"pacer"`
-	OK         uint64            `json:"ok"`
-	Fail       uint64            `json:"fail"`
-	Unknown    uint64            `json:"unknown"`
-	Retries    uint64            `json:"retries"`
+	// LabCPU: the generator's share of the machine's CPU while it sent
+	// (nil: not measured).
+	LabCPU  *LabCPU        `json:"lab_cpu,omitempty"`
+	Pacer   schedule.Stats `json:"pacer"`
+	OK      uint64         `json:"ok"`
+	Fail    uint64         `json:"fail"`
+	Unknown uint64         `json:"unknown"`
+	Retries uint64         `json:"retries"`
 	// RetriedSends: sends that needed more than one try (a timeout or
 	// other unknown outcome resent, a 429): whatever their final outcome,
 	// the server did not answer them at the first try.
@@ -308,7 +311,9 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	r.prog.enter(PhaseSending, 0, 0)
 	go r.report(&live, sum, repStop, repDone)
 
+	cpu0 := markCPU()
 	st, err := schedule.Run(ctx, cfg.Pacer, r.ticks(), r.start, &live, r.send)
+	sum.LabCPU = labCPU(cpu0, markCPU())
 	stopRevoker()
 	if err != nil {
 		close(repStop)

@@ -12,6 +12,7 @@ import (
 
 	"imlab/checker"
 	"imlab/compare"
+	"imlab/loadgen"
 	"imlab/recovery"
 	"imlab/scenario"
 )
@@ -181,6 +182,10 @@ type Result struct {
 	// LoadAverage is the machine's load when the run started and ended
 	// (nil where the system does not publish it).
 	LoadAverage *LoadAverage `json:"load_average,omitempty"`
+	// LabCPU is how much of the machine's CPU this process (the generator,
+	// and the proxies and in-process Kafka beside it) used while the load
+	// sent (nil: not measured, or a load split in segments).
+	LabCPU *loadgen.LabCPU `json:"lab_cpu,omitempty"`
 	// LoadOffset is how long after the run's time base the load started
 	// (loadgen's own setup); fault events and lag samples use the run's
 	// base, the send timeline is shifted by it.

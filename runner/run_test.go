@@ -90,6 +90,15 @@ func checkOutputs(t *testing.T, dir string, res *result.Result) {
 	if !bytes.Contains(html, []byte("<svg")) || !bytes.Contains(html, []byte(res.Scenario)) {
 		t.Fatal("report.html has no chart or does not name the scenario")
 	}
+	// The lab's own share of the machine while it sent: in result.json
+	// (unless the load was split in segments) and on the page.
+	if l := back.LabCPU; (l == nil) != (res.LabCPU == nil) || (l == nil && res.Spec.Load.Segments <= 1) ||
+		(l != nil && (l.CPUs < 1 || l.WindowSeconds <= 0 || l.OverHalf != (l.Share > 0.5))) {
+		t.Fatalf("result.json lab_cpu %+v (the run's %+v)", l, res.LabCPU)
+	}
+	if !bytes.Contains(html, []byte("of the machine&#39;s CPU during the measured window")) && !bytes.Contains(html, []byte("of the machine's CPU during the measured window")) {
+		t.Fatal("report.html does not say the generator's share of the machine")
+	}
 	if _, err := os.Stat(filepath.Join(dir, result.LoadDir, "summary.json")); err != nil {
 		if _, serr := os.Stat(filepath.Join(dir, result.LoadDir, "seg-1", "summary.json")); serr != nil {
 			t.Fatalf("load directory: %v", err)

@@ -368,6 +368,7 @@ func (r *run) execute(ctx context.Context) error {
 	}
 	if sum != nil {
 		r.res.LoadOffset = sum.StartedAt.Sub(base).Seconds()
+		r.res.LabCPU = sum.LabCPU
 	}
 	sinceAt, since := expect.RecoverySince(lc.Shape, lc.Duration, r.res.LoadOffset, r.res.Events)
 	rcfg := expect.RecoveryConfig(r.f.Expect, sinceAt, lc.DrainTimeout)

@@ -57,11 +57,10 @@ type LoadSpec struct {
 	// then not used. 0: a goroutine per send in flight, up to max_workers.
 	Senders   int `yaml:"senders,omitempty" json:"senders,omitempty"`
 	MaxQueued int `yaml:"max_queued,omitempty" json:"max_queued,omitempty"`
-	// SpinWindow: the pacer yields in a loop instead of sleeping for the
-	// last SpinWindow before each send (schedule.Config.SpinWindow,
-	// default 2ms: starts within tens of µs of their time, at the cost of
-	// a busy pacer while the rate is low). "0s" sleeps only: starts up to
-	// about a millisecond late, and no CPU taken from the server beside it.
+	// SpinWindow: for the last SpinWindow before each send the pacer sleeps
+	// in the kernel (precise to tens of µs) instead of on the runtime's
+	// timers (schedule.Config.SpinWindow, default 2ms). "0s": the
+	// runtime's timers only, starts up to about a millisecond late.
 	SpinWindow *Duration `yaml:"spin_window,omitempty" json:"spin_window,omitempty"`
 	// Seed of the population and traffic (default 1).
 	Seed uint64 `yaml:"seed,omitempty" json:"seed,omitempty"`

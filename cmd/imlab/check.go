@@ -174,6 +174,7 @@ func runCheckDirs(cmd *cobra.Command, dirs []string, o checkOpts) error {
 		if q := s.QueueLag; q != nil {
 			rep.QueueLag = append(rep.QueueLag, d+": queue lag at the end: "+q.String())
 		}
+		rep.LabCPU = append(rep.LabCPU, d+": "+s.LabCPU.String())
 	}
 	if loads > 0 {
 		lo := load.Outcomes(o.limit)
@@ -234,6 +235,9 @@ type checkReport struct {
 	// Load is the load's outcome from the summaries (null: no summary).
 	Load     *loadgen.Outcome `json:"load"`
 	QueueLag []string         `json:"queue_lag_at_end,omitempty"`
+	// LabCPU says, per load directory, how much of the machine's CPU the
+	// generator used while it sent.
+	LabCPU []string `json:"lab_cpu,omitempty"`
 	// Segments: the run directories judged together (null: one run).
 	Segments    *checkSegments `json:"segments,omitempty"`
 	VerdictFile string         `json:"verdict_file"`
@@ -280,6 +284,9 @@ func printCheck(out io.Writer, rep checkReport, sums []*loadgen.Summary, limit f
 	}
 	for _, q := range rep.QueueLag {
 		fmt.Fprintln(out, q)
+	}
+	for _, l := range rep.LabCPU {
+		fmt.Fprintln(out, l)
 	}
 	rep.Verdict.WriteTable(out)
 	if len(sums) > 1 {

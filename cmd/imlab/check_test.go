@@ -56,6 +56,9 @@ func TestCheckReportsLoadBesideTheVerdict(t *testing.T) {
 	if !strings.Contains(out, "load: achieved ") || !strings.Contains(out, "ACKed sends/s") || !strings.Contains(out, "unknown 0.0%, failed 0.0%, retried 0.0%: within load") {
 		t.Fatalf("no load line:\n%s", out)
 	}
+	if !regexp.MustCompile(`(?m): generator used \d+% of the machine's CPU during the measured window \(`).MatchString(out) {
+		t.Fatalf("no line with the generator's share of the machine, read from summary.json:\n%s", out)
+	}
 	row := regexp.MustCompile(`(?m)^response +\d+ +(\S+)`).FindStringSubmatch(out)
 	if row == nil {
 		t.Fatalf("no response row:\n%s", out)

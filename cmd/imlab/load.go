@@ -220,6 +220,7 @@ func printSummary(w interface{ Write([]byte) (int, error) }, s *loadgen.Summary)
 		fmt.Fprintf(w, "not sent: %d of the failed sends waited in the generator's queue past the send timeout and were never transmitted: the server answered too slowly for the offered rate\n", s.NotSent)
 	}
 	fmt.Fprintf(w, "load: %s\n", s.Outcome)
+	fmt.Fprintln(w, s.LabCPU)
 	fmt.Fprintf(w, "%-11s %8s %9s %9s %9s %9s %9s\n", "latency", "count", "p50", "p90", "p99", "p999", "max")
 	for _, n := range []string{"response", "service", "send_delay", "end_to_end"} {
 		l := s.Latency[n]

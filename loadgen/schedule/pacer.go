@@ -3,7 +3,6 @@ package schedule
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,9 +87,10 @@ type Config struct {
 	// Grace: ticks that could not start before duration+Grace are not sent
 	// and are counted missed.
 	Grace time.Duration
-	// SpinWindow: the pacer yields in a loop instead of sleeping for the
-	// last SpinWindow before each tick (the runtime's sleep resolution is
-	// about 1 ms when idle). 0 sleeps only.
+	// SpinWindow: for the last SpinWindow before each tick the pacer does
+	// not use the runtime's timers (about 1 ms late on a busy machine) but
+	// sleeps in the kernel and yields in a loop for the last 60 µs
+	// (spinSleep). 0: the runtime's timers only.
 	SpinWindow time.Duration
 	// Senders, when > 0, is the queued mode: a fixed pool of Senders
 	// goroutines, fed in order through a queue of at most MaxQueued sends.
@@ -337,7 +337,7 @@ loop:
 				break
 			}
 			if d <= cfg.SpinWindow {
-				runtime.Gosched()
+				spinSleep(d)
 				if ctx.Err() != nil {
 					st.Canceled = true
 					missRest()

@@ -37,6 +37,9 @@ func HTMLReport(res *result.Result) *report.Report {
 	if la := res.LoadAverage; la != nil {
 		rep.Settings = append([][2]string{{"machine_load_average", la.String()}}, rep.Settings...)
 	}
+	if res.Verdict != nil || res.LabCPU != nil { // a run that sent: say how much of the machine the lab took
+		rep.Settings = append([][2]string{{"generator_cpu", res.LabCPU.String()}}, rep.Settings...)
+	}
 	rep.Load = loadVerdict(res)
 	switch {
 	case res.Incomplete:

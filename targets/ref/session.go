@@ -3,6 +3,7 @@ package ref
 import (
 	"context"
 	"time"
+	"unsafe"
 
 	"imlab/targets"
 	"imlab/targets/ref/client"
@@ -42,14 +43,15 @@ func (s *Session) Pull(_ context.Context, o targets.PullOpts) (targets.PullPage,
 	return page(pr), nil
 }
 
-// page converts a pull answer.
+// page converts a pull answer. Its items are not copied: targets.Msg and
+// client.Msg have the same fields in the same order (the conversion
+// targets.Msg(client.Msg{}) compiles only while that holds), so the page
+// takes the answer's array as it is.
 func page(pr client.PullResp) targets.PullPage {
 	p := targets.PullPage{HasMore: pr.HasMore, NextCursor: pr.NextCursor, Truncated: pr.Truncated}
 	if len(pr.Msgs) > 0 {
-		p.Msgs = make([]targets.Msg, len(pr.Msgs))
-		for i := range pr.Msgs {
-			p.Msgs[i] = targets.Msg(pr.Msgs[i])
-		}
+		_ = targets.Msg(client.Msg{})
+		p.Msgs = unsafe.Slice((*targets.Msg)(unsafe.Pointer(&pr.Msgs[0])), len(pr.Msgs))
 	}
 	return p
 }

@@ -377,14 +377,18 @@ func (c *Client) do(method, path, token string, body []byte, out any) error {
 	if st/100 != 2 {
 		return apiError(resp)
 	}
-	if ack, ok := out.(*SendAck); ok {
-		if err := parseSendAck(resp.Body(), ack); err != nil {
-			return &Error{Status: st, Code: "bad_body", Message: err.Error()}
-		}
-	} else if out != nil {
-		if err := json.Unmarshal(resp.Body(), out); err != nil {
-			return &Error{Status: st, Code: "bad_body", Message: err.Error()}
-		}
+	var perr error
+	switch o := out.(type) {
+	case nil:
+	case *SendAck:
+		perr = parseSendAck(resp.Body(), o)
+	case *PullResp:
+		perr = parsePull(resp.Body(), o)
+	default:
+		perr = json.Unmarshal(resp.Body(), out)
+	}
+	if perr != nil {
+		return &Error{Status: st, Code: "bad_body", Message: perr.Error()}
 	}
 	return nil
 }

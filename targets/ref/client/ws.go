@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fasthttp/websocket"
+	"github.com/valyala/fastjson"
 )
 
 // Frame is any /v1/ws frame, in either direction.
@@ -61,6 +61,7 @@ func (fe *FrameError) AsError() *Error {
 // WS is one device's WebSocket. One goroutine may Read while others write.
 type WS struct {
 	conn *websocket.Conn
+	fp   fastjson.Parser // Read's
 	wmu  sync.Mutex
 	wbuf []byte
 	wto  time.Duration
@@ -83,7 +84,8 @@ func (c *Client) DialWS(ctx context.Context, token string) (*WS, error) {
 	return &WS{conn: conn, wto: c.cfg.Timeout}, nil
 }
 
-// Read returns the next frame. A deadline of zero waits forever.
+// Read returns the next frame. A deadline of zero waits forever. One
+// goroutine reads.
 func (w *WS) Read(deadline time.Time) (Frame, error) {
 	var f Frame
 	w.conn.SetReadDeadline(deadline)
@@ -91,8 +93,8 @@ func (w *WS) Read(deadline time.Time) (Frame, error) {
 	if err != nil {
 		return f, err
 	}
-	if err := json.Unmarshal(b, &f); err != nil {
-		return f, fmt.Errorf("client: ws frame: %w", err)
+	if err := parseFrame(&w.fp, b, &f); err != nil {
+		return Frame{}, fmt.Errorf("client: ws frame: %w", err)
 	}
 	return f, nil
 }

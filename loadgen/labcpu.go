@@ -1,0 +1,73 @@
+package loadgen
+
+import (
+	"fmt"
+	"runtime"
+	"syscall"
+	"time"
+)
+
+// LabCPU is what the generator's own process used of the machine's CPU
+// while it sent (the measured window: from the schedule's start to its
+// last send), from getrusage(2) of this process: user + system time of
+// every thread (the generator's devices, ledger and live line included;
+// in a scenario run also the proxies and an in-process Kafka, which live in
+// the same process). A figure the lab could not read is absent (nil),
+// never 0.
+type LabCPU struct {
+	// CPUSeconds: this process's CPU time in the window.
+	CPUSeconds float64 `json:"cpu_s"`
+	// WindowSeconds: the window's wall time.
+	WindowSeconds float64 `json:"window_s"`
+	// CPUs: the machine's CPUs (runtime.NumCPU).
+	CPUs int `json:"cpus"`
+	// Share: CPUSeconds over CPUs x WindowSeconds, the fraction of the
+	// machine's CPU the generator took (1 = every core, the whole window).
+	Share float64 `json:"share"`
+	// OverHalf: the generator took more than half of the machine's CPU:
+	// the target had less than half of the machine.
+	OverHalf bool `json:"over_half,omitempty"`
+}
+
+// String is "generator used N% of the machine's CPU during the measured
+// window", labelled when over half.
+func (l *LabCPU) String() string {
+	if l == nil {
+		return "generator's share of the machine's CPU during the measured window: unknown"
+	}
+	s := fmt.Sprintf("generator used %.0f%% of the machine's CPU during the measured window (%.2f CPU-s in %.1f s on %d CPUs)",
+		l.Share*100, l.CPUSeconds, l.WindowSeconds, l.CPUs)
+	if l.OverHalf {
+		s += ": MORE THAN HALF, the target had less than half of the machine"
+	}
+	return s
+}
+
+// cpuMark is this process's CPU time at a moment.
+type cpuMark struct {
+	at  time.Time
+	cpu time.Duration
+	ok  bool
+}
+
+// markCPU reads this process's CPU time now.
+func markCPU() cpuMark {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return cpuMark{}
+	}
+	return cpuMark{at: time.Now(), cpu: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), ok: true}
+}
+
+// labCPU is the share between two marks; nil when either was not read or
+// the window is empty.
+func labCPU(m0, m1 cpuMark) *LabCPU {
+	wall := m1.at.Sub(m0.at)
+	if !m0.ok || !m1.ok || wall <= 0 {
+		return nil
+	}
+	l := &LabCPU{CPUSeconds: (m1.cpu - m0.cpu).Seconds(), WindowSeconds: wall.Seconds(), CPUs: runtime.NumCPU()}
+	l.Share = l.CPUSeconds / (float64(l.CPUs) * l.WindowSeconds)
+	l.OverHalf = l.Share > 0.5
+	return l
+}
