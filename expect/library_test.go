@@ -1,11 +1,12 @@
 package expect
 
 import (
+	"path/filepath"
+	"testing"
+
 	"imlab/loadgen"
 	"imlab/loadgen/schedule"
 	"imlab/scenario"
-	"path/filepath"
-	"testing"
 )
 
 // TestLibraryClaims: the default glob exercises what it claims: every

@@ -1,10 +1,11 @@
 package expect
 
 import (
-	"imlab/result"
-	"imlab/scenario"
 	"strings"
 	"testing"
+
+	"imlab/result"
+	"imlab/scenario"
 )
 
 const matrixFile = `name: m

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"imlab/ledger"
@@ -190,6 +191,10 @@ type runner struct {
 	ev     evidence
 	errMu  sync.Mutex
 	errs   []string
+
+	// finalMissed counts the devices of a target without an inbox whose
+	// final catch-up failed (convVisit).
+	finalMissed atomic.Int64
 }
 
 type group struct {

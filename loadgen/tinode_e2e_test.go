@@ -100,3 +100,17 @@ func TestTinodeLoadReal(t *testing.T) {
 	t.Logf("real Tinode: %d ACKed, %d deliveries; latency (us) response %+v service %+v send delay %+v", sum.OK, sum.Deliveries,
 		sum.Latency["response"], sum.Latency["service"], sum.Latency["send_delay"])
 }
+
+// TestTinodeLoadRetryDuplicate: publishes whose connection drops after the
+// message was stored are retried (their outcome is unknown) and stored
+// again, a new message each time: retry-duplicate, reported, and the run
+// stays VALID; nothing is lost.
+func TestTinodeLoadRetryDuplicate(t *testing.T) {
+	sum, v := runTinodeFake(t, func(s *tinodefake.Server) { s.DropOnPublish("", 2, true) })
+	if !v.Valid || sum.Unknown != 0 || sum.RetriedSends != 2 {
+		t.Fatalf("valid %v unknown %d retried %d findings %v", v.Valid, sum.Unknown, sum.RetriedSends, v.Findings)
+	}
+	if f := v.Findings[checker.RetryDuplicate]; f.Count != 2 {
+		t.Fatalf("retry-duplicate %+v", f)
+	}
+}

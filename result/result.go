@@ -38,10 +38,13 @@ type Setting struct {
 // FaultEvent is one injection or heal of the schedule.
 type FaultEvent struct {
 	// At is seconds since the run's start (the load's start, see Result).
-	At     float64 `json:"at_s"`
-	Fault  string  `json:"fault"`
-	Action string  `json:"action"` // inject | heal
-	Err    string  `json:"error,omitempty"`
+	At    float64 `json:"at_s"`
+	Fault string  `json:"fault"`
+	// Kind is the fault's kind (faults.Lookup; "" in results written
+	// before it was recorded).
+	Kind   string `json:"kind,omitempty"`
+	Action string `json:"action"` // inject | heal
+	Err    string `json:"error,omitempty"`
 	// Affected is how many keys, counters or records a data fault changed.
 	Affected int64 `json:"affected,omitempty"`
 }

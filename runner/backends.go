@@ -85,18 +85,6 @@ func (k *proxiedKafka) admin() (*kadm.Client, *kgo.Client, error) {
 
 func (k *proxiedKafka) Close() { k.cluster.Close() }
 
-// mysqlAddr is the TCP host:port of a DSN.
-func mysqlAddr(dsn string) (string, error) {
-	c, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		return "", fmt.Errorf("%w: mysql dsn: %v", scenario.ErrInvalid, err)
-	}
-	if c.Net != "tcp" {
-		return "", fmt.Errorf("%w: mysql dsn: network %q cannot be proxied (want tcp)", scenario.ErrInvalid, c.Net)
-	}
-	return c.Addr, nil
-}
-
 // withAddr returns dsn with its address replaced.
 func withAddr(dsn, addr string) (string, error) {
 	c, err := mysql.ParseDSN(dsn)
@@ -157,16 +145,4 @@ func mongoVia(uri, addr string) string {
 	q.Set("directConnection", "true")
 	u.RawQuery = q.Encode()
 	return u.String()
-}
-
-// proxyFault builds the chaos fault of a proxy kind.
-func proxyFault(p *chaos.Proxies, x scenario.FaultSpec) chaos.Fault {
-	if x.Kind == scenario.KindDown {
-		return chaos.ProxyDown(p, x.Target)
-	}
-	t := chaos.Toxic{Kind: x.Kind, Stream: x.Stream, Latency: x.Latency.D(), Jitter: x.Jitter.D(), Timeout: x.Timeout.D(), RateKBps: x.RateKBps}
-	if x.Toxicity != nil {
-		t.Toxicity = *x.Toxicity
-	}
-	return chaos.ProxyToxic(p, x.Target, t)
 }

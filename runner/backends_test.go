@@ -10,6 +10,7 @@ import (
 
 	"imlab/internal/testenv"
 	"imlab/result"
+	"imlab/runner/proc"
 	"imlab/scenario"
 )
 
@@ -28,11 +29,11 @@ func TestFreshDatabaseLeavesTheDSNsAlone(t *testing.T) {
 	cfg := DefaultConfig(t.TempDir())
 	cfg.Mode = "external"
 	cfg.MySQLDSN, cfg.RedisAddr, cfg.RedisPrefix = dsn, rd.Addr, rd.Keys.Prefix
-	r := &run{cfg: cfg, f: &scenario.File{}, log: slog.New(slog.NewTextHandler(io.Discard, nil)), id: randomID(), res: &result.Result{}}
+	r := &run{cfg: cfg, f: &scenario.File{}, log: slog.New(slog.NewTextHandler(io.Discard, nil)), id: proc.RandomID(), res: &result.Result{}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	err = r.startBackends(ctx)
-	own := databaseOf(r.id)
+	own := proc.DatabaseOf(r.id)
 	t.Cleanup(func() { _, _ = my.DB.Exec("DROP DATABASE IF EXISTS `" + own + "`") })
 	if err != nil {
 		t.Fatal(err)

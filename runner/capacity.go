@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -27,10 +26,10 @@ func (r *run) watched() ([]capacity.Proc, []string) {
 	var ps []capacity.Proc
 	var in []string
 	for _, s := range r.procs {
-		if pid := s.current().pid(); pid > 0 {
-			ps = append(ps, capacity.Proc{Name: s.name + "[" + strings.Join(s.roles(), ",") + "]", PID: pid})
+		if pid := s.Current().Pid(); pid > 0 {
+			ps = append(ps, capacity.Proc{Name: s.Name + "[" + strings.Join(s.Roles(), ",") + "]", PID: pid})
 		} else {
-			in = append(in, s.name)
+			in = append(in, s.Name)
 		}
 	}
 	var notes []string
@@ -78,11 +77,4 @@ func (r *run) executeCapacity(ctx context.Context, lc loadgen.Config) error {
 	}
 	r.res.Checks = expect.EvaluateCapacity(r.f.Expect, sum)
 	return nil
-}
-
-// roles are the slot's process's roles as the file names them.
-func (s *procSlot) roles() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.spec.Process.Roles)
 }

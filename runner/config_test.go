@@ -2,11 +2,12 @@ package runner
 
 import (
 	"errors"
-	"imlab/loadgen/schedule"
-	"imlab/scenario"
 	"os"
 	"testing"
 	"time"
+
+	"imlab/loadgen/schedule"
+	"imlab/scenario"
 )
 
 func TestChildCommandDefault(t *testing.T) {

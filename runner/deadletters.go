@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"imlab/runner/proc"
 	"net/http"
 	"strconv"
 	"time"
@@ -26,9 +27,9 @@ const MaxTopicRecordsRead = 500_000
 // fetchDeadLetters reads the api process's DeadLettersPath.
 func fetchDeadLetters(ctx context.Context, addr string) (server.DeadLettersAnswer, error) {
 	var out server.DeadLettersAnswer
-	hc := &http.Client{Timeout: ScrapeTimeout}
+	hc := &http.Client{Timeout: proc.ScrapeTimeout}
 	defer hc.CloseIdleConnections()
-	if err := getJSON(ctx, hc, "http://"+addr+server.DeadLettersPath, &out); err != nil {
+	if err := proc.GetJSON(ctx, hc, "http://"+addr+server.DeadLettersPath, &out); err != nil {
 		return out, fmt.Errorf("dead letters: %w", err)
 	}
 	return out, nil
@@ -191,7 +192,7 @@ func (r *run) deadLetters(ctx context.Context, rep result.RepairSummary, v *chec
 	}
 	addr := ""
 	for _, s := range r.procs {
-		if addr = s.apiAddr(); addr != "" {
+		if addr = s.APIAddr(); addr != "" {
 			break
 		}
 	}

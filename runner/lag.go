@@ -3,9 +3,7 @@ package runner
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"sort"
 	"strings"
@@ -14,6 +12,7 @@ import (
 
 	"imlab/ref/server"
 	"imlab/result"
+	"imlab/runner/proc"
 )
 
 // lagAnswer is the part of GET /v1/lab/lag the runner reads.
@@ -85,9 +84,6 @@ func countRows(ctx context.Context, db *sql.DB) *int64 {
 	return &n
 }
 
-// maxLagBody bounds a lag answer.
-const maxLagBody = 1 << 20
-
 // LagStale is how old the server's latest measurement may be when the
 // runner reads it: an older one (the monitor is stuck, e.g. on a broker
 // that does not answer) is an unknown sample, not a current one.
@@ -142,7 +138,7 @@ func (r *run) pollLag(ctx context.Context, base time.Time, db *sql.DB, out *lagL
 		s := result.LagSample{T: time.Since(base).Seconds()}
 		addr := ""
 		for _, p := range r.procs {
-			if addr = p.addr(); addr != "" {
+			if addr = p.Addr(); addr != "" {
 				break
 			}
 		}
@@ -169,32 +165,10 @@ func (r *run) pollLag(ctx context.Context, base time.Time, db *sql.DB, out *lagL
 
 func fetchLag(ctx context.Context, hc *http.Client, url string) (*lagAnswer, error) {
 	var a lagAnswer
-	if err := getJSON(ctx, hc, url, &a); err != nil {
+	if err := proc.GetJSON(ctx, hc, url, &a); err != nil {
 		return nil, fmt.Errorf("lag: %w", err)
 	}
 	return &a, nil
-}
-
-// getJSON GETs url and decodes its 200 answer (at most maxLagBody bytes)
-// into v; another status is an error carrying the body.
-func getJSON(ctx context.Context, hc *http.Client, url string, v any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxLagBody))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("status %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
-	}
-	return json.Unmarshal(b, v)
 }
 
 func lagLine(s result.LagSample) string {

@@ -1,39 +1,18 @@
 package runner
 
 import (
-	"context"
-	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"testing"
+
+	"imlab/runner/proc"
 )
 
-// TestMain makes the test binary its own child command: run with the
-// arguments "scenario child" (what the runner appends to this executable,
-// see DefaultChildArgs) it is an exec server process, as imlab is.
+// TestMain makes the test binary its own child command, as imlab is.
 func TestMain(m *testing.M) {
-	if len(os.Args) == 3 && os.Args[1] == "scenario" && os.Args[2] == "child" {
-		os.Exit(testChild())
-	}
-	if len(os.Args) == 3 && os.Args[1] == "scenario" && os.Args[2] == "load-child" {
-		if err := LoadChildMain(context.Background(), os.Stdin, os.Stdout); err != nil {
-			fmt.Fprintln(os.Stderr, "scenario load-child:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
+	if code, ok := ServeChild(os.Args[1:]); ok {
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
-}
-
-func testChild() int {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	if err := ChildMain(ctx, os.Stdin, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "scenario child:", err)
-		return 1
-	}
-	return 0
 }
 
 // testChildCommand is the child command of the tests: this test binary.
@@ -43,7 +22,7 @@ func testChildCommand(t testing.TB) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return append([]string{exe}, DefaultChildArgs()...)
+	return append([]string{exe}, proc.DefaultChildArgs()...)
 }
 
 // testLoadChildCommand is the load segments' command of the tests: this

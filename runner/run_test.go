@@ -13,6 +13,7 @@ import (
 	"imlab/expect"
 	"imlab/internal/testenv"
 	"imlab/result"
+	"imlab/runner/proc"
 	"imlab/scenario"
 )
 
@@ -145,7 +146,7 @@ func TestRunShipped(t *testing.T) {
 						relay = append(relay, p)
 					}
 				}
-				if len(relay) != 2 || relay[0].Exec || relay[0].End != EndStopped || relay[1].End != EndStopped || relay[1].Addr != relay[0].Addr {
+				if len(relay) != 2 || relay[0].Exec || relay[0].End != proc.EndStopped || relay[1].End != proc.EndStopped || relay[1].Addr != relay[0].Addr {
 					t.Fatalf("relay incarnations %+v: want two in-process ones, stopped, on one address", relay)
 				}
 				for _, e := range res.Events {
@@ -275,7 +276,7 @@ func TestRunConsumerKill(t *testing.T) {
 		case "consumer":
 			consumer = append(consumer, p)
 		case "api":
-			if p.Exec || p.PID != 0 || p.End != EndStopped {
+			if p.Exec || p.PID != 0 || p.End != proc.EndStopped {
 				t.Fatalf("api process %+v: want one in-process incarnation", p)
 			}
 		}
@@ -285,13 +286,13 @@ func TestRunConsumerKill(t *testing.T) {
 	}
 	dead, next := consumer[0], consumer[1]
 	t.Logf("killed %+v\nreplacement %+v\nevents %+v", dead, next, res.Events)
-	if !dead.Exec || dead.PID == 0 || dead.End != EndKilled || dead.Signal != "killed" || dead.State != "signal: killed" {
+	if !dead.Exec || dead.PID == 0 || dead.End != proc.EndKilled || dead.Signal != "killed" || dead.State != "signal: killed" {
 		t.Fatalf("first consumer %+v: want an exec process ended by SIGKILL", dead)
 	}
 	if next.PID == dead.PID || next.Addr != dead.Addr || next.StartedAt.Before(dead.EndedAt) {
 		t.Fatalf("replacement %+v: want a new pid on %s started after %s", next, dead.Addr, dead.EndedAt)
 	}
-	if next.End != EndStopped || next.State != "exit status 0" || next.ConsumerRecords == 0 {
+	if next.End != proc.EndStopped || next.State != "exit status 0" || next.ConsumerRecords == 0 {
 		t.Fatalf("replacement %+v: want a process that consumed and stopped gracefully", next)
 	}
 	if gap := next.StartedAt.Sub(dead.EndedAt); gap < time.Second {

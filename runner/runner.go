@@ -2,9 +2,7 @@ package runner
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -16,17 +14,15 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"imlab/chaos"
 	"imlab/checker"
 	"imlab/compare"
 	"imlab/compose"
 	"imlab/expect"
 	"imlab/loadgen"
-	"imlab/loadgen/schedule"
 	"imlab/ref/server"
 	"imlab/result"
+	"imlab/runner/proc"
 	"imlab/scenario"
 )
 
@@ -35,12 +31,6 @@ const (
 	// RunMargin is added to duration + settle + drain timeout to bound a
 	// run (start-up, checking, stopping).
 	RunMargin = 2 * time.Minute
-	// StopTimeout bounds stopping one server process.
-	StopTimeout = 20 * time.Second
-	// ConsumerSessionTimeout is the consumers' Kafka group session: a
-	// killed consumer's partitions move to the others (or to its new
-	// incarnation) once it has passed.
-	ConsumerSessionTimeout = 6 * time.Second
 	// LagInterval is the lag poll period.
 	LagInterval = time.Second
 	// lagTimeout bounds one lag poll.
@@ -137,8 +127,8 @@ func (c Config) Validate() error {
 	if c.OutDir == "" {
 		return fmt.Errorf("%w: no output directory", scenario.ErrInvalid)
 	}
-	if len(c.Secret) < MinSecretLen {
-		return fmt.Errorf("%w: the secret must be at least %d bytes", scenario.ErrInvalid, MinSecretLen)
+	if len(c.Secret) < proc.MinSecretLen {
+		return fmt.Errorf("%w: the secret must be at least %d bytes", scenario.ErrInvalid, proc.MinSecretLen)
 	}
 	if c.Duration < 0 || c.Duration > scenario.MaxLoadDuration {
 		return fmt.Errorf("%w: duration override %s: want 0..%s", scenario.ErrInvalid, c.Duration, scenario.MaxLoadDuration)
@@ -146,7 +136,7 @@ func (c Config) Validate() error {
 	if !(c.RateScale >= 0 && c.RateScale <= 1) {
 		return fmt.Errorf("%w: rate scale %g: want (0, 1], or 0 for the topology's", scenario.ErrInvalid, c.RateScale)
 	}
-	if err := validPrefix(c.RedisPrefix); err != nil {
+	if err := proc.ValidPrefix(c.RedisPrefix); err != nil {
 		return fmt.Errorf("%w: redis prefix %v", scenario.ErrInvalid, err)
 	}
 	if _, err := server.ParseDefects(c.Defects...); err != nil {
@@ -161,13 +151,9 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// DefaultChildArgs are the arguments of the default child command (after
-// this executable's path): imlab's hidden "scenario child".
-func DefaultChildArgs() []string { return []string{"scenario", "child"} }
-
 // childCommand is the configured child command, or the default.
 func (c Config) childCommand() ([]string, error) {
-	return selfCommand(c.ChildCommand, DefaultChildArgs(), "exec processes need a child command (Config.ChildCommand)")
+	return selfCommand(c.ChildCommand, proc.DefaultChildArgs(), "exec processes need a child command (Config.ChildCommand)")
 }
 
 // selfCommand is configured when given, else this executable with args.
@@ -200,7 +186,7 @@ type run struct {
 	prefix    string
 	kafka     *proxiedKafka
 	px        *chaos.Proxies
-	procs     []*procSlot
+	procs     []*proc.Slot
 	topic     string
 	reached   []*reach // one per fault of the file, in file order
 	// rowsDB reads the inbox row count for the recovery figures (the
@@ -208,12 +194,6 @@ type run struct {
 	// Kafka.
 	rowsDB *sql.DB
 	stops  []func(context.Context) error // in start order; run in reverse
-}
-
-func randomID() string {
-	var b [5]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // Run carries out one scenario and writes its outputs to cfg.OutDir. The
@@ -248,7 +228,7 @@ func Run(ctx context.Context, cfg Config, f *scenario.File) (*result.Result, err
 		// The load's reporter and the lag poller both write live lines.
 		cfg.Progress = &lockedWriter{w: cfg.Progress}
 	}
-	r := &run{cfg: cfg, f: f, log: log, id: randomID()}
+	r := &run{cfg: cfg, f: f, log: log, id: proc.RandomID()}
 	r.res = &result.Result{Format: result.ResultFormat, Scenario: f.Name, Description: f.Description, File: f.Path, Spec: f, StartedAt: time.Now().UTC(),
 		Findings: []result.FindingSummary{}, Checks: []result.Check{}, Events: []result.FaultEvent{}, Sends: []result.SendSecond{}, Lag: []result.LagSample{},
 		Processes: []result.ProcessRun{}}
@@ -267,7 +247,7 @@ func Run(ctx context.Context, cfg Config, f *scenario.File) (*result.Result, err
 		r.res.Errors = append(r.res.Errors, serr.Error())
 	}
 	for _, s := range r.procs {
-		runs, notes := s.history()
+		runs, notes := s.History()
 		r.res.Processes = append(r.res.Processes, runs...)
 		r.res.Errors = append(r.res.Errors, notes...)
 	}
@@ -295,7 +275,7 @@ func (r *run) onStop(fn func(context.Context) error) { r.stops = append(r.stops,
 func (r *run) stopAll() error {
 	var errs []error
 	for i := len(r.stops) - 1; i >= 0; i-- {
-		ctx, cancel := context.WithTimeout(context.Background(), StopTimeout+10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), proc.StopTimeout+10*time.Second)
 		if err := r.stops[i](ctx); err != nil {
 			errs = append(errs, err)
 		}
@@ -376,11 +356,15 @@ func (r *run) execute(ctx context.Context) error {
 		stopSched() // heals what is injected
 	}
 	so := <-schedCh
-	healCtx, cancelHeal := context.WithTimeout(context.Background(), StopTimeout)
+	healCtx, cancelHeal := context.WithTimeout(context.Background(), proc.StopTimeout)
 	healErr := r.px.HealAll(healCtx)
 	cancelHeal()
+	kinds := map[string]string{}
+	for _, rc := range r.reached {
+		kinds[rc.Name()] = rc.spec.Kind
+	}
 	for _, e := range so.ev {
-		r.res.Events = append(r.res.Events, result.FaultEvent{At: e.At.Seconds(), Fault: e.Fault, Action: e.Action, Err: e.Err, Affected: e.Affected})
+		r.res.Events = append(r.res.Events, result.FaultEvent{At: e.At.Seconds(), Fault: e.Fault, Kind: kinds[e.Fault], Action: e.Action, Err: e.Err, Affected: e.Affected})
 	}
 	if sum != nil {
 		r.res.LoadOffset = sum.StartedAt.Sub(base).Seconds()
@@ -439,8 +423,8 @@ func (r *run) execute(ctx context.Context) error {
 	truncated := uint64(0)
 	rep := result.RepairSummary{Known: true, MsgIDs: []uint64{}}
 	for _, s := range r.procs {
-		truncated += s.truncatedPulls(ctx)
-		pr := s.repairs(ctx)
+		truncated += s.TruncatedPulls(ctx)
+		pr := s.Repairs(ctx)
 		rep.Add(server.Repairs{Rows: pr.Rows, MsgIDs: pr.MsgIDs, Truncated: pr.Truncated})
 		rep.Known = rep.Known && pr.Known
 		rep.Errors = append(rep.Errors, pr.Errors...)
@@ -480,453 +464,6 @@ func (r *run) execute(ctx context.Context) error {
 	r.res.Verdict = &slim
 	r.res.Checks = expect.Evaluate(r.f.Expect, obs)
 	return nil
-}
-
-// startBackends starts compose (MySQL, Redis, MongoDB with history), the
-// in-process Kafka, the run's database and prefix, and the proxies.
-func (r *run) startBackends(ctx context.Context) error {
-	cc := compose.DefaultConfig()
-	cc.Mode = r.f.Backends.ModeOr()
-	if r.cfg.Mode != "" {
-		cc.Mode = r.cfg.Mode
-	}
-	cc.MySQLDSN, cc.RedisAddr, cc.DataDir = r.cfg.MySQLDSN, r.cfg.RedisAddr, r.cfg.DataDir
-	cc.WithKafka = false // in-process here, so that it can be proxied
-	cc.WithMongo = r.f.Server.History
-	cc.MongoCommand = r.cfg.MongoCommand
-	// A fresh database is made below: compose must not leave the DSN's
-	// own database behind, created and empty.
-	cc.MySQLNoCreate = r.cfg.FreshDatabase
-	cc.Logger = r.log
-	cb, stop, err := compose.Start(ctx, cc)
-	if err != nil {
-		return fmt.Errorf("scenarios: backends: %w", err)
-	}
-	r.onStop(func(ctx context.Context) error { return stop(ctx) })
-	r.cb = cb
-	r.res.Errors = append(r.res.Errors, cb.Warnings...)
-
-	dsn := cb.MySQLDSN
-	if r.cfg.FreshDatabase {
-		name := databaseOf(r.id)
-		fresh, drop, err := freshDatabase(ctx, dsn, name)
-		if err != nil {
-			return err
-		}
-		dsn = fresh
-		if !r.cfg.KeepData {
-			r.onStop(drop)
-		}
-	}
-	r.prefix = r.cfg.RedisPrefix
-	if r.prefix == "" {
-		r.prefix = "imlab:scn:" + r.id + ":"
-	}
-	r.redisAddr = cb.RedisAddr
-	if !r.cfg.KeepData {
-		addr, prefix := cb.RedisAddr, r.prefix
-		r.onStop(func(ctx context.Context) error { return deletePrefix(ctx, addr, prefix) })
-	}
-
-	if r.f.UsesKafka() {
-		db, err := sql.Open("mysql", dsn)
-		if err != nil {
-			return fmt.Errorf("scenarios: mysql: %w", err)
-		}
-		db.SetMaxOpenConns(1)
-		r.rowsDB = db
-		r.onStop(func(context.Context) error { return db.Close() })
-	}
-	up := map[string]string{scenario.TargetRedis: cb.RedisAddr}
-	if up[scenario.TargetMySQL], err = mysqlAddr(dsn); err != nil {
-		return err
-	}
-	if r.f.UsesKafka() {
-		k, err := startKafka(r.f.Backends.PartitionsOr())
-		if err != nil {
-			return err
-		}
-		r.kafka = k
-		r.onStop(func(context.Context) error { k.Close(); return nil })
-		up[scenario.TargetKafka] = k.real
-	}
-	if r.f.Server.History {
-		if up[scenario.TargetMongo], err = mongoHost(cb.MongoURI); err != nil {
-			return err
-		}
-	}
-	px, err := chaos.StartProxies(ctx, up)
-	if err != nil {
-		return fmt.Errorf("scenarios: proxies: %w", err)
-	}
-	r.px = px
-	r.onStop(func(context.Context) error { return px.Close() })
-	addr := func(name string) string { a, _ := px.Addr(name); return a }
-	if r.back.MySQLDSN, err = withAddr(dsn, addr(scenario.TargetMySQL)); err != nil {
-		return err
-	}
-	r.back.RedisAddr = addr(scenario.TargetRedis)
-	if r.kafka != nil {
-		if err := r.kafka.Advertise(addr(scenario.TargetKafka)); err != nil {
-			return err
-		}
-		r.back.KafkaBrokers = []string{addr(scenario.TargetKafka)}
-	}
-	if r.f.Server.History {
-		r.back.MongoURI = mongoVia(cb.MongoURI, addr(scenario.TargetMongo))
-	}
-	return nil
-}
-
-// deletePrefix deletes every key under prefix, with the same SCAN + UNLINK
-// as the redis_wipe fault (chaos.RedisWipe); an empty prefix deletes
-// nothing (never the whole server).
-func deletePrefix(ctx context.Context, addr, prefix string) error {
-	if prefix == "" {
-		return nil
-	}
-	c := redis.NewClient(&redis.Options{Addr: addr})
-	defer c.Close()
-	if err := chaos.RedisWipe(c, chaos.RedisWipeConfig{Prefix: prefix}).Inject(ctx); err != nil {
-		return fmt.Errorf("scenarios: clean redis prefix: %w", err)
-	}
-	return nil
-}
-
-// childSpec describes process i: what serverConfig needs, in process or
-// out.
-func (r *run) childSpec(i int, p scenario.ProcessSpec) ChildSpec {
-	srv := r.f.Server
-	srv.Processes = nil
-	return ChildSpec{Server: srv, Process: p, Node: uint16(i + 1), Migrate: i == 0, Listen: "127.0.0.1:0",
-		Secret: r.cfg.Secret, RedisPrefix: r.prefix, RunID: r.id, Partitions: r.f.Backends.PartitionsOr(),
-		PushBus: len(r.f.Processes()) > 1, Backends: childBackends(r.back), Defects: r.cfg.Defects,
-		Pprof: r.cfg.Pprof[p.Name]}
-}
-
-// processLog is the log file of a server process.
-func (r *run) processLog(name string) string {
-	return filepath.Join(r.cfg.OutDir, "process-"+name+".log")
-}
-
-// startProcesses starts every server process in file order.
-func (r *run) startProcesses(ctx context.Context) error {
-	r.topic = topicOf(r.id)
-	for name := range r.cfg.Pprof {
-		if !slices.ContainsFunc(r.f.Processes(), func(p scenario.ProcessSpec) bool { return p.Name == name }) {
-			return fmt.Errorf("%w: pprof for process %q: the file has no such process", scenario.ErrInvalid, name)
-		}
-	}
-	var command []string
-	for i, p := range r.f.Processes() {
-		spec := r.childSpec(i, p)
-		if err := spec.Validate(); err != nil {
-			return fmt.Errorf("scenarios: process %s: %w", p.Name, err)
-		}
-		if p.Exec && command == nil {
-			var err error
-			if command, err = r.cfg.childCommand(); err != nil {
-				return err
-			}
-		}
-		// Every process logs to its own file in the run directory, in
-		// process or out: the terminal gets the live line and the verdict.
-		logPath := r.processLog(p.Name)
-		logw, err := os.OpenFile(logPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			return fmt.Errorf("scenarios: process %s: log: %w", p.Name, err)
-		}
-		r.onStop(func(context.Context) error { return logw.Close() }) // after the process's stop
-		faults := 0
-		for _, x := range r.f.Faults {
-			if (x.Kind == scenario.KindStop || x.Kind == scenario.KindKill) && x.Target == p.Name {
-				faults++
-			}
-		}
-		log := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelInfo}))
-		s := newProcSlot(spec, log, command, logw, logPath, faults)
-		r.procs = append(r.procs, s)
-		r.onStop(s.stop)
-		if err := s.start(ctx); err != nil {
-			return fmt.Errorf("scenarios: start process %s: %w", p.Name, err)
-		}
-	}
-	if r.target() == "" {
-		return fmt.Errorf("scenarios: no process serves the api")
-	}
-	return nil
-}
-
-// target is the base URL of the first process running the api role.
-func (r *run) target() string {
-	for _, s := range r.procs {
-		if a := s.apiAddr(); a != "" {
-			return "http://" + a
-		}
-	}
-	return ""
-}
-
-// buildSteps turns the fault specs into chaos steps.
-func (r *run) buildSteps() ([]chaos.Step, error) {
-	var steps []chaos.Step
-	var rc *redis.Client
-	redisClient := func() *redis.Client {
-		if rc == nil {
-			rc = redis.NewClient(&redis.Options{Addr: r.redisAddr})
-			r.onStop(func(context.Context) error { return rc.Close() })
-		}
-		return rc
-	}
-	for i, x := range r.f.Faults {
-		var fl chaos.Fault
-		switch x.Kind {
-		case scenario.KindLatency, scenario.KindTimeout, scenario.KindResetPeer, scenario.KindBandwidth, scenario.KindDown:
-			fl = proxyFault(r.px, x)
-		case scenario.KindRedisWipe:
-			fl = chaos.RedisWipe(redisClient(), chaos.RedisWipeConfig{Prefix: r.prefix})
-		case scenario.KindAllocatorRollback:
-			fl = chaos.AllocatorRollback(redisClient(), chaos.RollbackConfig{Prefix: r.prefix, By: x.By})
-		case scenario.KindKafkaRecordLoss, scenario.KindKafkaTopicRecreate:
-			adm, cl, err := r.kafka.admin()
-			if err != nil {
-				return nil, err
-			}
-			r.onStop(func(context.Context) error { cl.Close(); return nil })
-			if x.Kind == scenario.KindKafkaRecordLoss {
-				fl = chaos.KafkaRecordLoss(adm, r.topic)
-			} else {
-				fl = chaos.KafkaTopicRecreate(adm, r.topic)
-			}
-		case scenario.KindStop, scenario.KindKill:
-			var slot *procSlot
-			for _, s := range r.procs {
-				if s.name == x.Target {
-					slot = s
-				}
-			}
-			if slot == nil {
-				return nil, fmt.Errorf("%w: faults[%d].target %q is not a process", scenario.ErrInvalid, i, x.Target)
-			}
-			if x.Kind == scenario.KindStop {
-				fl = chaos.Func("stop("+x.Target+")", slot.stopFault, slot.restart)
-			} else {
-				fl = chaos.Func("kill("+x.Target+")", slot.kill, slot.restart)
-			}
-		default:
-			return nil, fmt.Errorf("%w: faults[%d].kind %q", scenario.ErrInvalid, i, x.Kind)
-		}
-		rc := newReach(i, x, fl)
-		r.reached = append(r.reached, rc)
-		steps = append(steps, chaos.Step{At: x.At.D(), For: x.For.D(), Fault: rc})
-	}
-	if err := chaos.ValidateSteps(steps); err != nil {
-		return nil, fmt.Errorf("scenarios: fault schedule: %w", err)
-	}
-	return steps, nil
-}
-
-// ScenarioProbeFraction is the share of ACKed sends a scenario probes
-// right after the ACK (read-after-ACK, through the lab routes the runner's
-// server processes mount).
-const ScenarioProbeFraction = 0.1
-
-// MaxScenarioProbes bounds the probes of one run: a probe is the lab's own
-// read of the store (under outbox a scan of mq_outbox), and 10% of a 50k/s
-// burst (10,000 probes) took mariadbd from the server under test. Beyond
-// it the fraction falls, to no less than the load default.
-const MaxScenarioProbes = 2000
-
-// probeFraction is the share of a run of sends sends to probe.
-func probeFraction(sends uint64) float64 {
-	f := ScenarioProbeFraction
-	if sends > 0 && float64(sends)*f > MaxScenarioProbes {
-		f = max(MaxScenarioProbes/float64(sends), loadgen.DefaultProbeFraction)
-	}
-	return f
-}
-
-// loadConfig is loadgen's config for the file.
-func (r *run) loadConfig() (loadgen.Config, error) {
-	l := r.f.Load
-	lc := loadgen.DefaultConfig(r.target(), r.cfg.Secret, filepath.Join(r.cfg.OutDir, result.LoadDir))
-	var sh schedule.Shape = schedule.Constant{PerSec: 1}
-	var err error
-	if r.f.Kind == scenario.KindCapacity {
-		// A template: the search sets every step's rate, length and
-		// directory.
-		l.Duration = scenario.Duration(time.Second)
-	} else if sh, err = schedule.Parse(l.Rate); err != nil {
-		return lc, fmt.Errorf("%w: load.rate: %w", scenario.ErrInvalid, err)
-	}
-	if rs := r.rateScale(sh); rs != nil && r.f.Kind != scenario.KindCapacity {
-		if sh, err = schedule.Scale(sh, rs.Factor); err != nil {
-			return lc, fmt.Errorf("%w: load.rate: %w", scenario.ErrInvalid, err)
-		}
-		rs.RunRate = sh.String()
-		r.res.RateScale = rs
-	}
-	lc.Shape, lc.Duration = sh, l.Duration.D()
-	lc.Pop.Users = l.Users
-	lc.Pop.DevicesPerUser = scenario.DefaultDevices
-	if l.Devices > 0 {
-		lc.Pop.DevicesPerUser = l.Devices
-	}
-	lc.Pop.Online, lc.Pop.Crashy = l.OnlineOr(), l.CrashyOr()
-	lc.Pop.Groups, lc.Pop.GroupShare = l.Groups, l.GroupShare
-	if lc.Pop.GroupSizes, err = loadgen.ParseSizes(scenario.Or(l.GroupSizes, scenario.DefaultGroupSizes)); err != nil {
-		return lc, fmt.Errorf("%w: load.group_sizes: %w", scenario.ErrInvalid, err)
-	}
-	lc.Pop.ComeBackEvery = scenario.DefaultComeBackEvery
-	if l.ComeBackEvery != nil {
-		lc.Pop.ComeBackEvery = l.ComeBackEvery.D()
-	}
-	lc.SendVia = scenario.Or(l.SendVia, loadgen.ViaHTTP)
-	lc.ProbeFraction = probeFraction(schedule.Count(lc.Shape, lc.Duration)) // short runs: probe more ACKs than a load run does
-	lc.Settle, lc.DrainTimeout = l.SettleOr(), l.DrainTimeoutOr()
-	lc.PullLimit = scenario.DefaultPullLimit
-	if l.PullLimit > 0 {
-		lc.PullLimit = l.PullLimit
-	}
-	lc.Seed = scenario.DefaultSeed
-	if l.Seed > 0 {
-		lc.Seed = l.Seed
-	}
-	if l.Retries != nil {
-		lc.Retries = *l.Retries
-	}
-	if l.Mix != nil {
-		lc.Mix = *l.Mix
-	}
-	lc.Conns = 64
-	if l.Conns > 0 {
-		lc.Conns = l.Conns
-	}
-	if l.Pipeline > 0 {
-		lc.Pipeline = l.Pipeline
-		if l.PipelineConns > 0 {
-			lc.PipelineConns = l.PipelineConns
-		}
-	}
-	lc.Pacer = pacerConfig(l, lc.Pacer)
-	if l.SendTimeout > 0 {
-		lc.Timeout = l.SendTimeout.D()
-	}
-	lc.CeilingFor = 0
-	lc.Progress = r.cfg.Progress
-	if err := lc.Validate(); err != nil {
-		return lc, fmt.Errorf("%w: load: %w", scenario.ErrInvalid, err)
-	}
-	return lc, nil
-}
-
-// pacerConfig is the pacer of load section l over loadgen's default c.
-func pacerConfig(l scenario.LoadSpec, c schedule.Config) schedule.Config {
-	if l.MaxWorkers > 0 {
-		c.MaxWorkers = l.MaxWorkers
-		c.Workers = min(c.Workers, l.MaxWorkers)
-	}
-	if l.SpinWindow != nil {
-		c.SpinWindow = l.SpinWindow.D()
-	}
-	if l.Senders > 0 {
-		c.Senders, c.MaxQueued = l.Senders, scenario.DefaultMaxQueued
-		if l.MaxQueued > 0 {
-			c.MaxQueued = l.MaxQueued
-		}
-	}
-	return c
-}
-
-// rateScale is how the run scales the file's rate sh (nil: it does not):
-// Config.RateScale when set, else load.embedded_rate_scale when the run's
-// MySQL is the embedded engine (compose.Backends.Embedded). RunRate is
-// left to the caller.
-func (r *run) rateScale(sh schedule.Shape) *result.RateScale {
-	rs := &result.RateScale{Factor: r.cfg.RateScale, For: result.RateScaleByConfig, FileRate: sh.String()}
-	if rs.Factor == 0 {
-		if !slices.Contains(r.cb.Embedded, compose.PartMySQL) {
-			return nil
-		}
-		rs.Factor, rs.For = r.f.Load.EmbeddedRateScaleOr(), result.RateScaleEmbedded
-	}
-	if rs.Factor == 1 {
-		return nil
-	}
-	return rs
-}
-
-func (r *run) recordSettings(lc loadgen.Config) {
-	s := r.f.Server
-	r.setting("backends", r.cb.Summary())
-	r.res.Backends = r.cb.Summary()
-	r.setting("policy", s.PolicyOr())
-	r.setting("allocator", scenario.Or(s.Allocator, scenario.DefaultAllocator))
-	r.setting("dedup", scenario.Or(s.Dedup, scenario.DefaultDedup))
-	r.setting("history", s.History)
-	var ps []string
-	for _, p := range r.f.Processes() {
-		where := ""
-		if p.Exec {
-			where = " (exec, log " + r.processLog(p.Name) + ")"
-		}
-		ps = append(ps, p.Name+"="+strings.Join(p.Roles, "+")+where)
-	}
-	r.setting("processes", strings.Join(ps, " "))
-	r.setting("consumer_processes", r.f.ConsumerProcesses())
-	if r.f.Variant != "" {
-		r.setting("variant", r.f.Variant)
-	}
-	if c := r.f.Capacity; r.f.Kind == scenario.KindCapacity && c != nil {
-		r.setting("capacity", fmt.Sprintf("search %g..%g/s within %s", c.From, c.To, c.SLO))
-	} else {
-		r.setting("rate", lc.Shape.String())
-		if rs := r.res.RateScale; rs != nil {
-			r.setting("rate_scale", rs.Label())
-		}
-		r.setting("duration", lc.Duration)
-	}
-	r.setting("users", lc.Pop.Users)
-	r.setting("devices_per_user", lc.Pop.DevicesPerUser)
-	r.setting("online", lc.Pop.Online)
-	r.setting("crashy", lc.Pop.Crashy)
-	r.setting("groups", lc.Pop.Groups)
-	r.setting("come_back_every", lc.Pop.ComeBackEvery)
-	r.setting("settle", lc.Settle)
-	pool := fmt.Sprintf("max workers %d", lc.Pacer.MaxWorkers)
-	if lc.Pacer.Senders > 0 {
-		pool = fmt.Sprintf("queued: %d senders, at most %d sends queued", lc.Pacer.Senders, lc.Pacer.MaxQueued)
-	}
-	pool += fmt.Sprintf(", pacer spin %s", lc.Pacer.SpinWindow)
-	r.setting("generator", fmt.Sprintf("conns %d, pipeline %d on %d conns, %s, send timeout %s", lc.Conns, lc.Pipeline, lc.PipelineConns, pool, lc.Timeout))
-	r.setting("retries", lc.Retries)
-	r.setting("unread_threshold", r.procs[0].cfg.Pull.UnreadThreshold)
-	r.setting("reconcile_interval", r.procs[0].cfg.Reconcile.Interval)
-	grace := r.procs[0].cfg.Reconcile.Grace
-	if bound := lc.Duration + lc.Settle + lc.DrainTimeout; grace > bound {
-		r.setting("reconcile_grace", fmt.Sprintf("%s (late: no message of this run can be repaired before the checker judged it, so a repair cannot hide a loss)", grace))
-	} else {
-		r.setting("reconcile_grace", fmt.Sprintf("%s (early: repairs can put back what the pipeline lost before the checker sees it; they are reported as findings)", grace))
-	}
-	if rc := r.procs[0].cfg.Retention; rc.LabShortAges {
-		r.setting("retention", fmt.Sprintf("LAB ONLY short ages: window %s, early deletion after %s once every device pulled, a pass every %s", rc.MaxAge, rc.PulledMinAge, rc.Interval))
-	} else {
-		r.setting("retention", fmt.Sprintf("window %s, early deletion after %s, a pass every %s (nothing of the run is deleted)", rc.MaxAge, rc.PulledMinAge, rc.Interval))
-	}
-	r.setting("redis_prefix", r.prefix)
-	if len(r.cfg.Defects) > 0 {
-		r.setting("defects", strings.Join(r.cfg.Defects, ",")+" (shipped defects: a negative control)")
-	}
-	if r.kafka != nil {
-		r.setting("kafka", "in-process kfake behind a proxy, topic "+r.topic)
-	}
-	names := []string{}
-	for _, n := range []string{scenario.TargetMySQL, scenario.TargetRedis, scenario.TargetKafka, scenario.TargetMongo} {
-		if a, err := r.px.Addr(n); err == nil {
-			names = append(names, n+"@"+a)
-		}
-	}
-	r.setting("proxies", strings.Join(names, " "))
 }
 
 // lockedWriter serialises the writes of the goroutines that share one

@@ -18,6 +18,7 @@ import (
 	"imlab/checker"
 	"imlab/loadgen"
 	"imlab/loadgen/schedule"
+	"imlab/runner/proc"
 	"imlab/scenario"
 )
 
@@ -40,7 +41,7 @@ type LoadChildSpec struct {
 // ended without error.
 func LoadChildMain(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 	sc := bufio.NewScanner(stdin)
-	sc.Buffer(make([]byte, 0, 4096), MaxChildLine)
+	sc.Buffer(make([]byte, 0, 4096), proc.MaxChildLine)
 	if !sc.Scan() {
 		return fmt.Errorf("%w: load child: no spec line on stdin (%v)", scenario.ErrInvalid, sc.Err())
 	}
@@ -135,8 +136,8 @@ func (r *run) runSegment(ctx context.Context, argv []string, c loadgen.Config, p
 	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs))
 	cmd.Stdin = bytes.NewReader(append(spec, '\n'))
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.WaitDelay = StopTimeout
-	cmd.SysProcAttr = childProcAttr()
+	cmd.WaitDelay = proc.StopTimeout
+	cmd.SysProcAttr = proc.ChildProcAttr()
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("scenarios: load segment %s (log %s): %w", c.Segment, logPath, err)
 	}
@@ -264,4 +265,23 @@ func latencyFromVerdict(sum *loadgen.Summary, v *checker.Verdict) {
 	for name, l := range v.Latency {
 		sum.Latency[name] = loadgen.Quantiles{Count: l.Count, P50: l.P50, P90: l.P90, P99: l.P99, P999: l.P999, Max: l.Max}
 	}
+}
+
+// ServeChild runs this process as a child command the runner starts when
+// args (os.Args[1:]) name one: a server process (proc.DefaultChildArgs)
+// or a load segment (DefaultLoadChildArgs). It returns the exit status and
+// true; otherwise 0 and false. A test binary that runs scenarios calls it
+// first in TestMain, so that it is its own child command, as imlab is.
+func ServeChild(args []string) (int, bool) {
+	if code, ok := proc.ServeChild(args); ok {
+		return code, true
+	}
+	if !slices.Equal(args, DefaultLoadChildArgs()) {
+		return 0, false
+	}
+	if err := LoadChildMain(context.Background(), os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "scenario load-child:", err)
+		return 1, true
+	}
+	return 0, true
 }

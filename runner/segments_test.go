@@ -1,10 +1,11 @@
 package runner
 
 import (
-	"imlab/expect"
-	"imlab/scenario"
 	"strings"
 	"testing"
+
+	"imlab/expect"
+	"imlab/scenario"
 )
 
 // The same scenario with its load in one generator and split over two

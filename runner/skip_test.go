@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/xml"
-	"imlab/result"
-	"imlab/scenario"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"imlab/result"
+	"imlab/scenario"
 )
 
 // A file that says it is not for the embedded topology (capacity-smoke:

@@ -2,11 +2,12 @@ package scenario
 
 import (
 	"fmt"
-	"imlab/scenarios"
 	"io/fs"
 	"path"
 	"sort"
 	"strings"
+
+	"imlab/scenarios"
 )
 
 // DefaultSet names the shipped scenarios `imlab demo` runs: short, one

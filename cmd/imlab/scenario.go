@@ -17,6 +17,7 @@ import (
 	"imlab/ref/server"
 	"imlab/result"
 	"imlab/runner"
+	"imlab/runner/proc"
 	"imlab/scenario"
 	"imlab/selftest"
 )
@@ -270,7 +271,7 @@ func printScenarioResult(w io.Writer, r *result.Result, dir string) {
 		incarnations[p.Name]++
 	}
 	for _, p := range r.Processes {
-		if incarnations[p.Name] < 2 && p.End == runner.EndStopped {
+		if incarnations[p.Name] < 2 && p.End == proc.EndStopped {
 			continue
 		}
 		line := fmt.Sprintf("    process %s", p.Name)

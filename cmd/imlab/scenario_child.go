@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"imlab/runner"
+	"imlab/runner/proc"
 )
 
 // newScenarioChildCmd is the hidden `imlab scenario child`: the scenario
@@ -25,7 +26,7 @@ func newScenarioChildCmd() *cobra.Command {
 			if !ok {
 				in = io.NopCloser(cmd.InOrStdin())
 			}
-			return runner.ChildMain(cmd.Context(), in, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return proc.ChildMain(cmd.Context(), in, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 }

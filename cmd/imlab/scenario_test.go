@@ -18,7 +18,7 @@ import (
 	"imlab/checker"
 	"imlab/internal/testenv"
 	"imlab/result"
-	"imlab/runner"
+	"imlab/runner/proc"
 	"imlab/scenario"
 )
 
@@ -123,10 +123,10 @@ func TestScenarioChild(t *testing.T) {
 
 	my := testenv.NewMySQL(t)
 	rd := testenv.NewRedis(t)
-	spec := runner.ChildSpec{Server: scenario.ServerSpec{Policy: "strict"},
+	spec := proc.ChildSpec{Server: scenario.ServerSpec{Policy: "strict"},
 		Process: scenario.ProcessSpec{Name: "api", Roles: []string{"api"}, Exec: true}, Node: 1, Listen: "127.0.0.1:0",
 		Secret: "scenario-child-secret-0123456789", RedisPrefix: rd.Keys.Prefix, RunID: "cmdtest", Partitions: 16,
-		Backends: runner.ChildBackends{MySQLDSN: my.DSN, RedisAddr: rd.Addr}}
+		Backends: proc.ChildBackends{MySQLDSN: my.DSN, RedisAddr: rd.Addr}}
 	line, err := json.Marshal(spec)
 	if err != nil {
 		t.Fatal(err)

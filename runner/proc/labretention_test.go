@@ -1,11 +1,12 @@
-package runner
+package proc
 
 import (
 	"encoding/json"
-	"imlab/scenario"
 	"strings"
 	"testing"
 	"time"
+
+	"imlab/scenario"
 )
 
 const labRetentionFile = `

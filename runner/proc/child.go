@@ -1,9 +1,11 @@
-package runner
+package proc
 
 import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,7 +13,9 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/signal"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -32,6 +36,16 @@ const (
 	MaxRedisPrefixLen = 64
 	// MinSecretLen is the shortest token secret the runner accepts.
 	MinSecretLen = 16
+)
+
+// Fixed times of a server process.
+const (
+	// StopTimeout bounds stopping one server process.
+	StopTimeout = 20 * time.Second
+	// ConsumerSessionTimeout is the consumers' Kafka group session: a
+	// killed consumer's partitions move to the others (or to its new
+	// incarnation) once it has passed.
+	ConsumerSessionTimeout = 6 * time.Second
 )
 
 // ChildSpec describes one server process run out of process: the runner
@@ -80,7 +94,7 @@ type ChildBackends struct {
 	MongoURI     string   `json:"mongo_uri,omitempty"`
 }
 
-func childBackends(b server.Backends) ChildBackends {
+func BackendsOf(b server.Backends) ChildBackends {
 	return ChildBackends{MySQLDSN: b.MySQLDSN, RedisAddr: b.RedisAddr, KafkaBrokers: b.KafkaBrokers, MongoURI: b.MongoURI}
 }
 
@@ -120,7 +134,7 @@ func (c ChildSpec) Validate() error {
 	if _, err := server.ParseDefects(c.Defects...); err != nil {
 		return scenario.Bad("defects", "%v", err)
 	}
-	if err := validPrefix(c.RedisPrefix); err != nil {
+	if err := ValidPrefix(c.RedisPrefix); err != nil {
 		return scenario.Bad("redis_prefix", "%v", err)
 	}
 	if c.Pprof != "" {
@@ -137,14 +151,14 @@ func (c ChildSpec) Validate() error {
 	if c.Backends.MySQLDSN == "" || c.Backends.RedisAddr == "" {
 		return scenario.Bad("backends", "a MySQL DSN and a Redis address are required")
 	}
-	if _, err := mysqlAddr(c.Backends.MySQLDSN); err != nil {
+	if _, err := MySQLAddr(c.Backends.MySQLDSN); err != nil {
 		return scenario.Bad("backends.mysql_dsn", "%v", err)
 	}
 	return nil
 }
 
 // validPrefix checks a Redis key prefix ("" allowed).
-func validPrefix(p string) error {
+func ValidPrefix(p string) error {
 	if len(p) > MaxRedisPrefixLen || strings.ContainsAny(p, "*?[] ") {
 		return fmt.Errorf("%q: at most %d bytes, no glob characters or spaces", p, MaxRedisPrefixLen)
 	}
@@ -153,11 +167,11 @@ func validPrefix(p string) error {
 
 // Names the run's Kafka topic, relay lock and databases (the fresh MySQL
 // database and the MongoDB one) get from the run id.
-func topicOf(runID string) string { return "imlab.scn." + runID }
+func TopicOf(runID string) string { return "imlab.scn." + runID }
 
 func relayLockOf(runID string) string { return "imlab_relay_" + runID }
 
-func databaseOf(runID string) string { return "imlab_scn_" + runID }
+func DatabaseOf(runID string) string { return "imlab_scn_" + runID }
 
 // serverConfig is one process's server.Config. Both the in-process path
 // and ChildMain build it here.
@@ -187,7 +201,7 @@ func serverConfig(c ChildSpec, log *slog.Logger) server.Config {
 		cfg.Pull.TruncatedLatest = s.TruncatedLatest
 	}
 	cfg.API.WS.CloseGrace = 200 * time.Millisecond
-	topic := topicOf(c.RunID)
+	topic := TopicOf(c.RunID)
 	cfg.Fanout.Dedup = scenario.Or(s.Dedup, scenario.DefaultDedup)
 	cfg.Fanout.Topics.Fanout = topic
 	cfg.Fanout.Topics.DLQ = topic + ".dlq"
@@ -213,7 +227,7 @@ func serverConfig(c ChildSpec, log *slog.Logger) server.Config {
 	if r := s.LabRetention; r != nil {
 		_ = server.LabRetention(&cfg, r.MaxAge.D(), r.PulledMinAge.D(), r.Interval.D()) // checked by Validate
 	}
-	cfg.Mongo.Database = databaseOf(c.RunID)
+	cfg.Mongo.Database = DatabaseOf(c.RunID)
 	cfg.Defects, _ = server.ParseDefects(c.Defects...) // checked by Validate
 	cfg.PprofListen = c.Pprof
 	if c.PushBus {
@@ -353,4 +367,34 @@ func writeReady(w io.Writer, r childReady) error {
 		return fmt.Errorf("scenarios: child ready line: %w", err)
 	}
 	return nil
+}
+
+// DefaultChildArgs are the arguments of the default child command (after
+// this executable's path): imlab's hidden "scenario child".
+func DefaultChildArgs() []string { return []string{"scenario", "child"} }
+
+// RandomID is a fresh run id: 10 hex digits (its topic, database and
+// relay lock are named after it).
+func RandomID() string {
+	var b [5]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// ServeChild runs this process as the server child the runner starts
+// when args (os.Args[1:]) are DefaultChildArgs: it returns the exit status
+// and true; otherwise 0 and false. A test binary that starts exec
+// processes calls it first in TestMain, so that it is its own child
+// command, as imlab is.
+func ServeChild(args []string) (int, bool) {
+	if !slices.Equal(args, DefaultChildArgs()) {
+		return 0, false
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := ChildMain(ctx, os.Stdin, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "scenario child:", err)
+		return 1, true
+	}
+	return 0, true
 }

@@ -1,4 +1,4 @@
-package runner
+package proc
 
 import "syscall"
 
@@ -8,6 +8,6 @@ import "syscall"
 // Pdeathsig when the thread that started the child exits; Go keeps its
 // threads for the life of the process unless a goroutine locked to one
 // exits, which this package never does.
-func childProcAttr() *syscall.SysProcAttr {
+func ChildProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }

@@ -1,4 +1,4 @@
-package runner
+package proc
 
 import (
 	"bytes"
@@ -26,7 +26,7 @@ func validSpec(t *testing.T) ChildSpec {
 	rd := testenv.NewRedis(t)
 	return ChildSpec{Server: scenario.ServerSpec{Policy: "strict"}, Process: scenario.ProcessSpec{Name: "api", Roles: []string{"api"}, Exec: true},
 		Node: 1, Listen: "127.0.0.1:0", Secret: "child-test-secret-0123456789", RedisPrefix: rd.Keys.Prefix,
-		RunID: randomID(), Partitions: scenario.DefaultKafkaPartitions, Backends: ChildBackends{MySQLDSN: my.DSN, RedisAddr: rd.Addr}}
+		RunID: RandomID(), Partitions: scenario.DefaultKafkaPartitions, Backends: ChildBackends{MySQLDSN: my.DSN, RedisAddr: rd.Addr}}
 }
 
 func specLine(t *testing.T, s ChildSpec) string {
@@ -145,32 +145,32 @@ func TestChildLifecycle(t *testing.T) {
 	}
 	defer logw.Close()
 	// Two faults to come: the first start and the restart each spawn a spare.
-	s := newProcSlot(spec, nil, testChildCommand(t), logw, logPath, 2)
+	s := NewSlot(spec, nil, testChildCommand(t), logw, logPath, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	defer func() { _ = s.stop(context.Background()) }()
-	spareOf := func() *childProc {
+	defer func() { _ = s.Stop(context.Background()) }()
+	spareOf := func() *Child {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return s.spare
 	}
 
-	if err := s.start(ctx); err != nil {
+	if err := s.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	first := s.current().pid()
-	addr := s.apiAddr()
-	if first == os.Getpid() || first == 0 || addr == "" || addr != s.addr() {
-		t.Fatalf("pid %d, api %q, addr %q", first, addr, s.addr())
+	first := s.Current().Pid()
+	addr := s.APIAddr()
+	if first == os.Getpid() || first == 0 || addr == "" || addr != s.Addr() {
+		t.Fatalf("pid %d, api %q, addr %q", first, addr, s.Addr())
 	}
 	if code := get(t, "http://"+addr+"/healthz"); code != http.StatusOK {
 		t.Fatalf("healthz %d", code)
 	}
-	mfs, err := s.current().gather(ctx)
+	mfs, err := s.Current().Gather(ctx)
 	if err != nil || len(mfs) == 0 {
 		t.Fatalf("scrape: %d families, %v", len(mfs), err)
 	}
-	if s.truncatedPulls(ctx) != 0 {
+	if s.TruncatedPulls(ctx) != 0 {
 		t.Fatal("truncated pulls without pulls")
 	}
 	spare := spareOf()
@@ -178,21 +178,21 @@ func TestChildLifecycle(t *testing.T) {
 		t.Fatal("no spare process for the restart")
 	}
 
-	if err := s.kill(ctx); err != nil {
+	if err := s.Kill(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if s.addr() != "" {
+	if s.Addr() != "" {
 		t.Fatal("a killed process still has an address")
 	}
-	if err := s.kill(ctx); err == nil {
+	if err := s.Kill(ctx); err == nil {
 		t.Fatal("a kill of a process that is down was accepted")
 	}
-	if err := s.restart(ctx); err != nil {
+	if err := s.Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
-	second := s.current().pid()
-	if second == first || second != spare.pid() || s.apiAddr() != addr {
-		t.Fatalf("restart: pid %d (was %d, spare %d), addr %q (was %q)", second, first, spare.pid(), s.apiAddr(), addr)
+	second := s.Current().Pid()
+	if second == first || second != spare.Pid() || s.APIAddr() != addr {
+		t.Fatalf("restart: pid %d (was %d, spare %d), addr %q (was %q)", second, first, spare.Pid(), s.APIAddr(), addr)
 	}
 	if code := get(t, "http://"+addr+"/healthz"); code != http.StatusOK {
 		t.Fatalf("healthz after the restart %d", code)
@@ -203,23 +203,23 @@ func TestChildLifecycle(t *testing.T) {
 	}
 
 	// stdin closing (the runner gone) stops a child by itself.
-	c := s.current().(*childProc)
+	c := s.Current().(*Child)
 	_ = c.stdin.Close()
 	select {
 	case <-c.exited:
 	case <-time.After(StopTimeout):
 		t.Fatal("a child whose stdin closed did not stop")
 	}
-	if !c.state.Success() || s.addr() != "" {
-		t.Fatalf("child after stdin closed: %s, addr %q", c.state, s.addr())
+	if !c.state.Success() || s.Addr() != "" {
+		t.Fatalf("child after stdin closed: %s, addr %q", c.state, s.Addr())
 	}
-	if err := s.stop(ctx); err == nil || !strings.Contains(err.Error(), "had exited on its own") {
+	if err := s.Stop(ctx); err == nil || !strings.Contains(err.Error(), "had exited on its own") {
 		t.Fatalf("stop of a process that had exited: %v", err)
 	}
 	if next.alive() || spareOf() != nil {
 		t.Fatal("the spare outlived the stop")
 	}
-	runs, notes := s.history()
+	runs, notes := s.History()
 	if len(runs) != 2 {
 		t.Fatalf("runs %+v", runs)
 	}
@@ -271,11 +271,11 @@ func TestChildStartFails(t *testing.T) {
 func TestKillNeedsExec(t *testing.T) {
 	spec := ChildSpec{Server: scenario.ServerSpec{Policy: "strict"}, Process: scenario.ProcessSpec{Name: "api", Roles: []string{"api"}},
 		Node: 1, Listen: "127.0.0.1:0", RunID: "abc", Partitions: 16}
-	s := newProcSlot(spec, nil, nil, nil, "", 1)
-	if err := s.kill(context.Background()); !errors.Is(err, scenario.ErrInvalid) || !strings.Contains(err.Error(), "only an exec process") {
+	s := NewSlot(spec, nil, nil, nil, "", 1)
+	if err := s.Kill(context.Background()); !errors.Is(err, scenario.ErrInvalid) || !strings.Contains(err.Error(), "only an exec process") {
 		t.Fatalf("kill of an in-process process: %v", err)
 	}
-	if runs, notes := s.history(); len(runs) != 0 || len(notes) != 0 || s.spares != 0 {
+	if runs, notes := s.History(); len(runs) != 0 || len(notes) != 0 || s.spares != 0 {
 		t.Fatalf("the refused kill changed the slot: %+v %v", runs, notes)
 	}
 }

@@ -1,4 +1,4 @@
-package runner
+package proc
 
 import (
 	"bytes"
@@ -57,8 +57,8 @@ type incarnation interface {
 	// the api role). Both are "" once the incarnation has ended.
 	addr() string
 	apiAddr() string
-	pid() int
-	gather(ctx context.Context) ([]*dto.MetricFamily, error)
+	Pid() int
+	Gather(ctx context.Context) ([]*dto.MetricFamily, error)
 	// stop stops gracefully; end says how it ended, state the OS's account.
 	stop(ctx context.Context) (end, state string, err error)
 }
@@ -80,9 +80,9 @@ func (x inProcess) apiAddr() string {
 	return ""
 }
 
-func (inProcess) pid() int { return 0 }
+func (inProcess) Pid() int { return 0 }
 
-func (x inProcess) gather(context.Context) ([]*dto.MetricFamily, error) {
+func (x inProcess) Gather(context.Context) ([]*dto.MetricFamily, error) {
 	mfs, err := x.p.Registry.Gather()
 	if err != nil {
 		return nil, fmt.Errorf("gather metrics: %w", err)
@@ -99,7 +99,7 @@ func (x inProcess) stop(ctx context.Context) (string, string, error) {
 // childProc is a server process run by the child command. Its wait
 // goroutine (started by spawnChild) is the only caller of cmd.Wait and
 // closes exited; every path that ends a child waits for exited.
-type childProc struct {
+type Child struct {
 	name   string
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
@@ -114,12 +114,12 @@ type childProc struct {
 
 // spawnChild starts the child command for process name. The child
 // initialises and then waits for its spec on stdin (begin).
-func spawnChild(command []string, name string, logw *os.File) (*childProc, error) {
+func spawnChild(command []string, name string, logw *os.File) (*Child, error) {
 	cmd := exec.Command(command[0], command[1:]...)
 	out := &readyWriter{ready: make(chan struct{}), rest: logw}
 	cmd.Stdout = out
 	cmd.Stderr = logw
-	cmd.SysProcAttr = childProcAttr()
+	cmd.SysProcAttr = ChildProcAttr()
 	cmd.WaitDelay = childWaitDelay
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -128,7 +128,7 @@ func spawnChild(command []string, name string, logw *os.File) (*childProc, error
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("scenarios: child %s: start %s: %w", name, command[0], err)
 	}
-	c := &childProc{name: name, cmd: cmd, stdin: stdin, out: out, exited: make(chan struct{}),
+	c := &Child{name: name, cmd: cmd, stdin: stdin, out: out, exited: make(chan struct{}),
 		hc: &http.Client{Timeout: ScrapeTimeout, Transport: &http.Transport{DisableKeepAlives: true}}}
 	go func() { // owned by c: ends when the process has exited
 		_ = cmd.Wait()
@@ -139,7 +139,7 @@ func spawnChild(command []string, name string, logw *os.File) (*childProc, error
 }
 
 // startChild spawns a child and begins it with spec.
-func startChild(ctx context.Context, command []string, spec ChildSpec, logw *os.File) (*childProc, error) {
+func startChild(ctx context.Context, command []string, spec ChildSpec, logw *os.File) (*Child, error) {
 	c, err := spawnChild(command, spec.Process.Name, logw)
 	if err != nil {
 		return nil, err
@@ -153,7 +153,7 @@ func startChild(ctx context.Context, command []string, spec ChildSpec, logw *os.
 // begin writes spec on the child's stdin and waits for its ready line. On
 // any error the child is killed and waited for; a start refused because
 // the address is still taken wraps errAddrInUse.
-func (c *childProc) begin(ctx context.Context, spec ChildSpec) error {
+func (c *Child) begin(ctx context.Context, spec ChildSpec) error {
 	abort := func(err error) error {
 		_ = c.cmd.Process.Kill()
 		<-c.exited
@@ -207,7 +207,7 @@ func (c *childProc) begin(ctx context.Context, spec ChildSpec) error {
 	return nil
 }
 
-func (c *childProc) alive() bool {
+func (c *Child) alive() bool {
 	select {
 	case <-c.exited:
 		return false
@@ -216,24 +216,24 @@ func (c *childProc) alive() bool {
 	}
 }
 
-func (c *childProc) addr() string {
+func (c *Child) addr() string {
 	if !c.alive() {
 		return ""
 	}
 	return c.ready.Addr
 }
 
-func (c *childProc) apiAddr() string {
+func (c *Child) apiAddr() string {
 	if !c.alive() {
 		return ""
 	}
 	return c.ready.APIAddr
 }
 
-func (c *childProc) pid() int { return c.cmd.Process.Pid }
+func (c *Child) Pid() int { return c.cmd.Process.Pid }
 
 // gather scrapes the child's GET /metrics.
-func (c *childProc) gather(ctx context.Context) ([]*dto.MetricFamily, error) {
+func (c *Child) Gather(ctx context.Context) ([]*dto.MetricFamily, error) {
 	if !c.alive() {
 		return nil, fmt.Errorf("scrape metrics: process exited (%s)", c.state)
 	}
@@ -265,10 +265,10 @@ func (c *childProc) gather(ctx context.Context) ([]*dto.MetricFamily, error) {
 // stop sends SIGTERM (where there is none, it closes stdin: either makes
 // the child stop gracefully); a child still running after StopTimeout +
 // childStopGrace, or when ctx ends, is killed.
-func (c *childProc) stop(ctx context.Context) (string, string, error) {
+func (c *Child) stop(ctx context.Context) (string, string, error) {
 	if !c.alive() {
 		_ = c.stdin.Close()
-		return EndExited, c.state.String(), fmt.Errorf("scenarios: process %s (pid %d) had exited on its own: %s", c.name, c.pid(), c.state)
+		return EndExited, c.state.String(), fmt.Errorf("scenarios: process %s (pid %d) had exited on its own: %s", c.name, c.Pid(), c.state)
 	}
 	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		_ = c.stdin.Close()
@@ -279,7 +279,7 @@ func (c *childProc) stop(ctx context.Context) (string, string, error) {
 	case <-c.exited:
 		_ = c.stdin.Close()
 		if !c.state.Success() {
-			return EndStopped, c.state.String(), fmt.Errorf("scenarios: process %s (pid %d) stopped with %s (see its log)", c.name, c.pid(), c.state)
+			return EndStopped, c.state.String(), fmt.Errorf("scenarios: process %s (pid %d) stopped with %s (see its log)", c.name, c.Pid(), c.state)
 		}
 		return EndStopped, c.state.String(), nil
 	case <-timer.C:
@@ -287,18 +287,18 @@ func (c *childProc) stop(ctx context.Context) (string, string, error) {
 	}
 	state, err := c.kill()
 	if err == nil {
-		err = fmt.Errorf("scenarios: process %s (pid %d) did not stop on SIGTERM in time: killed", c.name, c.pid())
+		err = fmt.Errorf("scenarios: process %s (pid %d) did not stop on SIGTERM in time: killed", c.name, c.Pid())
 	}
 	return EndKilled, state, err
 }
 
 // kill sends SIGKILL and waits for the child; state is the OS's account.
-func (c *childProc) kill() (string, error) {
+func (c *Child) kill() (string, error) {
 	if !c.alive() {
-		return c.state.String(), fmt.Errorf("scenarios: process %s (pid %d) had already exited: %s", c.name, c.pid(), c.state)
+		return c.state.String(), fmt.Errorf("scenarios: process %s (pid %d) had already exited: %s", c.name, c.Pid(), c.state)
 	}
 	if err := c.cmd.Process.Kill(); err != nil && c.alive() {
-		return "", fmt.Errorf("scenarios: kill process %s (pid %d): %w", c.name, c.pid(), err)
+		return "", fmt.Errorf("scenarios: kill process %s (pid %d): %w", c.name, c.Pid(), err)
 	}
 	<-c.exited
 	_ = c.stdin.Close()
@@ -306,7 +306,7 @@ func (c *childProc) kill() (string, error) {
 }
 
 // signal is the signal that ended the child ("" if it exited).
-func (c *childProc) signal() string {
+func (c *Child) signal() string {
 	if ws, ok := c.state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		return ws.Signal().String()
 	}
@@ -405,22 +405,22 @@ func countsOf(mfs []*dto.MetricFamily) procCounts {
 // only the server's start, not the executable's (seconds for a large
 // binary built with -race), and the process is down for about the fault's
 // duration. A spare never started is killed and waited for by stop.
-type procSlot struct {
-	name    string
+type Slot struct {
+	Name    string
 	exec    bool
 	command []string // exec: the child command
 	logw    *os.File // exec: the process log (every incarnation's stderr)
 	logPath string
 	marks   *slog.Logger // exec: the runner's own lines in the process log
 	log     *slog.Logger
-	cfg     server.Config // the in-process config of the first start (settings)
+	Cfg     server.Config // the in-process config of the first start (settings)
 
 	mu       sync.Mutex
 	spec     ChildSpec // Listen and Migrate change after the first start
 	cur      incarnation
-	spare    *childProc // exec: spawned, not yet begun
-	spares   int        // exec: spares still to spawn (stop and kill faults to come)
-	run      int        // index in runs of cur
+	spare    *Child // exec: spawned, not yet begun
+	spares   int    // exec: spares still to spawn (stop and kill faults to come)
+	run      int    // index in runs of cur
 	runs     []result.ProcessRun
 	repaired result.RepairSummary // the ended incarnations' repairs, read when each ended
 	notes    []string
@@ -428,9 +428,9 @@ type procSlot struct {
 
 // newProcSlot is the slot of the process spec describes; faults is how
 // many stop and kill faults target it.
-func newProcSlot(spec ChildSpec, log *slog.Logger, command []string, logw *os.File, logPath string, faults int) *procSlot {
-	s := &procSlot{name: spec.Process.Name, exec: spec.Process.Exec, command: command, logw: logw, logPath: logPath,
-		log: log, cfg: serverConfig(spec, log), spec: spec}
+func NewSlot(spec ChildSpec, log *slog.Logger, command []string, logw *os.File, logPath string, faults int) *Slot {
+	s := &Slot{Name: spec.Process.Name, exec: spec.Process.Exec, command: command, logw: logw, logPath: logPath,
+		log: log, Cfg: serverConfig(spec, log), spec: spec}
 	if s.exec {
 		s.spares = faults
 		s.marks = slog.New(slog.NewTextHandler(logw, nil))
@@ -439,7 +439,7 @@ func newProcSlot(spec ChildSpec, log *slog.Logger, command []string, logw *os.Fi
 }
 
 // start starts an incarnation if none runs.
-func (s *procSlot) start(ctx context.Context) error {
+func (s *Slot) Start(ctx context.Context) error {
 	s.mu.Lock()
 	spec, running := s.spec, s.cur != nil
 	s.mu.Unlock()
@@ -454,7 +454,7 @@ func (s *procSlot) start(ctx context.Context) error {
 		s.mu.Unlock()
 		if c == nil || !c.alive() {
 			var err error
-			if c, err = spawnChild(s.command, s.name, s.logw); err != nil {
+			if c, err = spawnChild(s.command, s.Name, s.logw); err != nil {
 				return err
 			}
 		}
@@ -464,10 +464,10 @@ func (s *procSlot) start(ctx context.Context) error {
 		s.mu.Unlock()
 		if warm {
 			// The next one initialises alongside this one.
-			spare, err := spawnChild(s.command, s.name, s.logw)
+			spare, err := spawnChild(s.command, s.Name, s.logw)
 			s.mu.Lock()
 			if err != nil {
-				s.notes = append(s.notes, fmt.Sprintf("process %s: spare not spawned: %v", s.name, err))
+				s.notes = append(s.notes, fmt.Sprintf("process %s: spare not spawned: %v", s.Name, err))
 			}
 			s.spare = spare
 			s.mu.Unlock()
@@ -490,26 +490,26 @@ func (s *procSlot) start(ctx context.Context) error {
 	s.spec.Listen = inc.addr()
 	s.spec.Migrate = false
 	s.run = len(s.runs)
-	s.runs = append(s.runs, result.ProcessRun{Name: s.name, Exec: s.exec, PID: inc.pid(), Addr: inc.addr(),
+	s.runs = append(s.runs, result.ProcessRun{Name: s.Name, Exec: s.exec, PID: inc.Pid(), Addr: inc.addr(),
 		StartedAt: time.Now().UTC(), Log: s.logPath})
 	return nil
 }
 
 // end takes the running incarnation down with how (after reading its
 // counters); must says whether a slot without one is an error.
-func (s *procSlot) end(ctx context.Context, must bool, how func(incarnation) (end, state string, err error)) error {
+func (s *Slot) end(ctx context.Context, must bool, how func(incarnation) (end, state string, err error)) error {
 	s.mu.Lock()
 	inc, i := s.cur, s.run
 	s.cur = nil
 	s.mu.Unlock()
 	if inc == nil {
 		if must {
-			return fmt.Errorf("scenarios: process %s is not running", s.name)
+			return fmt.Errorf("scenarios: process %s is not running", s.Name)
 		}
 		return nil
 	}
 	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ScrapeTimeout)
-	mfs, gerr := inc.gather(gctx)
+	mfs, gerr := inc.Gather(gctx)
 	var rep server.Repairs
 	var rerr error
 	if s.reconciles() {
@@ -519,7 +519,7 @@ func (s *procSlot) end(ctx context.Context, must bool, how func(incarnation) (en
 	c := countsOf(mfs)
 	end, state, err := how(inc)
 	if s.marks != nil {
-		s.marks.Info("scenarios: runner: process ended", "process", s.name, "pid", inc.pid(), "end", end, "state", state)
+		s.marks.Info("scenarios: runner: process ended", "process", s.Name, "pid", inc.Pid(), "end", end, "state", state)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -529,23 +529,23 @@ func (s *procSlot) end(ctx context.Context, must bool, how func(incarnation) (en
 	r.Repaired = rep.Rows
 	s.repaired.Add(rep)
 	if rerr != nil {
-		s.repaired.Errors = append(s.repaired.Errors, fmt.Sprintf("process %s (pid %d): repairs before it ended not read: %v", s.name, inc.pid(), rerr))
+		s.repaired.Errors = append(s.repaired.Errors, fmt.Sprintf("process %s (pid %d): repairs before it ended not read: %v", s.Name, inc.Pid(), rerr))
 	}
-	if cp, ok := inc.(*childProc); ok {
+	if cp, ok := inc.(*Child); ok {
 		r.Signal = cp.signal()
 	}
 	if gerr != nil {
-		s.notes = append(s.notes, fmt.Sprintf("process %s (pid %d): counters before it ended not read: %v", s.name, inc.pid(), gerr))
+		s.notes = append(s.notes, fmt.Sprintf("process %s (pid %d): counters before it ended not read: %v", s.Name, inc.Pid(), gerr))
 	}
 	if err != nil {
-		return fmt.Errorf("scenarios: stop process %s: %w", s.name, err)
+		return fmt.Errorf("scenarios: stop process %s: %w", s.Name, err)
 	}
 	return nil
 }
 
 // stop stops the process gracefully if it runs, and kills a spare (end of
 // the run).
-func (s *procSlot) stop(ctx context.Context) error {
+func (s *Slot) Stop(ctx context.Context) error {
 	s.mu.Lock()
 	spare := s.spare
 	s.spare = nil
@@ -557,28 +557,28 @@ func (s *procSlot) stop(ctx context.Context) error {
 }
 
 // stopFault is the inject of a stop fault: a graceful stop.
-func (s *procSlot) stopFault(ctx context.Context) error {
+func (s *Slot) StopFault(ctx context.Context) error {
 	return s.end(ctx, true, func(inc incarnation) (string, string, error) { return inc.stop(ctx) })
 }
 
 // kill is the inject of a kill fault: SIGKILL of the exec process (its
 // counters are read just before).
-func (s *procSlot) kill(ctx context.Context) error {
+func (s *Slot) Kill(ctx context.Context) error {
 	if !s.exec {
-		return fmt.Errorf("%w: process %s runs inside the runner: only an exec process can be killed", scenario.ErrInvalid, s.name)
+		return fmt.Errorf("%w: process %s runs inside the runner: only an exec process can be killed", scenario.ErrInvalid, s.Name)
 	}
 	return s.end(ctx, true, func(inc incarnation) (string, string, error) {
-		state, err := inc.(*childProc).kill()
+		state, err := inc.(*Child).kill()
 		return EndKilled, state, err
 	})
 }
 
 // restart starts the process again, retrying (bounded) while its old
 // address is still being released.
-func (s *procSlot) restart(ctx context.Context) error {
+func (s *Slot) Restart(ctx context.Context) error {
 	var err error
 	for range RestartAttempts {
-		if err = s.start(ctx); err == nil {
+		if err = s.Start(ctx); err == nil {
 			return nil
 		}
 		if !errors.Is(err, errAddrInUse) && !errors.Is(err, syscall.EADDRINUSE) {
@@ -587,13 +587,13 @@ func (s *procSlot) restart(ctx context.Context) error {
 		select {
 		case <-time.After(RestartBackoff):
 		case <-ctx.Done():
-			return fmt.Errorf("scenarios: restart process %s: %w (last: %w)", s.name, ctx.Err(), err)
+			return fmt.Errorf("scenarios: restart process %s: %w (last: %w)", s.Name, ctx.Err(), err)
 		}
 	}
-	return fmt.Errorf("scenarios: restart process %s: %d attempts: %w", s.name, RestartAttempts, err)
+	return fmt.Errorf("scenarios: restart process %s: %d attempts: %w", s.Name, RestartAttempts, err)
 }
 
-func (s *procSlot) current() incarnation {
+func (s *Slot) Current() incarnation {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.cur
@@ -601,16 +601,16 @@ func (s *procSlot) current() incarnation {
 
 // apiAddr is the running process's contract address ("" while it is
 // down or without the api role).
-func (s *procSlot) apiAddr() string {
-	if inc := s.current(); inc != nil {
+func (s *Slot) APIAddr() string {
+	if inc := s.Current(); inc != nil {
 		return inc.apiAddr()
 	}
 	return ""
 }
 
 // addr is the running process's address ("" while it is down).
-func (s *procSlot) addr() string {
-	if inc := s.current(); inc != nil {
+func (s *Slot) Addr() string {
+	if inc := s.Current(); inc != nil {
 		return inc.addr()
 	}
 	return ""
@@ -618,7 +618,7 @@ func (s *procSlot) addr() string {
 
 // truncatedPulls counts the truncated sync pulls every incarnation served
 // (a killed one: up to the scrape just before its SIGKILL).
-func (s *procSlot) truncatedPulls(ctx context.Context) uint64 {
+func (s *Slot) TruncatedPulls(ctx context.Context) uint64 {
 	s.mu.Lock()
 	var n uint64 // the ended incarnations' (the running one's is 0 until it ends)
 	for _, r := range s.runs {
@@ -631,17 +631,17 @@ func (s *procSlot) truncatedPulls(ctx context.Context) uint64 {
 	}
 	gctx, cancel := context.WithTimeout(ctx, ScrapeTimeout)
 	defer cancel()
-	mfs, err := inc.gather(gctx)
+	mfs, err := inc.Gather(gctx)
 	if err != nil {
 		s.mu.Lock()
-		s.notes = append(s.notes, fmt.Sprintf("process %s: truncated pulls not read: %v", s.name, err))
+		s.notes = append(s.notes, fmt.Sprintf("process %s: truncated pulls not read: %v", s.Name, err))
 		s.mu.Unlock()
 	}
 	return n + countsOf(mfs).truncated
 }
 
 // reconciles tells whether the process runs the reconciler role.
-func (s *procSlot) reconciles() bool {
+func (s *Slot) reconciles() bool {
 	for _, r := range s.spec.Process.Roles {
 		if r == server.RoleAll || r == "reconciler" {
 			return true
@@ -653,7 +653,7 @@ func (s *procSlot) reconciles() bool {
 // repairs is what the process's reconciler repaired: every ended
 // incarnation's, read when it ended, and the running one's now. Known is
 // false when one of them could not be read.
-func (s *procSlot) repairs(ctx context.Context) result.RepairSummary {
+func (s *Slot) Repairs(ctx context.Context) result.RepairSummary {
 	s.mu.Lock()
 	out := s.repaired
 	out.MsgIDs = append([]uint64(nil), s.repaired.MsgIDs...)
@@ -669,7 +669,7 @@ func (s *procSlot) repairs(ctx context.Context) result.RepairSummary {
 		rep, err := fetchRepairs(gctx, inc.addr())
 		cancel()
 		if err != nil {
-			out.Errors = append(out.Errors, fmt.Sprintf("process %s: repairs not read: %v", s.name, err))
+			out.Errors = append(out.Errors, fmt.Sprintf("process %s: repairs not read: %v", s.Name, err))
 		}
 		out.Add(rep)
 	}
@@ -678,7 +678,7 @@ func (s *procSlot) repairs(ctx context.Context) result.RepairSummary {
 }
 
 // history is every incarnation so far, and the notes.
-func (s *procSlot) history() ([]result.ProcessRun, []string) {
+func (s *Slot) History() ([]result.ProcessRun, []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]result.ProcessRun(nil), s.runs...), append([]string(nil), s.notes...)

@@ -1,4 +1,4 @@
-package runner
+package proc
 
 import (
 	"context"
@@ -13,7 +13,7 @@ func fetchRepairs(ctx context.Context, addr string) (server.Repairs, error) {
 	var out server.Repairs
 	hc := &http.Client{Timeout: ScrapeTimeout}
 	defer hc.CloseIdleConnections()
-	if err := getJSON(ctx, hc, "http://"+addr+server.RepairsPath, &out); err != nil {
+	if err := GetJSON(ctx, hc, "http://"+addr+server.RepairsPath, &out); err != nil {
 		return out, fmt.Errorf("repairs: %w", err)
 	}
 	return out, nil

@@ -1,0 +1,444 @@
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+type markerRow struct {
+	T     string
+	Kind  string
+	Label string
+}
+
+type chartView struct {
+	ID         string
+	Title      string
+	Unit       string
+	Width      int
+	Height     int
+	Left       string
+	Right      string
+	Top        string
+	Bottom     string
+	PlotW      string
+	PlotH      string
+	MidX       string
+	MidY       string
+	CaptionY   string
+	XTicks     []tickView
+	YTicks     []tickView
+	Lines      []lineView
+	Legend     []legendView
+	Threshold  *thresholdView
+	Markers    []markerLine
+	NoData     bool
+	XTickTextY string
+	YTickTextX string
+	TickEnd    string
+}
+
+type tickView struct {
+	Pos   string // x of an x tick, y of a y tick
+	Label string
+}
+
+// lineView is one series: a polyline per run of measured points between
+// gaps, a dot for a point alone between gaps, an open circle at each end
+// of the line next to a gap, and a shaded band over each gap.
+type lineView struct {
+	Name     string
+	Color    string
+	Segments []string
+	Dots     []dotView
+	Ends     []dotView
+	Gaps     []gapView
+}
+
+type dotView struct{ CX, CY, Color string }
+
+// gapView is a span without a measurement: from the last measured point
+// before it to the first after it (or the gap's own time at an edge).
+type gapView struct {
+	X, W, Y, H string
+	Color      string
+	Title      string
+}
+
+type legendView struct {
+	Name    string
+	Swatch  template.CSS
+	Summary string
+	Empty   bool
+}
+
+type thresholdView struct {
+	X1, X2, Y string
+	TextX     string
+	TextY     string
+	Label     string
+	Title     string
+	OffScale  bool
+}
+
+type markerLine struct {
+	Kind   string
+	X      string
+	Y1, Y2 string
+	TextX  string
+	TextY  string
+	Anchor string
+	Stroke string
+	Dash   string
+	Width  string
+	Title  string
+	Short  string
+	// Box is the opaque background under the text (its estimated extent,
+	// padded): a marker line that passes the text row is hidden there,
+	// never drawn across the letters. Empty for a marker without text.
+	BoxX, BoxY, BoxW, BoxH string
+}
+
+// cleanChart is a chart whose points are all drawable.
+type cleanChart struct {
+	title     string
+	unit      string
+	series    []cleanSeries
+	threshold float64
+	thLabel   string
+}
+
+type cleanSeries struct {
+	name   string
+	points []Point   // at most MaxPoints
+	gaps   []float64 // sorted, finite, at most MaxPoints
+	max    float64   // over every finite point, before decimation
+	last   float64
+}
+
+// cleanChartOf checks one chart's limits and order, drops non-finite points
+// and decimates long series; the notes say what was dropped or decimated.
+func cleanChartOf(ci int, c *Chart) (cleanChart, []string, error) {
+	where := fmt.Sprintf("chart %d %q", ci+1, c.Title)
+	if len(c.Series) > MaxSeries {
+		return cleanChart{}, nil, fmt.Errorf("%w: %s: %d series, at most %d (MaxSeries)", ErrInvalid, where, len(c.Series), MaxSeries)
+	}
+	if !finite(c.Threshold) {
+		return cleanChart{}, nil, fmt.Errorf("%w: %s: threshold is %g", ErrInvalid, where, c.Threshold)
+	}
+	out := cleanChart{title: c.Title, unit: c.Unit, threshold: c.Threshold, thLabel: c.ThresholdLabel}
+	var notes []string
+	for si := range c.Series {
+		s := &c.Series[si]
+		sw := fmt.Sprintf("%s, series %d %q", where, si+1, s.Name)
+		pts := make([]Point, 0, len(s.Points))
+		dropped, lastIdx := 0, -1
+		cs := cleanSeries{name: s.Name, max: math.Inf(-1)}
+		for i, pt := range s.Points {
+			if !finite(pt.T) || !finite(pt.V) {
+				dropped++
+				continue
+			}
+			if len(pts) > 0 && pt.T < pts[len(pts)-1].T {
+				return cleanChart{}, nil, fmt.Errorf("%w: %s: point %d has T=%g, before T=%g of point %d: points must be in non-decreasing T",
+					ErrInvalid, sw, i, pt.T, pts[len(pts)-1].T, lastIdx)
+			}
+			pts = append(pts, pt)
+			lastIdx = i
+			cs.max = math.Max(cs.max, pt.V)
+			cs.last = pt.V
+		}
+		if dropped > 0 {
+			notes = append(notes, fmt.Sprintf("%s: %d of %d points dropped (NaN or infinite)", sw, dropped, len(s.Points)))
+		}
+		if len(pts) > MaxPoints {
+			notes = append(notes, fmt.Sprintf("%s: %d points decimated evenly to %d (MaxPoints)", sw, len(pts), MaxPoints))
+			pts = decimate(pts, MaxPoints)
+		}
+		cs.points = pts
+		if len(s.Gaps) > MaxPoints {
+			return cleanChart{}, nil, fmt.Errorf("%w: %s: %d gaps, at most %d (MaxPoints)", ErrInvalid, sw, len(s.Gaps), MaxPoints)
+		}
+		for _, g := range s.Gaps {
+			if finite(g) {
+				cs.gaps = append(cs.gaps, g)
+			}
+		}
+		slices.Sort(cs.gaps)
+		out.series = append(out.series, cs)
+	}
+	return out, notes, nil
+}
+
+// decimate keeps limit points of pts, evenly spaced by index, the first and
+// the last included. limit must be at least 2.
+func decimate(pts []Point, limit int) []Point {
+	n := len(pts)
+	if n <= limit {
+		return pts
+	}
+	out := make([]Point, limit)
+	for i := range out {
+		out[i] = pts[i*(n-1)/(limit-1)]
+	}
+	return out
+}
+
+// drawChart lays one chart out on the page's shared time axis [tmin, tmax]
+// (it covers every chart's points and every marker, so a moment lines up
+// across charts): a value axis from 0 (or below) to the largest point or
+// threshold, one polyline per non-empty series, the threshold line and one
+// vertical line per marker.
+func drawChart(ci int, c cleanChart, markers []Marker, tmin, tmax float64) (chartView, []markerNote, error) {
+	where := fmt.Sprintf("chart %d %q", ci+1, c.title)
+	vmin, vmax := 0.0, 0.0
+	points := 0
+	for _, s := range c.series {
+		for _, pt := range s.points {
+			vmin, vmax = math.Min(vmin, pt.V), math.Max(vmax, pt.V)
+		}
+		points += len(s.points)
+	}
+	offScale := c.threshold > 0 && points > 0 && c.threshold > OffScaleFactor*vmax && vmax > 0
+	if c.threshold > 0 && !offScale {
+		vmax = math.Max(vmax, c.threshold)
+	}
+	ax, err := niceAxis(tmin, tmax, xTickTarget)
+	if err != nil {
+		return chartView{}, nil, fmt.Errorf("%s: time axis: %w", where, err)
+	}
+	ay, err := niceAxis(vmin, vmax, yTickTarget)
+	if err != nil {
+		return chartView{}, nil, fmt.Errorf("%s: value axis: %w", where, err)
+	}
+
+	title := c.title
+	if strings.TrimSpace(title) == "" {
+		title = "chart " + strconv.Itoa(ci+1)
+	}
+	cv := chartView{
+		ID:         "chart-" + strconv.Itoa(ci+1),
+		Title:      title,
+		Unit:       c.unit,
+		Width:      svgWidth,
+		Height:     svgHeight,
+		Left:       coord(plotLeft),
+		Right:      coord(plotRight),
+		Top:        coord(plotTop),
+		Bottom:     coord(plotBottom),
+		PlotW:      coord(plotRight - plotLeft),
+		PlotH:      coord(plotBottom - plotTop),
+		MidX:       coord((plotLeft + plotRight) / 2),
+		MidY:       coord((plotTop + plotBottom) / 2),
+		CaptionY:   coord(plotBottom + 32),
+		XTickTextY: coord(plotBottom + 16),
+		YTickTextX: coord(plotLeft - 6),
+		TickEnd:    coord(plotBottom + 4),
+		NoData:     points == 0,
+	}
+	for _, v := range ax.ticks() {
+		cv.XTicks = append(cv.XTicks, tickView{Pos: coord(xPos(ax, v)), Label: ax.label(v)})
+	}
+	for _, v := range ay.ticks() {
+		cv.YTicks = append(cv.YTicks, tickView{Pos: coord(yPos(ay, v)), Label: ay.label(v)})
+	}
+	for si, s := range c.series {
+		name := s.name
+		if strings.TrimSpace(name) == "" {
+			name = "series " + strconv.Itoa(si+1)
+		}
+		color := seriesColor(si)
+		lv := legendView{Name: name, Swatch: template.CSS("background-color:" + color)}
+		gapNote := ""
+		if n := len(s.gaps); n > 0 {
+			gapNote = "; " + strconv.Itoa(n) + " without a measurement (gaps, shaded: the line is not drawn through them)"
+		}
+		if len(s.points) == 0 {
+			lv.Empty, lv.Summary = true, "no data"+gapNote
+			cv.Legend = append(cv.Legend, lv)
+			continue
+		}
+		lv.Summary = "max " + withUnit(s.max, c.unit) + ", last " + withUnit(s.last, c.unit) + gapNote
+		cv.Legend = append(cv.Legend, lv)
+		cv.Lines = append(cv.Lines, drawSeries(ax, ay, name, color, s))
+	}
+	if c.threshold > 0 {
+		label := c.thLabel
+		if strings.TrimSpace(label) == "" {
+			label = "threshold"
+		}
+		label += " (" + withUnit(c.threshold, c.unit) + ")"
+		title := label
+		y := yPos(ay, c.threshold)
+		if offScale {
+			// Above the axis: a marker at the top edge, not to scale.
+			y = plotTop
+			label = "↑ " + label + ", off scale"
+			title = label + ": the axis is scaled to the data, whose largest point is " + withUnit(vmax, c.unit)
+		}
+		cv.Threshold = &thresholdView{
+			X1: coord(plotLeft), X2: coord(plotRight), Y: coord(y),
+			TextX: coord(plotRight - 4), TextY: coord(y + 12),
+			Label: label, Title: title, OffScale: offScale,
+		}
+		if offScale {
+			// A short stub at the top right, not a line across the plot that
+			// would read as a threshold at the axis' top value.
+			cv.Threshold.X1 = coord(plotRight - 24)
+			cv.Threshold.TextX = coord(plotRight - 28)
+			cv.Threshold.TextY = coord(float64(plotTop) + 4)
+		} else if y-4 > plotTop+12 {
+			cv.Threshold.TextY = coord(y - 4)
+		}
+	}
+	var notes []markerNote
+	cv.Markers, notes = drawMarkers(ax, markers)
+	return cv, notes, nil
+}
+
+// drawSeries draws one series: its points split at its gaps into runs,
+// each a polyline (a dot when alone), an open circle where a run ends at
+// a gap, and a shaded band over each gap from the last point before it to
+// the first after it.
+func drawSeries(ax, ay axis, name, color string, s cleanSeries) lineView {
+	line := lineView{Name: name, Color: color}
+	dot := func(p Point) dotView {
+		return dotView{CX: coord(xPos(ax, p.T)), CY: coord(yPos(ay, p.V)), Color: color}
+	}
+	pts, gaps := s.points, s.gaps
+	gi := 0
+	for gi < len(gaps) && gaps[gi] < pts[0].T {
+		gi++
+	}
+	leading := gi > 0
+	start := 0
+	flush := func(end int, gapAfter bool) {
+		run := pts[start:end]
+		switch len(run) {
+		case 0:
+			return
+		case 1:
+			line.Dots = append(line.Dots, dot(run[0]))
+		default:
+			line.Segments = append(line.Segments, polylinePoints(ax, ay, run))
+		}
+		if start > 0 || leading {
+			line.Ends = append(line.Ends, dot(run[0]))
+		}
+		if gapAfter && len(run) > 1 {
+			line.Ends = append(line.Ends, dot(run[len(run)-1]))
+		}
+	}
+	if leading {
+		line.Gaps = append(line.Gaps, gapBand(ax, gaps[0], pts[0].T, gaps[:gi], color))
+	}
+	for i := 1; i < len(pts); i++ {
+		j := gi
+		for j < len(gaps) && gaps[j] < pts[i].T {
+			j++
+		}
+		if j > gi && gaps[j-1] > pts[i-1].T {
+			// A gap between points i-1 and i: the line breaks.
+			flush(i, true)
+			line.Gaps = append(line.Gaps, gapBand(ax, pts[i-1].T, pts[i].T, gaps[gi:j], color))
+			start = i
+		}
+		gi = j
+	}
+	flush(len(pts), false)
+	if gi < len(gaps) {
+		line.Gaps = append(line.Gaps, gapBand(ax, pts[len(pts)-1].T, gaps[len(gaps)-1], gaps[gi:], color))
+	}
+	return line
+}
+
+// gapBand shades [from, to] on the time axis for the gaps in it.
+func gapBand(ax axis, from, to float64, gaps []float64, color string) gapView {
+	x1, x2 := xPos(ax, from), xPos(ax, to)
+	if x2-x1 < 3 {
+		x1, x2 = x1-1.5, x2+1.5
+	}
+	ts := make([]string, 0, min(len(gaps), 8))
+	for _, g := range gaps[:min(len(gaps), 8)] {
+		ts = append(ts, formatValue(g))
+	}
+	title := "no measurement at t=" + strings.Join(ts, ", ") + " s"
+	if len(gaps) > 8 {
+		title += " (+" + strconv.Itoa(len(gaps)-8) + " more)"
+	}
+	return gapView{X: coord(x1), W: coord(x2 - x1), Y: coord(plotTop), H: coord(plotBottom - plotTop), Color: color, Title: title}
+}
+
+// drawMarkers draws one vertical line per marker with its text in the top
+// margin (see markerLayout) and the footnotes of the markers that had no
+// room for their label or kind.
+func drawMarkers(ax axis, markers []Marker) ([]markerLine, []markerNote) {
+	layout := newMarkerLayout(len(markers))
+	full := make([]string, len(markers))
+	for i, m := range markers {
+		x := xPos(ax, m.T)
+		short := shorten(m.Label, MaxMarkerLabelRunes)
+		if short == "" {
+			short = m.Kind
+		}
+		full[i] = shorten(m.Label, MaxMarkerLabelWideRunes)
+		layout.add(x, x > plotRight-markerFlipRoom, short, m.Kind)
+	}
+	layout.widen(full, 0, svgWidth)
+	texts, notes := layout.finish()
+	lines := make([]markerLine, 0, len(markers))
+	for i, m := range markers {
+		s := layout.slots[i]
+		stroke, dash, width := markerStyle(m.Kind)
+		textY := float64(plotTop) - 6 - float64(markerLabelRows-1-s.row)*markerRowHeight
+		top := textY - 9
+		if s.text == textShared {
+			top = plotTop // no text of its own: a tag above names it
+		}
+		ml := markerLine{
+			Kind: m.Kind, X: coord(s.x), Y1: coord(top), Y2: coord(plotBottom),
+			TextX: coord(s.x + 3), TextY: coord(textY), Anchor: "start",
+			Stroke: stroke, Dash: dash, Width: width,
+			Title: "t=" + formatValue(m.T) + " s " + m.Kind + ": " + m.Label,
+			Short: texts[i],
+		}
+		if s.flip {
+			ml.TextX, ml.Anchor = coord(s.x-3), "end"
+		}
+		if n := utf8.RuneCountInString(texts[i]); n > 0 {
+			w := float64(n)*markerCharWidth + 2*boxPad
+			x := s.x + 3 - boxPad
+			if s.flip {
+				x = s.x - 3 - w + boxPad
+			}
+			ml.BoxX, ml.BoxY, ml.BoxW, ml.BoxH = coord(x), coord(textY-10), coord(w), coord(markerRowHeight+1)
+		}
+		lines = append(lines, ml)
+	}
+	out := make([]markerNote, 0, len(notes))
+	for _, slots := range notes {
+		n := markerNote{Tag: texts[slots[0]], Kind: markers[slots[0]].Kind}
+		for _, i := range slots {
+			n.Items = append(n.Items, markerNoteItem{Kind: markers[i].Kind, Text: markerName(markers[i])})
+		}
+		out = append(out, n)
+	}
+	return lines, out
+}
+
+// boxPad pads a marker text's background box on each side (user units).
+const boxPad = 1.5
+
+// shorten cuts s to at most n runes, ending in "…" when cut.
+func shorten(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	runes := []rune(s)
+	return string(runes[:n-1]) + "…"
+}
