@@ -126,6 +126,9 @@ type Result struct {
 	To        float64   `json:"to_per_sec"`
 	WarmUpS   float64   `json:"warm_up_s"`
 	StepS     float64   `json:"step_s"`
+	// Mix is the client mix every step's devices ran (loadgen.Mix; the
+	// zero Mix: send-only, devices send, pull and receive pushes only).
+	Mix loadgen.Mix `json:"mix"`
 	// Ceiling is the generator's own ceiling, measured first.
 	Ceiling *loadgen.Ceiling `json:"generator_ceiling,omitempty"`
 	// Sustainable is the highest rate that held the SLO twice (nil: none).
@@ -187,7 +190,7 @@ func Search(ctx context.Context, cfg Config) (*Result, error) {
 	s := &search{cfg: cfg, procs: append([]Proc{{Name: generatorProc, PID: os.Getpid()}}, cfg.Procs...)}
 	s.watch = newProcWatch(s.procs)
 	s.res = &Result{Kind: "imlab-capacity", Format: ResultFormat, Target: cfg.Load.Target, SLO: cfg.SLO.String(), StartedAt: time.Now().UTC(),
-		From: cfg.From, To: cfg.To, WarmUpS: cfg.WarmUp.Seconds(), StepS: cfg.Step.Seconds(), Procs: s.procs,
+		From: cfg.From, To: cfg.To, WarmUpS: cfg.WarmUp.Seconds(), StepS: cfg.Step.Seconds(), Mix: cfg.Load.Mix, Procs: s.procs,
 		Machine: Machine{CPUs: runtime.NumCPU(), Hostname: host, Note: MachineNote}, Steps: []*Step{}, Notes: slices.Clone(cfg.Notes)}
 	began := time.Now()
 	err := s.run(ctx)

@@ -123,6 +123,16 @@ func (m *model) retained(uid, seq uint64, t time.Duration) bool {
 	return ok && at <= t
 }
 
+// retainedMsgBy says retention deleted uid's inbox row of msg by t.
+func (m *model) retainedMsgBy(uid, msg uint64, t time.Duration) bool {
+	for _, d := range m.ev.deletions {
+		if d.UID == uid && d.MsgID == msg && d.DeletedAt <= t {
+			return true
+		}
+	}
+	return false
+}
+
 // retainedMsg says retention deleted uid's inbox row of msg (at any time).
 func (m *model) retainedMsg(uid, msg uint64) bool {
 	if m.deletedMsg == nil {

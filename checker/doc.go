@@ -126,7 +126,9 @@
 //     inbox row and the msg_content row; store, msg_content; outbox,
 //     msg_content and (the mq_outbox row, or the probed uid's inbox row once
 //     a consumer has confirmed and the relay removed the outbox row); queue
-//     promises nothing stored, so nothing is probed against it.
+//     promises nothing stored, so nothing is probed against it. A missing
+//     inbox row that retention's log says was deleted before the probe's
+//     answer came is no finding (a late probe after an early deletion).
 //   - history-lost: an ACKed (or recovered) message whose conv_seq the
 //     history store holds nothing for, and no delete range covers, once the
 //     history tier has drained (history witness). A purged slot is a

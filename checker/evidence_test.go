@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"imlab/ledger"
 )
@@ -158,6 +159,22 @@ func TestUnstoredAtAck(t *testing.T) {
 		expect(t, v, !tc.miss, exp)
 		if tc.miss && !slices.Equal(v.Findings[UnstoredAtAck].UIDs, []uint64{1}) {
 			t.Fatalf("%s %b: uids %v", tc.policy, tc.found, v.Findings[UnstoredAtAck].UIDs)
+		}
+	}
+	// A row missing from the inbox because retention had deleted it before
+	// the probe's answer came is no finding; deleted after it, it is.
+	for _, c := range []struct {
+		deleted time.Duration
+		count   int
+	}{{ms(2), 0}, {ms(4), 1}} {
+		w := withStore()
+		w.probes = []ledger.Probe{probe(101, 1, ledger.FoundContent)}
+		w.more = func(t *testing.T, l *ledger.Ledger) {
+			l.Shard(0).Retention(ledger.RetentionSettings{MaxAge: time.Hour, PulledMinAge: time.Millisecond, Interval: time.Millisecond})
+			l.Shard(0).Deletion(ledger.Deletion{UID: 1, Seq: 1, MsgID: 101, CreatedAt: ms(1), DeletedAt: c.deleted, Reason: ledger.RetentionPulled})
+		}
+		if n := check(t, w).Findings[UnstoredAtAck].Count; n != c.count {
+			t.Errorf("retention deleted the row at %s, probe answered at %s: %d unstored-at-ack, want %d", c.deleted, ms(3), n, c.count)
 		}
 	}
 	// A policy the checker does not know, or probes that all failed: the

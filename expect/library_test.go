@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"imlab/loadgen"
 	"imlab/loadgen/schedule"
 	"imlab/scenario"
 )
@@ -149,4 +150,56 @@ func mustShape(t *testing.T, rate string) schedule.Shape {
 		t.Fatal(err)
 	}
 	return sh
+}
+
+// TestLibraryClaimsMix: the default glob runs the whole pipeline the
+// client mix exercises under faults: history pages, revokes and deletes
+// while MongoDB is slow and down; conversation pulls across a Redis wipe;
+// retention's early deletion (lab ages) with devices away and coming back;
+// the default mix under a burst. The defects each of these files catches
+// are README's table "The client mix's defects".
+func TestLibraryClaimsMix(t *testing.T) {
+	paths, err := filepath.Glob("../scenarios/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := map[string][]string{}
+	for _, p := range paths {
+		f, err := scenario.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := f.Load.Mix
+		if f.Kind == scenario.KindCapacity || m == nil {
+			continue
+		}
+		entering := m.EnterOnOnline > 0 || m.OpenOnPush > 0
+		faults := map[string]bool{}
+		for _, x := range f.Faults {
+			faults[x.Kind+" "+x.Target] = true
+		}
+		if f.Server.History && entering && m.HistoryPage > 0 && m.Revoke > 0 && m.Delete > 0 &&
+			faults[scenario.KindLatency+" "+scenario.TargetMongo] && faults[scenario.KindDown+" "+scenario.TargetMongo] {
+			claims["history under mongo latency and down"] = append(claims["history under mongo latency and down"], f.Name)
+		}
+		if entering && faults[scenario.KindRedisWipe+" "] {
+			claims["conversation pulls across a redis wipe"] = append(claims["conversation pulls across a redis wipe"], f.Name)
+		}
+		l := f.Load
+		away := l.ComeBackEvery == nil || l.ComeBackEvery.D() > 0
+		if r := f.Server.LabRetention; r != nil && r.PulledMinAge.D() < l.Duration.D() && away && (l.Devices == 0 || l.Devices > 1) && l.OnlineOr() < 1 {
+			claims["early deletion with devices away"] = append(claims["early deletion with devices away"], f.Name)
+		}
+		if _, ok := mustShape(t, l.Rate).(schedule.Burst); ok && *m == loadgen.DefaultMix() && f.Server.History {
+			claims["the default mix under a burst"] = append(claims["the default mix under a burst"], f.Name)
+		}
+	}
+	for _, c := range []string{"history under mongo latency and down", "conversation pulls across a redis wipe",
+		"early deletion with devices away", "the default mix under a burst"} {
+		if len(claims[c]) == 0 {
+			t.Errorf("no shipped scenario runs %s", c)
+		} else {
+			t.Logf("%-40s %v", c, claims[c])
+		}
+	}
 }

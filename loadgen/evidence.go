@@ -65,6 +65,10 @@ type ProbeSum struct {
 }
 
 // errNoLab marks a server without the lab routes (404).
+// errNotImplemented: the lab route exists but the target has nothing
+// behind it (501: e.g. a reference server without a history store).
+var errNotImplemented = errors.New("the target implements no such read (501)")
+
 var errNoLab = errors.New("the server has no lab routes (404): start it with --lab-routes (imlab ref) to witness the store")
 
 // evidence is the run's shared state of the probes and the lab route.
@@ -91,7 +95,8 @@ func (e *evidence) policyName() string {
 
 // readRetry calls f until it answers, a definite refusal comes, ctx ends,
 // or tries calls were made; it waits out 429s (Retry-After) and backs off
-// after transport errors and 5xx.
+// after transport errors and 5xx but 501 (not implemented: asking again
+// changes nothing).
 func readRetry[T any](ctx context.Context, tries int, f func() (T, error)) (T, error) {
 	for attempt := 1; ; attempt++ {
 		v, err := f()
@@ -99,7 +104,7 @@ func readRetry[T any](ctx context.Context, tries int, f func() (T, error)) (T, e
 			return v, nil
 		}
 		var te *targets.Error
-		if !errors.As(err, &te) || te.Class == targets.Failed || attempt >= tries {
+		if !errors.As(err, &te) || te.Class == targets.Failed || te.Status == 501 || attempt >= tries {
 			return v, err
 		}
 		wait := te.RetryAfter
@@ -114,11 +119,15 @@ func readRetry[T any](ctx context.Context, tries int, f func() (T, error)) (T, e
 	}
 }
 
-// labRead is readRetry for a lab route: a 404 is errNoLab.
+// labRead is readRetry for a lab route: a 404 is errNoLab, a 501
+// errNotImplemented.
 func labRead[T any](ctx context.Context, tries int, f func() (T, error)) (T, error) {
 	v, err := readRetry(ctx, tries, f)
-	if targets.StatusOf(err) == 404 {
+	switch targets.StatusOf(err) {
+	case 404:
 		return v, fmt.Errorf("%w: %v", errNoLab, err)
+	case 501:
+		return v, fmt.Errorf("%w: %v", errNotImplemented, err)
 	}
 	return v, err
 }

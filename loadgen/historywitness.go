@@ -94,18 +94,24 @@ func (r *runner) historyWitness(parent context.Context, sum *Summary) {
 	defer cancel()
 	hs := &HistorySum{}
 	sum.Evidence.History = hs
-	began := time.Now()
-	drained, why := r.historyDrained(ctx)
-	hs.Drained, hs.Waited = drained, time.Since(began).Round(time.Millisecond).String()
 	convs := r.convs.snapshot()
 	ids := make([]uint64, 0, len(convs))
 	for id := range convs {
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	if len(ids) > 0 && r.historyAbsent(ctx, ids[0], convs[ids[0]]) {
+		// No note: the checker reads the history check as not exercised
+		// (nothing to witness), not as a witness that failed.
+		hs.Reason = "the target has no history store to witness (its lab history read answered 501): " + r.drv.Name()
+		return
+	}
+	began := time.Now()
+	drained, why := r.historyDrained(ctx)
+	hs.Drained, hs.Waited = drained, time.Since(began).Round(time.Millisecond).String()
 	var mu sync.Mutex
 	var firstErr error
-	noLab := false
+	noLab, noStore := false, false
 	done := make([]bool, len(ids))
 	_ = r.forEach(ctx, len(ids), func(i int) error {
 		id := ids[i]
@@ -117,6 +123,10 @@ func (r *runner) historyWitness(parent context.Context, sum *Summary) {
 		hs.Invalid += invalid
 		if errors.Is(err, errNoLab) {
 			noLab = true
+			return nil
+		}
+		if errors.Is(err, errNotImplemented) {
+			noStore = true
 			return nil
 		}
 		if err != nil {
@@ -147,6 +157,8 @@ func (r *runner) historyWitness(parent context.Context, sum *Summary) {
 		n.Made, n.Reason = drained, fmt.Sprintf("the history witness read %d of %d conversations within %s; the others are not judged", hs.Convs, len(ids), r.cfg.DrainTimeout)
 	case noLab:
 		n.Reason = "the target offers no history witness (no lab route): " + r.drv.Name()
+	case noStore:
+		n.Reason = "the target has no history store to witness (its lab history read answered 501): " + r.drv.Name()
 	case len(ids) > 0 && hs.Convs == 0:
 		n.Reason = fmt.Sprintf("the history witness failed for every conversation (e.g. %v)", firstErr)
 	case !drained:
@@ -156,6 +168,23 @@ func (r *runner) historyWitness(parent context.Context, sum *Summary) {
 	}
 	hs.Made, hs.Reason = n.Made, n.Reason
 	r.note(n)
+}
+
+// historyAbsent reads conv_seq 1 of one conversation once, before the
+// wait for the history tier: a 501 says the target has no history store
+// at all (the reference server without MongoDB), so there is nothing to
+// wait for or to read; the run then writes no history witness note.
+func (r *runner) historyAbsent(ctx context.Context, id uint64, e convEntry) bool {
+	s, err := r.drv.Session(ctx, e.reader, WitnessDID)
+	if err != nil {
+		return false
+	}
+	hr, ok := s.(targets.LabHistoryReader)
+	if !ok {
+		return false
+	}
+	_, err = hr.LabHistory(ctx, targets.HistoryOpts{ConvID: id, From: 1, To: 1})
+	return targets.StatusOf(err) == 501
 }
 
 // witnessConv reads one conversation 1..head in ranges of

@@ -49,7 +49,10 @@ generator itself; the server process behind --target, which names its pid and ro
 route GET /v1/lab/procs (on with imlab up and the scenario runner; imlab ref only with
 --lab-routes: otherwise the search says so and watches only what the flags give); --proc by
 command name (default mariadbd,redis-server: every match, as NAME:PID when several); and --pid
-NAME=PID. A process that exits mid-search is unknown for the rest of it, never 0. All of them share
+NAME=PID. The client mix (--mix off|default and --mix-* per key, the same keys as imlab load and a
+scenario's load.mix) runs in every step: the rate is sends/s, and the cost per message then
+includes what the devices' conversation pulls, history pages, revokes, deletes, clears and reads
+cost. A process that exits mid-search is unknown for the rest of it, never 0. All of them share
 this machine's cores.
 
 Writes OUT/result.json (every step), OUT/report.html (rate vs ACK p99, rate vs CPU, knee and

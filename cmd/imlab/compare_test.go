@@ -99,14 +99,19 @@ func TestCompareManyRuns(t *testing.T) {
 
 func TestCapacityBadFlags(t *testing.T) {
 	for name, args := range map[string][]string{
-		"slo":   {"--slo", "ack_p99<200ms"},
-		"pid":   {"--pid", "ref"},
-		"rates": {"--from", "500", "--to", "100"},
-		"step":  {"--step", "1500ms"},
+		"slo":    {"--slo", "ack_p99<200ms"},
+		"pid":    {"--pid", "ref"},
+		"rates":  {"--from", "500", "--to", "100"},
+		"step":   {"--step", "1500ms"},
+		"mix":    {"--mix", "default", "--mix-revoke", "1.5"},
+		"preset": {"--mix", "most"},
 	} {
 		code, _, errOut := runImlab(t, context.Background(), append([]string{"capacity", "--secret", "imlab-capacity-secret-0123456789", "--out", t.TempDir(), "--ceiling", "0"}, args...)...)
 		if code != capacityExitBroken {
 			t.Errorf("%s: exit %d, want 2 (%s)", name, code, errOut)
+		}
+		if name == "mix" && !strings.Contains(errOut, "mix.revoke") {
+			t.Errorf("mix: the error does not name the key mix.revoke: %s", errOut)
 		}
 	}
 }

@@ -40,6 +40,9 @@ type Store struct {
 	native atomic.Bool
 	// stripes serialize this Store's writes to one document (see docLock).
 	stripes [lockStripes]sync.Mutex
+	// afterDocRead, if set (tests only), runs after ReadSlots read one
+	// document and before it reads the next.
+	afterDocRead func(idx uint64)
 	// beforeInsert, if set (tests only), runs between a bucket update that
 	// matched nothing and the insert that follows it.
 	beforeInsert func(docID string)
@@ -404,7 +407,8 @@ type ReadResult struct {
 }
 
 // ReadSlots reads the given seqs of one conversation: one query per
-// document, only the needed slots on the native path.
+// document, newest document first, only the needed slots on the native
+// path.
 func (s *Store) ReadSlots(ctx context.Context, convID uint64, seqs []uint64) (ReadResult, error) {
 	groups, err := s.layout.GroupByDoc(convID, seqs)
 	if err != nil {
@@ -416,10 +420,19 @@ func (s *Store) ReadSlots(ctx context.Context, convID uint64, seqs []uint64) (Re
 	}
 	var lastExists bool
 	var lastMax uint64
-	for gi, g := range groups {
+	// Newest document first: the history tier writes a conversation in
+	// conv_seq order, so a write landing between two document reads can
+	// only leave the newest seqs out of the answer (a shorter tail), never
+	// a hole below a seq the answer shows (the last slot of a bucket read
+	// before it was written, the next bucket's first after).
+	for gi := len(groups) - 1; gi >= 0; gi-- {
+		g := groups[gi]
 		r, err := s.readDoc(ctx, convID, g)
 		if err != nil {
 			return ReadResult{}, err
+		}
+		if s.afterDocRead != nil {
+			s.afterDocRead(g.Idx)
 		}
 		for i, seq := range g.Seqs {
 			res.Slots[seq] = r.slots[i]

@@ -472,3 +472,48 @@ func TestTwoStoresRaceToCreate(t *testing.T) {
 		}
 	}
 }
+
+// A write landing between the document reads of one ReadSlots (the
+// history tier writing in conv_seq order while a page spanning two buckets
+// is read) leaves at most the newest seqs out, never a hole below a seq
+// the answer shows.
+func TestReadSlotsNoHoleAcrossBuckets(t *testing.T) {
+	ctx := context.Background()
+	db := newDB(t, nil)
+	s := newStore(t, db, nil)
+	if err := s.WriteBatch(ctx, msgsFor(testGroup, 1, 95, 1, 2)); err != nil {
+		t.Fatal(err)
+	}
+	fired := 0
+	s.afterDocRead = func(uint64) {
+		if fired > 0 {
+			return
+		}
+		fired++
+		if err := s.WriteBatch(ctx, msgsFor(testGroup, 96, 110, 1, 2)); err != nil {
+			t.Errorf("write between the reads: %v", err)
+		}
+	}
+	var seqs []uint64
+	for seq := uint64(90); seq <= 110; seq++ {
+		seqs = append(seqs, seq)
+	}
+	rr, err := s.ReadSlots(ctx, testGroup, seqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fired != 1 {
+		t.Fatalf("hook fired %d times", fired)
+	}
+	top := uint64(0)
+	for _, seq := range seqs {
+		if rr.Slots[seq].State == SlotFilled {
+			top = seq
+		}
+	}
+	for seq := uint64(90); seq < top; seq++ {
+		if rr.Slots[seq].State != SlotFilled {
+			t.Errorf("seq %d missing below seq %d, which the answer shows", seq, top)
+		}
+	}
+}
