@@ -201,6 +201,7 @@ type run struct {
 	kafka     *proxiedKafka
 	px        *chaos.Proxies
 	procs     []*procSlot
+	ext       *extProc // an external target's process (scenario.TargetSpec)
 	topic     string
 	reached   []*reach // one per fault of the file, in file order
 	// rowsDB reads the inbox row count for the recovery figures (the
@@ -266,6 +267,11 @@ func Run(ctx context.Context, cfg Config, f *scenario.File) (*result.Result, err
 	if serr := r.stopAll(); serr != nil {
 		r.res.Errors = append(r.res.Errors, serr.Error())
 	}
+	if r.ext != nil {
+		runs, notes := r.ext.history()
+		r.res.Processes = append(r.res.Processes, runs...)
+		r.res.Errors = append(r.res.Errors, notes...)
+	}
 	for _, s := range r.procs {
 		runs, notes := s.history()
 		r.res.Processes = append(r.res.Processes, runs...)
@@ -312,6 +318,9 @@ func (r *run) setting(name string, v any) {
 // execute starts everything, runs the load and the schedule, checks and
 // evaluates. Everything it starts is registered with onStop.
 func (r *run) execute(ctx context.Context) error {
+	if r.f.Target.External() {
+		return r.executeTarget(ctx)
+	}
 	if err := r.startBackends(ctx); err != nil {
 		return err
 	}
@@ -657,6 +666,9 @@ func (r *run) startProcesses(ctx context.Context) error {
 
 // target is the base URL of the first process running the api role.
 func (r *run) target() string {
+	if t := r.f.Target; t.External() {
+		return t.URL()
+	}
 	for _, s := range r.procs {
 		if a := s.apiAddr(); a != "" {
 			return "http://" + a
@@ -840,7 +852,7 @@ func pacerConfig(l scenario.LoadSpec, c schedule.Config) schedule.Config {
 func (r *run) rateScale(sh schedule.Shape) *result.RateScale {
 	rs := &result.RateScale{Factor: r.cfg.RateScale, For: result.RateScaleByConfig, FileRate: sh.String()}
 	if rs.Factor == 0 {
-		if !slices.Contains(r.cb.Embedded, compose.PartMySQL) {
+		if r.cb == nil || !slices.Contains(r.cb.Embedded, compose.PartMySQL) {
 			return nil
 		}
 		rs.Factor, rs.For = r.f.Load.EmbeddedRateScaleOr(), result.RateScaleEmbedded

@@ -129,6 +129,9 @@ type File struct {
 	Baseline *BaselineSpec `yaml:"baseline,omitempty" json:"baseline,omitempty"`
 	// Matrix runs the file once per value of a parameter (see Expand).
 	Matrix *MatrixSpec `yaml:"matrix,omitempty" json:"matrix,omitempty"`
+	// Target is the server under test when it is not the reference server
+	// (see TargetSpec).
+	Target *TargetSpec `yaml:"target,omitempty" json:"target,omitempty"`
 	// Variant names the matrix value a file expanded from a matrix runs
 	// with ("consumers=2"; not part of the format).
 	Variant string `yaml:"-" json:"variant,omitempty"`
@@ -426,6 +429,10 @@ type ExpectSpec struct {
 	// says the generator fell behind, and fails).
 	MinOfferedRatio *float64  `yaml:"min_offered_ratio,omitempty" json:"min_offered_ratio,omitempty"`
 	MaxStartDelay   *Duration `yaml:"max_start_delay,omitempty" json:"max_start_delay,omitempty"`
+	// Findings the checker must make, each naming at least one message
+	// (a negative control against a server with a known defect; needs
+	// verdict: invalid).
+	Findings []string `yaml:"findings,omitempty" json:"findings,omitempty"`
 }
 
 // Defaults of omitted fields.
@@ -582,6 +589,12 @@ func (f *File) Validate() error {
 		}
 	}
 	if err := f.Expect.validate(); err != nil {
+		return err
+	}
+	if err := f.Target.validate(f); err != nil {
+		return err
+	}
+	if err := f.Expect.validateFindings(); err != nil {
 		return err
 	}
 	if err := f.Baseline.validate(); err != nil {
@@ -912,6 +925,9 @@ func (x FaultSpec) validate(field string, f *File, procs map[string]int) error {
 	}
 	if x.For < 0 || x.At.D()+x.For.D() > f.Load.Duration.D() {
 		return Bad(field+".for", "%s: want 0..%s: a fault must be healed by the end of the load (at + for <= load.duration), so that the settle and the final drain run healed", x.For.D(), f.Load.Duration.D()-x.At.D())
+	}
+	if f.Target.External() {
+		return x.validateExternal(field, f)
 	}
 	proxyTarget := func() error {
 		switch x.Target {
