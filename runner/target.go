@@ -195,11 +195,14 @@ func findingChecks(names []string, v *checker.Verdict) []result.Check {
 		case f.NotMade != "":
 			got = "NOT MADE: " + f.NotMade
 		case f.Count > 0:
-			ids := f.MsgIDs[:min(len(f.MsgIDs), 5)]
-			got = fmt.Sprintf("%d, e.g. msg_ids %v", f.Count, ids)
-			ok = len(f.MsgIDs) > 0
+			// A refused or missing message has no msg_id: the finding
+			// names its conversations and, in its examples, the sends or
+			// conv_seqs.
+			got = fmt.Sprintf("%d: msg_ids %v convs %v; %s", f.Count, f.MsgIDs[:min(len(f.MsgIDs), 5)], f.Convs[:min(len(f.Convs), 5)],
+				strings.Join(f.Examples[:min(len(f.Examples), 2)], "; "))
+			ok = len(f.MsgIDs) > 0 || len(f.Convs) > 0
 		}
-		out = append(out, result.Check{Name: "finding_" + n, Want: "made, naming messages", Got: got, OK: ok})
+		out = append(out, result.Check{Name: "finding_" + n, Want: "made, naming messages or conversations", Got: got, OK: ok})
 	}
 	return out
 }

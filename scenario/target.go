@@ -89,7 +89,9 @@ var (
 
 // External tells whether the target is a server the runner does not start
 // from its own code.
-func (t *TargetSpec) External() bool { return t != nil && Or(t.Driver, TargetDriverRef) != TargetDriverRef }
+func (t *TargetSpec) External() bool {
+	return t != nil && Or(t.Driver, TargetDriverRef) != TargetDriverRef
+}
 
 // APIKeyEnvOr is APIKeyEnv or its default.
 func (t *TargetSpec) APIKeyEnvOr() string { return Or(t.APIKeyEnv, DefaultAPIKeyEnv) }
