@@ -533,6 +533,10 @@ func (s *procSlot) end(ctx context.Context, must bool, how func(incarnation) (en
 	}
 	if cp, ok := inc.(*childProc); ok {
 		r.Signal = cp.signal()
+		if st := cp.state; st != nil {
+			cpu := (st.UserTime() + st.SystemTime()).Seconds()
+			r.CPUSeconds = &cpu
+		}
 	}
 	if gerr != nil {
 		s.notes = append(s.notes, fmt.Sprintf("process %s (pid %d): counters before it ended not read: %v", s.name, inc.pid(), gerr))
