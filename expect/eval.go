@@ -53,6 +53,9 @@ type Observed struct {
 	RepairsKnown    bool
 	RepairedMsgs    int
 	RepairedMsgsCut bool
+	// DeadLetters is what the run read of the dead letters at its end
+	// (nil: not read; the run used no Kafka).
+	DeadLetters *result.DeadLetterSummary
 	// Attempts and Failed (fail + unknown) count sends.
 	Attempts, Failed uint64
 	// TruncatedPulls is how often the servers served a truncated answer.
@@ -167,6 +170,7 @@ func Evaluate(e scenario.ExpectSpec, o Observed) []result.Check {
 	if e.MinRepairs != nil {
 		repairs("min_repairs", fmt.Sprintf(">= %d", *e.MinRepairs), func(v uint64) bool { return v >= *e.MinRepairs })
 	}
+	deadLetterChecks(e.DeadLetters, o.DeadLetters, add)
 	if o.Evidence > 0 {
 		got := fmt.Sprintf("all %d made", o.Evidence)
 		if len(o.EvidenceGaps) > 0 {

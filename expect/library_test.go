@@ -13,13 +13,16 @@ import (
 // devices are away; client retries with the same client_msg_id; every
 // file that expects a valid run states the reorders it allows, and every
 // one not about repair runs reconciliation late and allows no repair,
-// while queue-loss-store asserts that it repaired.
+// while queue-loss-store asserts that it repaired; and every option that
+// changes where a message goes runs under a fault (optionTable, the table
+// README lists).
 func TestLibraryClaims(t *testing.T) {
 	paths, err := filepath.Glob("../scenarios/*.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	faulted := map[string]bool{}
+	underFault := map[string][]string{}
 	strictMySQL := map[string]bool{}
 	apiKill, hotWindow, retries := false, false, false
 	for _, p := range paths {
@@ -33,6 +36,9 @@ func TestLibraryClaims(t *testing.T) {
 		pol := f.Server.PolicyOr()
 		if len(f.Faults) > 0 {
 			faulted[pol] = true
+			for _, o := range optionsOf(f) {
+				underFault[o] = append(underFault[o], f.Name)
+			}
 		}
 		for _, x := range f.Faults {
 			if pol == "strict" && x.Target == scenario.TargetMySQL {
@@ -82,6 +88,57 @@ func TestLibraryClaims(t *testing.T) {
 	if !apiKill || !hotWindow || !retries {
 		t.Errorf("api kill %v, hot window %v, retries %v: want all", apiKill, hotWindow, retries)
 	}
+	for _, o := range optionTable {
+		if len(underFault[o]) == 0 {
+			t.Errorf("no shipped scenario runs %s under a fault", o)
+		} else {
+			t.Logf("%-28s %v", o, underFault[o])
+		}
+	}
+}
+
+// optionTable is every option of the reference server that changes where
+// a message goes, each value as optionsOf names it: README's table "Every
+// option under a fault" lists the scenarios that run each.
+var optionTable = []string{
+	"policy strict", "policy store", "policy outbox", "policy queue",
+	"allocator redis", "allocator segment",
+	"dedup uk_uid_msg", "dedup mq_dedup", "dedup redis",
+	"push bus local", "push bus redis",
+	"history on", "history off",
+	"truncation",
+	"dead letters",
+}
+
+// optionsOf names the options a file runs with. The consumers' dedup
+// strategy counts only where the inbox tier writes (any policy but strict,
+// whose consumers see only its history feed); the push bus is redis when
+// the roles run in more than one process; truncation is a lowered unread
+// threshold; dead letters a file that asserts records reached the
+// dead-letter topic.
+func optionsOf(f *scenario.File) []string {
+	s := f.Server
+	out := []string{"policy " + s.PolicyOr(), "allocator " + scenario.Or(s.Allocator, scenario.DefaultAllocator)}
+	if s.PolicyOr() != "strict" {
+		out = append(out, "dedup "+scenario.Or(s.Dedup, scenario.DefaultDedup))
+	}
+	if len(f.Processes()) > 1 {
+		out = append(out, "push bus redis")
+	} else {
+		out = append(out, "push bus local")
+	}
+	if s.History {
+		out = append(out, "history on")
+	} else {
+		out = append(out, "history off")
+	}
+	if s.UnreadThreshold > 0 {
+		out = append(out, "truncation")
+	}
+	if d := f.Expect.DeadLetters; d != nil && d.Min != nil && *d.Min > 0 {
+		out = append(out, "dead letters")
+	}
+	return out
 }
 
 func mustShape(t *testing.T, rate string) schedule.Shape {

@@ -192,6 +192,9 @@ type Config struct {
 	CeilingFor time.Duration
 	// Progress receives a line per second (nil: none).
 	Progress io.Writer
+	// Mix is what devices do besides sending and pulling their inbox (the
+	// zero Mix: nothing else, as before it existed).
+	Mix Mix
 	// OnSecond, when set, is called by the reporter with each second's
 	// timeline row as it is made (a capacity search watches a step with
 	// it and cancels the run's context when the SLO is clearly broken). It
@@ -241,8 +244,16 @@ func DefaultConfig(target, secret, runDir string) Config {
 // Validate checks every limit.
 func (c Config) Validate() error {
 	p := c.Pop
+	// The send pool's own bound first, in the generator's words (the
+	// driver would name it after its pool).
+	if c.Pipeline > 0 && (c.PipelineConns < 1 || c.PipelineConns > MaxPipelineConns) {
+		return fmt.Errorf("%w: pipeline conns %d must be in 1..%d", ErrInvalid, c.PipelineConns, MaxPipelineConns)
+	}
 	if err := drivers.Check(c.targetConfig()); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if err := c.Mix.Validate(); err != nil {
+		return err
 	}
 	if err := c.Pacer.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
@@ -276,8 +287,6 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: ws conns per user %d must be in 1..%d", ErrInvalid, c.WSConnsPerUser, MaxWSConnsPerUser)
 	case c.SendVia == ViaWS && p.Users*c.WSConnsPerUser > MaxWSSenders:
 		return fmt.Errorf("%w: sending over WebSocket opens %d connections per user: at most %d connections", ErrInvalid, c.WSConnsPerUser, MaxWSSenders)
-	case c.Pipeline > 0 && (c.PipelineConns < 1 || c.PipelineConns > MaxPipelineConns):
-		return fmt.Errorf("%w: pipeline conns %d must be in 1..%d", ErrInvalid, c.PipelineConns, MaxPipelineConns)
 	case c.ProbeFraction < 0 || c.ProbeFraction > 1:
 		return fmt.Errorf("%w: probe fraction %g must be in 0..1", ErrInvalid, c.ProbeFraction)
 	case c.ProbeRecipients < 0 || c.ProbeRecipients > MaxProbeRecipients:
@@ -318,7 +327,7 @@ func (c Config) targetConfig() targets.Config {
 	tc := targets.Config{Target: c.Target, Driver: c.Driver, Secret: c.Secret, Conns: c.Conns, Timeout: c.Timeout, Options: c.TargetOptions}
 	switch {
 	case c.SendVia != ViaHTTP:
-	case c.Pipeline > 0:
+	case c.Pipeline != 0: // a negative one too, so that the driver refuses it
 		tc.SendPool = targets.SendPool{Own: true, Conns: c.PipelineConns, Pipeline: c.Pipeline, PipelineDelay: c.PipelineDelay}
 	case c.Pacer.Senders > 0:
 		tc.SendPool = targets.SendPool{Own: true, Conns: c.Conns}

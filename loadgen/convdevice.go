@@ -67,19 +67,44 @@ func (d *device) convStore(m *targets.Msg, via ledger.Via) {
 	d.r.m.deliv.Add(1)
 }
 
-// convVisit connects, takes everything the device missed, and leaves.
+// maxFinalVisits bounds the tries of a device's final catch-up on a target
+// without an inbox (DrainTimeout bounds their time).
+const maxFinalVisits = 10
+
+// convVisit connects, takes everything the device missed, and leaves. The
+// final visit is tried again after a failure (a server slow to answer the
+// logins of every device at once): a device that misses its final
+// catch-up leaves messages it never got.
 func (d *device) convVisit(ctx context.Context, final bool) {
+	backoff := 50 * time.Millisecond
+	for try := 1; ; try++ {
+		err := d.convVisitOnce(ctx)
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		if !final || try == maxFinalVisits {
+			if final {
+				d.r.finalMissed.Add(1)
+			}
+			d.r.fail("device %d catch-up (final %v, try %d): %v", d.idx, final, try, err)
+			return
+		}
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+func (d *device) convVisitOnce(ctx context.Context) error {
 	c, err := d.sess.Connect(ctx)
 	if err != nil {
-		if ctx.Err() == nil {
-			d.r.fail("device %d connect (final %v): %v", d.idx, final, err)
-		}
-		return
+		return err
 	}
 	defer c.Close()
-	if err := d.convTake(c); err != nil && ctx.Err() == nil {
-		d.r.fail("device %d catch-up (final %v): %v", d.idx, final, err)
-	}
+	return d.convTake(c)
 }
 
 // convTake stores what c holds now: Recv with a deadline already past
@@ -172,6 +197,10 @@ func (d *device) convOnline(ctx context.Context, drain <-chan struct{}) {
 // witnesses are not made (with the reason), the conversations are read
 // whole by the driver.
 func (r *runner) convEnd(ctx context.Context, sum *Summary) {
+	if n := r.finalMissed.Load(); n > 0 {
+		sum.Drain.Complete = false
+		r.fail("final drain: %d devices could not take what they missed", n)
+	}
 	why := fmt.Sprintf("the target (driver %s) keeps no per-user inbox", r.drv.Name())
 	r.note(ledger.Note{Check: "pull-witness", Reason: why})
 	r.note(ledger.Note{Check: "store-witness", Reason: why})

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	mrand "math/rand/v2"
 	"time"
 
 	"imlab/ledger"
@@ -25,6 +26,11 @@ type device struct {
 	acked    uint64
 	pages    int
 	crashes  int
+
+	// The client mix (Mix): the device's own random choices and what it
+	// knows of its conversations.
+	rng   *mrand.Rand
+	convs map[uint64]*devConv
 }
 
 // frameQueue bounds the frames read ahead of the device.
@@ -53,6 +59,7 @@ func (d *device) store(m *targets.Msg, via ledger.Via) {
 	if ours && m.Seq > d.chain {
 		d.r.e2e.stored(d.r.m.lane(int(d.idx)), tick, at-intended)
 	}
+	d.saw(m)
 	d.shard().Delivery(ledger.Delivery{Dev: d.idx, Via: via, Seq: m.Seq, MsgID: m.MsgID, ConvID: m.ConvID, ConvSeq: m.ConvSeq, Tick: tick, At: at})
 	d.r.m.deliv.Add(1)
 }
@@ -164,6 +171,7 @@ func (d *device) connected(ctx context.Context, ws targets.Conn, frames <-chan t
 		}
 		return ctx.Err() != nil
 	}
+	d.cameOnline(ctx)
 	tk := time.NewTicker(d.r.cfg.AckEvery)
 	defer tk.Stop()
 	for {
@@ -201,6 +209,7 @@ func (d *device) connected(ctx context.Context, ws targets.Conn, frames <-chan t
 			}
 			d.store(&f.Msg, ledger.Push)
 			d.chain = f.Msg.Seq
+			d.pushed(ctx, &f.Msg)
 		}
 	}
 }
@@ -227,6 +236,7 @@ func (d *device) puller(ctx context.Context, drain <-chan struct{}) {
 		select {
 		case <-wake:
 			d.visit(ctx, false)
+			d.cameOnline(ctx)
 			next += every
 		case <-drain:
 			d.visit(ctx, true)

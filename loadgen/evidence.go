@@ -42,6 +42,10 @@ type EvidenceSummary struct {
 	Policy       string   `json:"policy,omitempty"`
 	StoreWitness StoreSum `json:"store_witness"`
 	ReadAfterAck ProbeSum `json:"read_after_ack"`
+	// History and Retention: the history witness and the retention log
+	// (nil: not read, the client mix was off).
+	History   *HistorySum   `json:"history_witness,omitempty"`
+	Retention *RetentionSum `json:"retention,omitempty"`
 }
 
 // StoreSum is the store witness's outcome.

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"imlab/ledger"
@@ -135,7 +136,9 @@ type Summary struct {
 	Drain            DrainSummary         `json:"drain"`
 	Evidence         EvidenceSummary      `json:"evidence"`
 	LedgerBytes      int64                `json:"ledger_bytes"`
-	Errors           []string             `json:"errors,omitempty"`
+	// Mix: the client mix's actions (nil: the mix was off).
+	Mix    *MixSummary `json:"mix,omitempty"`
+	Errors []string    `json:"errors,omitempty"`
 }
 
 // PopulationSummary counts the population.
@@ -170,6 +173,9 @@ type runner struct {
 	lab   targets.LabDriver // nil: the target offers no lab view of itself
 	caps  targets.Capabilities
 	wss   *wsSenders // nil unless SendVia is ViaWS
+	convs *convBook  // nil unless the mix is on
+	rev   *revoker   // nil unless the mix revokes
+	mixN  mixCounters
 	start time.Time
 	led   *ledger.Ledger
 	m     *metrics
@@ -185,6 +191,10 @@ type runner struct {
 	ev     evidence
 	errMu  sync.Mutex
 	errs   []string
+
+	// finalMissed counts the devices of a target without an inbox whose
+	// final catch-up failed (convVisit).
+	finalMissed atomic.Int64
 }
 
 type group struct {
@@ -219,6 +229,12 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	r.lab, _ = drv.(targets.LabDriver)
 	if err := r.checkCaps(); err != nil {
 		return nil, err
+	}
+	if err := cfg.Mix.Offered(r.caps); err != nil {
+		return nil, err
+	}
+	if cfg.Mix.On() {
+		r.convs = newConvBook()
 	}
 	r.m.sizeIntended(cfg.Duration)
 	if err := r.population(ctx); err != nil {
@@ -275,6 +291,14 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		r.wss = newWSSenders(devCtx, drv)
 		defer r.wss.Close()
 	}
+	if cfg.Mix.Revoke > 0 {
+		r.rev = r.startRevoker(devCtx)
+	}
+	stopRevoker := func() {
+		if r.rev != nil {
+			r.rev.stop()
+		}
+	}
 	drain := make(chan struct{})
 	var devWG sync.WaitGroup
 	for _, d := range r.devs {
@@ -288,6 +312,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	go r.report(&live, sum, repStop, repDone)
 
 	st, err := schedule.Run(ctx, cfg.Pacer, r.ticks(), r.start, &live, r.send)
+	stopRevoker()
 	if err != nil {
 		close(repStop)
 		<-repDone
@@ -338,6 +363,10 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		r.note(ledger.Note{Check: ledger.InboxTierCheck, Made: sum.Drain.Complete || sum.Drain.InboxBehind != "",
 			Drained: sum.Drain.InboxBehind == "" && sum.Drain.Complete, Reason: sum.Drain.InboxBehind})
 		r.storeWitness(ctx, sum)
+		if cfg.Mix.On() {
+			r.historyWitness(ctx, sum)
+			r.retentionLog(ctx, sum)
+		}
 	} else {
 		r.note(ledger.Note{Check: "pull-witness", Reason: "the run was cancelled before the witness"})
 		r.note(ledger.Note{Check: "store-witness", Reason: "the run was cancelled before the store witness"})
@@ -347,6 +376,9 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		r.queueLagAtEnd(ctx, sum)
 	}
 	sum.Evidence.Policy = r.ev.policyName()
+	if cfg.Mix.On() {
+		sum.Mix = r.mixN.summary(cfg.Mix)
+	}
 	close(repStop)
 	<-repDone
 
@@ -461,6 +493,7 @@ func (r *runner) population(ctx context.Context) error {
 			return err
 		}
 		d := &device{r: r, idx: uint32(i), uid: uid, did: did, kind: kinds[i], sess: sess,
+			rng: mrand.New(mrand.NewPCG(r.cfg.Seed, uint64(i)^0x5eed)), convs: map[uint64]*devConv{},
 			phase: time.Duration(rng.Int64N(int64(max(p.ComeBackEvery, 1))))}
 		r.devs = append(r.devs, d)
 		r.byUID[uid] = append(r.byUID[uid], d)
@@ -688,6 +721,12 @@ func (r *runner) send(worker int, t schedule.Tick, started time.Duration) {
 	}
 	sh := r.led.Shard(worker)
 	sh.Attempt(a)
+	if a.Outcome == ledger.OK && r.convs != nil {
+		r.convs.acked(sender.uid, ct, a.ConvID, a.ConvSeq)
+		if r.rev != nil && r.revokeChosen(t.Idx) {
+			r.offerRevoke(revokeReq{sender: sender, shard: r.led.Shard(int(sender.idx)), convID: a.ConvID, convSeq: a.ConvSeq})
+		}
+	}
 	if a.Outcome == ledger.OK && r.probeChosen(t.Idx) {
 		r.probe(sh, &a, sender)
 	}

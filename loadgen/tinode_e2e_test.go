@@ -101,6 +101,7 @@ func TestTinodeLoadReal(t *testing.T) {
 		sum.Latency["response"], sum.Latency["service"], sum.Latency["send_delay"])
 }
 
+<<<<<<< HEAD
 // TestTinodeRetryAfterUnknownIsUnknown: on a target without idempotent
 // sends, a send whose first try had no answer (the connection dropped
 // after the fake stored it) and whose retry was refused is of unknown
@@ -144,5 +145,18 @@ func TestTinodeRetryAfterUnknownIsUnknown(t *testing.T) {
 	}
 	if f := v.Findings[checker.UnexplainedGap]; f != nil && f.Count != 0 {
 		t.Fatalf("unexplained-gap %+v: the unknown send explains the hole its retry left", f)
+=======
+// TestTinodeLoadRetryDuplicate: publishes whose connection drops after the
+// message was stored are retried (their outcome is unknown) and stored
+// again, a new message each time: retry-duplicate, reported, and the run
+// stays VALID; nothing is lost.
+func TestTinodeLoadRetryDuplicate(t *testing.T) {
+	sum, v := runTinodeFake(t, func(s *tinodefake.Server) { s.DropOnPublish("", 2, true) })
+	if !v.Valid || sum.Unknown != 0 || sum.RetriedSends != 2 {
+		t.Fatalf("valid %v unknown %d retried %d findings %v", v.Valid, sum.Unknown, sum.RetriedSends, v.Findings)
+	}
+	if f := v.Findings[checker.RetryDuplicate]; f.Count != 2 {
+		t.Fatalf("retry-duplicate %+v", f)
+>>>>>>> main
 	}
 }

@@ -38,10 +38,13 @@ type Setting struct {
 // FaultEvent is one injection or heal of the schedule.
 type FaultEvent struct {
 	// At is seconds since the run's start (the load's start, see Result).
-	At     float64 `json:"at_s"`
-	Fault  string  `json:"fault"`
-	Action string  `json:"action"` // inject | heal
-	Err    string  `json:"error,omitempty"`
+	At    float64 `json:"at_s"`
+	Fault string  `json:"fault"`
+	// Kind is the fault's kind (faults.Lookup; "" in results written
+	// before it was recorded).
+	Kind   string `json:"kind,omitempty"`
+	Action string `json:"action"` // inject | heal
+	Err    string `json:"error,omitempty"`
 	// Affected is how many keys, counters or records a data fault changed.
 	Affected int64 `json:"affected,omitempty"`
 }
@@ -191,7 +194,10 @@ type Result struct {
 	// Repairs are what forward reconciliation wrote during the run (rows
 	// the pipeline had lost): a finding of the pipeline beside the verdict.
 	Repairs RepairSummary `json:"repairs"`
-	Checks  []Check       `json:"checks"`
+	// DeadLetters is the dead-letter topic at the end of the run and what
+	// became of each letter (nil: the run used no Kafka).
+	DeadLetters *DeadLetterSummary `json:"dead_letters,omitempty"`
+	Checks      []Check            `json:"checks"`
 	// Baseline is the comparison with the baseline result, when gated.
 	Baseline *compare.Report `json:"baseline,omitempty"`
 	Events   []FaultEvent    `json:"fault_events"`

@@ -158,15 +158,3 @@ func mongoVia(uri, addr string) string {
 	u.RawQuery = q.Encode()
 	return u.String()
 }
-
-// proxyFault builds the chaos fault of a proxy kind.
-func proxyFault(p *chaos.Proxies, x scenario.FaultSpec) chaos.Fault {
-	if x.Kind == scenario.KindDown {
-		return chaos.ProxyDown(p, x.Target)
-	}
-	t := chaos.Toxic{Kind: x.Kind, Stream: x.Stream, Latency: x.Latency.D(), Jitter: x.Jitter.D(), Timeout: x.Timeout.D(), RateKBps: x.RateKBps}
-	if x.Toxicity != nil {
-		t.Toxicity = *x.Toxicity
-	}
-	return chaos.ProxyToxic(p, x.Target, t)
-}

@@ -207,6 +207,9 @@ func serverConfig(c ChildSpec, log *slog.Logger) server.Config {
 	if s.ReconcileGrace > 0 {
 		cfg.Reconcile.Grace = s.ReconcileGrace.D()
 	}
+	if w := s.LabTransientWindow; w != 0 {
+		_ = server.LabTransientWindow(&cfg, w.D()) // checked by Validate
+	}
 	if r := s.LabRetention; r != nil {
 		_ = server.LabRetention(&cfg, r.MaxAge.D(), r.PulledMinAge.D(), r.Interval.D()) // checked by Validate
 	}

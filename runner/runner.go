@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"imlab/faults"
 	"io"
 	"log/slog"
 	"os"
@@ -388,8 +390,12 @@ func (r *run) execute(ctx context.Context) error {
 	healCtx, cancelHeal := context.WithTimeout(context.Background(), StopTimeout)
 	healErr := r.px.HealAll(healCtx)
 	cancelHeal()
+	kinds := map[string]string{}
+	for _, rc := range r.reached {
+		kinds[rc.Name()] = rc.spec.Kind
+	}
 	for _, e := range so.ev {
-		r.res.Events = append(r.res.Events, result.FaultEvent{At: e.At.Seconds(), Fault: e.Fault, Action: e.Action, Err: e.Err, Affected: e.Affected})
+		r.res.Events = append(r.res.Events, result.FaultEvent{At: e.At.Seconds(), Fault: e.Fault, Kind: kinds[e.Fault], Action: e.Action, Err: e.Err, Affected: e.Affected})
 	}
 	if sum != nil {
 		r.res.LoadOffset = sum.StartedAt.Sub(base).Seconds()
@@ -482,6 +488,8 @@ func (r *run) execute(ctx context.Context) error {
 	obs.RepairedMsgs, obs.RepairedMsgsCut = len(rep.MsgIDs), rep.Truncated
 	r.res.Findings = expect.Findings(v)
 	r.res.Repairs.Fate = v.Followed
+	r.res.DeadLetters = r.deadLetters(ctx, rep, v)
+	obs.DeadLetters = r.res.DeadLetters
 	slim := *v
 	slim.Findings, slim.Followed = nil, nil
 	r.res.Verdict = &slim
@@ -688,43 +696,27 @@ func (r *run) buildSteps() ([]chaos.Step, error) {
 		}
 		return rc
 	}
-	for i, x := range r.f.Faults {
-		var fl chaos.Fault
-		switch x.Kind {
-		case scenario.KindLatency, scenario.KindTimeout, scenario.KindResetPeer, scenario.KindBandwidth, scenario.KindDown:
-			fl = proxyFault(r.px, x)
-		case scenario.KindRedisWipe:
-			fl = chaos.RedisWipe(redisClient(), chaos.RedisWipeConfig{Prefix: r.prefix})
-		case scenario.KindAllocatorRollback:
-			fl = chaos.AllocatorRollback(redisClient(), chaos.RollbackConfig{Prefix: r.prefix, By: x.By})
-		case scenario.KindKafkaRecordLoss, scenario.KindKafkaTopicRecreate:
+	env := faults.Env{Proxies: r.px, Redis: redisClient, RedisPrefix: r.prefix, Topic: r.topic,
+		Kafka: func() (*kadm.Client, error) {
 			adm, cl, err := r.kafka.admin()
 			if err != nil {
 				return nil, err
 			}
 			r.onStop(func(context.Context) error { cl.Close(); return nil })
-			if x.Kind == scenario.KindKafkaRecordLoss {
-				fl = chaos.KafkaRecordLoss(adm, r.topic)
-			} else {
-				fl = chaos.KafkaTopicRecreate(adm, r.topic)
-			}
-		case scenario.KindStop, scenario.KindKill:
-			var slot *procSlot
+			return adm, nil
+		},
+		Process: func(name string) (faults.Process, bool) {
 			for _, s := range r.procs {
-				if s.name == x.Target {
-					slot = s
+				if s.name == name {
+					return faults.Process{Stop: s.stopFault, Kill: s.kill, Restart: s.restart}, true
 				}
 			}
-			if slot == nil {
-				return nil, fmt.Errorf("%w: faults[%d].target %q is not a process", scenario.ErrInvalid, i, x.Target)
-			}
-			if x.Kind == scenario.KindStop {
-				fl = chaos.Func("stop("+x.Target+")", slot.stopFault, slot.restart)
-			} else {
-				fl = chaos.Func("kill("+x.Target+")", slot.kill, slot.restart)
-			}
-		default:
-			return nil, fmt.Errorf("%w: faults[%d].kind %q", scenario.ErrInvalid, i, x.Kind)
+			return faults.Process{}, false
+		}}
+	for i, x := range r.f.Faults {
+		fl, err := faults.Build(x, env)
+		if err != nil {
+			return nil, fmt.Errorf("%w: faults[%d]: %w", scenario.ErrInvalid, i, err)
 		}
 		rc := newReach(i, x, fl)
 		r.reached = append(r.reached, rc)
@@ -804,6 +796,9 @@ func (r *run) loadConfig() (loadgen.Config, error) {
 	}
 	if l.Retries != nil {
 		lc.Retries = *l.Retries
+	}
+	if l.Mix != nil {
+		lc.Mix = *l.Mix
 	}
 	lc.Conns = 64
 	if l.Conns > 0 {

@@ -12,6 +12,7 @@ import (
 	"imlab/chaos"
 	"imlab/checker"
 	"imlab/expect"
+	"imlab/faults"
 	"imlab/loadgen"
 	"imlab/result"
 	"imlab/scenario"
@@ -211,21 +212,21 @@ func findingChecks(names []string, v *checker.Verdict) []result.Check {
 // target: proxy faults on the database proxy, stop and kill on its
 // process.
 func (r *run) targetSteps() ([]chaos.Step, error) {
+	env := faults.Env{Proxies: r.px,
+		Process: func(name string) (faults.Process, bool) {
+			if name != scenario.TargetServerProcess || r.ext == nil {
+				return faults.Process{}, false
+			}
+			return faults.Process{Stop: r.ext.stop, Kill: r.ext.kill, Restart: r.ext.restart}, true
+		}}
 	var steps []chaos.Step
 	for i, x := range r.f.Faults {
-		var fl chaos.Fault
-		switch x.Kind {
-		case scenario.KindLatency, scenario.KindTimeout, scenario.KindResetPeer, scenario.KindBandwidth, scenario.KindDown:
-			if r.px == nil {
-				return nil, fmt.Errorf("%w: faults[%d].target database needs target.database", scenario.ErrInvalid, i)
-			}
-			fl = proxyFault(r.px, x)
-		case scenario.KindStop:
-			fl = chaos.Func("stop("+x.Target+")", r.ext.stop, r.ext.restart)
-		case scenario.KindKill:
-			fl = chaos.Func("kill("+x.Target+")", r.ext.kill, r.ext.restart)
-		default:
-			return nil, fmt.Errorf("%w: faults[%d].kind %q", scenario.ErrInvalid, i, x.Kind)
+		if x.Target == scenario.TargetDatabaseProxy && r.px == nil {
+			return nil, fmt.Errorf("%w: faults[%d].target database needs target.database", scenario.ErrInvalid, i)
+		}
+		fl, err := faults.Build(x, env)
+		if err != nil {
+			return nil, fmt.Errorf("%w: faults[%d]: %w", scenario.ErrInvalid, i, err)
 		}
 		rc := newReach(i, x, fl)
 		r.reached = append(r.reached, rc)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"imlab/faults"
+	"imlab/scenario/yamltime"
 	"io"
 	"os"
 	"path/filepath"
@@ -52,10 +54,10 @@ const (
 	MinKafkaPartitions = 16
 	MaxKafkaPartitions = 256
 	// MaxRollback bounds allocator_rollback.by.
-	MaxRollback = 1 << 40
+	MaxRollback = faults.MaxRollback
 	// MaxLatency bounds latency/jitter/timeout of a toxic (and
 	// load.send_timeout).
-	MaxLatency = time.Minute
+	MaxLatency = faults.MaxLatency
 	// MaxConns, MaxPipeline and MaxWorkers bound the generator's pool,
 	// pipeline depth and send goroutines (load.conns, load.pipeline,
 	// load.max_workers).
@@ -76,39 +78,7 @@ const (
 
 // Duration is a time.Duration written as a Go duration string in files
 // and JSON ("10s").
-type Duration time.Duration
-
-// D is the time.Duration.
-func (d Duration) D() time.Duration { return time.Duration(d) }
-
-// UnmarshalYAML accepts only a duration string.
-func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.ScalarNode || n.Tag == "!!int" || n.Tag == "!!float" {
-		return fmt.Errorf("line %d: want a duration such as \"10s\", got %q", n.Line, n.Value)
-	}
-	v, err := time.ParseDuration(n.Value)
-	if err != nil {
-		return fmt.Errorf("line %d: want a duration such as \"10s\": %w", n.Line, err)
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// MarshalYAML writes the duration string.
-func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
-
-// MarshalText writes the duration string (JSON too).
-func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
-
-// UnmarshalText reads the duration string.
-func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
-	if err != nil {
-		return err
-	}
-	*d = Duration(v)
-	return nil
-}
+type Duration = yamltime.Duration
 
 // File is one scenario.
 type File struct {
@@ -197,6 +167,13 @@ type ServerSpec struct {
 	// defaults (30 days, 1 day, every 10m), under which retention deletes
 	// nothing of a run.
 	LabRetention *LabRetentionSpec `yaml:"lab_retention,omitempty" json:"lab_retention,omitempty"`
+	// LabTransientWindow (LAB ONLY) lowers the consumers' transient window
+	// (how long a delivery failing with a transient error is retried before
+	// it is dead-lettered; the server's default 10s, its floor outside the
+	// lab 5s) down to 500ms, so that a backend outage longer than it fits
+	// in a scenario and records reach the dead-letter topic. 0: the
+	// server's default.
+	LabTransientWindow Duration `yaml:"lab_transient_window,omitempty" json:"lab_transient_window,omitempty"`
 	// Processes run the roles as separate server processes that stop and
 	// kill faults can take down and start again; default one in-process
 	// process "all" with every role.
@@ -299,9 +276,14 @@ type LoadSpec struct {
 	// 503) is sent again with the same client_msg_id, as a real client
 	// does (default loadgen's, 2). Pointer: 0 is a valid value.
 	Retries *int `yaml:"retries,omitempty" json:"retries,omitempty"`
+	// Mix is the client mix (loadgen.Mix, its keys and defaults): what the
+	// devices do besides sending and pulling their inbox (enter
+	// conversations, page history, revoke, delete, clear, mark read).
+	// Absent: none of it, as before the mix existed.
+	Mix *loadgen.Mix `yaml:"mix,omitempty" json:"mix,omitempty"`
 }
 
-// Fault kinds.
+// Fault kinds (package faults owns each).
 const (
 	KindLatency            = "latency"
 	KindTimeout            = "timeout"
@@ -312,56 +294,25 @@ const (
 	KindAllocatorRollback  = "allocator_rollback"
 	KindKafkaRecordLoss    = "kafka_record_loss"
 	KindKafkaTopicRecreate = "kafka_topic_recreate"
-	// KindStop stops a process gracefully (server.Process.Stop in
-	// process, SIGTERM for an exec process: batches drained, offsets
-	// committed) and starts it again after for.
+	// KindStop stops a process gracefully and starts it again after for
+	// (faults.Stop).
 	KindStop = "stop"
-	// KindKill sends SIGKILL to an exec process (nothing drained, nothing
-	// committed) and starts a new one after for.
+	// KindKill sends SIGKILL to an exec process and starts a new one after
+	// for (faults.Kill).
 	KindKill = "kill"
 )
 
 // Proxy targets of the proxy fault kinds.
 const (
-	TargetMySQL = "mysql"
-	TargetRedis = "redis"
-	TargetKafka = "kafka"
-	TargetMongo = "mongo"
+	TargetMySQL = faults.TargetMySQL
+	TargetRedis = faults.TargetRedis
+	TargetKafka = faults.TargetKafka
+	TargetMongo = faults.TargetMongo
 )
 
-// FaultSpec is one entry of the fault schedule.
-type FaultSpec struct {
-	// At is the offset from the load's start; For how long the fault
-	// lasts before it is healed (stop, kill: how long the process stays
-	// down).
-	At  Duration `yaml:"at" json:"at"`
-	For Duration `yaml:"for,omitempty" json:"for,omitempty"`
-	// Kind: latency, timeout, reset_peer, bandwidth, down (Target: mysql,
-	// redis, kafka or mongo), redis_wipe, allocator_rollback,
-	// kafka_record_loss, kafka_topic_recreate, stop (Target: a process
-	// name), kill (Target: the name of a process with exec: true).
-	Kind   string `yaml:"kind" json:"kind"`
-	Target string `yaml:"target,omitempty" json:"target,omitempty"`
-	// Stream: downstream, upstream or "" (both) for the toxics.
-	Stream string `yaml:"stream,omitempty" json:"stream,omitempty"`
-	// Latency and Jitter (latency), Timeout (timeout: 0 holds the data
-	// until healed; reset_peer: wait before the reset).
-	Latency Duration `yaml:"latency,omitempty" json:"latency,omitempty"`
-	Jitter  Duration `yaml:"jitter,omitempty" json:"jitter,omitempty"`
-	Timeout Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
-	// RateKBps (bandwidth).
-	RateKBps int64 `yaml:"rate_kbps,omitempty" json:"rate_kbps,omitempty"`
-	// Toxicity is the share of connections affected (default 1).
-	Toxicity *float64 `yaml:"toxicity,omitempty" json:"toxicity,omitempty"`
-	// By (allocator_rollback): how far every seq counter is set back
-	// (0 or less: the counters are deleted).
-	By int64 `yaml:"by,omitempty" json:"by,omitempty"`
-	// MayMiss lets the fault fail to inject or affect nothing (0 keys,
-	// counters or records changed, for the data faults that count) without
-	// failing the scenario. Default false: a fault that did not reach its
-	// target proves nothing, so the faults_reached check fails.
-	MayMiss bool `yaml:"may_miss,omitempty" json:"may_miss,omitempty"`
-}
+// FaultSpec is one entry of the fault schedule (package faults checks and
+// builds it by its kind).
+type FaultSpec = faults.Spec
 
 // Verdicts an expectation may ask for.
 const (
@@ -403,6 +354,9 @@ type ExpectSpec struct {
 	// asserts min_repairs; any other can assert max_repairs: 0.
 	MaxRepairs *uint64 `yaml:"max_repairs,omitempty" json:"max_repairs,omitempty"`
 	MinRepairs *uint64 `yaml:"min_repairs,omitempty" json:"min_repairs,omitempty"`
+	// DeadLetters bounds and audits the dead-letter topic at the end of the
+	// run (see DeadLettersSpec).
+	DeadLetters *DeadLettersSpec `yaml:"dead_letters,omitempty" json:"dead_letters,omitempty"`
 	// DrainComplete (default true): every device reached the end of its
 	// inbox in the final drain.
 	DrainComplete *bool `yaml:"drain_complete,omitempty" json:"drain_complete,omitempty"`
@@ -430,8 +384,8 @@ type ExpectSpec struct {
 	MinOfferedRatio *float64  `yaml:"min_offered_ratio,omitempty" json:"min_offered_ratio,omitempty"`
 	MaxStartDelay   *Duration `yaml:"max_start_delay,omitempty" json:"max_start_delay,omitempty"`
 	// Findings the checker must make, each naming at least one message
-	// (a negative control against a server with a known defect; needs
-	// verdict: invalid).
+	// or conversation (a negative control against a server with a known
+	// defect; needs verdict: invalid).
 	Findings []string `yaml:"findings,omitempty" json:"findings,omitempty"`
 }
 
@@ -584,11 +538,14 @@ func (f *File) Validate() error {
 		return err
 	}
 	for i := range f.Faults {
-		if err := f.Faults[i].validate(fmt.Sprintf("faults[%d]", i), f, procs); err != nil {
+		if err := f.validateFault(fmt.Sprintf("faults[%d]", i), f.Faults[i], procs); err != nil {
 			return err
 		}
 	}
 	if err := f.Expect.validate(); err != nil {
+		return err
+	}
+	if err := f.Expect.DeadLetters.validate(f); err != nil {
 		return err
 	}
 	if err := f.Target.validate(f); err != nil {
@@ -680,6 +637,12 @@ func (s ServerSpec) Validate() error {
 	}
 	if s.DeliveryTimeout.D() < 0 || s.DeliveryTimeout.D() > time.Minute {
 		return Bad("server.delivery_timeout", "%s: want 0..1m", s.DeliveryTimeout.D())
+	}
+	if w := s.LabTransientWindow; w != 0 {
+		cfg := server.DefaultConfig()
+		if err := server.LabTransientWindow(&cfg, w.D()); err != nil {
+			return Bad("server.lab_transient_window", "%v", err)
+		}
 	}
 	if r := s.LabRetention; r != nil {
 		cfg := server.DefaultConfig()
@@ -799,6 +762,11 @@ func (l LoadSpec) validate() error {
 // duration: the population and the transport (a capacity file's load is
 // only that: the search sets each step's rate and length).
 func (l LoadSpec) validateTemplate() error {
+	if l.Mix != nil {
+		if err := l.Mix.Validate(); err != nil {
+			return Bad("load", "%v", err)
+		}
+	}
 	if l.EmbeddedRateScale != nil && l.Rate == "" {
 		return Bad("load.embedded_rate_scale", "kind capacity: the search's from and to are the rates")
 	}
@@ -917,146 +885,28 @@ func (l LoadSpec) DrainTimeoutOr() time.Duration {
 	return l.DrainTimeout.D()
 }
 
-// validate checks one fault; procs maps each process name to its index in
-// server.processes.
-func (x FaultSpec) validate(field string, f *File, procs map[string]int) error {
-	if x.At < 0 || x.At.D() > f.Load.Duration.D() {
-		return Bad(field+".at", "%s: want 0..load.duration (%s)", x.At.D(), f.Load.Duration.D())
-	}
-	if x.For < 0 || x.At.D()+x.For.D() > f.Load.Duration.D() {
-		return Bad(field+".for", "%s: want 0..%s: a fault must be healed by the end of the load (at + for <= load.duration), so that the settle and the final drain run healed", x.For.D(), f.Load.Duration.D()-x.At.D())
-	}
+// validateFault checks one fault entry with its kind's checks; procs
+// maps each process name to its index in server.processes.
+func (f *File) validateFault(field string, x FaultSpec, procs map[string]int) error {
 	if f.Target.External() {
-		return x.validateExternal(field, f)
+		return f.validateExternalFault(field, x)
 	}
-	proxyTarget := func() error {
-		switch x.Target {
-		case TargetMySQL, TargetRedis, TargetKafka:
-		case TargetMongo:
-			if !f.Server.History {
-				return Bad(field+".target", "mongo is only used with server.history: true")
+	c := faults.Context{LoadDuration: f.Load.Duration.D(), History: f.Server.History, UsesKafka: f.UsesKafka(),
+		SegmentAllocator: f.Server.Allocator == "segment",
+		Process: func(name string) (int, bool, bool) {
+			i, ok := procs[name]
+			if !ok {
+				return 0, false, false
 			}
-		default:
-			return Bad(field+".target", "%q: want mysql, redis, kafka or mongo", x.Target)
-		}
-		if x.Target == TargetKafka && f.Server.PolicyOr() == "strict" && !f.Server.History {
-			return Bad(field+".target", "kafka is not used by the strict policy without history")
-		}
-		switch x.Stream {
-		case "", "downstream", "upstream":
-		default:
-			return Bad(field+".stream", "%q: want downstream, upstream or empty (both)", x.Stream)
-		}
-		if x.Toxicity != nil && (*x.Toxicity <= 0 || *x.Toxicity > 1) {
-			return Bad(field+".toxicity", "%g: want (0, 1]", *x.Toxicity)
-		}
-		if x.For <= 0 {
-			return Bad(field+".for", "a %s fault needs a positive duration", x.Kind)
-		}
-		return nil
+			return i, f.Processes()[i].Exec, true
+		}}
+	var inv *faults.Invalid
+	if err := faults.Validate(field, x, c); errors.As(err, &inv) {
+		return Bad(inv.Field, "%s", inv.Msg)
+	} else if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	noTarget := func() error {
-		if x.Target != "" {
-			return Bad(field+".target", "%s takes no target", x.Kind)
-		}
-		return nil
-	}
-	unused := func(names ...string) error {
-		vals := map[string]bool{"latency": x.Latency != 0, "jitter": x.Jitter != 0, "timeout": x.Timeout != 0,
-			"rate_kbps": x.RateKBps != 0, "by": x.By != 0, "toxicity": x.Toxicity != nil, "stream": x.Stream != ""}
-		allowed := map[string]bool{}
-		for _, n := range names {
-			allowed[n] = true
-		}
-		for _, n := range []string{"latency", "jitter", "timeout", "rate_kbps", "by", "toxicity", "stream"} {
-			if vals[n] && !allowed[n] {
-				return Bad(field+"."+n, "not a parameter of kind %s", x.Kind)
-			}
-		}
-		return nil
-	}
-	kafka := func() error {
-		if f.Server.PolicyOr() == "strict" && !f.Server.History {
-			return Bad(field+".kind", "%s needs a policy that uses Kafka (store, outbox or queue)", x.Kind)
-		}
-		return nil
-	}
-	var err error
-	switch x.Kind {
-	case KindLatency:
-		if err = proxyTarget(); err == nil {
-			err = unused("latency", "jitter", "toxicity", "stream")
-		}
-		if err == nil && (x.Latency <= 0 || x.Latency.D() > MaxLatency || x.Jitter < 0 || x.Jitter > x.Latency) {
-			err = Bad(field+".latency", "%s (jitter %s): want latency in (0, %s], jitter in 0..latency", x.Latency.D(), x.Jitter.D(), MaxLatency)
-		}
-	case KindTimeout:
-		if err = proxyTarget(); err == nil {
-			err = unused("timeout", "toxicity", "stream")
-		}
-		if err == nil && (x.Timeout < 0 || x.Timeout.D() > MaxLatency) {
-			err = Bad(field+".timeout", "%s: want 0..%s (0: hold until healed)", x.Timeout.D(), MaxLatency)
-		}
-	case KindResetPeer:
-		if err = proxyTarget(); err == nil {
-			err = unused("timeout", "toxicity", "stream")
-		}
-		if err == nil && (x.Timeout < 0 || x.Timeout.D() > MaxLatency) {
-			err = Bad(field+".timeout", "%s: want 0..%s", x.Timeout.D(), MaxLatency)
-		}
-	case KindBandwidth:
-		if err = proxyTarget(); err == nil {
-			err = unused("rate_kbps", "toxicity", "stream")
-		}
-		if err == nil && (x.RateKBps < 1 || x.RateKBps > 1<<30) {
-			err = Bad(field+".rate_kbps", "%d: want 1..%d", x.RateKBps, 1<<30)
-		}
-	case KindDown:
-		if err = proxyTarget(); err == nil {
-			err = unused()
-		}
-	case KindRedisWipe:
-		if err = noTarget(); err == nil {
-			err = unused()
-		}
-	case KindAllocatorRollback:
-		if err = noTarget(); err == nil {
-			err = unused("by")
-		}
-		if err == nil && x.By > MaxRollback {
-			err = Bad(field+".by", "%d: at most %d", x.By, MaxRollback)
-		}
-		if err == nil && f.Server.Allocator == "segment" {
-			err = Bad(field+".kind", "allocator_rollback sets Redis counters back: it needs server.allocator redis")
-		}
-	case KindKafkaRecordLoss, KindKafkaTopicRecreate:
-		if err = noTarget(); err == nil {
-			err = unused()
-		}
-		if err == nil {
-			err = kafka()
-		}
-	case KindStop, KindKill:
-		i, ok := procs[x.Target]
-		switch {
-		case !ok:
-			err = Bad(field+".target", "%q is not a process of server.processes", x.Target)
-		case x.Kind == KindKill && !f.Processes()[i].Exec:
-			err = Bad(field+".target", "%q runs inside the runner: a kill is a SIGKILL of a separate OS process, so it needs server.processes[%d].exec: true (or use kind stop, the graceful stop)", x.Target, i)
-		default:
-			if err = unused(); err == nil && x.For <= 0 {
-				err = Bad(field+".for", "a %s needs a positive duration (the process is started again after it)", x.Kind)
-			}
-		}
-	default:
-		err = Bad(field+".kind", "%q: want latency, timeout, reset_peer, bandwidth, down, redis_wipe, allocator_rollback, kafka_record_loss, kafka_topic_recreate, stop or kill", x.Kind)
-	}
-	return err
-}
-
-// Label names the fault in events and markers: "kind target".
-func (x FaultSpec) Label() string {
-	return strings.TrimSpace(x.Kind + " " + x.Target)
+	return nil
 }
 
 func (e ExpectSpec) validate() error {

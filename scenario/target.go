@@ -199,9 +199,13 @@ func (t *TargetSpec) validate(f *File) error {
 	return nil
 }
 
-// validateExternal checks a fault against an external target: database
-// faults on target database (the proxy), stop and kill on target server.
-func (x FaultSpec) validateExternal(field string, f *File) error {
+// validateExternalFault checks a fault against an external target:
+// database faults on target database (the proxy), stop and kill on target
+// server, each then held to its kind's own checks (as on a reference
+// backend's proxy, or an exec process).
+func (f *File) validateExternalFault(field string, x FaultSpec) error {
+	g := *f
+	g.Target = nil
 	switch x.Kind {
 	case KindLatency, KindTimeout, KindResetPeer, KindBandwidth, KindDown:
 		if x.Target != TargetDatabaseProxy {
@@ -210,21 +214,14 @@ func (x FaultSpec) validateExternal(field string, f *File) error {
 		if f.Target.Database == nil {
 			return Bad(field+".target", "database needs target.database (listen and upstream)")
 		}
-		// The same rules as a reference backend's proxy.
-		y, g := x, *f
-		y.Target, g.Target, g.Server = TargetMySQL, nil, ServerSpec{}
-		return y.validate(field, &g, nil)
+		x.Target, g.Server = TargetMySQL, ServerSpec{}
+		return g.validateFault(field, x, map[string]int{})
 	case KindStop, KindKill:
 		if x.Target != TargetServerProcess {
 			return Bad(field+".target", "%q: an external target's process is %q", x.Target, TargetServerProcess)
 		}
-		if x.For <= 0 {
-			return Bad(field+".for", "a %s needs a positive duration (the process is started again after it)", x.Kind)
-		}
-		if x.Latency != 0 || x.Jitter != 0 || x.Timeout != 0 || x.RateKBps != 0 || x.By != 0 || x.Toxicity != nil || x.Stream != "" {
-			return Bad(field+".kind", "%s takes no toxic parameters", x.Kind)
-		}
-		return nil
+		g.Server = ServerSpec{Processes: []ProcessSpec{{Name: TargetServerProcess, Roles: []string{"all"}, Exec: true}}}
+		return g.validateFault(field, x, map[string]int{TargetServerProcess: 0})
 	default:
 		return Bad(field+".kind", "%q: an external target takes latency, timeout, reset_peer, bandwidth, down (target database), stop or kill (target server)", x.Kind)
 	}

@@ -69,3 +69,70 @@ type Clock struct {
 	Source    string        `json:"source"`
 	Samples   int           `json:"samples"`
 }
+
+// LabHistoryReader reads a conversation's history as stored, without
+// projection (a Session's optional lab view).
+type LabHistoryReader interface {
+	// LabHistory reads conv_seqs From..To (at most MaxHistoryRange) as the
+	// store holds them; the session's user must be a party or member.
+	LabHistory(ctx context.Context, o HistoryOpts) (StoredHistory, error)
+}
+
+// StoredHistory is a range of a conversation's history as stored.
+// MaxSeq is the highest conv_seq the store records as written; Clears are
+// every user's clear watermark (uid -> min_seq).
+type StoredHistory struct {
+	Slots  []StoredSlot
+	MaxSeq uint64
+	Clears map[uint64]uint64
+}
+
+// StoredSlot is one conv_seq that holds something: a message (Purged
+// false, Invalid false), a physical deletion (Purged), or something that
+// is no message (Invalid: Detail says what). StoredSeq is the conv_seq
+// recorded inside the message (another than ConvSeq: written to another's
+// slot). DelList: the users who deleted it for themselves.
+type StoredSlot struct {
+	ConvSeq   uint64
+	StoredSeq uint64
+	MsgID     uint64
+	SenderUID uint64
+	Content   string
+	Revoked   bool
+	Purged    bool
+	Invalid   bool
+	Detail    string
+	IsRead    bool
+	DelList   []uint64
+}
+
+// RetentionReader reads what the target's retention deleted (a Driver's
+// optional lab view).
+type RetentionReader interface {
+	Retention(ctx context.Context) (RetentionLog, error)
+}
+
+// RetentionLog is what the target's retention deleted since it started
+// and the rules in force. Active: the target runs retention at all.
+// Truncated: more rows were deleted than listed. Times are the target's
+// clock.
+type RetentionLog struct {
+	Active       bool
+	MaxAge       time.Duration
+	PulledMinAge time.Duration
+	Interval     time.Duration
+	Truncated    bool
+	Rows         []RetainedRow
+}
+
+// RetainedRow is one inbox row retention deleted; Pulled: early deletion
+// (every device had pulled it), else expired.
+type RetainedRow struct {
+	UID       uint64
+	Seq       uint64
+	MsgID     uint64
+	ConvID    uint64
+	CreatedAt time.Time
+	DeletedAt time.Time
+	Pulled    bool
+}

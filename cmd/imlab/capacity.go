@@ -27,7 +27,9 @@ func newCapacityCmd() *cobra.Command {
 		slo, pids, procNames, out string
 		gogc, procs               int
 		noCheck, noTargetProcs    bool
+		drvFlags                  driverFlags
 	)
+	var regErr error
 	cmd := &cobra.Command{
 		Use:   "capacity",
 		Short: "Search the highest constant send rate that holds an SLO (ramp, bisect, repeat), with CPU-µs per message; exit 0 found, 1 none held, 2 could not run",
@@ -55,12 +57,16 @@ sustainable rate marked) and OUT/steps/*/summary.json; prints the table.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			broken := func(err error) error { return &exitError{code: capacityExitBroken, err: err} }
+			if regErr != nil {
+				return broken(regErr)
+			}
 			secret, err := lookupSecret(cmd, true)
 			if err != nil {
 				return broken(err)
 			}
 			c := cfg
 			c.Load.Secret = secret.value
+			c.Load.TargetOptions = drvFlags.options()
 			c.Check = !noCheck
 			if c.SLO, err = capacity.ParseSLO(slo); err != nil {
 				return broken(err)
@@ -75,7 +81,11 @@ sustainable rate marked) and OUT/steps/*/summary.json; prints the table.`,
 				return broken(err)
 			}
 			secret.warn(cmd.ErrOrStderr())
-			if !noTargetProcs {
+			if !noTargetProcs && !httpTarget(c.Load.Target) {
+				note := "the server's own processes are not watched: " + c.Load.Target + " does not name them (no lab route): give --pid NAME=PID"
+				fmt.Fprintln(cmd.ErrOrStderr(), "imlab:", note)
+				c.Notes = append(c.Notes, note)
+			} else if !noTargetProcs {
 				tp, err := capacity.TargetProcs(cmd.Context(), c.Load.Target)
 				if err != nil {
 					note := "the server's own processes are not watched: " + err.Error()
@@ -120,33 +130,16 @@ sustainable rate marked) and OUT/steps/*/summary.json; prints the table.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.Load.Target, "target", "http://127.0.0.1:8080", "server base URL")
+	regErr = cfg.RegisterFlags(f)
+	f.StringVar(&cfg.Load.Target, "target", "http://127.0.0.1:8080", "server base URL: http:// or ref+http:// (the reference server), tinode+ws://HOST:PORT (a Tinode)")
+	drvFlags.register(f)
 	f.String("secret", "", "token signing secret (default $"+envSecret+")")
 	f.StringVar(&slo, "slo", capacity.DefaultSLO, "what a step must hold: ack_p50, ack_p99, lag (durations), errors (failed + unknown, % of sends)")
-	f.Float64Var(&cfg.From, "from", def.From, "first rate (sends/s)")
-	f.Float64Var(&cfg.To, "to", def.To, "highest rate tried (sends/s)")
-	f.Float64Var(&cfg.Growth, "growth", def.Growth, "rate factor between ramp steps")
-	f.Float64Var(&cfg.Resolution, "resolution", def.Resolution, "bisect until the rate that broke is within this fraction of the rate that held")
-	f.DurationVar(&cfg.WarmUp, "warm-up", def.WarmUp, "uncounted warm-up of each step (whole seconds)")
-	f.DurationVar(&cfg.Step, "step", def.Step, "measured length of each step (whole seconds)")
-	f.IntVar(&cfg.MaxSteps, "max-steps", def.MaxSteps, "steps at most, the repeat included")
-	f.DurationVar(&cfg.CoolDown, "cool-down", def.CoolDown, "pause after a step that broke, for the target's backlog to drain")
-	f.DurationVar(&cfg.CeilingFor, "ceiling", def.CeilingFor, "measure the generator's ceiling on a no-op endpoint this long first (0: skip)")
 	f.StringVar(&pids, "pid", "", "processes to read CPU from: NAME=PID,... (e.g. ref=1234)")
 	f.StringVar(&procNames, "proc", "mariadbd,redis-server", "processes to read CPU from by command name (every match but this process; empty: none)")
 	f.BoolVar(&noTargetProcs, "no-target-procs", false, "do not ask the target for its pid ("+capacity.ProcsPath+")")
 	f.StringVar(&out, "out", "", "output directory (default runs/capacity-<UTC time>)")
-	f.BoolVar(&cfg.KeepLedgers, "keep-ledgers", false, "keep every step's ledger")
 	f.BoolVar(&noCheck, "no-check", false, "do not run the checker on each step (a step then holds on the SLO alone)")
-	f.IntVar(&cfg.Load.Pop.Users, "users", def.Load.Pop.Users, "users per step (each step a fresh uid range)")
-	f.IntVar(&cfg.Load.Pop.DevicesPerUser, "devices", def.Load.Pop.DevicesPerUser, "devices per user")
-	f.Uint64Var(&cfg.Load.Pop.UIDBase, "uid-base", def.Load.Pop.UIDBase, "first uid of the first step (use a range fresh to the server)")
-	f.Float64Var(&cfg.Load.Pop.Online, "online", def.Load.Pop.Online, "fraction of devices online on WebSocket")
-	f.IntVar(&cfg.Load.Conns, "conns", def.Load.Conns, "HTTP connections")
-	f.DurationVar(&cfg.Load.Timeout, "timeout", def.Load.Timeout, "timeout of one HTTP exchange")
-	f.StringVar(&cfg.Load.SendVia, "send-via", def.Load.SendVia, "send transport: http or ws")
-	f.IntVar(&cfg.Load.Pacer.MaxWorkers, "max-workers", def.Load.Pacer.MaxWorkers, "send workers at most")
-	f.DurationVar(&cfg.Load.DrainTimeout, "drain-timeout", def.Load.DrainTimeout, "bound on each step's final drain")
 	f.IntVar(&procs, "procs", loadgen.DefaultProcs(), "GOMAXPROCS of the generator (default: twice the CPUs); ignored when $GOMAXPROCS is set")
 	f.IntVar(&gogc, "gogc", defaultLoadGOGC, "garbage collector target percentage of the generator")
 	return cmd

@@ -19,7 +19,6 @@ import (
 	"imlab/checker"
 	"imlab/loadgen"
 	"imlab/loadgen/schedule"
-	"imlab/targets/ref/client"
 )
 
 // newLoadCmd is `imlab load`: open-loop load against a server through the
@@ -28,11 +27,13 @@ func newLoadCmd() *cobra.Command {
 	def := loadgen.DefaultConfig("", "", "")
 	var (
 		target, rate, sizes, runDir string
+		drvFlags                    driverFlags
 		segment, claimDir           string
 		check                       bool
 		gogc, procs                 int
 		waitReady                   time.Duration
 	)
+	var regErr error
 	cfg := def
 	cmd := &cobra.Command{
 		Use:   "load",
@@ -46,6 +47,9 @@ Rate shapes: const:5000 | steps:1000@10s,5000@20s | burst:base=5000,peak=50000,a
 sine:mean=5000,amp=2000,period=30s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if regErr != nil {
+				return regErr
+			}
 			secret, err := lookupSecret(cmd, true)
 			if err != nil {
 				return err
@@ -73,6 +77,7 @@ sine:mean=5000,amp=2000,period=30s`,
 			c := cfg
 			c.Segment = seg
 			c.Target, c.Secret, c.Shape, c.RunDir = target, secret.value, shape, runDir
+			c.TargetOptions = drvFlags.options()
 			c.Pop.GroupSizes = gs
 			if c.Pop.Groups == 0 {
 				c.Pop.GroupShare = 0
@@ -87,14 +92,23 @@ sine:mean=5000,amp=2000,period=30s`,
 			if err := setProcs(procs, cmd.ErrOrStderr()); err != nil {
 				return usageError(err)
 			}
-			secret.warn(cmd.ErrOrStderr())
-			if waitReady > 0 {
+			if httpTarget(target) {
+				secret.warn(cmd.ErrOrStderr())
+			}
+			switch {
+			case waitReady > 0 && !httpTarget(target):
+				noHealthWait(out, target)
+			case waitReady > 0:
 				if err := waitHealthy(cmd.Context(), target, waitReady, out); err != nil {
 					return err
 				}
 			}
+			via := c.SendVia
+			if !httpTarget(target) {
+				via = "the driver's sessions"
+			}
 			fmt.Fprintf(out, "run dir %s: %s for %s against %s (sends over %s), %d users x %d devices, %d groups\n",
-				runDir, shape, c.Duration, target, c.SendVia, c.Pop.Users, c.Pop.DevicesPerUser, c.Pop.Groups)
+				runDir, shape, c.Duration, target, via, c.Pop.Users, c.Pop.DevicesPerUser, c.Pop.Groups)
 			sum, err := loadgen.Run(cmd.Context(), c)
 			if sum != nil {
 				printSummary(out, sum)
@@ -109,53 +123,18 @@ sine:mean=5000,amp=2000,period=30s`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&target, "target", "http://127.0.0.1:8080", "server base URL")
+	regErr = cfg.RegisterFlags(f)
+	f.StringVar(&target, "target", "http://127.0.0.1:8080", "server base URL: http:// or ref+http:// (the reference server), tinode+ws://HOST:PORT (a Tinode)")
+	drvFlags.register(f)
 	f.DurationVar(&waitReady, "wait-ready", defaultWaitReady, "before anything else, wait up to this long for the target's GET /healthz to answer 200 (a server still starting, e.g. imlab up started just before), saying so; 0: do not wait")
 	f.String("secret", "", "token signing secret (default $"+envSecret+")")
 	f.StringVar(&rate, "rate", "const:1000", "rate shape")
-	f.DurationVar(&cfg.Duration, "duration", def.Duration, "how long to send")
-	f.IntVar(&cfg.Pop.Users, "users", def.Pop.Users, "users")
-	f.IntVar(&cfg.Pop.DevicesPerUser, "devices", def.Pop.DevicesPerUser, "devices per user")
-	f.Uint64Var(&cfg.Pop.UIDBase, "uid-base", def.Pop.UIDBase, "first uid (use a range fresh to the server)")
-	f.Uint64Var(&cfg.Pop.GroupBase, "group-base", def.Pop.GroupBase, "first group id")
-	f.Float64Var(&cfg.Pop.Online, "online", def.Pop.Online, "fraction of devices online on WebSocket")
-	f.Float64Var(&cfg.Pop.Crashy, "crashy", def.Pop.Crashy, "fraction of devices that crash before storing or acknowledging")
-	f.IntVar(&cfg.Pop.Groups, "groups", def.Pop.Groups, "group conversations")
 	f.StringVar(&sizes, "group-sizes", "3:50,20:30,100:15,500:5", "group size distribution size:weight,...")
-	f.Float64Var(&cfg.Pop.GroupShare, "group-share", def.Pop.GroupShare, "fraction of sends to groups")
-	f.DurationVar(&cfg.Pop.ComeBackEvery, "come-back-every", def.Pop.ComeBackEvery, "offline devices come back and pull this often (0: only at the end)")
-	f.IntVar(&cfg.Pop.CrashEvery, "crash-every", def.Pop.CrashEvery, "a crashy device crashes on every Nth non-empty page")
-	f.IntVar(&cfg.Conns, "conns", def.Conns, "HTTP connections")
-	f.IntVar(&cfg.Pipeline, "pipeline", 0, "sends over a pool of their own with this many HTTP/1.1 requests in flight per connection (0: sends share --conns, one at a time); a server answers a connection's requests in order, one at a time")
-	f.IntVar(&cfg.PipelineConns, "pipeline-conns", def.PipelineConns, "with --pipeline: connections of the send pool (pulls and acks keep --conns)")
-	f.DurationVar(&cfg.PipelineDelay, "pipeline-delay", 0, "with --pipeline: a connection waits up to this long to batch requests into one write")
 	f.IntVar(&procs, "procs", loadgen.DefaultProcs(), "GOMAXPROCS of the generator (default: twice the CPUs, for scheduling accuracy); ignored when $GOMAXPROCS is set")
 	f.IntVar(&gogc, "gogc", defaultLoadGOGC, "garbage collector target percentage of the generator (-1: off); ignored when $GOGC is set")
-	f.IntVar(&cfg.Pacer.Workers, "workers", def.Pacer.Workers, "initial send workers")
-	f.IntVar(&cfg.Pacer.MaxWorkers, "max-workers", def.Pacer.MaxWorkers, "send workers at most (then sends start late)")
-	f.IntVar(&cfg.Pacer.Senders, "senders", 0, "queued mode: this many send goroutines fed through a queue the pacer fills at each send's intended time (the wait there counts in the ACK latency); --workers and --max-workers are then not used (0: a goroutine per send in flight)")
-	f.IntVar(&cfg.Pacer.MaxQueued, "max-queued", 1_000_000, "with --senders: sends queued at most (then sends start late)")
-	f.DurationVar(&cfg.Pacer.LateAfter, "late-after", def.Pacer.LateAfter, "a send starting this much after its intended time is late")
-	f.DurationVar(&cfg.Pacer.Grace, "grace", def.Pacer.Grace, "sends not started by duration+grace are missed")
-	f.DurationVar(&cfg.Pacer.SpinWindow, "spin", def.Pacer.SpinWindow, "pacer yields instead of sleeping this long before each send (0: sleep only)")
-	f.DurationVar(&cfg.Timeout, "timeout", def.Timeout, "timeout of one HTTP exchange or WebSocket send")
-	f.StringVar(&cfg.SendVia, "send-via", def.SendVia, "send transport: http (POST /v1/msg/send) or ws (send frames, WebSockets of their own per sending user)")
-	f.IntVar(&cfg.WSConnsPerUser, "ws-conns-per-user", def.WSConnsPerUser, "with --send-via ws: sending WebSockets per user (a server answers one connection's sends in order)")
-	f.IntVar(&cfg.Retries, "retries", def.Retries, "resends of a send of unknown outcome (timeout, connection error, 5xx), with the same client_msg_id")
-	f.Float64Var(&cfg.ProbeFraction, "probe-fraction", def.ProbeFraction, "fraction of ACKed sends whose stored state is read right after the ACK (read-after-ACK, lab route "+client.LabStoredPath+"; 0: off)")
-	f.IntVar(&cfg.ProbeRecipients, "probe-recipients", def.ProbeRecipients, "recipients a read-after-ACK probe reads besides the sender")
-	f.IntVar(&cfg.ContentSize, "content-size", def.ContentSize, "message body size in bytes")
-	f.IntVar(&cfg.PullLimit, "pull-limit", def.PullLimit, "pull page size")
-	f.DurationVar(&cfg.AckEvery, "ack-every", def.AckEvery, "online devices acknowledge their chain this often")
-	f.DurationVar(&cfg.Settle, "settle", def.Settle, "wait after the last send before the final drain")
-	f.DurationVar(&cfg.DrainTimeout, "drain-timeout", def.DrainTimeout, "bound on the final drain")
-	f.IntVar(&cfg.Shards, "shards", def.Shards, "ledger shard files")
-	f.Uint64Var(&cfg.Seed, "seed", def.Seed, "population and traffic seed")
-	f.DurationVar(&cfg.CeilingFor, "ceiling", def.CeilingFor, "measure the generator's own ceiling on a no-op endpoint this long first (0: skip)")
 	f.StringVar(&runDir, "run-dir", "", "where the ledger and summary go (default runs/<UTC time>); {segment} is replaced by the segment's index")
 	f.StringVar(&segment, "segment", "", "drive one part of the run: i/n (1-based: 2/4 is the second quarter), index/n (i from $"+loadgen.EnvJobIndex+", 0-based, as a Kubernetes Indexed Job sets it) or claim/n (the lowest segment not yet claimed in --claim-dir, for replicas of one compose service); segments 1..n started apart with the same flags offer exactly the whole run's load; judge them together with imlab check DIR...")
 	f.StringVar(&claimDir, "claim-dir", "", "with --segment claim/n: a directory shared by the replicas where each claims its segment")
-	f.StringVar(&cfg.RunID, "run-id", "", "the run's id in every client_msg_id and message body (default: random; for a segment, derived from the seed, shape and population so segments agree: give one unique to the run when the same flags run twice against one server)")
 	f.BoolVar(&check, "check", false, "run the checker afterwards and fail when the run is invalid")
 	return cmd
 }

@@ -293,6 +293,9 @@ func printScenarioResult(w io.Writer, r *result.Result, dir string) {
 		}
 		fmt.Fprintln(w, line)
 	}
+	if d := r.DeadLetters; d != nil && d.Worth() {
+		fmt.Fprintln(w, "    dead letters: "+d.AccountLine())
+	}
 	for _, f := range r.Findings {
 		if f.Count > 0 {
 			ex := f.Examples[:min(3, len(f.Examples))]

@@ -69,7 +69,12 @@
 //	GET  /v1/...          Deps.Open routes: unauthenticated GET, empty query, for
 //	                      operational data without user content (ref/server
 //	                      mounts the queue lag snapshot at /v1/lab/lag and its
-//	                      wall clock, {"unix_nano"}, at /v1/lab/time).
+//	                      wall clock, {"unix_nano"}, at /v1/lab/time; with its
+//	                      lab routes on, LAB ONLY, /v1/lab/deadletters: the
+//	                      dead-letter topic's records, each with its group, tier,
+//	                      class, reason, attempts, retried_ms, window_ms, source
+//	                      and message ids, and for the inbox tier whether every
+//	                      recipient's inbox holds the message now, "repaired").
 //	GET  /v1/lab/inbox    ?after=&limit=  LAB ONLY, mounted only with Deps.Lab
 //	                      (imlab ref --lab-routes): the token's uid's inbox as the
 //	                      store of record (MySQL offline_msg + msg_content) holds

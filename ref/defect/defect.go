@@ -120,6 +120,31 @@ const (
 	// MaxAge, so rows go after the grace whatever the cursors say: a
 	// device away for longer than the grace loses what it had not pulled.
 	RetentionExpiryFromPulledAge = "retention-expiry-from-pulled-age"
+
+	// RedisDedupMarkBeforeCommit (ref/fanout, the redis dedup strategy):
+	// the check is the seed's SET NX EX itself, run inside the inbox
+	// transaction before its COMMIT ("claim the message, then write it"),
+	// instead of EXISTS before and SET after COMMIT. A transaction that
+	// then fails (a reset connection, a timeout, a consumer killed
+	// mid-batch) leaves the marks behind, so the redelivered record finds
+	// them, is taken as already delivered and is acknowledged unwritten.
+	RedisDedupMarkBeforeCommit = "redis-dedup-mark-before-commit"
+	// MQDedupOutsideTx (ref/fanout, the mq_dedup strategy): the dedup rows
+	// are inserted on their own autocommitted connection instead of inside
+	// the inbox transaction, so an inbox transaction that fails after them
+	// leaves rows that say "delivered": the redelivery skips the message.
+	MQDedupOutsideTx = "mq-dedup-outside-tx"
+	// DLQBeforeTransientWindow (ref/fanout, Consumer.one): a delivery
+	// failing with a transient error is dead-lettered once MaxAttempts are
+	// spent (under two seconds of backoff) whatever the transient window:
+	// a store outage shorter than the window dead-letters records that
+	// waiting would have written, leaving holes until they are repaired.
+	DLQBeforeTransientWindow = "dlq-before-transient-window"
+	// DLQAbandonsBatch (ref/fanout, Consumer.processBatch): once one
+	// delivery of a failed batch is dead-lettered, the rest of the batch is
+	// given up with it but not dead-lettered: its offsets are marked, so
+	// those records are neither written nor in the dead-letter topic.
+	DLQAbandonsBatch = "dlq-abandons-batch"
 )
 
 // Info describes one defect.
@@ -147,6 +172,10 @@ var catalog = []Info{
 	{ConvPullCursorInclusive, "ref/pull", "a conversation pull reads seq >= cursor: the row at the cursor comes back on the next page"},
 	{RetentionMostAdvancedDevice, "ref/retention", "early deletion goes by the user's most advanced device: a row one device acknowledged is deleted before another pulled it"},
 	{RetentionExpiryFromPulledAge, "ref/retention", "rows expire after the pulled grace instead of the retention window: a device away longer than the grace loses unpulled rows"},
+	{RedisDedupMarkBeforeCommit, "ref/fanout", "the redis dedup mark is set (SET NX) inside the inbox transaction before COMMIT: a failed transaction's redelivery is skipped"},
+	{MQDedupOutsideTx, "ref/fanout", "mq_dedup rows are inserted outside the inbox transaction: a failed transaction's redelivery is skipped"},
+	{DLQBeforeTransientWindow, "ref/fanout", "a transient failure is dead-lettered after MaxAttempts, not after the transient window: a short outage dead-letters records"},
+	{DLQAbandonsBatch, "ref/fanout", "after one dead letter the rest of its failed batch is marked done: neither written nor dead-lettered"},
 }
 
 // List is every shipped defect, by name.

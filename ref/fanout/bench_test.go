@@ -189,7 +189,7 @@ func benchPool(b *testing.B, dsn string) (*sql.DB, *budget.SQL) {
 // sinkOn is fixture.sink on another pool.
 func (f *fixture) sinkOn(t testing.TB, db *sql.DB, strategy string, hooks ...send.CommitHook) *InboxSink {
 	t.Helper()
-	st, err := NewStrategy(strategy, f.rd.Client, f.rd.Keys)
+	st, err := NewStrategy(strategy, StrategyDeps{Redis: f.rd.Client, Keys: f.rd.Keys})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"imlab/ref/defect"
 	"imlab/ref/model"
 )
 
@@ -95,10 +96,21 @@ type ConsumerConfig struct {
 	// connection) dead-lettered deliveries: a hole in their inboxes until
 	// the outbox republished them (ConfirmTimeout later) or reconciliation
 	// repaired them, and their conversation's order broken. 0: MaxAttempts
-	// only. Bounded by MaxTransientWindow.
+	// only. Bounded by MaxTransientWindow; a process's configuration
+	// (Config.Validate) keeps it at MinTransientWindow or more unless
+	// LabShortWindow is set.
 	TransientWindow time.Duration
-	BackoffBase     time.Duration
-	BackoffMax      time.Duration
+	// LabShortWindow (LAB ONLY) lets a process run with a TransientWindow
+	// below MinTransientWindow (down to MinLabTransientWindow), so that a
+	// scenario can keep a backend down past it within seconds and see
+	// records reach the dead-letter topic. Set through the server's lab
+	// switch only (ref/server LabTransientWindow).
+	LabShortWindow bool
+	// Defects are shipped defects enabled on purpose (ref/defect; empty by
+	// default): the lab's negative controls.
+	Defects     defect.Set
+	BackoffBase time.Duration
+	BackoffMax  time.Duration
 	// CommitInterval is how often marked (processed) offsets are committed.
 	CommitInterval   time.Duration
 	SessionTimeout   time.Duration
@@ -449,7 +461,7 @@ func (c *Consumer) processBatch(w *worker, recs []*kgo.Record) bool {
 	for _, r := range recs {
 		ev, err := UnmarshalEvent(r.Value)
 		if err != nil {
-			if !c.deadLetter(w, r, err, 0) {
+			if !c.deadLetter(w, r, deadInfo{reason: err, class: DLQClassUndecodable}) {
 				return false
 			}
 			continue
@@ -485,14 +497,21 @@ func (c *Consumer) processBatch(w *worker, recs []*kgo.Record) bool {
 			c.log.Warn("batch failed; retrying one by one", "partition", w.tp.partition,
 				"first_offset", ds[0].Offset, "n", len(ds), "err", err)
 			if len(ds) == 1 && isPermanent(err) {
-				if !c.deadLetter(w, idx[0], err, attempts) {
+				if !c.deadLetter(w, idx[0], deadInfo{reason: err, attempts: attempts, class: DLQClassPermanent}) {
 					return false
 				}
 			} else {
 				failedAt := time.Now()
 				for i := range ds {
-					if !c.one(w, ds[i], idx[i], attempts, failedAt) {
+					ok, dead := c.one(w, ds[i], idx[i], attempts, failedAt)
+					if !ok {
 						return false
+					}
+					if dead && c.cfg.Defects.Has(defect.DLQAbandonsBatch) {
+						// Defect: the rest of the batch is given up with
+						// the dead letter, unwritten and not dead-lettered;
+						// markRecords below marks it all.
+						break
 					}
 				}
 			}
@@ -504,21 +523,59 @@ func (c *Consumer) processBatch(w *worker, recs []*kgo.Record) bool {
 	return true
 }
 
-// MaxTransientWindow bounds ConsumerConfig.TransientWindow.
-const MaxTransientWindow = 10 * time.Minute
+// Bounds of ConsumerConfig.TransientWindow: at most MaxTransientWindow;
+// in a process's configuration at least MinTransientWindow, or
+// MinLabTransientWindow with the lab switch (LabShortWindow).
+const (
+	MaxTransientWindow    = 10 * time.Minute
+	MinTransientWindow    = 5 * time.Second
+	MinLabTransientWindow = 500 * time.Millisecond
+)
 
-// one retries a single delivery after its batch failed, then dead-letters it.
-func (c *Consumer) one(w *worker, d Delivery, r *kgo.Record, used int, failedAt time.Time) bool {
+// ValidateWindow checks TransientWindow against the floor a process's
+// configuration keeps (the lab switch lowers it); the error names the
+// setting.
+func (c ConsumerConfig) ValidateWindow() error {
+	floor := MinTransientWindow
+	if c.LabShortWindow {
+		floor = MinLabTransientWindow
+	}
+	if c.TransientWindow < floor || c.TransientWindow > MaxTransientWindow {
+		hint := ""
+		if !c.LabShortWindow {
+			hint = " (a shorter one is a lab-only setting)"
+		}
+		return fmt.Errorf("%w: consumer transient window %s out of %s..%s%s", model.ErrInvalid,
+			c.TransientWindow, floor, MaxTransientWindow, hint)
+	}
+	return nil
+}
+
+// Dead-letter classes (HeaderDLQClass): why a delivery was given up.
+const (
+	DLQClassTransient   = "transient"   // retried through the transient window, still failing
+	DLQClassPermanent   = "permanent"   // no retry can fix it (model.ErrInvalid)
+	DLQClassUndecodable = "undecodable" // the record is not an Event
+)
+
+// one retries a single delivery after its batch failed, then dead-letters
+// it. ok is false when the worker was stopped; dead tells that the
+// delivery was dead-lettered.
+func (c *Consumer) one(w *worker, d Delivery, r *kgo.Record, used int, failedAt time.Time) (ok, dead bool) {
 	var err error
 	attempts := used
-	for attempts < c.cfg.MaxAttempts || c.cfg.RetryTransient || time.Since(failedAt) < c.cfg.TransientWindow {
+	window := c.cfg.TransientWindow
+	if c.cfg.Defects.Has(defect.DLQBeforeTransientWindow) {
+		window = 0 // Defect: MaxAttempts alone decides, the window is ignored.
+	}
+	for attempts < c.cfg.MaxAttempts || c.cfg.RetryTransient || time.Since(failedAt) < window {
 		if !c.sleep(w, c.cfg.backoff(attempts)) {
-			return false
+			return false, false
 		}
 		attempts++
 		if err = c.call([]Delivery{d}); err == nil {
 			c.m.processed(c.cfg.Tier, 1)
-			return true
+			return true, false
 		}
 		if isPermanent(err) || c.stopped(w) {
 			break
@@ -529,18 +586,30 @@ func (c *Consumer) one(w *worker, d Delivery, r *kgo.Record, used int, failedAt 
 		}
 	}
 	if c.stopped(w) {
-		return false
+		return false, false
 	}
-	return c.deadLetter(w, r, err, attempts)
+	class := DLQClassTransient
+	if isPermanent(err) {
+		class = DLQClassPermanent
+	}
+	return c.deadLetter(w, r, deadInfo{reason: err, attempts: attempts, class: class, retried: time.Since(failedAt)}), true
+}
+
+// deadInfo is why and after what a delivery is dead-lettered.
+type deadInfo struct {
+	reason   error
+	attempts int
+	class    string        // DLQClass*
+	retried  time.Duration // since its batch first failed (0: not retried)
 }
 
 // deadLetter publishes r to the dead-letter topic with the reason. It keeps
 // trying while the worker runs (the partition cannot advance past a record
 // that is neither handled nor dead-lettered); it returns false if stopped.
-func (c *Consumer) deadLetter(w *worker, r *kgo.Record, reason error, attempts int) bool {
+func (c *Consumer) deadLetter(w *worker, r *kgo.Record, di deadInfo) bool {
 	msg := "unknown"
-	if reason != nil {
-		msg = reason.Error()
+	if di.reason != nil {
+		msg = di.reason.Error()
 	}
 	if len(msg) > 512 {
 		msg = msg[:512]
@@ -552,8 +621,11 @@ func (c *Consumer) deadLetter(w *worker, r *kgo.Record, reason error, attempts i
 			kgo.RecordHeader{Key: HeaderDLQTopic, Value: []byte(r.Topic)},
 			kgo.RecordHeader{Key: HeaderDLQPartition, Value: []byte(strconv.Itoa(int(r.Partition)))},
 			kgo.RecordHeader{Key: HeaderDLQOffset, Value: []byte(strconv.FormatInt(r.Offset, 10))},
-			kgo.RecordHeader{Key: HeaderDLQAttempts, Value: []byte(strconv.Itoa(attempts))},
+			kgo.RecordHeader{Key: HeaderDLQAttempts, Value: []byte(strconv.Itoa(di.attempts))},
 			kgo.RecordHeader{Key: HeaderDLQGroup, Value: []byte(c.cfg.Group)},
+			kgo.RecordHeader{Key: HeaderDLQClass, Value: []byte(di.class)},
+			kgo.RecordHeader{Key: HeaderDLQRetriedMS, Value: []byte(strconv.FormatInt(di.retried.Milliseconds(), 10))},
+			kgo.RecordHeader{Key: HeaderDLQWindowMS, Value: []byte(strconv.FormatInt(c.cfg.TransientWindow.Milliseconds(), 10))},
 		),
 	}
 	for i := 1; ; i++ {
@@ -562,7 +634,7 @@ func (c *Consumer) deadLetter(w *worker, r *kgo.Record, reason error, attempts i
 		cancel()
 		if err == nil {
 			c.m.deadLettered(c.cfg.Tier)
-			c.log.Warn("dead-lettered", "partition", r.Partition, "offset", r.Offset, "attempts", attempts, "reason", msg)
+			c.log.Warn("dead-lettered", "partition", r.Partition, "offset", r.Offset, "attempts", di.attempts, "class", di.class, "reason", msg)
 			return true
 		}
 		c.log.Warn("dead-letter publish failed", "err", err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"imlab/ref/defect"
 	"imlab/ref/inbox"
 	"imlab/ref/model"
 	"imlab/ref/rkeys"
@@ -51,19 +52,31 @@ type Strategy interface {
 	skip(n int)
 }
 
-// NewStrategy builds a strategy by name; rdb and keys are needed for
-// "redis" only.
-func NewStrategy(name string, rdb redis.UniversalClient, keys rkeys.Keys) (Strategy, error) {
+// StrategyDeps is what a strategy may need: Redis and its keys ("redis"
+// only), the database pool (only a shipped defect of "mq_dedup" uses it,
+// to write outside the inbox transaction) and the shipped defects.
+type StrategyDeps struct {
+	Redis   redis.UniversalClient
+	Keys    rkeys.Keys
+	DB      *sql.DB
+	Defects defect.Set
+}
+
+// NewStrategy builds a strategy by name.
+func NewStrategy(name string, d StrategyDeps) (Strategy, error) {
 	switch name {
 	case DedupUK:
 		return &ukStrategy{}, nil
 	case DedupTable:
-		return &tableStrategy{}, nil
+		if d.Defects.Has(defect.MQDedupOutsideTx) && d.DB == nil {
+			return nil, fmt.Errorf("%w: dedup %q with defect %s needs the database pool", model.ErrInvalid, name, defect.MQDedupOutsideTx)
+		}
+		return &tableStrategy{outside: outsideTx(d)}, nil
 	case DedupRedis:
-		if rdb == nil {
+		if d.Redis == nil {
 			return nil, fmt.Errorf("%w: dedup %q needs a Redis client", model.ErrInvalid, name)
 		}
-		return &redisStrategy{rdb: rdb, keys: keys}, nil
+		return &redisStrategy{rdb: d.Redis, keys: d.Keys, claim: d.Defects.Has(defect.RedisDedupMarkBeforeCommit)}, nil
 	}
 	return nil, fmt.Errorf("%w: dedup strategy %q (want %s, %s or %s)", model.ErrInvalid, name, DedupUK, DedupTable, DedupRedis)
 }
@@ -92,7 +105,20 @@ func (s *ukStrategy) Skipped() int64                                { return s.s
 
 // tableStrategy is the mq_dedup table: look the pairs up, insert the new
 // ones, all in the inbox transaction.
-type tableStrategy struct{ skipped atomic.Int64 }
+type tableStrategy struct {
+	skipped atomic.Int64
+	// outside is set by the shipped defect MQDedupOutsideTx only: the
+	// dedup rows go through this pool, autocommitted, not through the
+	// inbox transaction.
+	outside *sql.DB
+}
+
+func outsideTx(d StrategyDeps) *sql.DB {
+	if d.Defects.Has(defect.MQDedupOutsideTx) {
+		return d.DB
+	}
+	return nil
+}
 
 func (*tableStrategy) Name() string   { return DedupTable }
 func (*tableStrategy) atInsert() bool { return false }
@@ -155,7 +181,11 @@ func (s *tableStrategy) Fresh(ctx context.Context, tx *sql.Tx, items []inbox.Ite
 			sb.WriteString("(?,?,?)")
 			args = append(args, fresh[i].MsgID, fresh[i].UID, now)
 		}
-		if _, err := tx.ExecContext(ctx, sb.String(), args...); err != nil {
+		var ex execer = tx
+		if s.outside != nil {
+			ex = s.outside // Defect: committed whatever the inbox transaction does.
+		}
+		if _, err := ex.ExecContext(ctx, sb.String(), args...); err != nil {
 			return nil, fmt.Errorf("fanout: mq_dedup insert: %w", err)
 		}
 	}
@@ -172,6 +202,9 @@ type redisStrategy struct {
 	rdb     redis.UniversalClient
 	keys    rkeys.Keys
 	skipped atomic.Int64
+	// claim is set by the shipped defect RedisDedupMarkBeforeCommit only:
+	// Fresh checks with SET NX EX (setting the mark before COMMIT).
+	claim bool
 }
 
 func (*redisStrategy) Name() string   { return DedupRedis }
@@ -179,6 +212,9 @@ func (*redisStrategy) atInsert() bool { return false }
 func (*redisStrategy) skip(int)       {}
 
 func (s *redisStrategy) Fresh(ctx context.Context, _ *sql.Tx, items []inbox.Item) ([]inbox.Item, error) {
+	if s.claim {
+		return s.claimFresh(ctx, items)
+	}
 	pipe := s.rdb.Pipeline()
 	cmds := make([]*redis.IntCmd, len(items))
 	for i, it := range items {
@@ -191,6 +227,27 @@ func (s *redisStrategy) Fresh(ctx context.Context, _ *sql.Tx, items []inbox.Item
 	fresh := make([]inbox.Item, 0, len(items))
 	for i, it := range items {
 		if cmds[i].Val() == 0 {
+			fresh = append(fresh, it)
+		}
+	}
+	s.skipped.Add(int64(len(items) - len(fresh)))
+	return fresh, nil
+}
+
+// claimFresh is the shipped defect RedisDedupMarkBeforeCommit: SET NX EX
+// is the check, so the mark exists before the inbox row is committed.
+func (s *redisStrategy) claimFresh(ctx context.Context, items []inbox.Item) ([]inbox.Item, error) {
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.BoolCmd, len(items))
+	for i, it := range items {
+		cmds[i] = pipe.SetNX(ctx, s.keys.MQDedup(it.MsgID, it.UID), 1, DedupTTL)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return items, nil
+	}
+	fresh := make([]inbox.Item, 0, len(items))
+	for i, it := range items {
+		if cmds[i].Val() {
 			fresh = append(fresh, it)
 		}
 	}

@@ -81,6 +81,9 @@ func (c Config) Validate() error {
 	if err := c.InboxSink.Validate(); err != nil {
 		return err
 	}
+	if err := c.Consumer.ValidateWindow(); err != nil {
+		return err
+	}
 	return c.Relay.Validate()
 }
 
@@ -147,7 +150,7 @@ func (r *Runtime) Close(ctx context.Context) {
 }
 
 func (r *Runtime) inboxSink() (*InboxSink, error) {
-	st, err := NewStrategy(r.cfg.Dedup, r.deps.Redis, r.deps.Keys)
+	st, err := NewStrategy(r.cfg.Dedup, StrategyDeps{Redis: r.deps.Redis, Keys: r.deps.Keys, DB: r.deps.DB, Defects: r.cfg.InboxSink.Defects})
 	if err != nil {
 		return nil, err
 	}

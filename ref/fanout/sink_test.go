@@ -44,7 +44,7 @@ func (f *fixture) members(_ context.Context, g uint64) ([]uint64, error) {
 
 func (f *fixture) sink(t testing.TB, strategy string) *InboxSink {
 	t.Helper()
-	st, err := NewStrategy(strategy, f.rd.Client, f.rd.Keys)
+	st, err := NewStrategy(strategy, StrategyDeps{Redis: f.rd.Client, Keys: f.rd.Keys})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +394,7 @@ func TestInboxSinkStoredBody(t *testing.T) {
 	m := model.Message{MsgID: 555_001, ConvID: conv, ConvType: model.ConvSingle, ConvSeq: 1, SenderUID: 41,
 		ClientMsgID: "c-555001", Content: "carried", CreatedAt: time.Now().UTC().Truncate(time.Millisecond)}
 	var got []model.InboxEntry
-	st, err := NewStrategy(DedupUK, nil, f.rd.Keys)
+	st, err := NewStrategy(DedupUK, StrategyDeps{Keys: f.rd.Keys})
 	if err != nil {
 		t.Fatal(err)
 	}

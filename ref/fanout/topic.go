@@ -38,6 +38,14 @@ const (
 	// dead-letter topic is shared by the inbox and history tiers, and a
 	// replay must go to the tier that failed only.
 	HeaderDLQGroup = "dlq_group"
+	// HeaderDLQClass says why it gave up (DLQClassTransient, Permanent or
+	// Undecodable); HeaderDLQRetriedMS how long the delivery was retried
+	// since its batch first failed; HeaderDLQWindowMS the transient window
+	// in force then (ms). A transient dead letter retried less than that
+	// window broke the consumer's promise to wait out a short outage.
+	HeaderDLQClass     = "dlq_class"
+	HeaderDLQRetriedMS = "dlq_retried_ms"
+	HeaderDLQWindowMS  = "dlq_window_ms"
 )
 
 // Topics names the fan-out and dead-letter topics and their size.

@@ -178,7 +178,7 @@ func (p *pipeline) writer(d inbox.Dedup) *inbox.Writer {
 
 // sink builds an inbox-tier sink (uk_uid_msg dedup) with hooks.
 func (p *pipeline) sink(hooks ...send.CommitHook) *fanout.InboxSink {
-	st, err := fanout.NewStrategy(fanout.DedupUK, nil, p.rd.Keys)
+	st, err := fanout.NewStrategy(fanout.DedupUK, fanout.StrategyDeps{Keys: p.rd.Keys})
 	if err != nil {
 		p.t.Fatal(err)
 	}

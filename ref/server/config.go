@@ -183,6 +183,7 @@ func (c Config) withDefects() Config {
 	c.HotCache.Defects = c.Defects
 	c.Send.Defects = c.Defects
 	c.Fanout.InboxSink.Defects = c.Defects
+	c.Fanout.Consumer.Defects = c.Defects
 	c.History.Defects = c.Defects
 	c.Retention.Defects = c.Defects
 	return c

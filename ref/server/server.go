@@ -644,6 +644,9 @@ func StartAPI(ctx context.Context, p *Process) (func(context.Context) error, err
 		api.OpenRoute{Path: RetentionPath, Name: "lab_retention", Handle: p.retentionAnswer})
 	if p.Cfg.LabRoutes {
 		deps.Open = append(deps.Open, api.OpenRoute{Path: ProcsPath, Name: "lab_procs", Handle: p.procsAnswer})
+		if p.fan != nil {
+			deps.Open = append(deps.Open, api.OpenRoute{Path: DeadLettersPath, Name: "lab_deadletters", Handle: p.deadLettersAnswer})
+		}
 		outbox := func(ctx context.Context, msgID uint64) (int, error) { return fanout.OutboxStatus(ctx, p.DB, msgID) }
 		lab, err := pull.NewStoreReader(p.DB, core.Send.PolicyName(), p.Cfg.API.RequestTimeout, outbox)
 		if err != nil {

@@ -2,6 +2,7 @@ package runpage
 
 import (
 	"fmt"
+	"imlab/faults"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -51,6 +52,9 @@ func HTMLReport(res *result.Result) *report.Report {
 	}
 	if line := res.Repairs.FateLine(); line != "" && res.Verdict != nil {
 		rep.Verdict += "; " + line
+	}
+	if d := res.DeadLetters; d != nil && d.Worth() {
+		rep.Verdict += "; dead letters: " + d.AccountLine()
 	}
 	if res.Passed {
 		rep.Verdict += " (scenario PASSED)"
@@ -158,7 +162,7 @@ func HTMLReport(res *result.Result) *report.Report {
 		kind := e.Action
 		label := e.Action + " " + e.Fault
 		if e.Affected > 0 {
-			label += fmt.Sprintf(" (%d %s)", e.Affected, affectedUnit(e.Fault))
+			label += fmt.Sprintf(" (%d %s)", e.Affected, faults.Unit(e.Kind))
 		}
 		if e.Err != "" {
 			kind, label = "error", label+": "+e.Err
@@ -387,24 +391,4 @@ func optSecs(v *float64) string {
 		return "unknown"
 	}
 	return result.Secs(*v)
-}
-
-// affectedUnit says what a data fault's affected count counts, so that a
-// page does not invite reading it as the messages lost: Kafka's record
-// loss deletes every record up to the end offsets, those the consumers had
-// already processed included.
-func affectedUnit(fault string) string {
-	name, _, _ := strings.Cut(fault, "(")
-	switch name {
-	case "kafka_record_loss":
-		return "records deleted, already consumed or not"
-	case "kafka_topic_recreate":
-		return "records dropped with the topic, already consumed or not"
-	case "redis_wipe", "redis_flushall":
-		return "keys deleted"
-	case "allocator_rollback", "allocator_reset":
-		return "seq counters set back"
-	default:
-		return "affected"
-	}
 }

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"imlab/ledger"
 	"imlab/targets"
@@ -187,3 +188,21 @@ var (
 	_ targets.Driver    = (*Driver)(nil)
 	_ targets.LabDriver = (*Driver)(nil)
 )
+
+// Retention reads GET /v1/lab/retention.
+func (d *Driver) Retention(context.Context) (targets.RetentionLog, error) {
+	r, err := d.cl.LabRetention()
+	if err != nil {
+		return targets.RetentionLog{}, wrap(err)
+	}
+	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
+	out := targets.RetentionLog{Active: r.Active, MaxAge: ms(r.Settings.MaxAgeMS), PulledMinAge: ms(r.Settings.PulledMinAgeMS),
+		Interval: ms(r.Settings.IntervalMS), Truncated: r.Truncated}
+	for _, x := range r.Rows {
+		out.Rows = append(out.Rows, targets.RetainedRow{UID: x.UID, Seq: x.Seq, MsgID: x.MsgID, ConvID: x.ConvID,
+			CreatedAt: time.UnixMilli(x.CreatedAt), DeletedAt: time.UnixMilli(x.DeletedAt), Pulled: x.Reason == "pulled"})
+	}
+	return out, nil
+}
+
+var _ targets.RetentionReader = (*Driver)(nil)

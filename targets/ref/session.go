@@ -182,3 +182,33 @@ var (
 	_ targets.Session    = (*Session)(nil)
 	_ targets.LabSession = (*Session)(nil)
 )
+
+// LabHistory reads GET /v1/lab/history.
+func (s *Session) LabHistory(_ context.Context, o targets.HistoryOpts) (targets.StoredHistory, error) {
+	h, err := s.d.cl.LabHistory(s.token, o.ConvID, o.From, o.To)
+	if err != nil {
+		return targets.StoredHistory{}, wrap(err)
+	}
+	out := targets.StoredHistory{MaxSeq: h.MaxSeq, Clears: map[uint64]uint64{}}
+	for _, c := range h.Clears {
+		out.Clears[c.UID] = c.MinSeq
+	}
+	for _, sl := range h.Slots {
+		x := targets.StoredSlot{ConvSeq: sl.ConvSeq, StoredSeq: sl.StoredSeq, MsgID: sl.MsgID, SenderUID: sl.SenderUID,
+			Content: sl.Content, Revoked: sl.Revoke != nil, IsRead: sl.IsRead, Detail: sl.Detail}
+		switch sl.State {
+		case "":
+			continue
+		case "filled":
+		case "purged":
+			x.Purged = true
+		default:
+			x.Invalid = true
+		}
+		x.DelList = append(append(x.DelList, sl.DelList...), sl.DelRecords...)
+		out.Slots = append(out.Slots, x)
+	}
+	return out, nil
+}
+
+var _ targets.LabHistoryReader = (*Session)(nil)

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -49,6 +50,10 @@ type Driver struct {
 
 	sendMu  sync.Mutex
 	senders map[senderKey]*sender
+
+	// tokMu guards tokens: each user's last login token ("": none yet).
+	tokMu  sync.Mutex
+	tokens []string
 }
 
 // New makes a driver; Provision must run before anything else.
@@ -150,6 +155,7 @@ func (d *Driver) Provision(ctx context.Context, p Population) error {
 func (d *Driver) createAccounts(ctx context.Context) error {
 	n := len(d.pop.Users)
 	d.tid = make([]string, n)
+	d.tokens = make([]string, n)
 	err := d.forEach(ctx, n, func(ctx context.Context, ui int) error {
 		s, err := d.dial(ctx, "provision")
 		if err != nil {
@@ -158,11 +164,12 @@ func (d *Driver) createAccounts(ctx context.Context) error {
 		defer s.Close()
 		uid := d.pop.Users[ui]
 		a, err := s.CreateAccount(ctx, tinode.NewAccount{Login: d.cfg.Login(uid), Password: d.cfg.password(uid),
-			Name: d.cfg.Login(uid)})
+			Name: d.cfg.Login(uid), Authenticate: true})
 		if err != nil {
 			return fmt.Errorf("tinode driver: account of uid %d (login %s): %w", uid, d.cfg.Login(uid), err)
 		}
 		d.tid[ui] = a.UserID // each worker writes its own index
+		d.setToken(ui, a.Token)
 		return nil
 	})
 	if err != nil {
@@ -255,15 +262,49 @@ func (d *Driver) dial(ctx context.Context, did string) (*tinode.Session, error) 
 }
 
 // login opens a session of user index ui as device did.
+//
+// It logs in with the user's token when it has one: Tinode checks a
+// basic login's password with bcrypt, tens of milliseconds of its CPU
+// each, which devices coming back every few seconds would pay again and
+// again (and which a real client, keeping its token, does not). A token
+// refused (expired, the server's key changed) falls back to the password
+// and keeps the new token.
 func (d *Driver) login(ctx context.Context, ui int, did string) (*tinode.Session, error) {
 	s, err := d.dial(ctx, did)
 	if err != nil {
 		return nil, err
 	}
 	uid := d.pop.Users[ui]
-	if _, err := s.LoginBasic(ctx, d.cfg.Login(uid), d.cfg.password(uid)); err != nil {
+	if tok := d.token(ui); tok != "" {
+		_, err := s.LoginToken(ctx, tok)
+		if err == nil {
+			return s, nil
+		}
+		if !errors.Is(err, tinode.ErrRejected) {
+			s.Close()
+			return nil, fmt.Errorf("tinode driver: token login of uid %d: %w", uid, err)
+		}
+	}
+	a, err := s.LoginBasic(ctx, d.cfg.Login(uid), d.cfg.password(uid))
+	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("tinode driver: login of uid %d: %w", uid, err)
 	}
+	d.setToken(ui, a.Token)
 	return s, nil
+}
+
+func (d *Driver) token(ui int) string {
+	d.tokMu.Lock()
+	defer d.tokMu.Unlock()
+	return d.tokens[ui]
+}
+
+func (d *Driver) setToken(ui int, tok string) {
+	if tok == "" {
+		return
+	}
+	d.tokMu.Lock()
+	defer d.tokMu.Unlock()
+	d.tokens[ui] = tok
 }

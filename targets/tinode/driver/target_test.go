@@ -101,6 +101,16 @@ func TestTargetSessions(t *testing.T) {
 	if _, err := c8.Recv(time.Now().Add(50 * time.Millisecond)); targets.Classify(err) != targets.Unknown {
 		t.Fatalf("nothing more: %v", err)
 	}
+	// A publish whose connection drops before the answer is unknown; the
+	// next send opens a new sending session.
+	srv.DropOnPublish(tg.Driver().groups[0].name, 1, false)
+	_, err = s7.Send(ctx, &targets.SendReq{ClientMsgID: "run-x-4", ConvType: targets.ConvGroup, GroupID: 50, Content: "y"})
+	if targets.Classify(err) != targets.Unknown || targets.StatusOf(err) != 0 {
+		t.Fatalf("dropped: class %v status %d (%v)", targets.Classify(err), targets.StatusOf(err), err)
+	}
+	if _, err := s7.Send(ctx, &targets.SendReq{ClientMsgID: "run-x-5", ConvType: targets.ConvGroup, GroupID: 50, Content: "z"}); err != nil {
+		t.Fatalf("after the drop: %v", err)
+	}
 }
 
 // TestTargetReconnectReadsWhatWasNotHandedOut: a connection closed with

@@ -1,0 +1,245 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"imlab/ledger"
+	"imlab/targets"
+)
+
+// This file holds the end of a run with the client mix: the history
+// witness (every conversation an ACK named, read as stored through the
+// target's lab view once its history tier has drained) and the retention
+// log (every inbox row the target's retention deleted, and its rules).
+
+// Check names of the notes (the checker's).
+const (
+	checkHistoryWitness = "history-witness"
+	checkRetention      = "retention"
+)
+
+// Bounds of the history witness.
+const (
+	// historyDrainWait bounds the wait for the history tier to drain.
+	historyDrainWait = 30 * time.Second
+	// historyDrainPoll is how often the queue lag is read meanwhile.
+	historyDrainPoll = 200 * time.Millisecond
+	// maxWitnessSeqs bounds the conv_seqs read of one conversation.
+	maxWitnessSeqs = 100_000
+)
+
+// HistorySum says what the history witness read.
+type HistorySum struct {
+	Made    bool   `json:"made"`
+	Drained bool   `json:"drained"`
+	Convs   int    `json:"convs"`
+	Slots   int    `json:"slots"`
+	Errors  int    `json:"errors"`
+	Reason  string `json:"reason,omitempty"`
+	Waited  string `json:"waited,omitempty"`
+	Invalid int    `json:"invalid_slots,omitempty"`
+}
+
+// historyDrained waits (bounded) until the target's queue lag says every
+// consumer group has nothing left to process, the history tier's
+// included. It answers false when that was not seen, with why.
+func (r *runner) historyDrained(ctx context.Context) (bool, string) {
+	if r.lab == nil {
+		return false, "the " + r.drv.Name() + " driver reads no queue lag: whether the history tier drained is unknown"
+	}
+	ctx, cancel := context.WithTimeout(ctx, historyDrainWait)
+	defer cancel()
+	last := ""
+	for {
+		q, err := r.lab.QueueLag(ctx)
+		switch {
+		case err != nil:
+			last = err.Error()
+		case len(q.Records) == 0:
+			return false, "the target's queue lag names no consumer group: no history tier to drain"
+		default:
+			behind := 0
+			for g, n := range q.Records {
+				if n != 0 || q.UnknownAge[g] != 0 {
+					behind++
+				}
+			}
+			if behind == 0 && len(q.Errors) == 0 {
+				return true, ""
+			}
+			last = fmt.Sprintf("%d consumer groups still behind", behind)
+		}
+		select {
+		case <-time.After(historyDrainPoll):
+		case <-ctx.Done():
+			return false, fmt.Sprintf("the history tier had not drained after %s (%s)", historyDrainWait, last)
+		}
+	}
+}
+
+// historyWitness reads every conversation an ACK of this run named, as
+// stored, and records its slots, clear watermarks and head.
+func (r *runner) historyWitness(ctx context.Context, sum *Summary) {
+	hs := &HistorySum{}
+	sum.Evidence.History = hs
+	began := time.Now()
+	drained, why := r.historyDrained(ctx)
+	hs.Drained, hs.Waited = drained, time.Since(began).Round(time.Millisecond).String()
+	convs := r.convs.snapshot()
+	ids := make([]uint64, 0, len(convs))
+	for id := range convs {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	var mu sync.Mutex
+	var firstErr error
+	noLab := false
+	_ = r.forEach(ctx, len(ids), func(i int) error {
+		id := ids[i]
+		slots, invalid, err := r.witnessConv(ctx, i, id, convs[id])
+		mu.Lock()
+		defer mu.Unlock()
+		hs.Slots += slots
+		hs.Invalid += invalid
+		if errors.Is(err, errNoLab) {
+			noLab = true
+			return nil
+		}
+		if err != nil {
+			hs.Errors++
+			if firstErr == nil {
+				firstErr = err
+			}
+			r.note(ledger.Note{Check: checkHistoryWitness, Conv: id, Reason: err.Error()})
+			return nil
+		}
+		hs.Convs++
+		return nil
+	})
+	n := ledger.Note{Check: checkHistoryWitness, Convs: hs.Convs, Errors: hs.Errors, Drained: drained}
+	switch {
+	case ctx.Err() != nil:
+		n.Reason = "the run was cancelled during the history witness"
+	case noLab:
+		n.Reason = "the target offers no history witness (no lab route): " + r.drv.Name()
+	case len(ids) > 0 && hs.Convs == 0:
+		n.Reason = fmt.Sprintf("the history witness failed for every conversation (e.g. %v)", firstErr)
+	case !drained:
+		n.Made, n.Reason = true, why
+	default:
+		n.Made = true
+	}
+	hs.Made, hs.Reason = n.Made, n.Reason
+	r.note(n)
+}
+
+// witnessConv reads one conversation 1..head in ranges of
+// targets.MaxHistoryRange with the token of a party or member.
+func (r *runner) witnessConv(ctx context.Context, i int, id uint64, e convEntry) (slots, invalid int, err error) {
+	s, err := r.drv.Session(ctx, e.reader, WitnessDID)
+	if err != nil {
+		return 0, 0, err
+	}
+	hr, ok := s.(targets.LabHistoryReader)
+	if !ok {
+		return 0, 0, errNoLab
+	}
+	sh := r.led.Shard(i)
+	head := e.maxSeq
+	for from := uint64(1); from <= head && from <= maxWitnessSeqs; from += targets.MaxHistoryRange {
+		to := min(from+targets.MaxHistoryRange-1, max(head, from))
+		h, err := labRead(ctx, maxReadTries, func() (targets.StoredHistory, error) {
+			return hr.LabHistory(ctx, targets.HistoryOpts{ConvID: id, From: from, To: to})
+		})
+		if err != nil {
+			return slots, invalid, err
+		}
+		at := time.Since(r.start)
+		for _, x := range h.Slots {
+			if x.Invalid {
+				invalid++
+				continue
+			}
+			tag, _, _ := r.parseContent(x.Content)
+			sl := ledger.Slot{ConvID: id, ConvSeq: x.ConvSeq, MsgID: x.MsgID, Sender: x.SenderUID, Tag: tag,
+				Revoked: x.Revoked, Purged: x.Purged, IsRead: x.IsRead, DelList: x.DelList, At: at}
+			if x.Purged {
+				sl.MsgID, sl.Sender, sl.Tag = 0, 0, 0
+			}
+			if err := sh.Slot(sl); err != nil {
+				return slots, invalid, err
+			}
+			slots++
+		}
+		if from == 1 {
+			for uid, m := range h.Clears {
+				sh.Watermark(ledger.Watermark{ConvID: id, UID: uid, MinSeq: m, At: at})
+			}
+		}
+		head = max(head, h.MaxSeq)
+	}
+	sh.ConvHead(ledger.ConvHead{ConvID: id, MaxSeq: head, At: time.Since(r.start)})
+	return slots, invalid, nil
+}
+
+// RetentionSum says what the retention log read.
+type RetentionSum struct {
+	Made      bool   `json:"made"`
+	Deletions int    `json:"deletions"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+// retentionLog records the target's retention rules and the rows of this
+// run's users it deleted, on the ledger's time base (the target's clock
+// corrected by the offset measured before the run).
+func (r *runner) retentionLog(ctx context.Context, sum *Summary) {
+	rs := &RetentionSum{}
+	sum.Evidence.Retention = rs
+	rr, ok := r.drv.(targets.RetentionReader)
+	if !ok {
+		rs.Reason = "the " + r.drv.Name() + " driver reads no retention log"
+		return
+	}
+	log, err := readRetry(ctx, maxReadTries, func() (targets.RetentionLog, error) { return rr.Retention(ctx) })
+	switch {
+	case err != nil && targets.StatusOf(err) == 404:
+		rs.Reason = "the target has no retention lab route (404)"
+		return
+	case err != nil:
+		rs.Reason = err.Error()
+		r.note(ledger.Note{Check: checkRetention, Reason: "reading the retention log: " + err.Error()})
+		return
+	case !log.Active:
+		rs.Reason = "the target runs no retention"
+		return
+	}
+	var offset time.Duration
+	if c := sum.Split.Clock; c != nil {
+		offset = c.Offset
+	}
+	on := func(t time.Time) time.Duration { return t.Add(-offset).Sub(r.start) }
+	sh := r.led.Shard(0)
+	sh.Retention(ledger.RetentionSettings{MaxAge: log.MaxAge, PulledMinAge: log.PulledMinAge, Interval: log.Interval})
+	for _, x := range log.Rows {
+		if r.byUID[x.UID] == nil {
+			continue // another run's user
+		}
+		reason := ledger.RetentionExpired
+		if x.Pulled {
+			reason = ledger.RetentionPulled
+		}
+		sh.Deletion(ledger.Deletion{UID: x.UID, Seq: x.Seq, MsgID: x.MsgID, CreatedAt: on(x.CreatedAt), DeletedAt: on(x.DeletedAt), Reason: reason})
+		rs.Deletions++
+	}
+	n := ledger.Note{Check: checkRetention, Made: !log.Truncated}
+	if log.Truncated {
+		n.Reason = "the target's retention log was truncated: not every deletion is known"
+	}
+	rs.Made, rs.Reason = n.Made, n.Reason
+	r.note(n)
+}

@@ -1,0 +1,202 @@
+package loadgen_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"imlab/checker"
+	"imlab/compose"
+	"imlab/internal/testenv"
+	"imlab/loadgen"
+	"imlab/loadgen/schedule"
+	"imlab/ref/defect"
+	"imlab/ref/server"
+)
+
+// fullRef is the reference server with every tier: a private MariaDB
+// database and Redis prefix, an in-process Kafka and MongoDB stand-in, the
+// lab routes and lab short retention ages. New processes on the same
+// backends (one per defect) take fresh uid ranges.
+type fullRef struct {
+	b      server.Backends
+	prefix string
+	db     string
+}
+
+const mixSecret = "loadgen-mix-e2e-secret-0123456789"
+
+func startFullBackends(t *testing.T) fullRef {
+	t.Helper()
+	my := testenv.NewMySQL(t)
+	rd := testenv.NewRedis(t)
+	cc := compose.DefaultConfig()
+	cc.MySQLDSN, cc.RedisAddr = my.DSN, rd.Addr
+	cc.StartTimeout, cc.StopTimeout = 20*time.Second, 10*time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cb, stop, err := compose.Start(ctx, cc)
+	if err != nil {
+		t.Fatalf("backends: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := stop(ctx); err != nil {
+			t.Errorf("stop backends: %v", err)
+		}
+	})
+	return fullRef{b: server.Backends{MySQLDSN: my.DSN, RedisAddr: rd.Addr, KafkaBrokers: cb.KafkaBrokers, MongoURI: cb.MongoURI},
+		prefix: rd.Keys.Prefix, db: my.Name}
+}
+
+// start runs one reference process with the defects named until t ends
+// and returns its URL.
+func (f fullRef) start(t *testing.T, maxAge, pulledMinAge time.Duration, defects ...string) string {
+	t.Helper()
+	cfg := server.DefaultConfig()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Auth.Secret = mixSecret
+	cfg.Redis.KeyPrefix = f.prefix
+	cfg.LabRoutes = true
+	cfg.Pull.RateLimit, cfg.Pull.RateBurst = 1e5, 1e5
+	cfg.ShutdownTimeout = 15 * time.Second
+	cfg.API.WS.CloseGrace = 200 * time.Millisecond
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	cfg.Fanout.Consumer.SessionTimeout = 6 * time.Second
+	cfg.Fanout.Relay.LockName = "imlab_relay_" + f.db
+	cfg.Fanout.Monitor.Interval = 200 * time.Millisecond
+	if err := server.LabRetention(&cfg, maxAge, pulledMinAge, 500*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := defect.Parse(defects...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Defects = ds
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	p, err := server.Start(ctx, cfg, f.b, server.DefaultRoles())
+	if err != nil {
+		t.Fatalf("start the reference server: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := p.Stop(ctx); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	return "http://" + p.APIAddr().String()
+}
+
+// mixRun drives target for a short run with mix from uid base base
+// (8 users with 2 devices each, one group of 4 that gets three sends in
+// four, so that its conversation passes a history bucket of 100) and
+// returns the summary and the verdict.
+func mixRun(t *testing.T, target string, base uint64, mix loadgen.Mix, perSec int, d time.Duration) (*loadgen.Summary, *checker.Verdict) {
+	t.Helper()
+	lc := loadgen.DefaultConfig("ref+"+target, mixSecret, t.TempDir())
+	lc.Mix = mix
+	lc.Shape = schedule.Constant{PerSec: float64(perSec)}
+	lc.Duration = d
+	lc.Pop = loadgen.Population{
+		Users: 8, DevicesPerUser: 2, UIDBase: base, GroupBase: base,
+		Online: 0.5, Crashy: 0.1, Groups: 1,
+		GroupSizes: []loadgen.SizeWeight{{Size: 4, Weight: 1}}, GroupShare: 0.75,
+		ComeBackEvery: 1500 * time.Millisecond, CrashEvery: 3,
+	}
+	lc.Pacer.Workers, lc.Pacer.MaxWorkers = 8, 32
+	lc.Pacer.Grace = time.Minute
+	lc.Conns, lc.Timeout = 32, 10*time.Second
+	lc.Settle, lc.DrainTimeout = 500*time.Millisecond, 45*time.Second
+	lc.CeilingFor, lc.Shards, lc.ProbeFraction = 0, 4, 0
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	sum, err := loadgen.Run(ctx, lc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := checker.Check(lc.RunDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum, v
+}
+
+func verdictTable(v *checker.Verdict) string {
+	var buf bytes.Buffer
+	v.WriteTable(&buf)
+	return buf.String()
+}
+
+// The unmodified reference server is VALID under the default client mix,
+// with every conversation check made: history witness (drained), history
+// pages, conversation pulls, retention.
+func TestMixDefaultValid(t *testing.T) {
+	f := startFullBackends(t)
+	target := f.start(t, time.Hour, 2*time.Second)
+	mix := loadgen.DefaultMix()
+	mix.EnterOnOnline, mix.OpenOnPush, mix.Revoke, mix.Delete, mix.Clear = 1, 0.3, 0.05, 0.1, 0.02
+	sum, v := mixRun(t, target, 7000, mix, 70, 2*time.Second)
+	t.Logf("mix %+v; history %+v; retention %+v\n%s", sum.Mix, sum.Evidence.History, sum.Evidence.Retention, verdictTable(v))
+	if !v.Valid {
+		t.Fatalf("the unmodified server is not valid under the client mix")
+	}
+	if m := sum.Mix; m == nil || m.ConvPulls == 0 || m.HistoryPages == 0 || m.Revokes == 0 || m.Deletes == 0 || m.Reads == 0 {
+		t.Fatalf("the mix did too little to judge: %+v", m)
+	}
+	if h := sum.Evidence.History; h == nil || !h.Made || !h.Drained || h.Convs == 0 || h.Slots == 0 {
+		t.Fatalf("history witness %+v", h)
+	}
+	for _, c := range v.Checks {
+		switch c.Name {
+		case checker.CheckHistoryWitness, checker.CheckHistoryPages, checker.CheckConvPulls:
+			if !c.Made {
+				t.Errorf("check %s not made: %s", c.Name, c.Detail)
+			}
+		}
+	}
+}
+
+// mixDefects are the shipped defects of the history, the conversation
+// pull and retention, each with the finding that must catch it.
+var mixDefects = []struct {
+	defect, finding string
+}{
+	{defect.HistoryDocIndexOffByOne, checker.HistoryLost},
+	{defect.HistoryInsertSlotShift, checker.HistoryOverwritten},
+	{defect.RevokeShownToRevokerOnly, checker.HistoryView},
+	{defect.DeleteHidesForEveryone, checker.HistoryView},
+	{defect.ConvPullAcksCursor, checker.ConvPullWrong},
+	{defect.ConvPullCursorInclusive, checker.ConvPullWrong},
+	{defect.RetentionMostAdvancedDevice, checker.RetentionUnpulled},
+	{defect.RetentionExpiryFromPulledAge, checker.RetentionEarly},
+}
+
+// Each defect of the history, the conversation pull and retention, put
+// into the reference server, is caught by the client mix through its own
+// finding (one process and backends per defect).
+func TestMixCatchesDefects(t *testing.T) {
+	mix := loadgen.Mix{EnterOnOnline: 1, OpenOnPush: 0.3, HistoryPage: 20, Revoke: 0.1, Delete: 0.1, Clear: 0.01, Read: 0.3}
+	for i, c := range mixDefects {
+		t.Run(c.defect, func(t *testing.T) {
+			f := startFullBackends(t) // a MongoDB stand-in of its own: a fresh one stays fast
+			target := f.start(t, time.Hour, time.Second, c.defect)
+			sum, v := mixRun(t, target, 10_000+uint64(i)*100, mix, 70, 2*time.Second)
+			got := map[string]int{}
+			for _, name := range checker.Deciding {
+				if n := v.Findings[name].Count; n > 0 {
+					got[name] = n
+				}
+			}
+			t.Logf("%s: findings %v; mix %+v", c.defect, got, sum.Mix)
+			if v.Valid || got[c.finding] == 0 {
+				t.Fatalf("%s not caught by %s: valid %v, findings %v\n%s", c.defect, c.finding, v.Valid, got, verdictTable(v))
+			}
+		})
+	}
+}
