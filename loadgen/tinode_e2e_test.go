@@ -101,7 +101,6 @@ func TestTinodeLoadReal(t *testing.T) {
 		sum.Latency["response"], sum.Latency["service"], sum.Latency["send_delay"])
 }
 
-<<<<<<< HEAD
 // TestTinodeRetryAfterUnknownIsUnknown: on a target without idempotent
 // sends, a send whose first try had no answer (the connection dropped
 // after the fake stored it) and whose retry was refused is of unknown
@@ -145,7 +144,9 @@ func TestTinodeRetryAfterUnknownIsUnknown(t *testing.T) {
 	}
 	if f := v.Findings[checker.UnexplainedGap]; f != nil && f.Count != 0 {
 		t.Fatalf("unexplained-gap %+v: the unknown send explains the hole its retry left", f)
-=======
+	}
+}
+
 // TestTinodeLoadRetryDuplicate: publishes whose connection drops after the
 // message was stored are retried (their outcome is unknown) and stored
 // again, a new message each time: retry-duplicate, reported, and the run
@@ -157,6 +158,5 @@ func TestTinodeLoadRetryDuplicate(t *testing.T) {
 	}
 	if f := v.Findings[checker.RetryDuplicate]; f.Count != 2 {
 		t.Fatalf("retry-duplicate %+v", f)
->>>>>>> main
 	}
 }
