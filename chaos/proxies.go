@@ -76,6 +76,16 @@ type Proxies struct {
 // non-loopback upstream is refused: the lab only ever proxies to this
 // machine. On error nothing is left running.
 func StartProxies(ctx context.Context, upstreams map[string]string) (*Proxies, error) {
+	return StartProxiesOn(ctx, upstreams, nil)
+}
+
+// StartProxiesOn is StartProxies with fixed listen addresses: listens
+// names, for some proxies, the loopback host:port each must listen on (a
+// server the lab did not start from its own code is configured with the
+// address of its database and is pointed at the proxy that way); the
+// others listen on 127.0.0.1:0. A listen name with no upstream, or a
+// non-loopback listen address, is refused.
+func StartProxiesOn(ctx context.Context, upstreams, listens map[string]string) (*Proxies, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("chaos: start proxies: %w", err)
 	}
@@ -95,6 +105,14 @@ func StartProxies(ctx context.Context, upstreams map[string]string) (*Proxies, e
 		}
 		names = append(names, name)
 	}
+	for name, l := range listens {
+		if _, ok := upstreams[name]; !ok {
+			return nil, fmt.Errorf("%w: listen address for proxy %q, which has no upstream", ErrInvalid, name)
+		}
+		if err := checkLoopbackAddr(l); err != nil {
+			return nil, fmt.Errorf("chaos: proxy %q listen: %w", name, err)
+		}
+	}
 	sort.Strings(names)
 	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
 	p := &Proxies{
@@ -103,7 +121,11 @@ func StartProxies(ctx context.Context, upstreams map[string]string) (*Proxies, e
 		addrs:   make(map[string]string, len(names)),
 	}
 	for _, name := range names {
-		px := toxiproxy.NewProxy(srv, name, "127.0.0.1:0", upstreams[name])
+		listen := "127.0.0.1:0"
+		if l, ok := listens[name]; ok {
+			listen = l
+		}
+		px := toxiproxy.NewProxy(srv, name, listen, upstreams[name])
 		if err := srv.Collection.Add(px, true); err != nil {
 			_ = srv.Collection.Clear()
 			return nil, fmt.Errorf("chaos: start proxy %q: %w", name, err)

@@ -248,16 +248,38 @@ func (c *conversation) hasMsg(seq uint64) bool { _, ok := c.msgs[seq]; return ok
 // conv_seq and left it empty.
 func (m *model) unknownUnstored() map[uint64]int {
 	ids := m.ev.convIDs()
+	// The distinct messages found of each unknown send: the first
+	// (recovered) and the copies its retries stored.
+	found := map[uint64]map[uint64]bool{}
+	note := func(tick, msg uint64) {
+		if found[tick] == nil {
+			found[tick] = map[uint64]bool{}
+		}
+		found[tick][msg] = true
+	}
+	for tick, msg := range m.recTick {
+		note(tick, msg)
+	}
+	for _, r := range m.retried {
+		note(r.tick, r.msg)
+	}
 	out := map[uint64]int{}
 	for tick, s := range m.ev.unknown {
-		if _, found := m.recTick[tick]; found {
+		// Without idempotent sends every try may have taken a conv_seq
+		// of its own; with them, the send took one at most.
+		room := 1
+		if !m.ev.target.IdempotentSend {
+			room = max(int(s.tries), 1)
+		}
+		left := room - len(found[tick])
+		if left <= 0 {
 			continue
 		}
 		id := s.conv
 		if id == 0 {
 			id = ids[m.ev.keyOf(s)]
 		}
-		out[id]++
+		out[id] += left
 	}
 	return out
 }

@@ -205,6 +205,12 @@ type Config struct {
 	// must return quickly: the next second waits for it. Not part of the
 	// config a segment child is handed (json "-").
 	OnSecond func(Second) `json:"-"`
+	// OnStart, when set, is called once with the schedule's start (the
+	// ledger's time base) after the population is provisioned and the
+	// target warmed, before the first send: a fault schedule that must
+	// fall inside the load starts from it. It must return quickly. Not
+	// part of the config a segment child is handed (json "-").
+	OnStart func(time.Time) `json:"-"`
 }
 
 // DefaultConfig returns a small, valid run against target.

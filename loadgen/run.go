@@ -280,6 +280,9 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	r.estimateClock(ctx, sum)
 	r.start = time.Now().Add(100 * time.Millisecond)
 	sum.StartedAt = r.start.UTC()
+	if cfg.OnStart != nil {
+		cfg.OnStart(r.start)
+	}
 	if r.led, err = ledger.CreateWith(cfg.RunDir, r.ledgerOptions()); err != nil {
 		return nil, err
 	}
@@ -654,6 +657,11 @@ func (r *runner) send(worker int, t schedule.Tick, started time.Duration) {
 		a.Outcome = ledger.Fail
 		r.m.notSent.Add(1)
 	}
+	// unknownTry: an earlier try of this send had no definite answer. On
+	// a target without idempotent sends that try may have stored a
+	// message of its own, so a later definite refusal says nothing of it:
+	// the send's outcome is unknown, never failed.
+	unknownTry := false
 	for !notSent {
 		a.Tries++
 		ack, err := r.sendOnce(sender, t.Idx, &req)
@@ -675,12 +683,16 @@ func (r *runner) send(worker int, t schedule.Tick, started time.Duration) {
 		}
 		if te.Class == targets.Failed || te.Class == targets.Retryable {
 			a.Outcome = ledger.Fail
+			if unknownTry && !r.caps.IdempotentSend {
+				a.Outcome = ledger.Unknown
+			}
 			break
 		}
 		if int(a.Tries) > r.cfg.Retries || now >= deadline {
 			a.Outcome = ledger.Unknown
 			break
 		}
+		unknownTry = true
 		r.m.retries.Add(1)
 		time.Sleep(time.Duration(a.Tries) * 10 * time.Millisecond)
 	}

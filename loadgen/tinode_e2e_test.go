@@ -101,6 +101,52 @@ func TestTinodeLoadReal(t *testing.T) {
 		sum.Latency["response"], sum.Latency["service"], sum.Latency["send_delay"])
 }
 
+// TestTinodeRetryAfterUnknownIsUnknown: on a target without idempotent
+// sends, a send whose first try had no answer (the connection dropped
+// after the fake stored it) and whose retry was refused is of unknown
+// outcome, not failed: the first try's message is stored, so "failed"
+// would be a false failed-but-stored.
+func TestTinodeRetryAfterUnknownIsUnknown(t *testing.T) {
+	srv, err := tinodefake.Start(tinodefake.Config{APIKey: tinodeFakeKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	cfg := testConfig(t, "tinode+"+strings.TrimSuffix(srv.URL(), "/v0/channels"), 2, 2*time.Second) // sends 500ms apart: the retry comes first
+	cfg.TargetOptions = map[string]string{"apikey": tinodeFakeKey}
+	cfg.Pop.Users, cfg.Pop.Groups, cfg.Pop.Crashy, cfg.Pop.Online = 2, 0, 0, 1 // one topic: its ACKs name its conv
+	cfg.Pop.GroupShare = 0
+	cfg.Timeout, cfg.Retries = 2*time.Second, 2
+	started := false
+	cfg.OnStart = func(time.Time) {
+		started = true
+		srv.DropOnPublish("", 1, true)
+		srv.HoleNext("", 1, tinodefake.ReplyError)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testBound)
+	defer cancel()
+	sum, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !started {
+		t.Fatal("OnStart not called")
+	}
+	v, err := checker.CheckSourcesWith([]checker.Source{{Dir: cfg.RunDir}}, checker.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Fail != 0 || sum.Unknown != 1 || sum.RetriedSends != 1 {
+		t.Fatalf("fail %d unknown %d retried %d (want 0, 1, 1) findings %v", sum.Fail, sum.Unknown, sum.RetriedSends, v.Findings)
+	}
+	if f := v.Findings[checker.FailedButStored]; f != nil && f.Count != 0 {
+		t.Fatalf("failed-but-stored %+v: a retried send with an unknown try was called failed", f)
+	}
+	if f := v.Findings[checker.UnexplainedGap]; f != nil && f.Count != 0 {
+		t.Fatalf("unexplained-gap %+v: the unknown send explains the hole its retry left", f)
+	}
+}
+
 // TestTinodeLoadRetryDuplicate: publishes whose connection drops after the
 // message was stored are retried (their outcome is unknown) and stored
 // again, a new message each time: retry-duplicate, reported, and the run

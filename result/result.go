@@ -124,6 +124,10 @@ type ProcessRun struct {
 	// Log is the file that received the process's log (an exec process's
 	// stderr).
 	Log string `json:"log,omitempty"`
+	// CPUSeconds is the process's user + system CPU time over its life,
+	// the OS's account of the exited process (exec processes only; nil:
+	// not measured).
+	CPUSeconds *float64 `json:"cpu_seconds,omitempty"`
 }
 
 // Why a run's rate is scaled (RateScale.For).

@@ -182,7 +182,7 @@ func pacerConfig(l scenario.LoadSpec, c schedule.Config) schedule.Config {
 func (r *run) rateScale(sh schedule.Shape) *result.RateScale {
 	rs := &result.RateScale{Factor: r.cfg.RateScale, For: result.RateScaleByConfig, FileRate: sh.String()}
 	if rs.Factor == 0 {
-		if !slices.Contains(r.cb.Embedded, compose.PartMySQL) {
+		if r.cb == nil || !slices.Contains(r.cb.Embedded, compose.PartMySQL) {
 			return nil
 		}
 		rs.Factor, rs.For = r.f.Load.EmbeddedRateScaleOr(), result.RateScaleEmbedded

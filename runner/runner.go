@@ -187,6 +187,7 @@ type run struct {
 	kafka     *proxiedKafka
 	px        *chaos.Proxies
 	procs     []*proc.Slot
+	ext       *extProc // an external target's process (scenario.TargetSpec)
 	topic     string
 	reached   []*reach // one per fault of the file, in file order
 	// rowsDB reads the inbox row count for the recovery figures (the
@@ -246,6 +247,11 @@ func Run(ctx context.Context, cfg Config, f *scenario.File) (*result.Result, err
 	if serr := r.stopAll(); serr != nil {
 		r.res.Errors = append(r.res.Errors, serr.Error())
 	}
+	if r.ext != nil {
+		runs, notes := r.ext.history()
+		r.res.Processes = append(r.res.Processes, runs...)
+		r.res.Errors = append(r.res.Errors, notes...)
+	}
 	for _, s := range r.procs {
 		runs, notes := s.History()
 		r.res.Processes = append(r.res.Processes, runs...)
@@ -292,6 +298,9 @@ func (r *run) setting(name string, v any) {
 // execute starts everything, runs the load and the schedule, checks and
 // evaluates. Everything it starts is registered with onStop.
 func (r *run) execute(ctx context.Context) error {
+	if r.f.Target.External() {
+		return r.executeTarget(ctx)
+	}
 	if err := r.startBackends(ctx); err != nil {
 		return err
 	}

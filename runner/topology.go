@@ -194,6 +194,9 @@ func (r *run) startProcesses(ctx context.Context) error {
 
 // target is the base URL of the first process running the api role.
 func (r *run) target() string {
+	if t := r.f.Target; t.External() {
+		return t.URL()
+	}
 	for _, s := range r.procs {
 		if a := s.APIAddr(); a != "" {
 			return "http://" + a

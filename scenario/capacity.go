@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"reflect"
 	"time"
 
 	"imlab/capacity"
@@ -121,10 +122,14 @@ func (c *CapacitySpec) validate(f *File) error {
 	e := f.Expect
 	rest := e
 	rest.MinSustainable = nil
+	if len(rest.Findings) > 0 {
+		return Bad("expect.findings", "kind capacity: only min_sustainable (every step's verdict must be valid)")
+	}
+	rest.Findings = nil
 	if rest.Verdict == VerdictValid {
 		rest.Verdict = ""
 	}
-	if rest != (ExpectSpec{}) {
+	if !reflect.DeepEqual(rest, ExpectSpec{}) {
 		return Bad("expect", "kind capacity: only min_sustainable (every step's verdict must be valid)")
 	}
 	if e.MinSustainable == nil {

@@ -67,6 +67,10 @@ type ExpectSpec struct {
 	// says the generator fell behind, and fails).
 	MinOfferedRatio *float64  `yaml:"min_offered_ratio,omitempty" json:"min_offered_ratio,omitempty"`
 	MaxStartDelay   *Duration `yaml:"max_start_delay,omitempty" json:"max_start_delay,omitempty"`
+	// Findings the checker must make, each naming at least one message
+	// or conversation (a negative control against a server with a known
+	// defect; needs verdict: invalid).
+	Findings []string `yaml:"findings,omitempty" json:"findings,omitempty"`
 }
 
 func (e ExpectSpec) validate() error {

@@ -97,6 +97,9 @@ type File struct {
 	Baseline *BaselineSpec `yaml:"baseline,omitempty" json:"baseline,omitempty"`
 	// Matrix runs the file once per value of a parameter (see Expand).
 	Matrix *MatrixSpec `yaml:"matrix,omitempty" json:"matrix,omitempty"`
+	// Target is the server under test when it is not the reference server
+	// (see TargetSpec).
+	Target *TargetSpec `yaml:"target,omitempty" json:"target,omitempty"`
 	// Variant names the matrix value a file expanded from a matrix runs
 	// with ("consumers=2"; not part of the format).
 	Variant string `yaml:"-" json:"variant,omitempty"`
@@ -297,6 +300,12 @@ func (f *File) Validate() error {
 	if err := f.Expect.DeadLetters.validate(f); err != nil {
 		return err
 	}
+	if err := f.Target.validate(f); err != nil {
+		return err
+	}
+	if err := f.Expect.validateFindings(); err != nil {
+		return err
+	}
 	if err := f.Baseline.validate(); err != nil {
 		return err
 	}
@@ -352,6 +361,9 @@ func (f *File) Processes() []ProcessSpec {
 // validateFault checks one fault entry with its kind's checks; procs
 // maps each process name to its index in server.processes.
 func (f *File) validateFault(field string, x FaultSpec, procs map[string]int) error {
+	if f.Target.External() {
+		return f.validateExternalFault(field, x)
+	}
 	c := faults.Context{LoadDuration: f.Load.Duration.D(), History: f.Server.History, UsesKafka: f.UsesKafka(),
 		SegmentAllocator: f.Server.Allocator == "segment",
 		Process: func(name string) (int, bool, bool) {

@@ -117,7 +117,7 @@ func Review(runs []*result.Result) (*report.Report, error) {
 		rep.Verdict = "invalid: " + rep.Verdict + " (" + strings.Join(invalid, "; ") + ")"
 	}
 	rep.Load = reviewLoad(runs, labels)
-	rep.Tables = append(rep.Tables, runsTable(runs, labels), settingsDiff(runs, labels))
+	rep.Tables = append(rep.Tables, runsTable(runs, labels), settingsDiff(runs, labels), reviewProcesses(runs, labels))
 	if slices.ContainsFunc(runs, func(r *result.Result) bool { return r.Recovery != nil }) {
 		rep.Tables = append(rep.Tables, reviewRecovery(runs, labels))
 	} else {

@@ -32,8 +32,8 @@ const (
 	// childStopGrace is added to StopTimeout before a child that does not
 	// stop on SIGTERM is killed.
 	childStopGrace = 5 * time.Second
-	// childWaitDelay bounds the wait for a dead child's output to end.
-	childWaitDelay = 5 * time.Second
+	// ChildWaitDelay bounds the wait for a dead child's output to end.
+	ChildWaitDelay = 5 * time.Second
 	// ScrapeTimeout bounds one GET /metrics of an exec process.
 	ScrapeTimeout = 2 * time.Second
 	// maxMetricsBody bounds a /metrics answer.
@@ -120,7 +120,7 @@ func spawnChild(command []string, name string, logw *os.File) (*Child, error) {
 	cmd.Stdout = out
 	cmd.Stderr = logw
 	cmd.SysProcAttr = ChildProcAttr()
-	cmd.WaitDelay = childWaitDelay
+	cmd.WaitDelay = ChildWaitDelay
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, fmt.Errorf("scenarios: child %s: stdin: %w", name, err)
@@ -533,6 +533,10 @@ func (s *Slot) end(ctx context.Context, must bool, how func(incarnation) (end, s
 	}
 	if cp, ok := inc.(*Child); ok {
 		r.Signal = cp.signal()
+		if st := cp.state; st != nil {
+			cpu := (st.UserTime() + st.SystemTime()).Seconds()
+			r.CPUSeconds = &cpu
+		}
 	}
 	if gerr != nil {
 		s.notes = append(s.notes, fmt.Sprintf("process %s (pid %d): counters before it ended not read: %v", s.Name, inc.Pid(), gerr))

@@ -1,0 +1,265 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"imlab/runner/proc"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"imlab/chaos"
+	"imlab/checker"
+	"imlab/expect"
+	"imlab/faults"
+	"imlab/loadgen"
+	"imlab/result"
+	"imlab/scenario"
+)
+
+// executeTarget carries out a file whose target block names a server the
+// runner does not start from its own code (scenario.TargetSpec): the
+// proxy in front of its database on the address its configuration names,
+// its process from the user's command (started, stopped, killed and
+// started again by the schedule), the load through its driver, and the
+// checker with the liveness bound. Nothing of the reference server's
+// topology (compose, Kafka, lag, repairs) is started or read.
+func (r *run) executeTarget(ctx context.Context) error {
+	t := r.f.Target
+	bin, args, dir, skip := t.ResolveExec(os.LookupEnv)
+	key, ok := os.LookupEnv(t.APIKeyEnvOr())
+	if skip == "" && (!ok || key == "") {
+		skip = fmt.Sprintf("target.api_key_env: %s is not set (the API key of the %s server the user brings)", t.APIKeyEnvOr(), t.Driver)
+	}
+	if skip != "" {
+		r.res.Skipped = skip
+		return nil
+	}
+	if d := t.Database; d != nil {
+		px, err := chaos.StartProxiesOn(ctx, map[string]string{scenario.TargetDatabaseProxy: d.Upstream},
+			map[string]string{scenario.TargetDatabaseProxy: d.Listen})
+		if err != nil {
+			return fmt.Errorf("scenarios: target.database: %w", err)
+		}
+		r.px = px
+		r.onStop(func(context.Context) error { return px.Close() })
+	}
+	logPath := r.processLog(scenario.TargetServerProcess)
+	logw, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("scenarios: target process log: %w", err)
+	}
+	r.onStop(func(context.Context) error { return logw.Close() })
+	r.ext = &extProc{name: scenario.TargetServerProcess, bin: bin, args: args, dir: dir, addr: t.Address, readyPath: t.Ready.Path,
+		readyFor: t.ReadyTimeoutOr(), stopTimeout: t.Exec.StopTimeoutOr(), logw: logw, logPath: logPath}
+	if err := r.ext.start(ctx); err != nil {
+		return err
+	}
+	ext := r.ext
+	r.onStop(func(ctx context.Context) error {
+		if !ext.running() {
+			return nil
+		}
+		return ext.stop(ctx)
+	})
+
+	steps, err := r.targetSteps()
+	if err != nil {
+		return err
+	}
+	lc, err := r.loadConfig()
+	if err != nil {
+		return err
+	}
+	lc.TargetOptions = map[string]string{"apikey": key}
+	lc.ProbeFraction = 0 // read-after-ACK probes are the reference server's lab routes
+	r.targetSettings(lc, bin, args)
+
+	// The schedule's time base is the load's start (the ledger's): a
+	// server provisioned through its protocol takes a while to set up,
+	// and a fault in the set-up would be no fault of the load.
+	started := make(chan time.Time, 1)
+	lc.OnStart = func(t time.Time) { started <- t }
+	type schedOut struct {
+		ev  []chaos.Event
+		err error
+	}
+	schedCh := make(chan schedOut, 1)
+	schedCtx, stopSched := context.WithCancel(ctx)
+	defer stopSched()
+	go func() { // owned by executeTarget, which waits for schedCh below
+		select {
+		case base := <-started:
+			ev, err := chaos.RunSchedule(schedCtx, base, steps)
+			schedCh <- schedOut{ev, err}
+		case <-schedCtx.Done():
+			schedCh <- schedOut{}
+		}
+	}()
+	sum, loadErr := loadgen.Run(ctx, lc)
+	if loadErr != nil {
+		stopSched()
+	}
+	so := <-schedCh
+	var healErr error
+	if r.px != nil {
+		healCtx, cancelHeal := context.WithTimeout(context.Background(), proc.StopTimeout)
+		healErr = r.px.HealAll(healCtx)
+		cancelHeal()
+	}
+	var lastHeal time.Duration
+	for _, e := range so.ev {
+		r.res.Events = append(r.res.Events, result.FaultEvent{At: e.At.Seconds(), Fault: e.Fault, Action: e.Action, Err: e.Err, Affected: e.Affected})
+		if e.Action == "heal" {
+			lastHeal = max(lastHeal, e.At)
+		}
+		if e.Err != "" {
+			r.res.Errors = append(r.res.Errors, fmt.Sprintf("fault %s %s at %.1fs: %s", e.Fault, e.Action, e.At.Seconds(), e.Err))
+		}
+	}
+	if sum != nil {
+		r.res.TimeBase = sum.StartedAt
+		r.recordLoad(lc, sum)
+	}
+	switch {
+	case loadErr != nil:
+		return fmt.Errorf("scenarios: load: %w", loadErr)
+	case so.err != nil:
+		return fmt.Errorf("scenarios: fault schedule: %w", so.err)
+	case healErr != nil:
+		return fmt.Errorf("scenarios: heal proxies: %w", healErr)
+	}
+	opts := checker.Options{}
+	if len(steps) > 0 {
+		// The schedule's time base is the ledger's (the load's start).
+		opts.Liveness = &checker.Liveness{Healed: lastHeal, Bound: t.LivenessBoundOr()}
+	}
+	return r.judge(lc, sum, []checker.Source{{Dir: lc.RunDir}}, opts)
+}
+
+// recordLoad puts the load's summary into the result.
+func (r *run) recordLoad(lc loadgen.Config, sum *loadgen.Summary) {
+	r.res.LoadOffset = sum.StartedAt.Sub(r.res.TimeBase).Seconds()
+	r.res.RunDir = lc.RunDir
+	r.res.AckSeconds = sum.AckSeconds
+	retried := sum.RetriedSends
+	r.res.RetriedSends = &retried
+	for _, s := range sum.Timeline {
+		r.res.Sends = append(r.res.Sends, result.SendSecond{T: float64(s.T) + r.res.LoadOffset, Started: s.Started, OK: s.OK, Fail: s.Fail,
+			Unknown: s.Unknown, AckP50: result.AckMs(s.OK, int64(s.Response.P50)), AckP99: result.AckMs(s.OK, int64(s.Response.P99))})
+	}
+	if sum.FailedByIntended != nil {
+		end := r.res.LoadOffset
+		if n := len(sum.Timeline); n > 0 {
+			end += float64(sum.Timeline[n-1].T)
+		}
+		r.res.SendFailures = result.SendFailuresOf(r.res.Events, sum.FailedByIntended, r.res.LoadOffset, end)
+	}
+	r.res.Errors = append(r.res.Errors, sum.Errors...)
+}
+
+// judge runs the checker over srcs, writes the verdict and evaluates the
+// file's expectations, expect.findings included.
+func (r *run) judge(lc loadgen.Config, sum *loadgen.Summary, srcs []checker.Source, opts checker.Options) error {
+	v, err := checker.CheckSourcesWith(srcs, opts)
+	if err != nil {
+		return fmt.Errorf("scenarios: checker: %w", err)
+	}
+	if err := v.Judge(expect.Allowances(r.f.Expect)); err != nil {
+		return fmt.Errorf("scenarios: checker: %w", err)
+	}
+	if err := result.WriteFile(filepath.Join(r.cfg.OutDir, VerdictFile), func(w io.Writer) error { return result.WriteJSON(w, v) }); err != nil {
+		return err
+	}
+	obs := expect.Observe(v, sum, nil, 0, lc)
+	obs.Faults, obs.FaultMisses = len(r.reached), faultMisses(r.reached)
+	obs.RepairsKnown = true
+	r.res.Findings = expect.Findings(v)
+	slim := *v
+	slim.Findings, slim.Followed = nil, nil
+	r.res.Verdict = &slim
+	r.res.Checks = append(expect.Evaluate(r.f.Expect, obs), findingChecks(r.f.Expect.Findings, v)...)
+	return nil
+}
+
+// findingChecks are expect.findings: each named finding made, with at
+// least one message named.
+func findingChecks(names []string, v *checker.Verdict) []result.Check {
+	var out []result.Check
+	for _, n := range names {
+		f := v.Findings[n]
+		got := "none"
+		ok := false
+		switch {
+		case f == nil:
+		case f.NotMade != "":
+			got = "NOT MADE: " + f.NotMade
+		case f.Count > 0:
+			// A refused or missing message has no msg_id: the finding
+			// names its conversations and, in its examples, the sends or
+			// conv_seqs.
+			got = fmt.Sprintf("%d: msg_ids %v convs %v; %s", f.Count, f.MsgIDs[:min(len(f.MsgIDs), 5)], f.Convs[:min(len(f.Convs), 5)],
+				strings.Join(f.Examples[:min(len(f.Examples), 2)], "; "))
+			ok = len(f.MsgIDs) > 0 || len(f.Convs) > 0
+		}
+		out = append(out, result.Check{Name: "finding_" + n, Want: "made, naming messages or conversations", Got: got, OK: ok})
+	}
+	return out
+}
+
+// targetSteps turns the file's faults into chaos steps on the external
+// target: proxy faults on the database proxy, stop and kill on its
+// process.
+func (r *run) targetSteps() ([]chaos.Step, error) {
+	env := faults.Env{Proxies: r.px,
+		Process: func(name string) (faults.Process, bool) {
+			if name != scenario.TargetServerProcess || r.ext == nil {
+				return faults.Process{}, false
+			}
+			return faults.Process{Stop: r.ext.stop, Kill: r.ext.kill, Restart: r.ext.restart}, true
+		}}
+	var steps []chaos.Step
+	for i, x := range r.f.Faults {
+		if x.Target == scenario.TargetDatabaseProxy && r.px == nil {
+			return nil, fmt.Errorf("%w: faults[%d].target database needs target.database", scenario.ErrInvalid, i)
+		}
+		fl, err := faults.Build(x, env)
+		if err != nil {
+			return nil, fmt.Errorf("%w: faults[%d]: %w", scenario.ErrInvalid, i, err)
+		}
+		rc := newReach(i, x, fl)
+		r.reached = append(r.reached, rc)
+		steps = append(steps, chaos.Step{At: x.At.D(), For: x.For.D(), Fault: rc})
+	}
+	if err := chaos.ValidateSteps(steps); err != nil {
+		return nil, fmt.Errorf("scenarios: fault schedule: %w", err)
+	}
+	return steps, nil
+}
+
+// targetSettings records what the run ran against.
+func (r *run) targetSettings(lc loadgen.Config, bin string, args []string) {
+	t := r.f.Target
+	r.res.Backends = "external target " + t.Driver
+	r.setting("target", t.URL())
+	r.setting("target_exec", strings.Join(append([]string{bin}, args...), " ")+" (log "+r.ext.logPath+")")
+	if d := t.Database; d != nil {
+		r.setting("database", "proxy database@"+d.Listen+" -> "+d.Upstream)
+	}
+	r.setting("liveness_bound", t.LivenessBoundOr())
+	r.setting("rate", lc.Shape.String())
+	r.setting("duration", lc.Duration)
+	r.setting("users", lc.Pop.Users)
+	r.setting("devices_per_user", lc.Pop.DevicesPerUser)
+	r.setting("online", lc.Pop.Online)
+	r.setting("crashy", lc.Pop.Crashy)
+	r.setting("groups", lc.Pop.Groups)
+	r.setting("settle", lc.Settle)
+	r.setting("retries", lc.Retries)
+	r.setting("send_timeout", lc.Timeout)
+	if len(r.cfg.Defects) > 0 {
+		r.setting("defects", "ignored: shipped defects are the reference server's")
+	}
+}
