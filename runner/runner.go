@@ -187,7 +187,7 @@ type run struct {
 	kafka     *proxiedKafka
 	px        *chaos.Proxies
 	procs     []*proc.Slot
-	ext       *extProc // an external target's process (scenario.TargetSpec)
+	ext       *proc.External // an external target's process (scenario.TargetSpec)
 	topic     string
 	reached   []*reach // one per fault of the file, in file order
 	// rowsDB reads the inbox row count for the recovery figures (the
@@ -248,7 +248,7 @@ func Run(ctx context.Context, cfg Config, f *scenario.File) (*result.Result, err
 		r.res.Errors = append(r.res.Errors, serr.Error())
 	}
 	if r.ext != nil {
-		runs, notes := r.ext.history()
+		runs, notes := r.ext.History()
 		r.res.Processes = append(r.res.Processes, runs...)
 		r.res.Errors = append(r.res.Errors, notes...)
 	}

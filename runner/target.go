@@ -52,17 +52,17 @@ func (r *run) executeTarget(ctx context.Context) error {
 		return fmt.Errorf("scenarios: target process log: %w", err)
 	}
 	r.onStop(func(context.Context) error { return logw.Close() })
-	r.ext = &extProc{name: scenario.TargetServerProcess, bin: bin, args: args, dir: dir, addr: t.Address, readyPath: t.Ready.Path,
-		readyFor: t.ReadyTimeoutOr(), stopTimeout: t.Exec.StopTimeoutOr(), logw: logw, logPath: logPath}
-	if err := r.ext.start(ctx); err != nil {
+	r.ext = &proc.External{Name: scenario.TargetServerProcess, Bin: bin, Args: args, Dir: dir, Addr: t.Address, ReadyPath: t.Ready.Path,
+		ReadyFor: t.ReadyTimeoutOr(), StopTimeout: t.Exec.StopTimeoutOr(), LogW: logw, LogPath: logPath}
+	if err := r.ext.Start(ctx); err != nil {
 		return err
 	}
 	ext := r.ext
 	r.onStop(func(ctx context.Context) error {
-		if !ext.running() {
+		if !ext.Running() {
 			return nil
 		}
-		return ext.stop(ctx)
+		return ext.Stop(ctx)
 	})
 
 	steps, err := r.targetSteps()
@@ -218,7 +218,7 @@ func (r *run) targetSteps() ([]chaos.Step, error) {
 			if name != scenario.TargetServerProcess || r.ext == nil {
 				return faults.Process{}, false
 			}
-			return faults.Process{Stop: r.ext.stop, Kill: r.ext.kill, Restart: r.ext.restart}, true
+			return faults.Process{Stop: r.ext.Stop, Kill: r.ext.Kill, Restart: r.ext.Restart}, true
 		}}
 	var steps []chaos.Step
 	for i, x := range r.f.Faults {
@@ -244,7 +244,7 @@ func (r *run) targetSettings(lc loadgen.Config, bin string, args []string) {
 	t := r.f.Target
 	r.res.Backends = "external target " + t.Driver
 	r.setting("target", t.URL())
-	r.setting("target_exec", strings.Join(append([]string{bin}, args...), " ")+" (log "+r.ext.logPath+")")
+	r.setting("target_exec", strings.Join(append([]string{bin}, args...), " ")+" (log "+r.ext.LogPath+")")
 	if d := t.Database; d != nil {
 		r.setting("database", "proxy database@"+d.Listen+" -> "+d.Upstream)
 	}

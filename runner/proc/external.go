@@ -1,10 +1,9 @@
-package runner
+package proc
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"imlab/runner/proc"
 	"net"
 	"net/http"
 	"os"
@@ -16,23 +15,23 @@ import (
 	"imlab/result"
 )
 
-// extProc is the process of an external target (scenario.TargetSpec): the
+// External is the process of an external target (scenario.TargetSpec): the
 // user's binary and arguments, started by the runner, stopped (SIGTERM),
 // killed (SIGKILL) and started again on the same command by the fault
 // schedule. Its stdout and stderr go to its log. Each incarnation's wait
 // goroutine is owned by the incarnation and ends when the process exits;
 // stopAll waits for the last incarnation.
-type extProc struct {
-	name        string
-	bin         string
-	args        []string
-	dir         string
-	addr        string // the address its readiness check dials
-	readyPath   string // "": TCP connect
-	readyFor    time.Duration
-	stopTimeout time.Duration
-	logw        *os.File
-	logPath     string
+type External struct {
+	Name        string
+	Bin         string
+	Args        []string
+	Dir         string
+	Addr        string // the address its readiness check dials
+	ReadyPath   string // "": TCP connect
+	ReadyFor    time.Duration
+	StopTimeout time.Duration
+	LogW        *os.File
+	LogPath     string
 
 	mu    sync.Mutex
 	cur   *extInc
@@ -51,24 +50,24 @@ type extInc struct {
 // start starts an incarnation and waits for its readiness check. The
 // address must be free first: a previous incarnation's port held by the
 // kernel, or someone else's server on it, is an error naming the address.
-func (p *extProc) start(ctx context.Context) error {
+func (p *External) Start(ctx context.Context) error {
 	p.mu.Lock()
 	running := p.cur != nil
 	p.mu.Unlock()
 	if running {
 		return nil
 	}
-	if c, err := net.DialTimeout("tcp", p.addr, 500*time.Millisecond); err == nil {
+	if c, err := net.DialTimeout("tcp", p.Addr, 500*time.Millisecond); err == nil {
 		c.Close()
-		return fmt.Errorf("scenarios: target address %s is already served by another process: stop it, or give this run's server its own address", p.addr)
+		return fmt.Errorf("scenarios: target address %s is already served by another process: stop it, or give this run's server its own address", p.Addr)
 	}
-	cmd := exec.Command(p.bin, p.args...)
-	cmd.Dir = p.dir
-	cmd.Stdout, cmd.Stderr = p.logw, p.logw
-	cmd.SysProcAttr = proc.ChildProcAttr()
-	cmd.WaitDelay = proc.ChildWaitDelay
+	cmd := exec.Command(p.Bin, p.Args...)
+	cmd.Dir = p.Dir
+	cmd.Stdout, cmd.Stderr = p.LogW, p.LogW
+	cmd.SysProcAttr = ChildProcAttr()
+	cmd.WaitDelay = ChildWaitDelay
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("scenarios: start %s: %w", p.bin, err)
+		return fmt.Errorf("scenarios: start %s: %w", p.Bin, err)
 	}
 	inc := &extInc{cmd: cmd, exited: make(chan struct{})}
 	go func() { // owned by inc: ends when the process has exited
@@ -78,11 +77,11 @@ func (p *extProc) start(ctx context.Context) error {
 	}()
 	p.mu.Lock()
 	inc.run = len(p.runs)
-	p.runs = append(p.runs, result.ProcessRun{Name: p.name, Exec: true, PID: cmd.Process.Pid, Addr: p.addr, StartedAt: time.Now().UTC(), Log: p.logPath})
+	p.runs = append(p.runs, result.ProcessRun{Name: p.Name, Exec: true, PID: cmd.Process.Pid, Addr: p.Addr, StartedAt: time.Now().UTC(), Log: p.LogPath})
 	p.cur = inc
 	p.mu.Unlock()
 	if err := p.awaitReady(ctx, inc); err != nil {
-		_, _ = p.end(proc.EndKilled, syscall.SIGKILL, 0)
+		_, _ = p.end(EndKilled, syscall.SIGKILL, 0)
 		return err
 	}
 	return nil
@@ -90,19 +89,19 @@ func (p *extProc) start(ctx context.Context) error {
 
 // awaitReady runs the readiness check until it passes, the process exits
 // or readyFor passes.
-func (p *extProc) awaitReady(ctx context.Context, inc *extInc) error {
+func (p *External) awaitReady(ctx context.Context, inc *extInc) error {
 	hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	deadline := time.Now().Add(p.readyFor)
+	deadline := time.Now().Add(p.ReadyFor)
 	for {
 		var err error
-		if p.readyPath == "" {
+		if p.ReadyPath == "" {
 			var c net.Conn
-			if c, err = net.DialTimeout("tcp", p.addr, time.Second); err == nil {
+			if c, err = net.DialTimeout("tcp", p.Addr, time.Second); err == nil {
 				c.Close()
 			}
 		} else {
 			var resp *http.Response
-			if resp, err = hc.Get("http://" + p.addr + p.readyPath); err == nil {
+			if resp, err = hc.Get("http://" + p.Addr + p.ReadyPath); err == nil {
 				resp.Body.Close()
 			}
 		}
@@ -111,13 +110,13 @@ func (p *extProc) awaitReady(ctx context.Context, inc *extInc) error {
 		}
 		select {
 		case <-inc.exited:
-			return fmt.Errorf("scenarios: target process %s exited before it was ready (%s): see %s", p.name, inc.state, p.logPath)
+			return fmt.Errorf("scenarios: target process %s exited before it was ready (%s): see %s", p.Name, inc.state, p.LogPath)
 		case <-ctx.Done():
-			return fmt.Errorf("scenarios: target process %s not ready: %w", p.name, ctx.Err())
+			return fmt.Errorf("scenarios: target process %s not ready: %w", p.Name, ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("scenarios: target process %s not ready after %s (readiness check on %s: %v): see %s", p.name, p.readyFor, p.addr, err, p.logPath)
+			return fmt.Errorf("scenarios: target process %s not ready after %s (readiness check on %s: %v): see %s", p.Name, p.ReadyFor, p.Addr, err, p.LogPath)
 		}
 	}
 }
@@ -125,7 +124,7 @@ func (p *extProc) awaitReady(ctx context.Context, inc *extInc) error {
 // end takes the running incarnation down with sig, waiting up to wait
 // before SIGKILL (0: sig is SIGKILL). It records the end and the process's
 // CPU time (user + system, from the OS's account of the exited process).
-func (p *extProc) end(how string, sig syscall.Signal, wait time.Duration) (string, error) {
+func (p *External) end(how string, sig syscall.Signal, wait time.Duration) (string, error) {
 	p.mu.Lock()
 	inc := p.cur
 	p.cur = nil
@@ -136,7 +135,7 @@ func (p *extProc) end(how string, sig syscall.Signal, wait time.Duration) (strin
 	var err error
 	select {
 	case <-inc.exited:
-		how, err = proc.EndExited, fmt.Errorf("scenarios: target process %s (pid %d) had exited on its own: %s", p.name, inc.cmd.Process.Pid, inc.state)
+		how, err = EndExited, fmt.Errorf("scenarios: target process %s (pid %d) had exited on its own: %s", p.Name, inc.cmd.Process.Pid, inc.state)
 	default:
 		_ = inc.cmd.Process.Signal(sig)
 		if wait > 0 {
@@ -144,7 +143,7 @@ func (p *extProc) end(how string, sig syscall.Signal, wait time.Duration) (strin
 			case <-inc.exited:
 			case <-time.After(wait):
 				_ = inc.cmd.Process.Kill()
-				how, err = proc.EndKilled, fmt.Errorf("scenarios: target process %s (pid %d) did not stop on SIGTERM within %s: killed", p.name, inc.cmd.Process.Pid, wait)
+				how, err = EndKilled, fmt.Errorf("scenarios: target process %s (pid %d) did not stop on SIGTERM within %s: killed", p.Name, inc.cmd.Process.Pid, wait)
 			}
 		}
 		<-inc.exited
@@ -162,30 +161,30 @@ func (p *extProc) end(how string, sig syscall.Signal, wait time.Duration) (strin
 }
 
 // kill is the kill fault's inject: SIGKILL.
-func (p *extProc) kill(context.Context) error {
-	_, err := p.end(proc.EndKilled, syscall.SIGKILL, 0)
+func (p *External) Kill(context.Context) error {
+	_, err := p.end(EndKilled, syscall.SIGKILL, 0)
 	return err
 }
 
 // stop is the stop fault's inject and the end of the run: SIGTERM, then
 // SIGKILL after stopTimeout.
-func (p *extProc) stop(context.Context) error {
-	_, err := p.end(proc.EndStopped, syscall.SIGTERM, p.stopTimeout)
+func (p *External) Stop(context.Context) error {
+	_, err := p.end(EndStopped, syscall.SIGTERM, p.StopTimeout)
 	return err
 }
 
 // restart is the heal of stop and kill: the same command again.
-func (p *extProc) restart(ctx context.Context) error { return p.start(ctx) }
+func (p *External) Restart(ctx context.Context) error { return p.Start(ctx) }
 
 // running tells whether an incarnation is up.
-func (p *extProc) running() bool {
+func (p *External) Running() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.cur != nil
 }
 
 // history is every incarnation, and the notes.
-func (p *extProc) history() ([]result.ProcessRun, []string) {
+func (p *External) History() ([]result.ProcessRun, []string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]result.ProcessRun(nil), p.runs...), append([]string(nil), p.notes...)
