@@ -1,4 +1,4 @@
-package loadgen_test
+package mixe2e_test
 
 import (
 	"bytes"
