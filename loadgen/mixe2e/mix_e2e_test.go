@@ -177,13 +177,28 @@ var mixDefects = []struct {
 	{defect.RetentionExpiryFromPulledAge, checker.RetentionEarly},
 }
 
+// underRace are the defects TestMixCatchesDefects runs under the race
+// detector, one per finding family (history-lost, history-view,
+// conv-pull, retention-early), so that the package stays within the test
+// suite's per-binary timeout; the others are run without the race
+// detector, or with IMLAB_MIX_ALL_DEFECTS=1, and each is caught by a
+// shipped scenario too (imlab scenario selftest; RESULTS.md).
+var underRace = map[string]bool{
+	defect.HistoryDocIndexOffByOne: true, defect.RevokeShownToRevokerOnly: true,
+	defect.ConvPullAcksCursor: true, defect.RetentionExpiryFromPulledAge: true,
+}
+
 // Each defect of the history, the conversation pull and retention, put
 // into the reference server, is caught by the client mix through its own
 // finding (one process and backends per defect).
 func TestMixCatchesDefects(t *testing.T) {
 	mix := loadgen.Mix{EnterOnOnline: 1, OpenOnPush: 0.3, HistoryPage: 20, Revoke: 0.1, Delete: 0.1, Clear: 0.01, Read: 0.3}
+	all := !raceBuild || os.Getenv("IMLAB_MIX_ALL_DEFECTS") == "1"
 	for i, c := range mixDefects {
 		t.Run(c.defect, func(t *testing.T) {
+			if !all && !underRace[c.defect] {
+				t.Skip("under the race detector only one defect per finding runs (IMLAB_MIX_ALL_DEFECTS=1 runs every one)")
+			}
 			f := startFullBackends(t) // a MongoDB stand-in of its own: a fresh one stays fast
 			target := f.start(t, time.Hour, time.Second, c.defect)
 			sum, v := mixRun(t, target, 10_000+uint64(i)*100, mix, 70, 2*time.Second)
