@@ -72,6 +72,7 @@ type tableView struct {
 type findingView struct {
 	Name     string
 	Count    uint64
+	Shown    string // the count as the page shows it ("not made" when it could not be judged)
 	Examples []string
 	More     int
 	MsgIDs   []string
@@ -175,7 +176,10 @@ func buildPage(r *Report) (*page, error) {
 	p.Load = loadViewOf(r.Load)
 	p.FindingsLine, p.FindingsClass = findingsLine(r.Findings)
 	for _, f := range r.Findings {
-		fv := findingView{Name: f.Name, Count: f.Count, Class: findingClass(lastWord(f.Name), f.Count)}
+		fv := findingView{Name: f.Name, Count: f.Count, Shown: strconv.FormatUint(f.Count, 10), Class: findingClass(lastWord(f.Name), f.Count)}
+		if f.NotMade {
+			fv.Shown, fv.Class = "not made", "unknown"
+		}
 		fv.Examples = slices.Clone(f.Examples[:min(len(f.Examples), MaxExamples)])
 		fv.More = len(f.Examples) - len(fv.Examples)
 		for _, id := range f.MsgIDs[:min(len(f.MsgIDs), MaxExamples)] {

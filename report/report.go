@@ -111,6 +111,9 @@ type Finding struct {
 	// MsgIDs are the messages concerned (possibly only the first of
 	// them); the first MaxExamples are listed after the examples.
 	MsgIDs []uint64 `json:"msg_ids,omitempty"`
+	// NotMade, when set, says the checker could not judge this finding:
+	// its count says nothing and is shown as "not made", never as 0.
+	NotMade bool `json:"not_made,omitempty"`
 }
 
 // LoadVerdict is a run's load beside its safety verdict: whether its sends

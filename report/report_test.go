@@ -963,3 +963,20 @@ func TestAlignMarkerIsNoFault(t *testing.T) {
 		t.Fatal("a fault beside a reference line is not listed")
 	}
 }
+
+// TestNotMadeFindingIsNotZero: a finding the checker could not judge shows
+// "not made" in its count column, never a 0 that reads as "none found".
+func TestNotMadeFindingIsNotZero(t *testing.T) {
+	r := sample()
+	r.Findings = append(r.Findings, Finding{Name: "history-lost", NotMade: true, Examples: []string{"NOT MADE: no history witness"}})
+	html, doc := render(t, r)
+	var row string
+	for _, tr := range findAll(doc, elem("tr")) {
+		if tds := findAll(tr, elem("td")); len(tds) > 1 && text(tds[0]) == "history-lost" {
+			row = text(tds[1])
+		}
+	}
+	if row != "not made" {
+		t.Fatalf("history-lost's count cell %q, want \"not made\"\n%s", row, html)
+	}
+}

@@ -122,7 +122,7 @@ footer{color:#888;font-size:.8em;margin-top:2em}
 {{if .Findings}}<table class="findings">
 <thead><tr><th>finding</th><th>count</th><th>examples</th></tr></thead>
 <tbody>
-{{range .Findings}}<tr class="{{.Class}}"><td>{{.Name}}</td><td class="num">{{.Count}}</td><td>{{if eq .Class "warn"}}<div class="more">allowed: does not decide the verdict (the same message stored again, recognisable by its msg_id)</div>{{end}}{{if .Examples}}<ul class="examples">{{range .Examples}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}{{if .More}}<span class="more">+{{.More}} more</span>{{end}}{{if .MsgIDs}}<div class="ids">msg_ids: {{range .MsgIDs}}<code>{{.}}</code>{{end}}{{if .MoreIDs}}<span class="more">+{{.MoreIDs}} more</span>{{end}}</div>{{end}}</td></tr>
+{{range .Findings}}<tr class="{{.Class}}"><td>{{.Name}}</td><td class="num">{{.Shown}}</td><td>{{if eq .Class "warn"}}<div class="more">allowed: does not decide the verdict (the same message stored again, recognisable by its msg_id)</div>{{end}}{{if .Examples}}<ul class="examples">{{range .Examples}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}{{if .More}}<span class="more">+{{.More}} more</span>{{end}}{{if .MsgIDs}}<div class="ids">msg_ids: {{range .MsgIDs}}<code>{{.}}</code>{{end}}{{if .MoreIDs}}<span class="more">+{{.MoreIDs}} more</span>{{end}}</div>{{end}}</td></tr>
 {{end}}</tbody>
 </table>{{else}}<p class="empty">no findings</p>{{end}}
 </section>

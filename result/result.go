@@ -393,3 +393,17 @@ func WriteFile(path string, fn func(io.Writer) error) (err error) {
 	}()
 	return fn(fh)
 }
+
+// WarningPrefix starts an entry of Result.Errors that is a warning about
+// the run's set-up (e.g. an embedded backend's speed), not an error of the
+// run.
+const WarningPrefix = "warning: "
+
+// ErrorLine is an entry of Result.Errors as shown: a warning as it is,
+// anything else after "error: ".
+func ErrorLine(e string) string {
+	if strings.HasPrefix(e, WarningPrefix) {
+		return e
+	}
+	return "error: " + e
+}

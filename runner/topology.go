@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"imlab/result"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -39,7 +40,11 @@ func (r *run) startBackends(ctx context.Context) error {
 	}
 	r.onStop(func(ctx context.Context) error { return stop(ctx) })
 	r.cb = cb
-	r.res.Errors = append(r.res.Errors, cb.Warnings...)
+	for _, w := range cb.Warnings {
+		// A warning about the backends (e.g. the embedded MongoDB's
+		// speed), not an error of the run: said as such where shown.
+		r.res.Errors = append(r.res.Errors, result.WarningPrefix+w)
+	}
 
 	dsn := cb.MySQLDSN
 	if r.cfg.FreshDatabase {

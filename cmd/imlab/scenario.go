@@ -318,7 +318,7 @@ func printScenarioResult(w io.Writer, r *result.Result, dir string) {
 		}
 	}
 	for _, e := range r.Errors {
-		fmt.Fprintf(w, "    error: %s\n", e)
+		fmt.Fprintf(w, "    %s\n", result.ErrorLine(e))
 	}
 	for _, n := range []string{result.ResultFile, result.JUnitFile, result.ReportFile, runner.VerdictFile, result.LoadDir} {
 		p := filepath.Join(dir, n)

@@ -73,7 +73,7 @@ func HTMLReport(res *result.Result) *report.Report {
 		if f.NotMade != "" { // a count of 0 that says nothing
 			ex = append([]string{"NOT MADE: " + f.NotMade}, ex...)
 		}
-		rep.Findings = append(rep.Findings, report.Finding{Name: f.Name, Count: f.Count, Examples: ex, MsgIDs: f.MsgIDs})
+		rep.Findings = append(rep.Findings, report.Finding{Name: f.Name, Count: f.Count, Examples: ex, MsgIDs: f.MsgIDs, NotMade: f.NotMade != ""})
 	}
 	for _, c := range res.Checks {
 		rep.Checks = append(rep.Checks, report.Check{Name: c.Name, Want: c.Want, Got: c.Got, OK: c.OK})
@@ -201,7 +201,7 @@ func HTMLReport(res *result.Result) *report.Report {
 		rep.Notes = append(rep.Notes, "Ledger and load summary: "+res.RunDir)
 	}
 	for _, e := range res.Errors {
-		rep.Notes = append(rep.Notes, "error: "+strings.TrimSpace(e))
+		rep.Notes = append(rep.Notes, result.ErrorLine(strings.TrimSpace(e)))
 	}
 	rep.Notes = append(rep.Notes, chartNotes...)
 	return rep
