@@ -329,7 +329,12 @@ func TestRatesOverTheSendWindow(t *testing.T) {
 	// Loose bounds (a loaded machine starts some sends late), but well
 	// above the rate over the whole load (OK / LoadSeconds, about 500/s).
 	old := float64(sum.OK) / sum.LoadSeconds
-	if sum.StartedPerSec < 750 || sum.AchievedPerSec < 700 || sum.AchievedPerSec < 1.3*old || sum.Outcome.AckedPerSec != sum.AchievedPerSec {
+	// The absolute bounds hold only when the generator kept its schedule:
+	// a machine too busy to start the sends on time stretches the start
+	// window itself (the summary says so through the pacer's late count),
+	// and then only the rate against the whole load's is judged.
+	onTime := sum.Pacer.Late*20 < sum.Pacer.Started
+	if (onTime && (sum.StartedPerSec < 750 || sum.AchievedPerSec < 700)) || sum.AchievedPerSec < 1.3*old || sum.Outcome.AckedPerSec != sum.AchievedPerSec {
 		t.Fatalf("started %.0f/s, achieved %.0f/s (outcome %.0f/s) over windows %.2fs/%.2fs, %.0f/s over the whole load; want about 1000 and 990",
 			sum.StartedPerSec, sum.AchievedPerSec, sum.Outcome.AckedPerSec, sum.StartSeconds, sum.AckSeconds, old)
 	}
