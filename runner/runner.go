@@ -398,22 +398,7 @@ func (r *run) execute(ctx context.Context) error {
 	}
 	r.res.Burst = expect.BurstFigures(lc.Shape, lc.Duration, sum, r.res.LoadOffset)
 	if sum != nil {
-		r.res.RunDir = lc.RunDir
-		r.res.AckSeconds = sum.AckSeconds
-		retried := sum.RetriedSends
-		r.res.RetriedSends = &retried
-		for _, s := range sum.Timeline {
-			r.res.Sends = append(r.res.Sends, result.SendSecond{T: float64(s.T) + r.res.LoadOffset, Started: s.Started, OK: s.OK, Fail: s.Fail,
-				Unknown: s.Unknown, AckP50: result.AckMs(s.OK, int64(s.Response.P50)), AckP99: result.AckMs(s.OK, int64(s.Response.P99))})
-		}
-		if sum.FailedByIntended != nil {
-			end := r.res.LoadOffset
-			if n := len(sum.Timeline); n > 0 {
-				end += float64(sum.Timeline[n-1].T)
-			}
-			r.res.SendFailures = result.SendFailuresOf(r.res.Events, sum.FailedByIntended, r.res.LoadOffset, end)
-		}
-		r.res.Errors = append(r.res.Errors, sum.Errors...)
+		r.recordSends(lc, sum)
 	}
 	if loadErr != nil {
 		return fmt.Errorf("scenarios: load: %w", loadErr)

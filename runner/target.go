@@ -142,6 +142,12 @@ func (r *run) executeTarget(ctx context.Context) error {
 // recordLoad puts the load's summary into the result.
 func (r *run) recordLoad(lc loadgen.Config, sum *loadgen.Summary) {
 	r.res.LoadOffset = sum.StartedAt.Sub(r.res.TimeBase).Seconds()
+	r.recordSends(lc, sum)
+}
+
+// recordSends puts the load's sends (per second, failures by intended
+// time, retries, errors) into the result, on the time axis of LoadOffset.
+func (r *run) recordSends(lc loadgen.Config, sum *loadgen.Summary) {
 	r.res.RunDir = lc.RunDir
 	r.res.AckSeconds = sum.AckSeconds
 	retried := sum.RetriedSends
