@@ -33,6 +33,8 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) error {
 	fs.DurationVar(&c.Step, "step", c.Step, "measured length of each step (whole seconds)")
 	fs.IntVar(&c.MaxSteps, "max-steps", c.MaxSteps, "steps at most, the repeat included")
 	fs.DurationVar(&c.CoolDown, "cool-down", c.CoolDown, "pause after a step that broke, for the target's backlog to drain")
+	fs.DurationVar(&c.SettleMax, "settle-max", c.SettleMax, "before each step after the first, wait this long at most for every consumer group's lag (GET /v1/lab/lag) to fall to --settle-lag, so a step does not inherit the backlog of the ones before it (0: no wait; a backlog left is recorded on the step)")
+	fs.DurationVar(&c.SettleLag, "settle-lag", c.SettleLag, "the lag a step may start with (see --settle-max)")
 	fs.DurationVar(&c.CeilingFor, "ceiling", c.CeilingFor, "measure the generator's ceiling on a no-op endpoint this long first (0: skip)")
 	fs.BoolVar(&c.KeepLedgers, "keep-ledgers", c.KeepLedgers, "keep every step's ledger")
 	names := make([]string, len(loadFlags))

@@ -87,13 +87,14 @@ func (c *CapacitySpec) Search(lc loadgen.Config, outDir string) (capacity.Config
 }
 
 // bound is the longest the search can take: every step to its deadline
-// (warm-up + step + grace + settle + drain + margin) and cool-down.
+// (warm-up + step + grace + settle + drain + margin), cool-down and
+// the wait for the backlog to drain.
 func (c *CapacitySpec) Bound(l LoadSpec) time.Duration {
 	cfg, err := c.Search(loadgen.DefaultConfig("", "", ""), "-")
 	if err != nil {
 		return 0
 	}
-	perStep := cfg.WarmUp + cfg.Step + loadgen.DefaultConfig("", "", "").Pacer.Grace + l.SettleOr() + l.DrainTimeoutOr() + 15*time.Second + cfg.CoolDown
+	perStep := cfg.WarmUp + cfg.Step + loadgen.DefaultConfig("", "", "").Pacer.Grace + l.SettleOr() + l.DrainTimeoutOr() + 15*time.Second + cfg.CoolDown + cfg.SettleMax
 	return cfg.CeilingFor + time.Duration(cfg.MaxSteps)*perStep
 }
 
