@@ -279,7 +279,7 @@ func (s *search) run(ctx context.Context) error {
 			return nil
 		}
 		for {
-			held = math.Round(held * (1 - c.Resolution))
+			held = stepDown(held, c.Resolution)
 			if held < c.From {
 				return nil
 			}
@@ -293,6 +293,18 @@ func (s *search) run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// stepDown is the next rate below held: held less the resolution,
+// rounded, and at least one send/s less (at low rates the rounding would
+// otherwise give held again, and the search would repeat it to its last
+// step).
+func stepDown(held, resolution float64) float64 {
+	next := math.Round(held * (1 - resolution))
+	if next >= held {
+		next = held - 1
+	}
+	return next
 }
 
 // step runs one step unless the search is out of steps or cancelled.
