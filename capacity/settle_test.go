@@ -110,7 +110,7 @@ func TestSettleValidation(t *testing.T) {
 // rounding gave 5 again, and the search repeated 5/s until it ran out of
 // steps.
 func TestStepDownGoesDown(t *testing.T) {
-	for _, c := range []struct{ held, res, want float64 }{{5, 0.1, 4}, {100, 0.1, 90}, {2880, 0.1, 2592}, {1.5, 0.1, 0.5}} {
+	for _, c := range []struct{ held, res, want float64 }{{5, 0.1, 4}, {100, 0.1, 90}, {2880, 0.1, 2592}, {1.5, 0.1, 1}, {1, 0.1, 0}} {
 		if got := stepDown(c.held, c.res); got != c.want {
 			t.Errorf("stepDown(%g, %g) = %g, want %g", c.held, c.res, got, c.want)
 		}
