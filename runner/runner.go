@@ -236,7 +236,7 @@ func Run(ctx context.Context, cfg Config, f *scenario.File) (*result.Result, err
 	began := time.Now()
 	la, laOK := result.ReadLoadAvg()
 
-	bound := f.Load.Duration.D() + f.Load.SettleOr() + f.Load.DrainTimeoutOr() + RunMargin
+	bound := f.Load.Config.Duration + f.Load.Config.Settle + f.Load.Config.DrainTimeout + RunMargin
 	if f.Kind == scenario.KindCapacity {
 		bound = f.Capacity.Bound(f.Load) + RunMargin
 	}

@@ -55,9 +55,9 @@ func newScenarioValidateCmd() *cobra.Command {
 					continue
 				}
 				if c := f.Capacity; f.Kind == scenario.KindCapacity && c != nil {
-					fmt.Fprintf(cmd.OutOrStdout(), "ok      %s (%s: capacity search %g..%g/s within %s)\n", p, f.Name, c.From, c.To, c.SLO)
+					fmt.Fprintf(cmd.OutOrStdout(), "ok      %s (%s: capacity search %g..%g/s within %s)\n", p, f.Name, c.Config.From, c.Config.To, c.SLO)
 				} else {
-					fmt.Fprintf(cmd.OutOrStdout(), "ok      %s (%s: %s for %s, %d faults)\n", p, f.Name, f.Load.Rate, f.Load.Duration.D(), len(f.Faults))
+					fmt.Fprintf(cmd.OutOrStdout(), "ok      %s (%s: %s for %s, %d faults)\n", p, f.Name, f.Load.Rate, f.Load.Config.Duration, len(f.Faults))
 				}
 			}
 			if len(bad) > 0 {
