@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"imlab/checker"
+	"imlab/checker/judge"
 	"imlab/loadgen"
 	"imlab/loadgen/schedule"
 )
@@ -117,7 +118,7 @@ sine:mean=5000,amp=2000,period=30s`,
 				return err
 			}
 			if check {
-				return runCheck(cmd, runDir, false)
+				return runCheck(cmd, judge.Options{Dirs: []string{runDir}})
 			}
 			return nil
 		},
