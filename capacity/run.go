@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/url"
 	"path/filepath"
 	"strings"
+
+	"imlab/targets/drivers"
 )
 
 // Watch names the processes a search reads the CPU of besides the
@@ -37,7 +38,7 @@ func Run(ctx context.Context, c Config, w Watch, out, warn io.Writer) (*Result, 
 	}
 	switch {
 	case w.NoTarget:
-	case !labTarget(c.Load.Target):
+	case !drivers.HTTP(c.Load.Target):
 		note("the server's own processes are not watched: " + c.Load.Target + " does not name them (no lab route): give --pid NAME=PID")
 	default:
 		tp, err := TargetProcs(ctx, c.Load.Target)
@@ -68,16 +69,4 @@ func Run(ctx context.Context, c Config, w Watch, out, warn io.Writer) (*Result, 
 		fmt.Fprintf(out, "wrote %s and %s\n", filepath.Join(c.OutDir, ResultFile), filepath.Join(c.OutDir, ReportFile))
 	}
 	return res, err
-}
-
-// labTarget tells whether target is the reference server's contract over
-// HTTP (http://, https://, ref+http://), which may name its process on
-// ProcsPath.
-func labTarget(target string) bool {
-	u, err := url.Parse(target)
-	if err != nil {
-		return false
-	}
-	s := strings.TrimPrefix(u.Scheme, "ref+")
-	return s == "http" || s == "https"
 }

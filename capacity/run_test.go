@@ -25,9 +25,4 @@ func TestRunWatch(t *testing.T) {
 	if !strings.Contains(warn.String(), "does not name them (no lab route)") {
 		t.Fatalf("warn: %q", warn.String())
 	}
-	for target, lab := range map[string]bool{"http://127.0.0.1:8080": true, "ref+http://h:1": true, "https://h": true, "tinode+ws://h:1": false, "::": false} {
-		if labTarget(target) != lab {
-			t.Errorf("labTarget(%q) = %v", target, !lab)
-		}
-	}
 }

@@ -22,7 +22,6 @@ import (
 
 // buildSteps turns the fault specs into chaos steps.
 func (r *run) buildSteps() ([]chaos.Step, error) {
-	var steps []chaos.Step
 	var rc *redis.Client
 	redisClient := func() *redis.Client {
 		if rc == nil {
@@ -48,6 +47,13 @@ func (r *run) buildSteps() ([]chaos.Step, error) {
 			}
 			return faults.Process{}, false
 		}}
+	return r.faultSteps(env)
+}
+
+// faultSteps builds each of the file's faults in env, wrapped so that the
+// run knows whether it reached its target, into the schedule's steps.
+func (r *run) faultSteps(env faults.Env) ([]chaos.Step, error) {
+	var steps []chaos.Step
 	for i, x := range r.f.Faults {
 		fl, err := faults.Build(x, env)
 		if err != nil {

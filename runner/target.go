@@ -238,23 +238,12 @@ func (r *run) targetSteps() ([]chaos.Step, error) {
 			}
 			return faults.Process{Stop: r.ext.Stop, Kill: r.ext.Kill, Restart: r.ext.Restart}, true
 		}}
-	var steps []chaos.Step
 	for i, x := range r.f.Faults {
 		if x.Target == scenario.TargetDatabaseProxy && r.px == nil {
 			return nil, fmt.Errorf("%w: faults[%d].target database needs target.database", scenario.ErrInvalid, i)
 		}
-		fl, err := faults.Build(x, env)
-		if err != nil {
-			return nil, fmt.Errorf("%w: faults[%d]: %w", scenario.ErrInvalid, i, err)
-		}
-		rc := newReach(i, x, fl)
-		r.reached = append(r.reached, rc)
-		steps = append(steps, chaos.Step{At: x.At.D(), For: x.For.D(), Fault: rc})
 	}
-	if err := chaos.ValidateSteps(steps); err != nil {
-		return nil, fmt.Errorf("scenarios: fault schedule: %w", err)
-	}
-	return steps, nil
+	return r.faultSteps(env)
 }
 
 // targetSettings records what the run ran against.
