@@ -86,8 +86,8 @@ func (c CapacitySpec) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads what MarshalJSON writes.
 func (c *CapacitySpec) UnmarshalJSON(b []byte) error {
-	o := capacityOwn{Config: CapacityDefaults()}
-	if err := capacity.Settings().DecodeJSON(b, &o.Config, &o); err != nil {
+	o := capacityOwn{}
+	if err := capacity.Settings().DecodeJSON(b, &o.Config, CapacityDefaults(), &o); err != nil {
 		return err
 	}
 	*c = CapacitySpec(o)

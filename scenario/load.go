@@ -11,15 +11,11 @@ import (
 
 // LoadSpec is the load phase (loadgen). Its keys are of two sorts: the
 // file's own (rate, group_sizes, segments, embedded_rate_scale), below,
-// and the generator's settings, which decode straight into Config through
-// loadgen.Settings (the one definition each shares with imlab load's
-// flags): duration, users, devices, online, crashy, groups, group_share,
-// send_via, come_back_every, settle, drain_timeout, pull_limit, conns,
-// pipeline, pipeline_conns, max_workers, send_timeout, senders,
-// max_queued, spin_window, seed, retries and mix (loadgen.Mix, its keys
-// and defaults: what the devices do besides sending and pulling their
-// inbox; absent, none of it). A key the file leaves out keeps its value
-// in LoadDefaults.
+// and the generator's settings that have a file key in loadgen.Settings
+// (the one definition each shares with imlab load's flags: duration,
+// users, send_timeout, mix, ...), which decode straight into Config. A key
+// the file leaves out keeps its value in LoadDefaults (mix: none, the
+// devices only send, pull and receive pushes).
 type LoadSpec struct {
 	// Rate is a loadgen rate shape: const:500, steps:..., burst:..., sine:....
 	Rate string `yaml:"rate" json:"rate"`
@@ -93,8 +89,8 @@ func (l LoadSpec) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads what MarshalJSON writes.
 func (l *LoadSpec) UnmarshalJSON(b []byte) error {
-	o := loadOwn{Config: LoadDefaults()}
-	if err := loadgen.Settings().DecodeJSON(b, &o.Config, &o); err != nil {
+	o := loadOwn{}
+	if err := loadgen.Settings().DecodeJSON(b, &o.Config, LoadDefaults(), &o); err != nil {
 		return err
 	}
 	*l = LoadSpec(o)

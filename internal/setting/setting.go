@@ -175,8 +175,12 @@ func (t Table[C]) DecodeYAML(n *yaml.Node, c *C, rest any) error {
 
 // EncodeJSON writes rest's JSON object (the file's own keys) followed by
 // every table key whose value in c differs from its value in def (what
-// the file set), each as a file writes it.
+// the file set), each as a file writes it. A zero c (a section built in
+// code with no settings) writes none.
 func (t Table[C]) EncodeJSON(c, def *C, rest any) ([]byte, error) {
+	if reflect.ValueOf(c).Elem().IsZero() {
+		def = c
+	}
 	b, err := json.Marshal(rest)
 	if err != nil {
 		return nil, err
@@ -203,13 +207,18 @@ func (t Table[C]) EncodeJSON(c, def *C, rest any) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// DecodeJSON reads what EncodeJSON writes: the table's keys into c
-// (over the values it holds), the object whole into rest.
-func (t Table[C]) DecodeJSON(data []byte, c *C, rest any) error {
+// DecodeJSON reads what EncodeJSON writes: the object whole into rest
+// and, when it holds a table key, c becomes def with the table's keys set
+// (with none, c is left as it is: EncodeJSON's zero).
+func (t Table[C]) DecodeJSON(data []byte, c *C, def C, rest any) error {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(data, &m); err != nil {
 		return err
 	}
+	if !slices.ContainsFunc(t, func(s Setting[C]) bool { _, ok := m[s.Key]; return s.Key != "" && ok }) {
+		return json.Unmarshal(data, rest)
+	}
+	*c = def
 	for _, s := range t {
 		raw, ok := m[s.Key]
 		if s.Key == "" || !ok {

@@ -102,8 +102,8 @@ func TestFile(t *testing.T) {
 	if got := string(b); got != `{"name":"t","n":5,"b":true,"d_key":"250ms","in":{"a":6}}` {
 		t.Fatalf("json %s", got)
 	}
-	back := own{conf: def()}
-	if err := table().DecodeJSON(b, &back.conf, &back); err != nil {
+	back := own{}
+	if err := table().DecodeJSON(b, &back.conf, def(), &back); err != nil {
 		t.Fatal(err)
 	}
 	if back != o {
@@ -116,6 +116,16 @@ func TestFile(t *testing.T) {
 	empty := own{conf: def()}
 	if b, err := table().EncodeJSON(&empty.conf, &d, &struct{}{}); err != nil || string(b) != "{}" {
 		t.Fatalf("nothing set: %s %v", b, err)
+	}
+	// A zero config (a section built in code) writes no setting and reads
+	// back zero.
+	zero := own{Name: "z"}
+	if b, err = table().EncodeJSON(&zero.conf, &d, &zero); err != nil || string(b) != `{"name":"z"}` {
+		t.Fatalf("zero: %s %v", b, err)
+	}
+	back = own{}
+	if err := table().DecodeJSON(b, &back.conf, def(), &back); err != nil || back != zero {
+		t.Fatalf("zero read back %+v %v", back, err)
 	}
 	if err := yaml.Unmarshal([]byte("d_key: 5\n"), &n); err != nil {
 		t.Fatal(err)
