@@ -21,7 +21,7 @@ func TestReferenceSide(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.Name != "tt.reference" || g.Target != nil || g.Variant == "" || g.Load.Rate != f.Load.Rate || g.Load.Users != f.Load.Users {
+	if g.Name != "tt.reference" || g.Target != nil || g.Variant == "" || g.Load.Rate != f.Load.Rate || g.Load.Config.Pop.Users != f.Load.Config.Pop.Users || g.Load.Config.Pop.Users == 0 {
 		t.Fatalf("reference side %+v", g)
 	}
 	if len(g.Faults) != 2 || g.Faults[0].Target != TargetMySQL || g.Faults[1].Target != TargetServerProcess || g.Faults[1].Kind != KindKill {

@@ -18,44 +18,44 @@ import (
 // OUT/NAME.side-by-side.html.
 const SideBySideSuffix = ".side-by-side.html"
 
-// writeSideBySide writes, for every run whose reference side ran too
-// (NAME and NAME.reference), the review page of the two into
-// OUT/NAME.side-by-side.html, the external server first. A run whose
-// other side is missing (not carried out) gets no page, said on w.
-func writeSideBySide(w io.Writer, out string, results []*result.Result) error {
-	byName := map[string]*result.Result{}
-	for _, r := range results {
-		byName[r.Scenario] = r
-	}
-	for _, r := range results {
-		if strings.HasSuffix(r.Scenario, scenario.ReferenceSuffix) {
+// writeSideBySide writes, for every file whose reference side ran too
+// (NAME and NAME.reference in files), the review page of the two runs
+// (their OUT/NAME/result.json) into OUT/NAME.side-by-side.html, the
+// external server first. A pair one of whose runs left no result gets no
+// page, said on w.
+func writeSideBySide(w io.Writer, out string, files []*scenario.File) error {
+	for _, f := range files {
+		if strings.HasSuffix(f.Name, scenario.ReferenceSuffix) {
 			continue
 		}
-		ref := byName[r.Scenario+scenario.ReferenceSuffix]
-		if ref == nil {
-			fmt.Fprintf(w, "side by side %s: no page, its reference side did not run\n", r.Scenario)
+		refName := f.Name + scenario.ReferenceSuffix
+		r, err := result.ReadRun(filepath.Join(out, f.Name))
+		if err != nil {
+			fmt.Fprintf(w, "side by side %s: no page, its run left no result (%v)\n", f.Name, err)
+			continue
+		}
+		ref, err := result.ReadRun(filepath.Join(out, refName))
+		if err != nil {
+			fmt.Fprintf(w, "side by side %s: no page, its reference side left no result (%v)\n", f.Name, err)
 			continue
 		}
 		rep, err := runpage.Review([]*result.Result{r, ref})
 		if err != nil {
-			return fmt.Errorf("side by side %s: %w", r.Scenario, err)
+			return fmt.Errorf("side by side %s: %w", f.Name, err)
 		}
 		var buf bytes.Buffer
 		if err := report.WriteHTML(&buf, rep); err != nil {
-			return fmt.Errorf("side by side %s: %w", r.Scenario, err)
+			return fmt.Errorf("side by side %s: %w", f.Name, err)
 		}
-		if err := os.MkdirAll(out, 0o755); err != nil {
-			return fmt.Errorf("side by side %s: %w", r.Scenario, err)
-		}
-		path := filepath.Join(out, r.Scenario+SideBySideSuffix)
+		path := filepath.Join(out, f.Name+SideBySideSuffix)
 		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-			return fmt.Errorf("side by side %s: %w", r.Scenario, err)
+			return fmt.Errorf("side by side %s: %w", f.Name, err)
 		}
 		note := ""
 		if r.Skipped != "" {
-			note = " (the " + r.Scenario + " side was skipped: " + r.Skipped + ")"
+			note = " (the " + f.Name + " side was skipped: " + r.Skipped + ")"
 		}
-		fmt.Fprintf(w, "side by side %s and %s: %s%s\n", r.Scenario, ref.Scenario, path, note)
+		fmt.Fprintf(w, "side by side %s and %s: %s%s\n", f.Name, refName, path, note)
 	}
 	return nil
 }
