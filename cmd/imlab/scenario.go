@@ -14,6 +14,7 @@ import (
 	"imlab/compose"
 	"imlab/ref/server"
 	"imlab/runner"
+	"imlab/runner/batch"
 	"imlab/scenario"
 	"imlab/selftest"
 )
@@ -178,16 +179,16 @@ func runScenarios(cmd *cobra.Command, files []*scenario.File, o scenarioOpts, ou
 	base.DataDir = lookupEnv(compose.EnvDataDir)
 	base.MongoCommand = embeddedMongoCommand()
 	base.Progress = w
-	worst, err := runner.RunFiles(cmd.Context(), base, files, out, matrix, w, cmd.ErrOrStderr())
+	worst, err := batch.Run(cmd.Context(), base, files, out, matrix, w, cmd.ErrOrStderr())
 	if err == nil && o.sideBySide {
 		err = writeSideBySide(w, out, files)
 	}
 	switch {
 	case err != nil:
 		return &exitError{code: scenarioExitBroken, err: err}
-	case worst == runner.Passed:
+	case worst == batch.Passed:
 		return nil
-	case worst == runner.Failed:
+	case worst == batch.Failed:
 		return &exitError{code: scenarioExitFailed, err: errors.New("a scenario check failed")}
 	default:
 		return &exitError{code: scenarioExitBroken, err: errors.New("a scenario could not be carried out")}
