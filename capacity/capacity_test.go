@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/html"
+
 	"imlab/compare"
 	"imlab/loadgen/faketarget"
 )
@@ -170,6 +172,25 @@ func TestSearchFindsAKnownCapacity(t *testing.T) {
 		if !bytes.Contains(page, []byte(want)) {
 			t.Errorf("report.html lacks %q", want)
 		}
+	}
+	// The latency chart holds one point per step and quantile measured,
+	// the SLO's limit line and the sustainable rate's mark.
+	doc, err := html.Parse(bytes.NewReader(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	measured := 0
+	for _, st := range res.Steps {
+		if st.AckP50Ms != nil {
+			measured++
+		}
+		if st.AckP99Ms != nil {
+			measured++
+		}
+	}
+	lat := findAll(doc, "svg", "plot")[0]
+	if n := len(findAll(lat, "circle", "point")); n != measured || len(findAll(lat, "g", "threshold")) != 1 || len(findAll(lat, "g", "mark")) == 0 {
+		t.Errorf("latency chart: %d points (want %d), %d limit lines, %d marks", n, measured, len(findAll(lat, "g", "threshold")), len(findAll(lat, "g", "mark")))
 	}
 	if _, err := os.Stat(filepath.Join(last.RunDir, "ledger-0.bin")); !os.IsNotExist(err) {
 		t.Errorf("the step ledgers should be removed: %v", err)

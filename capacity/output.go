@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"html/template"
 	"io"
-	"math"
 	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"imlab/report"
 )
 
 func fv(p *float64, format string) string {
@@ -124,198 +125,64 @@ func (r *Result) WriteTable(w io.Writer) error {
 	return err
 }
 
-// chart geometry (the legend is a column right of the plot)
-const (
-	cw, ch         = 860.0, 300.0
-	padL, padR     = 72.0, 240.0
-	padT, padB     = 20.0, 40.0
-	plotW, plotH   = cw - padL - padR, ch - padT - padB
-	maxChartPoints = 200
-)
+// maxChartPoints bounds the steps a chart draws (in rate order).
+const maxChartPoints = 200
 
-// xy is one step's point; Broke draws it hollow (the step broke the SLO),
-// Gap ends the line before it (a step between had no figure: a line
-// across it would draw a value nobody measured).
-type xy struct {
-	X, Y       float64
-	Broke, Gap bool
-}
-
-type svgSeries struct {
-	Name, Color string
-	Pts         []xy
-}
-
-// svgChart renders a rate-axis chart with vertical markers (knee,
-// sustainable) and an optional horizontal limit.
-func svgChart(title, yLabel string, series []svgSeries, marks map[string]float64, limit *float64, limitLabel string) template.HTML {
-	maxX, maxY := 1.0, 1.0
-	for _, s := range series {
-		for _, p := range s.Pts {
-			maxX, maxY = math.Max(maxX, p.X), math.Max(maxY, p.Y)
-		}
-	}
-	for _, v := range marks {
-		maxX = math.Max(maxX, v)
-	}
-	if limit != nil {
-		maxY = math.Max(maxY, *limit)
-	}
-	maxX, maxY = niceMax(maxX*1.02), niceMax(maxY*1.05)
-	px := func(x float64) float64 { return padL + x/maxX*plotW }
-	py := func(y float64) float64 { return padT + plotH - y/maxY*plotH }
-	var b strings.Builder
-	e := template.HTMLEscapeString
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" role="img" aria-label="%s">`, cw, ch, cw, ch, e(title))
-	fmt.Fprintf(&b, `<rect x="%.0f" y="%.0f" width="%.0f" height="%.0f" fill="#fff" stroke="#999"/>`, padL, padT, plotW, plotH)
-	for i := 0; i <= 4; i++ {
-		y, x := maxY*float64(i)/4, maxX*float64(i)/4
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#eee"/>`, padL, py(y), padL+plotW, py(y))
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" text-anchor="end">%s</text>`, padL-4, py(y)+4, tick(y))
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" text-anchor="middle">%.0f</text>`, px(x), padT+plotH+16, x)
-	}
-	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="12" text-anchor="middle">offered rate (sends/s)</text>`, padL+plotW/2, ch-6)
-	fmt.Fprintf(&b, `<text x="12" y="%.1f" font-size="12" text-anchor="middle" transform="rotate(-90 12 %.1f)">%s</text>`, padT+plotH/2, padT+plotH/2, e(yLabel))
-	if limit != nil {
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#c00" stroke-dasharray="6 3"/>`, padL, py(*limit), padL+plotW, py(*limit))
-	}
-	names := make([]string, 0, len(marks))
-	for n := range marks {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	legendX := padL + plotW + 12
-	legend := 0
-	legendLine := func(color, text string) {
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" fill="%s">%s</text>`, legendX, padT+10+float64(legend)*14, color, e(text))
-		legend++
-	}
-	for _, n := range names {
-		x := px(marks[n])
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#060" stroke-dasharray="3 3"/><text x="%.1f" y="%.1f" font-size="11" fill="#060" text-anchor="end" transform="rotate(-90 %.1f %.1f)">%s %.0f/s</text>`,
-			x, padT, x, padT+plotH, x-3, padT+4, x-3, padT+4, e(n), marks[n])
-	}
-	for _, s := range series {
-		sort.SliceStable(s.Pts, func(i, j int) bool { return s.Pts[i].X < s.Pts[j].X })
-		var run []string
-		flush := func() {
-			if len(run) > 1 {
-				fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/>`, s.Color, strings.Join(run, " "))
-			}
-			run = run[:0]
-		}
-		for _, p := range s.Pts {
-			if p.Gap {
-				flush()
-			}
-			run = append(run, fmt.Sprintf("%.1f,%.1f", px(p.X), py(p.Y)))
-		}
-		flush()
-		for _, p := range s.Pts {
-			fill, what := s.Color, "held"
-			if p.Broke {
-				fill, what = "#fff", "broke"
-			}
-			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s" stroke="%s" stroke-width="1.5"><title>%s: %.0f/s, %.4g (%s)</title></circle>`,
-				px(p.X), py(p.Y), fill, s.Color, e(s.Name), p.X, p.Y, what)
-		}
-		legendLine(s.Color, s.Name)
-	}
-	if limit != nil {
-		legendLine("#c00", "- - "+limitLabel)
-	}
-	legendLine("#555", "filled: the step held; hollow: it broke")
-	legendLine("#555", "no line across a step without a figure")
-	b.WriteString(`</svg>`)
-	return template.HTML(b.String()) // every text above is escaped
-}
-
-var palette = []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"}
-
-// niceMax rounds v up to a round multiple of a power of ten, so that the
-// four grid steps fall on round values.
-func niceMax(v float64) float64 {
-	if v <= 0 {
-		return 1
-	}
-	p := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10} {
-		if m*p >= v {
-			return m * p
-		}
-	}
-	return 10 * p
-}
-
-// tick formats an axis value.
-func tick(v float64) string {
-	switch {
-	case v >= 100:
-		return fmt.Sprintf("%.0f", v)
-	case v >= 1:
-		return fmt.Sprintf("%.1f", v)
-	default:
-		return fmt.Sprintf("%.2f", v)
-	}
-}
-
-// charts builds the two capacity curves.
-func (r *Result) charts() []template.HTML {
-	marks := map[string]float64{}
+// charts draws the two capacity curves with the report drawer: ACK p50
+// and p99, and each watched process's cores, against the offered rate.
+// A step broken draws its point open; a step without a figure is a gap
+// in that series (never a 0); the knee and the sustainable rate are
+// marks, the SLO's ack_p99 and the machine's CPUs limit lines.
+func (r *Result) charts() ([]template.HTML, []string, error) {
+	rate := &report.XAxis{Label: "offered rate", Unit: "sends/s"}
+	var marks []report.Mark
 	if r.Knee != nil {
-		marks["knee"] = *r.Knee
+		marks = append(marks, report.Mark{X: *r.Knee, Label: fmt.Sprintf("knee %.0f/s", *r.Knee)})
 	}
 	if r.Sustainable != nil {
-		marks["sustainable"] = *r.Sustainable
+		marks = append(marks, report.Mark{X: *r.Sustainable, Label: fmt.Sprintf("sustainable %.0f/s", *r.Sustainable)})
 	}
-	p50, p99 := svgSeries{Name: "ACK p50 (ms)", Color: palette[0]}, svgSeries{Name: "ACK p99 (ms)", Color: palette[3]}
-	cpu := map[string]*svgSeries{}
-	var order []string
+	const broke = "the step broke the SLO"
+	lat := report.Chart{Title: "rate vs ACK latency: ACK latency from the intended send time", Unit: "ms", XAxis: rate, Marks: marks, Hollow: broke,
+		Series: []report.Series{{Name: "ACK p50", Dots: true}, {Name: "ACK p99", Dots: true}}}
+	if slo := r.sloAck(); slo > 0 {
+		lat.Threshold, lat.ThresholdLabel = slo, "SLO ack_p99"
+	}
+	cpu := report.Chart{Title: "rate vs CPU: cores busy per process", Unit: "cores", XAxis: rate, Marks: marks, Hollow: broke,
+		Threshold: float64(r.Machine.CPUs), ThresholdLabel: "CPUs of the machine"}
+	idx := map[string]int{}
 	for _, pc := range r.Procs {
-		cpu[pc.Name] = &svgSeries{Name: pc.Name + " (cores)", Color: palette[len(order)%len(palette)]}
-		order = append(order, pc.Name)
+		if _, ok := idx[pc.Name]; !ok {
+			idx[pc.Name] = len(cpu.Series)
+			cpu.Series = append(cpu.Series, report.Series{Name: pc.Name + " (cores)", Dots: true})
+		}
 	}
-	// In rate order, a series' point after a step where the series had no
-	// figure starts a new line.
 	steps := slices.Clone(r.Steps)
 	sort.SliceStable(steps, func(i, j int) bool { return steps[i].OfferedPerSec < steps[j].OfferedPerSec })
 	if len(steps) > maxChartPoints {
 		steps = steps[:maxChartPoints]
 	}
-	latGap := false
-	cpuGap := map[string]bool{}
+	add := func(s *report.Series, st *Step, v *float64) {
+		if v == nil {
+			s.Gaps = append(s.Gaps, st.OfferedPerSec)
+			return
+		}
+		s.Points = append(s.Points, report.Point{T: st.OfferedPerSec, V: *v, Hollow: !st.Held})
+	}
 	for _, st := range steps {
-		if st.AckP99Ms != nil && st.AckP50Ms != nil {
-			p99.Pts = append(p99.Pts, xy{X: st.OfferedPerSec, Y: *st.AckP99Ms, Broke: !st.Held, Gap: latGap})
-			p50.Pts = append(p50.Pts, xy{X: st.OfferedPerSec, Y: *st.AckP50Ms, Broke: !st.Held, Gap: latGap})
-			latGap = false
-		} else {
-			latGap = true
-		}
+		add(&lat.Series[0], st, st.AckP50Ms)
+		add(&lat.Series[1], st, st.AckP99Ms)
 		for _, pc := range st.CPU {
-			s, ok := cpu[pc.Name]
-			if !ok {
-				continue
+			if si, ok := idx[pc.Name]; ok {
+				add(&cpu.Series[si], st, pc.Cores)
 			}
-			if pc.Cores == nil {
-				cpuGap[pc.Name] = true
-				continue
-			}
-			s.Pts = append(s.Pts, xy{X: st.OfferedPerSec, Y: *pc.Cores, Broke: !st.Held, Gap: cpuGap[pc.Name]})
-			cpuGap[pc.Name] = false
 		}
 	}
-	var lim *float64
-	if r.sloAck() > 0 {
-		lim = ptr(r.sloAck())
+	figs, notes, err := report.Figures([]report.Chart{lat, cpu})
+	if err != nil {
+		return nil, nil, fmt.Errorf("capacity: charts: %w", err)
 	}
-	out := []template.HTML{svgChart("rate vs ACK latency", "ACK latency from intended time (ms)", []svgSeries{p50, p99}, marks, lim, fmt.Sprintf("SLO ack_p99 (%.0f ms)", r.sloAck()))}
-	var cs []svgSeries
-	for _, n := range order {
-		cs = append(cs, *cpu[n])
-	}
-	out = append(out, svgChart("rate vs CPU", "CPU (cores busy)", cs, marks, ptr(float64(r.Machine.CPUs)), fmt.Sprintf("%d CPUs of the machine", r.Machine.CPUs)))
-	return out
+	return figs, notes, nil
 }
 
 // sloAck is the SLO's ack_p99 limit in ms (0: none).
@@ -329,7 +196,8 @@ func (r *Result) sloAck() float64 {
 
 var page = template.Must(template.New("capacity").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>imlab capacity: {{.R.Target}}</title>
-<style>body{font-family:system-ui,sans-serif;margin:24px;color:#222}table{border-collapse:collapse;font-size:13px}
+<style>{{.ChartStyle}}
+body{font-family:system-ui,sans-serif;margin:24px;color:#222}table{border-collapse:collapse;font-size:13px}
 td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}th{background:#f4f4f4}.bad{color:#b00}.ok{color:#060}
 .answer{font-size:18px;margin:12px 0}.note{color:#555;font-size:13px}</style></head><body>
 <h1>Capacity of {{.R.Target}}</h1>
@@ -338,8 +206,9 @@ td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}th{background:#f4f4
 {{with .R.Ceiling}}Generator ceiling (no-op endpoint, same client): {{printf "%.0f" .PerSec}} sends/s.{{end}}
 {{with .Knee}}Knee: {{.}}/s.{{end}}</p>
 <p class="note">Machine: {{.R.Machine.CPUs}} CPUs; {{.R.Machine.Note}}.</p>
-{{range .Charts}}<div>{{.}}</div>{{end}}
-{{with .Undrawn}}<p class="note">Not drawn (no figure: unknown, never 0): {{.}}.</p>{{end}}
+{{range .Charts}}{{.}}{{end}}
+{{with .Undrawn}}<p class="note">Not drawn (no figure: unknown, never 0; a gap in its line): {{.}}.</p>{{end}}
+{{range .ChartNotes}}<p class="note">{{.}}</p>{{end}}
 <h2>Steps</h2>
 <table><tr><th>#</th><th>phase</th><th>offered/s</th><th>acked/s</th><th>ack p50 ms</th><th>ack p99 ms</th><th>service p99 ms</th><th>errors %</th><th>unknown %</th><th>lag s</th><th>valid</th><th>generator % of the machine's CPU</th><th>verdict</th></tr>
 {{range .Rows}}<tr><td>{{.Index}}</td><td>{{.Phase}}</td><td>{{.Offered}}</td><td>{{.Acked}}</td><td>{{.P50}}</td><td>{{.P99}}</td><td>{{.Svc}}</td><td>{{.Err}}</td><td>{{.Unk}}</td><td>{{.Lag}}</td><td>{{.Valid}}</td><td{{if .GenOverHalf}} class="bad"{{end}}>{{.GenShare}}{{if .GenOverHalf}} (more than half: the target had less than half of the machine){{end}}</td><td class="{{if .Held}}ok{{else}}bad{{end}}" style="text-align:left">{{.Verdict}}</td></tr>
@@ -383,15 +252,21 @@ type htmlCost struct {
 
 // WriteHTML writes the self-contained report page.
 func (r *Result) WriteHTML(w io.Writer) error {
+	charts, chartNotes, err := r.charts()
+	if err != nil {
+		return err
+	}
 	d := struct {
-		R        *Result
-		Knee     string
-		Charts   []template.HTML
-		Rows     []htmlRow
-		Costs    []htmlCost
-		Marginal []htmlMarginal
-		Undrawn  string
-	}{R: r, Knee: fv(r.Knee, "%.0f"), Charts: r.charts(), Undrawn: undrawn(r)}
+		R          *Result
+		Knee       string
+		ChartStyle template.CSS
+		Charts     []template.HTML
+		ChartNotes []string
+		Rows       []htmlRow
+		Costs      []htmlCost
+		Marginal   []htmlMarginal
+		Undrawn    string
+	}{R: r, Knee: fv(r.Knee, "%.0f"), ChartStyle: report.FigureStyle(), Charts: charts, ChartNotes: chartNotes, Undrawn: undrawn(r)}
 	if r.Knee == nil {
 		d.Knee = ""
 	}

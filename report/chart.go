@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"html/template"
 	"math"
@@ -17,27 +18,33 @@ type markerRow struct {
 }
 
 type chartView struct {
-	ID         string
-	Title      string
-	Unit       string
-	Width      int
-	Height     int
-	Left       string
-	Right      string
-	Top        string
-	Bottom     string
-	PlotW      string
-	PlotH      string
-	MidX       string
-	MidY       string
-	CaptionY   string
-	XTicks     []tickView
-	YTicks     []tickView
-	Lines      []lineView
-	Legend     []legendView
-	Threshold  *thresholdView
-	Markers    []markerLine
-	NoData     bool
+	ID        string
+	Title     string
+	Unit      string
+	Width     int
+	Height    int
+	Left      string
+	Right     string
+	Top       string
+	Bottom    string
+	PlotW     string
+	PlotH     string
+	MidX      string
+	MidY      string
+	CaptionY  string
+	XCaption  string
+	XTicks    []tickView
+	YTicks    []tickView
+	Lines     []lineView
+	Legend    []legendView
+	Threshold *thresholdView
+	Markers   []markerLine
+	NoData    bool
+	// MarkNotes name the chart's own marks that had no room for their
+	// label (a chart with its own x axis); Hollow says what an open point
+	// means.
+	MarkNotes  []markerNote
+	Hollow     string
 	XTickTextY string
 	YTickTextX string
 	TickEnd    string
@@ -58,9 +65,17 @@ type lineView struct {
 	Dots     []dotView
 	Ends     []dotView
 	Gaps     []gapView
+	Points   []pointView
 }
 
 type dotView struct{ CX, CY, Color string }
+
+// pointView is one point of a series that shows its points (Series.Dots):
+// filled, or open (Fill white) when Hollow.
+type pointView struct {
+	CX, CY, Color, Fill, Title string
+	Hollow                     bool
+}
 
 // gapView is a span without a measurement: from the last measured point
 // before it to the first after it (or the gap's own time at an edge).
@@ -111,10 +126,14 @@ type cleanChart struct {
 	series    []cleanSeries
 	threshold float64
 	thLabel   string
+	xaxis     *XAxis // nil: the page's time axis
+	marks     []Mark // sorted by X
+	hollow    string
 }
 
 type cleanSeries struct {
 	name   string
+	dots   bool
 	points []Point   // at most MaxPoints
 	gaps   []float64 // sorted, finite, at most MaxPoints
 	max    float64   // over every finite point, before decimation
@@ -131,14 +150,23 @@ func cleanChartOf(ci int, c *Chart) (cleanChart, []string, error) {
 	if !finite(c.Threshold) {
 		return cleanChart{}, nil, fmt.Errorf("%w: %s: threshold is %g", ErrInvalid, where, c.Threshold)
 	}
-	out := cleanChart{title: c.Title, unit: c.Unit, threshold: c.Threshold, thLabel: c.ThresholdLabel}
+	out := cleanChart{title: c.Title, unit: c.Unit, threshold: c.Threshold, thLabel: c.ThresholdLabel, hollow: c.Hollow}
+	marks, err := cleanMarks(where, c)
+	if err != nil {
+		return cleanChart{}, nil, err
+	}
+	out.marks = marks
+	if c.XAxis != nil {
+		ax := *c.XAxis
+		out.xaxis = &ax
+	}
 	var notes []string
 	for si := range c.Series {
 		s := &c.Series[si]
 		sw := fmt.Sprintf("%s, series %d %q", where, si+1, s.Name)
 		pts := make([]Point, 0, len(s.Points))
 		dropped, lastIdx := 0, -1
-		cs := cleanSeries{name: s.Name, max: math.Inf(-1)}
+		cs := cleanSeries{name: s.Name, dots: s.Dots, max: math.Inf(-1)}
 		for i, pt := range s.Points {
 			if !finite(pt.T) || !finite(pt.V) {
 				dropped++
@@ -175,6 +203,57 @@ func cleanChartOf(ci int, c *Chart) (cleanChart, []string, error) {
 	return out, notes, nil
 }
 
+// cleanMarks checks a chart's own x axis and marks: marks only on an own
+// axis, which has a label; at most MaxMarkers, each at a finite X. It
+// returns them sorted by X.
+func cleanMarks(where string, c *Chart) ([]Mark, error) {
+	if c.XAxis == nil {
+		if len(c.Marks) > 0 {
+			return nil, fmt.Errorf("%w: %s: %d marks without an x axis of its own (XAxis): marks are values on it", ErrInvalid, where, len(c.Marks))
+		}
+		return nil, nil
+	}
+	if strings.TrimSpace(c.XAxis.Label) == "" {
+		return nil, fmt.Errorf("%w: %s: x axis label is empty", ErrInvalid, where)
+	}
+	if len(c.Marks) > MaxMarkers {
+		return nil, fmt.Errorf("%w: %s: %d marks, at most %d (MaxMarkers)", ErrInvalid, where, len(c.Marks), MaxMarkers)
+	}
+	for i, m := range c.Marks {
+		if !finite(m.X) {
+			return nil, fmt.Errorf("%w: %s: mark %d %q: X is %g", ErrInvalid, where, i, m.Label, m.X)
+		}
+	}
+	marks := slices.Clone(c.Marks)
+	slices.SortStableFunc(marks, func(a, b Mark) int { return cmp.Compare(a.X, b.X) })
+	return marks, nil
+}
+
+// xNames names values of a chart's x axis: the page's time (own nil) or
+// the chart's own XAxis.
+type xNames struct{ own *XAxis }
+
+// caption is the axis' caption under the plot.
+func (n xNames) caption() string {
+	switch {
+	case n.own == nil:
+		return "time since start (s)"
+	case n.own.Unit == "":
+		return n.own.Label
+	default:
+		return n.own.Label + " (" + n.own.Unit + ")"
+	}
+}
+
+// at names values on the axis: "t=1, 2 s", "offered rate 5, 10 sends/s".
+func (n xNames) at(vs ...string) string {
+	j := strings.Join(vs, ", ")
+	if n.own == nil {
+		return "t=" + j + " s"
+	}
+	return strings.TrimSpace(n.own.Label + " " + j + " " + n.own.Unit)
+}
+
 // decimate keeps limit points of pts, evenly spaced by index, the first and
 // the last included. limit must be at least 2.
 func decimate(pts []Point, limit int) []Point {
@@ -194,7 +273,19 @@ func decimate(pts []Point, limit int) []Point {
 // across charts): a value axis from 0 (or below) to the largest point or
 // threshold, one polyline per non-empty series, the threshold line and one
 // vertical line per marker.
+//
+// A chart with its own x axis is laid out on it instead, from 0 (or below)
+// to its last point, gap or mark, with its marks for markers.
 func drawChart(ci int, c cleanChart, markers []Marker, tmin, tmax float64) (chartView, []markerNote, error) {
+	xn := xNames{own: c.xaxis}
+	if c.xaxis != nil {
+		tmin, tmax = c.span(0, 0)
+		markers = make([]Marker, 0, len(c.marks))
+		for _, m := range c.marks {
+			tmin, tmax = math.Min(tmin, m.X), math.Max(tmax, m.X)
+			markers = append(markers, Marker{T: m.X, Label: m.Label, Kind: kindMark})
+		}
+	}
 	where := fmt.Sprintf("chart %d %q", ci+1, c.title)
 	vmin, vmax := 0.0, 0.0
 	points := 0
@@ -210,7 +301,7 @@ func drawChart(ci int, c cleanChart, markers []Marker, tmin, tmax float64) (char
 	}
 	ax, err := niceAxis(tmin, tmax, xTickTarget)
 	if err != nil {
-		return chartView{}, nil, fmt.Errorf("%s: time axis: %w", where, err)
+		return chartView{}, nil, fmt.Errorf("%s: x axis (%s): %w", where, xn.caption(), err)
 	}
 	ay, err := niceAxis(vmin, vmax, yTickTarget)
 	if err != nil {
@@ -236,6 +327,8 @@ func drawChart(ci int, c cleanChart, markers []Marker, tmin, tmax float64) (char
 		MidX:       coord((plotLeft + plotRight) / 2),
 		MidY:       coord((plotTop + plotBottom) / 2),
 		CaptionY:   coord(plotBottom + 32),
+		XCaption:   xn.caption(),
+		Hollow:     c.hollow,
 		XTickTextY: coord(plotBottom + 16),
 		YTickTextX: coord(plotLeft - 6),
 		TickEnd:    coord(plotBottom + 4),
@@ -247,18 +340,21 @@ func drawChart(ci int, c cleanChart, markers []Marker, tmin, tmax float64) (char
 	for _, v := range ay.ticks() {
 		cv.YTicks = append(cv.YTicks, tickView{Pos: coord(yPos(ay, v)), Label: ay.label(v)})
 	}
-	cv.Legend, cv.Lines = drawLegend(ax, ay, c)
+	cv.Legend, cv.Lines = drawLegend(ax, ay, xn, c)
 	if c.threshold > 0 {
 		cv.Threshold = drawThreshold(ay, c, offScale, vmax)
 	}
 	var notes []markerNote
-	cv.Markers, notes = drawMarkers(ax, markers)
+	cv.Markers, notes = drawMarkers(ax, xn, markers)
+	if c.xaxis != nil {
+		cv.MarkNotes, notes = notes, nil // the chart's own, not the page's
+	}
 	return cv, notes, nil
 }
 
 // drawLegend draws the chart's series: one legend entry each (its max and
 // last value, its gaps) and one line each that has points.
-func drawLegend(ax, ay axis, c cleanChart) ([]legendView, []lineView) {
+func drawLegend(ax, ay axis, xn xNames, c cleanChart) ([]legendView, []lineView) {
 	var legend []legendView
 	var lines []lineView
 	for si, s := range c.series {
@@ -279,9 +375,33 @@ func drawLegend(ax, ay axis, c cleanChart) ([]legendView, []lineView) {
 		}
 		lv.Summary = "max " + withUnit(s.max, c.unit) + ", last " + withUnit(s.last, c.unit) + gapNote
 		legend = append(legend, lv)
-		lines = append(lines, drawSeries(ax, ay, name, color, s))
+		line := drawSeries(ax, ay, xn, name, color, s)
+		if s.dots {
+			line.Points = drawPoints(ax, ay, xn, name, color, s, c)
+		}
+		lines = append(lines, line)
 	}
 	return legend, lines
+}
+
+// drawPoints draws every point of a series that shows its points: a
+// circle, filled or (Hollow) open, titled with its values.
+func drawPoints(ax, ay axis, xn xNames, name, color string, s cleanSeries, c cleanChart) []pointView {
+	out := make([]pointView, 0, len(s.points))
+	for _, p := range s.points {
+		pv := pointView{CX: coord(xPos(ax, p.T)), CY: coord(yPos(ay, p.V)), Color: color, Fill: color,
+			Title: name + " at " + xn.at(formatValue(p.T)) + ": " + withUnit(p.V, c.unit), Hollow: p.Hollow}
+		if p.Hollow {
+			pv.Fill = "#ffffff"
+			pv.Title += " (open"
+			if c.hollow != "" {
+				pv.Title += ": " + c.hollow
+			}
+			pv.Title += ")"
+		}
+		out = append(out, pv)
+	}
+	return out
 }
 
 // drawThreshold draws the chart's threshold line, or, when it lies far
@@ -320,8 +440,9 @@ func drawThreshold(ay axis, c cleanChart, offScale bool, vmax float64) *threshol
 // drawSeries draws one series: its points split at its gaps into runs,
 // each a polyline (a dot when alone), an open circle where a run ends at
 // a gap, and a shaded band over each gap from the last point before it to
-// the first after it.
-func drawSeries(ax, ay axis, name, color string, s cleanSeries) lineView {
+// the first after it. A series that shows its points (dots) has neither
+// the lone dots nor the open circles: its points are drawn apart.
+func drawSeries(ax, ay axis, xn xNames, name, color string, s cleanSeries) lineView {
 	line := lineView{Name: name, Color: color}
 	dot := func(p Point) dotView {
 		return dotView{CX: coord(xPos(ax, p.T)), CY: coord(yPos(ay, p.V)), Color: color}
@@ -339,9 +460,14 @@ func drawSeries(ax, ay axis, name, color string, s cleanSeries) lineView {
 		case 0:
 			return
 		case 1:
-			line.Dots = append(line.Dots, dot(run[0]))
+			if !s.dots {
+				line.Dots = append(line.Dots, dot(run[0]))
+			}
 		default:
 			line.Segments = append(line.Segments, polylinePoints(ax, ay, run))
+		}
+		if s.dots {
+			return
 		}
 		if start > 0 || leading {
 			line.Ends = append(line.Ends, dot(run[0]))
@@ -351,7 +477,7 @@ func drawSeries(ax, ay axis, name, color string, s cleanSeries) lineView {
 		}
 	}
 	if leading {
-		line.Gaps = append(line.Gaps, gapBand(ax, gaps[0], pts[0].T, gaps[:gi], color))
+		line.Gaps = append(line.Gaps, gapBand(ax, xn, gaps[0], pts[0].T, gaps[:gi], color))
 	}
 	for i := 1; i < len(pts); i++ {
 		j := gi
@@ -361,20 +487,20 @@ func drawSeries(ax, ay axis, name, color string, s cleanSeries) lineView {
 		if j > gi && gaps[j-1] > pts[i-1].T {
 			// A gap between points i-1 and i: the line breaks.
 			flush(i, true)
-			line.Gaps = append(line.Gaps, gapBand(ax, pts[i-1].T, pts[i].T, gaps[gi:j], color))
+			line.Gaps = append(line.Gaps, gapBand(ax, xn, pts[i-1].T, pts[i].T, gaps[gi:j], color))
 			start = i
 		}
 		gi = j
 	}
 	flush(len(pts), false)
 	if gi < len(gaps) {
-		line.Gaps = append(line.Gaps, gapBand(ax, pts[len(pts)-1].T, gaps[len(gaps)-1], gaps[gi:], color))
+		line.Gaps = append(line.Gaps, gapBand(ax, xn, pts[len(pts)-1].T, gaps[len(gaps)-1], gaps[gi:], color))
 	}
 	return line
 }
 
 // gapBand shades [from, to] on the time axis for the gaps in it.
-func gapBand(ax axis, from, to float64, gaps []float64, color string) gapView {
+func gapBand(ax axis, xn xNames, from, to float64, gaps []float64, color string) gapView {
 	x1, x2 := xPos(ax, from), xPos(ax, to)
 	if x2-x1 < 3 {
 		x1, x2 = x1-1.5, x2+1.5
@@ -383,7 +509,7 @@ func gapBand(ax axis, from, to float64, gaps []float64, color string) gapView {
 	for _, g := range gaps[:min(len(gaps), 8)] {
 		ts = append(ts, formatValue(g))
 	}
-	title := "no measurement at t=" + strings.Join(ts, ", ") + " s"
+	title := "no measurement at " + xn.at(ts...)
 	if len(gaps) > 8 {
 		title += " (+" + strconv.Itoa(len(gaps)-8) + " more)"
 	}
@@ -393,7 +519,7 @@ func gapBand(ax axis, from, to float64, gaps []float64, color string) gapView {
 // drawMarkers draws one vertical line per marker with its text in the top
 // margin (see markerLayout) and the footnotes of the markers that had no
 // room for their label or kind.
-func drawMarkers(ax axis, markers []Marker) ([]markerLine, []markerNote) {
+func drawMarkers(ax axis, xn xNames, markers []Marker) ([]markerLine, []markerNote) {
 	layout := newMarkerLayout(len(markers))
 	full := make([]string, len(markers))
 	for i, m := range markers {
@@ -420,8 +546,11 @@ func drawMarkers(ax axis, markers []Marker) ([]markerLine, []markerNote) {
 			Kind: m.Kind, X: coord(s.x), Y1: coord(top), Y2: coord(plotBottom),
 			TextX: coord(s.x + 3), TextY: coord(textY), Anchor: "start",
 			Stroke: stroke, Dash: dash, Width: width,
-			Title: "t=" + formatValue(m.T) + " s " + m.Kind + ": " + m.Label,
+			Title: xn.at(formatValue(m.T)) + " " + m.Kind + ": " + m.Label,
 			Short: texts[i],
+		}
+		if m.Kind == kindMark {
+			ml.Title = xn.at(formatValue(m.T)) + ": " + m.Label
 		}
 		if s.flip {
 			ml.TextX, ml.Anchor = coord(s.x-3), "end"
@@ -440,7 +569,7 @@ func drawMarkers(ax axis, markers []Marker) ([]markerLine, []markerNote) {
 	for _, slots := range notes {
 		n := markerNote{Tag: texts[slots[0]], Kind: markers[slots[0]].Kind}
 		for _, i := range slots {
-			n.Items = append(n.Items, markerNoteItem{Kind: markers[i].Kind, Text: markerName(markers[i])})
+			n.Items = append(n.Items, markerNoteItem{Kind: markers[i].Kind, Text: markerName(xn, markers[i])})
 		}
 		out = append(out, n)
 	}

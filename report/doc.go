@@ -15,9 +15,16 @@
 // it). Then the table of the scenario's checks with the failed ones
 // highlighted, the checker's verdict with its findings, examples and
 // msg_ids, the fault schedule, the extra tables, the settings and the
-// run's notes. A page whose text names one of the design documents the
-// lab is built from ("seed 000", "seed 003", "seed 004") says under its
-// header, in words, what each one it names is.
+// run's notes. A chart may instead have a numeric x axis of its own
+// (XAxis: a rate, with its label and unit): it is drawn on it, off the
+// shared time axis and without the run's markers, with its own labelled
+// Marks (a knee), every point shown (Series.Dots), open where
+// Point.Hollow (a step that broke), and its Threshold as the limit line.
+// Figures draws charts, each a figure as on the page, for a page of
+// another room (the capacity page), FigureStyle their CSS: every chart
+// of the lab is drawn here. A page whose text names one of the design
+// documents the lab is built from ("seed 000", "seed 003", "seed 004")
+// says under its header, in words, what each one it names is.
 //
 // It owns the Report value types, their validation and the named limits
 // (MaxCharts, MaxSeries, MaxPoints, MaxMarkers, MaxExamples,
@@ -31,5 +38,5 @@
 //
 // It must not run anything, read run directories, or import other imlab
 // packages: its code uses the standard library only, and the scenario
-// runner converts its own data into a Report.
+// runner (and capacity, into Charts) converts its own data into a Report.
 package report

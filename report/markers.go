@@ -272,8 +272,11 @@ type markerNoteItem struct{ Kind, Text string }
 
 // markerName is a marker in words for a footnote: its time, then its
 // label, led by its kind unless the label already starts with it.
-func markerName(m Marker) string {
-	t := "t=" + formatValue(m.T) + " s "
+func markerName(xn xNames, m Marker) string {
+	t := xn.at(formatValue(m.T)) + " "
+	if m.Kind == kindMark {
+		return t + m.Label // a chart's own mark: its label says what it is
+	}
 	switch label := strings.TrimSpace(m.Label); {
 	case label == "":
 		return t + m.Kind

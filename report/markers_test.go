@@ -16,8 +16,8 @@ import (
 // a second) with markers.
 func crowdedReport(ms ...Marker) *Report {
 	return &Report{Title: "crowded", Markers: ms, Charts: []Chart{
-		{Title: "lag", Unit: "s", Series: []Series{{Name: "a", Points: []Point{{0, 1}, {16, 2}}}}},
-		{Title: "throughput", Unit: "msg/s", Series: []Series{{Name: "b", Points: []Point{{0, 5}, {16, 3}}}}},
+		{Title: "lag", Unit: "s", Series: []Series{{Name: "a", Points: []Point{{T: 0, V: 1}, {T: 16, V: 2}}}}},
+		{Title: "throughput", Unit: "msg/s", Series: []Series{{Name: "b", Points: []Point{{T: 0, V: 5}, {T: 16, V: 3}}}}},
 	}}
 }
 

@@ -142,19 +142,33 @@ func buildPage(r *Report) (*page, error) {
 		}
 		p.Markers = append(p.Markers, markerRow{T: formatValue(m.T) + " s", Kind: m.Kind, Label: m.Label})
 	}
-	// One time axis for every chart, so that a moment lines up across them.
+	p.Charts, p.MarkerNotes, err = drawCharts(charts, markers)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// drawCharts draws the charts of one page: one time axis for every chart
+// drawn on time, so that a moment lines up across them, with the page's
+// markers (their footnotes, the same on every such chart, are returned
+// once); a chart with an axis of its own is drawn on it with its marks.
+func drawCharts(charts []cleanChart, markers []Marker) ([]chartView, []markerNote, error) {
 	tlo, thi := timeSpan(charts, markers)
+	var views []chartView
+	var pageNotes []markerNote
+	noted := false
 	for ci, c := range charts {
 		cv, notes, err := drawChart(ci, c, markers, tlo, thi)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if ci == 0 {
-			p.MarkerNotes = notes // the same on every chart: one axis, one set of markers
+		if !noted && c.xaxis == nil {
+			pageNotes, noted = notes, true // one axis, one set of markers
 		}
-		p.Charts = append(p.Charts, cv)
+		views = append(views, cv)
 	}
-	return p, nil
+	return views, pageNotes, nil
 }
 
 // validateReport checks what the page needs of r before it is drawn: a
@@ -235,21 +249,30 @@ func findingViewOf(f Finding) findingView {
 	return fv
 }
 
-// timeSpan is the one time axis of every chart: from 0 (or earlier) to
-// the last point, gap or marker.
+// timeSpan is the one time axis of every chart drawn on it (not those
+// with an axis of their own): from 0 (or earlier) to the last point, gap
+// or marker.
 func timeSpan(charts []cleanChart, markers []Marker) (lo, hi float64) {
 	for _, c := range charts {
-		for _, s := range c.series {
-			for _, pt := range s.points {
-				lo, hi = math.Min(lo, pt.T), math.Max(hi, pt.T)
-			}
-			for _, g := range s.gaps {
-				lo, hi = math.Min(lo, g), math.Max(hi, g)
-			}
+		if c.xaxis == nil {
+			lo, hi = c.span(lo, hi)
 		}
 	}
 	for _, m := range markers {
 		lo, hi = math.Min(lo, m.T), math.Max(hi, m.T)
+	}
+	return lo, hi
+}
+
+// span widens [lo, hi] to every point and gap of c.
+func (c cleanChart) span(lo, hi float64) (float64, float64) {
+	for _, s := range c.series {
+		for _, pt := range s.points {
+			lo, hi = math.Min(lo, pt.T), math.Max(hi, pt.T)
+		}
+		for _, g := range s.gaps {
+			lo, hi = math.Min(lo, g), math.Max(hi, g)
+		}
 	}
 	return lo, hi
 }

@@ -56,13 +56,20 @@ const (
 	// runs are aligned at), not an event of the run: it is drawn, never
 	// listed in the fault schedule.
 	KindAlign = "align"
+	// kindMark is a chart's own Mark on its XAxis.
+	kindMark = "mark"
 )
 
 // ErrInvalid is wrapped by every error about a report that cannot be drawn.
 var ErrInvalid = errors.New("invalid report")
 
 // Point is one sample of a series.
-type Point struct{ T, V float64 } // T: seconds since the run's start
+type Point struct {
+	T, V float64 // T: seconds since the run's start, or the value on the chart's own XAxis
+	// Hollow draws the point as an open circle (Series.Dots only), e.g. a
+	// step that broke the SLO; Chart.Hollow says what it means.
+	Hollow bool `json:"hollow,omitempty"`
+}
 
 // Series is one line of a chart.
 type Series struct {
@@ -74,6 +81,9 @@ type Series struct {
 	// it would have crossed is shaded. At most MaxPoints; non-finite ones
 	// are dropped.
 	Gaps []float64 `json:"gaps,omitempty"`
+	// Dots draws every point as a circle (filled, or open when Hollow)
+	// besides the line through them.
+	Dots bool `json:"dots,omitempty"`
 }
 
 // Chart is one plot of the report.
@@ -86,6 +96,31 @@ type Chart struct {
 	// drawn to scale but marked at the plot's top edge as off scale, so it never flattens the curves.
 	Threshold      float64 `json:"threshold,omitempty"`
 	ThresholdLabel string  `json:"threshold_label,omitempty"`
+	// XAxis, when set, gives the chart its own numeric x axis (a rate, a
+	// size): Point.T and Series.Gaps are values on it, not times. Such a
+	// chart is not aligned with the page's time axis and the page's
+	// markers are not drawn on it; its Marks are.
+	XAxis *XAxis `json:"x_axis,omitempty"`
+	// Marks are labelled vertical lines at values of the chart's own XAxis
+	// (e.g. the knee, the sustainable rate). At most MaxMarkers; only with
+	// XAxis.
+	Marks []Mark `json:"marks,omitempty"`
+	// Hollow says what an open point means (e.g. "the step broke the
+	// SLO"): it is shown under the legend and in each open point's title.
+	Hollow string `json:"hollow,omitempty"`
+}
+
+// XAxis is a chart's own numeric x axis: its label and unit, drawn as its
+// caption ("offered rate (sends/s)").
+type XAxis struct {
+	Label string `json:"label"` // "offered rate"
+	Unit  string `json:"unit"`  // "sends/s"
+}
+
+// Mark is a labelled vertical line at X on a chart's own XAxis.
+type Mark struct {
+	X     float64 `json:"x"`
+	Label string  `json:"label"` // "knee 120/s"
 }
 
 // Marker is a fault injection or heal, drawn as a vertical line on every chart.
@@ -183,9 +218,9 @@ func WriteHTML(w io.Writer, r *Report) error {
 	if err != nil {
 		return err
 	}
-	tmpl, err := template.New("report").Parse(pageTemplate)
+	tmpl, err := parseTemplates()
 	if err != nil {
-		return fmt.Errorf("report: parse page template: %w", err)
+		return err
 	}
 	var buf bytes.Buffer
 	if err := tmpl.Execute(&buf, p); err != nil {
@@ -227,4 +262,17 @@ type Table struct {
 	Title  string     `json:"title"`
 	Header []string   `json:"header"`
 	Rows   [][]string `json:"rows"`
+}
+
+// parseTemplates parses the page and the chart figure it draws each chart
+// with.
+func parseTemplates() (*template.Template, error) {
+	tmpl, err := template.New("report").Parse(pageTemplate)
+	if err != nil {
+		return nil, fmt.Errorf("report: parse page template: %w", err)
+	}
+	if _, err := tmpl.New("chart").Parse(chartTemplate); err != nil {
+		return nil, fmt.Errorf("report: parse chart template: %w", err)
+	}
+	return tmpl, nil
 }

@@ -503,7 +503,7 @@ func TestDecimationToMaxPoints(t *testing.T) {
 func TestNonFinitePointsDropped(t *testing.T) {
 	r := sample()
 	r.Charts[2].Series[0].Points = []Point{
-		{0, 1}, {10, math.NaN()}, {20, 2}, {math.Inf(1), 3}, {30, math.Inf(-1)}, {40, 4},
+		{T: 0, V: 1}, {T: 10, V: math.NaN()}, {T: 20, V: 2}, {T: math.Inf(1), V: 3}, {T: 30, V: math.Inf(-1)}, {T: 40, V: 4},
 	}
 	out, doc := render(t, r)
 	line := findAll(findAll(doc, elem("svg"))[2], elem("polyline", "series"))[0]
@@ -564,7 +564,7 @@ func TestValidationWritesNothing(t *testing.T) {
 		}, `quantile "p50" is -1ms`},
 		{"too many latencies", func(r *Report) { r.Latencies = make([]Latency, MaxLatencies+1) }, "17 latencies, at most 16"},
 		{"axis too wide", func(r *Report) {
-			r.Charts[1].Series[0].Points = []Point{{0, -math.MaxFloat64}, {1, math.MaxFloat64}}
+			r.Charts[1].Series[0].Points = []Point{{T: 0, V: -math.MaxFloat64}, {T: 1, V: math.MaxFloat64}}
 		}, "value axis"},
 	}
 	for _, c := range cases {
@@ -710,7 +710,7 @@ func TestEmptyChartsSayNoData(t *testing.T) {
 	r.Charts = []Chart{
 		{Title: "no series", Unit: "s"},
 		{Title: "empty series", Unit: "s", Series: []Series{{Name: "a"}, {Name: "b", Points: []Point{}}}, Threshold: 2},
-		{Title: "only NaN", Unit: "ms", Series: []Series{{Name: "p99", Points: []Point{{1, math.NaN()}, {math.NaN(), 2}}}}},
+		{Title: "only NaN", Unit: "ms", Series: []Series{{Name: "p99", Points: []Point{{T: 1, V: math.NaN()}, {T: math.NaN(), V: 2}}}}},
 	}
 	out, doc := render(t, r)
 	svgs := findAll(doc, elem("svg"))
@@ -738,7 +738,7 @@ func TestEmptyChartsSayNoData(t *testing.T) {
 func TestSinglePointSeries(t *testing.T) {
 	r := sample()
 	r.Markers = nil
-	r.Charts = []Chart{{Title: "one", Unit: "s", Series: []Series{{Name: "x", Points: []Point{{5, 2}}}}}}
+	r.Charts = []Chart{{Title: "one", Unit: "s", Series: []Series{{Name: "x", Points: []Point{{T: 5, V: 2}}}}}}
 	_, doc := render(t, r)
 	svg := findAll(doc, elem("svg"))[0]
 	if len(findAll(svg, elem("polyline", "series"))) != 0 || len(findAll(svg, elem("circle", "dot"))) != 1 {
@@ -802,8 +802,8 @@ func TestExampleReportFile(t *testing.T) {
 
 func TestSharedTimeAxis(t *testing.T) {
 	r := &Report{Title: "shared axis", Charts: []Chart{
-		{Title: "short", Unit: "s", Series: []Series{{Name: "a", Points: []Point{{0, 1}, {10, 2}}}}},
-		{Title: "long", Unit: "s", Series: []Series{{Name: "b", Points: []Point{{0, 1}, {100, 2}}}}},
+		{Title: "short", Unit: "s", Series: []Series{{Name: "a", Points: []Point{{T: 0, V: 1}, {T: 10, V: 2}}}}},
+		{Title: "long", Unit: "s", Series: []Series{{Name: "b", Points: []Point{{T: 0, V: 1}, {T: 100, V: 2}}}}},
 	}}
 	_, doc := render(t, r)
 	svgs := findAll(doc, elem("svg"))
@@ -891,7 +891,7 @@ func TestFindingsListMsgIDs(t *testing.T) {
 
 func TestThresholdOffScale(t *testing.T) {
 	r := &Report{Title: "t", Charts: []Chart{{Title: "ACK", Unit: "ms", Threshold: 5000, ThresholdLabel: "max ACK p99",
-		Series: []Series{{Name: "p99", Points: []Point{{0, 120}, {1, 210}, {2, 180}}}}}}}
+		Series: []Series{{Name: "p99", Points: []Point{{T: 0, V: 120}, {T: 1, V: 210}, {T: 2, V: 180}}}}}}}
 	_, doc := render(t, r)
 	svg := findAll(doc, elem("svg"))[0]
 	var ticks []string
@@ -923,7 +923,7 @@ func TestThresholdOffScale(t *testing.T) {
 }
 
 func TestMarkerLabelsDoNotOverlap(t *testing.T) {
-	r := &Report{Title: "t", Charts: []Chart{{Title: "c", Series: []Series{{Name: "a", Points: []Point{{0, 1}, {16, 2}}}}}}}
+	r := &Report{Title: "t", Charts: []Chart{{Title: "c", Series: []Series{{Name: "a", Points: []Point{{T: 0, V: 1}, {T: 16, V: 2}}}}}}}
 	for _, m := range []Marker{{1, "inject latency(redis,50ms,jitter=10ms)", KindInject}, {3, "heal latency(redis,50ms,jitter=10ms)", KindHeal},
 		{3.5, "inject reset_peer(mysql)", KindInject}, {4.5, "heal reset_peer(mysql)", KindHeal}, {5, "inject down(kafka)", KindInject},
 		{5.01, "heal down(kafka)", KindHeal}, {7, "heal kill(consumer)", KindHeal}} {

@@ -199,6 +199,8 @@ func markerStyle(kind string) (stroke, dash, width string) {
 		return "#2ca02c", "5 3", "1.5"
 	case KindAlign:
 		return "#7f7f7f", "1 3", "1.5"
+	case kindMark:
+		return "#006600", "3 3", "1.5"
 	default: // KindError
 		return "#222222", "2 2", "2"
 	}

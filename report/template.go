@@ -48,22 +48,7 @@ table.meta small{color:#555}
 tr.latency.unknown b{color:#8a5a00}
 p.glossary{font-size:.85em;color:#444}
 p.glossary dfn{font-style:normal;font-weight:bold}
-figure.chart{background:#fff;border:1px solid #ddd;margin:14px 0;padding:8px 10px}
-figure.chart figcaption{font-weight:bold;margin-bottom:4px}
-figure.chart figcaption small{font-weight:normal;color:#666}
-svg.plot{display:block;width:100%;height:auto;max-width:900px}
-ul.legend{list-style:none;padding:0;margin:4px 0 0;display:flex;flex-wrap:wrap;gap:4px 16px;font-size:.85em}
-ul.legend li.empty{color:#888}
-ul.legend small{color:#666}
-ul.marker-notes{list-style:none;padding:0;margin:6px 0 0;display:flex;flex-wrap:wrap;gap:2px 14px;font-size:.85em}
-p.gap-note{font-size:.85em;color:#555;margin:4px 0}
-ul.marker-notes li.lead{color:#666}
-ul.marker-notes .mk-inject{color:#d62728}
-ul.marker-notes .mk-heal{color:#2ca02c}
-ul.marker-notes .mk-align{color:#7f7f7f}
-ul.marker-notes .mk-error{color:#222}
-.sw{display:inline-block;width:14px;height:3px;vertical-align:middle;margin-right:5px}
-footer{color:#888;font-size:.8em;margin-top:2em}
+` + chartStyle + `footer{color:#888;font-size:.8em;margin-top:2em}
 </style>
 </head>
 <body>
@@ -87,24 +72,7 @@ footer{color:#888;font-size:.8em;margin-top:2em}
 <section id="charts">
 <h2>Charts</h2>
 {{if .MarkerNotes}}<ul class="marker-notes"><li class="lead">Markers on every chart with no room for a label, by tag:</li>{{range .MarkerNotes}}<li><b class="tag mk-{{.Kind}}">{{.Tag}}</b> {{range $i, $e := .Items}}{{if $i}}; {{end}}<span class="mk-{{.Kind}}">{{.Text}}</span>{{end}}</li>{{end}}</ul>
-{{end}}{{range .Charts}}<figure class="chart" id="{{.ID}}">
-<figcaption>{{.Title}}{{if .Unit}} <small>({{.Unit}})</small>{{end}}</figcaption>
-<svg class="plot" viewBox="0 0 {{.Width}} {{.Height}}" width="{{.Width}}" height="{{.Height}}" role="img" aria-label="{{.Title}}" font-family="sans-serif" font-size="11" fill="#333333">
-<rect class="frame" x="{{.Left}}" y="{{.Top}}" width="{{.PlotW}}" height="{{.PlotH}}" fill="#ffffff" stroke="#bbbbbb"/>
-<g class="yaxis">{{$c := .}}{{range .YTicks}}<line class="grid" x1="{{$c.Left}}" y1="{{.Pos}}" x2="{{$c.Right}}" y2="{{.Pos}}" stroke="#eeeeee"/><text x="{{$c.YTickTextX}}" y="{{.Pos}}" text-anchor="end" dominant-baseline="middle">{{.Label}}</text>{{end}}</g>
-<g class="xaxis">{{range .XTicks}}<line class="tick" x1="{{.Pos}}" y1="{{$c.Bottom}}" x2="{{.Pos}}" y2="{{$c.TickEnd}}" stroke="#bbbbbb"/><line class="grid" x1="{{.Pos}}" y1="{{$c.Top}}" x2="{{.Pos}}" y2="{{$c.Bottom}}" stroke="#f3f3f3"/><text x="{{.Pos}}" y="{{$c.XTickTextY}}" text-anchor="middle">{{.Label}}</text>{{end}}</g>
-<text class="unit" transform="translate(14 {{.MidY}}) rotate(-90)" text-anchor="middle">{{.Unit}}</text>
-<text class="caption" x="{{.Right}}" y="{{.CaptionY}}" text-anchor="end" fill="#666666">time since start (s)</text>
-{{range .Lines}}{{range .Gaps}}<rect class="gap" x="{{.X}}" y="{{.Y}}" width="{{.W}}" height="{{.H}}" fill="{{.Color}}" fill-opacity="0.10"><title>{{.Title}}</title></rect>{{end}}{{end}}
-{{with .Threshold}}<g class="threshold"><title>{{.Title}}</title><line class="threshold-line" x1="{{.X1}}" y1="{{.Y}}" x2="{{.X2}}" y2="{{.Y}}" stroke="#555555" stroke-width="1.5" stroke-dasharray="{{if .OffScale}}2 3{{else}}6 4{{end}}"/><text x="{{.TextX}}" y="{{.TextY}}" text-anchor="end" fill="#555555">{{.Label}}</text></g>{{end}}
-{{range .Lines}}{{$l := .}}{{range .Segments}}<polyline class="series" points="{{.}}" fill="none" stroke="{{$l.Color}}" stroke-width="1.5" stroke-linejoin="round"><title>{{$l.Name}}</title></polyline>{{end}}{{range .Dots}}<circle class="dot" cx="{{.CX}}" cy="{{.CY}}" r="3" fill="{{.Color}}"><title>{{$l.Name}}</title></circle>{{end}}{{range .Ends}}<circle class="gap-end" cx="{{.CX}}" cy="{{.CY}}" r="4" fill="none" stroke="{{.Color}}" stroke-width="1.2"/>{{end}}
-{{end}}{{range .Markers}}<g class="marker {{.Kind}}"><title>{{.Title}}</title><line class="marker-line" x1="{{.X}}" y1="{{.Y1}}" x2="{{.X}}" y2="{{.Y2}}" stroke="{{.Stroke}}" stroke-width="{{.Width}}"{{if .Dash}} stroke-dasharray="{{.Dash}}"{{end}}/><line class="marker-hit" x1="{{.X}}" y1="{{.Y1}}" x2="{{.X}}" y2="{{.Y2}}" stroke="#000000" stroke-opacity="0" stroke-width="8"/></g>
-{{end}}<g class="marker-labels">{{range .Markers}}{{if .BoxW}}<rect class="marker-box" x="{{.BoxX}}" y="{{.BoxY}}" width="{{.BoxW}}" height="{{.BoxH}}" fill="#ffffff"/>{{end}}<text class="marker-label {{.Kind}}" x="{{.TextX}}" y="{{.TextY}}" text-anchor="{{.Anchor}}" fill="{{.Stroke}}" stroke="#ffffff" stroke-width="3" stroke-linejoin="round" paint-order="stroke"><title>{{.Title}}</title>{{.Short}}</text>{{end}}</g>
-{{if .NoData}}<text class="nodata" x="{{.MidX}}" y="{{.MidY}}" text-anchor="middle" dominant-baseline="middle" font-size="16" fill="#888888">no data</text>{{end}}
-</svg>
-<ul class="legend">{{range .Legend}}<li{{if .Empty}} class="empty"{{end}}><span class="sw" style="{{.Swatch}}"></span>{{.Name}} <small>{{.Summary}}</small></li>{{end}}</ul>
-</figure>
-{{else}}<p class="empty">no charts</p>{{end}}
+{{end}}{{range .Charts}}{{template "chart" .}}{{else}}<p class="empty">no charts</p>{{end}}
 </section>
 
 <section id="checks">
@@ -163,4 +131,46 @@ footer{color:#888;font-size:.8em;margin-top:2em}
 </main>
 </body>
 </html>
+`
+
+// chartStyle is the CSS of a chart figure (chartTemplate), on the report
+// page and wherever FigureStyle brings it.
+const chartStyle = `figure.chart{background:#fff;border:1px solid #ddd;margin:14px 0;padding:8px 10px}
+figure.chart figcaption{font-weight:bold;margin-bottom:4px}
+figure.chart figcaption small{font-weight:normal;color:#666}
+svg.plot{display:block;width:100%;height:auto;max-width:900px}
+ul.legend{list-style:none;padding:0;margin:4px 0 0;display:flex;flex-wrap:wrap;gap:4px 16px;font-size:.85em}
+ul.legend li.empty{color:#888}
+ul.legend small{color:#666}
+ul.marker-notes{list-style:none;padding:0;margin:6px 0 0;display:flex;flex-wrap:wrap;gap:2px 14px;font-size:.85em}
+p.gap-note{font-size:.85em;color:#555;margin:4px 0}
+ul.marker-notes li.lead{color:#666}
+ul.marker-notes .mk-inject{color:#d62728}
+ul.marker-notes .mk-heal{color:#2ca02c}
+ul.marker-notes .mk-align{color:#7f7f7f}
+ul.marker-notes .mk-error{color:#222}
+.sw{display:inline-block;width:14px;height:3px;vertical-align:middle;margin-right:5px}
+`
+
+// chartTemplate is one chart's figure: caption, inline SVG, legend and
+// notes, from a chartView.
+const chartTemplate = `<figure class="chart" id="{{.ID}}">
+<figcaption>{{.Title}}{{if .Unit}} <small>({{.Unit}})</small>{{end}}</figcaption>
+<svg class="plot" viewBox="0 0 {{.Width}} {{.Height}}" width="{{.Width}}" height="{{.Height}}" role="img" aria-label="{{.Title}}" font-family="sans-serif" font-size="11" fill="#333333">
+<rect class="frame" x="{{.Left}}" y="{{.Top}}" width="{{.PlotW}}" height="{{.PlotH}}" fill="#ffffff" stroke="#bbbbbb"/>
+<g class="yaxis">{{$c := .}}{{range .YTicks}}<line class="grid" x1="{{$c.Left}}" y1="{{.Pos}}" x2="{{$c.Right}}" y2="{{.Pos}}" stroke="#eeeeee"/><text x="{{$c.YTickTextX}}" y="{{.Pos}}" text-anchor="end" dominant-baseline="middle">{{.Label}}</text>{{end}}</g>
+<g class="xaxis">{{range .XTicks}}<line class="tick" x1="{{.Pos}}" y1="{{$c.Bottom}}" x2="{{.Pos}}" y2="{{$c.TickEnd}}" stroke="#bbbbbb"/><line class="grid" x1="{{.Pos}}" y1="{{$c.Top}}" x2="{{.Pos}}" y2="{{$c.Bottom}}" stroke="#f3f3f3"/><text x="{{.Pos}}" y="{{$c.XTickTextY}}" text-anchor="middle">{{.Label}}</text>{{end}}</g>
+<text class="unit" transform="translate(14 {{.MidY}}) rotate(-90)" text-anchor="middle">{{.Unit}}</text>
+<text class="caption" x="{{.Right}}" y="{{.CaptionY}}" text-anchor="end" fill="#666666">{{.XCaption}}</text>
+{{range .Lines}}{{range .Gaps}}<rect class="gap" x="{{.X}}" y="{{.Y}}" width="{{.W}}" height="{{.H}}" fill="{{.Color}}" fill-opacity="0.10"><title>{{.Title}}</title></rect>{{end}}{{end}}
+{{with .Threshold}}<g class="threshold"><title>{{.Title}}</title><line class="threshold-line" x1="{{.X1}}" y1="{{.Y}}" x2="{{.X2}}" y2="{{.Y}}" stroke="#555555" stroke-width="1.5" stroke-dasharray="{{if .OffScale}}2 3{{else}}6 4{{end}}"/><text x="{{.TextX}}" y="{{.TextY}}" text-anchor="end" fill="#555555">{{.Label}}</text></g>{{end}}
+{{range .Lines}}{{$l := .}}{{range .Segments}}<polyline class="series" points="{{.}}" fill="none" stroke="{{$l.Color}}" stroke-width="1.5" stroke-linejoin="round"><title>{{$l.Name}}</title></polyline>{{end}}{{range .Dots}}<circle class="dot" cx="{{.CX}}" cy="{{.CY}}" r="3" fill="{{.Color}}"><title>{{$l.Name}}</title></circle>{{end}}{{range .Ends}}<circle class="gap-end" cx="{{.CX}}" cy="{{.CY}}" r="4" fill="none" stroke="{{.Color}}" stroke-width="1.2"/>{{end}}{{range .Points}}<circle class="point{{if .Hollow}} hollow{{end}}" cx="{{.CX}}" cy="{{.CY}}" r="3.5" fill="{{.Fill}}" stroke="{{.Color}}" stroke-width="1.5"><title>{{.Title}}</title></circle>{{end}}
+{{end}}{{range .Markers}}<g class="marker {{.Kind}}"><title>{{.Title}}</title><line class="marker-line" x1="{{.X}}" y1="{{.Y1}}" x2="{{.X}}" y2="{{.Y2}}" stroke="{{.Stroke}}" stroke-width="{{.Width}}"{{if .Dash}} stroke-dasharray="{{.Dash}}"{{end}}/><line class="marker-hit" x1="{{.X}}" y1="{{.Y1}}" x2="{{.X}}" y2="{{.Y2}}" stroke="#000000" stroke-opacity="0" stroke-width="8"/></g>
+{{end}}<g class="marker-labels">{{range .Markers}}{{if .BoxW}}<rect class="marker-box" x="{{.BoxX}}" y="{{.BoxY}}" width="{{.BoxW}}" height="{{.BoxH}}" fill="#ffffff"/>{{end}}<text class="marker-label {{.Kind}}" x="{{.TextX}}" y="{{.TextY}}" text-anchor="{{.Anchor}}" fill="{{.Stroke}}" stroke="#ffffff" stroke-width="3" stroke-linejoin="round" paint-order="stroke"><title>{{.Title}}</title>{{.Short}}</text>{{end}}</g>
+{{if .NoData}}<text class="nodata" x="{{.MidX}}" y="{{.MidY}}" text-anchor="middle" dominant-baseline="middle" font-size="16" fill="#888888">no data</text>{{end}}
+</svg>
+<ul class="legend">{{range .Legend}}<li{{if .Empty}} class="empty"{{end}}><span class="sw" style="{{.Swatch}}"></span>{{.Name}} <small>{{.Summary}}</small></li>{{end}}</ul>
+{{if .MarkNotes}}<ul class="marker-notes"><li class="lead">Marks with no room for a label, by tag:</li>{{range .MarkNotes}}<li><b class="tag mk-{{.Kind}}">{{.Tag}}</b> {{range $i, $e := .Items}}{{if $i}}; {{end}}<span class="mk-{{.Kind}}">{{.Text}}</span>{{end}}</li>{{end}}</ul>
+{{end}}{{if .Hollow}}<p class="gap-note">open point: {{.Hollow}}</p>
+{{end}}</figure>
 `

@@ -1,0 +1,156 @@
+package capacity
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"golang.org/x/net/html"
+)
+
+// findAll returns the elements under n named tag with every class given.
+func findAll(n *html.Node, tag string, classes ...string) []*html.Node {
+	var out []*html.Node
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode && n.Data == tag && hasClasses(n, classes) {
+			out = append(out, n)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(n)
+	return out
+}
+
+func hasClasses(n *html.Node, classes []string) bool {
+	for _, want := range classes {
+		found := false
+		for _, a := range n.Attr {
+			if a.Key == "class" && strings.Contains(" "+a.Val+" ", " "+want+" ") {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+func textOf(n *html.Node) string {
+	var b strings.Builder
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.TextNode {
+			b.WriteString(n.Data)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(n)
+	return b.String()
+}
+
+func attrOf(n *html.Node, key string) string {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val
+		}
+	}
+	return ""
+}
+
+// pageResult: four steps, the third without latency (stopped early) and
+// the server's CPU unknown at the second; the last two broke the SLO.
+func pageResult() *Result {
+	cost := func(gen, srv *float64) []ProcCost {
+		return []ProcCost{{Name: "generator", PID: 1, Cores: gen}, {Name: "server", PID: 2, Cores: srv, Err: "gone"}}
+	}
+	return &Result{Target: "http://127.0.0.1:1", SLO: "ack_p99<=200ms", Knee: ptr(300.0), Sustainable: ptr(200.0),
+		Procs: []Proc{{Name: "generator", PID: 1}, {Name: "server", PID: 2}}, Machine: Machine{CPUs: 2, Note: MachineNote},
+		Steps: []*Step{
+			{Index: 4, OfferedPerSec: 400, AckP50Ms: ptr(300.0), AckP99Ms: ptr(900.0), CPU: cost(ptr(0.6), ptr(1.0))},
+			{Index: 1, OfferedPerSec: 100, AckP50Ms: ptr(5.0), AckP99Ms: ptr(20.0), Held: true, CPU: cost(ptr(0.2), ptr(0.3))},
+			{Index: 2, OfferedPerSec: 200, AckP50Ms: ptr(8.0), AckP99Ms: ptr(40.0), Held: true, CPU: cost(ptr(0.4), nil)},
+			{Index: 3, OfferedPerSec: 300, StoppedEarly: "stalled", CPU: cost(ptr(0.5), ptr(0.9))},
+		}}
+}
+
+func TestPageChartsHoldPointsLimitAndMarks(t *testing.T) {
+	var buf bytes.Buffer
+	if err := pageResult().WriteHTML(&buf); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := html.Parse(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svgs := findAll(doc, "svg", "plot")
+	if len(svgs) != 2 {
+		t.Fatalf("%d charts, want 2", len(svgs))
+	}
+	lat, cpu := svgs[0], svgs[1]
+	for _, c := range []struct {
+		svg          *html.Node
+		points, open int
+		limit, gap   string
+		gaps         int
+	}{
+		// p50 and p99 at 100, 200, 400; open at 400; no point at 300.
+		{lat, 6, 2, "SLO ack_p99 (200 ms)", "offered rate 300 sends/s", 2},
+		// generator at every step, the server at three; open at 300, 400.
+		{cpu, 7, 4, "CPUs of the machine (2 cores)", "offered rate 200 sends/s", 1},
+	} {
+		title := attrOf(c.svg, "aria-label")
+		if n := len(findAll(c.svg, "circle", "point")); n != c.points {
+			t.Errorf("%s: %d points, want %d", title, n, c.points)
+		}
+		if n := len(findAll(c.svg, "circle", "point", "hollow")); n != c.open {
+			t.Errorf("%s: %d open points, want %d (the broken steps)", title, n, c.open)
+		}
+		th := findAll(c.svg, "g", "threshold")
+		if len(th) != 1 || !strings.Contains(textOf(th[0]), c.limit) || len(findAll(th[0], "line", "threshold-line")) != 1 {
+			t.Errorf("%s: want one limit line labelled %q", title, c.limit)
+		}
+		marks := findAll(c.svg, "g", "marker", "mark")
+		labels := textOf(findAll(c.svg, "g", "marker-labels")[0])
+		if len(marks) != 2 || !strings.Contains(labels, "knee 300/s") || !strings.Contains(labels, "sustainable 200/s") {
+			t.Errorf("%s: %d marks labelled %q, want the knee and the sustainable rate", title, len(marks), labels)
+		}
+		gaps := findAll(c.svg, "rect", "gap")
+		if len(gaps) != c.gaps {
+			t.Errorf("%s: %d gaps, want %d (one per series without a figure there)", title, len(gaps), c.gaps)
+		}
+		for _, g := range gaps {
+			if !strings.Contains(textOf(g), c.gap) {
+				t.Errorf("%s: gap %q, want it at %q", title, textOf(g), c.gap)
+			}
+		}
+		if cap := textOf(findAll(c.svg, "text", "caption")[0]); cap != "offered rate (sends/s)" {
+			t.Errorf("%s: x caption %q", title, cap)
+		}
+	}
+	// Points run in rate order whatever the steps' order.
+	pts := findAll(lat, "circle", "point")
+	if x0, x2 := attrOf(pts[0], "cx"), attrOf(pts[2], "cx"); !(len(x0) > 0 && lessCoord(x0, attrOf(pts[1], "cx")) && lessCoord(attrOf(pts[1], "cx"), x2)) {
+		t.Errorf("p50 points at x %s, %s, %s: want rising with the rate", x0, attrOf(pts[1], "cx"), x2)
+	}
+	if !strings.Contains(textOf(doc), "open point: the step broke the SLO") {
+		t.Error("the page does not say what an open point means")
+	}
+}
+
+func lessCoord(a, b string) bool {
+	var x, y float64
+	if _, err := fmt.Sscan(a, &x); err != nil {
+		return false
+	}
+	if _, err := fmt.Sscan(b, &y); err != nil {
+		return false
+	}
+	return x < y
+}
