@@ -93,7 +93,7 @@ func TestPipelinedAnswersInOrder(t *testing.T) {
 
 // pipeServer accepts one connection (then refuses any other), reads
 // answered requests, answers each (the last with Connection: close when
-// closeHeader) and closes the connection without answering the rest; with
+// closeHeader) and ends the connection without answering the rest; with
 // answered < 0 it reads and never answers.
 func pipeServer(t *testing.T, answered int, closeHeader bool) string {
 	t.Helper()
@@ -131,6 +131,12 @@ func pipeServer(t *testing.T, answered int, closeHeader bool) string {
 			fmt.Fprintf(&out, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n%sContent-Length: %d\r\n\r\n%s", hdr, len(body), body)
 		}
 		_, _ = io.WriteString(c, out.String())
+		// End the connection with a FIN, not a reset (a close with requests
+		// unread in its buffer resets it, and a reset may discard the
+		// answers before the client reads them), and read what the client
+		// still sends until it closes its end.
+		_ = c.(*net.TCPConn).CloseWrite()
+		_, _ = io.Copy(io.Discard, br)
 	}()
 	return ln.Addr().String()
 }
