@@ -26,7 +26,14 @@
 // answered) is unknown, and unknown does not hold. Nor does a step whose
 // latency grew through the window (the second half's ACK p50 more than
 // twice the first half's and beyond a quarter of the ACK limit): a queue
-// that grows is not a sustainable rate, however short the step.
+// that grows is not a sustainable rate, however short the step. Nor does
+// a step in which some consumer group fell behind (GET /v1/lab/lag: its
+// lag age grew through the window by more than a quarter of the window
+// and 2 s): the ACK path held but the pipeline behind it did not keep up.
+// Steps are independent: before each step after the first the search
+// waits, at most SettleMax (30 s), for every group's lag to fall to
+// SettleLag (2 s); a backlog still there is recorded on the step
+// (backlog_at_start_s) and said on its line.
 //
 // Bounded time: each step runs under a deadline (WarmUp + Step + Settle +
 // DrainTimeout + a margin) and is stopped early, from loadgen's per-second

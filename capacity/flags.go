@@ -1,8 +1,46 @@
 package capacity
 
 import (
+	"fmt"
+
 	"github.com/spf13/pflag"
+
+	"imlab/internal/setting"
 )
+
+// Settings are the search's settings, each once: its key in a scenario
+// file's capacity block (none: files do not offer it), its flag on imlab
+// capacity, what it means and the field it lands in. The SLO, the
+// processes to watch and the output directory are a command's or a
+// file's own: each parses or derives them.
+func Settings() setting.Table[Config] {
+	return setting.Table[Config]{
+		{Key: "from", Flag: "from", Field: func(c *Config) any { return &c.From },
+			Doc: "first rate (sends/s)"},
+		{Key: "to", Flag: "to", Field: func(c *Config) any { return &c.To },
+			Doc: "highest rate tried (sends/s)"},
+		{Key: "growth", Flag: "growth", Field: func(c *Config) any { return &c.Growth },
+			Doc: "rate factor between ramp steps"},
+		{Key: "resolution", Flag: "resolution", Field: func(c *Config) any { return &c.Resolution },
+			Doc: "bisect until the rate that broke is within this fraction of the rate that held"},
+		{Key: "warm_up", Flag: "warm-up", Field: func(c *Config) any { return &c.WarmUp },
+			Doc: "uncounted warm-up of each step (whole seconds)"},
+		{Key: "step", Flag: "step", Field: func(c *Config) any { return &c.Step },
+			Doc: "measured length of each step (whole seconds)"},
+		{Key: "max_steps", Flag: "max-steps", Field: func(c *Config) any { return &c.MaxSteps },
+			Doc: "steps at most, the repeat included"},
+		{Key: "cool_down", Flag: "cool-down", Field: func(c *Config) any { return &c.CoolDown },
+			Doc: "pause after a step that broke, for the target's backlog to drain"},
+		{Flag: "settle-max", Field: func(c *Config) any { return &c.SettleMax },
+			Doc: "before each step after the first, wait this long at most for every consumer group's lag (GET /v1/lab/lag) to fall to --settle-lag, so a step does not inherit the backlog of the ones before it (0: no wait; a backlog left is recorded on the step)"},
+		{Flag: "settle-lag", Field: func(c *Config) any { return &c.SettleLag },
+			Doc: "the lag a step may start with (see --settle-max)"},
+		{Key: "ceiling", Flag: "ceiling", Field: func(c *Config) any { return &c.CeilingFor },
+			Doc: "measure the generator's ceiling on a no-op endpoint this long first (0: skip)"},
+		{Flag: "keep-ledgers", Field: func(c *Config) any { return &c.KeepLedgers },
+			Doc: "keep every step's ledger"},
+	}
+}
 
 // loadFlags are the generator's flags a search offers, with what each
 // means for a search (each step is one load run).
@@ -19,22 +57,15 @@ var loadFlags = []struct{ name, usage string }{
 	{"mix", "client mix of every step: off (send-only) or default (loadgen.DefaultMix); --mix-* flags after it override one key each (the same keys as imlab load and a scenario's load.mix)"},
 }
 
-// RegisterFlags registers the search's settings on fs as flags bound to
-// c, each defaulting to c's current value (register a DefaultConfig), and
-// the generator's settings a search offers (c.Load's). The SLO, the
-// processes to watch and the output directory are the command's: it
-// parses or derives them.
+// RegisterFlags registers the search's settings (Settings) on fs as flags
+// bound to c, each defaulting to c's current value (register a
+// DefaultConfig), and the generator's settings a search offers (c.Load's).
+// The SLO, the processes to watch and the output directory are the
+// command's: it parses or derives them.
 func (c *Config) RegisterFlags(fs *pflag.FlagSet) error {
-	fs.Float64Var(&c.From, "from", c.From, "first rate (sends/s)")
-	fs.Float64Var(&c.To, "to", c.To, "highest rate tried (sends/s)")
-	fs.Float64Var(&c.Growth, "growth", c.Growth, "rate factor between ramp steps")
-	fs.Float64Var(&c.Resolution, "resolution", c.Resolution, "bisect until the rate that broke is within this fraction of the rate that held")
-	fs.DurationVar(&c.WarmUp, "warm-up", c.WarmUp, "uncounted warm-up of each step (whole seconds)")
-	fs.DurationVar(&c.Step, "step", c.Step, "measured length of each step (whole seconds)")
-	fs.IntVar(&c.MaxSteps, "max-steps", c.MaxSteps, "steps at most, the repeat included")
-	fs.DurationVar(&c.CoolDown, "cool-down", c.CoolDown, "pause after a step that broke, for the target's backlog to drain")
-	fs.DurationVar(&c.CeilingFor, "ceiling", c.CeilingFor, "measure the generator's ceiling on a no-op endpoint this long first (0: skip)")
-	fs.BoolVar(&c.KeepLedgers, "keep-ledgers", c.KeepLedgers, "keep every step's ledger")
+	if err := Settings().Register(fs, c); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
 	names := make([]string, len(loadFlags))
 	for i, f := range loadFlags {
 		names[i] = f.name

@@ -23,8 +23,12 @@ func stepLine(st *Step) string {
 	if !st.Held {
 		verdict = "BROKE (" + st.Limit + "): " + strings.Join(st.Broken, "; ")
 	}
-	return fmt.Sprintf("step %d %-6s offered %.0f/s: acked %s/s, ack p50 %s ms p99 %s ms, errors %s%%, lag %s s: %s",
-		st.Index, st.Phase, st.OfferedPerSec, fv(st.AckedPerSec, "%.0f"), fv(st.AckP50Ms, "%.1f"), fv(st.AckP99Ms, "%.1f"),
+	started := ""
+	if st.BacklogAtStartS != nil {
+		started = fmt.Sprintf(" (started behind a backlog: group %s %.1fs)", st.BacklogGroup, *st.BacklogAtStartS)
+	}
+	return fmt.Sprintf("step %d %-6s offered %.0f/s%s: acked %s/s, ack p50 %s ms p99 %s ms, errors %s%%, lag %s s: %s",
+		st.Index, st.Phase, st.OfferedPerSec, started, fv(st.AckedPerSec, "%.0f"), fv(st.AckP50Ms, "%.1f"), fv(st.AckP99Ms, "%.1f"),
 		fv(pct(st.ErrorRate), "%.3f"), fv(st.LagS, "%.2f"), verdict)
 }
 

@@ -48,6 +48,13 @@ type Config struct {
 	// CoolDown is the pause after a step that broke, so the target's
 	// backlog drains before the next step.
 	CoolDown time.Duration
+	// SettleMax bounds the wait before each step after the first for
+	// every consumer group's lag (GET /v1/lab/lag) to fall to SettleLag,
+	// so that a step does not inherit the backlog of the ones before it
+	// (0: no wait). A backlog still there when it passes is recorded on
+	// the step (Step.BacklogAtStartS). No wait on a target without the
+	// lag route.
+	SettleMax, SettleLag time.Duration
 	// CeilingFor measures the generator's ceiling this long first (0: no
 	// ceiling; the generator-limit diagnosis then rests on lateness only).
 	CeilingFor time.Duration
@@ -78,7 +85,8 @@ func DefaultConfig(target, secret, outDir string) Config {
 	lc.Settle, lc.DrainTimeout = time.Second, 20*time.Second
 	slo, _ := ParseSLO(DefaultSLO)
 	return Config{Load: lc, SLO: slo, From: 200, To: 20000, Growth: 2, Resolution: 0.1,
-		WarmUp: 3 * time.Second, Step: 10 * time.Second, MaxSteps: 16, CoolDown: 3 * time.Second, CeilingFor: 2 * time.Second, Check: true, OutDir: outDir}
+		WarmUp: 3 * time.Second, Step: 10 * time.Second, MaxSteps: 16, CoolDown: 3 * time.Second,
+		SettleMax: DefaultSettleMax, SettleLag: DefaultSettleLag, CeilingFor: 2 * time.Second, Check: true, OutDir: outDir}
 }
 
 // Validate checks every limit.
@@ -97,6 +105,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: max steps %d: want 2..%d", ErrInvalid, c.MaxSteps, MaxSteps)
 	case c.CeilingFor < 0 || c.CoolDown < 0 || c.CoolDown > time.Minute:
 		return fmt.Errorf("%w: ceiling duration >= 0 and cool-down in 0..1m", ErrInvalid)
+	case c.SettleMax < 0 || c.SettleMax > MaxSettle || (c.SettleMax > 0 && c.SettleLag <= 0):
+		return fmt.Errorf("%w: settle-max %s and settle-lag %s: want settle-max in 0..%s and settle-lag > 0", ErrInvalid, c.SettleMax, c.SettleLag, MaxSettle)
 	case c.OutDir == "":
 		return fmt.Errorf("%w: no output directory", ErrInvalid)
 	case c.SLO.String() == "":
@@ -269,7 +279,7 @@ func (s *search) run(ctx context.Context) error {
 			return nil
 		}
 		for {
-			held = math.Round(held * (1 - c.Resolution))
+			held = stepDown(held, c.Resolution)
 			if held < c.From {
 				return nil
 			}
@@ -285,6 +295,18 @@ func (s *search) run(ctx context.Context) error {
 	return nil
 }
 
+// stepDown is the next rate below held: held less the resolution,
+// rounded, and at least one send/s less (at low rates the rounding would
+// otherwise give held again, and the search would repeat it to its last
+// step).
+func stepDown(held, resolution float64) float64 {
+	next := math.Round(held * (1 - resolution))
+	if next >= held {
+		next = held - 1
+	}
+	return next
+}
+
 // step runs one step unless the search is out of steps or cancelled.
 func (s *search) step(ctx context.Context, phase string, rate float64) (*Step, error) {
 	if err := ctx.Err(); err != nil {
@@ -293,7 +315,14 @@ func (s *search) step(ctx context.Context, phase string, rate float64) (*Step, e
 	if len(s.res.Steps) >= s.cfg.MaxSteps {
 		return nil, fmt.Errorf("%w (%d) before the search ended", errOutOfSteps, s.cfg.MaxSteps)
 	}
+	var backlog *backlog
+	if len(s.res.Steps) > 0 {
+		backlog = s.settle(ctx)
+	}
 	st := s.runStep(ctx, phase, rate)
+	if backlog != nil {
+		st.BacklogAtStartS, st.BacklogGroup = &backlog.age, backlog.group
+	}
 	s.res.Steps = append(s.res.Steps, st)
 	if !s.cfg.KeepLedgers {
 		if err := removeLedger(st.RunDir); err != nil {

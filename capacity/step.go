@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -87,6 +88,16 @@ type Step struct {
 	// LagS is the largest consumer lag age over LagPolls complete polls.
 	LagS     *float64 `json:"lag_s"`
 	LagPolls int      `json:"lag_polls"`
+	// LagGroups is each consumer group's largest lag age at the first and
+	// the last complete poll of the window (two polls at least): a lag that
+	// grows through the window is a pipeline that does not keep up.
+	LagGroups []GroupLag `json:"lag_groups,omitempty"`
+	// BacklogAtStartS is the largest lag age when the step began, set when
+	// the backlog of the steps before it did not fall below the search's
+	// SettleLag within SettleMax (BacklogGroup names the group): the step
+	// shared the target with that backlog's drain.
+	BacklogAtStartS *float64 `json:"backlog_at_start_s,omitempty"`
+	BacklogGroup    string   `json:"backlog_group,omitempty"`
 	// RowsPerMsg: inbox rows per ACKed send (the checker's witness pulls).
 	RowsPerMsg *float64   `json:"rows_per_msg"`
 	CPU        []ProcCost `json:"cpu"`
@@ -238,6 +249,7 @@ func (s *search) runStep(ctx context.Context, phase string, rate float64) *Step 
 	}
 	if lag.polls > 0 {
 		st.LagS, st.LagPolls = ptr(lag.max), lag.polls
+		st.LagGroups = lag.groups()
 	}
 	if st.StoppedEarly == "" && runErr == nil && c.Check {
 		s.check(st)
@@ -376,6 +388,9 @@ func (s *search) judge(st *Step) {
 	if why := growing(st, c.SLO.ackLimit()); why != "" {
 		st.Broken = append(st.Broken, why)
 	}
+	if why := falling(st, c.Step); why != "" {
+		st.Broken = append(st.Broken, why)
+	}
 	if st.StoppedEarly != "" {
 		st.Broken = append([]string{"stopped early " + st.StoppedEarly}, st.Broken...)
 	}
@@ -478,9 +493,63 @@ func growing(st *Step, limit time.Duration) string {
 	return ""
 }
 
+// GroupLag is one consumer group's largest lag age at the first and the
+// last complete poll of a step's window.
+type GroupLag struct {
+	Group  string  `json:"group"`
+	StartS float64 `json:"start_s"`
+	EndS   float64 `json:"end_s"`
+}
+
 type lagResult struct {
-	polls int
-	max   float64
+	polls       int
+	max         float64
+	first, last map[string]float64
+}
+
+// groups is the per-group lag at the window's first and last poll, sorted
+// by group (nil with fewer than two polls).
+func (l lagResult) groups() []GroupLag {
+	if l.polls < 2 {
+		return nil
+	}
+	var out []GroupLag
+	for g, end := range l.last {
+		start, ok := l.first[g]
+		if !ok {
+			continue
+		}
+		out = append(out, GroupLag{Group: g, StartS: start, EndS: end})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Group < out[j].Group })
+	return out
+}
+
+// Lag-growth thresholds: a group whose lag age grew through the window by
+// more than lagGrowthShare of the window and at least lagGrowthFloor
+// consumed less than about three quarters of what arrived (the age of the
+// oldest record not consumed grows by the window times the share left
+// behind).
+const (
+	lagGrowthShare = 0.25
+	lagGrowthFloor = 2 * time.Second
+)
+
+// falling says whether some consumer group fell behind through the window
+// (its lag grew), or "": the rate is not sustainable by the whole
+// pipeline, whatever the ACK path shows.
+func falling(st *Step, window time.Duration) string {
+	lim := max(lagGrowthFloor, time.Duration(lagGrowthShare*float64(window))).Seconds()
+	var why []string
+	for _, g := range st.LagGroups {
+		if g.EndS-g.StartS > lim {
+			why = append(why, fmt.Sprintf("group %s's lag grew from %.1fs to %.1fs", g.Group, g.StartS, g.EndS))
+		}
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	return "the pipeline fell behind: " + strings.Join(why, ", ") + " through the window (its consumers do not keep up at this rate)"
 }
 
 // lagAnswer is the part of GET /v1/lab/lag read: the largest age per
@@ -514,6 +583,10 @@ func pollLag(ctx context.Context, target string, inWindow func() bool) lagResult
 			}
 			if a, ok := lagOnce(ctx, hc, target); ok {
 				res.polls++
+				if res.first == nil {
+					res.first = a.MaxAge
+				}
+				res.last = a.MaxAge
 				for _, v := range a.MaxAge {
 					res.max = max(res.max, v)
 				}

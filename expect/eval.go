@@ -93,6 +93,20 @@ func Evaluate(e scenario.ExpectSpec, o Observed) []result.Check {
 	add := func(name, want, got string, ok bool) {
 		out = append(out, result.Check{Name: name, Want: want, Got: got, OK: ok})
 	}
+	verdictChecks(e, o, add)
+	loadChecks(e, o, add)
+	repairChecks(e, o, add)
+	deadLetterChecks(e.DeadLetters, o.DeadLetters, add)
+	runChecks(e, o, add)
+	if o.BurstShape {
+		out = append(out, generatorCheck(e, o.Burst))
+	}
+	return append(out, recoveryChecks(e, o)...)
+}
+
+// verdictChecks evaluates the verdict and the bounds on the checker's
+// findings.
+func verdictChecks(e scenario.ExpectSpec, o Observed, add func(name, want, got string, ok bool)) {
 	got := func(n string) (uint64, string) {
 		if !o.Checked {
 			return 0, "not checked"
@@ -123,6 +137,11 @@ func Evaluate(e scenario.ExpectSpec, o Observed) []result.Check {
 		v, s := got("lost")
 		add("min_lost", fmt.Sprintf(">= %d", *e.MinLost), s, o.Checked && v >= *e.MinLost)
 	}
+}
+
+// loadChecks evaluates the bounds on the load: ACK p99, achieved rate,
+// consumer lag, failed sends, truncated pulls.
+func loadChecks(e scenario.ExpectSpec, o Observed, add func(name, want, got string, ok bool)) {
 	if e.MaxAckP99 != nil {
 		add("max_ack_p99", "<= "+e.MaxAckP99.D().String(), o.AckP99.String(), o.AckP99 <= e.MaxAckP99.D())
 	}
@@ -157,6 +176,11 @@ func Evaluate(e scenario.ExpectSpec, o Observed) []result.Check {
 	if e.MinTruncatedPulls != nil {
 		add("min_truncated_pulls", fmt.Sprintf(">= %d", *e.MinTruncatedPulls), fmt.Sprint(o.TruncatedPulls), o.TruncatedPulls >= *e.MinTruncatedPulls)
 	}
+}
+
+// repairChecks evaluates max_repairs and min_repairs; repairs that could
+// not be read fail them.
+func repairChecks(e scenario.ExpectSpec, o Observed, add func(name, want, got string, ok bool)) {
 	repairs := func(name, want string, ok func(uint64) bool) {
 		if !o.RepairsKnown {
 			add(name, want, fmt.Sprintf("unknown (%d rows read)", o.Repairs), false)
@@ -170,7 +194,11 @@ func Evaluate(e scenario.ExpectSpec, o Observed) []result.Check {
 	if e.MinRepairs != nil {
 		repairs("min_repairs", fmt.Sprintf(">= %d", *e.MinRepairs), func(v uint64) bool { return v >= *e.MinRepairs })
 	}
-	deadLetterChecks(e.DeadLetters, o.DeadLetters, add)
+}
+
+// runChecks evaluates what every run is held to: the evidence made, the
+// faults that reached their target, the final drain.
+func runChecks(e scenario.ExpectSpec, o Observed, add func(name, want, got string, ok bool)) {
 	if o.Evidence > 0 {
 		got := fmt.Sprintf("all %d made", o.Evidence)
 		if len(o.EvidenceGaps) > 0 {
@@ -185,15 +213,9 @@ func Evaluate(e scenario.ExpectSpec, o Observed) []result.Check {
 		}
 		add("faults_reached", "every fault injected and, where it can count, affecting something", got, len(o.FaultMisses) == 0)
 	}
-	wantDrain := e.DrainComplete == nil || *e.DrainComplete
-	if wantDrain {
+	if e.DrainComplete == nil || *e.DrainComplete {
 		add("drain_complete", "true", fmt.Sprint(o.DrainComplete), o.DrainComplete)
 	}
-	if o.BurstShape {
-		out = append(out, generatorCheck(e, o.Burst))
-	}
-	out = append(out, recoveryChecks(e, o)...)
-	return out
 }
 
 // recoveryChecks evaluates lag_recovered, max_recovery and

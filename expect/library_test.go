@@ -55,11 +55,11 @@ func TestLibraryClaims(t *testing.T) {
 			}
 		}
 		l := f.Load
-		perUID := MeanRate(mustShape(t, l.Rate), l.Duration.D()) * l.Duration.D().Seconds() * 2 / float64(l.Users)
-		if l.ComeBackEvery != nil && l.ComeBackEvery.D() == 0 && perUID > 200 && f.Server.UnreadThreshold == 0 {
+		perUID := MeanRate(mustShape(t, l.Rate), l.Config.Duration) * l.Config.Duration.Seconds() * 2 / float64(l.Config.Pop.Users)
+		if l.Config.Pop.ComeBackEvery == 0 && perUID > 200 && f.Server.UnreadThreshold == 0 {
 			hotWindow = true
 		}
-		if l.Retries != nil && *l.Retries > 0 && l.SendTimeout > 0 && len(f.Faults) > 0 {
+		if l.Config.Retries > 0 && l.Config.Timeout != scenario.LoadDefaults().Timeout && len(f.Faults) > 0 {
 			retries = true
 		}
 		e := f.Expect
@@ -169,8 +169,8 @@ func TestLibraryClaimsMix(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := f.Load.Mix
-		if f.Kind == scenario.KindCapacity || m == nil {
+		m := &f.Load.Config.Mix
+		if f.Kind == scenario.KindCapacity || !m.On() {
 			continue
 		}
 		entering := m.EnterOnOnline > 0 || m.OpenOnPush > 0
@@ -186,8 +186,8 @@ func TestLibraryClaimsMix(t *testing.T) {
 			claims["conversation pulls across a redis wipe"] = append(claims["conversation pulls across a redis wipe"], f.Name)
 		}
 		l := f.Load
-		away := l.ComeBackEvery == nil || l.ComeBackEvery.D() > 0
-		if r := f.Server.LabRetention; r != nil && r.PulledMinAge.D() < l.Duration.D() && away && (l.Devices == 0 || l.Devices > 1) && l.OnlineOr() < 1 {
+		p := l.Config.Pop
+		if r := f.Server.LabRetention; r != nil && r.PulledMinAge.D() < l.Config.Duration && p.ComeBackEvery > 0 && p.DevicesPerUser > 1 && p.Online < 1 {
 			claims["early deletion with devices away"] = append(claims["early deletion with devices away"], f.Name)
 		}
 		if _, ok := mustShape(t, l.Rate).(schedule.Burst); ok && *m == loadgen.DefaultMix() && f.Server.History {

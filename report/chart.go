@@ -247,6 +247,20 @@ func drawChart(ci int, c cleanChart, markers []Marker, tmin, tmax float64) (char
 	for _, v := range ay.ticks() {
 		cv.YTicks = append(cv.YTicks, tickView{Pos: coord(yPos(ay, v)), Label: ay.label(v)})
 	}
+	cv.Legend, cv.Lines = drawLegend(ax, ay, c)
+	if c.threshold > 0 {
+		cv.Threshold = drawThreshold(ay, c, offScale, vmax)
+	}
+	var notes []markerNote
+	cv.Markers, notes = drawMarkers(ax, markers)
+	return cv, notes, nil
+}
+
+// drawLegend draws the chart's series: one legend entry each (its max and
+// last value, its gaps) and one line each that has points.
+func drawLegend(ax, ay axis, c cleanChart) ([]legendView, []lineView) {
+	var legend []legendView
+	var lines []lineView
 	for si, s := range c.series {
 		name := s.name
 		if strings.TrimSpace(name) == "" {
@@ -260,45 +274,47 @@ func drawChart(ci int, c cleanChart, markers []Marker, tmin, tmax float64) (char
 		}
 		if len(s.points) == 0 {
 			lv.Empty, lv.Summary = true, "no data"+gapNote
-			cv.Legend = append(cv.Legend, lv)
+			legend = append(legend, lv)
 			continue
 		}
 		lv.Summary = "max " + withUnit(s.max, c.unit) + ", last " + withUnit(s.last, c.unit) + gapNote
-		cv.Legend = append(cv.Legend, lv)
-		cv.Lines = append(cv.Lines, drawSeries(ax, ay, name, color, s))
+		legend = append(legend, lv)
+		lines = append(lines, drawSeries(ax, ay, name, color, s))
 	}
-	if c.threshold > 0 {
-		label := c.thLabel
-		if strings.TrimSpace(label) == "" {
-			label = "threshold"
-		}
-		label += " (" + withUnit(c.threshold, c.unit) + ")"
-		title := label
-		y := yPos(ay, c.threshold)
-		if offScale {
-			// Above the axis: a marker at the top edge, not to scale.
-			y = plotTop
-			label = "↑ " + label + ", off scale"
-			title = label + ": the axis is scaled to the data, whose largest point is " + withUnit(vmax, c.unit)
-		}
-		cv.Threshold = &thresholdView{
-			X1: coord(plotLeft), X2: coord(plotRight), Y: coord(y),
-			TextX: coord(plotRight - 4), TextY: coord(y + 12),
-			Label: label, Title: title, OffScale: offScale,
-		}
-		if offScale {
-			// A short stub at the top right, not a line across the plot that
-			// would read as a threshold at the axis' top value.
-			cv.Threshold.X1 = coord(plotRight - 24)
-			cv.Threshold.TextX = coord(plotRight - 28)
-			cv.Threshold.TextY = coord(float64(plotTop) + 4)
-		} else if y-4 > plotTop+12 {
-			cv.Threshold.TextY = coord(y - 4)
-		}
+	return legend, lines
+}
+
+// drawThreshold draws the chart's threshold line, or, when it lies far
+// above the data (offScale), a short stub at the top edge saying so.
+func drawThreshold(ay axis, c cleanChart, offScale bool, vmax float64) *thresholdView {
+	label := c.thLabel
+	if strings.TrimSpace(label) == "" {
+		label = "threshold"
 	}
-	var notes []markerNote
-	cv.Markers, notes = drawMarkers(ax, markers)
-	return cv, notes, nil
+	label += " (" + withUnit(c.threshold, c.unit) + ")"
+	title := label
+	y := yPos(ay, c.threshold)
+	if offScale {
+		// Above the axis: a marker at the top edge, not to scale.
+		y = plotTop
+		label = "↑ " + label + ", off scale"
+		title = label + ": the axis is scaled to the data, whose largest point is " + withUnit(vmax, c.unit)
+	}
+	tv := &thresholdView{
+		X1: coord(plotLeft), X2: coord(plotRight), Y: coord(y),
+		TextX: coord(plotRight - 4), TextY: coord(y + 12),
+		Label: label, Title: title, OffScale: offScale,
+	}
+	if offScale {
+		// A short stub at the top right, not a line across the plot that
+		// would read as a threshold at the axis' top value.
+		tv.X1 = coord(plotRight - 24)
+		tv.TextX = coord(plotRight - 28)
+		tv.TextY = coord(float64(plotTop) + 4)
+	} else if y-4 > plotTop+12 {
+		tv.TextY = coord(y - 4)
+	}
+	return tv
 }
 
 // drawSeries draws one series: its points split at its gaps into runs,

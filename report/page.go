@@ -83,60 +83,19 @@ type findingView struct {
 // buildPage validates r and turns it into the page model. It never
 // modifies r.
 func buildPage(r *Report) (*page, error) {
-	if r == nil {
-		return nil, fmt.Errorf("%w: nil report", ErrInvalid)
-	}
-	if strings.TrimSpace(r.Title) == "" {
-		return nil, fmt.Errorf("%w: title is empty", ErrInvalid)
-	}
-	if r.Duration < 0 {
-		return nil, fmt.Errorf("%w: duration %s is negative", ErrInvalid, r.Duration)
-	}
-	if len(r.Charts) > MaxCharts {
-		return nil, fmt.Errorf("%w: %d charts, at most %d (MaxCharts)", ErrInvalid, len(r.Charts), MaxCharts)
-	}
-	if len(r.Markers) > MaxMarkers {
-		return nil, fmt.Errorf("%w: %d markers, at most %d (MaxMarkers)", ErrInvalid, len(r.Markers), MaxMarkers)
-	}
-	for i, m := range r.Markers {
-		switch m.Kind {
-		case KindInject, KindHeal, KindError, KindAlign:
-		default:
-			return nil, fmt.Errorf("%w: marker %d %q: kind %q, want %q, %q, %q or %q",
-				ErrInvalid, i, m.Label, m.Kind, KindInject, KindHeal, KindError, KindAlign)
-		}
-		if !finite(m.T) {
-			return nil, fmt.Errorf("%w: marker %d %q: T is %g", ErrInvalid, i, m.Label, m.T)
-		}
+	if err := validateReport(r); err != nil {
+		return nil, err
 	}
 	latencies, err := latencyViews(r.Latencies)
 	if err != nil {
 		return nil, err
 	}
-	if len(r.Tables) > MaxTables {
-		return nil, fmt.Errorf("%w: %d tables, at most %d (MaxTables)", ErrInvalid, len(r.Tables), MaxTables)
-	}
-	tables := make([]tableView, 0, len(r.Tables))
-	for i, t := range r.Tables {
-		if strings.TrimSpace(t.Title) == "" || len(t.Header) == 0 || len(t.Header) > MaxTableCols {
-			return nil, fmt.Errorf("%w: table %d %q: want a title and 1..%d header cells (MaxTableCols), have %d",
-				ErrInvalid, i+1, t.Title, MaxTableCols, len(t.Header))
-		}
-		for j, row := range t.Rows {
-			if len(row) != len(t.Header) {
-				return nil, fmt.Errorf("%w: table %d %q: row %d has %d cells, the header %d", ErrInvalid, i+1, t.Title, j+1, len(row), len(t.Header))
-			}
-		}
-		n := min(len(t.Rows), MaxTableRows)
-		rows := make([][]string, n)
-		for j := range rows {
-			rows[j] = slices.Clone(t.Rows[j])
-		}
-		tables = append(tables, tableView{Title: t.Title, Header: slices.Clone(t.Header), Rows: rows, More: len(t.Rows) - n})
+	tables, err := tableViews(r.Tables)
+	if err != nil {
+		return nil, err
 	}
 	markers := slices.Clone(r.Markers)
 	slices.SortStableFunc(markers, func(a, b Marker) int { return cmp.Compare(a.T, b.T) })
-
 	var notes []string
 	charts := make([]cleanChart, 0, len(r.Charts))
 	for ci := range r.Charts {
@@ -147,7 +106,6 @@ func buildPage(r *Report) (*page, error) {
 		charts = append(charts, c)
 		notes = append(notes, n...)
 	}
-
 	p := &page{
 		Title:        r.Title,
 		Scenario:     r.Scenario,
@@ -176,19 +134,7 @@ func buildPage(r *Report) (*page, error) {
 	p.Load = loadViewOf(r.Load)
 	p.FindingsLine, p.FindingsClass = findingsLine(r.Findings)
 	for _, f := range r.Findings {
-		fv := findingView{Name: f.Name, Count: f.Count, Shown: strconv.FormatUint(f.Count, 10), Class: findingClass(lastWord(f.Name), f.Count)}
-		if f.NotMade {
-			fv.Shown, fv.Class = "not made", "unknown"
-		}
-		fv.Examples = slices.Clone(f.Examples[:min(len(f.Examples), MaxExamples)])
-		fv.More = len(f.Examples) - len(fv.Examples)
-		for _, id := range f.MsgIDs[:min(len(f.MsgIDs), MaxExamples)] {
-			fv.MsgIDs = append(fv.MsgIDs, strconv.FormatUint(id, 10))
-		}
-		if n := uint64(len(fv.MsgIDs)); len(f.MsgIDs) > 0 {
-			fv.MoreIDs = max(f.Count, uint64(len(f.MsgIDs))) - n
-		}
-		p.Findings = append(p.Findings, fv)
+		p.Findings = append(p.Findings, findingViewOf(f))
 	}
 	for _, m := range markers {
 		if m.Kind == KindAlign {
@@ -197,24 +143,7 @@ func buildPage(r *Report) (*page, error) {
 		p.Markers = append(p.Markers, markerRow{T: formatValue(m.T) + " s", Kind: m.Kind, Label: m.Label})
 	}
 	// One time axis for every chart, so that a moment lines up across them.
-	tlo, thi := 0.0, 0.0
-	for _, c := range charts {
-		for _, s := range c.series {
-			for _, pt := range s.points {
-				tlo, thi = math.Min(tlo, pt.T), math.Max(thi, pt.T)
-			}
-		}
-	}
-	for _, c := range charts {
-		for _, s := range c.series {
-			for _, g := range s.gaps {
-				tlo, thi = math.Min(tlo, g), math.Max(thi, g)
-			}
-		}
-	}
-	for _, m := range markers {
-		tlo, thi = math.Min(tlo, m.T), math.Max(thi, m.T)
-	}
+	tlo, thi := timeSpan(charts, markers)
 	for ci, c := range charts {
 		cv, notes, err := drawChart(ci, c, markers, tlo, thi)
 		if err != nil {
@@ -226,6 +155,103 @@ func buildPage(r *Report) (*page, error) {
 		p.Charts = append(p.Charts, cv)
 	}
 	return p, nil
+}
+
+// validateReport checks what the page needs of r before it is drawn: a
+// title, a duration, the counts of charts and markers, each marker's
+// kind and time.
+func validateReport(r *Report) error {
+	if r == nil {
+		return fmt.Errorf("%w: nil report", ErrInvalid)
+	}
+	if strings.TrimSpace(r.Title) == "" {
+		return fmt.Errorf("%w: title is empty", ErrInvalid)
+	}
+	if r.Duration < 0 {
+		return fmt.Errorf("%w: duration %s is negative", ErrInvalid, r.Duration)
+	}
+	if len(r.Charts) > MaxCharts {
+		return fmt.Errorf("%w: %d charts, at most %d (MaxCharts)", ErrInvalid, len(r.Charts), MaxCharts)
+	}
+	if len(r.Markers) > MaxMarkers {
+		return fmt.Errorf("%w: %d markers, at most %d (MaxMarkers)", ErrInvalid, len(r.Markers), MaxMarkers)
+	}
+	for i, m := range r.Markers {
+		switch m.Kind {
+		case KindInject, KindHeal, KindError, KindAlign:
+		default:
+			return fmt.Errorf("%w: marker %d %q: kind %q, want %q, %q, %q or %q",
+				ErrInvalid, i, m.Label, m.Kind, KindInject, KindHeal, KindError, KindAlign)
+		}
+		if !finite(m.T) {
+			return fmt.Errorf("%w: marker %d %q: T is %g", ErrInvalid, i, m.Label, m.T)
+		}
+	}
+	return nil
+}
+
+// tableViews checks the tables and copies them for the page, each cut to
+// MaxTableRows rows.
+func tableViews(ts []Table) ([]tableView, error) {
+	if len(ts) > MaxTables {
+		return nil, fmt.Errorf("%w: %d tables, at most %d (MaxTables)", ErrInvalid, len(ts), MaxTables)
+	}
+	tables := make([]tableView, 0, len(ts))
+	for i, t := range ts {
+		if strings.TrimSpace(t.Title) == "" || len(t.Header) == 0 || len(t.Header) > MaxTableCols {
+			return nil, fmt.Errorf("%w: table %d %q: want a title and 1..%d header cells (MaxTableCols), have %d",
+				ErrInvalid, i+1, t.Title, MaxTableCols, len(t.Header))
+		}
+		for j, row := range t.Rows {
+			if len(row) != len(t.Header) {
+				return nil, fmt.Errorf("%w: table %d %q: row %d has %d cells, the header %d", ErrInvalid, i+1, t.Title, j+1, len(row), len(t.Header))
+			}
+		}
+		n := min(len(t.Rows), MaxTableRows)
+		rows := make([][]string, n)
+		for j := range rows {
+			rows[j] = slices.Clone(t.Rows[j])
+		}
+		tables = append(tables, tableView{Title: t.Title, Header: slices.Clone(t.Header), Rows: rows, More: len(t.Rows) - n})
+	}
+	return tables, nil
+}
+
+// findingViewOf is one finding's row: its count (or "not made"), its
+// examples and msg_ids cut to MaxExamples.
+func findingViewOf(f Finding) findingView {
+	fv := findingView{Name: f.Name, Count: f.Count, Shown: strconv.FormatUint(f.Count, 10), Class: findingClass(lastWord(f.Name), f.Count)}
+	if f.NotMade {
+		fv.Shown, fv.Class = "not made", "unknown"
+	}
+	fv.Examples = slices.Clone(f.Examples[:min(len(f.Examples), MaxExamples)])
+	fv.More = len(f.Examples) - len(fv.Examples)
+	for _, id := range f.MsgIDs[:min(len(f.MsgIDs), MaxExamples)] {
+		fv.MsgIDs = append(fv.MsgIDs, strconv.FormatUint(id, 10))
+	}
+	if n := uint64(len(fv.MsgIDs)); len(f.MsgIDs) > 0 {
+		fv.MoreIDs = max(f.Count, uint64(len(f.MsgIDs))) - n
+	}
+	return fv
+}
+
+// timeSpan is the one time axis of every chart: from 0 (or earlier) to
+// the last point, gap or marker.
+func timeSpan(charts []cleanChart, markers []Marker) (lo, hi float64) {
+	for _, c := range charts {
+		for _, s := range c.series {
+			for _, pt := range s.points {
+				lo, hi = math.Min(lo, pt.T), math.Max(hi, pt.T)
+			}
+			for _, g := range s.gaps {
+				lo, hi = math.Min(lo, g), math.Max(hi, g)
+			}
+		}
+	}
+	for _, m := range markers {
+		lo, hi = math.Min(lo, m.T), math.Max(hi, m.T)
+	}
+	return lo, hi
 }
 
 // loadViewOf is the header's load verdict (nil: none).

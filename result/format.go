@@ -48,7 +48,7 @@ func OptRate(v *float64) string {
 // file's load duration. The achieved rate is counted over it, as loadgen's
 // own summary counts it.
 func SendingSeconds(res *Result) float64 {
-	end := res.SpecOrEmpty().Load.Duration.D().Seconds()
+	end := res.SpecOrEmpty().Load.Config.Duration.Seconds()
 	for _, s := range res.Sends {
 		if s.OK+s.Fail+s.Unknown > 0 {
 			end = max(end, s.T-res.LoadOffset)

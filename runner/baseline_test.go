@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"imlab/checker"
 	"imlab/expect"
@@ -12,10 +13,17 @@ import (
 	"imlab/scenario"
 )
 
+// loadOf is a load section of duration d, the rest the defaults.
+func loadOf(d time.Duration) scenario.LoadSpec {
+	l := scenario.LoadSpec{Config: scenario.LoadDefaults()}
+	l.Config.Duration = d
+	return l
+}
+
 // gatedResult is a complete, passing run of the scenario "gated" with the
 // given ACK p99 (ms).
 func gatedResult(p99ms int64) *result.Result {
-	return &result.Result{Format: result.ResultFormat, Scenario: "gated", Spec: &scenario.File{Name: "gated", Load: scenario.LoadSpec{Duration: scenario.Duration(4e9)}},
+	return &result.Result{Format: result.ResultFormat, Scenario: "gated", Spec: &scenario.File{Name: "gated", Load: loadOf(4 * time.Second)},
 		Verdict: &checker.Verdict{Valid: true, Attempts: map[string]int{"ok": 400, "fail": 0, "unknown": 0},
 			Latency: map[string]checker.Latency{"response": {Count: 400, P50: 1000, P99: p99ms * 1000, P999: p99ms * 1000}}},
 		Checks: []result.Check{{Name: "verdict", Want: scenario.VerdictValid, Got: scenario.VerdictValid, OK: true}}, Passed: true}

@@ -48,6 +48,9 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
+// pacerFile is a file whose load section ends last, for a test to add keys.
+const pacerFile = "name: p\nexpect:\n  verdict: valid\nload:\n  rate: const:10\n  duration: 1s\n  users: 4\n"
+
 // TestPacerConfig: the burst files run the pacer's queued mode with the
 // senders, queue and spin they state; a file without them keeps loadgen's
 // goroutine-per-send pool, max_workers bounding it.
@@ -56,20 +59,21 @@ func TestPacerConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := pacerConfig(f.Load, schedule.DefaultConfig())
-	if c.Senders != 512 || c.MaxQueued != scenario.DefaultMaxQueued || c.SpinWindow != 0 {
+	if c := f.Load.Config.Pacer; c.Senders != 512 || c.MaxQueued != scenario.DefaultMaxQueued || c.SpinWindow != 0 {
 		t.Fatalf("burst-50k pacer %+v: want 512 senders, the default queue, no spin", c)
 	}
-	if err := c.Validate(); err != nil {
+	f, err = scenario.Parse("q.yaml", []byte(pacerFile+"  senders: 3\n  max_queued: 7\n"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	q := 7
-	c = pacerConfig(scenario.LoadSpec{Senders: 3, MaxQueued: q}, schedule.DefaultConfig())
-	if c.Senders != 3 || c.MaxQueued != q || c.SpinWindow != schedule.DefaultConfig().SpinWindow {
-		t.Fatalf("pacer %+v: want 3 senders, a queue of %d, the default spin", c, q)
+	if c := f.Load.Config.Pacer; c.Senders != 3 || c.MaxQueued != 7 || c.SpinWindow != schedule.DefaultConfig().SpinWindow {
+		t.Fatalf("pacer %+v: want 3 senders, a queue of 7, the default spin", c)
 	}
-	c = pacerConfig(scenario.LoadSpec{MaxWorkers: 10}, schedule.DefaultConfig())
-	if c.Senders != 0 || c.MaxWorkers != 10 || c.Workers != 10 {
+	f, err = scenario.Parse("w.yaml", []byte(pacerFile+"  max_workers: 10\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := f.Load.Config.Pacer; c.Senders != 0 || c.MaxWorkers != 10 || c.Workers != 10 {
 		t.Fatalf("pacer %+v: want the pool mode bounded at 10 workers", c)
 	}
 }

@@ -28,8 +28,7 @@ func TestRunDeadLetters(t *testing.T) {
 	// tell from records dropped. The test gives it room; the file's timing
 	// is the shipped one's otherwise.
 	f.Server.ReconcileGrace = scenario.Duration(45 * time.Second)
-	settle := scenario.Duration(50 * time.Second)
-	f.Load.Settle = &settle
+	f.Load.Config.Settle = 50 * time.Second
 	cfg := e2eConfig(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // runFile's 150 s is short for this under -race
 	defer cancel()

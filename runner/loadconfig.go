@@ -22,7 +22,6 @@ import (
 
 // buildSteps turns the fault specs into chaos steps.
 func (r *run) buildSteps() ([]chaos.Step, error) {
-	var steps []chaos.Step
 	var rc *redis.Client
 	redisClient := func() *redis.Client {
 		if rc == nil {
@@ -48,6 +47,13 @@ func (r *run) buildSteps() ([]chaos.Step, error) {
 			}
 			return faults.Process{}, false
 		}}
+	return r.faultSteps(env)
+}
+
+// faultSteps builds each of the file's faults in env, wrapped so that the
+// run knows whether it reached its target, into the schedule's steps.
+func (r *run) faultSteps(env faults.Env) ([]chaos.Step, error) {
+	var steps []chaos.Step
 	for i, x := range r.f.Faults {
 		fl, err := faults.Build(x, env)
 		if err != nil {
@@ -83,16 +89,20 @@ func probeFraction(sends uint64) float64 {
 	return f
 }
 
-// loadConfig is loadgen's config for the file.
+// loadConfig is loadgen's config for the file: the load section's
+// settings (scenario.LoadDefaults with what the file set) with the run's
+// target, directory, rate shape (scaled when the run says so), group
+// sizes and probe fraction.
 func (r *run) loadConfig() (loadgen.Config, error) {
 	l := r.f.Load
-	lc := loadgen.DefaultConfig(r.target(), r.cfg.Secret, filepath.Join(r.cfg.OutDir, result.LoadDir))
+	lc := l.Config
+	lc.Target, lc.Secret, lc.RunDir = r.target(), r.cfg.Secret, filepath.Join(r.cfg.OutDir, result.LoadDir)
 	var sh schedule.Shape = schedule.Constant{PerSec: 1}
 	var err error
 	if r.f.Kind == scenario.KindCapacity {
 		// A template: the search sets every step's rate, length and
 		// directory.
-		l.Duration = scenario.Duration(time.Second)
+		lc.Duration = time.Second
 	} else if sh, err = schedule.Parse(l.Rate); err != nil {
 		return lc, fmt.Errorf("%w: load.rate: %w", scenario.ErrInvalid, err)
 	}
@@ -103,76 +113,16 @@ func (r *run) loadConfig() (loadgen.Config, error) {
 		rs.RunRate = sh.String()
 		r.res.RateScale = rs
 	}
-	lc.Shape, lc.Duration = sh, l.Duration.D()
-	lc.Pop.Users = l.Users
-	lc.Pop.DevicesPerUser = scenario.DefaultDevices
-	if l.Devices > 0 {
-		lc.Pop.DevicesPerUser = l.Devices
-	}
-	lc.Pop.Online, lc.Pop.Crashy = l.OnlineOr(), l.CrashyOr()
-	lc.Pop.Groups, lc.Pop.GroupShare = l.Groups, l.GroupShare
+	lc.Shape = sh
 	if lc.Pop.GroupSizes, err = loadgen.ParseSizes(scenario.Or(l.GroupSizes, scenario.DefaultGroupSizes)); err != nil {
 		return lc, fmt.Errorf("%w: load.group_sizes: %w", scenario.ErrInvalid, err)
 	}
-	lc.Pop.ComeBackEvery = scenario.DefaultComeBackEvery
-	if l.ComeBackEvery != nil {
-		lc.Pop.ComeBackEvery = l.ComeBackEvery.D()
-	}
-	lc.SendVia = scenario.Or(l.SendVia, loadgen.ViaHTTP)
 	lc.ProbeFraction = probeFraction(schedule.Count(lc.Shape, lc.Duration)) // short runs: probe more ACKs than a load run does
-	lc.Settle, lc.DrainTimeout = l.SettleOr(), l.DrainTimeoutOr()
-	lc.PullLimit = scenario.DefaultPullLimit
-	if l.PullLimit > 0 {
-		lc.PullLimit = l.PullLimit
-	}
-	lc.Seed = scenario.DefaultSeed
-	if l.Seed > 0 {
-		lc.Seed = l.Seed
-	}
-	if l.Retries != nil {
-		lc.Retries = *l.Retries
-	}
-	if l.Mix != nil {
-		lc.Mix = *l.Mix
-	}
-	lc.Conns = 64
-	if l.Conns > 0 {
-		lc.Conns = l.Conns
-	}
-	if l.Pipeline > 0 {
-		lc.Pipeline = l.Pipeline
-		if l.PipelineConns > 0 {
-			lc.PipelineConns = l.PipelineConns
-		}
-	}
-	lc.Pacer = pacerConfig(l, lc.Pacer)
-	if l.SendTimeout > 0 {
-		lc.Timeout = l.SendTimeout.D()
-	}
-	lc.CeilingFor = 0
 	lc.Progress = r.cfg.Progress
 	if err := lc.Validate(); err != nil {
 		return lc, fmt.Errorf("%w: load: %w", scenario.ErrInvalid, err)
 	}
 	return lc, nil
-}
-
-// pacerConfig is the pacer of load section l over loadgen's default c.
-func pacerConfig(l scenario.LoadSpec, c schedule.Config) schedule.Config {
-	if l.MaxWorkers > 0 {
-		c.MaxWorkers = l.MaxWorkers
-		c.Workers = min(c.Workers, l.MaxWorkers)
-	}
-	if l.SpinWindow != nil {
-		c.SpinWindow = l.SpinWindow.D()
-	}
-	if l.Senders > 0 {
-		c.Senders, c.MaxQueued = l.Senders, scenario.DefaultMaxQueued
-		if l.MaxQueued > 0 {
-			c.MaxQueued = l.MaxQueued
-		}
-	}
-	return c
 }
 
 // rateScale is how the run scales the file's rate sh (nil: it does not):
@@ -215,7 +165,7 @@ func (r *run) recordSettings(lc loadgen.Config) {
 		r.setting("variant", r.f.Variant)
 	}
 	if c := r.f.Capacity; r.f.Kind == scenario.KindCapacity && c != nil {
-		r.setting("capacity", fmt.Sprintf("search %g..%g/s within %s", c.From, c.To, c.SLO))
+		r.setting("capacity", fmt.Sprintf("search %g..%g/s within %s", c.Config.From, c.Config.To, c.SLO))
 	} else {
 		r.setting("rate", lc.Shape.String())
 		if rs := r.res.RateScale; rs != nil {

@@ -380,7 +380,7 @@ func TestRunEmbedded(t *testing.T) {
 	// embedded engine answers the first sends of 200 devices only after
 	// the rollback at 3s, which then finds no counter to set back
 	// (faults_reached). The rates, faults and expectations are the file's.
-	f.Load.Users = 20
+	f.Load.Config.Pop.Users = 20
 	res := runFile(t, cfg, f)
 	if !res.Passed || res.Incomplete || res.Verdict == nil || !res.Verdict.Valid {
 		t.Fatalf("%s on the embedded topology did not pass:\n%s", f.Name, expect.Table(res.Checks))

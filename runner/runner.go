@@ -236,7 +236,7 @@ func Run(ctx context.Context, cfg Config, f *scenario.File) (*result.Result, err
 	began := time.Now()
 	la, laOK := result.ReadLoadAvg()
 
-	bound := f.Load.Duration.D() + f.Load.SettleOr() + f.Load.DrainTimeoutOr() + RunMargin
+	bound := f.Load.Config.Duration + f.Load.Config.Settle + f.Load.Config.DrainTimeout + RunMargin
 	if f.Kind == scenario.KindCapacity {
 		bound = f.Capacity.Bound(f.Load) + RunMargin
 	}
@@ -331,20 +331,39 @@ func (r *run) execute(ctx context.Context) error {
 	if rs := r.res.RateScale; rs != nil && r.cfg.Progress != nil {
 		fmt.Fprintf(r.cfg.Progress, "%s: faults, population and expectations are the file's\n", rs.Label())
 	}
+	ph, err := r.loadPhase(ctx, lc, steps)
+	if err != nil {
+		return err
+	}
+	return r.judgeRun(ctx, lc, ph)
+}
 
-	// The load and the schedule share one time base; loadgen starts its
-	// schedule after its own set-up (LoadOffset).
+// phase is what the load phase leaves for the judgement: the load's
+// summary, the checker's sources and the lag timeline.
+type phase struct {
+	sum  *loadgen.Summary
+	srcs []checker.Source
+	lag  []result.LagSample
+}
+
+// schedOut is what the fault schedule returns.
+type schedOut struct {
+	ev  []chaos.Event
+	err error
+}
+
+// loadPhase runs the load and the fault schedule on one time base (loadgen
+// starts its schedule after its own set-up: LoadOffset) with the lag
+// poller beside them, heals every proxy, waits for the consumers'
+// recovery, and records the events, lag, recovery and burst figures and
+// the sends.
+func (r *run) loadPhase(ctx context.Context, lc loadgen.Config, steps []chaos.Step) (phase, error) {
 	base := time.Now()
 	r.res.TimeBase = base.UTC()
 	pollCtx, stopPoll := context.WithCancel(ctx)
 	lagLog := &lagLog{}
 	pollDone := make(chan struct{})
 	go func() { defer close(pollDone); r.pollLag(pollCtx, base, r.rowsDB, lagLog) }()
-
-	type schedOut struct {
-		ev  []chaos.Event
-		err error
-	}
 	schedCh := make(chan schedOut, 1)
 	schedCtx, stopSched := context.WithCancel(ctx)
 	defer stopSched()
@@ -353,13 +372,12 @@ func (r *run) execute(ctx context.Context) error {
 		schedCh <- schedOut{ev, err}
 	}()
 
-	var sum *loadgen.Summary
+	ph := phase{srcs: []checker.Source{{Dir: lc.RunDir}}}
 	var loadErr error
-	srcs := []checker.Source{{Dir: lc.RunDir}}
 	if n := r.f.Load.Segments; n > 1 {
-		sum, srcs, loadErr = r.runSegments(ctx, lc, n)
+		ph.sum, ph.srcs, loadErr = r.runSegments(ctx, lc, n)
 	} else {
-		sum, loadErr = loadgen.Run(ctx, lc)
+		ph.sum, loadErr = loadgen.Run(ctx, lc)
 	}
 	if loadErr != nil {
 		stopSched() // heals what is injected
@@ -368,17 +386,7 @@ func (r *run) execute(ctx context.Context) error {
 	healCtx, cancelHeal := context.WithTimeout(context.Background(), proc.StopTimeout)
 	healErr := r.px.HealAll(healCtx)
 	cancelHeal()
-	kinds := map[string]string{}
-	for _, rc := range r.reached {
-		kinds[rc.Name()] = rc.spec.Kind
-	}
-	for _, e := range so.ev {
-		r.res.Events = append(r.res.Events, result.FaultEvent{At: e.At.Seconds(), Fault: e.Fault, Kind: kinds[e.Fault], Action: e.Action, Err: e.Err, Affected: e.Affected})
-	}
-	if sum != nil {
-		r.res.LoadOffset = sum.StartedAt.Sub(base).Seconds()
-		r.res.LabCPU = sum.LabCPU
-	}
+	r.recordEvents(so.ev, ph.sum, base)
 	sinceAt, since := expect.RecoverySince(lc.Shape, lc.Duration, r.res.LoadOffset, r.res.Events)
 	rcfg := expect.RecoveryConfig(r.f.Expect, sinceAt, lc.DrainTimeout)
 	rcfg.Outbox = r.f.Server.PolicyOr() == "outbox"
@@ -387,19 +395,41 @@ func (r *run) execute(ctx context.Context) error {
 	}
 	stopPoll()
 	<-pollDone
-	lag := lagLog.snapshot()
-	r.res.Lag = lag
+	ph.lag = lagLog.snapshot()
+	r.res.Lag = ph.lag
 	if r.f.UsesKafka() {
-		fig, err := expect.RecoveryFigures(rcfg, since, lag)
+		fig, err := expect.RecoveryFigures(rcfg, since, ph.lag)
 		if err != nil {
-			return err
+			return ph, err
 		}
 		r.res.Recovery = fig
 	}
-	r.res.Burst = expect.BurstFigures(lc.Shape, lc.Duration, sum, r.res.LoadOffset)
-	if sum != nil {
-		r.recordSends(lc, sum)
+	r.res.Burst = expect.BurstFigures(lc.Shape, lc.Duration, ph.sum, r.res.LoadOffset)
+	if ph.sum != nil {
+		r.recordSends(lc, ph.sum)
 	}
+	return ph, r.phaseErr(loadErr, so, healErr)
+}
+
+// recordEvents records the schedule's events, each with its fault's kind,
+// and where the load started on the time base.
+func (r *run) recordEvents(evs []chaos.Event, sum *loadgen.Summary, base time.Time) {
+	kinds := map[string]string{}
+	for _, rc := range r.reached {
+		kinds[rc.Name()] = rc.spec.Kind
+	}
+	for _, e := range evs {
+		r.res.Events = append(r.res.Events, result.FaultEvent{At: e.At.Seconds(), Fault: e.Fault, Kind: kinds[e.Fault], Action: e.Action, Err: e.Err, Affected: e.Affected})
+	}
+	if sum != nil {
+		r.res.LoadOffset = sum.StartedAt.Sub(base).Seconds()
+		r.res.LabCPU = sum.LabCPU
+	}
+}
+
+// phaseErr is the load phase's error: the load's, the schedule's, the
+// heal's; else each event that failed is a run error.
+func (r *run) phaseErr(loadErr error, so schedOut, healErr error) error {
 	if loadErr != nil {
 		return fmt.Errorf("scenarios: load: %w", loadErr)
 	}
@@ -414,7 +444,12 @@ func (r *run) execute(ctx context.Context) error {
 			r.res.Errors = append(r.res.Errors, fmt.Sprintf("fault %s %s at %.1fs: %s", e.Fault, e.Action, e.At.Seconds(), e.Err))
 		}
 	}
+	return nil
+}
 
+// repairs reads what every process repaired and how many pulls it
+// truncated.
+func (r *run) repairs(ctx context.Context) (result.RepairSummary, uint64) {
 	truncated := uint64(0)
 	rep := result.RepairSummary{Known: true, MsgIDs: []uint64{}}
 	for _, s := range r.procs {
@@ -424,10 +459,16 @@ func (r *run) execute(ctx context.Context) error {
 		rep.Known = rep.Known && pr.Known
 		rep.Errors = append(rep.Errors, pr.Errors...)
 	}
+	return rep, truncated
+}
+
+// judgeRun checks the ledger (following the repaired messages, so that
+// the report can tell the ones delivered in the end from the ones lost),
+// writes verdict.json and evaluates the file's expectations.
+func (r *run) judgeRun(ctx context.Context, lc loadgen.Config, ph phase) error {
+	rep, truncated := r.repairs(ctx)
 	r.res.Repairs = rep
-	// The checker follows the repaired messages, so that the report can
-	// tell the ones delivered in the end (late) from the ones lost.
-	v, cerr := checker.CheckSourcesWith(srcs, checker.Options{Follow: rep.MsgIDs})
+	v, cerr := checker.CheckSourcesWith(ph.srcs, checker.Options{Follow: rep.MsgIDs})
 	if cerr != nil {
 		return fmt.Errorf("scenarios: checker: %w", cerr)
 	}
@@ -436,14 +477,14 @@ func (r *run) execute(ctx context.Context) error {
 	if err := v.Judge(expect.Allowances(r.f.Expect)); err != nil {
 		return fmt.Errorf("scenarios: checker: %w", err)
 	}
-	if len(srcs) > 1 {
-		latencyFromVerdict(sum, v)
+	if len(ph.srcs) > 1 {
+		latencyFromVerdict(ph.sum, v)
 		v.Warnings = append(v.Warnings, r.segNotes...)
 	}
 	if err := result.WriteFile(filepath.Join(r.cfg.OutDir, VerdictFile), func(w io.Writer) error { return result.WriteJSON(w, v) }); err != nil {
 		return err
 	}
-	obs := expect.Observe(v, sum, lag, truncated, lc)
+	obs := expect.Observe(v, ph.sum, ph.lag, truncated, lc)
 	obs.Faults, obs.FaultMisses = len(r.reached), faultMisses(r.reached)
 	obs.UsesKafka, obs.Recovery = r.f.UsesKafka(), r.res.Recovery
 	_, _, obs.BurstShape = expect.BurstWindow(lc.Shape, lc.Duration)

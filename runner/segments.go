@@ -16,6 +16,7 @@ import (
 	"sync"
 
 	"imlab/checker"
+	"imlab/checker/judge"
 	"imlab/loadgen"
 	"imlab/loadgen/schedule"
 	"imlab/runner/proc"
@@ -101,21 +102,21 @@ func (r *run) runSegments(ctx context.Context, lc loadgen.Config, n int) (*loadg
 	if err := errors.Join(errs...); err != nil {
 		return nil, nil, err
 	}
-	plan, err := loadgen.PlanMerge(dirs, false)
+	srcs, plan, err := judge.Sources(dirs, false)
 	if err != nil {
 		return nil, nil, err
 	}
-	var srcs []checker.Source
 	var sums []*loadgen.Summary
-	for _, s := range plan.Sources {
-		srcs = append(srcs, checker.Source{Dir: s.Dir, Shift: s.Shift})
+	for _, s := range srcs {
 		sum, err := loadgen.ReadSummary(s.Dir)
 		if err != nil {
 			return nil, nil, err
 		}
 		sums = append(sums, sum)
 	}
-	r.segNotes = plan.Notes
+	if plan != nil {
+		r.segNotes = plan.Notes
+	}
 	return mergeSummaries(sums), srcs, nil
 }
 

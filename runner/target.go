@@ -37,6 +37,28 @@ func (r *run) executeTarget(ctx context.Context) error {
 		r.res.Skipped = skip
 		return nil
 	}
+	if err := r.startTarget(ctx, bin, args, dir); err != nil {
+		return err
+	}
+	steps, err := r.targetSteps()
+	if err != nil {
+		return err
+	}
+	lc, err := r.loadConfig()
+	if err != nil {
+		return err
+	}
+	lc.TargetOptions = map[string]string{"apikey": key}
+	lc.ProbeFraction = 0 // read-after-ACK probes are the reference server's lab routes
+	r.targetSettings(lc, bin, args)
+	return r.targetLoad(ctx, lc, steps)
+}
+
+// startTarget starts the proxy in front of the target's database (when
+// the file names one) and the target's process from the user's command,
+// its output to the process log.
+func (r *run) startTarget(ctx context.Context, bin string, args []string, dir string) error {
+	t := r.f.Target
 	if d := t.Database; d != nil {
 		px, err := chaos.StartProxiesOn(ctx, map[string]string{scenario.TargetDatabaseProxy: d.Upstream},
 			map[string]string{scenario.TargetDatabaseProxy: d.Listen})
@@ -64,32 +86,22 @@ func (r *run) executeTarget(ctx context.Context) error {
 		}
 		return ext.Stop(ctx)
 	})
+	return nil
+}
 
-	steps, err := r.targetSteps()
-	if err != nil {
-		return err
-	}
-	lc, err := r.loadConfig()
-	if err != nil {
-		return err
-	}
-	lc.TargetOptions = map[string]string{"apikey": key}
-	lc.ProbeFraction = 0 // read-after-ACK probes are the reference server's lab routes
-	r.targetSettings(lc, bin, args)
-
+// targetLoad runs the load with the fault schedule on its time base,
+// heals the proxy, records the events and judges the ledger with the
+// liveness bound.
+func (r *run) targetLoad(ctx context.Context, lc loadgen.Config, steps []chaos.Step) error {
 	// The schedule's time base is the load's start (the ledger's): a
 	// server provisioned through its protocol takes a while to set up,
 	// and a fault in the set-up would be no fault of the load.
 	started := make(chan time.Time, 1)
 	lc.OnStart = func(t time.Time) { started <- t }
-	type schedOut struct {
-		ev  []chaos.Event
-		err error
-	}
 	schedCh := make(chan schedOut, 1)
 	schedCtx, stopSched := context.WithCancel(ctx)
 	defer stopSched()
-	go func() { // owned by executeTarget, which waits for schedCh below
+	go func() { // owned by targetLoad, which waits for schedCh below
 		select {
 		case base := <-started:
 			ev, err := chaos.RunSchedule(schedCtx, base, steps)
@@ -134,7 +146,7 @@ func (r *run) executeTarget(ctx context.Context) error {
 	opts := checker.Options{}
 	if len(steps) > 0 {
 		// The schedule's time base is the ledger's (the load's start).
-		opts.Liveness = &checker.Liveness{Healed: lastHeal, Bound: t.LivenessBoundOr()}
+		opts.Liveness = &checker.Liveness{Healed: lastHeal, Bound: r.f.Target.LivenessBoundOr()}
 	}
 	return r.judge(lc, sum, []checker.Source{{Dir: lc.RunDir}}, opts)
 }
@@ -226,23 +238,12 @@ func (r *run) targetSteps() ([]chaos.Step, error) {
 			}
 			return faults.Process{Stop: r.ext.Stop, Kill: r.ext.Kill, Restart: r.ext.Restart}, true
 		}}
-	var steps []chaos.Step
 	for i, x := range r.f.Faults {
 		if x.Target == scenario.TargetDatabaseProxy && r.px == nil {
 			return nil, fmt.Errorf("%w: faults[%d].target database needs target.database", scenario.ErrInvalid, i)
 		}
-		fl, err := faults.Build(x, env)
-		if err != nil {
-			return nil, fmt.Errorf("%w: faults[%d]: %w", scenario.ErrInvalid, i, err)
-		}
-		rc := newReach(i, x, fl)
-		r.reached = append(r.reached, rc)
-		steps = append(steps, chaos.Step{At: x.At.D(), For: x.For.D(), Fault: rc})
 	}
-	if err := chaos.ValidateSteps(steps); err != nil {
-		return nil, fmt.Errorf("scenarios: fault schedule: %w", err)
-	}
-	return steps, nil
+	return r.faultSteps(env)
 }
 
 // targetSettings records what the run ran against.

@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"imlab/capacity"
 	"imlab/loadgen"
 	"imlab/loadgen/schedule"
@@ -36,64 +38,89 @@ const (
 // verdict (capacity.Config.Check); the search ends with a repeat of the
 // highest rate that held, and only a rate that held twice is the
 // sustainable rate.
+//
+// slo is the file's own key; the others are the search's settings, which
+// decode straight into Config through capacity.Settings (the one
+// definition each shares with imlab capacity's flags); a key the file
+// leaves out keeps its value in CapacityDefaults.
 type CapacitySpec struct {
-	SLO        string    `yaml:"slo" json:"slo"`
-	From       float64   `yaml:"from" json:"from"`
-	To         float64   `yaml:"to" json:"to"`
-	Growth     float64   `yaml:"growth,omitempty" json:"growth,omitempty"`
-	Resolution float64   `yaml:"resolution,omitempty" json:"resolution,omitempty"`
-	WarmUp     Duration  `yaml:"warm_up,omitempty" json:"warm_up,omitempty"`
-	Step       Duration  `yaml:"step,omitempty" json:"step,omitempty"`
-	MaxSteps   int       `yaml:"max_steps,omitempty" json:"max_steps,omitempty"`
-	CoolDown   *Duration `yaml:"cool_down,omitempty" json:"cool_down,omitempty"`
-	// Ceiling measures the generator's own ceiling this long first
-	// (default 2s; 0s: not measured).
-	Ceiling *Duration `yaml:"ceiling,omitempty" json:"ceiling,omitempty"`
+	SLO string `yaml:"slo" json:"slo"`
+	// Config holds the search's settings: CapacityDefaults with what the
+	// file set. The run adds the load template, the SLO and the output
+	// directory.
+	Config capacity.Config `yaml:"-" json:"-"`
 }
 
-// search is the capacity.Config of the spec over the load template lc
-// (everything the spec leaves out is capacity's default).
+// CapacityDefaults is the search a file's capacity section starts from:
+// capacity's defaults without the rates (from and to are the file's to
+// give).
+func CapacityDefaults() capacity.Config {
+	c := capacity.DefaultConfig("", "", "")
+	c.From, c.To = 0, 0
+	return c
+}
+
+// capacityOwn is CapacitySpec's own keys.
+type capacityOwn CapacitySpec
+
+// UnmarshalYAML decodes the search's settings into Config over
+// CapacityDefaults, the rest into the file's own keys.
+func (c *CapacitySpec) UnmarshalYAML(n *yaml.Node) error {
+	o := capacityOwn{}
+	cfg := CapacityDefaults()
+	if err := capacity.Settings().DecodeYAML(n, &cfg, &o); err != nil {
+		return err
+	}
+	o.Config = cfg
+	*c = CapacitySpec(o)
+	return nil
+}
+
+// MarshalJSON writes the slo and every setting that differs from
+// CapacityDefaults, as the file writes them.
+func (c CapacitySpec) MarshalJSON() ([]byte, error) {
+	def := CapacityDefaults()
+	o := capacityOwn(c)
+	return capacity.Settings().EncodeJSON(&c.Config, &def, &o)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (c *CapacitySpec) UnmarshalJSON(b []byte) error {
+	o := capacityOwn{}
+	if err := capacity.Settings().DecodeJSON(b, &o.Config, CapacityDefaults(), &o); err != nil {
+		return err
+	}
+	*c = CapacitySpec(o)
+	return nil
+}
+
+// yamlKeys are the section's keys with the type each is written as.
+func (CapacitySpec) yamlKeys() map[string]reflect.Type {
+	keys := yamlFields(reflect.TypeFor[capacityOwn]())
+	for k, t := range capacity.Settings().KeyTypes() {
+		keys[k] = t
+	}
+	return keys
+}
+
+// Search is the capacity.Config of the spec over the load template lc.
 func (c *CapacitySpec) Search(lc loadgen.Config, outDir string) (capacity.Config, error) {
-	cfg := capacity.DefaultConfig(lc.Target, lc.Secret, outDir)
-	cfg.Load = lc
+	cfg := c.Config
+	cfg.Load, cfg.OutDir, cfg.Check = lc, outDir, true
 	slo, err := capacity.ParseSLO(c.SLO)
 	if err != nil {
 		return cfg, err
 	}
-	cfg.SLO, cfg.From, cfg.To = slo, c.From, c.To
-	if c.Growth != 0 {
-		cfg.Growth = c.Growth
-	}
-	if c.Resolution != 0 {
-		cfg.Resolution = c.Resolution
-	}
-	if c.WarmUp != 0 {
-		cfg.WarmUp = c.WarmUp.D()
-	}
-	if c.Step != 0 {
-		cfg.Step = c.Step.D()
-	}
-	if c.MaxSteps != 0 {
-		cfg.MaxSteps = c.MaxSteps
-	}
-	if c.CoolDown != nil {
-		cfg.CoolDown = c.CoolDown.D()
-	}
-	if c.Ceiling != nil {
-		cfg.CeilingFor = c.Ceiling.D()
-	}
-	cfg.Check = true
+	cfg.SLO = slo
 	return cfg, nil
 }
 
-// bound is the longest the search can take: every step to its deadline
-// (warm-up + step + grace + settle + drain + margin) and cool-down.
+// Bound is the longest the search can take: every step to its deadline
+// (warm-up + step + grace + settle + drain + margin), cool-down and
+// the wait for the backlog to drain.
 func (c *CapacitySpec) Bound(l LoadSpec) time.Duration {
-	cfg, err := c.Search(loadgen.DefaultConfig("", "", ""), "-")
-	if err != nil {
-		return 0
-	}
-	perStep := cfg.WarmUp + cfg.Step + loadgen.DefaultConfig("", "", "").Pacer.Grace + l.SettleOr() + l.DrainTimeoutOr() + 15*time.Second + cfg.CoolDown
+	cfg := c.Config
+	perStep := cfg.WarmUp + cfg.Step + l.Config.Pacer.Grace + l.Config.Settle + l.Config.DrainTimeout + 15*time.Second + cfg.CoolDown + cfg.SettleMax
 	return cfg.CeilingFor + time.Duration(cfg.MaxSteps)*perStep
 }
 
@@ -113,7 +140,7 @@ func (c *CapacitySpec) validate(f *File) error {
 	if len(f.Faults) > 0 {
 		return Bad("faults", "a capacity search runs no faults (each step must see the same set-up)")
 	}
-	if f.Load.Rate != "" || f.Load.Duration != 0 || f.Load.Segments > 1 {
+	if f.Load.Rate != "" || f.Load.Config.Duration != 0 || f.Load.Segments > 1 {
 		return Bad("load", "kind capacity: the search sets each step's rate and length: leave out load.rate, load.duration and load.segments")
 	}
 	if total := c.Bound(f.Load); total > MaxScenarioDuration {

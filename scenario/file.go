@@ -317,7 +317,7 @@ func (f *File) Validate() error {
 			}
 		}
 	}
-	if total := f.Load.Duration.D() + f.Load.SettleOr() + f.Load.DrainTimeoutOr(); f.Kind != KindCapacity && total > MaxScenarioDuration {
+	if total := f.Load.Config.Duration + f.Load.Config.Settle + f.Load.Config.DrainTimeout; f.Kind != KindCapacity && total > MaxScenarioDuration {
 		return Bad("load", "duration + settle + drain_timeout = %s: at most %s", total, MaxScenarioDuration)
 	}
 	return nil
@@ -364,7 +364,7 @@ func (f *File) validateFault(field string, x FaultSpec, procs map[string]int) er
 	if f.Target.External() {
 		return f.validateExternalFault(field, x)
 	}
-	c := faults.Context{LoadDuration: f.Load.Duration.D(), History: f.Server.History, UsesKafka: f.UsesKafka(),
+	c := faults.Context{LoadDuration: f.Load.Config.Duration, History: f.Server.History, UsesKafka: f.UsesKafka(),
 		SegmentAllocator: f.Server.Allocator == "segment",
 		Process: func(name string) (int, bool, bool) {
 			i, ok := procs[name]

@@ -1,8 +1,10 @@
 package scenario
 
 import (
+	"encoding/json"
 	"errors"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -43,13 +45,13 @@ func TestParseGood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Name != "t" || f.Load.Duration.D() != 4*time.Second || len(f.Faults) != 2 || f.Faults[1].Latency.D() != 10*time.Millisecond {
+	if f.Name != "t" || f.Load.Config.Duration != 4*time.Second || len(f.Faults) != 2 || f.Faults[1].Latency.D() != 10*time.Millisecond {
 		t.Fatalf("parsed %+v", f)
 	}
 	if *f.Expect.MaxLost != 0 || f.Expect.VerdictOr() != VerdictValid || f.Server.PolicyOr() != "store" {
 		t.Fatalf("expect %+v", f.Expect)
 	}
-	if f.Load.OnlineOr() != DefaultOnline || f.Load.SettleOr() != DefaultSettle {
+	if f.Load.Config.Pop.Online != DefaultOnline || f.Load.Config.Settle != DefaultSettle {
 		t.Fatal("defaults not applied")
 	}
 	if ps := f.Processes(); ps[0].Exec || !ps[1].Exec {
@@ -220,6 +222,32 @@ func TestParseBad(t *testing.T) {
 
 // TestShippedFiles: every scenario file in this directory validates, and
 // the required ones are there.
+// roundTrip: the copy of f a result carries (JSON) reads back to the same
+// load and capacity sections, and says in the file's words what it set.
+func roundTrip(t *testing.T, f *File) {
+	t.Helper()
+	b, err := json.Marshal(f)
+	if err != nil {
+		t.Fatalf("%s: %v", f.Path, err)
+	}
+	var back File
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatalf("%s: %v", f.Path, err)
+	}
+	if !reflect.DeepEqual(back.Load, f.Load) || !reflect.DeepEqual(back.Capacity, f.Capacity) {
+		t.Errorf("%s: read back load %+v capacity %+v, want %+v %+v", f.Path, back.Load, back.Capacity, f.Load, f.Capacity)
+	}
+	var m struct {
+		Load map[string]any `json:"load"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	if f.Kind != KindCapacity && (m.Load["duration"] != f.Load.Config.Duration.String() || m.Load["users"] != float64(f.Load.Config.Pop.Users)) {
+		t.Errorf("%s: the copy's load says %v", f.Path, m.Load)
+	}
+}
+
 func TestShippedFiles(t *testing.T) {
 	paths, err := filepath.Glob("../scenarios/*.yaml")
 	if err != nil {
@@ -230,7 +258,11 @@ func TestShippedFiles(t *testing.T) {
 	if err != nil || len(full) == 0 {
 		t.Fatalf("full-size scenarios: %v %v", full, err)
 	}
-	paths = append(paths, full...)
+	targets, err := filepath.Glob("../scenarios/targets/*.yaml")
+	if err != nil || len(targets) == 0 {
+		t.Fatalf("target scenarios: %v %v", targets, err)
+	}
+	paths = append(append(paths, full...), targets...)
 	have := map[string]bool{}
 	for _, p := range paths {
 		f, err := ReadFile(p)
@@ -238,6 +270,7 @@ func TestShippedFiles(t *testing.T) {
 			t.Errorf("%s: %v", p, err)
 			continue
 		}
+		roundTrip(t, f)
 		if f.Name+".yaml" != filepath.Base(p) {
 			t.Errorf("%s: name %q does not match the file name", p, f.Name)
 		}
@@ -282,10 +315,10 @@ func TestScaled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.Load.Duration.D() != 2*time.Second || g.Faults[0].At.D() != 500*time.Millisecond || g.Faults[0].For.D() != 500*time.Millisecond {
+	if g.Load.Config.Duration != 2*time.Second || g.Faults[0].At.D() != 500*time.Millisecond || g.Faults[0].For.D() != 500*time.Millisecond {
 		t.Fatalf("scaled: %+v %+v", g.Load, g.Faults[0])
 	}
-	if f.Load.Duration.D() != 4*time.Second || f.Faults[0].At.D() != time.Second {
+	if f.Load.Config.Duration != 4*time.Second || f.Faults[0].At.D() != time.Second {
 		t.Fatal("Scaled changed its input")
 	}
 }

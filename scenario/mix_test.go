@@ -32,8 +32,8 @@ func TestLoadMix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Load.Mix == nil || *f.Load.Mix != loadgen.DefaultMix() {
-		t.Fatalf("load.mix %+v, want the default mix", f.Load.Mix)
+	if f.Load.Config.Mix != loadgen.DefaultMix() {
+		t.Fatalf("load.mix %+v, want the default mix", f.Load.Config.Mix)
 	}
 	for key, bad := range map[string]string{
 		"mix.revoke":       "revoke: -0.5",
@@ -49,8 +49,8 @@ func TestLoadMix(t *testing.T) {
 		t.Error("an unknown mix key was accepted")
 	}
 	plain, err := Parse("p.yaml", []byte(strings.Split(mixFile, "  mix:")[0]+"expect:\n  verdict: valid\n"))
-	if err != nil || plain.Load.Mix != nil {
-		t.Fatalf("without load.mix: %+v %v", plain.Load.Mix, err)
+	if err != nil || plain.Load.Config.Mix.On() {
+		t.Fatalf("without load.mix: %+v %v", plain.Load.Config.Mix, err)
 	}
 }
 

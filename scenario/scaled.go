@@ -10,12 +10,12 @@ import (
 // A capacity file is returned as it is: its search sets the steps'
 // lengths.
 func Scaled(f *File, d time.Duration) (*File, error) {
-	if d <= 0 || d == f.Load.Duration.D() || f.Kind == KindCapacity {
+	if d <= 0 || d == f.Load.Config.Duration || f.Kind == KindCapacity {
 		return f, nil
 	}
 	g := *f
-	ratio := float64(d) / float64(f.Load.Duration.D())
-	g.Load.Duration = Duration(d)
+	ratio := float64(d) / float64(f.Load.Config.Duration)
+	g.Load.Config.Duration = d
 	g.Faults = make([]FaultSpec, len(f.Faults))
 	for i, x := range f.Faults {
 		x.At = Duration(float64(x.At) * ratio)

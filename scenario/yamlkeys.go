@@ -37,6 +37,9 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string) error {
 	if isNull(n) {
 		return nil
 	}
+	if k, ok := reflect.New(t).Interface().(keyed); ok {
+		return checkMapping(n, k.yamlKeys(), path)
+	}
 	if reflect.PointerTo(t).Implements(reflect.TypeFor[yaml.Unmarshaler]()) {
 		// Its own decoder checks it (a duration, a baseline): its message,
 		// with the key in front.
@@ -47,7 +50,7 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string) error {
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		return checkMapping(n, t, path)
+		return checkMapping(n, yamlFields(t), path)
 	case reflect.Slice, reflect.Array:
 		if n.Kind != yaml.SequenceNode {
 			return fmt.Errorf("line %d: %s: want a list (lines starting with \"- \", or [a, b]), got %s", n.Line, where(path), got(n))
@@ -78,12 +81,19 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string) error {
 	return nil
 }
 
-// checkMapping checks a mapping against struct t's yaml keys.
-func checkMapping(n *yaml.Node, t reflect.Type, path string) error {
+// keyed is a section whose keys are not (all) its struct's fields (a
+// section that decodes the settings of a config through their table): it
+// names them, with the type each is written as.
+type keyed interface {
+	yamlKeys() map[string]reflect.Type
+}
+
+// checkMapping checks a mapping against a section's keys (fields: key ->
+// the type it is written as).
+func checkMapping(n *yaml.Node, fields map[string]reflect.Type, path string) error {
 	if n.Kind != yaml.MappingNode {
 		return fmt.Errorf("line %d: %s: want a mapping (key: value lines), got %s", n.Line, where(path), got(n))
 	}
-	fields := yamlFields(t)
 	seen := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]

@@ -70,7 +70,7 @@ func TestSelftestShort(t *testing.T) {
 	// and under -race on a loaded machine the devices of a 200/s run may
 	// not reach the end of their inboxes within the file's 60s.
 	f.Load.Rate = "const:100"
-	f.Load.DrainTimeout = scenario.Duration(2 * time.Minute)
+	f.Load.Config.DrainTimeout = 2 * time.Minute
 	base := e2eConfig(t)
 	base.FreshDatabase = true // one database per run, next to the test's
 	base.RedisPrefix = ""     // one prefix per run; each run deletes its own

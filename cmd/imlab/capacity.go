@@ -1,8 +1,8 @@
 package main
 
 import (
+	"cmp"
 	"errors"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"time"
@@ -74,9 +74,6 @@ sustainable rate marked) and OUT/steps/*/summary.json; prints the table.`,
 			if c.SLO, err = capacity.ParseSLO(slo); err != nil {
 				return broken(err)
 			}
-			if c.Procs, err = capacity.ParsePIDs(pids); err != nil {
-				return broken(err)
-			}
 			if err := setGC(gogc, cmd.ErrOrStderr()); err != nil {
 				return broken(err)
 			}
@@ -84,45 +81,12 @@ sustainable rate marked) and OUT/steps/*/summary.json; prints the table.`,
 				return broken(err)
 			}
 			secret.warn(cmd.ErrOrStderr())
-			if !noTargetProcs && !httpTarget(c.Load.Target) {
-				note := "the server's own processes are not watched: " + c.Load.Target + " does not name them (no lab route): give --pid NAME=PID"
-				fmt.Fprintln(cmd.ErrOrStderr(), "imlab:", note)
-				c.Notes = append(c.Notes, note)
-			} else if !noTargetProcs {
-				tp, err := capacity.TargetProcs(cmd.Context(), c.Load.Target)
-				if err != nil {
-					note := "the server's own processes are not watched: " + err.Error()
-					fmt.Fprintln(cmd.ErrOrStderr(), "imlab:", note)
-					c.Notes = append(c.Notes, note)
-				}
-				c.Procs = append(c.Procs, tp...)
-			}
+			c.OutDir = cmp.Or(out, filepath.Join("runs", "capacity-"+time.Now().UTC().Format("20060102-150405")))
+			var names []string
 			if procNames != "" {
-				found, err := capacity.FindProcs(strings.Split(procNames, ","))
-				if err != nil {
-					return broken(err)
-				}
-				if len(found) == 0 {
-					c.Notes = append(c.Notes, "no process named "+procNames+" on this machine")
-				}
-				c.Procs = append(c.Procs, found...)
+				names = strings.Split(procNames, ",")
 			}
-			if out == "" {
-				out = filepath.Join("runs", "capacity-"+time.Now().UTC().Format("20060102-150405"))
-			}
-			c.OutDir = out
-			c.Progress = cmd.OutOrStdout()
-			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "capacity search of %s within %s, %.0f..%.0f sends/s, into %s; watching %d processes besides the generator\n",
-				c.Load.Target, c.SLO, c.From, c.To, out, len(c.Procs))
-			res, err := capacity.Search(cmd.Context(), c)
-			if res != nil {
-				fmt.Fprintln(w)
-				if werr := res.WriteTable(w); werr != nil {
-					return broken(werr)
-				}
-				fmt.Fprintf(w, "wrote %s and %s\n", filepath.Join(out, capacity.ResultFile), filepath.Join(out, capacity.ReportFile))
-			}
+			res, err := capacity.Run(cmd.Context(), c, capacity.Watch{PIDs: pids, Names: names, NoTarget: noTargetProcs}, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			switch {
 			case err != nil:
 				return broken(err)

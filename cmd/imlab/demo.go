@@ -1,16 +1,11 @@
 package main
 
 import (
-	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
-	"imlab/result"
 	"imlab/scenario"
 )
 
@@ -51,57 +46,4 @@ Shipped scenarios: ` + strings.Join(scenario.ShippedNames(), ", ") + `.`,
 	}
 	o.flags(cmd, "runs/demo-<UTC time>")
 	return cmd
-}
-
-// verdictRow is one line of the verdict table printed after a set of
-// scenarios.
-type verdictRow struct {
-	name, expect, verdict, result, lost, report string
-	seconds                                     float64
-}
-
-func newVerdictRow(f *scenario.File, res *result.Result, err error, dir string) verdictRow {
-	r := verdictRow{name: f.Name, expect: f.Expect.VerdictOr(), verdict: "-", result: "NOT CARRIED OUT", lost: "-", report: "-"}
-	if res == nil {
-		return r
-	}
-	r.seconds = res.Seconds
-	if v := res.Verdict; v != nil {
-		r.verdict = "INVALID"
-		if v.Valid {
-			r.verdict = "VALID"
-		}
-	}
-	for _, f := range res.Findings {
-		if f.Name == "lost" && res.Verdict != nil {
-			r.lost = fmt.Sprint(f.Count)
-		}
-	}
-	switch {
-	case err != nil || res.Incomplete:
-	case res.Skipped != "":
-		r.result = "SKIPPED"
-	case res.Passed:
-		r.result = "PASSED"
-	default:
-		r.result = "FAILED"
-	}
-	if p := filepath.Join(dir, result.ReportFile); fileExists(p) {
-		r.report = p
-	}
-	return r
-}
-
-func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
-
-// printVerdictTable prints one line per scenario: what the checker found
-// against what the scenario expects, and where its report is.
-func printVerdictTable(w io.Writer, rows []verdictRow) {
-	fmt.Fprintln(w, "\nverdicts (a scenario passes when the checker's verdict and every expectation match the file; expect invalid: a negative control)")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "scenario\texpect\tverdict\tlost\tresult\ttime\treport")
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.0fs\t%s\n", r.name, r.expect, r.verdict, r.lost, r.result, r.seconds, r.report)
-	}
-	tw.Flush()
 }

@@ -120,58 +120,91 @@ func TestExitStatuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := t.TempDir()
+	// Bad values of the load's mix, the target block and the expectations,
+	// each in a shipped file otherwise valid.
+	badFile := func(name, from, to, src string) string {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), from) {
+			t.Fatalf("%s: no %q", src, from)
+		}
+		p := filepath.Join(t.TempDir(), name+".yaml")
+		if err := os.WriteFile(p, []byte(strings.Replace(string(b), from, to, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const wipe, tinode = "../../scenarios/redis-wipe.yaml", "../../scenarios/targets/tinode-kill.yaml"
+	badMix := badFile("mix", "  settle: 2s\n", "  settle: 2s\n  mix:\n    revoke: 1.5\n", wipe)
+	negMix := badFile("negmix", "  settle: 2s\n", "  settle: 2s\n  mix:\n    read: -0.2\n", wipe)
+	badTarget := badFile("target", "driver: tinode", "driver: nats", tinode)
+	badDead := badFile("dead", "expect:\n", "expect:\n  dead_letters: {min: -1}\n", wipe)
+	badFindings := badFile("findings", "expect:\n", "expect:\n  findings: [nope]\n", wipe)
 
 	for _, c := range []struct {
 		name string
 		args []string
 		want int
+		says string // what stderr must name (the key), when set
 	}{
-		{"help", []string{"--help"}, 0},
-		{"unknown command", []string{"chek", valid}, 2},
+		{"help", []string{"--help"}, 0, ""},
+		{"unknown command", []string{"chek", valid}, 2, ""},
 
-		{"token", []string{"token", "--uid", "1", "--did", "phone"}, 0},
-		{"token: bad uid", []string{"token", "--uid", "0", "--did", "phone"}, 2},
-		{"token: flag typo", []string{"token", "--uid", "1", "--dod", "phone"}, 2},
+		{"token", []string{"token", "--uid", "1", "--did", "phone"}, 0, ""},
+		{"token: bad uid", []string{"token", "--uid", "0", "--did", "phone"}, 2, ""},
+		{"token: flag typo", []string{"token", "--uid", "1", "--dod", "phone"}, 2, ""},
 
-		{"check: valid", []string{"check", valid}, 0},
-		{"check: invalid", []string{"check", lossy}, 1},
-		{"check: overloaded", []string{"check", over}, 3},
-		{"check --json: invalid", []string{"check", "--json", lossy}, 1},
-		{"check: missing directory", []string{"check", filepath.Join(empty, "none")}, 2},
-		{"check: empty directory", []string{"check", empty}, 2},
-		{"check: flag typo", []string{"check", "--jsn", valid}, 2},
-		{"check: no directory", []string{"check"}, 2},
+		{"check: valid", []string{"check", valid}, 0, ""},
+		{"check: invalid", []string{"check", lossy}, 1, ""},
+		{"check: overloaded", []string{"check", over}, 3, ""},
+		{"check --json: invalid", []string{"check", "--json", lossy}, 1, ""},
+		{"check: missing directory", []string{"check", filepath.Join(empty, "none")}, 2, ""},
+		{"check: empty directory", []string{"check", empty}, 2, ""},
+		{"check: flag typo", []string{"check", "--jsn", valid}, 2, ""},
+		{"check: no directory", []string{"check"}, 2, ""},
 
-		{"compare: same", []string{"compare", summary, summary}, 0},
-		{"compare: regression", []string{"compare", summary, worse}, 1},
-		{"compare: flag typo", []string{"compare", "--tolernce", "ack_p99:+10%", summary, worse}, 2},
-		{"compare: missing file", []string{"compare", summary, filepath.Join(empty, "none.json")}, 2},
+		{"compare: same", []string{"compare", summary, summary}, 0, ""},
+		{"compare: regression", []string{"compare", summary, worse}, 1, ""},
+		{"compare: flag typo", []string{"compare", "--tolernce", "ack_p99:+10%", summary, worse}, 2, ""},
+		{"compare: missing file", []string{"compare", summary, filepath.Join(empty, "none.json")}, 2, ""},
 
-		{"report compare: no -o", []string{"report", "compare", valid}, 2},
-		{"report compare: missing run", []string{"report", "compare", filepath.Join(empty, "none"), "-o", filepath.Join(out, "r.html")}, 2},
-		{"report compare: not a scenario result", []string{"report", "compare", summary, "-o", filepath.Join(out, "r.html")}, 2},
-		{"report compare: flag typo", []string{"report", "compare", "--ot", "x.html", valid}, 2},
+		{"report compare: no -o", []string{"report", "compare", valid}, 2, ""},
+		{"report compare: missing run", []string{"report", "compare", filepath.Join(empty, "none"), "-o", filepath.Join(out, "r.html")}, 2, ""},
+		{"report compare: not a scenario result", []string{"report", "compare", summary, "-o", filepath.Join(out, "r.html")}, 2, ""},
+		{"report compare: flag typo", []string{"report", "compare", "--ot", "x.html", valid}, 2, ""},
 
-		{"scenario validate: shipped", []string{"scenario", "validate", "../../scenarios/redis-wipe.yaml"}, 0},
-		{"scenario validate: bad file", []string{"scenario", "validate", badYAML}, 2},
-		{"scenario run: flag typo", []string{"scenario", "run", "--duraton", "3s", "../../scenarios/redis-wipe.yaml"}, 2},
-		{"scenario run: bad file", []string{"scenario", "run", "--out", out, badYAML}, 2},
-		{"scenario selftest: flag typo", []string{"scenario", "selftest", "--paralel", "2"}, 2},
-		{"demo: unknown scenario", []string{"demo", "no-such-scenario"}, 2},
+		{"scenario validate: shipped", []string{"scenario", "validate", "../../scenarios/redis-wipe.yaml"}, 0, ""},
+		{"scenario validate: bad file", []string{"scenario", "validate", badYAML}, 2, ""},
+		{"scenario run: flag typo", []string{"scenario", "run", "--duraton", "3s", "../../scenarios/redis-wipe.yaml"}, 2, ""},
+		{"scenario run: bad file", []string{"scenario", "run", "--out", out, badYAML}, 2, ""},
+		{"scenario selftest: flag typo", []string{"scenario", "selftest", "--paralel", "2"}, 2, ""},
+		{"demo: unknown scenario", []string{"demo", "no-such-scenario"}, 2, ""},
 
 		{"load: valid", []string{"load", "--secret", exitTestSecret, "--target", fake, "--rate", "const:50", "--duration", "1s", "--users", "5", "--groups", "0",
-			"--ceiling", "0", "--settle", "200ms", "--run-dir", filepath.Join(out, "load-ok")}, 0},
+			"--ceiling", "0", "--settle", "200ms", "--run-dir", filepath.Join(out, "load-ok")}, 0, ""},
 		{"load --check: invalid", []string{"load", "--secret", exitTestSecret, "--target", fakeTarget(t, faketarget.Faults{DropEvery: 5}).URL(), "--rate", "const:50", "--duration", "1s",
-			"--users", "5", "--groups", "0", "--ceiling", "0", "--settle", "200ms", "--run-dir", filepath.Join(out, "load-lossy"), "--check"}, 1},
-		{"load: bad rate", []string{"load", "--rate", "garbage"}, 2},
-		{"load: flag typo", []string{"load", "--duraton", "3s"}, 2},
-		{"load: target not ready", []string{"load", "--target", "http://127.0.0.1:1", "--wait-ready", "500ms", "--run-dir", filepath.Join(out, "load-none")}, 2},
+			"--users", "5", "--groups", "0", "--ceiling", "0", "--settle", "200ms", "--run-dir", filepath.Join(out, "load-lossy"), "--check"}, 1, ""},
+		{"load: bad rate", []string{"load", "--rate", "garbage"}, 2, ""},
+		{"load: flag typo", []string{"load", "--duraton", "3s"}, 2, ""},
+		{"load: target not ready", []string{"load", "--target", "http://127.0.0.1:1", "--wait-ready", "500ms", "--run-dir", filepath.Join(out, "load-none")}, 2, ""},
 
-		{"capacity: bad slo", []string{"capacity", "--slo", "ack_p99<2", "--out", out}, 2},
-		{"up: bad flag", []string{"up", "--push-bus", "redis"}, 2},
-		{"ref: no secret", []string{"ref", "--mysql-dsn", "root@tcp(127.0.0.1:1)/x", "--redis-addr", "127.0.0.1:1"}, 2},
-		{"migrate: no database", []string{"migrate"}, 2},
-		{"reconcile: no database", []string{"reconcile"}, 2},
+		{"load: mix probability > 1", []string{"load", "--secret", exitTestSecret, "--target", fake, "--mix-revoke", "1.5", "--run-dir", filepath.Join(out, "load-mix")}, 2, "mix.revoke"},
+		{"load: negative mix probability", []string{"load", "--secret", exitTestSecret, "--target", fake, "--mix", "default", "--mix-read", "-0.1", "--run-dir", filepath.Join(out, "load-mix")}, 2, "mix.read"},
+		{"scenario validate: mix probability > 1", []string{"scenario", "validate", badMix}, 2, "mix.revoke"},
+		{"scenario run: negative mix probability", []string{"scenario", "run", "--out", out, negMix}, 2, "mix.read"},
+		{"scenario validate: bad target block", []string{"scenario", "validate", badTarget}, 2, "target.driver"},
+		{"scenario validate: bad dead_letters", []string{"scenario", "validate", badDead}, 2, "expect.dead_letters"},
+		{"scenario validate: bad findings", []string{"scenario", "validate", badFindings}, 2, "expect.findings"},
+		{"scenario validate: load key typo", []string{"scenario", "validate", badYAML}, 2, `did you mean "duration"`},
+
+		{"capacity: bad slo", []string{"capacity", "--slo", "ack_p99<2", "--out", out}, 2, ""},
+		{"capacity: mix probability > 1", []string{"capacity", "--secret", exitTestSecret, "--target", fake, "--no-target-procs", "--proc", "", "--mix-delete", "2", "--out", out}, 2, "mix.delete"},
+		{"up: bad flag", []string{"up", "--push-bus", "redis"}, 2, ""},
+		{"ref: no secret", []string{"ref", "--mysql-dsn", "root@tcp(127.0.0.1:1)/x", "--redis-addr", "127.0.0.1:1"}, 2, ""},
+		{"migrate: no database", []string{"migrate"}, 2, ""},
+		{"reconcile: no database", []string{"reconcile"}, 2, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -179,6 +212,9 @@ func TestExitStatuses(t *testing.T) {
 			code, stdout, stderr := runImlab(t, ctx, c.args...)
 			if code != c.want {
 				t.Errorf("imlab %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(c.args, " "), code, c.want, tail(stdout), tail(stderr))
+			}
+			if c.says != "" && !strings.Contains(stderr, c.says) {
+				t.Errorf("imlab %s: stderr does not name %s:\n%s", strings.Join(c.args, " "), c.says, tail(stderr))
 			}
 		})
 	}

@@ -16,25 +16,28 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"imlab/checker"
+	"imlab/checker/judge"
 	"imlab/loadgen"
 	"imlab/loadgen/schedule"
 )
 
+// loadOpts are imlab load's own flags (the generator's are the config's:
+// loadgen.Config.RegisterFlags).
+type loadOpts struct {
+	target, rate, sizes, runDir string
+	drv                         driverFlags
+	segment, claimDir, cpuProf  string
+	check                       bool
+	gogc, procs                 int
+	waitReady                   time.Duration
+}
+
 // newLoadCmd is `imlab load`: open-loop load against a server through the
 // contract, with a ledger the checker can judge.
 func newLoadCmd() *cobra.Command {
-	def := loadgen.DefaultConfig("", "", "")
-	var (
-		target, rate, sizes, runDir string
-		drvFlags                    driverFlags
-		segment, claimDir, cpuProf  string
-		check                       bool
-		gogc, procs                 int
-		waitReady                   time.Duration
-	)
+	var o loadOpts
 	var regErr error
-	cfg := def
+	cfg := loadgen.DefaultConfig("", "", "")
 	cmd := &cobra.Command{
 		Use:   "load",
 		Short: "Open-loop load (constant, steps, bursts, sine) with a ledger of every ACK and delivery",
@@ -50,101 +53,117 @@ sine:mean=5000,amp=2000,period=30s`,
 			if regErr != nil {
 				return regErr
 			}
-			secret, err := lookupSecret(cmd, true)
-			if err != nil {
-				return err
-			}
-			shape, err := schedule.Parse(rate)
-			if err != nil {
-				return usageError(fmt.Errorf("--rate: %w", err))
-			}
-			gs, err := loadgen.ParseSizes(sizes)
-			if err != nil {
-				return usageError(fmt.Errorf("--group-sizes: %w", err))
-			}
-			seg, err := loadSegment(segment, claimDir, os.LookupEnv)
-			if err != nil {
-				return usageError(err)
-			}
-			if waitReady < 0 || waitReady > maxWaitReady {
-				return usageError(fmt.Errorf("--wait-ready %s: want 0 (do not wait) .. %s", waitReady, maxWaitReady))
-			}
-			if runDir == "" {
-				runDir = filepath.Join("runs", time.Now().UTC().Format("20060102-150405"))
-			}
-			runDir = strings.ReplaceAll(runDir, "{segment}", strconv.Itoa(max(seg.Index, 1)))
-			out := cmd.OutOrStdout()
-			c := cfg
-			c.Segment = seg
-			c.Target, c.Secret, c.Shape, c.RunDir = target, secret.value, shape, runDir
-			c.TargetOptions = drvFlags.options()
-			c.Pop.GroupSizes = gs
-			if c.Pop.Groups == 0 {
-				c.Pop.GroupShare = 0
-			}
-			c.Progress = out
-			if err := c.Validate(); err != nil {
-				return usageError(err)
-			}
-			if err := setGC(gogc, cmd.ErrOrStderr()); err != nil {
-				return usageError(err)
-			}
-			if err := setProcs(procs, cmd.ErrOrStderr()); err != nil {
-				return usageError(err)
-			}
-			if httpTarget(target) {
-				secret.warn(cmd.ErrOrStderr())
-			}
-			switch {
-			case waitReady > 0 && !httpTarget(target):
-				noHealthWait(out, target)
-			case waitReady > 0:
-				if err := waitHealthy(cmd.Context(), target, waitReady, out); err != nil {
-					return err
-				}
-			}
-			via := c.SendVia
-			if !httpTarget(target) {
-				via = "the driver's sessions"
-			}
-			fmt.Fprintf(out, "run dir %s: %s for %s against %s (sends over %s), %d users x %d devices, %d groups\n",
-				runDir, shape, c.Duration, target, via, c.Pop.Users, c.Pop.DevicesPerUser, c.Pop.Groups)
-			stopProf, err := startCPUProfile(cpuProf)
-			if err != nil {
-				return usageError(err)
-			}
-			sum, err := loadgen.Run(cmd.Context(), c)
-			if perr := stopProf(); err == nil {
-				err = perr
-			}
-			if sum != nil {
-				printSummary(out, sum)
-			}
-			if err != nil {
-				return err
-			}
-			if check {
-				return runCheck(cmd, runDir, false)
-			}
-			return nil
+			return o.run(cmd, cfg)
 		},
 	}
 	f := cmd.Flags()
 	regErr = cfg.RegisterFlags(f)
-	f.StringVar(&target, "target", "http://127.0.0.1:8080", "server base URL: http:// or ref+http:// (the reference server), tinode+ws://HOST:PORT (a Tinode)")
-	drvFlags.register(f)
-	f.DurationVar(&waitReady, "wait-ready", defaultWaitReady, "before anything else, wait up to this long for the target's GET /healthz to answer 200 (a server still starting, e.g. imlab up started just before), saying so; 0: do not wait")
+	f.StringVar(&o.target, "target", "http://127.0.0.1:8080", "server base URL: http:// or ref+http:// (the reference server), tinode+ws://HOST:PORT (a Tinode)")
+	o.drv.register(f)
+	f.DurationVar(&o.waitReady, "wait-ready", defaultWaitReady, "before anything else, wait up to this long for the target's GET /healthz to answer 200 (a server still starting, e.g. imlab up started just before), saying so; 0: do not wait")
 	f.String("secret", "", "token signing secret (default $"+envSecret+")")
-	f.StringVar(&rate, "rate", "const:1000", "rate shape")
-	f.StringVar(&sizes, "group-sizes", "3:50,20:30,100:15,500:5", "group size distribution size:weight,...")
-	f.IntVar(&procs, "procs", loadgen.DefaultProcs(), "GOMAXPROCS of the generator (default: twice the CPUs, for scheduling accuracy); ignored when $GOMAXPROCS is set")
-	f.IntVar(&gogc, "gogc", defaultLoadGOGC, "garbage collector target percentage of the generator (-1: off); ignored when $GOGC is set")
-	f.StringVar(&runDir, "run-dir", "", "where the ledger and summary go (default runs/<UTC time>); {segment} is replaced by the segment's index")
-	f.StringVar(&segment, "segment", "", "drive one part of the run: i/n (1-based: 2/4 is the second quarter), index/n (i from $"+loadgen.EnvJobIndex+", 0-based, as a Kubernetes Indexed Job sets it) or claim/n (the lowest segment not yet claimed in --claim-dir, for replicas of one compose service); segments 1..n started apart with the same flags offer exactly the whole run's load; judge them together with imlab check DIR...")
-	f.StringVar(&claimDir, "claim-dir", "", "with --segment claim/n: a directory shared by the replicas where each claims its segment")
-	f.StringVar(&cpuProf, "cpuprofile", "", "write a CPU profile of the generator over the run to this file (go tool pprof FILE)")
-	f.BoolVar(&check, "check", false, "run the checker afterwards and fail when the run is invalid")
+	f.StringVar(&o.rate, "rate", "const:1000", "rate shape")
+	f.StringVar(&o.sizes, "group-sizes", "3:50,20:30,100:15,500:5", "group size distribution size:weight,...")
+	f.IntVar(&o.procs, "procs", loadgen.DefaultProcs(), "GOMAXPROCS of the generator (default: twice the CPUs, for scheduling accuracy); ignored when $GOMAXPROCS is set")
+	f.IntVar(&o.gogc, "gogc", defaultLoadGOGC, "garbage collector target percentage of the generator (-1: off); ignored when $GOGC is set")
+	f.StringVar(&o.runDir, "run-dir", "", "where the ledger and summary go (default runs/<UTC time>); {segment} is replaced by the segment's index")
+	f.StringVar(&o.segment, "segment", "", "drive one part of the run: i/n (1-based: 2/4 is the second quarter), index/n (i from $"+loadgen.EnvJobIndex+", 0-based, as a Kubernetes Indexed Job sets it) or claim/n (the lowest segment not yet claimed in --claim-dir, for replicas of one compose service); segments 1..n started apart with the same flags offer exactly the whole run's load; judge them together with imlab check DIR...")
+	f.StringVar(&o.claimDir, "claim-dir", "", "with --segment claim/n: a directory shared by the replicas where each claims its segment")
+	f.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of the generator over the run to this file (go tool pprof FILE)")
+	f.BoolVar(&o.check, "check", false, "run the checker afterwards and fail when the run is invalid")
 	return cmd
+}
+
+// config is the run's config: the generator's flags (c) with the
+// command's own parsed into it.
+func (o *loadOpts) config(cmd *cobra.Command, c loadgen.Config) (loadgen.Config, error) {
+	secret, err := lookupSecret(cmd, true)
+	if err != nil {
+		return c, err
+	}
+	shape, err := schedule.Parse(o.rate)
+	if err != nil {
+		return c, usageError(fmt.Errorf("--rate: %w", err))
+	}
+	gs, err := loadgen.ParseSizes(o.sizes)
+	if err != nil {
+		return c, usageError(fmt.Errorf("--group-sizes: %w", err))
+	}
+	seg, err := loadSegment(o.segment, o.claimDir, os.LookupEnv)
+	if err != nil {
+		return c, usageError(err)
+	}
+	if o.waitReady < 0 || o.waitReady > maxWaitReady {
+		return c, usageError(fmt.Errorf("--wait-ready %s: want 0 (do not wait) .. %s", o.waitReady, maxWaitReady))
+	}
+	runDir := o.runDir
+	if runDir == "" {
+		runDir = filepath.Join("runs", time.Now().UTC().Format("20060102-150405"))
+	}
+	c.Segment = seg
+	c.Target, c.Secret, c.Shape = o.target, secret.value, shape
+	c.RunDir = strings.ReplaceAll(runDir, "{segment}", strconv.Itoa(max(seg.Index, 1)))
+	c.TargetOptions = o.drv.options()
+	c.Pop.GroupSizes = gs
+	if c.Pop.Groups == 0 {
+		c.Pop.GroupShare = 0
+	}
+	c.Progress = cmd.OutOrStdout()
+	if err := c.Validate(); err != nil {
+		return c, usageError(err)
+	}
+	if httpTarget(o.target) {
+		secret.warn(cmd.ErrOrStderr())
+	}
+	return c, nil
+}
+
+// run sets the generator's process up (GC, GOMAXPROCS), waits for the
+// target, runs the load, prints its summary and, with --check, judges it.
+func (o *loadOpts) run(cmd *cobra.Command, cfg loadgen.Config) error {
+	c, err := o.config(cmd, cfg)
+	if err != nil {
+		return err
+	}
+	if err := setGC(o.gogc, cmd.ErrOrStderr()); err != nil {
+		return usageError(err)
+	}
+	if err := setProcs(o.procs, cmd.ErrOrStderr()); err != nil {
+		return usageError(err)
+	}
+	out := cmd.OutOrStdout()
+	switch {
+	case o.waitReady > 0 && !httpTarget(o.target):
+		noHealthWait(out, o.target)
+	case o.waitReady > 0:
+		if err := waitHealthy(cmd.Context(), o.target, o.waitReady, out); err != nil {
+			return err
+		}
+	}
+	via := c.SendVia
+	if !httpTarget(o.target) {
+		via = "the driver's sessions"
+	}
+	fmt.Fprintf(out, "run dir %s: %s for %s against %s (sends over %s), %d users x %d devices, %d groups\n",
+		c.RunDir, c.Shape, c.Duration, o.target, via, c.Pop.Users, c.Pop.DevicesPerUser, c.Pop.Groups)
+	stopProf, err := startCPUProfile(o.cpuProf)
+	if err != nil {
+		return usageError(err)
+	}
+	sum, err := loadgen.Run(cmd.Context(), c)
+	if perr := stopProf(); err == nil {
+		err = perr
+	}
+	if sum != nil {
+		sum.WriteText(out)
+	}
+	if err != nil {
+		return err
+	}
+	if o.check {
+		return runCheck(cmd, judge.Options{Dirs: []string{c.RunDir}})
+	}
+	return nil
 }
 
 // Bounds of imlab load --wait-ready.
@@ -204,56 +223,6 @@ func probeHealthz(ctx context.Context, hc *http.Client, url string) string {
 		return "HTTP " + resp.Status
 	}
 	return ""
-}
-
-func printSummary(w interface{ Write([]byte) (int, error) }, s *loadgen.Summary) {
-	fmt.Fprintf(w, "run %s: %s for %s against %s, sends over %s\n", s.RunID, s.Shape, s.Duration, s.Target, s.SendVia)
-	if sp := s.Split; sp.Segment.Count > 1 {
-		fmt.Fprintf(w, "segment %s of run %s (fingerprint %s, seed %d): %d users on host %s\n", sp.Segment, s.RunID, sp.Fingerprint, sp.Seed, sp.Users, sp.Host)
-	}
-	if c := s.Split.Clock; c != nil {
-		fmt.Fprintf(w, "clock offset to the target %s ± %s (%s, %d samples)\n", c.Offset, c.Precision, c.Source, c.Samples)
-	} else if s.Split.ClockError != "" {
-		fmt.Fprintf(w, "clock offset to the target: unknown (%s)\n", s.Split.ClockError)
-	}
-	if s.Ceiling != nil {
-		fmt.Fprintf(w, "generator ceiling (no-op endpoint, same client, over %s): %.0f sends/s\n", s.Ceiling.Via, s.Ceiling.PerSec)
-	}
-	g := s.Generator
-	fmt.Fprintf(w, "generator: GOMAXPROCS %d on %d CPUs, GOGC %d, %d conns, pipeline %d on %d conns, workers %d..%d\n",
-		g.GOMAXPROCS, g.CPUs, g.GOGC, g.Conns, g.Pipeline, g.PipelineConns, g.Workers, g.MaxWorkers)
-	fmt.Fprintf(w, "sends: scheduled %d, started %d (%.0f/s), late %d, missed %d; ok %d, fail %d, unknown %d, retries %d\n",
-		s.Pacer.Scheduled, s.Pacer.Started, s.StartedPerSec, s.Pacer.Late, s.Pacer.Missed, s.OK, s.Fail, s.Unknown, s.Retries)
-	if s.NotSent > 0 {
-		fmt.Fprintf(w, "not sent: %d of the failed sends waited in the generator's queue past the send timeout and were never transmitted: the server answered too slowly for the offered rate\n", s.NotSent)
-	}
-	fmt.Fprintf(w, "load: %s\n", s.Outcome)
-	fmt.Fprintln(w, s.LabCPU)
-	fmt.Fprintf(w, "%-11s %8s %9s %9s %9s %9s %9s\n", "latency", "count", "p50", "p90", "p99", "p999", "max")
-	for _, n := range []string{"response", "service", "send_delay", "end_to_end"} {
-		l := s.Latency[n]
-		fmt.Fprintf(w, "%-11s %8d %9s %9s %9s %9s %9s\n", n, l.Count, checker.Dur(l.P50), checker.Dur(l.P90), checker.Dur(l.P99), checker.Dur(l.P999), checker.Dur(l.Max))
-	}
-	fmt.Fprintln(w, checker.LatencyLegend)
-	fmt.Fprintf(w, "deliveries %d; drain complete %v in %.1fs (%d rounds); witness %d uids (%d errors); ledger %d bytes\n",
-		s.Deliveries, s.Drain.Complete, s.Drain.Seconds, s.Drain.Rounds, s.Drain.WitnessUIDs, s.Drain.WitnessErrors, s.LedgerBytes)
-	ev := s.Evidence
-	fmt.Fprintf(w, "evidence: server policy %q; store witness %s; read-after-ACK %s\n", ev.Policy,
-		evidenceState(ev.StoreWitness.Made, fmt.Sprintf("%d uids (%d errors)", ev.StoreWitness.UIDs, ev.StoreWitness.Errors), ev.StoreWitness.Reason),
-		evidenceState(ev.ReadAfterAck.Made, fmt.Sprintf("%d reads (%d failed)", ev.ReadAfterAck.Probes, ev.ReadAfterAck.Errors), ev.ReadAfterAck.Reason))
-	if s.QueueLag != nil {
-		fmt.Fprintf(w, "queue lag at the end: %s\n", s.QueueLag)
-	}
-	for _, e := range s.Errors {
-		fmt.Fprintf(w, "error: %s\n", e)
-	}
-}
-
-func evidenceState(made bool, counts, reason string) string {
-	if made {
-		return counts
-	}
-	return "NOT MADE (" + reason + ")"
 }
 
 // defaultLoadGOGC is imlab load's garbage collector setting: the generator

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,11 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"imlab/compose"
-	"imlab/expect"
 	"imlab/ref/server"
-	"imlab/result"
 	"imlab/runner"
-	"imlab/runner/proc"
 	"imlab/scenario"
 	"imlab/selftest"
 )
@@ -55,9 +51,9 @@ func newScenarioValidateCmd() *cobra.Command {
 					continue
 				}
 				if c := f.Capacity; f.Kind == scenario.KindCapacity && c != nil {
-					fmt.Fprintf(cmd.OutOrStdout(), "ok      %s (%s: capacity search %g..%g/s within %s)\n", p, f.Name, c.From, c.To, c.SLO)
+					fmt.Fprintf(cmd.OutOrStdout(), "ok      %s (%s: capacity search %g..%g/s within %s)\n", p, f.Name, c.Config.From, c.Config.To, c.SLO)
 				} else {
-					fmt.Fprintf(cmd.OutOrStdout(), "ok      %s (%s: %s for %s, %d faults)\n", p, f.Name, f.Load.Rate, f.Load.Duration.D(), len(f.Faults))
+					fmt.Fprintf(cmd.OutOrStdout(), "ok      %s (%s: %s for %s, %d faults)\n", p, f.Name, f.Load.Rate, f.Load.Config.Duration, len(f.Faults))
 				}
 			}
 			if len(bad) > 0 {
@@ -171,160 +167,16 @@ func runScenarios(cmd *cobra.Command, files []*scenario.File, o scenarioOpts, ou
 	base.DataDir = lookupEnv(compose.EnvDataDir)
 	base.MongoCommand = embeddedMongoCommand()
 	base.Progress = w
-	var (
-		results []*result.Result
-		rows    []verdictRow
-	)
-	code := 0
-	for _, sf := range files {
-		c := base
-		c.OutDir = filepath.Join(out, sf.Name)
-		fmt.Fprintf(w, "=== scenario %s (%s)\n", sf.Name, sf.Path)
-		res, err := runner.Run(cmd.Context(), c, sf)
-		if res != nil {
-			results = append(results, res)
-			printScenarioResult(w, res, c.OutDir)
-		}
-		rows = append(rows, newVerdictRow(sf, res, err, c.OutDir))
-		switch {
-		case err != nil:
-			fmt.Fprintf(cmd.ErrOrStderr(), "scenario %s: %v\n", sf.Name, err)
-			code = max(code, scenarioExitBroken)
-		case !res.Passed:
-			code = max(code, scenarioExitFailed)
-		}
-		if cmd.Context().Err() != nil {
-			break
-		}
-	}
-	printVerdictTable(w, rows)
-	if matrix && len(results) > 0 {
-		fmt.Fprintf(w, "=== recovery side by side\n%s", result.MatrixTable(results))
-	}
-	if len(results) > 0 {
-		if err := os.MkdirAll(out, 0o755); err != nil {
-			return &exitError{code: scenarioExitBroken, err: err}
-		}
-		fh, err := os.Create(filepath.Join(out, result.JUnitFile))
-		if err != nil {
-			return &exitError{code: scenarioExitBroken, err: err}
-		}
-		werr := result.WriteJUnit(fh, results...)
-		if cerr := fh.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr != nil {
-			return &exitError{code: scenarioExitBroken, err: werr}
-		}
-		fmt.Fprintf(w, "junit (all scenarios): %s\n", filepath.Join(out, result.JUnitFile))
-	}
-	switch code {
-	case 0:
+	worst, err := runner.RunFiles(cmd.Context(), base, files, out, matrix, w, cmd.ErrOrStderr())
+	switch {
+	case err != nil:
+		return &exitError{code: scenarioExitBroken, err: err}
+	case worst == runner.Passed:
 		return nil
-	case scenarioExitFailed:
-		return &exitError{code: code, err: errors.New("a scenario check failed")}
+	case worst == runner.Failed:
+		return &exitError{code: scenarioExitFailed, err: errors.New("a scenario check failed")}
 	default:
-		return &exitError{code: code, err: errors.New("a scenario could not be carried out")}
-	}
-}
-
-func printScenarioResult(w io.Writer, r *result.Result, dir string) {
-	status := "PASSED"
-	if !r.Passed {
-		status = "FAILED"
-	}
-	if r.Incomplete {
-		status = "NOT CARRIED OUT"
-	}
-	if r.Skipped != "" && !r.Incomplete {
-		status = "SKIPPED"
-	}
-	fmt.Fprintf(w, "--- scenario %s: %s in %.1fs (%s)\n", r.Scenario, status, r.Seconds, r.Backends)
-	if r.Skipped != "" {
-		fmt.Fprintf(w, "    skipped on these backends: %s\n", r.Skipped)
-	}
-	if r.RateScale != nil {
-		fmt.Fprintf(w, "    %s\n", r.RateScale.Label())
-	}
-	if o, _, ok := r.LoadOutcome(); ok {
-		line := fmt.Sprintf("    load: %s (achieved %.0f ACKed sends/s; unknown %.1f%%, failed %.1f%%, retried %.1f%%)",
-			r.LoadLabel(), o.AckedPerSec, 100*o.UnknownFrac, 100*o.FailFrac, 100*o.RetriedFrac)
-		if c := r.LoadCause(); c != "" {
-			line += ": " + c
-		}
-		fmt.Fprintln(w, line)
-	}
-	for _, e := range r.Events {
-		line := fmt.Sprintf("    fault t=%.1fs %s %s", e.At, e.Action, e.Fault)
-		if e.Affected > 0 {
-			line += fmt.Sprintf(" (%d affected)", e.Affected)
-		}
-		if e.Err != "" {
-			line += ": " + e.Err
-		}
-		fmt.Fprintln(w, line)
-	}
-	// Processes a fault took down (or that ended otherwise than by the
-	// final stop): every incarnation, with how it ended.
-	incarnations := map[string]int{}
-	for _, p := range r.Processes {
-		incarnations[p.Name]++
-	}
-	for _, p := range r.Processes {
-		if incarnations[p.Name] < 2 && p.End == proc.EndStopped {
-			continue
-		}
-		line := fmt.Sprintf("    process %s", p.Name)
-		if p.Exec {
-			line += fmt.Sprintf(" pid %d", p.PID)
-		}
-		line += " " + p.End
-		if p.State != "" {
-			line += " (" + p.State + ")"
-		}
-		fmt.Fprintln(w, line)
-	}
-	if rp := r.Repairs; r.Skipped == "" && (rp.Rows > 0 || !rp.Known) {
-		line := fmt.Sprintf("    repairs: %d inbox rows of %d messages written by forward reconciliation (missing when the reconciler looked)", rp.Rows, len(rp.MsgIDs))
-		if !rp.Known {
-			line += " (unknown: " + strings.Join(rp.Errors, "; ") + ")"
-		}
-		if fl := rp.FateLine(); fl != "" {
-			line += "; " + fl
-		}
-		fmt.Fprintln(w, line)
-	}
-	if d := r.DeadLetters; d != nil && d.Worth() {
-		fmt.Fprintln(w, "    dead letters: "+d.AccountLine())
-	}
-	for _, f := range r.Findings {
-		if f.Count > 0 {
-			ex := f.Examples[:min(3, len(f.Examples))]
-			if len(ex) == 0 {
-				for _, id := range f.MsgIDs[:min(5, len(f.MsgIDs))] {
-					ex = append(ex, fmt.Sprint(id))
-				}
-				if len(ex) > 0 {
-					ex[0] = "msg_ids " + ex[0]
-				}
-			}
-			fmt.Fprintf(w, "    %s: %d %s\n", f.Name, f.Count, strings.Join(ex, "; "))
-		}
-	}
-	if len(r.Checks) > 0 {
-		fmt.Fprint(w, expect.Table(r.Checks))
-		if r.RateScale != nil {
-			fmt.Fprintf(w, "      checked at %s: rates ×%g for %s\n", r.RateScale.RunRate, r.RateScale.Factor, r.RateScale.For)
-		}
-	}
-	for _, e := range r.Errors {
-		fmt.Fprintf(w, "    %s\n", result.ErrorLine(e))
-	}
-	for _, n := range []string{result.ResultFile, result.JUnitFile, result.ReportFile, runner.VerdictFile, result.LoadDir} {
-		p := filepath.Join(dir, n)
-		if _, err := os.Stat(p); err == nil {
-			fmt.Fprintf(w, "    wrote %s\n", p)
-		}
+		return &exitError{code: scenarioExitBroken, err: errors.New("a scenario could not be carried out")}
 	}
 }
 

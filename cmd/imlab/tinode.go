@@ -3,11 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
-	"net/url"
-	"strings"
 
 	"github.com/spf13/pflag"
 
+	"imlab/targets/drivers"
 	tinodedriver "imlab/targets/tinode/driver"
 )
 
@@ -32,14 +31,7 @@ func (d *driverFlags) options() map[string]string {
 // httpTarget reports whether target is served over HTTP (the reference
 // server's contract, with GET /healthz): another driver's target (e.g.
 // tinode+ws://) has no health route to wait for.
-func httpTarget(target string) bool {
-	u, err := url.Parse(target)
-	if err != nil {
-		return false
-	}
-	s := strings.TrimPrefix(u.Scheme, "ref+")
-	return s == "http" || s == "https"
-}
+func httpTarget(target string) bool { return drivers.HTTP(target) }
 
 // noHealthWait says that a target without a health route is not waited for.
 func noHealthWait(w io.Writer, target string) {

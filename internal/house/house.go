@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -157,6 +158,22 @@ func (t *Tree) Over(maxPkg, maxFile, maxFunc int, prefixes ...string) (pkgs, fil
 	}
 	sort.Slice(funcs, func(i, j int) bool { return funcs[i].Lines > funcs[j].Lines })
 	return pkgs, files, funcs
+}
+
+// MaxFuncLines is the longest a function of the lab's packages may be.
+const MaxFuncLines = 100
+
+// LongFuncs lists the functions over max lines outside the packages under
+// the excluded prefixes (the reference server's ref/), longest first.
+func (t *Tree) LongFuncs(limit int, excluded ...string) []Func {
+	var out []Func
+	for _, f := range t.Funcs {
+		if f.Lines > limit && !slices.ContainsFunc(excluded, func(pre string) bool { return f.Pkg == pre || strings.HasPrefix(f.Pkg, pre+"/") }) {
+			out = append(out, f)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Lines > out[j].Lines })
+	return out
 }
 
 func (t *Tree) sorted() []*Pkg {

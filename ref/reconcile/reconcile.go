@@ -14,6 +14,15 @@
 // The reverse pass's history source is ref/history's Store.FindMessage
 // (conv_id and msg_id only: an inbox row carries no conv_seq).
 //
+// A recipient's row that retention deleted is not missing: the forward
+// pass reads a (uid, msg_id) with a tombstone in offline_tombstone
+// (ref/retention writes one in the deleting transaction) as delivered, and
+// it does not look at messages older than Config.Horizon, past which a
+// deleted row may have left no tombstone. Without both, a row delivered,
+// pulled by every device and deleted early would be taken for one the
+// fan-out lost and written again at a new seq: the message twice in one
+// inbox.
+//
 // It must not allocate seqs or insert offline_msg rows other than through
 // ref/inbox, nor talk to Kafka.
 package reconcile
@@ -52,7 +61,12 @@ type Config struct {
 	Window time.Duration
 	// Interval between timer runs.
 	Interval time.Duration
-	Logger   *slog.Logger
+	// Horizon: the forward pass does not write a row for a message created
+	// more than Horizon before the pass (retention.Config.Horizon: its row
+	// may have been deleted without a tombstone); 0: no limit (no
+	// retention deletes anything the pass may look at).
+	Horizon time.Duration
+	Logger  *slog.Logger
 }
 
 // DefaultConfig: pages of 1000, 100k repairs per run, push after 10
@@ -75,6 +89,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: reconcile window must exceed the grace period", model.ErrInvalid)
 	case c.Interval < time.Second:
 		return fmt.Errorf("%w: reconcile interval below 1s", model.ErrInvalid)
+	case c.Horizon < 0:
+		return fmt.Errorf("%w: reconcile horizon negative", model.ErrInvalid)
 	}
 	return nil
 }
@@ -145,6 +161,9 @@ type ForwardReport struct {
 	// same conversation already in that recipient's inbox (see Forward):
 	// the lab checker reports those as "reordered".
 	Reordered int64 `json:"reordered"`
+	// Horizon, when the pass was limited by Config.Horizon: messages
+	// created before it were not looked at.
+	Horizon *time.Time `json:"horizon,omitempty"`
 }
 
 // ReverseReport: inbox rows whose body is missing.
@@ -238,8 +257,17 @@ type pair struct{ uid, msgID uint64 }
 // reorders (it appends a later message before the consumer writes an
 // earlier one): timer runs stay Grace behind now, and a one-off run should
 // end (--until) at least the consumers' lag before now.
+//
+// Rows retention deleted are not missing (see the package doc): a
+// tombstoned (uid, msg_id) counts as delivered, and since is raised to
+// Config.Horizon before now.
 func (r *Reconciler) Forward(ctx context.Context, since, until time.Time) (ForwardReport, error) {
 	var rep ForwardReport
+	if r.cfg.Horizon > 0 {
+		if h := time.Now().Add(-r.cfg.Horizon).UTC(); since.Before(h) {
+			since, rep.Horizon = h, &h
+		}
+	}
 	lastAt, lastID := since.UTC(), uint64(0)
 	first := true
 	for {
@@ -406,37 +434,6 @@ func (r *Reconciler) page(ctx context.Context, afterAt time.Time, afterID uint64
 		out = append(out, m)
 	}
 	return out, rows.Err()
-}
-
-func (r *Reconciler) existing(ctx context.Context, items []fanoutItem) (map[pair]bool, error) {
-	have := make(map[pair]bool, len(items))
-	const chunk = 500
-	for start := 0; start < len(items); start += chunk {
-		end := min(start+chunk, len(items))
-		args := make([]any, 0, 2*(end-start))
-		for _, it := range items[start:end] {
-			args = append(args, it.UID, it.MsgID)
-		}
-		q := "SELECT uid, msg_id FROM offline_msg WHERE (uid, msg_id) IN (" +
-			strings.TrimSuffix(strings.Repeat("(?,?),", end-start), ",") + ")"
-		rows, err := r.db.QueryContext(ctx, q, args...)
-		if err != nil {
-			return nil, fmt.Errorf("reconcile: inbox lookup: %w", err)
-		}
-		for rows.Next() {
-			var p pair
-			if err := rows.Scan(&p.uid, &p.msgID); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("reconcile: inbox lookup row: %w", err)
-			}
-			have[p] = true
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("reconcile: inbox lookup rows: %w", err)
-		}
-	}
-	return have, nil
 }
 
 type inboxRef struct {

@@ -31,6 +31,20 @@
 // conv_id, created_at, deleted_at, reason expired or pulled) and every pass
 // is reported; Log is a bounded Sink the server serves to the lab.
 //
+// # Tombstones
+//
+// A row deleted while younger than TombstoneAge (by its created_at, at the
+// pass's clock) leaves a tombstone, (uid, msg_id, seq) in
+// offline_tombstone, written in the deleting transaction: the forward
+// repair (ref/reconcile) reads a tombstoned pair as delivered, so a message
+// whose row was delivered, pulled by every device and deleted early is not
+// taken for one the fan-out lost and written a second time at a new seq.
+// Tombstones older than TombstoneAge are trimmed by each pass; the repair
+// does not look further back than its horizon (server: half the tombstone
+// age, or the youngest age at which retention deletes at all if that is
+// longer). Outside the lab, rows go early only after PulledMinAge (a day),
+// well past the tombstone age (two hours), so no tombstone is written.
+//
 // It must not change seq_fence (a seq is never reused after its row is
 // gone), cursors, or msg_content.
 package retention
@@ -81,6 +95,11 @@ type Config struct {
 	DeleteBatch int
 	// Pause between deleting transactions, to leave room to the write path.
 	Pause time.Duration
+	// TombstoneAge: a row deleted while younger than this leaves a
+	// tombstone (see the package doc); tombstones older are trimmed. 0: no
+	// tombstones (then nothing deleted may be younger than the forward
+	// repair's horizon).
+	TombstoneAge time.Duration
 	// DedupMaxAge: mq_dedup rows older than this are deleted (they guard
 	// redeliveries; uk_uid_msg stays the final guard after).
 	DedupMaxAge time.Duration
@@ -92,10 +111,27 @@ type Config struct {
 	Logger  *slog.Logger
 }
 
-// DefaultConfig: 30 days, pages of 1000, deletes of 500, dedup rows kept 48 h.
+// DefaultTombstoneAge is Config.TombstoneAge's default: twice the forward
+// repair's default window (reconcile.DefaultConfig: one hour).
+const DefaultTombstoneAge = 2 * time.Hour
+
+// DefaultConfig: 30 days, pages of 1000, deletes of 500, tombstones of rows
+// younger than 2 h, dedup rows kept 48 h.
 func DefaultConfig() Config {
 	return Config{MaxAge: 30 * 24 * time.Hour, PulledMinAge: 24 * time.Hour, ScanPage: 1000, DeleteBatch: 500, Pause: time.Millisecond,
-		DedupMaxAge: 48 * time.Hour, Interval: 10 * time.Minute}
+		TombstoneAge: DefaultTombstoneAge, DedupMaxAge: 48 * time.Hour, Interval: 10 * time.Minute}
+}
+
+// Horizon is how far back a message's rows are either all still in
+// offline_msg or tombstoned (as long as tombstones are trimmed at
+// TombstoneAge): the longer of half the tombstone age (the other half is
+// the margin for a repair pass still running while a trim goes on) and the
+// youngest age at which retention deletes anything (the shorter of
+// PulledMinAge and MaxAge). A forward repair must not write a row for a
+// message older than that: its row may have been delivered and deleted
+// without a trace.
+func (c Config) Horizon() time.Duration {
+	return max(c.TombstoneAge/2, min(c.PulledMinAge, c.MaxAge))
 }
 
 // Validate checks the configuration.
@@ -115,6 +151,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: retention delete batch out of 1..5000", model.ErrInvalid)
 	case c.Pause < 0 || c.Pause > time.Second:
 		return fmt.Errorf("%w: retention pause out of 0..1s", model.ErrInvalid)
+	case c.TombstoneAge < 0 || c.TombstoneAge > 30*24*time.Hour:
+		return fmt.Errorf("%w: retention tombstone age %s out of 0..720h", model.ErrInvalid, c.TombstoneAge)
 	case c.DedupMaxAge < time.Hour:
 		return fmt.Errorf("%w: retention dedup max age below 1h", model.ErrInvalid)
 	case c.Interval < minInterval:
@@ -125,11 +163,13 @@ func (c Config) Validate() error {
 
 // Report is one run.
 type Report struct {
-	Scanned       int64 `json:"scanned"`
-	DeletedAged   int64 `json:"deleted_aged"`   // past MaxAge
-	DeletedPulled int64 `json:"deleted_pulled"` // every device pulled past
-	DedupDeleted  int64 `json:"dedup_deleted"`
-	Statements    int64 `json:"statements"`
+	Scanned           int64 `json:"scanned"`
+	DeletedAged       int64 `json:"deleted_aged"`   // past MaxAge
+	DeletedPulled     int64 `json:"deleted_pulled"` // every device pulled past
+	Tombstones        int64 `json:"tombstones"`     // tombstones written (rows deleted younger than TombstoneAge)
+	TombstonesTrimmed int64 `json:"tombstones_trimmed"`
+	DedupDeleted      int64 `json:"dedup_deleted"`
+	Statements        int64 `json:"statements"`
 }
 
 // Deletion reasons.
@@ -260,7 +300,12 @@ func (r *Retention) Run(ctx context.Context, now time.Time) (rep Report, err err
 			break
 		}
 	}
-	n, err := r.trimDedup(ctx, now, &rep)
+	n, err := r.trimBefore(ctx, "offline_tombstone", now.Add(-r.cfg.TombstoneAge), &rep)
+	rep.TombstonesTrimmed = n
+	if err != nil {
+		return rep, err
+	}
+	n, err = r.trimBefore(ctx, "mq_dedup", now.Add(-r.cfg.DedupMaxAge), &rep)
 	rep.DedupDeleted = n
 	return rep, err
 }
@@ -353,11 +398,15 @@ func (r *Retention) floors(ctx context.Context, uids []uint64) (map[uint64]uint6
 func (r *Retention) delete(ctx context.Context, keys []key, expired, pulled, now time.Time, rep *Report) error {
 	for start := 0; start < len(keys); start += r.cfg.DeleteBatch {
 		end := min(start+r.cfg.DeleteBatch, len(keys))
-		gone, err := r.deleteBatch(ctx, keys[start:end], expired, pulled, now)
+		gone, tombs, err := r.deleteBatch(ctx, keys[start:end], expired, pulled, now)
 		if err != nil {
 			return err
 		}
 		rep.Statements += 2
+		if tombs > 0 {
+			rep.Statements++
+			rep.Tombstones += tombs
+		}
 		for _, d := range gone {
 			if d.Reason == ReasonExpired {
 				rep.DeletedAged++
@@ -383,10 +432,13 @@ func (r *Retention) delete(ctx context.Context, keys []key, expired, pulled, now
 	return nil
 }
 
-func (r *Retention) deleteBatch(ctx context.Context, keys []key, expired, pulled, now time.Time) (gone []Deletion, err error) {
+// deleteBatch deletes the rows of keys that still meet the rule, leaves
+// the tombstones of those younger than TombstoneAge in the same
+// transaction, and returns the rows deleted and the tombstones written.
+func (r *Retention) deleteBatch(ctx context.Context, keys []key, expired, pulled, now time.Time) (gone []Deletion, tombs int64, err error) {
 	tx, err := r.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
-		return nil, fmt.Errorf("retention: begin: %w", err)
+		return nil, 0, fmt.Errorf("retention: begin: %w", err)
 	}
 	defer func() {
 		if err != nil {
@@ -404,14 +456,14 @@ func (r *Retention) deleteBatch(ctx context.Context, keys []key, expired, pulled
 		FROM offline_msg o WHERE (o.uid, o.seq) IN (`+pairs(len(keys))+`)
 		AND (o.created_at < ? OR (o.created_at <= ? AND o.seq <= (SELECT `+r.floorAgg()+` `+devicesOf+` WHERE d.uid = o.uid))) FOR UPDATE`, args...)
 	if err != nil {
-		return nil, fmt.Errorf("retention: lock rows: %w", err)
+		return nil, 0, fmt.Errorf("retention: lock rows: %w", err)
 	}
 	for rows.Next() {
 		var d Deletion
 		var isExpired bool
 		if err := rows.Scan(&d.UID, &d.Seq, &d.MsgID, &d.ConvID, &d.CreatedAt, &isExpired); err != nil {
 			rows.Close()
-			return nil, fmt.Errorf("retention: lock row: %w", err)
+			return nil, 0, fmt.Errorf("retention: lock row: %w", err)
 		}
 		d.CreatedAt, d.DeletedAt, d.Reason = d.CreatedAt.UTC(), now, ReasonPulled
 		if isExpired {
@@ -421,7 +473,7 @@ func (r *Retention) deleteBatch(ctx context.Context, keys []key, expired, pulled
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("retention: lock rows: %w", err)
+		return nil, 0, fmt.Errorf("retention: lock rows: %w", err)
 	}
 	if len(gone) > 0 {
 		del := make([]key, len(gone))
@@ -429,13 +481,46 @@ func (r *Retention) deleteBatch(ctx context.Context, keys []key, expired, pulled
 			del[i] = key{d.UID, d.Seq}
 		}
 		if _, err := tx.ExecContext(ctx, "DELETE FROM offline_msg WHERE (uid, seq) IN ("+pairs(len(del))+")", appendKeys(nil, del)...); err != nil {
-			return nil, fmt.Errorf("retention: delete: %w", err)
+			return nil, 0, fmt.Errorf("retention: delete: %w", err)
+		}
+		if tombs, err = r.tombstones(ctx, tx, gone, now); err != nil {
+			return nil, 0, err
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("retention: commit: %w", err)
+		return nil, 0, fmt.Errorf("retention: commit: %w", err)
 	}
-	return gone, nil
+	return gone, tombs, nil
+}
+
+// tombstones writes, in the deleting transaction tx, the tombstone of each
+// row of gone younger than TombstoneAge at now (INSERT IGNORE: a pair
+// deleted twice, once per seq, keeps its first tombstone).
+func (r *Retention) tombstones(ctx context.Context, tx *sql.Tx, gone []Deletion, now time.Time) (int64, error) {
+	cutoff := now.Add(-r.cfg.TombstoneAge)
+	var sb strings.Builder
+	var args []any
+	n := int64(0)
+	for _, d := range gone {
+		if !d.CreatedAt.After(cutoff) {
+			continue
+		}
+		if n == 0 {
+			sb.WriteString("INSERT IGNORE INTO offline_tombstone (uid, msg_id, seq, created_at, deleted_at) VALUES ")
+		} else {
+			sb.WriteByte(',')
+		}
+		sb.WriteString("(?,?,?,?,?)")
+		args = append(args, d.UID, d.MsgID, d.Seq, d.CreatedAt, now)
+		n++
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if _, err := tx.ExecContext(ctx, sb.String(), args...); err != nil {
+		return 0, fmt.Errorf("retention: tombstones: %w", err)
+	}
+	return n, nil
 }
 
 func pairs(n int) string { return strings.TrimSuffix(strings.Repeat("(?,?),", n), ",") }
@@ -447,13 +532,15 @@ func appendKeys(args []any, keys []key) []any {
 	return args
 }
 
-func (r *Retention) trimDedup(ctx context.Context, now time.Time, rep *Report) (int64, error) {
-	cutoff := now.Add(-r.cfg.DedupMaxAge).UTC()
+// trimBefore deletes the rows of table (mq_dedup, offline_tombstone)
+// created before cutoff, DeleteBatch at a time.
+func (r *Retention) trimBefore(ctx context.Context, table string, cutoff time.Time, rep *Report) (int64, error) {
+	cutoff = cutoff.UTC()
 	var total int64
 	for i := 0; i < 10_000; i++ {
-		res, err := r.db.ExecContext(ctx, "DELETE FROM mq_dedup WHERE created_at < ? LIMIT ?", cutoff, r.cfg.DeleteBatch)
+		res, err := r.db.ExecContext(ctx, "DELETE FROM "+table+" WHERE created_at < ? LIMIT ?", cutoff, r.cfg.DeleteBatch)
 		if err != nil {
-			return total, fmt.Errorf("retention: trim mq_dedup: %w", err)
+			return total, fmt.Errorf("retention: trim %s: %w", table, err)
 		}
 		rep.Statements++
 		n, _ := res.RowsAffected()

@@ -106,7 +106,9 @@ type Config struct {
 	// backends name a MongoDB URI.
 	Mongo   MongoConfig
 	History history.Config
-	// Reconcile and Retention are the reconciler role's two timers.
+	// Reconcile and Retention are the reconciler role's two timers. The
+	// forward repair's horizon (Reconcile.Horizon, 0: Retention.Horizon())
+	// may not pass retention's: see ref/retention's tombstones.
 	Reconcile reconcile.Config
 	Retention retention.Config
 	// LabRoutes mounts the lab routes GET /v1/lab/inbox and GET
@@ -257,6 +259,10 @@ func (c Config) Validate() error {
 		if err := v.Validate(); err != nil {
 			return fmt.Errorf("server: %s config: %w", name, err)
 		}
+	}
+	if h := c.Retention.Horizon(); c.Reconcile.Horizon > h {
+		return bad("reconcile horizon %s beyond retention's %s (a row deleted earlier leaves no tombstone: the repair would write it again)",
+			c.Reconcile.Horizon, h)
 	}
 	return nil
 }

@@ -274,7 +274,9 @@ func StartReconciler(ctx context.Context, p *Process) (func(context.Context) err
 }
 
 // Reconciler builds reconciliation as the reconciler role runs it: the
-// process's allocator and inbox config, its metrics, the core's group
+// process's allocator and inbox config (with the repair's dedup: an inbox
+// row or a retention tombstone is delivered), the horizon of its
+// retention (unless Config.Reconcile sets one), its metrics, the core's group
 // membership, and the core's commit hooks (hot cache, push hub, and the
 // push bus when on), so that a repaired row reaches the hot cache and the
 // devices as a sent one does. imlab reconcile runs one pass of it.
@@ -283,7 +285,9 @@ func (p *Process) Reconciler(ctx context.Context) (*reconcile.Reconciler, error)
 	if err != nil {
 		return nil, err
 	}
-	w, err := inbox.NewWriter(p.alloc, p.Cfg.Inbox, p.Registry)
+	ic := p.Cfg.Inbox
+	ic.Dedup = reconcile.RepairDedup{} // a row retention deleted is not written again
+	w, err := inbox.NewWriter(p.alloc, ic, p.Registry)
 	if err != nil {
 		return nil, fmt.Errorf("server: reconciler writer: %w", err)
 	}
@@ -292,6 +296,9 @@ func (p *Process) Reconciler(ctx context.Context) (*reconcile.Reconciler, error)
 		return nil, fmt.Errorf("server: reconciler metrics: %w", err)
 	}
 	rc := p.Cfg.Reconcile
+	if rc.Horizon == 0 {
+		rc.Horizon = p.Cfg.Retention.Horizon()
+	}
 	if rc.Logger == nil {
 		rc.Logger = p.Log
 	}

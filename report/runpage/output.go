@@ -28,42 +28,9 @@ func HTMLReport(res *result.Result) *report.Report {
 	if res.RateScale != nil {
 		rep.Backends += "; " + res.RateScale.Label()
 	}
-	for _, s := range res.Settings {
-		if s.Name == "backends" && s.Value == res.Backends {
-			continue // in the page's header already
-		}
-		rep.Settings = append(rep.Settings, [2]string{s.Name, s.Value})
-	}
-	if la := res.LoadAverage; la != nil {
-		rep.Settings = append([][2]string{{"machine_load_average", la.String()}}, rep.Settings...)
-	}
-	if res.Verdict != nil || res.LabCPU != nil { // a run that sent: say how much of the machine the lab took
-		rep.Settings = append([][2]string{{"generator_cpu", res.LabCPU.String()}}, rep.Settings...)
-	}
+	rep.Settings = pageSettings(res)
 	rep.Load = loadVerdict(res)
-	switch {
-	case res.Incomplete:
-		rep.Verdict = "the run could not be carried out"
-	case res.Skipped != "":
-		rep.Verdict = "skipped on these backends: " + res.Skipped
-	case res.Verdict == nil:
-		rep.Verdict = "not checked"
-	case res.Verdict.Valid:
-		rep.Verdict = "valid: no message lost, no cursor skipped, nothing unexpected"
-	default:
-		rep.Verdict = "invalid: see the findings"
-	}
-	if line := res.Repairs.FateLine(); line != "" && res.Verdict != nil {
-		rep.Verdict += "; " + line
-	}
-	if d := res.DeadLetters; d != nil && d.Worth() {
-		rep.Verdict += "; dead letters: " + d.AccountLine()
-	}
-	if res.Passed {
-		rep.Verdict += " (scenario PASSED)"
-	} else {
-		rep.Verdict += " (scenario FAILED)"
-	}
+	rep.Verdict = verdictLine(res)
 	rep.Latencies = []report.Latency{ackLatency(res, "ACK latency, whole run")}
 	for _, f := range res.Findings {
 		ex := f.Examples
@@ -78,100 +45,11 @@ func HTMLReport(res *result.Result) *report.Report {
 	for _, c := range res.Checks {
 		rep.Checks = append(rep.Checks, report.Check{Name: c.Name, Want: c.Want, Got: c.Got, OK: c.OK})
 	}
-	var ok, fail, p50, p99 report.Series
-	sending := result.SendingSeconds(res)
-	ok.Name, fail.Name, p50.Name, p99.Name = "sends ok/s", "sends failed or unknown/s", "ACK p50 of each second", "ACK p99 of each second"
-	for _, s := range res.Sends {
-		ok.Points = append(ok.Points, report.Point{T: s.T, V: float64(s.OK)})
-		fail.Points = append(fail.Points, report.Point{T: s.T, V: float64(s.Fail + s.Unknown)})
-		if v50, v99, measured := s.AckMs(); measured {
-			p50.Points = append(p50.Points, report.Point{T: s.T, V: v50})
-			p99.Points = append(p99.Points, report.Point{T: s.T, V: v99})
-		} else if s.T-res.LoadOffset <= sending {
-			// A second of the sending phase without an ACK has no ACK
-			// latency: a gap, not a line drawn through it.
-			p50.Gaps, p99.Gaps = append(p50.Gaps, s.T), append(p99.Gaps, s.T)
-		}
-	}
-	spec := res.SpecOrEmpty()
 	var chartNotes []string // why a chart is missing or incomplete: after the run's own notes
-	switch {
-	case len(res.Sends) > 0:
-		rep.Charts = append(rep.Charts, report.Chart{Title: "Throughput (by the second each send's outcome came: ACKed, or failed or unknown)", Unit: "msg/s", Series: []report.Series{ok, fail}})
-		lat := report.Chart{Title: "ACK latency per second (intended send to ACK, the second's ACKed sends; a second without an ACK is a shaded gap; the whole run's percentiles are in the header)", Unit: "ms", Series: []report.Series{p50, p99}}
-		if e := spec.Expect.MaxAckP99; e != nil {
-			lat.Threshold, lat.ThresholdLabel = float64(e.D())/float64(time.Millisecond), "max ACK p99"
-		}
-		rep.Charts = append(rep.Charts, lat)
-	case res.Capacity != nil:
-		// Nothing to draw here: no empty charts at the top of the page.
-		chartNotes = append(chartNotes, "No throughput or ACK latency chart: this run is a capacity search, whose steps' figures and charts are in its own report, "+
-			filepath.Join(filepath.Dir(res.Capacity.Result), capacity.ReportFile)+".")
-	default:
-		chartNotes = append(chartNotes, "No throughput or ACK latency chart: the load did not run.")
-	}
-	if len(res.Lag) == 0 && !spec.UsesKafka() {
-		chartNotes = append(chartNotes, fmt.Sprintf("No consumer lag or outbox chart: with policy %s and the history tier off nothing goes through a queue, so there is no lag to poll.", spec.Server.PolicyOr()))
-	}
-	if len(res.Lag) > 0 {
-		groups := map[string]*report.Series{}
-		var backlog, oldest report.Series
-		backlog.Name, oldest.Name = "outbox backlog", "outbox oldest age"
-		var unknown []float64 // polls that measured nothing: gaps in every lag line
-		for _, s := range res.Lag {
-			if s.Err != "" {
-				unknown = append(unknown, s.T)
-				continue
-			}
-			for g, a := range s.MaxAge {
-				if groups[g] == nil {
-					groups[g] = &report.Series{Name: g}
-				}
-				groups[g].Points = append(groups[g].Points, report.Point{T: s.T, V: a})
-			}
-			backlog.Points = append(backlog.Points, report.Point{T: s.T, V: float64(s.OutboxBacklog)})
-			oldest.Points = append(oldest.Points, report.Point{T: s.T, V: max(s.OutboxOldestAge, 0)})
-		}
-		backlog.Gaps = unknown
-		names := make([]string, 0, len(groups))
-		for g := range groups {
-			groups[g].Gaps = unknown
-			names = append(names, g)
-		}
-		sort.Strings(names)
-		lagChart := report.Chart{Title: "Consumer lag (age of the oldest unprocessed message, max over partitions)", Unit: "s"}
-		for _, g := range names {
-			lagChart.Series = append(lagChart.Series, *groups[g])
-		}
-		if e := spec.Expect.MaxLagAge; e != nil {
-			lagChart.Threshold, lagChart.ThresholdLabel = e.D().Seconds(), "max lag age"
-		} else if res.Recovery != nil {
-			lagChart.Threshold, lagChart.ThresholdLabel = res.Recovery.Bound, "recovery bound"
-		}
-		if len(lagChart.Series) > 0 {
-			rep.Charts = append(rep.Charts, lagChart)
-		}
-		failed := len(res.Lag) - len(backlog.Points)
-		if failed > 0 {
-			chartNotes = append(chartNotes, fmt.Sprintf("%d of %d lag polls failed: those seconds are unknown, shaded gaps in the lag and outbox charts (result.json has each error).", failed, len(res.Lag)))
-		}
-		if spec.Server.PolicyOr() == "outbox" || anyAbove(backlog.Points, 0) {
-			rep.Charts = append(rep.Charts, report.Chart{Title: "Outbox backlog", Unit: "records", Series: []report.Series{backlog}})
-		} else {
-			chartNotes = append(chartNotes, fmt.Sprintf("No outbox chart: policy %s writes no outbox (every poll read a backlog of 0).", spec.Server.PolicyOr()))
-		}
-	}
-	for _, e := range res.Events {
-		kind := e.Action
-		label := e.Action + " " + e.Fault
-		if e.Affected > 0 {
-			label += fmt.Sprintf(" (%d %s)", e.Affected, faults.Unit(e.Kind))
-		}
-		if e.Err != "" {
-			kind, label = "error", label+": "+e.Err
-		}
-		rep.Markers = append(rep.Markers, report.Marker{T: e.At, Label: label, Kind: kind})
-	}
+	rep.Charts, chartNotes = sendCharts(res)
+	lagCharts, lagNotes := lagCharts(res)
+	rep.Charts, chartNotes = append(rep.Charts, lagCharts...), append(chartNotes, lagNotes...)
+	rep.Markers = eventMarkers(res)
 	if b := res.Burst; b != nil {
 		rep.Tables = append(rep.Tables, report.Table{Title: fmt.Sprintf("Generator during the burst (t=%.1fs..%.1fs)", b.From, b.To),
 			Header: []string{"peak rate", "intended/s", "started/s", "started of intended (±1 s)", "late starts", "start delay p99", "answered in these seconds: ok · fail · unknown", "ACK p99 of those answers (from intended; the ACK latency chart shows the whole run)"},
@@ -191,20 +69,185 @@ func HTMLReport(res *result.Result) *report.Report {
 	if len(res.Processes) > 0 {
 		rep.Tables = append(rep.Tables, processTable(res))
 	}
+	rep.Notes = append(runNotes(res), chartNotes...)
+	return rep
+}
+
+// pageSettings are the run's settings for the page: the machine's load
+// average and the generator's CPU first, the backends left to the header.
+func pageSettings(res *result.Result) [][2]string {
+	var out [][2]string
+	for _, s := range res.Settings {
+		if s.Name == "backends" && s.Value == res.Backends {
+			continue // in the page's header already
+		}
+		out = append(out, [2]string{s.Name, s.Value})
+	}
+	if la := res.LoadAverage; la != nil {
+		out = append([][2]string{{"machine_load_average", la.String()}}, out...)
+	}
+	if res.Verdict != nil || res.LabCPU != nil { // a run that sent: say how much of the machine the lab took
+		out = append([][2]string{{"generator_cpu", res.LabCPU.String()}}, out...)
+	}
+	return out
+}
+
+// verdictLine is the page's verdict: the checker's, the repaired
+// messages' fate, the dead letters, and the scenario's pass or fail.
+func verdictLine(res *result.Result) string {
+	var v string
+	switch {
+	case res.Incomplete:
+		v = "the run could not be carried out"
+	case res.Skipped != "":
+		v = "skipped on these backends: " + res.Skipped
+	case res.Verdict == nil:
+		v = "not checked"
+	case res.Verdict.Valid:
+		v = "valid: no message lost, no cursor skipped, nothing unexpected"
+	default:
+		v = "invalid: see the findings"
+	}
+	if line := res.Repairs.FateLine(); line != "" && res.Verdict != nil {
+		v += "; " + line
+	}
+	if d := res.DeadLetters; d != nil && d.Worth() {
+		v += "; dead letters: " + d.AccountLine()
+	}
+	if res.Passed {
+		return v + " (scenario PASSED)"
+	}
+	return v + " (scenario FAILED)"
+}
+
+// sendCharts are the throughput and ACK latency charts of the run's
+// sends, or the notes that say why there are none.
+func sendCharts(res *result.Result) ([]report.Chart, []string) {
+	var ok, fail, p50, p99 report.Series
+	sending := result.SendingSeconds(res)
+	ok.Name, fail.Name, p50.Name, p99.Name = "sends ok/s", "sends failed or unknown/s", "ACK p50 of each second", "ACK p99 of each second"
+	for _, s := range res.Sends {
+		ok.Points = append(ok.Points, report.Point{T: s.T, V: float64(s.OK)})
+		fail.Points = append(fail.Points, report.Point{T: s.T, V: float64(s.Fail + s.Unknown)})
+		if v50, v99, measured := s.AckMs(); measured {
+			p50.Points = append(p50.Points, report.Point{T: s.T, V: v50})
+			p99.Points = append(p99.Points, report.Point{T: s.T, V: v99})
+		} else if s.T-res.LoadOffset <= sending {
+			// A second of the sending phase without an ACK has no ACK
+			// latency: a gap, not a line drawn through it.
+			p50.Gaps, p99.Gaps = append(p50.Gaps, s.T), append(p99.Gaps, s.T)
+		}
+	}
+	switch {
+	case len(res.Sends) > 0:
+		lat := report.Chart{Title: "ACK latency per second (intended send to ACK, the second's ACKed sends; a second without an ACK is a shaded gap; the whole run's percentiles are in the header)", Unit: "ms", Series: []report.Series{p50, p99}}
+		if e := res.SpecOrEmpty().Expect.MaxAckP99; e != nil {
+			lat.Threshold, lat.ThresholdLabel = float64(e.D())/float64(time.Millisecond), "max ACK p99"
+		}
+		return []report.Chart{{Title: "Throughput (by the second each send's outcome came: ACKed, or failed or unknown)", Unit: "msg/s", Series: []report.Series{ok, fail}}, lat}, nil
+	case res.Capacity != nil:
+		// Nothing to draw here: no empty charts at the top of the page.
+		return nil, []string{"No throughput or ACK latency chart: this run is a capacity search, whose steps' figures and charts are in its own report, " +
+			filepath.Join(filepath.Dir(res.Capacity.Result), capacity.ReportFile) + "."}
+	}
+	return nil, []string{"No throughput or ACK latency chart: the load did not run."}
+}
+
+// lagCharts are the consumer lag and outbox charts of the run's lag
+// polls, and the notes on what is missing from them.
+func lagCharts(res *result.Result) ([]report.Chart, []string) {
+	spec := res.SpecOrEmpty()
+	if len(res.Lag) == 0 {
+		if !spec.UsesKafka() {
+			return nil, []string{fmt.Sprintf("No consumer lag or outbox chart: with policy %s and the history tier off nothing goes through a queue, so there is no lag to poll.", spec.Server.PolicyOr())}
+		}
+		return nil, nil
+	}
+	var charts []report.Chart
+	var notes []string
+	groups := map[string]*report.Series{}
+	var backlog, oldest report.Series
+	backlog.Name, oldest.Name = "outbox backlog", "outbox oldest age"
+	var unknown []float64 // polls that measured nothing: gaps in every lag line
+	for _, s := range res.Lag {
+		if s.Err != "" {
+			unknown = append(unknown, s.T)
+			continue
+		}
+		for g, a := range s.MaxAge {
+			if groups[g] == nil {
+				groups[g] = &report.Series{Name: g}
+			}
+			groups[g].Points = append(groups[g].Points, report.Point{T: s.T, V: a})
+		}
+		backlog.Points = append(backlog.Points, report.Point{T: s.T, V: float64(s.OutboxBacklog)})
+		oldest.Points = append(oldest.Points, report.Point{T: s.T, V: max(s.OutboxOldestAge, 0)})
+	}
+	backlog.Gaps = unknown
+	names := make([]string, 0, len(groups))
+	for g := range groups {
+		groups[g].Gaps = unknown
+		names = append(names, g)
+	}
+	sort.Strings(names)
+	lagChart := report.Chart{Title: "Consumer lag (age of the oldest unprocessed message, max over partitions)", Unit: "s"}
+	for _, g := range names {
+		lagChart.Series = append(lagChart.Series, *groups[g])
+	}
+	if e := spec.Expect.MaxLagAge; e != nil {
+		lagChart.Threshold, lagChart.ThresholdLabel = e.D().Seconds(), "max lag age"
+	} else if res.Recovery != nil {
+		lagChart.Threshold, lagChart.ThresholdLabel = res.Recovery.Bound, "recovery bound"
+	}
+	if len(lagChart.Series) > 0 {
+		charts = append(charts, lagChart)
+	}
+	if failed := len(res.Lag) - len(backlog.Points); failed > 0 {
+		notes = append(notes, fmt.Sprintf("%d of %d lag polls failed: those seconds are unknown, shaded gaps in the lag and outbox charts (result.json has each error).", failed, len(res.Lag)))
+	}
+	if spec.Server.PolicyOr() == "outbox" || anyAbove(backlog.Points, 0) {
+		charts = append(charts, report.Chart{Title: "Outbox backlog", Unit: "records", Series: []report.Series{backlog}})
+	} else {
+		notes = append(notes, fmt.Sprintf("No outbox chart: policy %s writes no outbox (every poll read a backlog of 0).", spec.Server.PolicyOr()))
+	}
+	return charts, notes
+}
+
+// eventMarkers are the fault schedule's events as chart markers, each
+// with what it affected in its kind's unit.
+func eventMarkers(res *result.Result) []report.Marker {
+	var out []report.Marker
+	for _, e := range res.Events {
+		kind := e.Action
+		label := e.Action + " " + e.Fault
+		if e.Affected > 0 {
+			label += fmt.Sprintf(" (%d %s)", e.Affected, faults.Unit(e.Kind))
+		}
+		if e.Err != "" {
+			kind, label = "error", label+": "+e.Err
+		}
+		out = append(out, report.Marker{T: e.At, Label: label, Kind: kind})
+	}
+	return out
+}
+
+// runNotes are the page's notes on the run: the rate scale, where the
+// load started on the time base, the ledger's directory, the errors.
+func runNotes(res *result.Result) []string {
+	var notes []string
 	if res.RateScale != nil {
-		rep.Notes = append(rep.Notes, res.RateScale.Label()+": faults, population and expectations are the file's; the figures are not the file's rate")
+		notes = append(notes, res.RateScale.Label()+": faults, population and expectations are the file's; the figures are not the file's rate")
 	}
 	if res.LoadOffset > 0 {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("The load started %.2fs after the run's time base (loadgen's set-up); charts and markers share the run's base.", res.LoadOffset))
+		notes = append(notes, fmt.Sprintf("The load started %.2fs after the run's time base (loadgen's set-up); charts and markers share the run's base.", res.LoadOffset))
 	}
 	if res.RunDir != "" {
-		rep.Notes = append(rep.Notes, "Ledger and load summary: "+res.RunDir)
+		notes = append(notes, "Ledger and load summary: "+res.RunDir)
 	}
 	for _, e := range res.Errors {
-		rep.Notes = append(rep.Notes, result.ErrorLine(strings.TrimSpace(e)))
+		notes = append(notes, result.ErrorLine(strings.TrimSpace(e)))
 	}
-	rep.Notes = append(rep.Notes, chartNotes...)
-	return rep
+	return notes
 }
 
 // loadVerdict is the page's load verdict: the achieved rate and fractions,

@@ -54,7 +54,7 @@ func TestHTMLReport(t *testing.T) {
 	// A second of the sending phase without an ACK (MySQL down) is a gap
 	// in both ACK latency lines.
 	down := sampleResult()
-	down.Spec.Load.Duration = scenario.Duration(3 * time.Second)
+	down.Spec.Load.Config.Duration = 3 * time.Second
 	down.Sends = append(down.Sends[:1], result.SendSecond{T: 2.1, Started: 100, Unknown: 100}, result.SendSecond{T: 3.1, Started: 100, OK: 100, AckP50: result.AckMs(100, 900), AckP99: result.AckMs(100, 1000)})
 	lat := HTMLReport(down).Charts[1]
 	for _, se := range lat.Series {
@@ -100,7 +100,7 @@ func TestHTMLReport(t *testing.T) {
 	// achieved rate counts the sends over the time they took, not over
 	// the file's duration.
 	slow := sampleResult()
-	slow.Spec.Load.Duration = scenario.Duration(2 * time.Second)
+	slow.Spec.Load.Config.Duration = 2 * time.Second
 	slow.Sends = []result.SendSecond{{T: slow.LoadOffset + 1, OK: 50}, {T: slow.LoadOffset + 20, OK: 50}, {T: slow.LoadOffset + 21}}
 	if got := HTMLReport(slow).Load.Detail; !strings.Contains(got, "achieved 5 ACKed sends/s") || !strings.Contains(got, "over 20 s, from the first send") {
 		t.Fatalf("load line %q: want 100 sends over 20 s", got)

@@ -6,7 +6,9 @@ package drivers
 
 import (
 	"fmt"
+	"net/url"
 	"sort"
+	"strings"
 
 	"imlab/targets"
 	"imlab/targets/ref"
@@ -58,4 +60,17 @@ func Check(cfg targets.Config) error {
 		return err
 	}
 	return d.Close()
+}
+
+// HTTP tells whether target is served over HTTP (http://, https://,
+// ref+http://: the reference server's contract, with GET /healthz and the
+// lab routes when they are on); another driver's target (e.g.
+// tinode+ws://) has neither.
+func HTTP(target string) bool {
+	u, err := url.Parse(target)
+	if err != nil {
+		return false
+	}
+	s := strings.TrimPrefix(u.Scheme, "ref+")
+	return s == "http" || s == "https"
 }

@@ -96,3 +96,13 @@ func TestRefDriverRefusesBadArguments(t *testing.T) {
 		t.Fatalf("send to a closed port: %v (class %s)", err, targets.Classify(err))
 	}
 }
+
+// TestHTTP: the reference server's schemes are HTTP targets; another
+// driver's, or no URL, are not.
+func TestHTTP(t *testing.T) {
+	for target, want := range map[string]bool{"http://127.0.0.1:8080": true, "ref+http://h:1": true, "https://h": true, "tinode+ws://h:1": false, "::": false} {
+		if drivers.HTTP(target) != want {
+			t.Errorf("HTTP(%q) = %v", target, !want)
+		}
+	}
+}

@@ -1,0 +1,242 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"imlab/expect"
+	"imlab/result"
+	"imlab/runner/proc"
+	"imlab/scenario"
+)
+
+// Outcome is the worst of a set of runs.
+type Outcome int
+
+// Outcomes of RunFiles, worst last.
+const (
+	Passed Outcome = iota // every check of every run passed
+	Failed                // a check failed
+	Broken                // a run could not be carried out, or the outputs not written
+)
+
+// RunFiles runs files one after another with base, each into OUT/NAME,
+// prints each result (PrintResult) and, at the end, the verdict table
+// (for a matrix, the recovery figures side by side too) and writes
+// OUT/junit.xml for all of them. A run that could not be carried out is
+// said on errw and the next one runs; the error is one of the outputs'.
+func RunFiles(ctx context.Context, base Config, files []*scenario.File, out string, matrix bool, w, errw io.Writer) (Outcome, error) {
+	var (
+		results []*result.Result
+		rows    []verdictRow
+	)
+	worst := Passed
+	for _, sf := range files {
+		c := base
+		c.OutDir = filepath.Join(out, sf.Name)
+		fmt.Fprintf(w, "=== scenario %s (%s)\n", sf.Name, sf.Path)
+		res, err := Run(ctx, c, sf)
+		if res != nil {
+			results = append(results, res)
+			PrintResult(w, res, c.OutDir)
+		}
+		rows = append(rows, newVerdictRow(sf, res, err, c.OutDir))
+		switch {
+		case err != nil:
+			fmt.Fprintf(errw, "scenario %s: %v\n", sf.Name, err)
+			worst = max(worst, Broken)
+		case !res.Passed:
+			worst = max(worst, Failed)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	printVerdictTable(w, rows)
+	if matrix && len(results) > 0 {
+		fmt.Fprintf(w, "=== recovery side by side\n%s", result.MatrixTable(results))
+	}
+	if len(results) == 0 {
+		return worst, nil
+	}
+	if err := writeJUnit(out, results); err != nil {
+		return Broken, err
+	}
+	fmt.Fprintf(w, "junit (all scenarios): %s\n", filepath.Join(out, result.JUnitFile))
+	return worst, nil
+}
+
+// writeJUnit writes OUT/junit.xml of every result.
+func writeJUnit(out string, results []*result.Result) error {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	fh, err := os.Create(filepath.Join(out, result.JUnitFile))
+	if err != nil {
+		return err
+	}
+	return errors.Join(result.WriteJUnit(fh, results...), fh.Close())
+}
+
+// PrintResult prints one run's result as imlab scenario run does: its
+// status, rate scale, load, fault events, the processes a fault took
+// down, repairs, dead letters, findings, checks, errors and the files it
+// wrote in dir.
+func PrintResult(w io.Writer, r *result.Result, dir string) {
+	status := "PASSED"
+	if !r.Passed {
+		status = "FAILED"
+	}
+	if r.Incomplete {
+		status = "NOT CARRIED OUT"
+	}
+	if r.Skipped != "" && !r.Incomplete {
+		status = "SKIPPED"
+	}
+	fmt.Fprintf(w, "--- scenario %s: %s in %.1fs (%s)\n", r.Scenario, status, r.Seconds, r.Backends)
+	if r.Skipped != "" {
+		fmt.Fprintf(w, "    skipped on these backends: %s\n", r.Skipped)
+	}
+	if r.RateScale != nil {
+		fmt.Fprintf(w, "    %s\n", r.RateScale.Label())
+	}
+	if o, _, ok := r.LoadOutcome(); ok {
+		line := fmt.Sprintf("    load: %s (achieved %.0f ACKed sends/s; unknown %.1f%%, failed %.1f%%, retried %.1f%%)",
+			r.LoadLabel(), o.AckedPerSec, 100*o.UnknownFrac, 100*o.FailFrac, 100*o.RetriedFrac)
+		if c := r.LoadCause(); c != "" {
+			line += ": " + c
+		}
+		fmt.Fprintln(w, line)
+	}
+	for _, e := range r.Events {
+		line := fmt.Sprintf("    fault t=%.1fs %s %s", e.At, e.Action, e.Fault)
+		if e.Affected > 0 {
+			line += fmt.Sprintf(" (%d affected)", e.Affected)
+		}
+		if e.Err != "" {
+			line += ": " + e.Err
+		}
+		fmt.Fprintln(w, line)
+	}
+	// Processes a fault took down (or that ended otherwise than by the
+	// final stop): every incarnation, with how it ended.
+	incarnations := map[string]int{}
+	for _, p := range r.Processes {
+		incarnations[p.Name]++
+	}
+	for _, p := range r.Processes {
+		if incarnations[p.Name] < 2 && p.End == proc.EndStopped {
+			continue
+		}
+		line := fmt.Sprintf("    process %s", p.Name)
+		if p.Exec {
+			line += fmt.Sprintf(" pid %d", p.PID)
+		}
+		line += " " + p.End
+		if p.State != "" {
+			line += " (" + p.State + ")"
+		}
+		fmt.Fprintln(w, line)
+	}
+	if rp := r.Repairs; r.Skipped == "" && (rp.Rows > 0 || !rp.Known) {
+		line := fmt.Sprintf("    repairs: %d inbox rows of %d messages written by forward reconciliation (missing when the reconciler looked)", rp.Rows, len(rp.MsgIDs))
+		if !rp.Known {
+			line += " (unknown: " + strings.Join(rp.Errors, "; ") + ")"
+		}
+		if fl := rp.FateLine(); fl != "" {
+			line += "; " + fl
+		}
+		fmt.Fprintln(w, line)
+	}
+	if d := r.DeadLetters; d != nil && d.Worth() {
+		fmt.Fprintln(w, "    dead letters: "+d.AccountLine())
+	}
+	for _, f := range r.Findings {
+		if f.Count > 0 {
+			ex := f.Examples[:min(3, len(f.Examples))]
+			if len(ex) == 0 {
+				for _, id := range f.MsgIDs[:min(5, len(f.MsgIDs))] {
+					ex = append(ex, fmt.Sprint(id))
+				}
+				if len(ex) > 0 {
+					ex[0] = "msg_ids " + ex[0]
+				}
+			}
+			fmt.Fprintf(w, "    %s: %d %s\n", f.Name, f.Count, strings.Join(ex, "; "))
+		}
+	}
+	if len(r.Checks) > 0 {
+		fmt.Fprint(w, expect.Table(r.Checks))
+		if r.RateScale != nil {
+			fmt.Fprintf(w, "      checked at %s: rates ×%g for %s\n", r.RateScale.RunRate, r.RateScale.Factor, r.RateScale.For)
+		}
+	}
+	for _, e := range r.Errors {
+		fmt.Fprintf(w, "    %s\n", result.ErrorLine(e))
+	}
+	for _, n := range []string{result.ResultFile, result.JUnitFile, result.ReportFile, VerdictFile, result.LoadDir} {
+		p := filepath.Join(dir, n)
+		if _, err := os.Stat(p); err == nil {
+			fmt.Fprintf(w, "    wrote %s\n", p)
+		}
+	}
+}
+
+// verdictRow is one line of the verdict table printed after a set of
+// scenarios.
+type verdictRow struct {
+	name, expect, verdict, result, lost, report string
+	seconds                                     float64
+}
+
+func newVerdictRow(f *scenario.File, res *result.Result, err error, dir string) verdictRow {
+	r := verdictRow{name: f.Name, expect: f.Expect.VerdictOr(), verdict: "-", result: "NOT CARRIED OUT", lost: "-", report: "-"}
+	if res == nil {
+		return r
+	}
+	r.seconds = res.Seconds
+	if v := res.Verdict; v != nil {
+		r.verdict = "INVALID"
+		if v.Valid {
+			r.verdict = "VALID"
+		}
+	}
+	for _, f := range res.Findings {
+		if f.Name == "lost" && res.Verdict != nil {
+			r.lost = fmt.Sprint(f.Count)
+		}
+	}
+	switch {
+	case err != nil || res.Incomplete:
+	case res.Skipped != "":
+		r.result = "SKIPPED"
+	case res.Passed:
+		r.result = "PASSED"
+	default:
+		r.result = "FAILED"
+	}
+	if p := filepath.Join(dir, result.ReportFile); fileExists(p) {
+		r.report = p
+	}
+	return r
+}
+
+// printVerdictTable prints one line per scenario: what the checker found
+// against what the scenario expects, and where its report is.
+func printVerdictTable(w io.Writer, rows []verdictRow) {
+	fmt.Fprintln(w, "\nverdicts (a scenario passes when the checker's verdict and every expectation match the file; expect invalid: a negative control)")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "scenario\texpect\tverdict\tlost\tresult\ttime\treport")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.0fs\t%s\n", r.name, r.expect, r.verdict, r.lost, r.result, r.seconds, r.report)
+	}
+	tw.Flush()
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
