@@ -134,6 +134,19 @@ func (c *conversation) deletedRange(seq, uid uint64) bool {
 	return false
 }
 
+// deletedAny says a range of the target's delete log covers seq for
+// everyone or for some uid: the history witness reads a conversation as
+// one of its members, from whom the target hides that member's own
+// deletes.
+func (c *conversation) deletedAny(seq uint64) bool {
+	for _, r := range c.delRanges {
+		if seq >= r.From && seq <= r.To {
+			return true
+		}
+	}
+	return false
+}
+
 // buildConversations runs the conversation steps of the model, after the
 // inbox steps: each ACKed message at its conv_seq (into the conversation's
 // log, by msg_id), then each recovered
@@ -158,8 +171,12 @@ func (m *model) buildConversations() {
 			c.msgs[at.convSeq] = convMsg{msg: msg, sender: ev.devUID[ev.unknown[tick].dev], tag: tick}
 		}
 	}
+	readMark := ev.target.Offers(ledger.ReadMarkCapability)
 	for i := range ev.effects {
 		e := &ev.effects[i]
+		if readMark && e.act == ledger.ActRead {
+			e.from = 1 // one mark per user: everything up to it is read
+		}
 		c := m.conv(e.conv)
 		if e.act == ledger.ActClear || e.to-e.from >= maxIndexed {
 			c.wide = append(c.wide, e)
@@ -253,6 +270,10 @@ func (m *model) convPull(p *ledger.ConvPull) {
 	}
 	uid := m.ev.devUID[p.Dev]
 	const src = "conv-pull of device"
+	if !m.ev.target.Inbox {
+		m.convPullLog(p, uid, src)
+		return
+	}
 	for _, it := range p.Items {
 		m.observe(uid, it.Seq, it.MsgID, p.ConvID, p.Ended, src, uint64(p.Dev))
 		m.matchAck(it.MsgID, p.ConvID, it.ConvSeq, src, uint64(p.Dev))
@@ -261,6 +282,27 @@ func (m *model) convPull(p *ledger.ConvPull) {
 			m.unexpected = append(m.unexpected, unexplained{msg: it.MsgID, why: x.why, src: src, id: uint64(p.Dev), seq: it.Seq})
 		case !slices.Contains(x.rcpt, uid):
 			m.unexpected = append(m.unexpected, unexplained{msg: it.MsgID, why: whyNotRecipient, src: src, id: uint64(p.Dev), rcpt: x.rcpt, other: uid})
+		}
+	}
+}
+
+// convPullLog takes a conversation pull of a target without an inbox (its
+// cursor and entries are conv_seqs): each entry into the conversation's
+// log, a message no send explains unexpected, one of a conversation uid is
+// no party to unexpected too.
+func (m *model) convPullLog(p *ledger.ConvPull, uid uint64, src string) {
+	c := m.conv(p.ConvID)
+	for _, it := range p.Items {
+		if it.MsgID == 0 {
+			continue
+		}
+		m.putConv(c, it.ConvSeq, it.MsgID, src, uint64(p.Dev))
+		m.matchAck(it.MsgID, p.ConvID, it.ConvSeq, src, uint64(p.Dev))
+		switch x := m.explain(it.MsgID, 0); {
+		case x.by == byNothing:
+			m.unexpected = append(m.unexpected, unexplained{msg: it.MsgID, why: x.why, src: src, id: uint64(p.Dev), conv: p.ConvID})
+		case !slices.Contains(x.rcpt, uid):
+			m.unexpected = append(m.unexpected, unexplained{msg: it.MsgID, why: whyNotRecipient, src: src, id: uint64(p.Dev), rcpt: x.rcpt, other: uid, conv: p.ConvID})
 		}
 	}
 }

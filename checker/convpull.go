@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -18,7 +19,11 @@ func validateConvPull(m *model, f *marker) {
 		if p.Outcome != ledger.OK {
 			continue
 		}
-		m.pullView(p, func(msg uint64, why string) {
+		view := m.pullView
+		if !m.ev.target.Inbox {
+			view = m.convPullView
+		}
+		view(p, func(msg uint64, why string) {
 			f.conv(p.ConvID)
 			text := fmt.Sprintf("device %d's conv-pull of conv %d above %d (limit %d): %s", p.Dev, p.ConvID, p.Cursor, p.Limit, why)
 			if msg != 0 {
@@ -73,6 +78,49 @@ func (m *model) pullView(p *ledger.ConvPull, bad func(msg uint64, why string)) {
 		e := l.at[seq]
 		if seq > p.Cursor && seq <= top && !got[seq] && e.seen < p.Started && !m.retained(uid, seq, p.Ended) {
 			bad(e.msg, fmt.Sprintf("leaves out seq %d (msg_id %d), read from the store before the page", seq, e.msg))
+		}
+	}
+}
+
+// convPullView is pullView on a target without an inbox, whose
+// conversation pull reads the conversation itself above a conv_seq cursor
+// (Tinode's {get what:"data" since}): an entry at or below the cursor, out
+// of conv_seq order, past the limit, of another conversation; a
+// next_cursor other than its last conv_seq (the cursor when empty); an
+// ACKed message above the cursor, up to the page's last conv_seq (or any,
+// when the page says nothing is left), ACKed before the page began, left
+// out though nothing the device's uid did (nor a delete for everyone) may
+// hide it from that uid.
+func (m *model) convPullView(p *ledger.ConvPull, bad func(msg uint64, why string)) {
+	c, uid := m.conv(p.ConvID), m.uidOf(p.Dev)
+	got := map[uint64]bool{}
+	last := p.Cursor
+	for i, it := range p.Items {
+		switch {
+		case it.ConvSeq <= p.Cursor:
+			bad(it.MsgID, fmt.Sprintf("conv_seq %d at or below the cursor", it.ConvSeq))
+		case i > 0 && it.ConvSeq <= last:
+			bad(it.MsgID, fmt.Sprintf("conv_seq %d after conv_seq %d (out of order)", it.ConvSeq, last))
+		}
+		if conv, ok := m.convOf(it.MsgID); ok && conv != p.ConvID {
+			bad(it.MsgID, fmt.Sprintf("msg_id %d at conv_seq %d is of conv %d", it.MsgID, it.ConvSeq, conv))
+		}
+		got[it.ConvSeq], last = true, max(last, it.ConvSeq)
+	}
+	if p.Limit > 0 && len(p.Items) > int(p.Limit) {
+		bad(0, fmt.Sprintf("%d entries, past the limit", len(p.Items)))
+	}
+	if p.NextCursor != last {
+		bad(0, fmt.Sprintf("next_cursor %d, its last conv_seq is %d", p.NextCursor, last))
+	}
+	top := last
+	if !p.HasMore {
+		top = ^uint64(0)
+	}
+	for _, seq := range slices.Sorted(maps.Keys(c.msgs)) {
+		cm := c.msgs[seq]
+		if seq > p.Cursor && seq <= top && !got[seq] && cm.acked && cm.ackEnd < p.Started && !m.mayHide(c, uid, seq, p.Started, p.Ended) {
+			bad(cm.msg, fmt.Sprintf("leaves out conv_seq %d (msg_id %d), ACKed before the page", seq, cm.msg))
 		}
 	}
 }

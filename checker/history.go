@@ -31,9 +31,10 @@ func (m *model) judgedConvs() []*conversation {
 // validateHistoryLost: an ACKed (or recovered) message whose conv_seq the
 // history store holds nothing for, with no delete range over it.
 func validateHistoryLost(m *model, f *marker) {
+	delLog := m.ev.target.Offers(ledger.DelRangeCapability)
 	for _, c := range m.judgedConvs() {
 		for _, seq := range slices.Sorted(maps.Keys(c.msgs)) {
-			if _, ok := c.slots[seq]; ok || c.deletedRange(seq, 0) {
+			if _, ok := c.slots[seq]; ok || c.deletedRange(seq, 0) || delLog && c.deletedAny(seq) {
 				continue
 			}
 			f.conv(c.id)
@@ -56,6 +57,9 @@ func validateHistoryMismatch(m *model, f *marker) {
 				f.conv(c.id)
 				f.mark(cm.msg, 0, "conv %d conv_seq %d (msg_id %d) as stored: %s", c.id, seq, cm.msg, why)
 			}
+		}
+		if m.ev.target.Offers(ledger.DelRangeCapability) {
+			continue // a clear is a delete range there, not a stored watermark
 		}
 		for _, uid := range c.clearers(m.ev.devUID) {
 			if why := m.watermarkState(c, uid); why != "" {
@@ -80,6 +84,24 @@ func (m *model) slotState(c *conversation, s *ledger.Slot, cm convMsg) []string 
 	if w := c.holds(ledger.ActRevoke, s.ConvSeq, s.At, s.At, anyone); w == yes && !s.Revoked || w == no && s.Revoked {
 		out = append(out, fmt.Sprintf("revoked %v, though a revoke %s", s.Revoked, certainty(w)))
 	}
+	if !m.ev.target.Offers(ledger.DelRangeCapability) {
+		// On a target with a delete log, deletes for a user are its
+		// ranges, not a del_list.
+		out = m.delListState(c, s, out)
+	}
+	// On a target with one read mark per user, a message is read once its
+	// recipient's mark reaches it, which the recipient's own sends move
+	// too: read without a mark-read is no fault there.
+	readMark := m.ev.target.Offers(ledger.ReadMarkCapability)
+	if w := c.holds(ledger.ActRead, s.ConvSeq, s.At, s.At, m.notBy(cm.sender)); w == yes && !s.IsRead || w == no && s.IsRead && !readMark {
+		out = append(out, fmt.Sprintf("is_read %v, though a mark-read by its recipient %s", s.IsRead, certainty(w)))
+	}
+	return out
+}
+
+// delListState adds to out how a slot's del_list disagrees with the
+// deletes made.
+func (m *model) delListState(c *conversation, s *ledger.Slot, out []string) []string {
 	for _, u := range s.DelList {
 		if c.holds(ledger.ActDelete, s.ConvSeq, s.At, s.At, m.by(u)) == no {
 			out = append(out, fmt.Sprintf("uid %d is in its del_list but never deleted it", u))
@@ -89,9 +111,6 @@ func (m *model) slotState(c *conversation, s *ledger.Slot, cm convMsg) []string 
 		if c.holds(ledger.ActDelete, s.ConvSeq, s.At, s.At, m.by(u)) == yes && !slices.Contains(s.DelList, u) {
 			out = append(out, fmt.Sprintf("uid %d deleted it (answered ok) but is not in its del_list", u))
 		}
-	}
-	if w := c.holds(ledger.ActRead, s.ConvSeq, s.At, s.At, m.notBy(cm.sender)); w == yes && !s.IsRead || w == no && s.IsRead {
-		out = append(out, fmt.Sprintf("is_read %v, though a mark-read by its recipient %s", s.IsRead, certainty(w)))
 	}
 	return out
 }
@@ -243,6 +262,9 @@ func (m *model) mayHide(c *conversation, uid, seq uint64, rs, re time.Duration) 
 	}
 	if c.holds(ledger.ActDelete, seq, rs, re, m.by(uid)) != no {
 		return true
+	}
+	if m.ev.target.Offers(ledger.DelRangeCapability) && c.holds(ledger.ActRevoke, seq, rs, re, func(*effect) bool { return true }) != no {
+		return true // a revoke is a delete for everyone there
 	}
 	sure, more := c.watermark(uid, m.uidOf, rs, re)
 	return seq <= sure || more

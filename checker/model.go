@@ -532,12 +532,25 @@ func (m *model) inboxOrder(src string, uid uint64, es []entry) {
 // deliveredTo finds, for every ACKed or recovered message, the recipient
 // devices that never stored it, and counts the ACKed ones every recipient
 // device stored (ok).
+//
+// On a target with a delete log a message deleted for a user (revoked, or
+// deleted or cleared by that user) is absent from what the user's devices
+// read: such a device may never store it.
 func (m *model) deliveredTo() {
+	delLog := m.ev.target.Offers(ledger.DelRangeCapability)
 	check := func(msg uint64, s send) bool {
 		complete := true
+		var c *conversation
+		var seq uint64
+		if at, ok := m.msgAt(msg); ok && delLog {
+			c, seq = m.conversations[at.conv], at.convSeq
+		}
 		for _, u := range m.ev.recipients(s) {
 			for _, dv := range m.ev.uidDevs[u] {
 				if _, ok := m.devs[dv].got[msg]; !ok {
+					if c != nil && m.mayHide(c, u, seq, never-1, never-1) {
+						continue
+					}
 					complete = false
 					m.missing[msg] = append(m.missing[msg], missing{msg: msg, uid: u, dev: dv})
 				}
@@ -553,4 +566,14 @@ func (m *model) deliveredTo() {
 	for msg, tick := range m.recovered {
 		check(msg, m.ev.unknown[tick])
 	}
+}
+
+// msgAt is where the ledger puts a message: its ACK's conversation and
+// conv_seq, or where a copy of a recovered message put it.
+func (m *model) msgAt(msg uint64) (convAt, bool) {
+	if a, ok := m.ev.acks[msg]; ok {
+		return convAt{a.conv, a.convSeq}, true
+	}
+	at, ok := m.recConv[msg]
+	return at, ok
 }

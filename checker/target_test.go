@@ -26,6 +26,11 @@ func TestFailedButStored(t *testing.T) {
 // send: deliveries carry no inbox seq; the conversation log comes from the
 // history witness (its catch-up read of every topic) and a delete log.
 type tinode struct {
+	caps       *ledger.Capabilities // nil: tinodeCaps
+	pulls      []ledger.ConvPull
+	pages      []ledger.HistoryPage
+	revokes    []ledger.MsgAction
+	deletes    []ledger.MsgAction
 	attempts   []ledger.Attempt
 	deliveries []ledger.Delivery
 	slots      []ledger.Slot
@@ -61,11 +66,31 @@ func tinodeValid() *tinode {
 func (w *tinode) check(t *testing.T, opts Options) *Verdict {
 	t.Helper()
 	dir := t.TempDir()
-	l, err := ledger.CreateWith(dir, ledger.Options{RunID: "tinode", Start: time.Now(), Shards: 2, Target: tinodeCaps})
+	caps := tinodeCaps
+	if w.caps != nil {
+		caps = w.caps
+	}
+	l, err := ledger.CreateWith(dir, ledger.Options{RunID: "tinode", Start: time.Now(), Shards: 2, Target: caps})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := l.Shard(0)
+	for _, p := range w.pulls {
+		if err := s.ConvPull(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range w.pages {
+		if err := s.HistoryPage(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, a := range w.revokes {
+		s.Revoke(a)
+	}
+	for _, a := range w.deletes {
+		s.Delete(a)
+	}
 	s.Device(ledger.Device{Dev: 0, UID: 1, Kind: ledger.Online, DID: "a"})
 	s.Device(ledger.Device{Dev: 1, UID: 2, Kind: ledger.Online, DID: "b"})
 	for i, a := range w.attempts {
@@ -219,4 +244,61 @@ func TestRefusedAfterHeal(t *testing.T) {
 	if _, err := CheckSourcesWith([]Source{{Dir: t.TempDir()}}, Options{Liveness: &Liveness{Bound: -1}}); err == nil || !strings.Contains(err.Error(), "bound") {
 		t.Fatalf("a negative bound: %v", err)
 	}
+}
+
+// TestTinodeMixSemantics: the client mix's actions judged with Tinode's
+// semantics (capabilities del-range and read-mark): a revoke (a hard
+// delete) hides the message from every member's pages and the log; a
+// delete for one user hides it from that user only, with no del_list; a
+// conversation pull reads above a conv_seq. Each rule is shown to fail
+// when the target breaks it.
+func TestTinodeMixSemantics(t *testing.T) {
+	caps := &ledger.Capabilities{Driver: "tinode", Actions: []string{"conv-pull", "history", "revoke", "delete", "clear", "read",
+		ledger.DelRangeCapability, ledger.ReadMarkCapability}}
+	act := func(dev uint32, at int) ledger.Act {
+		return ledger.Act{Dev: dev, ConvID: 7, Intended: ms(at), Started: ms(at), Ended: ms(at + 1), Outcome: ledger.OK, Status: 200}
+	}
+	page := func(dev uint32, seqs ...uint64) ledger.HistoryPage {
+		p := ledger.HistoryPage{Act: act(dev, 100), From: 1, To: 2}
+		for _, q := range seqs {
+			p.Items = append(p.Items, ledger.PageItem{ConvSeq: q, MsgID: 200 + q, Sender: q, Tag: q})
+		}
+		return p
+	}
+	// uid 1 revokes 201 at 50 ms: gone for everyone (a range for all).
+	w := tinodeValid()
+	w.caps = caps
+	w.revokes = []ledger.MsgAction{{Act: act(0, 50), ConvSeq: 1}}
+	w.slots = w.slots[1:]
+	w.ranges = []ledger.DelRange{{ConvID: 7, From: 1, To: 1, At: time.Second}}
+	w.pages = []ledger.HistoryPage{page(1, 2)}
+	expect(t, w.check(t, Options{}), true, want{})
+	w.pages = []ledger.HistoryPage{page(1, 1, 2)}
+	v := w.check(t, Options{})
+	expect(t, v, false, want{HistoryView: {201}})
+	findingHas(t, v, HistoryView, "revoked false, though a revoke was answered ok before")
+	// uid 2 deletes 201 for itself: its pages lack it, uid 1's show it,
+	// the log (read as uid 1) holds it with no del_list.
+	w = tinodeValid()
+	w.caps = caps
+	w.deletes = []ledger.MsgAction{{Act: act(1, 50), ConvSeq: 1}}
+	w.ranges = []ledger.DelRange{{ConvID: 7, From: 1, To: 1, UID: 2, At: time.Second}}
+	w.pages = []ledger.HistoryPage{page(1, 2), page(0, 1, 2)}
+	expect(t, w.check(t, Options{}), true, want{})
+	w.pages = []ledger.HistoryPage{page(0, 2)}
+	v = w.check(t, Options{})
+	expect(t, v, false, want{HistoryView: {201}})
+	findingHas(t, v, HistoryView, "msg_id 201 hidden, though ACKed before the page and neither deleted nor cleared by uid 1")
+	// A conversation pull above conv_seq 0 must hold both messages.
+	w = tinodeValid()
+	w.caps = caps
+	pull := ledger.ConvPull{Act: act(1, 100), Cursor: 0, Limit: 50, NextCursor: 2,
+		Items: []ledger.PulledItem{{MsgID: 201, ConvSeq: 1}, {MsgID: 202, ConvSeq: 2}}}
+	w.pulls = []ledger.ConvPull{pull}
+	expect(t, w.check(t, Options{}), true, want{})
+	pull.Items = pull.Items[1:]
+	w.pulls = []ledger.ConvPull{pull}
+	v = w.check(t, Options{})
+	expect(t, v, false, want{ConvPullWrong: {201}})
+	findingHas(t, v, ConvPullWrong, "leaves out conv_seq 1 (msg_id 201), ACKed before the page")
 }

@@ -119,7 +119,8 @@ func procNice(t *testing.T, pid int) int {
 }
 
 // TestEmbeddedMongoChild: with MongoCommand, FerretDB runs in a child
-// process at MongoNice, answers on the URI, and is gone after stop.
+// process at MongoNice, answers on the URI, indexes its _id lookups, and is
+// gone after stop.
 func TestEmbeddedMongoChild(t *testing.T) {
 	cfg := testConfig(t, ModeEmbedded)
 	cfg.WithKafka = false
@@ -134,6 +135,7 @@ func TestEmbeddedMongoChild(t *testing.T) {
 	if _, err := mongoVersion(ctx, b.MongoURI); err != nil {
 		t.Fatalf("child FerretDB does not answer: %v", err)
 	}
+	waitIDIndexed(t, b.MongoURI, filepath.Join(b.root, "ferretdb"))
 	pids, err := childPIDs(os.Getpid())
 	if err != nil || len(pids) != 1 {
 		t.Fatalf("children %v %v, want the one FerretDB", pids, err)

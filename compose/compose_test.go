@@ -378,6 +378,7 @@ func TestEmbedded(t *testing.T) {
 	pingRedis(t, b.RedisAddr, "")
 	pingKafkaRoundTrip(t, b.KafkaBrokers, "compose.ping")
 	pingMongo(t, b.MongoURI)
+	waitIDIndexed(t, b.MongoURI, filepath.Join(b.root, "ferretdb"))
 
 	addrs := addrsOf(t, b)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

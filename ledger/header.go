@@ -44,7 +44,15 @@ type Capabilities struct {
 }
 
 // DelRangeCapability names a target's delete log in Capabilities.Actions.
+// On such a target a delete is a range in the log, for everyone (a hard
+// delete: the revoke) or for one user (a soft delete, a clear), and a
+// message deleted for a user is absent from that user's history.
 const DelRangeCapability = "del-range"
+
+// ReadMarkCapability names, in Capabilities.Actions, a target that keeps
+// one read mark per user and conversation (Tinode's {note what:"read"}):
+// marking conv_seqs From..To read marks every conv_seq up to To.
+const ReadMarkCapability = "read-mark"
 
 // DefaultCapabilities are the reference server's: an inbox, idempotent
 // send, every action, no delete log (physical deletes show in the history
@@ -93,12 +101,12 @@ func (c *Capabilities) validate() error {
 		return fmt.Errorf("%w: target capabilities without a driver name", ErrInvalid)
 	}
 	for _, a := range c.Actions {
-		known := a == DelRangeCapability
+		known := a == DelRangeCapability || a == ReadMarkCapability
 		for _, k := range Actions {
 			known = known || a == k.String()
 		}
 		if !known {
-			return fmt.Errorf("%w: target action %q is none of %v or %q", ErrInvalid, a, Actions, DelRangeCapability)
+			return fmt.Errorf("%w: target action %q is none of %v, %q or %q", ErrInvalid, a, Actions, DelRangeCapability, ReadMarkCapability)
 		}
 	}
 	return nil

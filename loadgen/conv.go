@@ -228,18 +228,26 @@ func (d *device) enter(ctx context.Context, id uint64) {
 
 // convPull reads one page of the conversation's entries above its cursor,
 // with the device's sync cursor read right before and after (an
-// acknowledgement of 0, which moves nothing).
+// acknowledgement of 0, which moves nothing). On a target without an
+// inbox the cursor is a conv_seq and there is no sync cursor to read.
 func (d *device) convPull(ctx context.Context, id uint64, c *devConv) {
 	ctx, cancel := context.WithTimeout(ctx, d.r.actionBound())
 	defer cancel()
-	before, errB := d.syncCursor(ctx)
+	inbox := d.r.caps.Inbox
+	var before uint64
+	var errB error
+	if inbox {
+		before, errB = d.syncCursor(ctx)
+	}
 	started := d.now()
 	pg, err := d.sess.ConvPull(ctx, targets.ConvPullOpts{ConvID: id, Cursor: c.cursor, Limit: targets.MaxConvPullLimit})
 	rec := ledger.ConvPull{Act: d.r.act(d.idx, id, started, err), Cursor: c.cursor, Limit: targets.MaxConvPullLimit}
 	if err == nil {
-		after, errA := d.syncCursor(ctx)
 		rec.HasMore, rec.NextCursor = pg.HasMore, pg.NextCursor
-		rec.SyncRead, rec.SyncBefore, rec.SyncAfter = errB == nil && errA == nil, before, after
+		if inbox {
+			after, errA := d.syncCursor(ctx)
+			rec.SyncRead, rec.SyncBefore, rec.SyncAfter = errB == nil && errA == nil, before, after
+		}
 		for _, m := range pg.Msgs {
 			rec.Items = append(rec.Items, ledger.PulledItem{Seq: m.Seq, MsgID: m.MsgID, ConvSeq: m.ConvSeq})
 			c.maxSeq = max(c.maxSeq, m.ConvSeq)

@@ -46,6 +46,7 @@ func (d *device) convRun(ctx context.Context, drain <-chan struct{}) {
 		select {
 		case <-wake:
 			d.convVisit(ctx, false)
+			d.cameOnline(ctx)
 			next += every
 		case <-drain:
 			d.convVisit(ctx, true)
@@ -63,6 +64,7 @@ func (d *device) convStore(m *targets.Msg, via ledger.Via) {
 	if ours {
 		d.r.e2e.stored(d.r.m.lane(int(d.idx)), tick, at-intended)
 	}
+	d.saw(m)
 	d.shard().Delivery(ledger.Delivery{Dev: d.idx, Via: via, MsgID: m.MsgID, ConvID: m.ConvID, ConvSeq: m.ConvSeq, Tick: tick, At: at})
 	d.r.m.deliv.Add(1)
 }
@@ -148,6 +150,16 @@ func (d *device) convOnline(ctx context.Context, drain <-chan struct{}) {
 			continue
 		}
 		backoff = 10 * time.Millisecond
+		if d.r.cfg.Mix.EnterOnOnline > 0 {
+			// What the connection queued first is what the device missed:
+			// the device takes it, then enters some of the conversations
+			// it brought news of (the client mix).
+			if err := d.convTake(c); err != nil {
+				c.Close()
+				continue
+			}
+			d.cameOnline(ctx)
+		}
 		frames := make(chan targets.Push, frameQueue)
 		go func() { // ends when c is closed
 			defer close(frames)
@@ -175,6 +187,7 @@ func (d *device) convOnline(ctx context.Context, drain <-chan struct{}) {
 				}
 				if f.Type == targets.PushMsg {
 					d.convStore(&f.Msg, ledger.Push)
+					d.pushed(ctx, &f.Msg)
 				}
 			}
 		}

@@ -18,6 +18,12 @@ const tinodeFakeKey = "fake-api-key"
 // judges the ledger.
 func runTinodeFake(t *testing.T, prepare func(*tinodefake.Server)) (*Summary, *checker.Verdict) {
 	t.Helper()
+	return runTinodeFakeMix(t, prepare, Mix{})
+}
+
+// runTinodeFakeMix is runTinodeFake with the client mix mix.
+func runTinodeFakeMix(t *testing.T, prepare func(*tinodefake.Server), mix Mix) (*Summary, *checker.Verdict) {
+	t.Helper()
 	srv, err := tinodefake.Start(tinodefake.Config{APIKey: tinodeFakeKey})
 	if err != nil {
 		t.Fatal(err)
@@ -27,6 +33,7 @@ func runTinodeFake(t *testing.T, prepare func(*tinodefake.Server)) (*Summary, *c
 	cfg.TargetOptions = map[string]string{"apikey": tinodeFakeKey}
 	cfg.Pop.Users, cfg.Pop.Groups = 8, 2
 	cfg.Timeout = 5 * time.Second
+	cfg.Mix = mix
 	if prepare != nil {
 		prepare(srv)
 	}
@@ -58,6 +65,39 @@ func TestTinodeLoadValid(t *testing.T) {
 	if !strings.Contains(sum.Evidence.StoreWitness.Reason, "keeps no per-user inbox") {
 		t.Errorf("store witness %+v", sum.Evidence.StoreWitness)
 	}
+}
+
+// TestTinodeLoadMix: the client mix on the tinode driver against the
+// fake, every action made often (revokes as hard deletes by the sender
+// where it may delete for everyone, deletes and clears as soft deletes,
+// reads as the user's read mark, pulls above a conv_seq), is VALID under
+// Tinode's semantics, and every action was made and recorded.
+func TestTinodeLoadMix(t *testing.T) {
+	mix := Mix{EnterOnOnline: 1, OpenOnPush: 0.5, HistoryPage: 20, Revoke: 0.05, Delete: 0.3, Clear: 0.05, Read: 0.8}
+	sum, v := runTinodeFakeMix(t, nil, mix)
+	m := sum.Mix
+	if m == nil || m.Entered == 0 || m.ConvPulls == 0 || m.HistoryPages == 0 || m.Revokes == 0 || m.Deletes == 0 || m.Clears == 0 || m.Reads == 0 {
+		t.Fatalf("mix %+v", m)
+	}
+	if !v.Valid || sum.OK != 200 || len(sum.Errors) > 0 {
+		t.Fatalf("valid %v ok %d errors %v findings %v", v.Valid, sum.OK, sum.Errors, counts(v))
+	}
+	for _, n := range []string{checker.HistoryView, checker.ConvPullWrong, checker.HistoryMismatch, checker.HistoryLost} {
+		if f := v.Findings[n]; f == nil || f.NotMade != "" || f.Count != 0 {
+			t.Errorf("%s: %+v", n, f)
+		}
+	}
+}
+
+// counts lists the findings with a count.
+func counts(v *checker.Verdict) map[string]int {
+	out := map[string]int{}
+	for n, f := range v.Findings {
+		if f.Count > 0 {
+			out[n] = f.Count
+		}
+	}
+	return out
 }
 
 // TestTinodeLoadFailedButStored: sends the server answers 500 but stores

@@ -39,6 +39,7 @@ const (
 	envHistoryGroup = "IMLAB_HISTORY_GROUP"
 	envAdminUIDs    = "IMLAB_ADMIN_UIDS"
 	envPprof        = "IMLAB_PPROF"
+	envMongoPprof   = "IMLAB_MONGO_PPROF" // read by the embedded-mongo child only
 	envLabRoutes    = "IMLAB_LAB_ROUTES"
 	envPushBus      = "IMLAB_PUSH_BUS" // imlab ref only; up is one process (local)
 )

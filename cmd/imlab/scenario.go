@@ -14,6 +14,7 @@ import (
 	"imlab/compose"
 	"imlab/ref/server"
 	"imlab/runner"
+	"imlab/runner/batch"
 	"imlab/scenario"
 	"imlab/selftest"
 )
@@ -70,9 +71,12 @@ type scenarioOpts struct {
 	duration                          time.Duration
 	rateScale                         float64
 	keep                              bool
-	baselineDir, baselineTol          string
-	pprof                             map[string]string
-	runnerPprof                       string
+	// sideBySide (scenario run --side-by-side) runs each file's reference
+	// side after it and writes the review page of the pair.
+	sideBySide               bool
+	baselineDir, baselineTol string
+	pprof                    map[string]string
+	runnerPprof              string
 }
 
 // flags registers the shared flags; defOut describes --out's default.
@@ -119,11 +123,19 @@ NAME.consumers-N, and the recovery figures of those runs are printed side by sid
 				}
 				matrix = matrix || f.Matrix != nil
 				files = append(files, runs...)
+				if o.sideBySide {
+					ref, err := scenario.ReferenceSide(f)
+					if err != nil {
+						return &exitError{code: scenarioExitBroken, err: fmt.Errorf("%s: --side-by-side: %w", p, err)}
+					}
+					files = append(files, ref)
+				}
 			}
 			return runScenarios(cmd, files, o, "scenarios", matrix)
 		},
 	}
 	o.flags(cmd, "runs/scenarios-<UTC time>")
+	cmd.Flags().BoolVar(&o.sideBySide, "side-by-side", false, "run each file (one with an external target: block) and then its reference side, the same load and faults against the reference server in one exec process (its MySQL behind the proxy that stood for the target's database), and write OUT/NAME.side-by-side.html, the review page of the two (as imlab report compare)")
 	return cmd
 }
 
@@ -167,13 +179,16 @@ func runScenarios(cmd *cobra.Command, files []*scenario.File, o scenarioOpts, ou
 	base.DataDir = lookupEnv(compose.EnvDataDir)
 	base.MongoCommand = embeddedMongoCommand()
 	base.Progress = w
-	worst, err := runner.RunFiles(cmd.Context(), base, files, out, matrix, w, cmd.ErrOrStderr())
+	worst, err := batch.Run(cmd.Context(), base, files, out, matrix, w, cmd.ErrOrStderr())
+	if err == nil && o.sideBySide {
+		err = writeSideBySide(w, out, files)
+	}
 	switch {
 	case err != nil:
 		return &exitError{code: scenarioExitBroken, err: err}
-	case worst == runner.Passed:
+	case worst == batch.Passed:
 		return nil
-	case worst == runner.Failed:
+	case worst == batch.Failed:
 		return &exitError{code: scenarioExitFailed, err: errors.New("a scenario check failed")}
 	default:
 		return &exitError{code: scenarioExitBroken, err: errors.New("a scenario could not be carried out")}

@@ -18,7 +18,7 @@ import (
 	"imlab/checker"
 	"imlab/internal/testenv"
 	"imlab/result"
-	"imlab/runner"
+	"imlab/runner/batch"
 	"imlab/runner/proc"
 	"imlab/scenario"
 )
@@ -227,7 +227,7 @@ func TestPrintRepairs(t *testing.T) {
 	r := &result.Result{Scenario: "s", Passed: true, Repairs: result.RepairSummary{Known: true, Rows: 4, MsgIDs: []uint64{1, 2, 3},
 		Fate: &checker.Fate{Messages: 3, Delivered: 3, Lost: []uint64{}}}}
 	var b bytes.Buffer
-	runner.PrintResult(&b, r, t.TempDir())
+	batch.PrintResult(&b, r, t.TempDir())
 	want := "repairs: 4 inbox rows of 3 messages written by forward reconciliation (missing when the reconciler looked); 3 messages repaired late by reconciliation and delivered in the end, 0 repaired but still lost"
 	if !strings.Contains(b.String(), want) {
 		t.Fatalf("output %q lacks %q", b.String(), want)

@@ -176,6 +176,51 @@ func BenchmarkHistoryRead(b *testing.B) {
 	}
 }
 
+// BenchmarkHistoryWriteManyConvs writes batches of one message each of
+// `batch` different 1:1 conversations, cycling through `convs` of them, so
+// the collection grows to convs buckets: the history tier's shape under
+// 1:1 traffic.
+func BenchmarkHistoryWriteManyConvs(b *testing.B) {
+	ctx := context.Background()
+	b.Logf("store: %s", storeName())
+	for _, tc := range []struct{ convs, batch int }{{2000, 1}, {2000, 20}} {
+		b.Run(fmt.Sprintf("convs=%d/batch=%d", tc.convs, tc.batch), func(b *testing.B) {
+			var cnt cmdCounter
+			s := newStore(b, newDB(b, cnt.monitor()), nil)
+			ids := make([]uint64, tc.convs)
+			for i := range ids {
+				id, err := model.SingleConvID(uint64(1000+2*i), uint64(1001+2*i))
+				if err != nil {
+					b.Fatal(err)
+				}
+				ids[i] = id
+			}
+			seq := make([]uint64, tc.convs)
+			next := 0
+			cnt.reset()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				msgs := make([]model.Message, 0, tc.batch)
+				for j := 0; j < tc.batch; j++ {
+					c := next % tc.convs
+					next++
+					seq[c]++
+					m := msgsFor(ids[c], seq[c], seq[c], uint64(1000+2*c), uint64(1001+2*c))[0]
+					m.MsgID = uint64(next)
+					msgs = append(msgs, m)
+				}
+				if err := s.WriteBatch(ctx, msgs); err != nil {
+					b.Fatal(err)
+				}
+			}
+			n := float64(b.N * tc.batch)
+			b.ReportMetric(n/b.Elapsed().Seconds(), "msgs/s")
+			b.ReportMetric(float64(cnt.get("update"))/n, "updates/msg")
+			b.ReportMetric(float64(cnt.get("insert"))/n, "inserts/msg")
+		})
+	}
+}
+
 func storeName() string {
 	if onFerret {
 		return "embedded FerretDB v1 (SQLite handler)"

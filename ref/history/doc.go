@@ -18,8 +18,10 @@
 //	 max_seq: 350, msgs: [slot × size]}
 //
 // The seed's doc_id is the document's _id: unique by construction, and the
-// only filter FerretDB v1 serves without scanning the collection is an exact
-// {_id: "<string>"}; every hot-path filter here is exactly that.
+// only filter FerretDB v1 passes down to its storage is an exact
+// {_id: "<string>"}; every hot-path filter here is exactly that. (FerretDB's
+// SQLite backend serves even that one from an index only with the one the
+// lab's compose adds: see README.md.)
 // A slot is {msg, revoke, del_list, is_read, v}: msg is the immutable message
 // (null until written), revoke {user_id, role, time} is set once by the
 // sender, del_list holds the uids that deleted the message for themselves

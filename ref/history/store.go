@@ -49,6 +49,10 @@ type Store struct {
 	// beforeUpdate, if set (tests only), runs before updateSlot takes the
 	// document's lock.
 	beforeUpdate func(docID string)
+	// tops remembers, per conversation, the highest bucket this Store saw
+	// exist (its own insert or an update that matched): a hint for the
+	// writer, never the truth (see writeBucket).
+	tops bucketTops
 }
 
 // lockStripes is the number of per-document write locks (by hash of _id).
@@ -244,7 +248,8 @@ func validateMessage(m model.Message) (model.Message, error) {
 // writeConv writes one conversation's messages (ascending conv_seq) bucket
 // by bucket. tryUpdate is the seed's optimistic flag: assume the document
 // exists (a replay, or a bucket being filled) until an insert succeeds; the
-// buckets after a freshly inserted one are new too, so insert them directly.
+// buckets after a freshly inserted one are new too, so insert them directly
+// (writeBucket also bets on an insert for a write that opens a bucket).
 func (s *Store) writeConv(ctx context.Context, convID uint64, msgs []model.Message) error {
 	tryUpdate := true
 	for start := 0; start < len(msgs); {
@@ -265,19 +270,34 @@ func (s *Store) writeConv(ctx context.Context, convID uint64, msgs []model.Messa
 	return nil
 }
 
+// writeBucket writes one bucket's messages: an update when the document
+// exists, a whole-document insert when it does not. Which one is tried first
+// is a bet whose loss costs one command, never a message: a write that
+// starts at the bucket's first slot of a bucket this Store has not seen
+// (a conversation's first message, a bucket's first after 100) inserts
+// first, everything else updates first (the seed's order), and either
+// falls back to the other (a duplicate key on insert steps back to the
+// update). The history tier writes a conversation in conv_seq order, so
+// under 1:1 traffic most writes open a bucket: the bet saves them the
+// update that matched nothing.
 func (s *Store) writeBucket(ctx context.Context, convID, idx uint64, msgs []model.Message, tryUpdate *bool) error {
 	id := DocIDOf(convID, idx)
 	defer s.docLock(id)()
+	if first, _ := s.layout.Slot(msgs[0].ConvSeq); first == 0 && !s.tops.known(convID, idx) {
+		*tryUpdate = false
+	}
 	for attempt := 0; attempt < writeAttempts; attempt++ {
 		if *tryUpdate {
 			res, err := s.msgs.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, s.slotsUpdate(msgs))
 			if err != nil {
 				if hasCode(err, codePathNotViable) {
+					s.tops.saw(convID, idx)
 					return s.writeAroundPurged(ctx, convID, idx, msgs)
 				}
 				return dbErr("update "+id, err)
 			}
 			if res.MatchedCount == 1 {
+				s.tops.saw(convID, idx)
 				return nil
 			}
 		}
@@ -286,6 +306,7 @@ func (s *Store) writeBucket(ctx context.Context, convID, idx uint64, msgs []mode
 		}
 		_, err := s.msgs.InsertOne(ctx, s.newBucketDoc(convID, idx, msgs, nil))
 		if err == nil {
+			s.tops.saw(convID, idx)
 			*tryUpdate = false
 			return nil
 		}
@@ -672,28 +693,4 @@ func (s *Store) purge(ctx context.Context, convID, seq uint64) error {
 		}
 	}
 	return fmt.Errorf("%w: history: purge of %s did not settle", model.ErrUnavailable, id)
-}
-
-// storeError wraps a driver error as model.ErrUnavailable with a bounded
-// message (FerretDB quotes whole documents in its error text).
-type storeError struct {
-	op  string
-	err error
-}
-
-func (e *storeError) Error() string {
-	msg := e.err.Error()
-	if len(msg) > 300 {
-		msg = msg[:300] + "..."
-	}
-	return "history " + e.op + ": " + model.ErrUnavailable.Error() + ": " + msg
-}
-
-func (e *storeError) Unwrap() []error { return []error{model.ErrUnavailable, e.err} }
-
-func dbErr(op string, err error) error { return &storeError{op: op, err: err} }
-
-func hasCode(err error, code int) bool {
-	var se mongo.ServerError
-	return errors.As(err, &se) && se.HasErrorCode(code)
 }

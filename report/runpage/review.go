@@ -22,6 +22,9 @@ func family(r *result.Result) string {
 	if i := strings.LastIndex(r.Scenario, ".consumers-"); i > 0 && r.SpecOrEmpty().Variant != "" {
 		return r.Scenario[:i]
 	}
+	if n, ok := strings.CutSuffix(r.Scenario, scenario.ReferenceSuffix); ok && n != "" && r.SpecOrEmpty().Variant != "" {
+		return n
+	}
 	return r.Scenario
 }
 

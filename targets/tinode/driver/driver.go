@@ -69,9 +69,17 @@ func New(cfg Config) (*Driver, error) {
 func (d *Driver) Config() Config { return d.cfg }
 
 // Capabilities say what a Tinode offers the checker: no per-user inbox,
-// no idempotent send, a delete log.
+// no idempotent send, the client mix's actions as Tinode has them
+// (actions.go: the conversation pull by conv_seq, revoke as a hard
+// delete, delete and clear as soft ones, read as the user's read mark), a
+// delete log and one read mark per user and topic.
 func Capabilities() ledger.Capabilities {
-	return ledger.Capabilities{Driver: "tinode", Actions: []string{ledger.DelRangeCapability}}
+	c := ledger.Capabilities{Driver: "tinode"}
+	for _, a := range ledger.Actions {
+		c.Actions = append(c.Actions, a.String())
+	}
+	c.Actions = append(c.Actions, ledger.DelRangeCapability, ledger.ReadMarkCapability)
+	return c
 }
 
 func (d *Driver) checkPopulation(p Population) error {

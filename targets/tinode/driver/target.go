@@ -259,19 +259,100 @@ func (s *session) Ack(context.Context, uint64) (uint64, error) {
 func (s *session) DialSender(context.Context) (targets.Sender, error) {
 	return nil, s.notOffered("sends over the push connection (sends use sessions of their own)")
 }
-func (s *session) ConvPull(context.Context, targets.ConvPullOpts) (targets.PullPage, error) {
-	return targets.PullPage{}, s.notOffered("conv-pull")
+
+// act is the session's caller of the client mix's actions in conv.
+func (s *session) act(conv uint64) (*Driver, Act, error) {
+	d, err := s.driver()
+	if err != nil {
+		return nil, Act{}, err
+	}
+	return d, Act{From: s.uid, Slot: s.slot, Conv: conv}, nil
 }
-func (s *session) History(context.Context, targets.HistoryOpts) ([]targets.HistoryItem, error) {
-	return nil, s.notOffered("history pages to the client mix")
+
+// ConvPull reads the messages above a conv_seq cursor ({get what="data"
+// since}): Tinode has no inbox, so Seq is 0 and NextCursor a conv_seq.
+func (s *session) ConvPull(ctx context.Context, o targets.ConvPullOpts) (targets.PullPage, error) {
+	if o.Limit < 1 || o.Limit > targets.MaxConvPullLimit {
+		return targets.PullPage{}, wrap(fmt.Errorf("%w: conv-pull limit %d: 1..%d", ErrInvalid, o.Limit, targets.MaxConvPullLimit))
+	}
+	d, a, err := s.act(o.ConvID)
+	if err != nil {
+		return targets.PullPage{}, err
+	}
+	p, err := d.Since(ctx, a, o.Cursor, o.Limit)
+	if err != nil {
+		return targets.PullPage{}, wrap(err)
+	}
+	out := targets.PullPage{NextCursor: o.Cursor}
+	for _, m := range p.Msgs {
+		out.Msgs = append(out.Msgs, targets.Msg{MsgID: m.MsgID, ConvID: m.ConvID, ConvType: d.convType(m.ConvID), ConvSeq: m.ConvSeq,
+			SenderUID: m.From, Content: m.Content})
+		out.NextCursor = max(out.NextCursor, m.ConvSeq)
+	}
+	out.HasMore = p.More
+	return out, nil
 }
-func (s *session) Revoke(context.Context, uint64, uint64) error { return s.notOffered("revoke") }
-func (s *session) Delete(context.Context, uint64, uint64) error { return s.notOffered("delete") }
-func (s *session) Clear(context.Context, uint64) (uint64, error) {
-	return 0, s.notOffered("clear")
+
+// History reads From..To as the user sees it: a message deleted for the
+// user (soft) or for everyone (hard) is absent, not a tombstone.
+func (s *session) History(ctx context.Context, o targets.HistoryOpts) ([]targets.HistoryItem, error) {
+	if o.To < o.From || o.To-o.From+1 > targets.MaxHistoryRange {
+		return nil, wrap(fmt.Errorf("%w: history [%d..%d]: at most %d conv_seqs", ErrInvalid, o.From, o.To, targets.MaxHistoryRange))
+	}
+	d, a, err := s.act(o.ConvID)
+	if err != nil {
+		return nil, err
+	}
+	p, err := d.History(ctx, a, max(o.From, 1), o.To)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	out := make([]targets.HistoryItem, 0, len(p.Msgs))
+	for _, m := range p.Msgs {
+		out = append(out, targets.HistoryItem{ConvSeq: m.ConvSeq, MsgID: m.MsgID, SenderUID: m.From, Content: m.Content})
+	}
+	return out, nil
 }
-func (s *session) MarkRead(context.Context, uint64, uint64, uint64) error {
-	return s.notOffered("read")
+
+// Revoke deletes the message for everyone ({del} hard).
+func (s *session) Revoke(ctx context.Context, convID, convSeq uint64) error {
+	d, a, err := s.act(convID)
+	if err != nil {
+		return err
+	}
+	return wrap(d.DeleteMsg(ctx, a, convSeq, true))
+}
+
+// Delete deletes the message for this user only ({del} soft).
+func (s *session) Delete(ctx context.Context, convID, convSeq uint64) error {
+	d, a, err := s.act(convID)
+	if err != nil {
+		return err
+	}
+	return wrap(d.DeleteMsg(ctx, a, convSeq, false))
+}
+
+// Clear soft-deletes everything up to the topic's seq for this user.
+func (s *session) Clear(ctx context.Context, convID uint64) (uint64, error) {
+	d, a, err := s.act(convID)
+	if err != nil {
+		return 0, err
+	}
+	n, err := d.Clear(ctx, a)
+	return n, wrap(err)
+}
+
+// MarkRead sets the user's read mark of the topic to to ({note read});
+// Tinode keeps one mark per user and topic, so from is implied.
+func (s *session) MarkRead(ctx context.Context, convID, from, to uint64) error {
+	if to < from {
+		return wrap(fmt.Errorf("%w: read [%d..%d]", ErrInvalid, from, to))
+	}
+	d, a, err := s.act(convID)
+	if err != nil {
+		return err
+	}
+	return wrap(d.MarkRead(ctx, a, to))
 }
 
 // Connect opens the device's session, attaches it to every topic of its
@@ -355,11 +436,7 @@ func (c *conn) Recv(deadline time.Time) (targets.Push, error) {
 	c.sess.mu.Lock()
 	c.sess.held[m.ConvID] = max(c.sess.held[m.ConvID], int64(m.ConvSeq))
 	c.sess.mu.Unlock()
-	ct := targets.ConvSingle
-	if c.v.d.isGroupConv(m.ConvID) {
-		ct = targets.ConvGroup
-	}
-	return targets.Push{Type: targets.PushMsg, Msg: targets.Msg{MsgID: m.MsgID, ConvID: m.ConvID, ConvType: ct,
+	return targets.Push{Type: targets.PushMsg, Msg: targets.Msg{MsgID: m.MsgID, ConvID: m.ConvID, ConvType: c.v.d.convType(m.ConvID),
 		ConvSeq: m.ConvSeq, SenderUID: m.From, Content: m.Content}}, nil
 }
 

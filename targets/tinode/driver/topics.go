@@ -88,3 +88,11 @@ func (d *Driver) Users() int { return len(d.pop.Users) }
 
 // isGroupConv reports whether conv is a group's.
 func (d *Driver) isGroupConv(conv uint64) bool { return conv >= 1 && conv <= uint64(len(d.pop.Groups)) }
+
+// convType is the lab's type of conv: a group's or one to one.
+func (d *Driver) convType(conv uint64) uint8 {
+	if d.isGroupConv(conv) {
+		return ConvGroup
+	}
+	return ConvP2P
+}

@@ -1,4 +1,11 @@
-package runner
+// Package batch runs a set of scenario files one after another, as imlab
+// scenario run and imlab demo do: each run through the runner into a
+// directory of its own, each result printed, then the verdict table, the
+// recovery figures side by side for a matrix, and one junit.xml for all.
+//
+// It must not carry a run out itself (the runner does) nor decide a
+// process's exit status (a command maps the Outcome to one).
+package batch
 
 import (
 	"context"
@@ -12,6 +19,7 @@ import (
 
 	"imlab/expect"
 	"imlab/result"
+	"imlab/runner"
 	"imlab/runner/proc"
 	"imlab/scenario"
 )
@@ -19,19 +27,19 @@ import (
 // Outcome is the worst of a set of runs.
 type Outcome int
 
-// Outcomes of RunFiles, worst last.
+// Outcomes of Run, worst last.
 const (
 	Passed Outcome = iota // every check of every run passed
 	Failed                // a check failed
 	Broken                // a run could not be carried out, or the outputs not written
 )
 
-// RunFiles runs files one after another with base, each into OUT/NAME,
+// Run runs files one after another with base, each into OUT/NAME,
 // prints each result (PrintResult) and, at the end, the verdict table
 // (for a matrix, the recovery figures side by side too) and writes
 // OUT/junit.xml for all of them. A run that could not be carried out is
 // said on errw and the next one runs; the error is one of the outputs'.
-func RunFiles(ctx context.Context, base Config, files []*scenario.File, out string, matrix bool, w, errw io.Writer) (Outcome, error) {
+func Run(ctx context.Context, base runner.Config, files []*scenario.File, out string, matrix bool, w, errw io.Writer) (Outcome, error) {
 	var (
 		results []*result.Result
 		rows    []verdictRow
@@ -41,7 +49,7 @@ func RunFiles(ctx context.Context, base Config, files []*scenario.File, out stri
 		c := base
 		c.OutDir = filepath.Join(out, sf.Name)
 		fmt.Fprintf(w, "=== scenario %s (%s)\n", sf.Name, sf.Path)
-		res, err := Run(ctx, c, sf)
+		res, err := runner.Run(ctx, c, sf)
 		if res != nil {
 			results = append(results, res)
 			PrintResult(w, res, c.OutDir)
@@ -180,7 +188,7 @@ func PrintResult(w io.Writer, r *result.Result, dir string) {
 	for _, e := range r.Errors {
 		fmt.Fprintf(w, "    %s\n", result.ErrorLine(e))
 	}
-	for _, n := range []string{result.ResultFile, result.JUnitFile, result.ReportFile, VerdictFile, result.LoadDir} {
+	for _, n := range []string{result.ResultFile, result.JUnitFile, result.ReportFile, runner.VerdictFile, result.LoadDir} {
 		p := filepath.Join(dir, n)
 		if _, err := os.Stat(p); err == nil {
 			fmt.Fprintf(w, "    wrote %s\n", p)
