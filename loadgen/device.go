@@ -172,16 +172,26 @@ func (d *device) connected(ctx context.Context, ws targets.Conn, frames <-chan t
 		return ctx.Err() != nil
 	}
 	d.cameOnline(ctx)
-	tk := time.NewTicker(d.r.cfg.AckEvery)
-	defer tk.Stop()
+	// The chain is acknowledged AckEvery after it first grew past the
+	// last acknowledgement: a timer armed only then, so that an idle
+	// device does not wake every AckEvery (a ticker per device woke each
+	// one ten times a second whatever the rate).
+	ackT := time.NewTimer(d.r.cfg.AckEvery)
+	defer ackT.Stop()
+	ackDue := ackT.C
 	for {
+		if ackDue == nil && d.chain > d.acked {
+			ackT.Reset(d.r.cfg.AckEvery)
+			ackDue = ackT.C
+		}
 		select {
 		case <-ctx.Done():
 			return true
 		case <-drain:
 			d.final(ctx)
 			return true
-		case <-tk.C:
+		case <-ackDue:
+			ackDue = nil
 			if d.chain > d.acked {
 				if ws.Ack(d.chain) != nil {
 					return false

@@ -26,7 +26,7 @@ import (
 type loadOpts struct {
 	target, rate, sizes, runDir string
 	drv                         driverFlags
-	segment, claimDir           string
+	segment, claimDir, cpuProf  string
 	check                       bool
 	gogc, procs                 int
 	waitReady                   time.Duration
@@ -69,6 +69,7 @@ sine:mean=5000,amp=2000,period=30s`,
 	f.StringVar(&o.runDir, "run-dir", "", "where the ledger and summary go (default runs/<UTC time>); {segment} is replaced by the segment's index")
 	f.StringVar(&o.segment, "segment", "", "drive one part of the run: i/n (1-based: 2/4 is the second quarter), index/n (i from $"+loadgen.EnvJobIndex+", 0-based, as a Kubernetes Indexed Job sets it) or claim/n (the lowest segment not yet claimed in --claim-dir, for replicas of one compose service); segments 1..n started apart with the same flags offer exactly the whole run's load; judge them together with imlab check DIR...")
 	f.StringVar(&o.claimDir, "claim-dir", "", "with --segment claim/n: a directory shared by the replicas where each claims its segment")
+	f.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of the generator over the run to this file (go tool pprof FILE)")
 	f.BoolVar(&o.check, "check", false, "run the checker afterwards and fail when the run is invalid")
 	return cmd
 }
@@ -145,7 +146,14 @@ func (o *loadOpts) run(cmd *cobra.Command, cfg loadgen.Config) error {
 	}
 	fmt.Fprintf(out, "run dir %s: %s for %s against %s (sends over %s), %d users x %d devices, %d groups\n",
 		c.RunDir, c.Shape, c.Duration, o.target, via, c.Pop.Users, c.Pop.DevicesPerUser, c.Pop.Groups)
+	stopProf, err := startCPUProfile(o.cpuProf)
+	if err != nil {
+		return usageError(err)
+	}
 	sum, err := loadgen.Run(cmd.Context(), c)
+	if perr := stopProf(); err == nil {
+		err = perr
+	}
 	if sum != nil {
 		sum.WriteText(out)
 	}

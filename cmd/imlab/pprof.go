@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"runtime/pprof"
 	"time"
 
 	"imlab/ref/server"
@@ -31,4 +33,27 @@ func servePprof(ctx context.Context, addr string) (stop func(), err error) {
 		_ = srv.Serve(ln) // http.ErrServerClosed once stop closes it
 	}()
 	return func() { _ = srv.Close(); <-done }, nil
+}
+
+// startCPUProfile writes a CPU profile of this process to path (empty:
+// none) until stop is called; read it with go tool pprof.
+func startCPUProfile(path string) (stop func() error, err error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("--cpuprofile %s: %w", path, err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("--cpuprofile %s: %w", path, err)
+		}
+		return nil
+	}, nil
 }

@@ -89,8 +89,8 @@ type Config struct {
 	Grace time.Duration
 	// SpinWindow: for the last SpinWindow before each tick the pacer does
 	// not use the runtime's timers (about 1 ms late on a busy machine) but
-	// sleeps in the kernel and yields in a loop for the last 60 µs
-	// (spinSleep). 0: the runtime's timers only.
+	// yields once and sleeps in the kernel (spinSleep, within about 50 µs).
+	// 0: the runtime's timers only.
 	SpinWindow time.Duration
 	// Senders, when > 0, is the queued mode: a fixed pool of Senders
 	// goroutines, fed in order through a queue of at most MaxQueued sends.
@@ -337,7 +337,7 @@ loop:
 				break
 			}
 			if d <= cfg.SpinWindow {
-				spinSleep(d)
+				spinSleep(due)
 				if ctx.Err() != nil {
 					st.Canceled = true
 					missRest()

@@ -113,8 +113,7 @@ loop:
 // catching up after a stall does not wait, but still looks at ctx, so that
 // cancellation stops a burst at once. The runtime's timers wake about 1 ms
 // late on a busy machine, so for the last spin of the wait it sleeps in
-// the kernel instead (spinSleep), then yields in a loop for the last
-// spinTail.
+// the kernel instead (spinSleep).
 func waitUntil(ctx context.Context, timer *time.Timer, due time.Time, spin time.Duration) bool {
 	for {
 		d := time.Until(due)
@@ -122,7 +121,7 @@ func waitUntil(ctx context.Context, timer *time.Timer, due time.Time, spin time.
 			return ctx.Err() == nil
 		}
 		if d <= spin {
-			spinSleep(d)
+			spinSleep(due)
 			if ctx.Err() != nil {
 				return false
 			}
@@ -137,23 +136,25 @@ func waitUntil(ctx context.Context, timer *time.Timer, due time.Time, spin time.
 	}
 }
 
-// spinTail is the end of a wait spent yielding in a loop rather than
-// asleep: about the kernel's own wake-up slack (50 µs for a normal thread).
-const spinTail = 60 * time.Microsecond
-
-// spinSleep waits part of d, the time left to a tick: d - spinTail asleep
-// in nanosleep(2) (high-resolution, about 10 µs late here against about
-// 1 ms for the runtime's timers), or one yield when d is within spinTail.
-// Yielding in a loop for the whole window instead kept a core busy at any
-// rate up to 1/window: at 500 sends/s the pacer alone used about a third of
-// the generator's CPU (RESULTS.md, "The lab lighter than what it
-// measures"). The sleep blocks this thread only; the runtime hands its
-// processor to the other goroutines meanwhile.
-func spinSleep(d time.Duration) {
-	if d <= spinTail {
-		runtime.Gosched()
+// spinSleep lets every goroutine that is ready run first (one yield), then
+// waits for due asleep in nanosleep(2) (high-resolution: it wakes within
+// the kernel's slack, about 50 µs for a normal thread, against about 1 ms
+// for the runtime's timers). Yielding in a loop instead, as the pacer once
+// did for the whole window and later for its last 60 µs, kept a core busy:
+// at 500 sends/s a third of the generator's CPU, and at 50,000/s, where
+// every interval is shorter than that tail, most of it (RESULTS.md, "The
+// lab lighter than what it measures"). The sleep blocks this thread only;
+// the runtime hands its processor to the other goroutines meanwhile. A raw
+// system call that keeps the processor (so that the runtime's monitor does
+// not hand it off) measured the same (BenchmarkPacerCPU, two passes) and
+// would hold a processor up to the spin window: not kept. A signal ends
+// the sleep early: the caller looks at the clock again.
+func spinSleep(due time.Time) {
+	runtime.Gosched()
+	d := time.Until(due)
+	if d <= 0 {
 		return
 	}
-	ts := syscall.NsecToTimespec(int64(d - spinTail))
-	_ = syscall.Nanosleep(&ts, nil) // EINTR: the caller looks at the clock again
+	ts := syscall.NsecToTimespec(int64(d))
+	_ = syscall.Nanosleep(&ts, nil)
 }

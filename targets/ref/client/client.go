@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -101,11 +100,12 @@ type Client struct {
 	cfg    Config
 	host   string
 	hc     doer
+	pipe   *pipePool // with Pipeline: the requests of do (hc serves the clock's samples)
 	secret []byte
 }
 
-// doer is the HTTP transport: a pool of one-at-a-time connections
-// (fasthttp.HostClient) or of pipelined ones (fasthttp.PipelineClient).
+// doer is the HTTP transport of one-at-a-time connections
+// (fasthttp.HostClient); pipelined requests go through pipePool.
 type doer interface {
 	DoTimeout(req *fasthttp.Request, resp *fasthttp.Response, timeout time.Duration) error
 }
@@ -117,42 +117,32 @@ func New(cfg Config) (*Client, error) {
 	}
 	u, _ := url.Parse(cfg.Target)
 	c := &Client{cfg: cfg, host: u.Host, secret: []byte(cfg.Secret)}
+	c.hc = &fasthttp.HostClient{
+		Addr:                          u.Host,
+		MaxConns:                      cfg.MaxConns,
+		ReadTimeout:                   cfg.Timeout,
+		WriteTimeout:                  cfg.Timeout,
+		MaxIdleConnDuration:           time.Minute,
+		NoDefaultUserAgentHeader:      true,
+		DisableHeaderNamesNormalizing: true,
+		MaxConnWaitTimeout:            cfg.Timeout,
+	}
 	if cfg.Pipeline > 0 {
-		c.hc = &fasthttp.PipelineClient{
-			Addr:                          u.Host,
-			MaxConns:                      cfg.MaxConns,
-			MaxPendingRequests:            cfg.Pipeline,
-			MaxBatchDelay:                 cfg.PipelineDelay,
-			ReadTimeout:                   cfg.Timeout,
-			WriteTimeout:                  cfg.Timeout,
-			MaxIdleConnDuration:           time.Minute,
-			NoDefaultUserAgentHeader:      true,
-			DisableHeaderNamesNormalizing: true,
-		}
-	} else {
-		c.hc = &fasthttp.HostClient{
-			Addr:                          u.Host,
-			MaxConns:                      cfg.MaxConns,
-			ReadTimeout:                   cfg.Timeout,
-			WriteTimeout:                  cfg.Timeout,
-			MaxIdleConnDuration:           time.Minute,
-			NoDefaultUserAgentHeader:      true,
-			DisableHeaderNamesNormalizing: true,
-			MaxConnWaitTimeout:            cfg.Timeout,
-		}
+		c.pipe = newPipePool(u.Host, cfg)
 	}
 	return c, nil
 }
 
 // Warm opens the connection pool before a run, so that the first sends of
 // a schedule do not pay for connecting: n concurrent GET /healthz (n is
-// capped at MaxConns). A pipelined pool opens a connection only while every
-// open one is busy, so it gets n x Pipeline concurrent requests (at most
-// maxWarmRequests). It fails when no request got an answer.
+// capped at MaxConns). A pipelined pool spreads its requests over all its
+// connections in turn, so it gets MaxConns of them (at most
+// maxWarmRequests), one per connection. It fails when no request got an
+// answer.
 func (c *Client) Warm(ctx context.Context, n int) error {
 	n = max(1, min(n, c.cfg.MaxConns))
-	if c.cfg.Pipeline > 0 {
-		n = min(n*c.cfg.Pipeline, maxWarmRequests)
+	if c.pipe != nil {
+		n = min(c.cfg.MaxConns, maxWarmRequests)
 	}
 	var (
 		wg      sync.WaitGroup
@@ -167,14 +157,7 @@ func (c *Client) Warm(ctx context.Context, n int) error {
 			if ctx.Err() != nil {
 				return
 			}
-			req := fasthttp.AcquireRequest()
-			resp := fasthttp.AcquireResponse()
-			defer fasthttp.ReleaseRequest(req)
-			defer fasthttp.ReleaseResponse(resp)
-			req.Header.SetMethod("GET")
-			req.SetRequestURI("/healthz")
-			req.Header.SetHost(c.host)
-			err := c.hc.DoTimeout(req, resp, c.cfg.Timeout)
+			err := c.healthz()
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -194,14 +177,27 @@ func (c *Client) Warm(ctx context.Context, n int) error {
 	return nil
 }
 
+// healthz makes one GET /healthz on the pool and reports only a transport
+// error (any answer means the connection works).
+func (c *Client) healthz() error {
+	var ce *Error
+	if err := c.do(fasthttp.MethodGet, "/healthz", "", nil, nil); errors.As(err, &ce) && ce.Status == 0 {
+		return ce.Err
+	}
+	return nil
+}
+
 // Host returns host:port of the target.
 func (c *Client) Host() string { return c.host }
 
-// Close releases idle connections (a pipelined pool closes its own after
-// a minute idle).
+// Close releases idle connections, and closes a pipelined pool's (a
+// request still without an answer on one ends with a transport error).
 func (c *Client) Close() {
 	if hc, ok := c.hc.(*fasthttp.HostClient); ok {
 		hc.CloseIdleConnections()
+	}
+	if c.pipe != nil {
+		c.pipe.close()
 	}
 }
 
@@ -353,6 +349,14 @@ func (e *Error) Definite() bool {
 }
 
 func (c *Client) do(method, path, token string, body []byte, out any) error {
+	if c.pipe != nil {
+		call, err := c.pipe.roundTrip(method, path, token, body)
+		if err != nil {
+			return err
+		}
+		defer c.pipe.release(call)
+		return decode(&call.resp, out)
+	}
 	req := fasthttp.AcquireRequest()
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
@@ -373,6 +377,12 @@ func (c *Client) do(method, path, token string, body []byte, out any) error {
 	if err := c.hc.DoTimeout(req, resp, c.cfg.Timeout); err != nil {
 		return &Error{Err: err}
 	}
+	return decode(resp, out)
+}
+
+// decode reads an answer: a non-2xx one is an *Error, a 2xx one's body goes
+// into out.
+func decode(resp *fasthttp.Response, out any) error {
 	st := resp.StatusCode()
 	if st/100 != 2 {
 		return apiError(resp)
@@ -540,79 +550,6 @@ func (c *Client) CreateGroup(token string, groupID uint64, members []uint64) err
 // ceiling against a no-op endpoint.
 func (c *Client) Post(path, token string, body []byte) error {
 	return c.do(fasthttp.MethodPost, path, token, body, nil)
-}
-
-// ClockPath is the lab route of the reference server that answers its wall
-// clock as {"unix_nano": N}.
-const ClockPath = "/v1/lab/time"
-
-// Clock is an estimate of the target's wall clock against this machine's.
-type Clock struct {
-	// Offset: the target's clock minus ours (positive: the target is
-	// ahead). Precision bounds the error of Offset: half the round trip of
-	// the best sample, or half a second plus that from the Date header.
-	Offset    time.Duration `json:"offset_ns"`
-	Precision time.Duration `json:"precision_ns"`
-	Source    string        `json:"source"` // "lab-time" or "http-date"
-	Samples   int           `json:"samples"`
-}
-
-// EstimateClock samples the target's clock n times (GET /v1/lab/time, or
-// the Date header of GET /healthz when the route is absent) and keeps the
-// sample with the shortest round trip, as NTP does.
-func (c *Client) EstimateClock(n int) (Clock, error) {
-	best := Clock{Precision: -1}
-	for range max(n, 1) {
-		s, err := c.clockSample()
-		if err != nil {
-			return Clock{}, err
-		}
-		best.Samples++
-		if best.Precision < 0 || s.Precision < best.Precision {
-			s.Samples = best.Samples
-			best = s
-		}
-	}
-	return best, nil
-}
-
-func (c *Client) clockSample() (Clock, error) {
-	req := fasthttp.AcquireRequest()
-	resp := fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	req.Header.SetMethod(fasthttp.MethodGet)
-	req.SetRequestURI(ClockPath)
-	req.Header.SetHost(c.host)
-	t0 := time.Now()
-	if err := c.hc.DoTimeout(req, resp, c.cfg.Timeout); err != nil {
-		return Clock{}, fmt.Errorf("client: clock: %w", err)
-	}
-	t1 := time.Now()
-	mid := t0.Add(t1.Sub(t0) / 2)
-	half := t1.Sub(t0) / 2
-	if resp.StatusCode() == fasthttp.StatusOK {
-		var b struct {
-			UnixNano int64 `json:"unix_nano"`
-		}
-		if err := json.Unmarshal(resp.Body(), &b); err == nil && b.UnixNano > 0 {
-			return Clock{Offset: time.Unix(0, b.UnixNano).Sub(mid), Precision: half, Source: "lab-time"}, nil
-		}
-	}
-	// Any HTTP server: the Date header has a resolution of one second.
-	req.SetRequestURI("/healthz")
-	resp.Reset()
-	t0 = time.Now()
-	if err := c.hc.DoTimeout(req, resp, c.cfg.Timeout); err != nil {
-		return Clock{}, fmt.Errorf("client: clock: %w", err)
-	}
-	t1 = time.Now()
-	d, err := http.ParseTime(string(resp.Header.Peek(fasthttp.HeaderDate)))
-	if err != nil {
-		return Clock{}, fmt.Errorf("client: clock: the target serves neither %s nor a Date header", ClockPath)
-	}
-	mid = t0.Add(t1.Sub(t0) / 2)
-	return Clock{Offset: d.Add(500 * time.Millisecond).Sub(mid), Precision: 500*time.Millisecond + t1.Sub(t0)/2, Source: "http-date"}, nil
 }
 
 // Lab routes: the store of record read through the server's lab-only read
