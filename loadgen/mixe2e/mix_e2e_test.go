@@ -184,7 +184,12 @@ var mixDefects = []struct {
 	defect, finding string
 }{
 	{defect.HistoryDocIndexOffByOne, checker.HistoryLost},
-	{defect.HistoryInsertSlotShift, checker.HistoryOverwritten},
+	// The shifted first message of a bucket is overwritten by the next
+	// conv_seq's write (history-lost: gone, its slot a hole) or, while that
+	// write has not come, read where it does not belong
+	// (history-overwritten); since a write that opens a bucket inserts
+	// first, the first is what a short run sees.
+	{defect.HistoryInsertSlotShift, checker.HistoryLost},
 	{defect.RevokeShownToRevokerOnly, checker.HistoryView},
 	{defect.DeleteHidesForEveryone, checker.HistoryView},
 	{defect.ConvPullAcksCursor, checker.ConvPullWrong},
