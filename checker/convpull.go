@@ -43,26 +43,7 @@ func validateConvPull(m *model, f *marker) {
 // its last seq (the cursor when empty); the device's sync cursor moved.
 func (m *model) pullView(p *ledger.ConvPull, bad func(msg uint64, why string)) {
 	uid := m.uidOf(p.Dev)
-	got := map[uint64]bool{}
-	last := p.Cursor
-	for i, it := range p.Items {
-		switch {
-		case it.Seq <= p.Cursor:
-			bad(it.MsgID, fmt.Sprintf("seq %d at or below the cursor", it.Seq))
-		case i > 0 && it.Seq <= last:
-			bad(it.MsgID, fmt.Sprintf("seq %d after seq %d (out of order)", it.Seq, last))
-		}
-		if conv, ok := m.convOf(it.MsgID); ok && conv != p.ConvID {
-			bad(it.MsgID, fmt.Sprintf("msg_id %d at seq %d is of conv %d", it.MsgID, it.Seq, conv))
-		}
-		got[it.Seq], last = true, max(last, it.Seq)
-	}
-	if p.Limit > 0 && len(p.Items) > int(p.Limit) {
-		bad(0, fmt.Sprintf("%d entries, past the limit", len(p.Items)))
-	}
-	if want := max(p.Cursor, last); p.NextCursor != want && len(p.Items) > 0 || len(p.Items) == 0 && p.NextCursor != p.Cursor {
-		bad(0, fmt.Sprintf("next_cursor %d, its last seq is %d", p.NextCursor, want))
-	}
+	got, last := m.pageShape(p, "seq", func(it ledger.PulledItem) uint64 { return it.Seq }, bad)
 	if p.SyncRead && p.SyncAfter != p.SyncBefore {
 		bad(0, fmt.Sprintf("the device's sync cursor went from %d to %d across the page", p.SyncBefore, p.SyncAfter))
 	}
@@ -93,26 +74,7 @@ func (m *model) pullView(p *ledger.ConvPull, bad func(msg uint64, why string)) {
 // hide it from that uid.
 func (m *model) convPullView(p *ledger.ConvPull, bad func(msg uint64, why string)) {
 	c, uid := m.conv(p.ConvID), m.uidOf(p.Dev)
-	got := map[uint64]bool{}
-	last := p.Cursor
-	for i, it := range p.Items {
-		switch {
-		case it.ConvSeq <= p.Cursor:
-			bad(it.MsgID, fmt.Sprintf("conv_seq %d at or below the cursor", it.ConvSeq))
-		case i > 0 && it.ConvSeq <= last:
-			bad(it.MsgID, fmt.Sprintf("conv_seq %d after conv_seq %d (out of order)", it.ConvSeq, last))
-		}
-		if conv, ok := m.convOf(it.MsgID); ok && conv != p.ConvID {
-			bad(it.MsgID, fmt.Sprintf("msg_id %d at conv_seq %d is of conv %d", it.MsgID, it.ConvSeq, conv))
-		}
-		got[it.ConvSeq], last = true, max(last, it.ConvSeq)
-	}
-	if p.Limit > 0 && len(p.Items) > int(p.Limit) {
-		bad(0, fmt.Sprintf("%d entries, past the limit", len(p.Items)))
-	}
-	if p.NextCursor != last {
-		bad(0, fmt.Sprintf("next_cursor %d, its last conv_seq is %d", p.NextCursor, last))
-	}
+	got, last := m.pageShape(p, "conv_seq", func(it ledger.PulledItem) uint64 { return it.ConvSeq }, bad)
 	top := last
 	if !p.HasMore {
 		top = ^uint64(0)
@@ -190,4 +152,35 @@ func (m *model) retainedMsg(uid, msg uint64) bool {
 		}
 	}
 	return m.deletedMsg[[2]uint64{uid, msg}]
+}
+
+// pageShape judges what a conversation pull's page says of itself, the
+// sequence being seqOf of each item (named name: an inbox seq, or a
+// conv_seq on a target without an inbox): an entry at or below the
+// cursor, out of order, of another conversation; more entries than the
+// limit; a next_cursor other than its last entry's (the cursor when
+// empty). It returns the sequences the page holds and its last one.
+func (m *model) pageShape(p *ledger.ConvPull, name string, seqOf func(ledger.PulledItem) uint64, bad func(msg uint64, why string)) (map[uint64]bool, uint64) {
+	got := map[uint64]bool{}
+	last := p.Cursor
+	for i, it := range p.Items {
+		seq := seqOf(it)
+		switch {
+		case seq <= p.Cursor:
+			bad(it.MsgID, fmt.Sprintf("%s %d at or below the cursor", name, seq))
+		case i > 0 && seq <= last:
+			bad(it.MsgID, fmt.Sprintf("%s %d after %s %d (out of order)", name, seq, name, last))
+		}
+		if conv, ok := m.convOf(it.MsgID); ok && conv != p.ConvID {
+			bad(it.MsgID, fmt.Sprintf("msg_id %d at %s %d is of conv %d", it.MsgID, name, seq, conv))
+		}
+		got[seq], last = true, max(last, seq)
+	}
+	if p.Limit > 0 && len(p.Items) > int(p.Limit) {
+		bad(0, fmt.Sprintf("%d entries, past the limit", len(p.Items)))
+	}
+	if p.NextCursor != last {
+		bad(0, fmt.Sprintf("next_cursor %d, its last %s is %d", p.NextCursor, name, last))
+	}
+	return got, last
 }
