@@ -261,146 +261,140 @@ func Run(ctx context.Context, cfg Config, it *Iter, start time.Time, live *Live,
 	if cfg.Senders > 0 {
 		return runQueued(ctx, cfg, it, start, live, h)
 	}
-	hardOff := time.Duration(it.dur) + cfg.Grace
-	hard := start.Add(hardOff)
-	f := &feed{it: it}
-	ch := make(chan Tick)
-	var wg sync.WaitGroup
-	workers := 0
-	worker := func(id int, first *Tick) {
-		defer wg.Done()
-		do := func(t Tick) {
-			started := time.Since(start)
-			live.Started.Add(1)
-			if started-t.Intended > cfg.LateAfter {
-				live.Late.Add(1)
-			}
-			h(id, t, started)
-		}
-		if first != nil {
-			do(*first)
-		}
-		for {
-			// A tick the pacer already holds is older than any still in
-			// the feed: take it first.
-			select {
-			case t, ok := <-ch:
-				if !ok {
-					return
-				}
-				do(t)
-				continue
-			default:
-			}
-			if ctx.Err() == nil {
-				if now := time.Since(start); now < hardOff {
-					if t, ok := f.takeDue(now); ok {
-						live.Direct.Add(1)
-						do(t)
-						continue
-					}
-				}
-			}
-			t, ok := <-ch
-			if !ok {
-				return
-			}
-			do(t)
-		}
-	}
-	spawn := func(first *Tick) {
-		wg.Add(1)
-		go worker(workers, first)
-		workers++
-		live.Workers.Store(int64(workers))
-	}
+	p := &pool{ctx: ctx, cfg: cfg, start: start, hardOff: time.Duration(it.dur) + cfg.Grace,
+		f: &feed{it: it}, ch: make(chan Tick), live: live, h: h}
 	for range cfg.Workers {
-		spawn(nil)
+		p.spawn(nil)
 	}
-
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
 	var st Stats
-	missRest := func() {
-		live.Missed.Add(f.drain())
-	}
-loop:
-	for {
-		next, ok := f.peek()
-		if !ok {
-			break
-		}
-		due := start.Add(next.Intended)
-		for {
-			d := time.Until(due)
-			if d <= 0 {
-				break
-			}
-			if d <= cfg.SpinWindow {
-				spinSleep(due)
-				if ctx.Err() != nil {
-					st.Canceled = true
-					missRest()
-					break loop
-				}
-				continue
-			}
-			timer.Reset(d - cfg.SpinWindow)
-			select {
-			case <-timer.C:
-			case <-ctx.Done():
-				st.Canceled = true
-				missRest()
-				break loop
-			}
-		}
-		// A pacer catching up after a stall never waits: look at ctx here
-		// too, so that cancellation stops a burst at once.
-		select {
-		case <-ctx.Done():
-			st.Canceled = true
-			missRest()
-			break loop
-		default:
-		}
-		if !time.Now().Before(hard) {
-			missRest()
-			break
-		}
-		tick, ok := f.takeDue(time.Since(start))
-		if !ok {
-			continue // a worker took it
-		}
-		select {
-		case ch <- tick:
-			continue
-		default:
-		}
-		if workers < cfg.MaxWorkers {
-			spawn(&tick)
-			continue
-		}
-		timer.Reset(time.Until(hard))
-		select {
-		case ch <- tick:
-		case <-timer.C:
-			live.Missed.Add(1)
-			missRest()
-			break loop
-		case <-ctx.Done():
-			st.Canceled = true
-			live.Missed.Add(1)
-			missRest()
-			break loop
-		}
-	}
-	close(ch)
-	wg.Wait()
+	st.Canceled = p.pace()
+	close(p.ch)
+	p.wg.Wait()
 	st.Started = live.Started.Load()
 	st.Late = live.Late.Load()
 	st.Direct = live.Direct.Load()
 	st.Missed = live.Missed.Load()
 	st.Scheduled = st.Started + st.Missed
-	st.Workers = workers
+	st.Workers = p.workers
 	return st, nil
+}
+
+// pool is Run's worker pool: the goroutines that call the handler, and
+// the pacer that hands them ticks and grows the pool up to MaxWorkers.
+type pool struct {
+	ctx     context.Context
+	cfg     Config
+	start   time.Time
+	hardOff time.Duration // offset past which no tick starts
+	f       *feed
+	ch      chan Tick // the pacer's hand-over to an idle worker
+	live    *Live
+	h       Handler
+	wg      sync.WaitGroup
+	workers int // spawned so far; only the pacer goroutine touches it
+}
+
+// spawn starts one more worker, first (if not nil) its first tick.
+func (p *pool) spawn(first *Tick) {
+	p.wg.Add(1)
+	go p.work(p.workers, first)
+	p.workers++
+	p.live.Workers.Store(int64(p.workers))
+}
+
+// do starts t on worker id.
+func (p *pool) do(id int, t Tick) {
+	started := time.Since(p.start)
+	p.live.Started.Add(1)
+	if started-t.Intended > p.cfg.LateAfter {
+		p.live.Late.Add(1)
+	}
+	p.h(id, t, started)
+}
+
+// work is worker id's loop until the pacer closes its channel: a tick the
+// pacer hands over, else a due tick taken from the feed directly.
+func (p *pool) work(id int, first *Tick) {
+	defer p.wg.Done()
+	if first != nil {
+		p.do(id, *first)
+	}
+	for {
+		// A tick the pacer already holds is older than any still in
+		// the feed: take it first.
+		select {
+		case t, ok := <-p.ch:
+			if !ok {
+				return
+			}
+			p.do(id, t)
+			continue
+		default:
+		}
+		if p.ctx.Err() == nil {
+			if now := time.Since(p.start); now < p.hardOff {
+				if t, ok := p.f.takeDue(now); ok {
+					p.live.Direct.Add(1)
+					p.do(id, t)
+					continue
+				}
+			}
+		}
+		t, ok := <-p.ch
+		if !ok {
+			return
+		}
+		p.do(id, t)
+	}
+}
+
+// pace waits for each tick and hands it to an idle worker or a new one,
+// until the schedule ends, the hard end passes or ctx ends; every tick not
+// started by then counts missed. It says whether ctx ended first.
+func (p *pool) pace() (canceled bool) {
+	hard := p.start.Add(p.hardOff)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	missRest := func() {
+		p.live.Missed.Add(p.f.drain())
+	}
+	for {
+		next, ok := p.f.peek()
+		if !ok {
+			return false
+		}
+		if !waitUntil(p.ctx, timer, p.start.Add(next.Intended), p.cfg.SpinWindow) {
+			missRest()
+			return true
+		}
+		if !time.Now().Before(hard) {
+			missRest()
+			return false
+		}
+		tick, ok := p.f.takeDue(time.Since(p.start))
+		if !ok {
+			continue // a worker took it
+		}
+		select {
+		case p.ch <- tick:
+			continue
+		default:
+		}
+		if p.workers < p.cfg.MaxWorkers {
+			p.spawn(&tick)
+			continue
+		}
+		timer.Reset(time.Until(hard))
+		select {
+		case p.ch <- tick:
+		case <-timer.C:
+			p.live.Missed.Add(1)
+			missRest()
+			return false
+		case <-p.ctx.Done():
+			p.live.Missed.Add(1)
+			missRest()
+			return true
+		}
+	}
 }
