@@ -207,6 +207,12 @@ type group struct {
 
 // Run performs one run and returns its summary (also written to
 // RUN_DIR/summary.json). The ledger is complete when Run returns.
+//
+// Its stages in order: the runner and its target (newRunner), the
+// population, summary head, ceiling, warm-up and ledger (prepare), the
+// load with the devices running, the settle and final drain
+// (drainDevices), the witnesses (witnesses) and the summary's figures
+// (finish).
 func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -219,74 +225,14 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		return nil, err
 	}
 	defer drv.Close()
-	runID := cfg.RunID
-	if runID == "" && !cfg.Segment.Whole() {
-		runID = cfg.segmentRunID()
-	}
-	if runID == "" {
-		var rb [6]byte
-		_, _ = rand.Read(rb[:])
-		runID = hex.EncodeToString(rb[:])
-	}
-	r := &runner{cfg: cfg, runID: runID, drv: drv, m: newMetrics(16), e2e: newE2ETracker(), byUID: map[uint64][]*device{}}
-	r.lab, _ = drv.(targets.LabDriver)
-	if err := r.checkCaps(); err != nil {
+	r, err := newRunner(cfg, drv)
+	if err != nil {
 		return nil, err
 	}
-	if err := cfg.Mix.Offered(r.caps); err != nil {
+	sum, err := r.prepare(ctx)
+	if err != nil {
 		return nil, err
 	}
-	if cfg.Mix.On() {
-		r.convs = newConvBook()
-	}
-	r.m.sizeIntended(cfg.Duration)
-	if err := r.population(ctx); err != nil {
-		return nil, err
-	}
-	sum := &Summary{Format: SummaryFormat, RunID: r.runID, Target: cfg.Target, Shape: cfg.Shape.String(), SendVia: cfg.SendVia, Duration: cfg.Duration.String(), Latency: map[string]Quantiles{}}
-	r.segmentSummary(sum)
-	sum.Generator = GeneratorSummary{GOMAXPROCS: runtime.GOMAXPROCS(0), CPUs: runtime.NumCPU(), GOGC: gcPercent(), Conns: cfg.Conns,
-		Pipeline: cfg.Pipeline, Workers: cfg.Pacer.Workers, MaxWorkers: cfg.Pacer.MaxWorkers, Senders: cfg.Pacer.Senders}
-	if cfg.Pacer.Senders > 0 {
-		sum.Generator.MaxQueued = cfg.Pacer.MaxQueued
-	}
-	if cfg.Pipeline > 0 {
-		sum.Generator.PipelineConns = cfg.PipelineConns
-		sum.Generator.PipelineDelay = cfg.PipelineDelay.String()
-	}
-	if err := r.createGroups(ctx); err != nil {
-		return nil, err
-	}
-	if cfg.CeilingFor > 0 {
-		conns := cfg.Conns
-		if cfg.Pipeline > 0 {
-			conns = cfg.PipelineConns
-		}
-		c, err := MeasureCeiling(ctx, CeilingConfig{Secret: cfg.Secret, Via: cfg.SendVia, Conns: conns,
-			Pipeline: cfg.Pipeline, PipelineDelay: cfg.PipelineDelay, Workers: cfg.Pacer.Workers, For: cfg.CeilingFor})
-		if err != nil {
-			return nil, err
-		}
-		sum.Ceiling = &c
-		if cfg.Progress != nil {
-			fmt.Fprintf(cfg.Progress, "generator ceiling (no-op endpoint, sends over %s, %d conns, pipeline %d): %.0f sends/s\n", c.Via, c.Conns, c.Pipeline, c.PerSec)
-		}
-	}
-	// Connect before the schedule starts: the first sends must not pay
-	// for it (they would start late only because the pool was cold).
-	if err := drv.Warm(ctx); err != nil {
-		return nil, fmt.Errorf("loadgen: target not answering: %w", err)
-	}
-	r.estimateClock(ctx, sum)
-	r.start = time.Now().Add(100 * time.Millisecond)
-	sum.StartedAt = r.start.UTC()
-	if cfg.OnStart != nil {
-		cfg.OnStart(r.start)
-	}
-	if r.led, err = ledger.CreateWith(cfg.RunDir, r.ledgerOptions()); err != nil {
-		return nil, err
-	}
-	r.writePopulation(sum)
 
 	devCtx, stopDevs := context.WithCancel(ctx)
 	defer stopDevs()
@@ -329,7 +275,101 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	sum.Pacer = st
 	loadEnd := time.Since(r.start)
 
-	// Settle, then the final drain of every device, bounded.
+	r.drainDevices(ctx, sum, drain, &devWG, stopDevs)
+	r.witnesses(ctx, sum)
+	close(repStop)
+	<-repDone
+	return r.finish(ctx, sum, st, loadEnd)
+}
+
+// newRunner is the runner of one run on drv: its run id, the target's
+// capabilities checked against what the run asks of it.
+func newRunner(cfg Config, drv targets.Driver) (*runner, error) {
+	runID := cfg.RunID
+	if runID == "" && !cfg.Segment.Whole() {
+		runID = cfg.segmentRunID()
+	}
+	if runID == "" {
+		var rb [6]byte
+		_, _ = rand.Read(rb[:])
+		runID = hex.EncodeToString(rb[:])
+	}
+	r := &runner{cfg: cfg, runID: runID, drv: drv, m: newMetrics(16), e2e: newE2ETracker(), byUID: map[uint64][]*device{}}
+	r.lab, _ = drv.(targets.LabDriver)
+	if err := r.checkCaps(); err != nil {
+		return nil, err
+	}
+	if err := cfg.Mix.Offered(r.caps); err != nil {
+		return nil, err
+	}
+	if cfg.Mix.On() {
+		r.convs = newConvBook()
+	}
+	r.m.sizeIntended(cfg.Duration)
+	return r, nil
+}
+
+// prepare makes everything the load needs before it starts: the
+// population and groups, the summary's head, the generator's ceiling
+// (when asked), a warm target, the start time and the ledger.
+func (r *runner) prepare(ctx context.Context) (*Summary, error) {
+	cfg := r.cfg
+	if err := r.population(ctx); err != nil {
+		return nil, err
+	}
+	sum := &Summary{Format: SummaryFormat, RunID: r.runID, Target: cfg.Target, Shape: cfg.Shape.String(), SendVia: cfg.SendVia, Duration: cfg.Duration.String(), Latency: map[string]Quantiles{}}
+	r.segmentSummary(sum)
+	sum.Generator = GeneratorSummary{GOMAXPROCS: runtime.GOMAXPROCS(0), CPUs: runtime.NumCPU(), GOGC: gcPercent(), Conns: cfg.Conns,
+		Pipeline: cfg.Pipeline, Workers: cfg.Pacer.Workers, MaxWorkers: cfg.Pacer.MaxWorkers, Senders: cfg.Pacer.Senders}
+	if cfg.Pacer.Senders > 0 {
+		sum.Generator.MaxQueued = cfg.Pacer.MaxQueued
+	}
+	if cfg.Pipeline > 0 {
+		sum.Generator.PipelineConns = cfg.PipelineConns
+		sum.Generator.PipelineDelay = cfg.PipelineDelay.String()
+	}
+	if err := r.createGroups(ctx); err != nil {
+		return nil, err
+	}
+	if cfg.CeilingFor > 0 {
+		conns := cfg.Conns
+		if cfg.Pipeline > 0 {
+			conns = cfg.PipelineConns
+		}
+		c, err := MeasureCeiling(ctx, CeilingConfig{Secret: cfg.Secret, Via: cfg.SendVia, Conns: conns,
+			Pipeline: cfg.Pipeline, PipelineDelay: cfg.PipelineDelay, Workers: cfg.Pacer.Workers, For: cfg.CeilingFor})
+		if err != nil {
+			return nil, err
+		}
+		sum.Ceiling = &c
+		if cfg.Progress != nil {
+			fmt.Fprintf(cfg.Progress, "generator ceiling (no-op endpoint, sends over %s, %d conns, pipeline %d): %.0f sends/s\n", c.Via, c.Conns, c.Pipeline, c.PerSec)
+		}
+	}
+	// Connect before the schedule starts: the first sends must not pay
+	// for it (they would start late only because the pool was cold).
+	if err := r.drv.Warm(ctx); err != nil {
+		return nil, fmt.Errorf("loadgen: target not answering: %w", err)
+	}
+	r.estimateClock(ctx, sum)
+	r.start = time.Now().Add(100 * time.Millisecond)
+	sum.StartedAt = r.start.UTC()
+	if cfg.OnStart != nil {
+		cfg.OnStart(r.start)
+	}
+	var err error
+	if r.led, err = ledger.CreateWith(cfg.RunDir, r.ledgerOptions()); err != nil {
+		return nil, err
+	}
+	r.writePopulation(sum)
+	return sum, nil
+}
+
+// drainDevices settles, then lets every device (whose goroutines devWG
+// counts) drain to the end once drain closes, bounded by the drain
+// timeout; on a target with an inbox, more rounds until nothing moves.
+func (r *runner) drainDevices(ctx context.Context, sum *Summary, drain chan struct{}, devWG *sync.WaitGroup, stopDevs context.CancelFunc) {
+	cfg := r.cfg
 	r.prog.enter(PhaseSettle, 0, 0)
 	select {
 	case <-time.After(cfg.Settle):
@@ -358,6 +398,13 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		sum.Drain.Complete = r.quiesce(ctx, drainEnd, sum)
 	}
 	sum.Drain.Seconds = time.Since(drainStart).Seconds()
+}
+
+// witnesses reads what the target holds once the devices drained (the
+// pull, store and history witnesses, the retention log, the conversation
+// log of a target without an inbox) and notes what was or was not made.
+func (r *runner) witnesses(ctx context.Context, sum *Summary) {
+	cfg := r.cfg
 	if !r.caps.Inbox {
 		r.prog.enter(PhaseWitness, 0, 0)
 		r.convEnd(ctx, sum)
@@ -384,9 +431,12 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if cfg.Mix.On() {
 		sum.Mix = r.mixN.summary(cfg.Mix)
 	}
-	close(repStop)
-	<-repDone
+}
 
+// finish fills the summary's counts, rates and latencies (st: the pacer's,
+// loadEnd: the load's length), closes the ledger and writes summary.json.
+func (r *runner) finish(ctx context.Context, sum *Summary, st schedule.Stats, loadEnd time.Duration) (*Summary, error) {
+	cfg := r.cfg
 	sum.OK, sum.Fail, sum.Unknown = r.m.ok.Load(), r.m.fail.Load(), r.m.unknown.Load()
 	sum.Retries, sum.Deliveries, sum.NotSent = r.m.retries.Load(), r.m.deliv.Load(), r.m.notSent.Load()
 	sum.RetriedSends = r.m.retried.Load()
@@ -641,7 +691,6 @@ func (r *runner) send(worker int, t schedule.Tick, started time.Duration) {
 		req.ToUID = target
 	}
 	a := ledger.Attempt{Tick: t.Idx, Dev: sender.idx, ConvType: ct, Target: target, Intended: t.Intended, Started: started}
-	deadline := started + r.cfg.Timeout*time.Duration(r.cfg.Retries+2)
 	l := r.m.lane(worker)
 	// The start delay is known now: it goes into the second the send
 	// started in, not the one its answer comes in (seconds later on a slow
@@ -652,27 +701,48 @@ func (r *runner) send(worker int, t schedule.Tick, started time.Duration) {
 	l.record(hQueue, waited)
 	// Queued past one send timeout (the queued mode behind a slow server):
 	// never transmitted, so definitely not stored.
-	notSent := waited > r.cfg.Timeout
-	if notSent {
+	if waited > r.cfg.Timeout {
 		a.Outcome = ledger.Fail
 		r.m.notSent.Add(1)
+	} else {
+		r.tries(sender, &req, &a)
 	}
+	a.Ended = time.Since(r.start)
+	r.count(l, &a)
+	sh := r.led.Shard(worker)
+	sh.Attempt(a)
+	if a.Outcome == ledger.OK && r.convs != nil {
+		r.convs.acked(sender.uid, ct, a.ConvID, a.ConvSeq)
+		if r.rev != nil && r.revokeChosen(t.Idx) {
+			r.offerRevoke(revokeReq{sender: sender, shard: r.led.Shard(int(sender.idx)), convID: a.ConvID, convSeq: a.ConvSeq})
+		}
+	}
+	if a.Outcome == ledger.OK && r.probeChosen(t.Idx) {
+		r.probe(sh, &a, sender)
+	}
+}
+
+// tries makes the tries of one send until a definite answer, a refusal,
+// or the retries or the send's deadline run out, and sets a's tries,
+// status, outcome and (on an ACK) the message's place.
+func (r *runner) tries(sender *device, req *targets.SendReq, a *ledger.Attempt) {
+	deadline := a.Started + r.cfg.Timeout*time.Duration(r.cfg.Retries+2)
 	// unknownTry: an earlier try of this send had no definite answer. On
 	// a target without idempotent sends that try may have stored a
 	// message of its own, so a later definite refusal says nothing of it:
 	// the send's outcome is unknown, never failed.
 	unknownTry := false
-	for !notSent {
+	for {
 		a.Tries++
-		ack, err := r.sendOnce(sender, t.Idx, &req)
+		ack, err := r.sendOnce(sender, a.Tick, req)
 		if err == nil {
 			a.Outcome, a.Status, a.MsgID, a.ConvID, a.ConvSeq = ledger.OK, 200, ack.MsgID, ack.ConvID, ack.ConvSeq
-			break
+			return
 		}
 		var te *targets.Error
 		if !errors.As(err, &te) {
 			a.Outcome = ledger.Unknown
-			break
+			return
 		}
 		a.Status = uint16(te.Status)
 		now := time.Since(r.start)
@@ -686,18 +756,22 @@ func (r *runner) send(worker int, t schedule.Tick, started time.Duration) {
 			if unknownTry && !r.caps.IdempotentSend {
 				a.Outcome = ledger.Unknown
 			}
-			break
+			return
 		}
 		if int(a.Tries) > r.cfg.Retries || now >= deadline {
 			a.Outcome = ledger.Unknown
-			break
+			return
 		}
 		unknownTry = true
 		r.m.retries.Add(1)
 		time.Sleep(time.Duration(a.Tries) * 10 * time.Millisecond)
 	}
-	a.Ended = time.Since(r.start)
-	sec := r.m.intended(t.Intended)
+}
+
+// count adds a's outcome to the run's counters, the second it was
+// intended in, and (an ACK) the response and service latencies on lane l.
+func (r *runner) count(l *lane, a *ledger.Attempt) {
+	sec := r.m.intended(a.Intended)
 	if a.Tries > 1 {
 		r.m.retried.Add(1)
 		if sec != nil {
@@ -712,7 +786,7 @@ func (r *runner) send(worker int, t schedule.Tick, started time.Duration) {
 			sec.unknown.Add(1)
 		}
 	}
-	r.e2e.outcome(l, t.Idx, a.Outcome == ledger.OK)
+	r.e2e.outcome(l, a.Tick, a.Outcome == ledger.OK)
 	switch a.Outcome {
 	case ledger.OK:
 		r.m.ok.Add(1)
@@ -723,17 +797,6 @@ func (r *runner) send(worker int, t schedule.Tick, started time.Duration) {
 		r.m.fail.Add(1)
 	default:
 		r.m.unknown.Add(1)
-	}
-	sh := r.led.Shard(worker)
-	sh.Attempt(a)
-	if a.Outcome == ledger.OK && r.convs != nil {
-		r.convs.acked(sender.uid, ct, a.ConvID, a.ConvSeq)
-		if r.rev != nil && r.revokeChosen(t.Idx) {
-			r.offerRevoke(revokeReq{sender: sender, shard: r.led.Shard(int(sender.idx)), convID: a.ConvID, convSeq: a.ConvSeq})
-		}
-	}
-	if a.Outcome == ledger.OK && r.probeChosen(t.Idx) {
-		r.probe(sh, &a, sender)
 	}
 }
 

@@ -55,15 +55,4 @@ func TestHouse(t *testing.T) {
 // longFuncs are the functions of the lab's packages (outside ref/) allowed
 // over MaxFuncLines, by package path and name, each with why. The list
 // only shrinks: a new long function fails TestHouse.
-var longFuncs = map[string]string{
-	// The generator's stages in order (population, sessions, pacer,
-	// drain, witnesses, summary), each already a function; it is the hot
-	// path of the work on the generator's speed, and is split with it.
-	"loadgen.Run": "the generator's stages in order; split with the generator's speed work",
-	// One send: its attempts, retries and every outcome's ledger record;
-	// the per-send hot path (BenchmarkVsVegeta, BenchmarkBurstGenerator).
-	"loadgen.runner.send": "one send's attempts and ledger records, the per-send hot path; split with the generator's speed work",
-	// The pacer's loop: ticks, worker pool growth, late and missed
-	// sends, in one function so the timer path stays one frame.
-	"loadgen/schedule.Run": "the pacer's loop on the timer path; split with the generator's speed work",
-}
+var longFuncs = map[string]string{}
