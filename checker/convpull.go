@@ -70,8 +70,8 @@ func (m *model) pullView(p *ledger.ConvPull, bad func(msg uint64, why string)) {
 // next_cursor other than its last conv_seq (the cursor when empty); an
 // ACKed message above the cursor, up to the page's last conv_seq (or any,
 // when the page says nothing is left), ACKed before the page began, left
-// out though nothing the device's uid did (nor a delete for everyone) may
-// hide it from that uid.
+// out though nothing the device's uid did (nor a delete for everyone) sent
+// before the page ended may hide it from that uid (mayHide).
 func (m *model) convPullView(p *ledger.ConvPull, bad func(msg uint64, why string)) {
 	c, uid := m.conv(p.ConvID), m.uidOf(p.Dev)
 	got, last := m.pageShape(p, "conv_seq", func(it ledger.PulledItem) uint64 { return it.ConvSeq }, bad)

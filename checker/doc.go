@@ -107,9 +107,20 @@
 //     (message, device) pairs are counted too. When the run's inbox-tier
 //     note says the tier (queue, outbox) had not drained by the end of the
 //     final drain, each says it may be late rather than lost; it still
-//     counts, since it never arrived within the run. (ok, beside the findings,
-//     counts the ACKed messages every recipient device stored at least
-//     once.)
+//     counts, since it never arrived within the run. On a target with a
+//     delete log (Tinode), a device's miss of a message deleted for its uid
+//     (revoked there for everyone, or deleted or cleared by that uid) is
+//     excused only when the delete was sent before the read that should
+//     have carried the message to that device: the device's first copy of
+//     a later conv_seq of the conversation (a device reads a conversation
+//     only from the next conv_seq it holds, so by then it had read this
+//     one), or, when it stored none, the end of the run's drain (dated by
+//     the history witness's first read; a ledger without one does not date
+//     it, and any delete of the run excuses). A delete sent after that read
+//     leaves the message lost, and a range of the delete log alone excuses
+//     nothing: it says the conv_seq was deleted by the end of the run, not
+//     when. (ok, beside the findings, counts the ACKed messages every
+//     recipient device stored at least once.)
 //   - skipped: a device claimed cursor C (an ack the server accepted, or an
 //     ack frame sent on the WebSocket) while the uid's inbox holds a message
 //     at seq ≤ C that this device never stored. The inbox is known from the
@@ -154,7 +165,10 @@
 //     must, showing a revoked message's content, or is_read against the
 //     recipient's mark-reads; a message hidden (a tombstone, or left out
 //     between items shown) that was ACKed before the page began and that no
-//     delete or clear of that user, no purge and no delete range may hide.
+//     delete or clear of that user (nor, on a target with a delete log, a
+//     revoke) sent before the page ended, and no purge, may hide; a range
+//     of the delete log alone hides nothing (the action that made it must
+//     have been sent by then).
 //     Other users' actions change nothing but revokes. Holes (tombstones)
 //     where no ACK carries the conv_seq are allowed.
 //   - conv-pull: a conversation pull that is not exactly the

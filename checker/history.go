@@ -255,9 +255,13 @@ func (m *model) pageView(p *ledger.HistoryPage, bad func(msg, seq uint64, why st
 }
 
 // mayHide says something may hide conv_seq seq from uid over [rs, re]:
-// the uid's delete or clear, a purge, a delete range.
+// the uid's delete or clear, a revoke on a target where it is a delete for
+// everyone, each sent before re; a purge. A range of the target's delete
+// log is no excuse by itself: it says the conv_seq was deleted by the end
+// of the run, not that it was by re (the action that made it must have
+// been sent by then).
 func (m *model) mayHide(c *conversation, uid, seq uint64, rs, re time.Duration) bool {
-	if s, ok := c.slots[seq]; ok && s.Purged || c.deletedRange(seq, uid) {
+	if s, ok := c.slots[seq]; ok && s.Purged {
 		return true
 	}
 	if c.holds(ledger.ActDelete, seq, rs, re, m.by(uid)) != no {
@@ -268,6 +272,12 @@ func (m *model) mayHide(c *conversation, uid, seq uint64, rs, re time.Duration) 
 	}
 	sure, more := c.watermark(uid, m.uidOf, rs, re)
 	return seq <= sure || more
+}
+
+// mayHideFrom says something sent before t may hide conv_seq seq from uid
+// from a read at t.
+func (m *model) mayHideFrom(c *conversation, uid, seq uint64, t time.Duration) bool {
+	return m.mayHide(c, uid, seq, t, t)
 }
 
 // itemView says how a shown item disagrees with the model as uid sees it.

@@ -90,6 +90,9 @@ type deviceLog struct {
 	uid      uint64
 	got      map[uint64]firstCopy // msg_id -> its first copy
 	lastConv map[uint64]uint64    // conv_id -> last conv_seq (repeats dropped)
+	// passes: conv_id -> the first copies' conv_seqs and times (kept on a
+	// target with a delete log only: readBy).
+	passes map[uint64]*passIndex
 }
 
 type firstCopy struct {
@@ -221,6 +224,7 @@ type model struct {
 	historyJudged func(conv uint64) bool
 	retention     []ledger.RetentionSettings
 	liveness      *Liveness // the run's heal time and bound (nil: none stated)
+	delLog        bool      // the target keeps a delete log (ledger.DelRangeCapability)
 }
 
 // convAt is a place in a conversation.
@@ -252,7 +256,8 @@ func buildModel(ev *evidence) *model {
 		recovered: map[uint64]uint64{}, recTick: map[uint64]uint64{}, witnessed: map[uint64]*witnessed{},
 		stored: map[uint64]map[uint64]bool{}, dupMsgs: map[uint64]bool{}, missing: map[uint64][]missing{},
 		wEntries: map[uint64][]entry{}, sEntries: map[uint64][]entry{}, endToEnd: newLatencyHist(),
-		conversations: map[uint64]*conversation{}, recConv: map[uint64]convAt{}}
+		conversations: map[uint64]*conversation{}, recConv: map[uint64]convAt{},
+		delLog: ev.target.Offers(ledger.DelRangeCapability)}
 	for id, uid := range ev.devUID {
 		m.dev(id).uid = uid
 	}
@@ -289,7 +294,7 @@ func buildModel(ev *evidence) *model {
 func (m *model) dev(id uint32) *deviceLog {
 	d := m.devs[id]
 	if d == nil {
-		d = &deviceLog{got: map[uint64]firstCopy{}, lastConv: map[uint64]uint64{}}
+		d = &deviceLog{got: map[uint64]firstCopy{}, lastConv: map[uint64]uint64{}, passes: map[uint64]*passIndex{}}
 		m.devs[id] = d
 	}
 	return d
@@ -373,6 +378,14 @@ func (m *model) delivery(d *ledger.Delivery) {
 		return
 	}
 	ds.got[d.MsgID] = firstCopy{seq: d.Seq, at: d.At}
+	if m.delLog {
+		p := ds.passes[d.ConvID]
+		if p == nil {
+			p = &passIndex{}
+			ds.passes[d.ConvID] = p
+		}
+		p.add(d.ConvSeq, d.At)
+	}
 	if a, ok := m.ev.acks[d.MsgID]; ok {
 		m.endToEnd.RecordValue(us(d.At - a.intended))
 	}
@@ -535,20 +548,20 @@ func (m *model) inboxOrder(src string, uid uint64, es []entry) {
 //
 // On a target with a delete log a message deleted for a user (revoked, or
 // deleted or cleared by that user) is absent from what the user's devices
-// read: such a device may never store it.
+// read afterwards: a device may never store it if the delete was sent
+// before the read that should have carried it to that device (readBy).
 func (m *model) deliveredTo() {
-	delLog := m.ev.target.Offers(ledger.DelRangeCapability)
 	check := func(msg uint64, s send) bool {
 		complete := true
 		var c *conversation
 		var seq uint64
-		if at, ok := m.msgAt(msg); ok && delLog {
+		if at, ok := m.msgAt(msg); ok && m.delLog {
 			c, seq = m.conversations[at.conv], at.convSeq
 		}
 		for _, u := range m.ev.recipients(s) {
 			for _, dv := range m.ev.uidDevs[u] {
 				if _, ok := m.devs[dv].got[msg]; !ok {
-					if c != nil && m.mayHide(c, u, seq, never-1, never-1) {
+					if c != nil && m.mayHideFrom(c, u, seq, m.readBy(dv, c.id, seq)) {
 						continue
 					}
 					complete = false

@@ -302,3 +302,74 @@ func TestTinodeMixSemantics(t *testing.T) {
 	expect(t, v, false, want{ConvPullWrong: {201}})
 	findingHas(t, v, ConvPullWrong, "leaves out conv_seq 1 (msg_id 201), ACKed before the page")
 }
+
+// TestDeleteExcusesOnlyBeforeTheRead: on a target with a delete log a
+// device that never stored a message is excused only by a delete sent
+// before the read that should have carried it: its first copy of a later
+// conv_seq of the conversation, or, with none, the end of the drain (the
+// history witness's read). A delete sent after that read leaves the
+// message lost; a delete range alone excuses nothing.
+func TestDeleteExcusesOnlyBeforeTheRead(t *testing.T) {
+	caps := &ledger.Capabilities{Driver: "tinode", Actions: []string{"history", "revoke", "delete", ledger.DelRangeCapability}}
+	act := func(dev uint32, at int) ledger.Act {
+		return ledger.Act{Dev: dev, ConvID: 7, Intended: ms(at), Started: ms(at), Ended: ms(at + 1), Outcome: ledger.OK, Status: 200}
+	}
+	// Device 1 (uid 2) never stores 201 (conv_seq 1); it stores 202
+	// (conv_seq 2) at 22 ms: its read above conv_seq 0 was done by then.
+	world := func(deleteAt int) *tinode {
+		w := tinodeValid()
+		w.caps = caps
+		w.deliveries = slices.DeleteFunc(w.deliveries, func(d ledger.Delivery) bool { return d.Dev == 1 && d.MsgID == 201 })
+		w.deletes = []ledger.MsgAction{{Act: act(1, deleteAt), ConvSeq: 1}}
+		w.ranges = []ledger.DelRange{{ConvID: 7, From: 1, To: 1, UID: 2, At: time.Second}}
+		return w
+	}
+	expect(t, world(15).check(t, Options{}), true, want{})
+	v := world(30).check(t, Options{})
+	expect(t, v, false, want{Lost: {201}})
+	findingHas(t, v, Lost, "201")
+	// The delete range without the delete: nothing explains the miss.
+	w := world(15)
+	w.deletes = nil
+	expect(t, w.check(t, Options{}), false, want{Lost: {201}})
+	// A revoke (a delete for everyone) the same way.
+	w = world(15)
+	w.deletes, w.revokes = nil, []ledger.MsgAction{{Act: act(0, 15), ConvSeq: 1}}
+	w.slots = w.slots[1:]
+	w.ranges = []ledger.DelRange{{ConvID: 7, From: 1, To: 1, At: time.Second}}
+	expect(t, w.check(t, Options{}), true, want{})
+	w.revokes[0].Act = act(0, 30)
+	expect(t, w.check(t, Options{}), false, want{Lost: {201}})
+	// No later conv_seq stored: the read is the drain's, which the history
+	// witness read at 1 s follows. Device 0 never stores 202 (conv_seq 2).
+	last := func(deleteAt int) *tinode {
+		w := tinodeValid()
+		w.caps = caps
+		w.deliveries = slices.DeleteFunc(w.deliveries, func(d ledger.Delivery) bool { return d.Dev == 0 && d.MsgID == 202 })
+		w.deletes = []ledger.MsgAction{{Act: act(0, deleteAt), ConvSeq: 2}}
+		w.ranges = []ledger.DelRange{{ConvID: 7, From: 2, To: 2, UID: 1, At: time.Second}}
+		return w
+	}
+	expect(t, last(500).check(t, Options{}), true, want{})
+	expect(t, last(1500).check(t, Options{}), false, want{Lost: {202}})
+}
+
+// TestDeleteRangeAloneHidesNothing: a history page that leaves out a
+// message the delete log lists as deleted for its reader is excused only
+// by that reader's delete sent before the page ended.
+func TestDeleteRangeAloneHidesNothing(t *testing.T) {
+	caps := &ledger.Capabilities{Driver: "tinode", Actions: []string{"history", "delete", ledger.DelRangeCapability}}
+	act := func(dev uint32, at int) ledger.Act {
+		return ledger.Act{Dev: dev, ConvID: 7, Intended: ms(at), Started: ms(at), Ended: ms(at + 1), Outcome: ledger.OK, Status: 200}
+	}
+	w := tinodeValid()
+	w.caps = caps
+	w.ranges = []ledger.DelRange{{ConvID: 7, From: 1, To: 1, UID: 2, At: time.Second}}
+	w.pages = []ledger.HistoryPage{{Act: act(1, 100), From: 1, To: 2, Items: []ledger.PageItem{{ConvSeq: 2, MsgID: 202, Sender: 2, Tag: 2}}}}
+	w.deletes = []ledger.MsgAction{{Act: act(1, 50), ConvSeq: 1}}
+	expect(t, w.check(t, Options{}), true, want{})
+	w.deletes[0].Act = act(1, 150) // after the page
+	expect(t, w.check(t, Options{}), false, want{HistoryView: {201}})
+	w.deletes = nil
+	expect(t, w.check(t, Options{}), false, want{HistoryView: {201}})
+}

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"errors"
 	mrand "math/rand/v2"
 	"time"
 
@@ -10,8 +11,8 @@ import (
 )
 
 // device is one simulated (uid, did). Its goroutine (run) owns all its
-// state; an online device also owns one WebSocket reader goroutine per
-// connection, which it stops by closing the connection.
+// state but ws, which an online device shares with the run's acker
+// (acker.go).
 type device struct {
 	r     *runner
 	idx   uint32
@@ -31,6 +32,8 @@ type device struct {
 	// knows of its conversations.
 	rng   *mrand.Rand
 	convs map[uint64]*devConv
+
+	ws wsState
 }
 
 // frameQueue bounds the frames read ahead of the device.
@@ -121,9 +124,12 @@ func (d *device) ackHTTP(seq uint64) {
 }
 
 // online keeps a WebSocket open, stores frames in chain order (filling
-// gaps by pulling), acknowledges its chain every AckEvery, reconnects and
-// pulls after a close, and on drain pulls to the end and acknowledges.
+// gaps by pulling), acknowledges its chain every AckEvery (through the
+// run's acker), reconnects and pulls after a close, and on drain pulls to
+// the end and acknowledges. The device's goroutine reads the connection
+// itself; the acker ends the read at the drain or the end of the run.
 func (d *device) online(ctx context.Context, drain <-chan struct{}) {
+	a := d.r.ackerOf(ctx, drain)
 	backoff := 10 * time.Millisecond
 	for ctx.Err() == nil {
 		select {
@@ -143,85 +149,64 @@ func (d *device) online(ctx context.Context, drain <-chan struct{}) {
 			continue
 		}
 		backoff = 10 * time.Millisecond
-		frames := make(chan targets.Push, frameQueue)
-		go func() {
-			defer close(frames)
-			for {
-				f, err := ws.Recv(time.Time{})
-				if err != nil {
-					return
-				}
-				frames <- f
-			}
-		}()
-		done := d.connected(ctx, ws, frames, drain)
-		ws.Close()
-		for range frames { // the reader ends once the connection is closed
+		if d.attach(ws) {
+			d.connected(ctx, ws, a)
+			d.detach()
 		}
-		if done {
+	}
+}
+
+// errStopped is a connection closed by the acker at the drain or the end.
+var errStopped = errors.New("loadgen: device stopped")
+
+// connected catches up, then reads and handles frames until the
+// connection ends (closed by the server, after a failed acknowledgement,
+// or by the acker at the drain or the end of the run). The device is busy
+// (attach) until the catch-up is done.
+func (d *device) connected(ctx context.Context, ws targets.Conn, a *acker) {
+	if err := d.catchUp(ctx, 0); err != nil {
+		if ctx.Err() == nil {
+			d.r.fail("device %d catch-up: %v", d.idx, err)
+		}
+		return
+	}
+	d.cameOnline(ctx)
+	if d.idle(a) != nil {
+		return
+	}
+	for {
+		f, err := ws.Recv(time.Time{})
+		if err != nil {
+			return // closed by the server (slow, restart): reconnect and pull; or stopped
+		}
+		if f.Type != targets.PushMsg || f.Msg.Seq <= d.chain {
+			continue // not a message, or one already stored
+		}
+		d.busy()
+		if !d.frame(ctx, &f) || d.idle(a) != nil {
 			return
 		}
 	}
 }
 
-func (d *device) connected(ctx context.Context, ws targets.Conn, frames <-chan targets.Push, drain <-chan struct{}) (done bool) {
-	if err := d.catchUp(ctx, 0); err != nil {
-		if ctx.Err() == nil {
-			d.r.fail("device %d catch-up: %v", d.idx, err)
+// frame stores a pushed message in chain order, filling a gap by pulling
+// first; false when the gap fill failed.
+func (d *device) frame(ctx context.Context, f *targets.Push) bool {
+	if f.PrevSeq > d.chain {
+		if err := d.catchUp(ctx, f.Msg.Seq); err != nil {
+			if ctx.Err() == nil {
+				d.r.fail("device %d gap fill: %v", d.idx, err)
+			}
+			return false
 		}
-		return ctx.Err() != nil
-	}
-	d.cameOnline(ctx)
-	// The chain is acknowledged AckEvery after it first grew past the
-	// last acknowledgement: a timer armed only then, so that an idle
-	// device does not wake every AckEvery (a ticker per device woke each
-	// one ten times a second whatever the rate).
-	ackT := time.NewTimer(d.r.cfg.AckEvery)
-	defer ackT.Stop()
-	ackDue := ackT.C
-	for {
-		if ackDue == nil && d.chain > d.acked {
-			ackT.Reset(d.r.cfg.AckEvery)
-			ackDue = ackT.C
-		}
-		select {
-		case <-ctx.Done():
+		if f.Msg.Seq <= d.chain {
 			return true
-		case <-drain:
-			d.final(ctx)
-			return true
-		case <-ackDue:
-			ackDue = nil
-			if d.chain > d.acked {
-				if ws.Ack(d.chain) != nil {
-					return false
-				}
-				d.acked = d.chain
-				d.shard().Cursor(ledger.Cursor{Dev: d.idx, Seq: d.chain, Status: ledger.Sent, At: d.now()})
-			}
-		case f, ok := <-frames:
-			if !ok {
-				return false // closed by the server (slow, restart): reconnect and pull
-			}
-			if f.Type != targets.PushMsg || f.Msg.Seq <= d.chain {
-				continue // not a message, or one already stored
-			}
-			if f.PrevSeq > d.chain {
-				if err := d.catchUp(ctx, f.Msg.Seq); err != nil {
-					if ctx.Err() == nil {
-						d.r.fail("device %d gap fill: %v", d.idx, err)
-					}
-					return ctx.Err() != nil
-				}
-				if f.Msg.Seq <= d.chain {
-					continue
-				}
-			}
-			d.store(&f.Msg, ledger.Push)
-			d.chain = f.Msg.Seq
-			d.pushed(ctx, &f.Msg)
 		}
 	}
+	d.store(&f.Msg, ledger.Push)
+	d.chain = f.Msg.Seq
+	d.pushed(ctx, &f.Msg)
+	return true
 }
 
 // final pulls to the end from the chain and acknowledges it.

@@ -103,10 +103,27 @@ func TestSummaryKeys(t *testing.T) {
 	// Every send ACKed, but 28% only after a resent timeout: the server was
 	// not keeping up, whatever the final outcomes say.
 	o = (&Summary{OK: 1000, RetriedSends: 280, LoadSeconds: 10}).Outcomes(0)
-	if !o.Overloaded || o.RetriedFrac != 0.28 || !strings.Contains(o.String(), "retried 28.0%: OVERLOADED") || !strings.Contains(o.String(), "retried above 1.0%") {
+	if !o.Overloaded || o.RetriedFrac != 0.28 || !strings.Contains(o.String(), "OVERLOADED: 28.0% of sends needed a second try") || !strings.Contains(o.String(), "retried above 1.0%") {
 		t.Fatalf("28%% retried: %+v %q, want OVERLOADED", o, o.String())
 	}
 	if o := (&Summary{OK: 1000, RetriedSends: 5, LoadSeconds: 10}).Outcomes(0); o.Overloaded {
 		t.Fatalf("0.5%% retried: %+v, want within load", o)
+	}
+	// Every send ACKed at the first try, but a quarter of them started
+	// late: the target did not keep up with the offered rate.
+	delay := func(p99us int64) map[string]Quantiles {
+		return map[string]Quantiles{"send_delay": {Count: 1000, P99: p99us}}
+	}
+	o = (&Summary{OK: 1000, Pacer: schedule.Stats{Started: 1000, Late: 250}, LoadSeconds: 10, Latency: delay(2_300_000)}).Outcomes(0)
+	if !o.Overloaded || o.LateFrac != 0.25 || o.Label() != "OVERLOADED: 25.0% of sends started late, start delay p99 2.3s (the target did not keep up with the offered rate)" ||
+		!strings.Contains(o.String(), "late above 5.0% with a start delay p99 above 100 ms") {
+		t.Fatalf("25%% late: %+v %q, want OVERLOADED", o, o.Label())
+	}
+	if o := (&Summary{OK: 1000, Pacer: schedule.Stats{Started: 1000, Late: 50}, LoadSeconds: 10, Latency: delay(2_300_000)}).Outcomes(0); o.Overloaded {
+		t.Fatalf("5%% late: %+v, want within load (the limit is more than 5%%)", o)
+	}
+	// A busy machine's timers make sends a few ms late: not a queue.
+	if o := (&Summary{OK: 1000, Pacer: schedule.Stats{Started: 1000, Late: 400}, LoadSeconds: 10, Latency: delay(4_000)}).Outcomes(0); o.Overloaded {
+		t.Fatalf("40%% late by at most 4 ms at p99: %+v, want within load", o)
 	}
 }

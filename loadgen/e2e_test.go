@@ -377,3 +377,33 @@ func TestInboxTierLateIsNotLost(t *testing.T) {
 		t.Fatalf("lost examples do not say the tier was behind: %q", ex)
 	}
 }
+
+// TestLateSendsOverload: behind a server that answers each send after
+// 20 ms, 2 senders with a queue of 1 carry about 100 sends/s; offered
+// 300/s, most sends start late, waiting for a free sender, while every one
+// is ACKed at its first try. The summary the run writes calls it
+// OVERLOADED and says why, not "within load".
+func TestLateSendsOverload(t *testing.T) {
+	_, _, _, _, cfg := runFake(t, faketarget.Faults{SlowFirstTryEvery: 1, SlowFor: 20 * time.Millisecond}, 300, time.Second, func(c *Config) {
+		c.Pacer.Senders, c.Pacer.MaxQueued = 2, 1
+	})
+	sum, err := ReadSummary(cfg.RunDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := sum.Outcome
+	if sum.Fail+sum.Unknown != 0 || sum.RetriedSends != 0 {
+		t.Fatalf("fail %d unknown %d retried %d: want every send ACKed at its first try", sum.Fail, sum.Unknown, sum.RetriedSends)
+	}
+	if sum.Pacer.Late*2 < sum.Pacer.Started || o.Late != sum.Pacer.Late || o.LateFrac <= LateFraction {
+		t.Fatalf("pacer %+v, outcome %+v: want most sends late", sum.Pacer, o)
+	}
+	if !o.Overloaded || !strings.HasPrefix(o.Label(), "OVERLOADED: ") || !strings.Contains(o.Label(), "of sends started late (the target did not keep up with the offered rate)") {
+		t.Fatalf("outcome %+v label %q: want OVERLOADED by the late sends", o, o.Label())
+	}
+	var b bytes.Buffer
+	sum.WriteText(&b)
+	if !strings.Contains(b.String(), "late above 5.0%") {
+		t.Fatalf("summary text does not give the late limit:\n%s", b.String())
+	}
+}

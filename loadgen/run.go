@@ -198,6 +198,11 @@ type runner struct {
 	// finalMissed counts the devices of a target without an inbox whose
 	// final catch-up failed (convVisit).
 	finalMissed atomic.Int64
+
+	// acks acknowledges online devices' chains and ends their reads at
+	// the drain (acker.go); started by the first online device.
+	ackOnce sync.Once
+	acks    *acker
 }
 
 type group struct {

@@ -157,7 +157,7 @@ type Finding struct {
 // or the run's own faults), and why. The page's header shows it as a
 // badge beside PASS / FAIL.
 type LoadVerdict struct {
-	Label      string `json:"label"` // "within load", "OVERLOADED", "OVERLOADED by the faults"
+	Label      string `json:"label"` // "within load", "OVERLOADED: " and why, "OVERLOADED by the faults" (or the burst)
 	Overloaded bool   `json:"overloaded"`
 	// Detail: the achieved rate and the fractions; Cause: what the run
 	// knows of why it was OVERLOADED ("" when it was not).

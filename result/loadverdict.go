@@ -2,6 +2,8 @@ package result
 
 import (
 	"fmt"
+	"runtime"
+	"slices"
 	"strings"
 
 	"imlab/loadgen"
@@ -95,7 +97,8 @@ func SendFailuresOf(events []FaultEvent, bins []loadgen.IntendedFailures, offset
 
 // LoadOutcome is the run's load beside its safety verdict: the achieved
 // (ACKed) rate, the unknown, failed and retried fractions, OVERLOADED above
-// loadgen.OverloadFraction; over says over which window the rate counts.
+// loadgen.OverloadFraction, and the late fraction, OVERLOADED above
+// loadgen.LateFraction with a start delay p99 above loadgen.LateDelay; over says over which window the rate counts.
 // ok is false when the load did not run.
 func (r *Result) LoadOutcome() (o loadgen.Outcome, over string, ok bool) {
 	if len(r.Sends) == 0 {
@@ -104,6 +107,7 @@ func (r *Result) LoadOutcome() (o loadgen.Outcome, over string, ok bool) {
 	var load loadgen.Summary
 	for _, s := range r.Sends {
 		load.OK, load.Fail, load.Unknown = load.OK+s.OK, load.Fail+s.Fail, load.Unknown+s.Unknown
+		load.Pacer.Started += s.Started
 	}
 	load.LoadSeconds = SendingSeconds(r)
 	over = fmt.Sprintf("over %.0f s, from the first send to the last send's end", load.LoadSeconds)
@@ -117,22 +121,106 @@ func (r *Result) LoadOutcome() (o loadgen.Outcome, over string, ok bool) {
 	} else {
 		over += "; retried sends were not recorded in this result: its retried 0.0% is unknown"
 	}
+	if r.StartDelayP99Ms != nil {
+		load.Latency = map[string]loadgen.Quantiles{"send_delay": {Count: int64(load.Pacer.Started), P99: int64(*r.StartDelayP99Ms * 1000)}}
+	}
+	if r.LateSends != nil {
+		load.Pacer.Late = *r.LateSends
+		over += fmt.Sprintf("; late: started more than %g ms after the intended time", r.LateAfterMs)
+	} else {
+		over += "; late sends were not recorded in this result: its started late 0.0% is unknown"
+	}
 	return load.Outcomes(loadgen.OverloadFraction), over, true
 }
 
-// LoadCause says, for an OVERLOADED run, whether its failed, unknown and
-// retried sends were intended inside the fault windows or outside every
-// one ("" when the run is within load or did not run).
+// failuresOver tells whether o's failed, unknown or retried sends are
+// above their limit.
+func failuresOver(o loadgen.Outcome) bool {
+	return o.FailFrac+o.UnknownFrac > o.Limit || o.RetriedFrac > o.Limit
+}
+
+// failuresInFaults tells whether every failed, unknown or retried send was
+// intended inside a fault window (and there was one).
+func (r *Result) failuresInFaults() bool {
+	sf := r.SendFailures
+	return sf != nil && !sf.Outside.any() && sf.InFaults.any()
+}
+
+// LateSplit counts the late sends of the seconds that overlap the burst
+// (inBurst), else a fault window (inFaults), each window widened by a
+// second on either side (the timeline counts a send in the second it
+// started, which is at or after the second it was intended in), and the
+// rest (outside).
+func (r *Result) LateSplit() (inBurst, inFaults, outside uint64) {
+	end := 0.0
+	if n := len(r.Sends); n > 0 {
+		end = r.Sends[n-1].T + 1
+	}
+	ws := faultWindows(r.Events, end)
+	near := func(t, from, to float64) bool { return t+1 > from-1 && t < to+1 }
+	for _, s := range r.Sends {
+		switch {
+		case s.Late == 0:
+		case r.Burst != nil && near(s.T, r.Burst.From, r.Burst.To):
+			inBurst += s.Late
+		case slices.ContainsFunc(ws, func(w FaultWindow) bool { return near(s.T, w.From, w.To) }):
+			inFaults += s.Late
+		default:
+			outside += s.Late
+		}
+	}
+	return inBurst, inFaults, outside
+}
+
+// lateExplained tells whether the late sends outside the burst and the
+// fault windows stay within the late limit on their own, and what
+// explains the rest ("the burst", "the faults", both).
+func (r *Result) lateExplained(o loadgen.Outcome) (bool, []string) {
+	started := uint64(0)
+	for _, s := range r.Sends {
+		started += s.Started
+	}
+	inBurst, inFaults, outside := r.LateSplit()
+	if started == 0 || float64(outside)/float64(started) > o.LateLimit {
+		return false, nil
+	}
+	var by []string
+	if inBurst > 0 {
+		by = append(by, "the burst")
+	}
+	if inFaults > 0 {
+		by = append(by, "the faults")
+	}
+	return len(by) > 0, by
+}
+
+// LoadCause says, for an OVERLOADED run, why: whether its failed, unknown
+// and retried sends were intended inside the fault windows or outside
+// every one, and whether its late sends started in the burst's or the
+// faults' seconds ("" when the run is within load or did not run).
 func (r *Result) LoadCause() string {
 	o, _, ok := r.LoadOutcome()
 	if !ok || !o.Overloaded {
 		return ""
 	}
+	var parts []string
+	if failuresOver(o) {
+		parts = append(parts, r.failuresCause())
+	}
+	if o.LateOver() {
+		parts = append(parts, r.lateCause(o))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// failuresCause says where the failed, unknown and retried sends were
+// intended.
+func (r *Result) failuresCause() string {
 	sf := r.SendFailures
 	switch {
 	case sf == nil:
 		return "cause not recorded in this result (written before send failures were attributed to the faults)"
-	case !sf.Outside.any() && sf.InFaults.any():
+	case r.failuresInFaults():
 		return fmt.Sprintf("caused by the faults: every failed, unknown or retried send was intended inside a fault window, to 0.1 s (%s; %s), none outside",
 			sf.InFaults, windowList(sf.Windows))
 	case len(sf.Windows) == 0:
@@ -143,9 +231,24 @@ func (r *Result) LoadCause() string {
 	}
 }
 
+// lateCause says how many sends started late and in which seconds.
+func (r *Result) lateCause(o loadgen.Outcome) string {
+	inBurst, inFaults, outside := r.LateSplit()
+	s := fmt.Sprintf("%s: %d sends started more than %g ms after their intended time, waiting for the pacer or a free sender (%d in the burst's seconds, %d in a fault window's, ±1 s, %d outside)",
+		loadgen.LateReason(o.LateFrac, o.StartDelayP99Ms), o.Late, r.LateAfterMs, inBurst, inFaults, outside)
+	if ok, by := r.lateExplained(o); ok {
+		s += "; outside them the late sends stay within the " + fmt.Sprintf("%.0f%%", 100*o.LateLimit) + " limit: caused by " + strings.Join(by, " and ")
+	}
+	if la := r.LoadAverage; la != nil && la.Busy(runtime.NumCPU()) {
+		s += fmt.Sprintf("; the machine was BUSY (1-minute load %.2f on %d CPUs at the start): the generator's own pacing waited for a CPU too, so part of the lateness is the machine's", la.Start[0], runtime.NumCPU())
+	}
+	return s
+}
+
 // LoadLabel is the load verdict in a few words: "within load",
-// "OVERLOADED by the faults" or "OVERLOADED" ("" when the load did not
-// run).
+// "OVERLOADED by the faults" (or "by the burst", or both: every limit the
+// run went above is explained by them), or "OVERLOADED: " and why ("" when
+// the load did not run).
 func (r *Result) LoadLabel() string {
 	o, _, ok := r.LoadOutcome()
 	switch {
@@ -153,12 +256,28 @@ func (r *Result) LoadLabel() string {
 		return ""
 	case !o.Overloaded:
 		return o.Label()
-	case r.SendFailures != nil && !r.SendFailures.Outside.any() && r.SendFailures.InFaults.any():
-		return "OVERLOADED by the faults"
 	}
-	return o.Label()
+	var by []string
+	if failuresOver(o) {
+		if !r.failuresInFaults() {
+			return o.Label()
+		}
+		by = append(by, "the faults")
+	}
+	if o.LateOver() {
+		ok, lateBy := r.lateExplained(o)
+		if !ok {
+			return o.Label()
+		}
+		for _, b := range lateBy {
+			if !slices.Contains(by, b) {
+				by = append(by, b)
+			}
+		}
+	}
+	slices.Sort(by) // "the burst" before "the faults"
+	return "OVERLOADED by " + strings.Join(by, " and ")
 }
-
 func windowList(ws []FaultWindow) string {
 	var parts []string
 	for _, w := range ws {

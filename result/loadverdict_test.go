@@ -44,7 +44,7 @@ func TestLoadVerdictNamesItsCause(t *testing.T) {
 		t.Errorf("in the faults: %q, %q", l, c)
 	}
 	r.SendFailures.Outside = SendCounts{Unknown: 3}
-	if l, c := r.LoadLabel(), r.LoadCause(); l != "OVERLOADED" || !strings.Contains(c, "not explained by the faults alone: 3 failed or unknown") {
+	if l, c := r.LoadLabel(), r.LoadCause(); l != "OVERLOADED: 25.0% of sends failed or of unknown outcome" || !strings.Contains(c, "not explained by the faults alone: 3 failed or unknown") {
 		t.Errorf("outside too: %q, %q", l, c)
 	}
 	r.SendFailures = nil
@@ -57,5 +57,42 @@ func TestLoadVerdictNamesItsCause(t *testing.T) {
 	}
 	if l := (&Result{}).LoadLabel(); l != "" {
 		t.Errorf("no load: %q", l)
+	}
+}
+
+// TestLateSendsLabel: a run whose sends were all ACKed but a quarter of
+// them started late is OVERLOADED and says so; late sends in the burst's
+// seconds only (±1 s) are the burst's, the label says so; a result written
+// before late sends were recorded is judged on the rest and says lateness
+// is unknown.
+func TestLateSendsLabel(t *testing.T) {
+	retried, late := uint64(0), uint64(100)
+	r := &Result{Spec: &scenario.File{}, RetriedSends: &retried, LateSends: &late, LateAfterMs: 1,
+		Sends: []SendSecond{{T: 1, Started: 100, OK: 100}, {T: 2, Started: 100, OK: 100, Late: 20}, {T: 3, Started: 100, OK: 100, Late: 40},
+			{T: 4, Started: 100, OK: 100, Late: 40}}}
+	want := "OVERLOADED: 25.0% of sends started late (the target did not keep up with the offered rate)"
+	if l, c := r.LoadLabel(), r.LoadCause(); l != want || !strings.Contains(c, "100 sends started more than 1 ms after their intended time") || !strings.Contains(c, "100 outside") {
+		t.Errorf("late, no burst: %q, %q", l, c)
+	}
+	r.Burst = &BurstFigures{From: 3, To: 4}
+	if l, c := r.LoadLabel(), r.LoadCause(); l != "OVERLOADED by the burst" || !strings.Contains(c, "100 in the burst's seconds") {
+		t.Errorf("late in the burst: %q, %q", l, c)
+	}
+	r.Burst = &BurstFigures{From: 4.5, To: 5} // seconds 3.. and 4..: 80 late, 20 outside (5%)
+	r.Events = []FaultEvent{{At: 1, Fault: "down(mysql)", Action: "inject"}, {At: 1.5, Fault: "down(mysql)", Action: "heal"}}
+	if l := r.LoadLabel(); l != "OVERLOADED by the burst and the faults" {
+		t.Errorf("late in the burst and the faults: %q", l)
+	}
+	jitter := 4.0 // ms: a busy machine's timers, not a queue
+	r.StartDelayP99Ms = &jitter
+	if l := r.LoadLabel(); l != "within load" {
+		t.Errorf("late by a start delay p99 of 4 ms: %q, want within load", l)
+	}
+	r.LateSends, r.StartDelayP99Ms = nil, nil
+	if l, _, _ := r.LoadOutcome(); l.Overloaded {
+		t.Errorf("late not recorded: %+v, want judged on the rest", l)
+	}
+	if _, over, _ := r.LoadOutcome(); !strings.Contains(over, "late sends were not recorded") {
+		t.Errorf("late not recorded: %q", over)
 	}
 }

@@ -57,6 +57,9 @@ type SendSecond struct {
 	OK      uint64  `json:"ok"`
 	Fail    uint64  `json:"fail"`
 	Unknown uint64  `json:"unknown"`
+	// Late: sends started in this second more than the pacer's LateAfter
+	// after their intended time.
+	Late uint64 `json:"late,omitempty"`
 	// AckP50 and AckP99 are the ACK latency of the second's ACKed sends;
 	// null in a second without an ACK (nothing measured, not 0 ms).
 	AckP50 *float64 `json:"ack_p50_ms"`
@@ -234,6 +237,15 @@ type Result struct {
 	// count; nil in results written before it was recorded, where the
 	// page's load line says retries are unknown).
 	RetriedSends *uint64 `json:"retried_sends,omitempty"`
+	// LateSends is how many sends started more than the pacer's LateAfter
+	// after their intended time (loadgen's count; nil in results written
+	// before it was recorded, where the load line says lateness is
+	// unknown). LateAfterMs is that bound.
+	LateSends   *uint64 `json:"late_sends,omitempty"`
+	LateAfterMs float64 `json:"late_after_ms,omitempty"`
+	// StartDelayP99Ms is the p99 of the sends' start - intended time (nil:
+	// not measured).
+	StartDelayP99Ms *float64 `json:"start_delay_p99_ms,omitempty"`
 	// SendFailures says whether the failed, unknown and retried sends were
 	// intended inside the fault windows or outside (nil in results written
 	// before it was recorded, or when the load did not run).

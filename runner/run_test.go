@@ -12,6 +12,7 @@ import (
 
 	"imlab/expect"
 	"imlab/internal/testenv"
+	"imlab/loadgen"
 	"imlab/result"
 	"imlab/runner/proc"
 	"imlab/scenario"
@@ -106,6 +107,16 @@ func checkOutputs(t *testing.T, dir string, res *result.Result) {
 	}
 	if len(res.Sends) == 0 {
 		t.Fatal("no send timeline")
+	}
+	// The late sends the load verdict is judged on are the load's own.
+	if sum, err := loadgen.ReadSummary(filepath.Join(dir, result.LoadDir)); err == nil {
+		var perSec uint64
+		for _, s := range back.Sends {
+			perSec += s.Late
+		}
+		if back.LateSends == nil || *back.LateSends != sum.Pacer.Late || perSec > sum.Pacer.Late || back.LateAfterMs <= 0 {
+			t.Fatalf("result.json late_sends %v (%d in the timeline, bound %g ms), the load summary's pacer %+v", back.LateSends, perSec, back.LateAfterMs, sum.Pacer)
+		}
 	}
 }
 

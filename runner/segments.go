@@ -181,9 +181,7 @@ func mergeSummaries(sums []*loadgen.Summary) *loadgen.Summary {
 		m.Deliveries += s.Deliveries
 		m.StartedPerSec += s.StartedPerSec
 		m.Split.Users += s.Split.Users
-		m.Pacer.Scheduled += s.Pacer.Scheduled
-		m.Pacer.Started += s.Pacer.Started
-		m.Pacer.Late += s.Pacer.Late
+		m.Pacer.Scheduled += s.Pacer.Scheduled // Started and Late: AddOutcomes
 		m.Pacer.Missed += s.Pacer.Missed
 		m.Pacer.Direct += s.Pacer.Direct
 		m.Pacer.Canceled = m.Pacer.Canceled || s.Pacer.Canceled

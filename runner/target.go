@@ -164,9 +164,15 @@ func (r *run) recordSends(lc loadgen.Config, sum *loadgen.Summary) {
 	r.res.AckSeconds = sum.AckSeconds
 	retried := sum.RetriedSends
 	r.res.RetriedSends = &retried
+	late := sum.Pacer.Late
+	r.res.LateSends, r.res.LateAfterMs = &late, float64(lc.Pacer.LateAfter)/float64(time.Millisecond)
+	if d := sum.Latency["send_delay"]; d.Count > 0 {
+		ms := float64(d.P99) / 1000
+		r.res.StartDelayP99Ms = &ms
+	}
 	for _, s := range sum.Timeline {
 		r.res.Sends = append(r.res.Sends, result.SendSecond{T: float64(s.T) + r.res.LoadOffset, Started: s.Started, OK: s.OK, Fail: s.Fail,
-			Unknown: s.Unknown, AckP50: result.AckMs(s.OK, int64(s.Response.P50)), AckP99: result.AckMs(s.OK, int64(s.Response.P99))})
+			Unknown: s.Unknown, Late: s.Late, AckP50: result.AckMs(s.OK, int64(s.Response.P50)), AckP99: result.AckMs(s.OK, int64(s.Response.P99))})
 	}
 	if sum.FailedByIntended != nil {
 		end := r.res.LoadOffset

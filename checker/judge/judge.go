@@ -2,7 +2,7 @@
 // one split run merged by their plan (loadgen.PlanMerge) and judged as if
 // one generator had run, through the checker, with the load's outcome
 // from the summaries beside the verdict (OVERLOADED above a bound of
-// failed, unknown or retried sends). It writes verdict.json and the report
+// failed, unknown or retried sends, or of sends started late). It writes verdict.json and the report
 // imlab check prints, and owns the plan → checker sources step the
 // scenario runner's segments share.
 //

@@ -40,8 +40,8 @@ segment are refused (--partial judges the segments there are, and says so).
 
 Beside the safety verdict it reports the load, from the summaries: "achieved" is ACKed sends
 per second only, printed with the fractions of sends that failed or whose outcome stayed
-unknown, and of sends that needed a second try; when either exceeds --max-unknown-failed the
-run is OVERLOADED (its latencies describe a server that was not keeping up). Exit status: 0 VALID within load, 1 INVALID (whatever the
+unknown, and of sends that needed a second try; when either exceeds --max-unknown-failed, or
+more than 5% of sends started late (waiting for the pacer or a free sender), the run is OVERLOADED (its latencies describe a server that was not keeping up). Exit status: 0 VALID within load, 1 INVALID (whatever the
 load), 3 VALID but OVERLOADED.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runCheck(cmd, judge.Options{Dirs: args, SegmentsIn: under, JSON: asJSON, Partial: partial, Wait: wait, Out: out, Limit: limit})

@@ -53,7 +53,7 @@ func TestCheckReportsLoadBesideTheVerdict(t *testing.T) {
 	if err != nil {
 		t.Fatalf("check: %v\n%s", err, out)
 	}
-	if !strings.Contains(out, "load: achieved ") || !strings.Contains(out, "ACKed sends/s") || !strings.Contains(out, "unknown 0.0%, failed 0.0%, retried 0.0%: within load") {
+	if !strings.Contains(out, "load: achieved ") || !strings.Contains(out, "ACKed sends/s") || !regexp.MustCompile(`unknown 0\.0%, failed 0\.0%, retried 0\.0%, started late [0-9.]+% \(start delay p99 [0-9.]+ ms\): within load`).MatchString(out) {
 		t.Fatalf("no load line:\n%s", out)
 	}
 	if !regexp.MustCompile(`(?m): generator used \d+% of the machine's CPU during the measured window \(`).MatchString(out) {

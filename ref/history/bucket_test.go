@@ -166,6 +166,8 @@ func TestConfigValidate(t *testing.T) {
 		"ttl":     func(c *Config) { c.CacheTTL = 0 },
 		"conc":    func(c *Config) { c.WriteConcurrency = 0 },
 		"batch":   func(c *Config) { c.MaxBatch = 0 },
+		"wtime":   func(c *Config) { c.WriteTimeout = 0 },
+		"hold":    func(c *Config) { c.UnknownHold = 0 },
 	} {
 		c := DefaultConfig()
 		mut(&c)

@@ -31,6 +31,12 @@ const (
 	DefaultWriteConcurrency = 4
 	// DefaultMaxBatch bounds the messages of one WriteBatch call.
 	DefaultMaxBatch = 5000
+	// DefaultWriteTimeout bounds the database calls of one document's write,
+	// whatever the caller's deadline (see Store.write).
+	DefaultWriteTimeout = 30 * time.Second
+	// DefaultUnknownHold is how long a document whose write had no answer
+	// is refused to writers.
+	DefaultUnknownHold = 30 * time.Second
 	// writeAttempts bounds the update/insert steps per bucket (a duplicate
 	// key steps back to update; losing that race again means the document
 	// is being purged and re-created concurrently, which does not happen).
@@ -59,6 +65,14 @@ type Config struct {
 	WriteConcurrency int
 	// MaxBatch bounds len(msgs) of one WriteBatch.
 	MaxBatch int
+	// WriteTimeout bounds the database calls of one document's write, run
+	// under the document's lock until answered, past the caller's deadline
+	// if need be (FerretDB v1 updates by read-modify-replace).
+	WriteTimeout time.Duration
+	// UnknownHold is how long writes of a document are refused after a
+	// write of it had no answer within WriteTimeout (it may still be
+	// running inside the database).
+	UnknownHold time.Duration
 	// Defects are shipped defects enabled on purpose (ref/defect; empty by
 	// default): the lab's negative controls.
 	Defects defect.Set
@@ -76,6 +90,8 @@ func DefaultConfig() Config {
 		CacheTTL:         DefaultCacheTTL,
 		WriteConcurrency: DefaultWriteConcurrency,
 		MaxBatch:         DefaultMaxBatch,
+		WriteTimeout:     DefaultWriteTimeout,
+		UnknownHold:      DefaultUnknownHold,
 	}
 }
 
@@ -103,6 +119,10 @@ func (c Config) Validate() error {
 		return bad("write concurrency %d not in 1..256", c.WriteConcurrency)
 	case c.MaxBatch < 1:
 		return bad("max batch %d must be positive", c.MaxBatch)
+	case c.WriteTimeout <= 0:
+		return bad("write timeout %s must be positive", c.WriteTimeout)
+	case c.UnknownHold <= 0:
+		return bad("unknown hold %s must be positive", c.UnknownHold)
 	}
 	return nil
 }

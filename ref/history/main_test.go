@@ -27,6 +27,10 @@ var mongoURI string
 // onFerret is true when mongoURI is the embedded FerretDB.
 var onFerret bool
 
+// ferretDir is the embedded FerretDB's SQLite directory (one file
+// "{database}.sqlite" per database), when onFerret.
+var ferretDir string
+
 func TestMain(m *testing.M) {
 	if uri := os.Getenv("IMLAB_TEST_MONGO"); uri != "" {
 		mongoURI = uri
@@ -43,6 +47,7 @@ func runWithFerret(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	ferretDir = dir
 	f, err := ferretdb.New(&ferretdb.Config{
 		Listener:  ferretdb.ListenerConfig{TCP: "127.0.0.1:0"},
 		Handler:   "sqlite",

@@ -98,15 +98,22 @@ func (s *Store) minSeq(ctx context.Context, convID, uid uint64) (uint64, error) 
 // returns the watermark in force.
 func (s *Store) raiseMinSeq(ctx context.Context, convID, uid, target uint64) (uint64, error) {
 	id := userStateID(convID, uid)
-	defer s.docLock(id)() // $max is a read-modify-replace on FerretDB v1
 	var st userState
-	err := s.users.FindOneAndUpdate(ctx,
-		bson.D{{Key: "_id", Value: id}},
-		bson.D{{Key: "$max", Value: bson.D{{Key: "min_seq", Value: int64(target)}}}},
-		options.FindOneAndUpdate().SetUpsert(true).SetReturnDocument(options.After),
-	).Decode(&st)
+	// $max is a read-modify-replace on FerretDB v1: under the document's
+	// lock until answered (write).
+	err := s.write(ctx, id, func(ctx context.Context) error {
+		err := s.users.FindOneAndUpdate(ctx,
+			bson.D{{Key: "_id", Value: id}},
+			bson.D{{Key: "$max", Value: bson.D{{Key: "min_seq", Value: int64(target)}}}},
+			options.FindOneAndUpdate().SetUpsert(true).SetReturnDocument(options.After),
+		).Decode(&st)
+		if err != nil {
+			return dbErr("raise watermark", err)
+		}
+		return nil
+	})
 	if err != nil {
-		return 0, dbErr("raise watermark", err)
+		return 0, err
 	}
 	return uint64(st.MinSeq), nil
 }

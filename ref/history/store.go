@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"sort"
 	"strconv"
 	"sync"
@@ -40,6 +39,8 @@ type Store struct {
 	native atomic.Bool
 	// stripes serialize this Store's writes to one document (see docLock).
 	stripes [lockStripes]sync.Mutex
+	// unknown holds the documents a write left unknown (see write).
+	unknown unknownDocs
 	// afterDocRead, if set (tests only), runs after ReadSlots read one
 	// document and before it reads the next.
 	afterDocRead func(idx uint64)
@@ -53,24 +54,6 @@ type Store struct {
 	// exist (its own insert or an update that matched): a hint for the
 	// writer, never the truth (see writeBucket).
 	tops bucketTops
-}
-
-// lockStripes is the number of per-document write locks (by hash of _id).
-const lockStripes = 256
-
-// docLock serializes this Store's writes to one document. MongoDB applies
-// each update to a document atomically; FerretDB v1 does not: it reads the
-// document, applies the operators in Go and replaces the row, with no
-// compare, so two concurrent updates of one document can lose one of them
-// (seen here: 38 of 150 slots lost by 6 racing writers). Holding a lock per
-// document inside the process makes one process correct on FerretDB; it does
-// not protect several processes writing the same bucket through FerretDB.
-func (s *Store) docLock(id string) func() {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(id))
-	m := &s.stripes[h.Sum32()%lockStripes]
-	m.Lock()
-	return m.Unlock
 }
 
 // New checks cfg, creates the secondary index, and checks (or records) the
@@ -282,7 +265,14 @@ func (s *Store) writeConv(ctx context.Context, convID uint64, msgs []model.Messa
 // update that matched nothing.
 func (s *Store) writeBucket(ctx context.Context, convID, idx uint64, msgs []model.Message, tryUpdate *bool) error {
 	id := DocIDOf(convID, idx)
-	defer s.docLock(id)()
+	return s.write(ctx, id, func(ctx context.Context) error {
+		return s.writeBucketLocked(ctx, convID, idx, id, msgs, tryUpdate)
+	})
+}
+
+// writeBucketLocked is writeBucket's update or insert; the caller holds the
+// document's lock (write).
+func (s *Store) writeBucketLocked(ctx context.Context, convID, idx uint64, id string, msgs []model.Message, tryUpdate *bool) error {
 	if first, _ := s.layout.Slot(msgs[0].ConvSeq); first == 0 && !s.tops.known(convID, idx) {
 		*tryUpdate = false
 	}
@@ -642,21 +632,27 @@ func (s *Store) MaxStoredSeq(ctx context.Context, convID uint64) (uint64, error)
 	return b.LastSeq(), nil
 }
 
-// updateSlot applies one update to a bucket by _id. It reports whether the
+// updateSlot applies one update to a bucket by _id, holding the document's
+// lock until the database has answered (write). It reports whether the
 // document exists, and errPurged if the slot was physically deleted.
 func (s *Store) updateSlot(ctx context.Context, docID string, update bson.D) (bool, error) {
 	if s.beforeUpdate != nil {
 		s.beforeUpdate(docID)
 	}
-	defer s.docLock(docID)()
-	res, err := s.msgs.UpdateOne(ctx, bson.D{{Key: "_id", Value: docID}}, update)
-	if err != nil {
-		if hasCode(err, codePathNotViable) {
-			return true, errPurged
+	var matched bool
+	err := s.write(ctx, docID, func(ctx context.Context) error {
+		res, err := s.msgs.UpdateOne(ctx, bson.D{{Key: "_id", Value: docID}}, update)
+		if err != nil {
+			if hasCode(err, codePathNotViable) {
+				matched = true
+				return errPurged
+			}
+			return dbErr("update "+docID, err)
 		}
-		return false, dbErr("update "+docID, err)
-	}
-	return res.MatchedCount == 1, nil
+		matched = res.MatchedCount == 1
+		return nil
+	})
+	return matched, err
 }
 
 var errPurged = fmt.Errorf("%w: message was physically deleted", model.ErrNotFound)
@@ -675,22 +671,23 @@ func (s *Store) purge(ctx context.Context, convID, seq uint64) error {
 		{Key: "$set", Value: bson.D{{Key: "msgs." + strconv.Itoa(slot), Value: purgedMarker}}},
 		{Key: "$max", Value: bson.D{{Key: "max_seq", Value: int64(seq)}}},
 	}
-	defer s.docLock(id)()
-	for attempt := 0; attempt < writeAttempts; attempt++ {
-		res, err := s.msgs.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, update)
-		if err != nil {
-			return dbErr("purge "+id, err)
+	return s.write(ctx, id, func(ctx context.Context) error {
+		for attempt := 0; attempt < writeAttempts; attempt++ {
+			res, err := s.msgs.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, update)
+			if err != nil {
+				return dbErr("purge "+id, err)
+			}
+			if res.MatchedCount == 1 {
+				return nil
+			}
+			_, err = s.msgs.InsertOne(ctx, s.newBucketDoc(convID, idx, nil, []int{slot}))
+			if err == nil {
+				return nil
+			}
+			if !mongo.IsDuplicateKeyError(err) {
+				return dbErr("insert "+id, err)
+			}
 		}
-		if res.MatchedCount == 1 {
-			return nil
-		}
-		_, err = s.msgs.InsertOne(ctx, s.newBucketDoc(convID, idx, nil, []int{slot}))
-		if err == nil {
-			return nil
-		}
-		if !mongo.IsDuplicateKeyError(err) {
-			return dbErr("insert "+id, err)
-		}
-	}
-	return fmt.Errorf("%w: history: purge of %s did not settle", model.ErrUnavailable, id)
+		return fmt.Errorf("%w: history: purge of %s did not settle", model.ErrUnavailable, id)
+	})
 }

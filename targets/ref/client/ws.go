@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -62,6 +63,8 @@ func (fe *FrameError) AsError() *Error {
 type WS struct {
 	conn *websocket.Conn
 	fp   fastjson.Parser // Read's
+	rbuf bytes.Buffer    // Read's: the frame being parsed, reused
+	rdl  time.Time       // Read's: the read deadline last set
 	wmu  sync.Mutex
 	wbuf []byte
 	wto  time.Duration
@@ -85,19 +88,35 @@ func (c *Client) DialWS(ctx context.Context, token string) (*WS, error) {
 }
 
 // Read returns the next frame. A deadline of zero waits forever. One
-// goroutine reads.
+// goroutine reads. The frame is read into a buffer the WS reuses (the
+// parsed Frame keeps nothing of it).
 func (w *WS) Read(deadline time.Time) (Frame, error) {
 	var f Frame
-	w.conn.SetReadDeadline(deadline)
-	_, b, err := w.conn.ReadMessage()
+	if !deadline.Equal(w.rdl) {
+		if err := w.conn.SetReadDeadline(deadline); err != nil {
+			return f, err
+		}
+		w.rdl = deadline
+	}
+	_, r, err := w.conn.NextReader()
 	if err != nil {
 		return f, err
 	}
-	if err := parseFrame(&w.fp, b, &f); err != nil {
+	w.rbuf.Reset()
+	if _, err := w.rbuf.ReadFrom(r); err != nil {
+		return f, err
+	}
+	if err := parseFrame(&w.fp, w.rbuf.Bytes(), &f); err != nil {
 		return Frame{}, fmt.Errorf("client: ws frame: %w", err)
+	}
+	if w.rbuf.Cap() > maxKeptFrame {
+		w.rbuf = bytes.Buffer{} // a rare large frame: not kept for the connection's life
 	}
 	return f, nil
 }
+
+// maxKeptFrame bounds the read buffer a WS keeps between frames.
+const maxKeptFrame = 64 << 10
 
 func (w *WS) write(b []byte) error {
 	w.conn.SetWriteDeadline(time.Now().Add(w.wto))
