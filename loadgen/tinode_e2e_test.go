@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -85,6 +86,29 @@ func TestTinodeLoadMix(t *testing.T) {
 	for _, n := range []string{checker.HistoryView, checker.ConvPullWrong, checker.HistoryMismatch, checker.HistoryLost} {
 		if f := v.Findings[n]; f == nil || f.NotMade != "" || f.Count != 0 {
 			t.Errorf("%s: %+v", n, f)
+		}
+	}
+}
+
+// TestTinodeLoadDeleteLogDropped: deletes the fake applies and answers ok
+// but leaves out of its delete log (Tinode's range flattening swallowing
+// ranges) make the run INVALID through delete-log-dropped, not
+// history-lost: the deletions were answered, the log is what is wrong.
+func TestTinodeLoadDeleteLogDropped(t *testing.T) {
+	// No clears: a later clear by the same user would put a dropped
+	// delete's conv_seq back into the log.
+	mix := Mix{EnterOnOnline: 1, OpenOnPush: 0.5, HistoryPage: 20, Revoke: 0.05, Delete: 0.3, Read: 0.8}
+	sum, v := runTinodeFakeMix(t, func(s *tinodefake.Server) { s.DropDelLog("", 5) }, mix)
+	if m := sum.Mix; m == nil || m.Deletes < 5 {
+		t.Fatalf("mix %+v", m)
+	}
+	t.Logf("mix %+v; findings %v", sum.Mix, counts(v))
+	if v.Valid || v.Findings[checker.DeleteLogDropped].Count == 0 {
+		t.Fatalf("valid %v findings %v", v.Valid, counts(v))
+	}
+	for n, c := range counts(v) {
+		if n != checker.DeleteLogDropped && slices.Contains(checker.Deciding, n) {
+			t.Errorf("%s %d: only the delete log is wrong", n, c)
 		}
 	}
 }
