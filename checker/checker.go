@@ -72,7 +72,9 @@ const (
 type Finding struct {
 	Name string `json:"name"`
 	// Count is the number of distinct messages concerned (for duplicated:
-	// extra copies; for lost, skipped and lost-in-store see Pairs).
+	// the extra copies, one per delivery beyond the first a device stored,
+	// so it is larger than the number of MsgIDs, the distinct messages
+	// copied; for lost, skipped and lost-in-store see Pairs).
 	Count int `json:"count"`
 	// Pairs counts (message, device) pairs for lost and skipped, (message,
 	// uid) pairs for lost-in-store and unstored-at-ack.

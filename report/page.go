@@ -234,7 +234,7 @@ func tableViews(ts []Table) ([]tableView, error) {
 // findingViewOf is one finding's row: its count (or "not made"), its
 // examples and msg_ids cut to MaxExamples.
 func findingViewOf(f Finding) findingView {
-	fv := findingView{Name: f.Name, Count: f.Count, Shown: strconv.FormatUint(f.Count, 10), Class: findingClass(lastWord(f.Name), f.Count)}
+	fv := findingView{Name: f.Name, Count: f.Count, Shown: cmp.Or(f.Counted, strconv.FormatUint(f.Count, 10)), Class: findingClass(lastWord(f.Name), f.Count)}
 	if f.NotMade {
 		fv.Shown, fv.Class = "not made", "unknown"
 	}

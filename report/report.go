@@ -146,6 +146,10 @@ type Finding struct {
 	// MsgIDs are the messages concerned (possibly only the first of
 	// them); the first MaxExamples are listed after the examples.
 	MsgIDs []uint64 `json:"msg_ids,omitempty"`
+	// Counted, when set, is shown instead of the bare Count: the count
+	// with what it counts where that is not messages ("4275 extra copies
+	// of 3869 msg_ids").
+	Counted string `json:"counted,omitempty"`
 	// NotMade, when set, says the checker could not judge this finding:
 	// its count says nothing and is shown as "not made", never as 0.
 	NotMade bool `json:"not_made,omitempty"`
