@@ -31,6 +31,7 @@ func HTMLReport(res *result.Result) *report.Report {
 	rep.Settings = pageSettings(res)
 	rep.Load = loadVerdict(res)
 	rep.Verdict = verdictLine(res)
+	rep.Machine = res.BusyNote()
 	rep.Latencies = []report.Latency{ackLatency(res, "ACK latency, whole run")}
 	for _, f := range res.Findings {
 		ex := f.Examples
