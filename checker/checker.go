@@ -26,6 +26,7 @@ const (
 	AckMismatch   = "ack-mismatch"
 	// The conversation (ledger version 3).
 	HistoryLost        = "history-lost"
+	DeleteLogDropped   = "delete-log-dropped"
 	HistoryMismatch    = "history-mismatch"
 	HistoryOverwritten = "history-overwritten"
 	HistoryDuplicated  = "history-duplicated"
@@ -43,13 +44,13 @@ const (
 // Names of the findings, in table order.
 var Names = []string{Lost, Duplicated, Unexpected, Recovered, Reordered, Skipped,
 	LostInStore, UnstoredAtAck, DoubleStored, SeqConflict, AckMismatch,
-	HistoryLost, HistoryMismatch, HistoryOverwritten, HistoryDuplicated, HistoryView, ConvPullWrong,
+	HistoryLost, DeleteLogDropped, HistoryMismatch, HistoryOverwritten, HistoryDuplicated, HistoryView, ConvPullWrong,
 	RetentionUnpulled, RetentionEarly, FailedButStored, RefusedAfterHeal, UnexplainedGap, RetryDuplicate}
 
 // Deciding are the findings that make a run invalid (unless allowed, see
 // Verdict.Judge).
 var Deciding = []string{Lost, Unexpected, Reordered, Skipped, LostInStore, UnstoredAtAck, DoubleStored, SeqConflict, AckMismatch,
-	HistoryLost, HistoryMismatch, HistoryOverwritten, HistoryDuplicated, HistoryView, ConvPullWrong,
+	HistoryLost, DeleteLogDropped, HistoryMismatch, HistoryOverwritten, HistoryDuplicated, HistoryView, ConvPullWrong,
 	RetentionUnpulled, RetentionEarly, FailedButStored, RefusedAfterHeal, UnexplainedGap}
 
 // Check names (Verdict.Checks).
@@ -62,6 +63,7 @@ const (
 	CheckHistoryPages   = "history-pages"
 	CheckConvPulls      = "conv-pulls"
 	CheckRetention      = "retention"
+	CheckDeleteLog      = "delete-log"
 	// The target's capabilities and the run's liveness bound.
 	CheckInbox    = "inbox"
 	CheckRetries  = "retries"
@@ -72,7 +74,9 @@ const (
 type Finding struct {
 	Name string `json:"name"`
 	// Count is the number of distinct messages concerned (for duplicated:
-	// extra copies; for lost, skipped and lost-in-store see Pairs).
+	// the extra copies, one per delivery beyond the first a device stored,
+	// so it is larger than the number of MsgIDs, the distinct messages
+	// copied; for lost, skipped and lost-in-store see Pairs).
 	Count int `json:"count"`
 	// Pairs counts (message, device) pairs for lost and skipped, (message,
 	// uid) pairs for lost-in-store and unstored-at-ack.

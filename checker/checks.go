@@ -15,7 +15,7 @@ import (
 // them.
 func (m *model) evidenceChecks() []CheckResult {
 	return []CheckResult{m.pullWitnessCheck(), m.storeWitnessCheck(), m.readAfterAckCheck(),
-		m.historyWitnessCheck(), m.historyPagesCheck(), m.convPullsCheck(), m.retentionCheck(),
+		m.historyWitnessCheck(), m.deleteLogCheck(), m.historyPagesCheck(), m.convPullsCheck(), m.retentionCheck(),
 		m.inboxCheck(), m.retriesCheck(), m.livenessCheck()}
 }
 

@@ -143,7 +143,24 @@
 //   - history-lost: an ACKed (or recovered) message whose conv_seq the
 //     history store holds nothing for, and no delete range covers, once the
 //     history tier has drained (history witness). A purged slot is a
-//     physical delete, not a loss.
+//     physical delete, not a loss. On a target with a delete log, a
+//     conv_seq a deletion answered ok covers that the log left out is
+//     delete-log-dropped instead: the witness reads a conversation as one
+//     of its members, whose history honours that member's deletes, so the
+//     message's absence may be the deletion's, and what is wrong is the
+//     log.
+//   - delete-log-dropped: on a target with a delete log (Tinode), a
+//     deletion answered ok before the history witness read the log that
+//     the log does not hold as the uid it applies to reads it (ranges for
+//     everyone or for that uid): a delete for oneself (that uid's log), a
+//     clear (that uid's log, conv_seqs 1 up to the min_seq it answered), a
+//     revoke, a delete for everyone there (every member's log: a range for
+//     everyone). Told apart from a lost message by the answered deletion
+//     that covers it: without one, a conv_seq missing from the history and
+//     from the log is history-lost. As with the delete ranges, the witness
+//     does not name the member it read as, so a dropped deletion by any
+//     member covers a message missing from its read. Judged for the
+//     conversations the history witness judges (check delete-log).
 //   - history-mismatch: a message the history store holds at its conv_seq
 //     with another sender or content tag, or in a state no action explains
 //     at the time of the read: revoked (or not) when a revoke must not (or

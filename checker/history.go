@@ -29,12 +29,14 @@ func (m *model) judgedConvs() []*conversation {
 }
 
 // validateHistoryLost: an ACKed (or recovered) message whose conv_seq the
-// history store holds nothing for, with no delete range over it.
+// history store holds nothing for, with no delete range over it and, on a
+// target with a delete log, no deletion answered ok that the log left out
+// (delete-log-dropped).
 func validateHistoryLost(m *model, f *marker) {
-	delLog := m.ev.target.Offers(ledger.DelRangeCapability)
+	delLog := m.delLog
 	for _, c := range m.judgedConvs() {
 		for _, seq := range slices.Sorted(maps.Keys(c.msgs)) {
-			if _, ok := c.slots[seq]; ok || c.deletedRange(seq, 0) || delLog && c.deletedAny(seq) {
+			if _, ok := c.slots[seq]; ok || c.deletedRange(seq, 0) || delLog && (c.deletedAny(seq) || m.droppedAt(c, seq)) {
 				continue
 			}
 			f.conv(c.id)

@@ -223,8 +223,9 @@ type model struct {
 	// (nil: not made).
 	historyJudged func(conv uint64) bool
 	retention     []ledger.RetentionSettings
-	liveness      *Liveness // the run's heal time and bound (nil: none stated)
-	delLog        bool      // the target keeps a delete log (ledger.DelRangeCapability)
+	liveness      *Liveness               // the run's heal time and bound (nil: none stated)
+	delLog        bool                    // the target keeps a delete log (ledger.DelRangeCapability)
+	dropped       map[uint64][]droppedDel // conv -> deletions its delete log leaves out (droppedDels)
 }
 
 // convAt is a place in a conversation.

@@ -32,6 +32,7 @@ var rules = []rule{
 	{LostInStore, validateLostInStore},
 	{UnstoredAtAck, validateUnstoredAtAck},
 	{HistoryLost, validateHistoryLost},
+	{DeleteLogDropped, validateDeleteLogDropped},
 	{HistoryMismatch, validateHistoryMismatch},
 	{HistoryOverwritten, validateHistoryOverwritten},
 	{HistoryDuplicated, validateHistoryDuplicated},

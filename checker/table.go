@@ -74,7 +74,11 @@ func (v *Verdict) WriteTable(w io.Writer) {
 		if f.NotMade != "" {
 			count = "NOT MADE"
 		}
-		fmt.Fprintf(w, "%-22s %9s %9s  %s\n", name, count, pairs, strings.Join(ids, " "))
+		list := strings.Join(ids, " ")
+		if n == Duplicated && f.Count > 0 {
+			list = fmt.Sprintf("(%d extra copies of %d msg_ids) %s", f.Count, len(f.MsgIDs), list)
+		}
+		fmt.Fprintf(w, "%-22s %9s %9s  %s\n", name, count, pairs, list)
 		for _, e := range f.Examples {
 			fmt.Fprintf(w, "%-22s %9s %9s    e.g. %s\n", "", "", "", e)
 		}

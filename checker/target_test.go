@@ -31,6 +31,7 @@ type tinode struct {
 	pages      []ledger.HistoryPage
 	revokes    []ledger.MsgAction
 	deletes    []ledger.MsgAction
+	clears     []ledger.Clear
 	attempts   []ledger.Attempt
 	deliveries []ledger.Delivery
 	slots      []ledger.Slot
@@ -90,6 +91,9 @@ func (w *tinode) check(t *testing.T, opts Options) *Verdict {
 	}
 	for _, a := range w.deletes {
 		s.Delete(a)
+	}
+	for _, a := range w.clears {
+		s.Clear(a)
 	}
 	s.Device(ledger.Device{Dev: 0, UID: 1, Kind: ledger.Online, DID: "a"})
 	s.Device(ledger.Device{Dev: 1, UID: 2, Kind: ledger.Online, DID: "b"})
@@ -372,4 +376,67 @@ func TestDeleteRangeAloneHidesNothing(t *testing.T) {
 	expect(t, w.check(t, Options{}), false, want{HistoryView: {201}})
 	w.deletes = nil
 	expect(t, w.check(t, Options{}), false, want{HistoryView: {201}})
+}
+
+// TestDeleteLogDropped: a deletion answered ok that the delete log leaves
+// out is delete-log-dropped, and the message it hides from the history
+// witness is not history-lost; without an answered deletion the same
+// absence is history-lost.
+func TestDeleteLogDropped(t *testing.T) {
+	caps := &ledger.Capabilities{Driver: "tinode", Actions: []string{"history", "revoke", "delete", "clear", ledger.DelRangeCapability}}
+	act := func(dev uint32, at int) ledger.Act {
+		return ledger.Act{Dev: dev, ConvID: 7, Intended: ms(at), Started: ms(at), Ended: ms(at + 1), Outcome: ledger.OK, Status: 200}
+	}
+	// uid 1 (the witness's reader) deletes 201 for itself at 50 ms: the
+	// witness's read lacks it.
+	world := func() *tinode {
+		w := tinodeValid()
+		w.caps = caps
+		w.deletes = []ledger.MsgAction{{Act: act(0, 50), ConvSeq: 1}}
+		w.slots = w.slots[1:]
+		w.ranges = []ledger.DelRange{{ConvID: 7, From: 1, To: 1, UID: 1, At: time.Second}}
+		return w
+	}
+	v := world().check(t, Options{})
+	expect(t, v, true, want{})
+	if ch := checkOf(t, v, CheckDeleteLog); !ch.Made {
+		t.Fatalf("%+v", ch)
+	}
+	w := world()
+	w.ranges = nil // the log leaves the delete out
+	v = w.check(t, Options{})
+	expect(t, v, false, want{DeleteLogDropped: {201}})
+	findingHas(t, v, DeleteLogDropped, "conv 7 conv_seq 1: device 0's delete answered ok, yet uid 1's delete log does not hold it")
+	// Another uid's range is not uid 1's.
+	w.ranges = []ledger.DelRange{{ConvID: 7, From: 1, To: 1, UID: 2, At: time.Second}}
+	expect(t, w.check(t, Options{}), false, want{DeleteLogDropped: {201}})
+	// The delete unanswered: nothing says it happened, the absence is a loss.
+	w.ranges = nil
+	w.deletes[0].Outcome, w.deletes[0].Status = ledger.Unknown, 0
+	expect(t, w.check(t, Options{}), false, want{HistoryLost: {201}})
+	// A clear by uid 2 up to 2 answered ok, its log holding only 1 (the
+	// range after it swallowed): 202 dropped; the read as uid 1 holds both.
+	w = tinodeValid()
+	w.caps = caps
+	w.clears = []ledger.Clear{{Act: act(1, 60), MinSeq: 2}}
+	w.ranges = []ledger.DelRange{{ConvID: 7, From: 1, To: 1, UID: 2, At: time.Second}}
+	expect(t, w.check(t, Options{}), false, want{DeleteLogDropped: {202}})
+	w.ranges[0].To = 2
+	expect(t, w.check(t, Options{}), true, want{})
+	// A revoke is a delete for everyone: a range held by one member only
+	// is dropped from the other's log.
+	w = tinodeValid()
+	w.caps = caps
+	w.revokes = []ledger.MsgAction{{Act: act(0, 50), ConvSeq: 1}}
+	w.slots = w.slots[1:]
+	w.ranges = []ledger.DelRange{{ConvID: 7, From: 1, To: 1, UID: 2, At: time.Second}}
+	expect(t, w.check(t, Options{}), false, want{DeleteLogDropped: {201}})
+	w.ranges[0].UID = 0
+	expect(t, w.check(t, Options{}), true, want{})
+	// A target without a delete log does not exercise the check.
+	w = tinodeValid()
+	w.caps = &ledger.Capabilities{Driver: "tinode", Actions: []string{"history"}}
+	if ch := checkOf(t, w.check(t, Options{}), CheckDeleteLog); ch.Made || !ch.Unexercised {
+		t.Fatalf("%+v", ch)
+	}
 }

@@ -20,6 +20,10 @@ const (
 	VSame      = "~" // the U test cannot tell the sides apart
 	VWithin    = "within tolerance"
 	VNew       = "new metric" // only the new side measured it
+	// VUnlike: a measured metric worse beyond tolerance between sides
+	// measured on unlike backends or machines, or under unlike machine
+	// load: it fails the gate (see the package doc) and says why.
+	VUnlike = "REGRESSED (unlike sides)"
 )
 
 // Methods say how a verdict was reached.
@@ -60,7 +64,7 @@ type Row struct {
 
 // Bad tells whether the row fails the gate.
 func (r Row) Bad() bool {
-	return r.Verdict == VRegressed || r.Verdict == VFailed || r.Verdict == VMissing
+	return r.Verdict == VRegressed || r.Verdict == VUnlike || r.Verdict == VFailed || r.Verdict == VMissing
 }
 
 // Report is a whole comparison.
@@ -75,6 +79,10 @@ type Report struct {
 	// Mismatch is set when runs of different subjects were compared on
 	// purpose (AllowMismatch).
 	Mismatch string `json:"mismatch,omitempty"`
+	// Unlike says how the sides differ in where they were measured
+	// (backends, machine, machine load); nil: alike as far as the files
+	// say. The measured rows are then labelled (VUnlike, notes).
+	Unlike []string `json:"unlike_sides,omitempty"`
 }
 
 // Regressed tells whether any metric fails the gate.
@@ -136,6 +144,8 @@ func Compare(base, nw []*Run, o Options) (*Report, error) {
 	if len(rep.Rows) == 0 {
 		return nil, fmt.Errorf("%w: no metric in common", ErrInput)
 	}
+	rep.Unlike = unlikeSides(base, nw)
+	markUnlike(rep.Rows, rep.Unlike)
 	for _, r := range slices.Concat(base, nw) {
 		for _, n := range r.Notes {
 			rep.Notes = append(rep.Notes, r.Path+": "+n)

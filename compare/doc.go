@@ -23,9 +23,23 @@
 //     the gate whenever a new run does not hold them.
 //   - A metric the base measured and no new run did is MISSING: a failed
 //     measurement is unknown, never zero, and an unknown does not pass.
+//   - Unlike sides: when the base and new runs were measured on different
+//     backends (a scenario result's backends: embedded or external, their
+//     versions), machines (CPU count, host) or under machine loads more
+//     than LoadGap per CPU apart (the 1-minute load average at each run's
+//     start), every report form says so at the top (text, Markdown, the
+//     JSON's unlike_sides, JUnit's output), and each measured row (latency,
+//     rate, lag, recovery) carries it in its note. A measured metric worse
+//     beyond tolerance is then REGRESSED (unlike sides), and it still fails
+//     the gate: the gate cannot tell the change's cost from the machine's,
+//     and a figure it cannot attribute is not a pass (as an unknown is
+//     not), so the way to clear it is a like-for-like run, which the label
+//     asks for. Safety and must-hold metrics do not depend on the machine
+//     and are gated as always.
 //
 // Read does not trust a figure a run did not measure: a latency quantile
-// with no samples, a lag with no polls, a rate of a run that sent nothing
+// with no samples, a lag with no polls (a run with no queue in its topology says so, one whose
+// polls all failed says that), a rate of a run that sent nothing
 // is left out of the run's metrics (and so compares as missing).
 //
 // The package reads result files as JSON (the lab's published formats); it

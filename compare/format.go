@@ -70,10 +70,14 @@ func (r *Report) Outcome() string {
 	if !r.NoiseRun {
 		method = "decided by tolerance alone: no noise test was possible with these runs"
 	}
-	if bad > 0 {
-		return fmt.Sprintf("REGRESSION: %d of %d metrics failed the gate (%s)", bad, len(r.Rows), method)
+	unlike := ""
+	if len(r.Unlike) > 0 {
+		unlike = "; UNLIKE SIDES, latency and rate not like for like: " + strings.Join(r.Unlike, "; ")
 	}
-	return fmt.Sprintf("no regression in %d metrics (%s)", len(r.Rows), method)
+	if bad > 0 {
+		return fmt.Sprintf("REGRESSION: %d of %d metrics failed the gate (%s)%s", bad, len(r.Rows), method, unlike)
+	}
+	return fmt.Sprintf("no regression in %d metrics (%s)%s", len(r.Rows), method, unlike)
 }
 
 // WriteText writes the table for a terminal.
@@ -82,6 +86,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "%s: %d base run(s) against %d new run(s)\n", r.Subject, len(r.Base), len(r.New))
 	if r.Mismatch != "" {
 		fmt.Fprintf(&b, "subjects differ, %s\n", r.Mismatch)
+	}
+	for _, u := range r.Unlike {
+		fmt.Fprintf(&b, "UNLIKE SIDES: %s\n", u)
 	}
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "metric\tbase\tnew\tdelta\tp\tn\ttolerance\tverdict\tmethod")
@@ -115,6 +122,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(&b, "### %s imlab compare: %s\n\n%s. %d base run(s), %d new run(s).\n\n", mark, mdEscape(r.Subject), r.Outcome(), len(r.Base), len(r.New))
 	if r.Mismatch != "" {
 		fmt.Fprintf(&b, "Subjects differ, %s.\n\n", mdEscape(r.Mismatch))
+	}
+	for _, u := range r.Unlike {
+		fmt.Fprintf(&b, "> **Unlike sides**: %s. Latency and rate rows compare unlike runs; a regression among them is marked and fails the gate until a like-for-like run clears it.\n\n", mdEscape(u))
 	}
 	fmt.Fprintln(&b, "| metric | base | new | delta | p | n | tolerance | verdict | method |")
 	fmt.Fprintln(&b, "|---|---:|---:|---:|---:|---:|---|---|---|")

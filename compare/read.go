@@ -55,6 +55,8 @@ type Run struct {
 	Findings map[string]bool
 	// Notes say why a metric is absent (not measured).
 	Notes []string
+	// Env is where the run was measured (zero: not recorded).
+	Env Env
 }
 
 // Read reads one result: a file, or a directory holding result.json or
@@ -137,7 +139,48 @@ func Parse(path string, b []byte) (*Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrInput, path, err)
 	}
+	run.Env = envOf(b)
 	return run, nil
+}
+
+// envOf reads where a run was measured from any of the three files: a
+// scenario's backends, load average and the generator's CPU count, a
+// capacity search's machine, a load summary's CPU count and host.
+func envOf(b []byte) Env {
+	var f struct {
+		Backends string `json:"backends"`
+		LabCPU   *struct {
+			CPUs int `json:"cpus"`
+		} `json:"lab_cpu"`
+		LoadAverage *struct {
+			Start [3]float64 `json:"start"`
+		} `json:"load_average"`
+		Machine *struct {
+			CPUs     int    `json:"cpus"`
+			Hostname string `json:"hostname"`
+		} `json:"machine"`
+		Split *struct {
+			Host string `json:"host"`
+		} `json:"split"`
+	}
+	if json.Unmarshal(b, &f) != nil {
+		return Env{}
+	}
+	e := Env{Backends: f.Backends}
+	if f.LabCPU != nil {
+		e.CPUs = f.LabCPU.CPUs
+	}
+	if f.LoadAverage != nil {
+		l := f.LoadAverage.Start[0]
+		e.Load1 = &l
+	}
+	if m := f.Machine; m != nil {
+		e.CPUs, e.Host = max(e.CPUs, m.CPUs), m.Hostname
+	}
+	if f.Split != nil {
+		e.Host = f.Split.Host
+	}
+	return e
 }
 
 // formatOf is the file's "format" field (nil when it has none).
@@ -416,7 +459,10 @@ func readVerdict(path string, b []byte, r *Run) error {
 	return nil
 }
 
-// lagMetric is the largest lag age over the answered polls.
+// lagMetric is the largest lag age over the answered polls. A run
+// without a single poll had no queue (the runner polls whenever the
+// topology has consumer groups): that is said, not taken for a failed
+// measurement.
 func lagMetric(r *Run, s scenarioResult) {
 	answered, unknown, most := 0, 0, 0.0
 	for _, l := range s.Lag {
@@ -429,8 +475,12 @@ func lagMetric(r *Run, s scenarioResult) {
 			most = max(most, v)
 		}
 	}
-	if answered == 0 {
-		r.note("lag: no lag poll answered")
+	switch {
+	case len(s.Lag) == 0:
+		r.note("lag: no queue in this topology (no consumer group: nothing to poll, no lag to compare)")
+		return
+	case answered == 0:
+		r.note("lag: no lag poll answered (%d polls, every one failed or incomplete): unknown", len(s.Lag))
 		return
 	}
 	r.Metrics[MLag] = most

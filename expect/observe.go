@@ -94,7 +94,8 @@ func Findings(v *checker.Verdict) []result.FindingSummary {
 		if len(ids) > result.MaxListedIDs {
 			ids = ids[:result.MaxListedIDs]
 		}
-		out = append(out, result.FindingSummary{Name: name, Count: uint64(f.Count), Pairs: uint64(f.Pairs), MsgIDs: ids, Examples: f.Examples, NotMade: f.NotMade})
+		out = append(out, result.FindingSummary{Name: name, Count: uint64(f.Count), Pairs: uint64(f.Pairs), MsgIDs: ids, Examples: f.Examples, NotMade: f.NotMade,
+			Messages: uint64(len(f.MsgIDs))})
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +38,12 @@ func runTinodeFakeMix(t *testing.T, prepare func(*tinodefake.Server), mix Mix) (
 	if prepare != nil {
 		prepare(srv)
 	}
+	return runChecked(t, cfg)
+}
+
+// runChecked runs cfg's load, bounded by testBound, and judges its ledger.
+func runChecked(t *testing.T, cfg Config) (*Summary, *checker.Verdict) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testBound)
 	defer cancel()
 	sum, err := Run(ctx, cfg)
@@ -89,6 +96,29 @@ func TestTinodeLoadMix(t *testing.T) {
 	}
 }
 
+// TestTinodeLoadDeleteLogDropped: deletes the fake applies and answers ok
+// but leaves out of its delete log (Tinode's range flattening swallowing
+// ranges) make the run INVALID through delete-log-dropped, not
+// history-lost: the deletions were answered, the log is what is wrong.
+func TestTinodeLoadDeleteLogDropped(t *testing.T) {
+	// No clears: a later clear by the same user would put a dropped
+	// delete's conv_seq back into the log.
+	mix := Mix{EnterOnOnline: 1, OpenOnPush: 0.5, HistoryPage: 20, Revoke: 0.05, Delete: 0.3, Read: 0.8}
+	sum, v := runTinodeFakeMix(t, func(s *tinodefake.Server) { s.DropDelLog("", 5) }, mix)
+	if m := sum.Mix; m == nil || m.Deletes < 5 {
+		t.Fatalf("mix %+v", m)
+	}
+	t.Logf("mix %+v; findings %v", sum.Mix, counts(v))
+	if v.Valid || v.Findings[checker.DeleteLogDropped].Count == 0 {
+		t.Fatalf("valid %v findings %v", v.Valid, counts(v))
+	}
+	for n, c := range counts(v) {
+		if n != checker.DeleteLogDropped && slices.Contains(checker.Deciding, n) {
+			t.Errorf("%s %d: only the delete log is wrong", n, c)
+		}
+	}
+}
+
 // counts lists the findings with a count.
 func counts(v *checker.Verdict) map[string]int {
 	out := map[string]int{}
@@ -124,16 +154,7 @@ func TestTinodeLoadReal(t *testing.T) {
 	cfg.Pop.Users, cfg.Pop.Groups = 12, 3
 	cfg.Pop.ComeBackEvery = 5 * time.Second
 	cfg.Timeout = 10 * time.Second
-	ctx, cancel := context.WithTimeout(context.Background(), testBound)
-	defer cancel()
-	sum, err := Run(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := checker.CheckSourcesWith([]checker.Source{{Dir: cfg.RunDir}}, checker.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum, v := runChecked(t, cfg)
 	if !v.Valid || sum.OK != 250 || len(sum.Errors) > 0 {
 		t.Fatalf("valid %v ok %d fail %d unknown %d errors %v findings %v", v.Valid, sum.OK, sum.Fail, sum.Unknown, sum.Errors, v.Findings)
 	}
@@ -163,18 +184,9 @@ func TestTinodeRetryAfterUnknownIsUnknown(t *testing.T) {
 		srv.DropOnPublish("", 1, true)
 		srv.HoleNext("", 1, tinodefake.ReplyError)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), testBound)
-	defer cancel()
-	sum, err := Run(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum, v := runChecked(t, cfg)
 	if !started {
 		t.Fatal("OnStart not called")
-	}
-	v, err := checker.CheckSourcesWith([]checker.Source{{Dir: cfg.RunDir}}, checker.Options{})
-	if err != nil {
-		t.Fatal(err)
 	}
 	if sum.Fail != 0 || sum.Unknown != 1 || sum.RetriedSends != 1 {
 		t.Fatalf("fail %d unknown %d retried %d (want 0, 1, 1) findings %v", sum.Fail, sum.Unknown, sum.RetriedSends, v.Findings)

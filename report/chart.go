@@ -231,11 +231,16 @@ func cleanMarks(where string, c *Chart) ([]Mark, error) {
 
 // xNames names values of a chart's x axis: the page's time (own nil) or
 // the chart's own XAxis.
-type xNames struct{ own *XAxis }
+type xNames struct {
+	own  *XAxis
+	time string // the page's time axis caption ("": time since start)
+}
 
 // caption is the axis' caption under the plot.
 func (n xNames) caption() string {
 	switch {
+	case n.own == nil && n.time != "":
+		return n.time + " (s)"
 	case n.own == nil:
 		return "time since start (s)"
 	case n.own.Unit == "":
@@ -276,8 +281,8 @@ func decimate(pts []Point, limit int) []Point {
 //
 // A chart with its own x axis is laid out on it instead, from 0 (or below)
 // to its last point, gap or mark, with its marks for markers.
-func drawChart(ci int, c cleanChart, markers []Marker, tmin, tmax float64) (chartView, []markerNote, error) {
-	xn := xNames{own: c.xaxis}
+func drawChart(ci int, c cleanChart, markers []Marker, tmin, tmax float64, timeAxis string) (chartView, []markerNote, error) {
+	xn := xNames{own: c.xaxis, time: timeAxis}
 	if c.xaxis != nil {
 		tmin, tmax = c.span(0, 0)
 		markers = make([]Marker, 0, len(c.marks))

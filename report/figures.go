@@ -27,7 +27,7 @@ func Figures(charts []Chart) ([]template.HTML, []string, error) {
 		clean = append(clean, c)
 		notes = append(notes, n...)
 	}
-	views, _, err := drawCharts(clean, nil)
+	views, _, err := drawCharts(clean, nil, "")
 	if err != nil {
 		return nil, nil, err
 	}

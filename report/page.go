@@ -23,6 +23,7 @@ type page struct {
 	Backends     string
 	Verdict      string
 	VerdictClass string
+	Machine      string
 	Load         *loadView
 	// FindingsLine sums up the non-zero findings for the header ("" with
 	// no findings given).
@@ -116,6 +117,7 @@ func buildPage(r *Report) (*page, error) {
 		Backends:     r.Backends,
 		Verdict:      r.Verdict,
 		VerdictClass: verdictClass(r.Verdict),
+		Machine:      r.Machine,
 		Settings:     slices.Clone(r.Settings),
 		Checks:       slices.Clone(r.Checks),
 		Tables:       tables,
@@ -142,7 +144,7 @@ func buildPage(r *Report) (*page, error) {
 		}
 		p.Markers = append(p.Markers, markerRow{T: formatValue(m.T) + " s", Kind: m.Kind, Label: m.Label})
 	}
-	p.Charts, p.MarkerNotes, err = drawCharts(charts, markers)
+	p.Charts, p.MarkerNotes, err = drawCharts(charts, markers, r.TimeAxis)
 	if err != nil {
 		return nil, err
 	}
@@ -153,13 +155,13 @@ func buildPage(r *Report) (*page, error) {
 // drawn on time, so that a moment lines up across them, with the page's
 // markers (their footnotes, the same on every such chart, are returned
 // once); a chart with an axis of its own is drawn on it with its marks.
-func drawCharts(charts []cleanChart, markers []Marker) ([]chartView, []markerNote, error) {
+func drawCharts(charts []cleanChart, markers []Marker, timeAxis string) ([]chartView, []markerNote, error) {
 	tlo, thi := timeSpan(charts, markers)
 	var views []chartView
 	var pageNotes []markerNote
 	noted := false
 	for ci, c := range charts {
-		cv, notes, err := drawChart(ci, c, markers, tlo, thi)
+		cv, notes, err := drawChart(ci, c, markers, tlo, thi, timeAxis)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -234,7 +236,7 @@ func tableViews(ts []Table) ([]tableView, error) {
 // findingViewOf is one finding's row: its count (or "not made"), its
 // examples and msg_ids cut to MaxExamples.
 func findingViewOf(f Finding) findingView {
-	fv := findingView{Name: f.Name, Count: f.Count, Shown: strconv.FormatUint(f.Count, 10), Class: findingClass(lastWord(f.Name), f.Count)}
+	fv := findingView{Name: f.Name, Count: f.Count, Shown: cmp.Or(f.Counted, strconv.FormatUint(f.Count, 10)), Class: findingClass(lastWord(f.Name), f.Count)}
 	if f.NotMade {
 		fv.Shown, fv.Class = "not made", "unknown"
 	}

@@ -146,6 +146,10 @@ type Finding struct {
 	// MsgIDs are the messages concerned (possibly only the first of
 	// them); the first MaxExamples are listed after the examples.
 	MsgIDs []uint64 `json:"msg_ids,omitempty"`
+	// Counted, when set, is shown instead of the bare Count: the count
+	// with what it counts where that is not messages ("4275 extra copies
+	// of 3869 msg_ids").
+	Counted string `json:"counted,omitempty"`
 	// NotMade, when set, says the checker could not judge this finding:
 	// its count says nothing and is shown as "not made", never as 0.
 	NotMade bool `json:"not_made,omitempty"`
@@ -179,6 +183,13 @@ type Report struct {
 	Backends      string      // e.g. "mysql=external mariadb 10.11; redis=external redis 7.0.15; kafka=embedded kfake"
 	Settings      [][2]string // key/value rows: policy, allocator, rate shape, users, devices...
 	Verdict       string      // "VALID" / "INVALID"
+	// Machine, when set, is a warning on the machine the figures were
+	// measured on (busy with other work), shown beside the verdict at the
+	// top of the page.
+	Machine string
+	// TimeAxis captions the time axis of the charts drawn on time ("":
+	// "time since start"; a review page says what its t = 0 is).
+	TimeAxis string
 	// Load is the load verdict shown beside the safety verdict (nil: the
 	// load did not run, or the page has none).
 	Load     *LoadVerdict

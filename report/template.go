@@ -61,7 +61,8 @@ p.glossary dfn{font-style:normal;font-weight:bold}
 <tr><th>Started</th><td>{{if .StartedAt}}{{.StartedAt}}{{else}}unknown{{end}}</td></tr>
 <tr><th>{{.DurationName}}</th><td>{{.Duration}}</td></tr>
 <tr><th>Safety verdict</th><td><span class="verdict {{.VerdictClass}}">{{if .Verdict}}{{.Verdict}}{{else}}none{{end}}</span></td></tr>
-{{if .FindingsLine}}<tr><th>Findings</th><td><span class="findings-line {{.FindingsClass}}">{{.FindingsLine}}</span></td></tr>
+{{with .Machine}}<tr class="warn machine"><th>Machine</th><td>{{.}}</td></tr>
+{{end}}{{if .FindingsLine}}<tr><th>Findings</th><td><span class="findings-line {{.FindingsClass}}">{{.FindingsLine}}</span></td></tr>
 {{end}}{{with .Load}}<tr class="load-row"><th>Load</th><td><b class="load {{.Class}}">{{.Label}}</b>{{if .Cause}}: {{.Cause}}{{end}}{{if .Detail}} <small>{{.Detail}}</small>{{end}}</td></tr>
 {{end}}{{range .Latencies}}<tr class="latency{{if .Unknown}} unknown{{end}}"><th>{{.Name}}</th><td><b>{{.Figures}}</b> <small>{{.Detail}}</small></td></tr>
 {{end}}<tr><th>Backends</th><td>{{if .Backends}}{{.Backends}}{{else}}unknown{{end}}</td></tr>

@@ -27,6 +27,27 @@ func (l LoadAverage) String() string {
 	return s
 }
 
+// CPUs is the CPU count of the machine r ran on: the generator's record
+// of it, else this machine's.
+func (r *Result) CPUs() int {
+	if r.LabCPU != nil && r.LabCPU.CPUs > 0 {
+		return r.LabCPU.CPUs
+	}
+	return runtime.NumCPU()
+}
+
+// BusyNote is the warning a page shows beside the verdict when the
+// machine was busy as the run began ("" when it was not, or the load
+// average was not recorded).
+func (r *Result) BusyNote() string {
+	la := r.LoadAverage
+	if la == nil || !la.Busy(r.CPUs()) {
+		return ""
+	}
+	return fmt.Sprintf("BUSY: the 1-minute load average was %.2f on %d CPUs when this run started (%.2f at its end): other work held the cores, so its latency and rate figures describe a shared machine, not the target alone",
+		la.Start[0], r.CPUs(), la.End[0])
+}
+
 // Busy tells whether the 1-minute load average was above cpus when the run
 // started (other work, or the run before it, held the cores): the run's
 // own load is not in that figure yet.

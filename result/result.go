@@ -165,6 +165,24 @@ type FindingSummary struct {
 	Pairs    uint64   `json:"pairs,omitempty"`
 	MsgIDs   []uint64 `json:"msg_ids,omitempty"`
 	Examples []string `json:"examples,omitempty"`
+	// Messages is how many distinct msg_ids the finding concerns (MsgIDs
+	// lists at most MaxListedIDs of them); it differs from Count for
+	// duplicated, whose Count is the extra copies (0 in results written
+	// before it was recorded).
+	Messages uint64 `json:"messages,omitempty"`
+}
+
+// CountText is the finding's count with what it counts where that is not
+// messages: "4275 extra copies of 3869 msg_ids" for duplicated (a copy
+// per delivery beyond a device's first), the bare count otherwise.
+func (f FindingSummary) CountText() string {
+	if f.Name != checker.Duplicated || f.Count == 0 {
+		return fmt.Sprint(f.Count)
+	}
+	if f.Messages == 0 {
+		return fmt.Sprintf("%d extra copies (deliveries beyond a device's first; how many msg_ids was not recorded in this result)", f.Count)
+	}
+	return fmt.Sprintf("%d extra copies of %d msg_ids", f.Count, f.Messages)
 }
 
 // Result is what a scenario run produced; written as result.json.

@@ -521,8 +521,17 @@ func (s *Service) MarkRead(ctx context.Context, uid, convID, fromSeq, toSeq uint
 	byDoc := map[string]bson.D{}
 	var docOrder []string
 	var changed []uint64
+	// marked: slots the store holds marked already. An earlier mark-read
+	// whose update landed after its caller gave up (the store finishes a
+	// write whatever the caller's deadline) never refreshed the cache:
+	// the cache may still show them unread, so they are stored again (the
+	// cache keeps the higher version).
+	var marked []Slot
 	for _, seq := range seqs {
 		sl := rr.Slots[seq]
+		if sl.State == SlotFilled && sl.Msg.SenderUID != uid && sl.IsRead {
+			marked = append(marked, sl)
+		}
 		if sl.State != SlotFilled || sl.Msg.SenderUID == uid || sl.IsRead {
 			continue
 		}
@@ -558,16 +567,18 @@ func (s *Service) MarkRead(ctx context.Context, uid, convID, fromSeq, toSeq uint
 			return err
 		}
 	}
-	if len(changed) == 0 || s.cache == nil {
+	if s.cache == nil || len(changed)+len(marked) == 0 {
 		return nil
 	}
-	after, err := s.store.ReadSlots(ctx, convID, changed)
-	if err != nil {
-		return err
-	}
-	fill := make([]Slot, 0, len(changed))
-	for _, seq := range changed {
-		fill = append(fill, after.Slots[seq])
+	fill := marked
+	if len(changed) > 0 {
+		after, err := s.store.ReadSlots(ctx, convID, changed)
+		if err != nil {
+			return err
+		}
+		for _, seq := range changed {
+			fill = append(fill, after.Slots[seq])
+		}
 	}
 	return s.cache.put(ctx, convID, fill)
 }

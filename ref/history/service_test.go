@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.mongodb.org/mongo-driver/bson"
 
 	"imlab/internal/testenv"
 	"imlab/ref/model"
@@ -603,4 +604,31 @@ func counterValue(t *testing.T, vec *prometheus.CounterVec, result string) float
 		}
 	}
 	return 0
+}
+
+// A mark-read whose update landed after its caller gave up never
+// refreshed the cache; the next mark-read finds the slot marked in the
+// store and must still make the cache show it, or pages served from the
+// cache show a mark-read answered ok as unread.
+func TestMarkReadRefreshesACacheAnEarlierMarkLeftStale(t *testing.T) {
+	ctx := context.Background()
+	conv, _ := model.SingleConvID(1, 2)
+	f := newFixture(t, fakeMembers{}, nil, nil)
+	f.write(t, msgsFor(conv, 1, 4, 1, 2))
+	f.history(t, 2, conv, 1, 4) // the cache holds seq 1 unread
+	docID, _ := f.store.layout.DocID(conv, 1)
+	if _, err := f.store.updateSlot(ctx, docID, bson.D{
+		{Key: "$set", Value: bson.D{{Key: slotPath(0, "is_read"), Value: true}}},
+		{Key: "$inc", Value: bson.D{{Key: slotPath(0, "v"), Value: int64(1)}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.svc.MarkRead(ctx, 2, conv, 1, 4); err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range f.history(t, 2, conv, 1, 4) {
+		if it.ConvSeq%2 == 1 && (it.IsRead == nil || !*it.IsRead) {
+			t.Errorf("seq %d is_read %v after a mark-read answered ok", it.ConvSeq, it.IsRead)
+		}
+	}
 }

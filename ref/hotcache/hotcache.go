@@ -624,12 +624,35 @@ func (c *Cache) Invalidate(ctx context.Context, uid uint64) error {
 
 // GetCursor reads the cursor cache. ok is false on a miss.
 func (c *Cache) GetCursor(ctx context.Context, uid uint64, did string) (seq uint64, ok bool, err error) {
+	return c.GetCursorAlong(ctx, uid, did, nil)
+}
+
+// GetCursorAlong is GetCursor with the commands queue adds (ref/pull's rate
+// limit) sent in the same pipeline, ahead of the read: one round trip for
+// both. queue is not called when the cache is bypassed (then neither is
+// sent); nil queues nothing.
+func (c *Cache) GetCursorAlong(ctx context.Context, uid uint64, did string, queue func(context.Context, redis.Pipeliner)) (seq uint64, ok bool, err error) {
 	if c.bypass("cursor") {
 		return 0, false, errBypass
 	}
 	ctx, cancel := c.tctx(ctx)
 	defer cancel()
-	s, err := c.rdb.Get(ctx, c.keys.Cursor(uid, did)).Result()
+	var s string
+	if queue == nil {
+		s, err = c.rdb.Get(ctx, c.keys.Cursor(uid, did)).Result()
+	} else {
+		pipe := c.rdb.Pipeline()
+		queue(ctx, pipe)
+		get := pipe.Get(ctx, c.keys.Cursor(uid, did))
+		_, _ = pipe.Exec(ctx)
+		s, err = get.Result()
+	}
+	return c.cursorResult(ctx, s, err)
+}
+
+// cursorResult reads a cursor GET's answer: a miss, a Redis failure (which
+// starts the cooldown) or the seq.
+func (c *Cache) cursorResult(ctx context.Context, s string, err error) (seq uint64, ok bool, _ error) {
 	if errors.Is(err, redis.Nil) {
 		c.count("cursor", "miss")
 		return 0, false, nil

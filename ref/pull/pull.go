@@ -311,39 +311,10 @@ func (s *Service) Pull(ctx context.Context, uid uint64, did string, cursor *uint
 	case limit > s.cfg.MaxLimit:
 		return model.PullResult{}, fmt.Errorf("%w: limit %d exceeds the page limit %d", model.ErrInvalid, limit, s.cfg.MaxLimit)
 	}
-	var (
-		cur      uint64
-		pre      *hotcache.Span
-		spanDone bool
-	)
-	if cursor != nil && s.cache != nil && *cursor < hotcache.MaxSeq {
-		// One Redis round trip for the rate limit and the ZSet read.
-		cur = *cursor
-		now := time.Now()
-		var rl *redis.Cmd
-		sp, err := s.cache.SpanAlong(ctx, uid, cur, limit+1, s.limiter.queue(uid, now, &rl))
-		if err := s.limiter.result(ctx, uid, now, rl); err != nil {
-			return model.PullResult{}, err
-		}
-		if err == nil {
-			pre = &sp
-		}
-		spanDone = true
-	} else {
-		if err := s.limiter.allow(ctx, uid); err != nil {
-			return model.PullResult{}, err
-		}
-		if cursor != nil {
-			cur = *cursor
-		} else {
-			c, err := s.Cursor(ctx, uid, did)
-			if err != nil {
-				return model.PullResult{}, err
-			}
-			cur = c
-		}
+	cur, pre, spanDone, err := s.begin(ctx, uid, did, cursor, limit)
+	if err != nil {
+		return model.PullResult{}, err
 	}
-
 	res, fence, ok := s.fromCache(ctx, uid, cur, limit, full, pre, spanDone)
 	if !ok {
 		var err error
@@ -381,6 +352,45 @@ func (s *Service) Pull(ctx context.Context, uid uint64, did string, cursor *uint
 
 // fenceUnknown marks "seq_fence not read yet".
 const fenceUnknown = ^uint64(0)
+
+// begin is a pull's rate limit and where it starts: the given cursor, or
+// the device's. Each takes one Redis round trip for the limit and the first
+// read: with a cursor the ZSet's span (pre, spanDone; pre nil when the read
+// failed), without one the cursor cache (a miss reads MySQL).
+func (s *Service) begin(ctx context.Context, uid uint64, did string, cursor *uint64, limit int) (cur uint64, pre *hotcache.Span, spanDone bool, err error) {
+	now := time.Now()
+	var rl *redis.Cmd
+	switch {
+	case cursor != nil && s.cache != nil && *cursor < hotcache.MaxSeq:
+		cur = *cursor
+		sp, serr := s.cache.SpanAlong(ctx, uid, cur, limit+1, s.limiter.queue(uid, now, &rl))
+		if err := s.limiter.result(ctx, uid, now, rl); err != nil {
+			return 0, nil, false, err
+		}
+		if serr == nil {
+			pre = &sp
+		}
+		return cur, pre, true, nil
+	case cursor == nil && s.cache != nil:
+		v, ok, cerr := s.cache.GetCursorAlong(ctx, uid, did, s.limiter.queue(uid, now, &rl))
+		if err := s.limiter.result(ctx, uid, now, rl); err != nil {
+			return 0, nil, false, err
+		}
+		if cerr == nil && ok {
+			return v, nil, false, nil
+		}
+		cur, err = s.storedCursor(ctx, uid, did)
+		return cur, nil, false, err
+	}
+	if err := s.limiter.allow(ctx, uid); err != nil {
+		return 0, nil, false, err
+	}
+	if cursor != nil {
+		return *cursor, nil, false, nil
+	}
+	cur, err = s.Cursor(ctx, uid, did)
+	return cur, nil, false, err
+}
 
 // fromCache serves the page from the hot cache when it can prove it equal
 // to MySQL's. It returns the fence if it read it (else fenceUnknown).
@@ -906,6 +916,12 @@ func (s *Service) Cursor(ctx context.Context, uid uint64, did string) (uint64, e
 			return v, nil
 		}
 	}
+	return s.storedCursor(ctx, uid, did)
+}
+
+// storedCursor is Cursor after the cache missed: MySQL's cursor, put back
+// into the cache.
+func (s *Service) storedCursor(ctx context.Context, uid uint64, did string) (uint64, error) {
 	v, err := s.dbCursor(ctx, uid, did)
 	if err != nil {
 		return 0, err

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"imlab/internal/budget"
 	"imlab/internal/testenv"
 	"imlab/ref/hotcache"
 	"imlab/ref/model"
@@ -635,5 +636,62 @@ func TestRateLimitOnMiniredis(t *testing.T) {
 	}
 	if v := testenv.Metric(t, reg, "imlab_cache_requests_total", map[string]string{"cache": "ratelimit", "result": "fallback"}); v != 0 {
 		t.Fatalf("fell back %v times", v)
+	}
+}
+
+// TestCursorlessPullRoundTrips: a pull without a cursor sends its rate
+// limit with the cursor cache read, so it costs one Redis round trip more
+// than the same pull given that cursor (whose limit rides with the page
+// read), not two; it still starts after the stored cursor, and one the
+// limit refuses costs that one round trip.
+func TestCursorlessPullRoundTrips(t *testing.T) {
+	e := newEnv(t, func(p *pull.Config, _ *hotcache.Config) { p.RateLimit = 50; p.RateBurst = 4 })
+	ctx := context.Background()
+	const uid = 5
+	s := seqs(e.w.send(t, uid, 9, 6, false))
+	if _, err := e.svc.Pull(ctx, uid, "phone", nil, 2, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Ack(ctx, uid, "phone", s[1]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Cursor(ctx, uid, "phone"); err != nil { // the cursor cached
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the burst refilled
+	rc := budget.CountRedis(e.redis.Client)
+	trips := func(cursor *uint64) (int64, []uint64) {
+		t.Helper()
+		before := rc.Snapshot().RoundTrips
+		res, err := e.svc.Pull(ctx, uid, "phone", cursor, 2, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rc.Snapshot().RoundTrips - before, seqs(res.Msgs)
+	}
+	without, got := trips(nil)
+	if !slices.Equal(got, s[2:4]) {
+		t.Fatalf("pull without a cursor: %v, want %v", got, s[2:4])
+	}
+	with, got := trips(ptr(s[1]))
+	if !slices.Equal(got, s[2:4]) {
+		t.Fatalf("pull at the cursor: %v, want %v", got, s[2:4])
+	}
+	if without != with+1 {
+		t.Fatalf("round trips: %d without a cursor, %d with it: want one more", without, with)
+	}
+	// Past the burst: refused in one round trip.
+	var refused error
+	for i := 0; i < 10 && refused == nil; i++ {
+		before := rc.Snapshot().RoundTrips
+		_, refused = e.svc.Pull(ctx, uid, "phone", nil, 2, false)
+		if refused != nil {
+			if n := rc.Snapshot().RoundTrips - before; n != 1 {
+				t.Fatalf("refused pull: %d round trips, want 1", n)
+			}
+		}
+	}
+	if !errors.Is(refused, model.ErrRateLimited) {
+		t.Fatalf("no pull refused past the burst: %v", refused)
 	}
 }

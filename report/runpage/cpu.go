@@ -46,7 +46,11 @@ func reviewProcesses(runs []*result.Result, labels []string) report.Table {
 			if p.CPUSeconds != nil {
 				cpu = fmt.Sprintf("%.2f", *p.CPUSeconds)
 			}
-			t.Rows = append(t.Rows, []string{labels[i], p.Name, fmt.Sprint(p.PID), p.End, cpu, fmt.Sprint(acked), perMsg})
+			pid := "in-process (inside the runner)"
+			if p.Exec {
+				pid = fmt.Sprint(p.PID)
+			}
+			t.Rows = append(t.Rows, []string{labels[i], p.Name, pid, p.End, cpu, fmt.Sprint(acked), perMsg})
 		}
 	}
 	return t

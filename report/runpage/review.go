@@ -120,6 +120,8 @@ func Review(runs []*result.Result) (*report.Report, error) {
 		rep.Verdict = "invalid: " + rep.Verdict + " (" + strings.Join(invalid, "; ") + ")"
 	}
 	rep.Load = reviewLoad(runs, labels)
+	rep.Machine = reviewBusy(runs, labels)
+	rep.TimeAxis = "time since each run's alignment point: its burst start, else its first fault, else its time base"
 	rep.Tables = append(rep.Tables, runsTable(runs, labels), settingsDiff(runs, labels), reviewProcesses(runs, labels))
 	if slices.ContainsFunc(runs, func(r *result.Result) bool { return r.Recovery != nil }) {
 		rep.Tables = append(rep.Tables, reviewRecovery(runs, labels))
@@ -162,7 +164,7 @@ func reviewFindings(r *result.Result, label string) []report.Finding {
 		if f.NotMade != "" { // a count of 0 that says nothing
 			ex = append([]string{"NOT MADE: " + f.NotMade}, ex...)
 		}
-		out = append(out, report.Finding{Name: label + ": " + f.Name, Count: f.Count, Examples: ex, MsgIDs: f.MsgIDs, NotMade: f.NotMade != ""})
+		out = append(out, report.Finding{Name: label + ": " + f.Name, Count: f.Count, Counted: f.CountText(), Examples: ex, MsgIDs: f.MsgIDs, NotMade: f.NotMade != ""})
 	}
 	return out
 }
@@ -193,6 +195,22 @@ func reviewLoad(runs []*result.Result, labels []string) *report.LoadVerdict {
 		lv.Label = "every run within load"
 	}
 	return lv
+}
+
+// reviewBusy is the page's warning on the machine: the runs that began on
+// a busy machine ("" when none did).
+func reviewBusy(runs []*result.Result, labels []string) string {
+	var busy []string
+	for i, r := range runs {
+		if la := r.LoadAverage; la != nil && la.Busy(r.CPUs()) {
+			busy = append(busy, fmt.Sprintf("%s (1-minute load %.2f on %d CPUs at its start)", labels[i], la.Start[0], r.CPUs()))
+		}
+	}
+	if len(busy) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("BUSY: %d of %d runs started on a machine busy with other work: %s; their latency and rate figures describe a shared machine, and set beside the others they do not compare like for like",
+		len(busy), len(runs), strings.Join(busy, ", "))
 }
 
 // reviewFaults are every run's fault injections and heals, each shifted to

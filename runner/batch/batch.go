@@ -176,7 +176,11 @@ func PrintResult(w io.Writer, r *result.Result, dir string) {
 					ex[0] = "msg_ids " + ex[0]
 				}
 			}
-			fmt.Fprintf(w, "    %s: %d %s\n", f.Name, f.Count, strings.Join(ex, "; "))
+			eg := ""
+			if len(ex) > 0 {
+				eg = ", e.g. " + strings.Join(ex, "; ")
+			}
+			fmt.Fprintf(w, "    %s: %s%s\n", f.Name, f.CountText(), eg)
 		}
 	}
 	if len(r.Checks) > 0 {

@@ -176,6 +176,42 @@ func TestDelLogRows(t *testing.T) {
 	r.ctrl(400) // past the topic's seq
 }
 
+// TestDropDelLog: a {del} under DropDelLog is applied and answered ok but
+// left out of the delete log; the next one is logged again.
+func TestDropDelLog(t *testing.T) {
+	s := start(t, Config{})
+	r := dialRaw(t, s, "k")
+	r.login("alice")
+	r.send("sub", map[string]any{"topic": "new"})
+	grp := r.ctrl(200)["topic"].(string)
+	for range 3 {
+		r.send("pub", map[string]any{"topic": grp, "noecho": true, "content": "x"})
+		r.ctrl(202)
+	}
+	s.DropDelLog("", 1)
+	r.send("del", map[string]any{"topic": grp, "delseq": []map[string]int{{"low": 1}}})
+	r.ctrl(200)
+	r.send("del", map[string]any{"topic": grp, "delseq": []map[string]int{{"low": 2}}})
+	r.ctrl(200)
+	r.send("get", map[string]any{"topic": grp, "what": "del", "del": map[string]any{"since": 1}})
+	_, m := r.read()
+	if d, _ := json.Marshal(m["del"]); string(d) != `{"clear":2,"delseq":[{"low":2}]}` {
+		t.Errorf("delete log = %s", d)
+	}
+	r.send("get", map[string]any{"topic": grp, "what": "data"})
+	var seqs []any
+	for {
+		k, m := r.read()
+		if k != "data" {
+			break
+		}
+		seqs = append(seqs, m["seq"])
+	}
+	if len(seqs) != 1 || seqs[0] != 3.0 {
+		t.Errorf("messages shown: seqs %v, want [3] (1 and 2 deleted)", seqs)
+	}
+}
+
 // TestCommitTimeoutRefusesUntilUnload: the stored-but-failed publish
 // leaves the counter behind, every later publish is refused, and Unload
 // evicts the sessions and heals the topic.

@@ -30,6 +30,7 @@ type faults struct {
 	timeout   int // like errStore, and the counter is not advanced
 	delayN    int // store and deliver, answer after delay
 	delay     time.Duration
+	dropDel   int // apply a {del}, leave its rows out of the delete log
 }
 
 func (s *Server) faultsLocked(topic string) *faults {
@@ -39,6 +40,18 @@ func (s *Server) faultsLocked(topic string) *faults {
 		s.faults[topic] = f
 	}
 	return f
+}
+
+// dropDelFault consumes a pending DropDelLog of t (or of every topic) and
+// reports whether the {del} being applied is left out of the log.
+func (s *Server) dropDelFault(t *topic) bool {
+	for _, id := range []string{t.id, ""} {
+		if f := s.faults[id]; f != nil && f.dropDel > 0 {
+			f.dropDel--
+			return true
+		}
+	}
+	return false
 }
 
 // pubFault applies the first pending fault of t (or of every topic) to a
@@ -152,6 +165,16 @@ func (s *Server) DelayAnswer(topic string, n int, d time.Duration) {
 	defer s.mu.Unlock()
 	f := s.faultsLocked(topic)
 	f.delayN, f.delay = n, d
+}
+
+// DropDelLog makes the next n deletes ({del} of messages, hard or soft)
+// of topic be applied and answered ok, but left out of the delete log
+// every member reads ({get what="del"}), as Tinode's range flattening
+// swallows some ranges on the way out.
+func (s *Server) DropDelLog(topic string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faultsLocked(topic).dropDel = n
 }
 
 // Heal clears the pending faults of topic.

@@ -34,6 +34,8 @@ type delRow struct {
 	id      int64
 	forUser string // "" for everyone (hard), else the user who soft-deleted
 	r       rng
+	// dropped: applied, but left out of the delete log (DropDelLog).
+	dropped bool
 }
 
 type rng struct {
@@ -652,7 +654,7 @@ func (s *Server) getDel(ss *session, t *topic, id, name string, since, before in
 		if len(out.DelSeq) == limit {
 			break
 		}
-		if r.id < since || (before > 0 && r.id >= before) || (r.forUser != "" && r.forUser != ss.user.id) {
+		if r.dropped || r.id < since || (before > 0 && r.id >= before) || (r.forUser != "" && r.forUser != ss.user.id) {
 			continue
 		}
 		out.DelSeq = append(out.DelSeq, r.r)
@@ -696,11 +698,12 @@ func (s *Server) onDel(ss *session, id, name, what string, hard bool, ranges []r
 	if hard {
 		forUser = ""
 	}
+	dropped := s.dropDelFault(t)
 	for _, r := range ranges {
 		if r.Hi == r.Low+1 {
 			r.Hi = 0
 		}
-		t.dels = append(t.dels, delRow{id: t.delID, forUser: forUser, r: r})
+		t.dels = append(t.dels, delRow{id: t.delID, forUser: forUser, r: r, dropped: dropped})
 		if hard {
 			for seq := r.Low; seq < r.end(); seq++ {
 				if msg := t.msgs[seq]; msg != nil {

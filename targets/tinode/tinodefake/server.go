@@ -9,7 +9,8 @@
 // ranges) it can be told to misbehave the way real servers were seen to:
 // a seq consumed with nothing stored, a topic that refuses every publish,
 // a publish answered with an error yet stored and delivered, a connection
-// dropped mid-publish, a late answer.
+// dropped mid-publish, a late answer, deletes applied but left out of the
+// delete log.
 //
 // It owns only its in-memory state; it must not import the driver (the two
 // are independent readings of the same document, so a misreading shows as

@@ -1,0 +1,130 @@
+package compare_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"strings"
+	"testing"
+
+	"imlab/checker"
+	"imlab/compare"
+	"imlab/loadgen"
+	"imlab/result"
+	"imlab/scenario"
+)
+
+// scenarioRun is the result.json the scenario runner writes (result.Result's
+// own writer) for a strict run without a queue, ACK p99 p99ms, on these
+// backends, cpus CPUs and this 1-minute load at its start; read back as
+// compare reads it.
+func scenarioRun(t *testing.T, name, backends string, cpus int, load1 float64, p99ms int64) *compare.Run {
+	t.Helper()
+	res := &result.Result{Format: result.ResultFormat, Scenario: "burst", Passed: true, Backends: backends,
+		Spec:        &scenario.File{Name: "burst", Server: scenario.ServerSpec{Policy: "strict"}},
+		LoadAverage: &result.LoadAverage{Start: [3]float64{load1, load1, load1}, End: [3]float64{load1, load1, load1}},
+		LabCPU:      &loadgen.LabCPU{CPUs: cpus, WindowSeconds: 6, CPUSeconds: 1, Share: 1.0 / 6 / float64(cpus)},
+		Verdict: &checker.Verdict{Format: checker.VerdictFormat, Valid: true,
+			Latency: map[string]checker.Latency{"response": {Count: 1000, P50: p99ms * 300, P90: p99ms * 700, P99: p99ms * 1000, P999: p99ms * 1100, Max: p99ms * 1200}}},
+		Checks: []result.Check{{Name: "verdict", Want: "valid", Got: "valid", OK: true}}}
+	var b bytes.Buffer
+	if err := res.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	r, err := compare.Parse(name+"/"+result.ResultFile, b.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+const (
+	embedded = "mysql=embedded go-mysql-server; redis=embedded miniredis; kafka=embedded kfake"
+	external = "mysql=external mariadb 10.11; redis=external redis 7.0.15; kafka=embedded kfake"
+)
+
+// TestUnlikeSidesAreSaid: a latency regression between a run on embedded
+// backends and one on external backends, or between a quiet and a busy
+// machine, is labelled as a comparison of unlike sides in every form (text,
+// Markdown, JSON, JUnit) and still fails the gate; runs alike are gated as
+// before, without the label.
+func TestUnlikeSidesAreSaid(t *testing.T) {
+	alike, err := compare.Compare([]*compare.Run{scenarioRun(t, "main", external, 2, 0.4, 100)}, []*compare.Run{scenarioRun(t, "change", external, 2, 0.6, 300)}, compare.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(alike.Unlike) != 0 || !alike.Regressed() || strings.Contains(alike.Outcome(), "UNLIKE") {
+		t.Fatalf("alike sides: unlike %v, regressed %v, %q", alike.Unlike, alike.Regressed(), alike.Outcome())
+	}
+	for _, c := range []struct {
+		name, backends string
+		cpus           int
+		load1          float64
+		want           string
+	}{
+		{"backends", embedded, 2, 0.4, "backends differ: base " + external + ", new " + embedded},
+		{"machine", external, 8, 0.4, "machines (CPUs) differ: base 2, new 8"},
+		{"load", external, 2, 3.5, "machine load differs: 1-minute load average per CPU at the start 0.20–0.20 in the base, 1.75–1.75 in the new runs"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rep, err := compare.Compare([]*compare.Run{scenarioRun(t, "main", external, 2, 0.4, 100)},
+				[]*compare.Run{scenarioRun(t, "change", c.backends, c.cpus, c.load1, 300)}, compare.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Unlike) != 1 || !strings.HasPrefix(rep.Unlike[0], c.want) {
+				t.Fatalf("unlike %q, want %q", rep.Unlike, c.want)
+			}
+			var p99 compare.Row
+			for _, r := range rep.Rows {
+				if r.Metric == compare.MAckP99 {
+					p99 = r
+				}
+			}
+			if p99.Verdict != compare.VUnlike || !p99.Bad() || !strings.Contains(p99.Note, "not a like-for-like comparison") || !rep.Regressed() {
+				t.Fatalf("ack p99 row %+v: want REGRESSED (unlike sides), failing the gate", p99)
+			}
+			var text, md, junit, js bytes.Buffer
+			if err := rep.WriteText(&text); err != nil {
+				t.Fatal(err)
+			}
+			if err := rep.WriteMarkdown(&md); err != nil {
+				t.Fatal(err)
+			}
+			if err := rep.WriteJUnit(&junit); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.NewEncoder(&js).Encode(rep); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(strings.SplitN(text.String(), "\n", 3)[1], "UNLIKE SIDES: "+c.want) {
+				t.Errorf("text does not say it at the top:\n%s", text.String())
+			}
+			if !strings.Contains(md.String(), "> **Unlike sides**: "+c.want) || !strings.Contains(md.String(), "**REGRESSED (unlike sides)**") {
+				t.Errorf("markdown:\n%s", md.String())
+			}
+			var doc struct {
+				Suite struct {
+					Out string `xml:"system-out"`
+				} `xml:"testsuite"`
+			}
+			if err := xml.Unmarshal(junit.Bytes(), &doc); err != nil || !strings.Contains(doc.Suite.Out, "UNLIKE SIDES") || !strings.Contains(junit.String(), `type="REGRESSED (unlike sides)"`) {
+				t.Errorf("junit (%v):\n%s", err, junit.String())
+			}
+			if !strings.Contains(js.String(), `"unlike_sides":["`+c.want) {
+				t.Errorf("json:\n%s", js.String())
+			}
+		})
+	}
+}
+
+// TestNoQueueIsNotAFailedPoll: a strict run's result.json has no lag
+// timeline (nothing to poll): compare says there is no queue, not that
+// no lag poll answered.
+func TestNoQueueIsNotAFailedPoll(t *testing.T) {
+	r := scenarioRun(t, "main", external, 2, 0.4, 100)
+	notes := strings.Join(r.Notes, "\n")
+	if !strings.Contains(notes, "lag: no queue in this topology") || strings.Contains(notes, "no lag poll answered") {
+		t.Fatalf("notes:\n%s", notes)
+	}
+}
