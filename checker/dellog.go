@@ -39,8 +39,8 @@ func (m *model) deleteLogCheck() CheckResult {
 // droppedDels lists, per judged conversation, the conv_seqs deletions
 // answered ok before the history witness read the log cover and the log
 // leaves out: a delete for oneself (its uid's log), a clear (its uid's
-// log, conv_seqs 1 up to the min_seq answered), a revoke (every member's
-// log: a range for everyone). Computed once.
+// log, the messages at conv_seqs up to the min_seq answered), a revoke
+// (every member's log: a range for everyone). Computed once.
 func (m *model) droppedDels() map[uint64][]droppedDel {
 	if m.dropped != nil || !m.delLog || m.historyJudged == nil {
 		return m.dropped
@@ -54,17 +54,24 @@ func (m *model) droppedDels() map[uint64][]droppedDel {
 			continue
 		}
 		uid := m.uidOf(e.dev)
-		from, to := e.from, e.to
+		var seqs []uint64
 		switch e.act {
 		case ledger.ActRevoke:
-			uid = 0
+			uid, seqs = 0, []uint64{e.from}
 		case ledger.ActDelete:
+			seqs = []uint64{e.from}
 		case ledger.ActClear:
-			from, to = 1, e.minSeq
+			// The messages it covers (a conv_seq with none is no message
+			// to hide).
+			for _, seq := range slices.Sorted(maps.Keys(c.msgs)) {
+				if seq <= e.minSeq {
+					seqs = append(seqs, seq)
+				}
+			}
 		default:
 			continue
 		}
-		for seq := from; seq <= to && seq != 0; seq++ {
+		for _, seq := range seqs {
 			if !c.deletedRange(seq, uid) {
 				m.dropped[e.conv] = append(m.dropped[e.conv], droppedDel{seq: seq, uid: uid, act: e.act, dev: e.dev})
 			}

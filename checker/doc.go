@@ -153,9 +153,9 @@
 //     deletion answered ok before the history witness read the log that
 //     the log does not hold as the uid it applies to reads it (ranges for
 //     everyone or for that uid): a delete for oneself (that uid's log), a
-//     clear (that uid's log, conv_seqs 1 up to the min_seq it answered), a
-//     revoke, a delete for everyone there (every member's log: a range for
-//     everyone). Told apart from a lost message by the answered deletion
+//     clear (that uid's log, the messages at conv_seqs up to the min_seq it
+//     answered), a revoke, a delete for everyone there (every member's log:
+//     a range for everyone). Told apart from a lost message by the answered deletion
 //     that covers it: without one, a conv_seq missing from the history and
 //     from the log is history-lost. As with the delete ranges, the witness
 //     does not name the member it read as, so a dropped deletion by any

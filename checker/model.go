@@ -226,6 +226,7 @@ type model struct {
 	liveness      *Liveness               // the run's heal time and bound (nil: none stated)
 	delLog        bool                    // the target keeps a delete log (ledger.DelRangeCapability)
 	dropped       map[uint64][]droppedDel // conv -> deletions its delete log leaves out (droppedDels)
+	drainedAt     time.Duration           // drainEnd, once computed (0: not yet)
 }
 
 // convAt is a place in a conversation.

@@ -74,7 +74,11 @@ func (m *model) readBy(dev uint32, conv, seq uint64) time.Duration {
 // drainEnd is when the run's final drain had ended as far as the ledger
 // dates it: the history witness is read after it, so its earliest read.
 // Without a history witness the ledger does not date it: the end of time.
+// Computed once.
 func (m *model) drainEnd() time.Duration {
+	if m.drainedAt != 0 {
+		return m.drainedAt
+	}
 	end := never - 1
 	for _, s := range m.ev.slots {
 		end = min(end, s.At)
@@ -88,5 +92,6 @@ func (m *model) drainEnd() time.Duration {
 	for _, w := range m.ev.watermarks {
 		end = min(end, w.At)
 	}
+	m.drainedAt = end
 	return end
 }
