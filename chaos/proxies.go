@@ -139,6 +139,13 @@ func StartProxiesOn(ctx context.Context, upstreams, listens map[string]string) (
 	return p, nil
 }
 
+// NoProxies is a Proxies without any proxy (a run whose faults act on no
+// backend's proxy): Names is empty, Addr and every change of a proxy answer
+// ErrUnknownProxy, HealAll and Close do nothing.
+func NoProxies() *Proxies {
+	return &Proxies{proxies: map[string]*toxiproxy.Proxy{}, addrs: map[string]string{}}
+}
+
 func (p *Proxies) get(name string) (*toxiproxy.Proxy, error) {
 	px, ok := p.proxies[name]
 	if !ok {
@@ -345,6 +352,9 @@ func (p *Proxies) Close() error {
 		return nil
 	}
 	p.closed = true
+	if p.srv == nil {
+		return nil // NoProxies
+	}
 	if err := p.srv.Collection.Clear(); err != nil {
 		return fmt.Errorf("chaos: close proxies: %w", err)
 	}

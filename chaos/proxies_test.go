@@ -458,3 +458,32 @@ func TestProxyFaultsHealSeparately(t *testing.T) {
 		t.Fatalf("fault on nil proxies: %v", err)
 	}
 }
+
+// TestNoProxies: the empty set names no proxy, refuses every change of one
+// with ErrUnknownProxy (so a fault built on it cannot pretend it was
+// injected), and heals and closes as a no-op.
+func TestNoProxies(t *testing.T) {
+	t.Parallel()
+	p := NoProxies()
+	ctx := context.Background()
+	if n := p.Names(); len(n) != 0 {
+		t.Errorf("Names() = %v, want none", n)
+	}
+	if _, err := p.Addr("redis"); !errors.Is(err, ErrUnknownProxy) {
+		t.Errorf("Addr: want ErrUnknownProxy, got %v", err)
+	}
+	if err := p.AddToxic(ctx, "redis", Toxic{Kind: KindLatency, Latency: time.Millisecond}); !errors.Is(err, ErrUnknownProxy) {
+		t.Errorf("AddToxic: want ErrUnknownProxy, got %v", err)
+	}
+	if err := ProxyDown(p, "mysql").Inject(ctx); err == nil {
+		t.Error("down on no proxy: injected")
+	}
+	if err := p.HealAll(ctx); err != nil {
+		t.Errorf("HealAll: %v", err)
+	}
+	for i := 0; i < 2; i++ {
+		if err := p.Close(); err != nil {
+			t.Errorf("Close %d: %v", i, err)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +50,27 @@ func TestUnit(t *testing.T) {
 		if got := Unit(kind); got != want {
 			t.Errorf("%q: %q, want %q", kind, got, want)
 		}
+	}
+}
+
+// TestProxiedTargets: the toxic kinds and down need their target's proxy,
+// each backend named once and sorted; the data and process kinds, and
+// unknown kinds, need none.
+func TestProxiedTargets(t *testing.T) {
+	sched := []Spec{
+		{Kind: "latency", Target: "redis"}, {Kind: "down", Target: "mysql"}, {Kind: "timeout", Target: "redis"},
+		{Kind: "redis_wipe"}, {Kind: "kafka_record_loss"}, {Kind: "kill", Target: "consumer"},
+		{Kind: "stop", Target: "api"}, {Kind: "allocator_rollback"}, {Kind: "kafka_topic_recreate"},
+		{Kind: "bandwidth", Target: "kafka"}, {Kind: "reset_peer", Target: "mongo"}, {Kind: "nope", Target: "x"},
+	}
+	if got, want := ProxiedTargets(sched), []string{"kafka", "mongo", "mysql", "redis"}; !slices.Equal(got, want) {
+		t.Errorf("ProxiedTargets: %v, want %v", got, want)
+	}
+	if got := ProxiedTargets(sched[3:9]); len(got) != 0 {
+		t.Errorf("data and process kinds: %v, want none", got)
+	}
+	if got := ProxiedTargets(nil); len(got) != 0 {
+		t.Errorf("no faults: %v, want none", got)
 	}
 }
 

@@ -1,6 +1,10 @@
 package faults
 
-import "imlab/chaos"
+import (
+	"slices"
+
+	"imlab/chaos"
+)
 
 // Proxy targets of the proxy fault kinds.
 const (
@@ -46,6 +50,35 @@ func toxic(x Spec, env Env) chaos.Fault {
 		t.Toxicity = *x.Toxicity
 	}
 	return chaos.ProxyToxic(env.Proxies, x.Target, t)
+}
+
+// proxyKind is a kind whose fault acts on its target's proxy (the toxic
+// kinds and down).
+type proxyKind interface{ actsOnProxy() }
+
+func (toxicKind) actsOnProxy() {}
+
+func (Down) actsOnProxy() {}
+
+// ProxiedTargets are the backends (TargetMySQL, TargetRedis, TargetKafka,
+// TargetMongo) that some fault of the schedule acts on through its proxy,
+// sorted, each once: the backends a run must put a proxy in front of. The
+// other kinds act on the backend itself (redis_wipe, allocator_rollback,
+// the Kafka kinds) or on a server process (stop, kill). An entry of an
+// unknown kind names nothing (Validate refuses it).
+func ProxiedTargets(schedule []Spec) []string {
+	var out []string
+	for _, x := range schedule {
+		k, ok := Lookup(x.Kind)
+		if !ok {
+			continue
+		}
+		if _, proxied := k.(proxyKind); proxied && !slices.Contains(out, x.Target) {
+			out = append(out, x.Target)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // toxicKind is what the toxic kinds share: their target is a backend's

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,6 +49,11 @@ func TestRunDeadLetters(t *testing.T) {
 		len(d.MsgIDs) == 0 || d.Repaired != len(d.MsgIDs) || len(d.LostIDs) != 0 || len(d.Unaccounted) != 0 || len(d.Early) != 0 ||
 		len(d.Mismatch) != 0 || d.WindowMS != 1500 || !d.LabShortWindow || d.Queued == 0 {
 		t.Fatalf("dead letters in result.json: %+v", d)
+	}
+	// Its faults act on MySQL's proxy: that backend, and only it, is
+	// behind one.
+	if got := settingOf(back.Settings, "proxies"); !strings.HasPrefix(got, "mysql@127.0.0.1:") || strings.Contains(got, " ") {
+		t.Fatalf("proxies setting %q: want mysql's proxy alone", got)
 	}
 	checks := byName(back.Checks)
 	for _, n := range []string{"dead_letters_min", "dead_letters_accounted", "dead_letters_retried"} {

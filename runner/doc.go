@@ -89,8 +89,12 @@
 // the caller says; Kafka always in-process here, so that it can be proxied,
 // see below), makes a fresh database and Redis key prefix for the run
 // unless the caller supplies them, puts one chaos proxy in front of every
-// backend the server uses, and hands the server processes only the proxy
-// addresses: all their traffic goes through the proxies. The lab's own
+// backend a fault of the file acts on through its proxy (the toxic kinds
+// and down: faults.ProxiedTargets), and hands the server processes the
+// proxy's address for those backends: all their traffic to them goes
+// through the proxies. The other backends they reach directly: a proxy
+// nothing is injected on would only cost every round trip two more
+// loopback hops and this process's CPU, beside the generator. The lab's own
 // fault clients (Redis wipe, allocator rollback, Kafka admin) talk to the
 // backends directly. Then it starts the server processes (see above),
 // runs loadgen.Run and chaos.RunSchedule from the same start time, polls

@@ -205,13 +205,20 @@ func (r *run) recordSettings(lc loadgen.Config) {
 		r.setting("defects", strings.Join(r.cfg.Defects, ",")+" (shipped defects: a negative control)")
 	}
 	if r.kafka != nil {
-		r.setting("kafka", "in-process kfake behind a proxy, topic "+r.topic)
+		via := "behind a proxy"
+		if _, err := r.px.Addr(scenario.TargetKafka); err != nil {
+			via = "reached directly"
+		}
+		r.setting("kafka", "in-process kfake "+via+", topic "+r.topic)
 	}
 	names := []string{}
 	for _, n := range []string{scenario.TargetMySQL, scenario.TargetRedis, scenario.TargetKafka, scenario.TargetMongo} {
 		if a, err := r.px.Addr(n); err == nil {
 			names = append(names, n+"@"+a)
 		}
+	}
+	if len(names) == 0 {
+		names = append(names, "none (no fault acts on a backend's proxy: the servers reach every backend directly)")
 	}
 	r.setting("proxies", strings.Join(names, " "))
 }

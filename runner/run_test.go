@@ -109,6 +109,16 @@ func checkOutputs(t *testing.T, dir string, res *result.Result) {
 	}
 }
 
+// settingOf is the value of the named setting ("" without it).
+func settingOf(settings []result.Setting, name string) string {
+	for _, s := range settings {
+		if s.Name == name {
+			return s.Value
+		}
+	}
+	return ""
+}
+
 // TestRunShipped runs shipped scenarios end to end against the real
 // MariaDB and Redis with kfake; each must pass.
 func TestRunShipped(t *testing.T) {
@@ -127,6 +137,11 @@ func TestRunShipped(t *testing.T) {
 			res := runFile(t, cfg, f)
 			if !res.Passed || res.Incomplete {
 				t.Fatalf("%s did not pass:\n%s", c.file, expect.Table(res.Checks))
+			}
+			// None of these faults acts on a proxy: the servers reach
+			// every backend directly.
+			if got := settingOf(res.Settings, "proxies"); !strings.HasPrefix(got, "none") {
+				t.Fatalf("proxies setting %q: want none", got)
 			}
 			checks := byName(res.Checks)
 			switch f.Name {
