@@ -96,8 +96,28 @@ func (r *run) startBackends(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := r.startProxies(ctx, up); err != nil {
-		return err
+	return r.startProxies(ctx, up, dsn, cb.MongoURI)
+}
+
+// startProxies puts a chaos proxy in front of each backend of up that a
+// fault of the file acts on through one (faults.ProxiedTargets) and gives
+// the servers its address; they reach the others directly (a proxy costs
+// every round trip two more loopback hops and this process's CPU: 40% of
+// it in burst-50k, with no fault to inject). Without one r.px is empty.
+func (r *run) startProxies(ctx context.Context, up map[string]string, dsn, mongoURI string) (err error) {
+	r.px = chaos.NoProxies()
+	want := map[string]string{}
+	for _, name := range faults.ProxiedTargets(r.f.Faults) {
+		if a, ok := up[name]; ok {
+			want[name] = a
+		}
+	}
+	if len(want) > 0 {
+		if r.px, err = chaos.StartProxies(ctx, want); err != nil {
+			return fmt.Errorf("scenarios: proxies: %w", err)
+		}
+		px := r.px
+		r.onStop(func(context.Context) error { return px.Close() })
 	}
 	addr := func(name string) string {
 		if a, err := r.px.Addr(name); err == nil {
@@ -118,35 +138,8 @@ func (r *run) startBackends(ctx context.Context) error {
 		r.back.KafkaBrokers = []string{addr(scenario.TargetKafka)}
 	}
 	if r.f.Server.History {
-		r.back.MongoURI = mongoVia(cb.MongoURI, addr(scenario.TargetMongo))
+		r.back.MongoURI = mongoVia(mongoURI, addr(scenario.TargetMongo))
 	}
-	return nil
-}
-
-// startProxies puts a chaos proxy in front of each backend of up that a
-// fault of the file acts on through its proxy (faults.ProxiedTargets); the
-// server processes reach the others directly. A proxy costs every round
-// trip through it two more loopback hops and the copying goroutines in this
-// process, beside the generator: under burst-50k's 512 sends in flight
-// they took 40% of this process's CPU, with no fault to inject. Without
-// such a fault r.px holds no proxy.
-func (r *run) startProxies(ctx context.Context, up map[string]string) error {
-	r.px = chaos.NoProxies()
-	want := map[string]string{}
-	for _, name := range faults.ProxiedTargets(r.f.Faults) {
-		if a, ok := up[name]; ok {
-			want[name] = a
-		}
-	}
-	if len(want) == 0 {
-		return nil
-	}
-	px, err := chaos.StartProxies(ctx, want)
-	if err != nil {
-		return fmt.Errorf("scenarios: proxies: %w", err)
-	}
-	r.px = px
-	r.onStop(func(context.Context) error { return px.Close() })
 	return nil
 }
 
