@@ -309,7 +309,7 @@ func findingsLine(fs []Finding) (string, string) {
 		if f.Count == 0 {
 			continue
 		}
-		parts = append(parts, f.Name+" "+strconv.FormatUint(f.Count, 10))
+		parts = append(parts, f.Name+" "+cmp.Or(f.Counted, strconv.FormatUint(f.Count, 10)))
 		if findingClass(lastWord(f.Name), f.Count) == "bad" {
 			class = "bad"
 		}
