@@ -168,9 +168,16 @@ func TestSearchFindsAKnownCapacity(t *testing.T) {
 	if err := back.WriteTable(&tb); err != nil || !strings.Contains(tb.String(), "generator %cpu") {
 		t.Fatalf("the table lacks the generator's share: %v\n%s", err, tb.String())
 	}
+	text := html.UnescapeString(string(page))
 	for _, want := range []string{"rate vs ACK latency", "rate vs CPU", "sustainable", "generator (cores)", "shares this machine", "generator % of the machine's CPU"} {
-		if !bytes.Contains(page, []byte(want)) {
+		if !strings.Contains(text, want) {
 			t.Errorf("report.html lacks %q", want)
+		}
+	}
+	// The header and tables are report's own, as on every page of the lab.
+	for _, want := range []string{`<table class="meta">`, "<th>Answer</th>", `<section class="extra">`, "<h2>Steps</h2>", `<thead><tr><th>#</th><th>phase</th>`} {
+		if !bytes.Contains(page, []byte(want)) {
+			t.Errorf("report.html lacks report's %q", want)
 		}
 	}
 	// The latency chart holds one point per step and quantile measured,

@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"cmp"
 	"fmt"
 	"html/template"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"imlab/report"
 )
@@ -195,85 +197,44 @@ func (r *Result) sloAck() float64 {
 }
 
 var page = template.Must(template.New("capacity").Parse(`<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>imlab capacity: {{.R.Target}}</title>
-<style>{{.ChartStyle}}
-body{font-family:system-ui,sans-serif;margin:24px;color:#222}table{border-collapse:collapse;font-size:13px}
-td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}th{background:#f4f4f4}.bad{color:#b00}.ok{color:#060}
-.answer{font-size:18px;margin:12px 0}.note{color:#555;font-size:13px}</style></head><body>
-<h1>Capacity of {{.R.Target}}</h1>
-<p class="answer">{{.R.Answer}}</p>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>imlab capacity: {{.R.Target}}</title>
+<style>{{.Style}}</style></head><body><main>
+{{.Pieces.Header}}
 <p>SLO <code>{{.R.SLO}}</code>; rates {{printf "%.0f" .R.From}}..{{printf "%.0f" .R.To}}/s; each step {{.R.WarmUpS}}s warm-up (not counted) + {{.R.StepS}}s measured; {{len .R.Steps}} steps in {{printf "%.0f" .R.Seconds}}s.
 {{with .R.Ceiling}}Generator ceiling (no-op endpoint, same client): {{printf "%.0f" .PerSec}} sends/s.{{end}}
 {{with .Knee}}Knee: {{.}}/s.{{end}}</p>
-<p class="note">Machine: {{.R.Machine.CPUs}} CPUs; {{.R.Machine.Note}}.</p>
+<p class="description">Machine: {{.R.Machine.CPUs}} CPUs; {{.R.Machine.Note}}.</p>
+<section id="charts">
+<h2>Charts</h2>
 {{range .Charts}}{{.}}{{end}}
-{{with .Undrawn}}<p class="note">Not drawn (no figure: unknown, never 0; a gap in its line): {{.}}.</p>{{end}}
-{{range .ChartNotes}}<p class="note">{{.}}</p>{{end}}
-<h2>Steps</h2>
-<table><tr><th>#</th><th>phase</th><th>offered/s</th><th>acked/s</th><th>ack p50 ms</th><th>ack p99 ms</th><th>service p99 ms</th><th>errors %</th><th>unknown %</th><th>lag s</th><th>valid</th><th>generator % of the machine's CPU</th><th>verdict</th></tr>
-{{range .Rows}}<tr><td>{{.Index}}</td><td>{{.Phase}}</td><td>{{.Offered}}</td><td>{{.Acked}}</td><td>{{.P50}}</td><td>{{.P99}}</td><td>{{.Svc}}</td><td>{{.Err}}</td><td>{{.Unk}}</td><td>{{.Lag}}</td><td>{{.Valid}}</td><td{{if .GenOverHalf}} class="bad"{{end}}>{{.GenShare}}{{if .GenOverHalf}} (more than half: the target had less than half of the machine){{end}}</td><td class="{{if .Held}}ok{{else}}bad{{end}}" style="text-align:left">{{.Verdict}}</td></tr>
-{{end}}</table>
-<h2>Marginal cost (what one more message per second costs)</h2>
-<p class="note">Least squares of each process's cores against ACKed/s over every step that ran its whole window: the slope is CPU-µs per additional message, the intercept the cores it uses with no load. {{.R.Machine.Note}}.</p>
-<table><tr><th>process</th><th>µs per extra msg</th><th>idle cores</th><th>R²</th><th>steps</th><th>note</th></tr>
-{{range .Marginal}}<tr><td>{{.Name}}</td><td>{{.PerMsg}}</td><td>{{.Idle}}</td><td>{{.R2}}</td><td>{{.Steps}}</td><td style="text-align:left">{{.Note}}</td></tr>
-{{end}}</table>
-<h2>Cost per message at each step</h2>
-<p class="note">CPU-µs per ACKed send and per inbox row, from /proc/PID/stat over each step's measured window. {{.R.Machine.Note}}.</p>
-<table><tr><th>#</th><th>offered/s</th><th>process</th><th>pid</th><th>cores</th><th>µs/msg</th><th>µs/row</th><th>note</th></tr>
-{{range .Costs}}<tr><td>{{.Index}}</td><td>{{.Offered}}</td><td>{{.Name}}</td><td>{{.PID}}</td><td>{{.Cores}}</td><td>{{.PerMsg}}</td><td>{{.PerRow}}</td><td style="text-align:left">{{.Err}}</td></tr>
-{{end}}</table>
-{{range .R.Notes}}<p>note: {{.}}</p>{{end}}
-{{range .R.Errors}}<p class="bad">error: {{.}}</p>{{end}}
-</body></html>
+{{with .Undrawn}}<p class="empty">Not drawn (no figure: unknown, never 0; a gap in its line): {{.}}.</p>{{end}}
+{{range .ChartNotes}}<p class="empty">{{.}}</p>{{end}}
+</section>
+<p class="description">Marginal cost: least squares of each process's cores against ACKed/s over every step that ran its whole window: the slope is CPU-µs per additional message, the intercept the cores it uses with no load. Cost per message: CPU-µs per ACKed send and per inbox row, from /proc/PID/stat over each step's measured window. {{.R.Machine.Note}}.</p>
+{{range .Pieces.Tables}}{{.}}{{end}}
+{{if or .R.Notes .R.Errors}}<section id="notes">
+<h2>Notes</h2>
+<ul class="notes">{{range .R.Notes}}<li>note: {{.}}</li>{{end}}{{range .R.Errors}}<li class="bad">error: {{.}}</li>{{end}}</ul>
+</section>{{end}}
+<footer>imlab capacity report</footer>
+</main></body></html>
 `))
 
-type htmlRow struct {
-	Index                                          int
-	Phase, Offered, Acked, P50, P99, Svc, Err, Unk string
-	Lag, Valid, Verdict                            string
-	GenShare                                       string
-	GenOverHalf                                    bool
-	Held                                           bool
+// header is the page's header as report draws it: the answer as the
+// verdict, PASS when a rate held, the target and machine.
+func (r *Result) header() *report.Report {
+	rep := &report.Report{Title: "Capacity of " + r.Target, Description: r.Answer, Passed: r.Sustainable != nil,
+		Duration: time.Duration(r.Seconds * float64(time.Second)), DurationLabel: "Search time",
+		Verdict: r.Answer, VerdictLabel: "Answer", Backends: fmt.Sprintf("target %s; machine %s, %d CPUs", r.Target, cmp.Or(r.Machine.Hostname, "unknown"), r.Machine.CPUs)}
+	return rep
 }
 
-type htmlMarginal struct {
-	Name, PerMsg, Idle, R2 string
-	Steps                  int
-	Note                   string
-}
-
-type htmlCost struct {
-	Index                      int
-	Offered, Name              string
-	PID                        int
-	Cores, PerMsg, PerRow, Err string
-}
-
-// WriteHTML writes the self-contained report page.
-func (r *Result) WriteHTML(w io.Writer) error {
-	charts, chartNotes, err := r.charts()
-	if err != nil {
-		return err
-	}
-	d := struct {
-		R          *Result
-		Knee       string
-		ChartStyle template.CSS
-		Charts     []template.HTML
-		ChartNotes []string
-		Rows       []htmlRow
-		Costs      []htmlCost
-		Marginal   []htmlMarginal
-		Undrawn    string
-	}{R: r, Knee: fv(r.Knee, "%.0f"), ChartStyle: report.FigureStyle(), Charts: charts, ChartNotes: chartNotes, Undrawn: undrawn(r)}
-	if r.Knee == nil {
-		d.Knee = ""
-	}
-	for _, m := range r.Marginal {
-		d.Marginal = append(d.Marginal, htmlMarginal{Name: m.Name, PerMsg: fv(m.USPerMsg, "%.0f"), Idle: fv(m.IdleCores, "%.2f"),
-			R2: fv(m.R2, "%.2f"), Steps: m.Steps, Note: m.Note})
-	}
+// tables are the page's steps, marginal cost and cost per step, as
+// report tables.
+func (r *Result) tables() []report.Table {
+	steps := report.Table{Title: "Steps", Header: []string{"#", "phase", "offered/s", "acked/s", "ack p50 ms", "ack p99 ms", "service p99 ms", "errors %", "unknown %", "lag s", "valid", "generator % of the machine's CPU", "verdict"}}
+	costs := report.Table{Title: "Cost per message at each step (CPU-µs per ACKed send and per inbox row)",
+		Header: []string{"#", "offered/s", "process", "pid", "cores", "µs/msg", "µs/row", "note"}}
 	for _, st := range r.Steps {
 		valid := "-"
 		if st.Valid != nil {
@@ -281,16 +242,53 @@ func (r *Result) WriteHTML(w io.Writer) error {
 		}
 		v := "held"
 		if !st.Held {
-			v = "broke (" + st.Limit + "): " + strings.Join(st.Broken, "; ")
+			v = "BROKE (" + st.Limit + "): " + strings.Join(st.Broken, "; ")
 		}
-		d.Rows = append(d.Rows, htmlRow{Index: st.Index, Phase: st.Phase, Offered: fmt.Sprintf("%.0f", st.OfferedPerSec), Acked: fv(st.AckedPerSec, "%.0f"),
-			P50: fv(st.AckP50Ms, "%.1f"), P99: fv(st.AckP99Ms, "%.1f"), Svc: fv(st.ServiceP99Ms, "%.1f"), Err: fv(pct(st.ErrorRate), "%.3f"),
-			Unk: fv(pct(st.UnknownRate), "%.3f"), Lag: fv(st.LagS, "%.2f"), Valid: valid, Verdict: v, Held: st.Held,
-			GenShare: fv(pct(st.GeneratorCPUShare), "%.0f"), GenOverHalf: st.GeneratorOverHalf})
+		gen := fv(pct(st.GeneratorCPUShare), "%.0f")
+		if st.GeneratorOverHalf {
+			gen += " (more than half: the target had less than half of the machine)"
+		}
+		steps.Rows = append(steps.Rows, []string{fmt.Sprint(st.Index), st.Phase, fmt.Sprintf("%.0f", st.OfferedPerSec), fv(st.AckedPerSec, "%.0f"),
+			fv(st.AckP50Ms, "%.1f"), fv(st.AckP99Ms, "%.1f"), fv(st.ServiceP99Ms, "%.1f"), fv(pct(st.ErrorRate), "%.3f"),
+			fv(pct(st.UnknownRate), "%.3f"), fv(st.LagS, "%.2f"), valid, gen, v})
 		for _, pc := range st.CPU {
-			d.Costs = append(d.Costs, htmlCost{Index: st.Index, Offered: fmt.Sprintf("%.0f", st.OfferedPerSec), Name: pc.Name, PID: pc.PID,
-				Cores: fv(pc.Cores, "%.2f"), PerMsg: fv(pc.USPerMsg, "%.0f"), PerRow: fv(pc.USPerRow, "%.0f"), Err: pc.Err})
+			costs.Rows = append(costs.Rows, []string{fmt.Sprint(st.Index), fmt.Sprintf("%.0f", st.OfferedPerSec), pc.Name, fmt.Sprint(pc.PID),
+				fv(pc.Cores, "%.2f"), fv(pc.USPerMsg, "%.0f"), fv(pc.USPerRow, "%.0f"), pc.Err})
 		}
+	}
+	marginal := report.Table{Title: "Marginal cost (what one more message per second costs)",
+		Header: []string{"process", "µs per extra msg", "idle cores", "R²", "steps", "note"}}
+	for _, m := range r.Marginal {
+		marginal.Rows = append(marginal.Rows, []string{m.Name, fv(m.USPerMsg, "%.0f"), fv(m.IdleCores, "%.2f"), fv(m.R2, "%.2f"), fmt.Sprint(m.Steps), m.Note})
+	}
+	return []report.Table{steps, marginal, costs}
+}
+
+// WriteHTML writes the self-contained report page: report's header,
+// charts (report.Figures) and tables (report.PiecesOf), so that it looks
+// as every other page of the lab.
+func (r *Result) WriteHTML(w io.Writer) error {
+	charts, chartNotes, err := r.charts()
+	if err != nil {
+		return err
+	}
+	h := r.header()
+	h.Tables = r.tables()
+	pieces, err := report.PiecesOf(h)
+	if err != nil {
+		return fmt.Errorf("capacity: report: %w", err)
+	}
+	d := struct {
+		R          *Result
+		Knee       string
+		Style      template.CSS
+		Pieces     *report.Pieces
+		Charts     []template.HTML
+		ChartNotes []string
+		Undrawn    string
+	}{R: r, Knee: fv(r.Knee, "%.0f"), Style: report.PageStyle(), Pieces: pieces, Charts: charts, ChartNotes: chartNotes, Undrawn: undrawn(r)}
+	if r.Knee == nil {
+		d.Knee = ""
 	}
 	if err := page.Execute(w, d); err != nil {
 		return fmt.Errorf("capacity: report: %w", err)

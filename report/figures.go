@@ -49,3 +49,44 @@ func Figures(charts []Chart) ([]template.HTML, []string, error) {
 // FigureStyle is the CSS the figures of Figures need, for the page's
 // style element.
 func FigureStyle() template.CSS { return template.CSS(chartStyle) }
+
+// PageStyle is the CSS of a whole page: header, sections, tables and
+// charts, as the report page has it.
+func PageStyle() template.CSS {
+	return template.CSS(pageStyle + chartStyle + "footer{color:#888;font-size:.8em;margin-top:2em}\n")
+}
+
+// Pieces are a page's header and extra tables drawn exactly as on the
+// report page, for a page of its own (capacity's), with PageStyle for
+// their CSS.
+type Pieces struct {
+	Header template.HTML
+	Tables []template.HTML
+}
+
+// PiecesOf draws r's header (title and badges, description, the meta
+// table) and its Tables. It validates r as WriteHTML does and returns an
+// error wrapping ErrInvalid for what cannot be drawn.
+func PiecesOf(r *Report) (*Pieces, error) {
+	p, err := buildPage(r)
+	if err != nil {
+		return nil, err
+	}
+	tmpl, err := parseTemplates()
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := tmpl.ExecuteTemplate(&buf, "header", p); err != nil {
+		return nil, fmt.Errorf("report: render header %q: %w", r.Title, err)
+	}
+	out := &Pieces{Header: template.HTML(buf.String())} // rendered by html/template: every text escaped
+	for _, t := range p.Tables {
+		buf.Reset()
+		if err := tmpl.ExecuteTemplate(&buf, "table", t); err != nil {
+			return nil, fmt.Errorf("report: render table %q: %w", t.Title, err)
+		}
+		out.Tables = append(out.Tables, template.HTML(buf.String()))
+	}
+	return out, nil
+}

@@ -3,6 +3,7 @@ package report
 import (
 	"cmp"
 	"fmt"
+	"html/template"
 	"math"
 	"slices"
 	"strconv"
@@ -23,7 +24,9 @@ type page struct {
 	Backends     string
 	Verdict      string
 	VerdictClass string
+	VerdictName  string
 	Machine      string
+	Style        template.CSS
 	Load         *loadView
 	// FindingsLine sums up the non-zero findings for the header ("" with
 	// no findings given).
@@ -117,6 +120,8 @@ func buildPage(r *Report) (*page, error) {
 		Backends:     r.Backends,
 		Verdict:      r.Verdict,
 		VerdictClass: verdictClass(r.Verdict),
+		VerdictName:  cmp.Or(r.VerdictLabel, "Safety verdict"),
+		Style:        PageStyle(),
 		Machine:      r.Machine,
 		Settings:     slices.Clone(r.Settings),
 		Checks:       slices.Clone(r.Checks),
@@ -304,7 +309,7 @@ func findingsLine(fs []Finding) (string, string) {
 		if f.Count == 0 {
 			continue
 		}
-		parts = append(parts, f.Name+" "+strconv.FormatUint(f.Count, 10))
+		parts = append(parts, f.Name+" "+cmp.Or(f.Counted, strconv.FormatUint(f.Count, 10)))
 		if findingClass(lastWord(f.Name), f.Count) == "bad" {
 			class = "bad"
 		}

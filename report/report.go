@@ -183,6 +183,9 @@ type Report struct {
 	Backends      string      // e.g. "mysql=external mariadb 10.11; redis=external redis 7.0.15; kafka=embedded kfake"
 	Settings      [][2]string // key/value rows: policy, allocator, rate shape, users, devices...
 	Verdict       string      // "VALID" / "INVALID"
+	// VerdictLabel names Verdict in the header ("": "Safety verdict"; a
+	// capacity page gives its answer there).
+	VerdictLabel string
 	// Machine, when set, is a warning on the machine the figures were
 	// measured on (busy with other work), shown beside the verdict at the
 	// top of the page.
@@ -284,6 +287,12 @@ func parseTemplates() (*template.Template, error) {
 	}
 	if _, err := tmpl.New("chart").Parse(chartTemplate); err != nil {
 		return nil, fmt.Errorf("report: parse chart template: %w", err)
+	}
+	if _, err := tmpl.New("header").Parse(headerTemplate); err != nil {
+		return nil, fmt.Errorf("report: parse header template: %w", err)
+	}
+	if _, err := tmpl.New("table").Parse(tableTemplate); err != nil {
+		return nil, fmt.Errorf("report: parse table template: %w", err)
 	}
 	return tmpl, nil
 }

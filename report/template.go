@@ -10,66 +10,12 @@ const pageTemplate = `<!DOCTYPE html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{.Title}}</title>
 <style>
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;color:#222;background:#f6f7f9;margin:0}
-main{max-width:960px;margin:0 auto;padding:16px 20px 40px}
-h1{font-size:1.5em;margin:.3em 0}
-h2{font-size:1.15em;margin:1.4em 0 .5em;border-bottom:1px solid #ddd;padding-bottom:.2em}
-h2 small{font-weight:normal;color:#666}
-table{border-collapse:collapse;background:#fff;margin:.3em 0;font-size:.92em;max-width:100%}
-th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
-td{overflow-wrap:break-word}
-div.scroll{overflow-x:auto;max-width:100%}
-table.meta th{min-width:8em}
-thead th{background:#eef0f3}
-td.num{text-align:right;font-variant-numeric:tabular-nums}
-.badge{display:inline-block;padding:2px 10px;border-radius:4px;color:#fff;font-size:.75em;vertical-align:middle;letter-spacing:.05em}
-.badge.pass{background:#2e7d32}
-.badge.fail{background:#c62828}
-.badge.within{background:#546e7a}
-.badge.overloaded{background:#b26a00}
-.load.overloaded{color:#8a5200}
-.findings-line.bad{color:#c62828}
-.verdict{font-weight:bold}
-.verdict.valid{color:#2e7d32}
-.verdict.invalid{color:#c62828}
-tr.fail td{background:#fdecea;color:#8e0000;font-weight:bold}
-tr.bad td{background:#fdecea;color:#8e0000}
-tr.warn td{background:#fff6e0}
-tr.mk-inject td:nth-child(2){color:#d62728}
-tr.mk-heal td:nth-child(2){color:#2ca02c}
-tr.mk-error td:nth-child(2){color:#222;font-weight:bold}
-ul.examples{margin:0;padding-left:1.1em}
-code{font-size:.9em;background:#f0f1f3;padding:0 3px;border-radius:2px;margin-right:3px;display:inline-block}
-.more{color:#666;font-style:italic}
-.ids{margin-top:2px;color:#555}
-.empty{color:#777;font-style:italic}
-.description{color:#444}
-table.meta small{color:#555}
-tr.latency.unknown b{color:#8a5a00}
-p.glossary{font-size:.85em;color:#444}
-p.glossary dfn{font-style:normal;font-weight:bold}
-` + chartStyle + `footer{color:#888;font-size:.8em;margin-top:2em}
+{{.Style}}
 </style>
 </head>
 <body>
 <main>
-<header>
-<h1>{{.Title}} <span class="badge {{if .Passed}}pass{{else}}fail{{end}}">{{if .Passed}}PASS{{else}}FAIL{{end}}</span>{{with .Load}} <span class="badge {{.Class}}" title="the load verdict, beside the safety verdict">{{.Label}}</span>{{end}}</h1>
-{{if .Scenario}}<p class="scenario">Scenario <b>{{.Scenario}}</b></p>{{end}}
-{{if .Description}}<p class="description">{{.Description}}</p>{{end}}
-<table class="meta">
-<tr><th>Started</th><td>{{if .StartedAt}}{{.StartedAt}}{{else}}unknown{{end}}</td></tr>
-<tr><th>{{.DurationName}}</th><td>{{.Duration}}</td></tr>
-<tr><th>Safety verdict</th><td><span class="verdict {{.VerdictClass}}">{{if .Verdict}}{{.Verdict}}{{else}}none{{end}}</span></td></tr>
-{{with .Machine}}<tr class="warn machine"><th>Machine</th><td>{{.}}</td></tr>
-{{end}}{{if .FindingsLine}}<tr><th>Findings</th><td><span class="findings-line {{.FindingsClass}}">{{.FindingsLine}}</span></td></tr>
-{{end}}{{with .Load}}<tr class="load-row"><th>Load</th><td><b class="load {{.Class}}">{{.Label}}</b>{{if .Cause}}: {{.Cause}}{{end}}{{if .Detail}} <small>{{.Detail}}</small>{{end}}</td></tr>
-{{end}}{{range .Latencies}}<tr class="latency{{if .Unknown}} unknown{{end}}"><th>{{.Name}}</th><td><b>{{.Figures}}</b> <small>{{.Detail}}</small></td></tr>
-{{end}}<tr><th>Backends</th><td>{{if .Backends}}{{.Backends}}{{else}}unknown{{end}}</td></tr>
-</table>
-{{if .Glossary}}<p class="glossary">Design documents named on this page (the specification the lab is built from):{{range .Glossary}} <dfn>{{.Term}}</dfn>: {{.Means}}.{{end}}</p>
-{{end}}</header>
-
+{{template "header" .}}
 <section id="charts">
 <h2>Charts</h2>
 {{if .MarkerNotes}}<ul class="marker-notes"><li class="lead">Markers on every chart with no room for a label, by tag:</li>{{range .MarkerNotes}}<li><b class="tag mk-{{.Kind}}">{{.Tag}}</b> {{range $i, $e := .Items}}{{if $i}}; {{end}}<span class="mk-{{.Kind}}">{{.Text}}</span>{{end}}</li>{{end}}</ul>
@@ -105,17 +51,7 @@ p.glossary dfn{font-style:normal;font-weight:bold}
 {{end}}</tbody>
 </table>{{else}}<p class="empty">no faults injected</p>{{end}}
 </section>
-{{range .Tables}}
-<section class="extra">
-<h2>{{.Title}}</h2>
-<div class="scroll"><table class="extra">
-<thead><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr></thead>
-<tbody>
-{{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
-{{end}}</tbody>
-</table></div>{{if .More}}<p class="more">+{{.More}} more rows</p>{{end}}
-</section>
-{{end}}
+{{range .Tables}}{{template "table" .}}{{end}}
 {{if .Settings}}<section id="settings">
 <h2>Settings</h2>
 <table class="settings">
@@ -174,4 +110,79 @@ const chartTemplate = `<figure class="chart" id="{{.ID}}">
 {{if .MarkNotes}}<ul class="marker-notes"><li class="lead">Marks with no room for a label, by tag:</li>{{range .MarkNotes}}<li><b class="tag mk-{{.Kind}}">{{.Tag}}</b> {{range $i, $e := .Items}}{{if $i}}; {{end}}<span class="mk-{{.Kind}}">{{.Text}}</span>{{end}}</li>{{end}}</ul>
 {{end}}{{if .Hollow}}<p class="gap-note">open point: {{.Hollow}}</p>
 {{end}}</figure>
+`
+
+// pageStyle is the CSS of a page's header, sections and tables (the
+// charts bring chartStyle).
+const pageStyle = `body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;color:#222;background:#f6f7f9;margin:0}
+main{max-width:960px;margin:0 auto;padding:16px 20px 40px}
+h1{font-size:1.5em;margin:.3em 0}
+h2{font-size:1.15em;margin:1.4em 0 .5em;border-bottom:1px solid #ddd;padding-bottom:.2em}
+h2 small{font-weight:normal;color:#666}
+table{border-collapse:collapse;background:#fff;margin:.3em 0;font-size:.92em;max-width:100%}
+th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
+td{overflow-wrap:break-word}
+div.scroll{overflow-x:auto;max-width:100%}
+table.meta th{min-width:8em}
+thead th{background:#eef0f3}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+.badge{display:inline-block;padding:2px 10px;border-radius:4px;color:#fff;font-size:.75em;vertical-align:middle;letter-spacing:.05em}
+.badge.pass{background:#2e7d32}
+.badge.fail{background:#c62828}
+.badge.within{background:#546e7a}
+.badge.overloaded{background:#b26a00}
+.load.overloaded{color:#8a5200}
+.findings-line.bad{color:#c62828}
+.verdict{font-weight:bold}
+.verdict.valid{color:#2e7d32}
+.verdict.invalid{color:#c62828}
+tr.fail td{background:#fdecea;color:#8e0000;font-weight:bold}
+tr.bad td{background:#fdecea;color:#8e0000}
+tr.warn td{background:#fff6e0}
+tr.mk-inject td:nth-child(2){color:#d62728}
+tr.mk-heal td:nth-child(2){color:#2ca02c}
+tr.mk-error td:nth-child(2){color:#222;font-weight:bold}
+ul.examples{margin:0;padding-left:1.1em}
+code{font-size:.9em;background:#f0f1f3;padding:0 3px;border-radius:2px;margin-right:3px;display:inline-block}
+.more{color:#666;font-style:italic}
+.ids{margin-top:2px;color:#555}
+.empty{color:#777;font-style:italic}
+.description{color:#444}
+table.meta small{color:#555}
+tr.latency.unknown b{color:#8a5a00}
+p.glossary{font-size:.85em;color:#444}
+p.glossary dfn{font-style:normal;font-weight:bold}
+`
+
+// headerTemplate is a page's header: title with the PASS / FAIL and load
+// badges, description, the meta table (started, duration, verdict, the
+// machine's warning, findings, load, latencies, backends), glossary.
+const headerTemplate = `<header>
+<h1>{{.Title}} <span class="badge {{if .Passed}}pass{{else}}fail{{end}}">{{if .Passed}}PASS{{else}}FAIL{{end}}</span>{{with .Load}} <span class="badge {{.Class}}" title="the load verdict, beside the safety verdict">{{.Label}}</span>{{end}}</h1>
+{{if .Scenario}}<p class="scenario">Scenario <b>{{.Scenario}}</b></p>{{end}}
+{{if .Description}}<p class="description">{{.Description}}</p>{{end}}
+<table class="meta">
+<tr><th>Started</th><td>{{if .StartedAt}}{{.StartedAt}}{{else}}unknown{{end}}</td></tr>
+<tr><th>{{.DurationName}}</th><td>{{.Duration}}</td></tr>
+<tr><th>{{.VerdictName}}</th><td><span class="verdict {{.VerdictClass}}">{{if .Verdict}}{{.Verdict}}{{else}}none{{end}}</span></td></tr>
+{{with .Machine}}<tr class="warn machine"><th>Machine</th><td>{{.}}</td></tr>
+{{end}}{{if .FindingsLine}}<tr><th>Findings</th><td><span class="findings-line {{.FindingsClass}}">{{.FindingsLine}}</span></td></tr>
+{{end}}{{with .Load}}<tr class="load-row"><th>Load</th><td><b class="load {{.Class}}">{{.Label}}</b>{{if .Cause}}: {{.Cause}}{{end}}{{if .Detail}} <small>{{.Detail}}</small>{{end}}</td></tr>
+{{end}}{{range .Latencies}}<tr class="latency{{if .Unknown}} unknown{{end}}"><th>{{.Name}}</th><td><b>{{.Figures}}</b> <small>{{.Detail}}</small></td></tr>
+{{end}}<tr><th>Backends</th><td>{{if .Backends}}{{.Backends}}{{else}}unknown{{end}}</td></tr>
+</table>
+{{if .Glossary}}<p class="glossary">Design documents named on this page (the specification the lab is built from):{{range .Glossary}} <dfn>{{.Term}}</dfn>: {{.Means}}.{{end}}</p>
+{{end}}</header>
+`
+
+// tableTemplate is one extra table's section.
+const tableTemplate = `<section class="extra">
+<h2>{{.Title}}</h2>
+<div class="scroll"><table class="extra">
+<thead><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr></thead>
+<tbody>
+{{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</tbody>
+</table></div>{{if .More}}<p class="more">+{{.More}} more rows</p>{{end}}
+</section>
 `

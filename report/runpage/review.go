@@ -180,8 +180,12 @@ func reviewLoad(runs []*result.Result, labels []string) *report.LoadVerdict {
 			parts = append(parts, labels[i]+": the load did not run")
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s: %s (achieved %.0f ACKed sends/s; unknown %.1f%%, failed %.1f%%, retried %.1f%%)",
-			labels[i], r.LoadLabel(), o.AckedPerSec, 100*o.UnknownFrac, 100*o.FailFrac, 100*o.RetriedFrac))
+		late := "started late: not recorded in this result, unknown"
+		if r.LateSends != nil {
+			late = fmt.Sprintf("started late %.1f%%", 100*o.LateFrac)
+		}
+		parts = append(parts, fmt.Sprintf("%s: %s (achieved %.0f ACKed sends/s; unknown %.1f%%, failed %.1f%%, retried %.1f%%, %s)",
+			labels[i], r.LoadLabel(), o.AckedPerSec, 100*o.UnknownFrac, 100*o.FailFrac, 100*o.RetriedFrac, late))
 		if o.Overloaded {
 			over = append(over, labels[i])
 			causes = append(causes, labels[i]+" "+r.LoadCause())

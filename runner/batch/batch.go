@@ -165,24 +165,7 @@ func PrintResult(w io.Writer, r *result.Result, dir string) {
 	if d := r.DeadLetters; d != nil && d.Worth() {
 		fmt.Fprintln(w, "    dead letters: "+d.AccountLine())
 	}
-	for _, f := range r.Findings {
-		if f.Count > 0 {
-			ex := f.Examples[:min(3, len(f.Examples))]
-			if len(ex) == 0 {
-				for _, id := range f.MsgIDs[:min(5, len(f.MsgIDs))] {
-					ex = append(ex, fmt.Sprint(id))
-				}
-				if len(ex) > 0 {
-					ex[0] = "msg_ids " + ex[0]
-				}
-			}
-			eg := ""
-			if len(ex) > 0 {
-				eg = ", e.g. " + strings.Join(ex, "; ")
-			}
-			fmt.Fprintf(w, "    %s: %s%s\n", f.Name, f.CountText(), eg)
-		}
-	}
+	printFindings(w, r)
 	if len(r.Checks) > 0 {
 		fmt.Fprint(w, expect.Table(r.Checks))
 		if r.RateScale != nil {
@@ -252,3 +235,26 @@ func printVerdictTable(w io.Writer, rows []verdictRow) {
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// printFindings prints each non-zero finding with what its count counts
+// and a few examples (or msg_ids).
+func printFindings(w io.Writer, r *result.Result) {
+	for _, f := range r.Findings {
+		if f.Count > 0 {
+			ex := f.Examples[:min(3, len(f.Examples))]
+			if len(ex) == 0 {
+				for _, id := range f.MsgIDs[:min(5, len(f.MsgIDs))] {
+					ex = append(ex, fmt.Sprint(id))
+				}
+				if len(ex) > 0 {
+					ex[0] = "msg_ids " + ex[0]
+				}
+			}
+			eg := ""
+			if len(ex) > 0 {
+				eg = ", e.g. " + strings.Join(ex, "; ")
+			}
+			fmt.Fprintf(w, "    %s: %s%s\n", f.Name, f.CountText(), eg)
+		}
+	}
+}
