@@ -44,15 +44,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func selfCommand(t *testing.T, args ...string) []string {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return append([]string{exe}, args...)
-}
-
 // holdBackends is the body of the hold-backends child.
 func holdBackends(ctx context.Context, dataDir string) error {
 	cfg := DefaultConfig()
@@ -124,7 +115,7 @@ func procNice(t *testing.T, pid int) int {
 func TestEmbeddedMongoChild(t *testing.T) {
 	cfg := testConfig(t, ModeEmbedded)
 	cfg.WithKafka = false
-	cfg.MongoCommand = selfCommand(t, "embedded-mongo")
+	cfg.MongoCommand = testenv.SelfCommand(t, "embedded-mongo")
 	cfg.MongoNice = 7
 	b, stop := startT(t, cfg)
 	if !strings.Contains(b.Kinds[PartMongo], "child process, nice 7") {
@@ -159,7 +150,7 @@ func TestEmbeddedMongoChild(t *testing.T) {
 // one of them must exit by itself.
 func TestPrivateBackendsDieWithTheirParent(t *testing.T) {
 	requireLocalBinaries(t)
-	cmd := exec.Command(selfCommand(t)[0], "hold-backends", t.TempDir())
+	cmd := exec.Command(testenv.SelfCommand(t)[0], "hold-backends", t.TempDir())
 	var stderr testenv.LockedBuffer
 	cmd.Stderr = &stderr
 	line := testenv.StartLines(t, cmd)

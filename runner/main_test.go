@@ -4,34 +4,20 @@ import (
 	"os"
 	"testing"
 
+	"imlab/internal/testenv"
 	"imlab/runner/proc"
 )
 
 // TestMain makes the test binary its own child command, as imlab is.
-func TestMain(m *testing.M) {
-	if code, ok := ServeChild(os.Args[1:]); ok {
-		os.Exit(code)
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { os.Exit(testenv.RunOrServe(m, ServeChild)) }
 
 // testChildCommand is the child command of the tests: this test binary.
 func testChildCommand(t testing.TB) []string {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return append([]string{exe}, proc.DefaultChildArgs()...)
+	return testenv.SelfCommand(t, proc.DefaultChildArgs()...)
 }
 
 // testLoadChildCommand is the load segments' command of the tests: this
 // test binary.
 func testLoadChildCommand(t testing.TB) []string {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return append([]string{exe}, DefaultLoadChildArgs()...)
+	return testenv.SelfCommand(t, DefaultLoadChildArgs()...)
 }

@@ -65,3 +65,24 @@ func (l *LockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// SelfCommand is this test binary run with args: the command of a child
+// process a test makes of its own binary.
+func SelfCommand(t testing.TB, args ...string) []string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append([]string{exe}, args...)
+}
+
+// RunOrServe is a TestMain's body for a test binary that is also its own
+// child command: when serve takes the arguments (ok), this process is the
+// child and its exit code is serve's; otherwise the tests run.
+func RunOrServe(m *testing.M, serve func(args []string) (code int, ok bool)) int {
+	if code, ok := serve(os.Args[1:]); ok {
+		return code
+	}
+	return m.Run()
+}
