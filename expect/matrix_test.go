@@ -1,6 +1,7 @@
 package expect
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -8,23 +9,12 @@ import (
 	"imlab/scenario"
 )
 
-const matrixFile = `name: m
-server:
-  policy: store
-  processes:
-    - name: api
-      roles: [api, reconciler]
-    - name: consumer
-      roles: [consumer]
-      exec: true
-load:
-  rate: burst:base=10,peak=100,at=1s,len=1s
-  duration: 4s
-  users: 10
-`
-
 func TestMatrixTable(t *testing.T) {
-	f, _ := scenario.Parse("m.yaml", []byte(matrixFile+"matrix:\n  consumers: [1, 2]\n"))
+	matrixFile, err := os.ReadFile("../scenario/testdata/matrix.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ := scenario.Parse("m.yaml", append(matrixFile, "matrix:\n  consumers: [1, 2]\n"...))
 	runs, _ := scenario.Expand(f)
 	lag := lagTimeline(0, 0, 3, 2, 0.5, 0.1, 0, 0)
 	fig, err := RecoveryFigures(RecoveryConfig(scenario.ExpectSpec{}, 2, 10e9), "end of the burst", lag)

@@ -2,24 +2,24 @@ package scenario
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 )
 
-const matrixFile = `name: m
-server:
-  policy: store
-  processes:
-    - name: api
-      roles: [api, reconciler]
-    - name: consumer
-      roles: [consumer]
-      exec: true
-load:
-  rate: burst:base=10,peak=100,at=1s,len=1s
-  duration: 4s
-  users: 10
-`
+// matrixFile is a file with one consumer process, ready for a matrix
+// block (the expect package's tests read it too).
+var matrixFile = mustRead("testdata/matrix.yaml")
+
+// mustRead is the test file at path, or a panic: the tests cannot run
+// without it.
+func mustRead(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
 
 func TestExpandMatrix(t *testing.T) {
 	f, err := Parse("m.yaml", []byte(matrixFile+"matrix:\n  consumers: [1, 2, 4]\n"))
