@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"imlab/targets"
-	"imlab/targets/tinode/tinodefake"
 )
 
 // TestTargetActions: the client mix's actions through the targets
@@ -22,11 +21,7 @@ import (
 func TestTargetActions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	srv, err := tinodefake.Start(tinodefake.Config{APIKey: fakeKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := fakeServer(t)
 	tg := openTarget(t, srv.URL(), map[string]string{OptAPIKey: fakeKey})
 	pop := targets.Population{Prefix: "run-a", Users: []uint64{7, 8, 9}, Groups: []targets.Group{{ID: 50, Members: []uint64{7, 8, 9}}}}
 	if err := tg.Provision(ctx, pop); err != nil {

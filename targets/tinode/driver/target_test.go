@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"imlab/targets"
-	"imlab/targets/tinode/tinodefake"
 )
 
 func openTarget(t *testing.T, url string, opts map[string]string) *Target {
@@ -49,11 +48,7 @@ func TestTargetOptions(t *testing.T) {
 func TestTargetSessions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	srv, err := tinodefake.Start(tinodefake.Config{APIKey: fakeKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := fakeServer(t)
 	tg := openTarget(t, srv.URL(), map[string]string{OptAPIKey: fakeKey})
 	if err := tg.Warm(ctx); err != nil {
 		t.Fatal(err)
@@ -119,11 +114,7 @@ func TestTargetSessions(t *testing.T) {
 func TestTargetReconnectReadsWhatWasNotHandedOut(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	srv, err := tinodefake.Start(tinodefake.Config{APIKey: fakeKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := fakeServer(t)
 	tg := openTarget(t, srv.URL(), map[string]string{OptAPIKey: fakeKey})
 	if err := tg.Provision(ctx, targets.Population{Prefix: "run-y", Users: []uint64{1, 2}}); err != nil {
 		t.Fatal(err)
