@@ -37,6 +37,12 @@ func runTinodeFakeMix(t *testing.T, prepare func(*tinodefake.Server), mix Mix) (
 	if prepare != nil {
 		prepare(srv)
 	}
+	return runChecked(t, cfg)
+}
+
+// runChecked runs cfg's load, bounded by testBound, and judges its ledger.
+func runChecked(t *testing.T, cfg Config) (*Summary, *checker.Verdict) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testBound)
 	defer cancel()
 	sum, err := Run(ctx, cfg)
@@ -124,16 +130,7 @@ func TestTinodeLoadReal(t *testing.T) {
 	cfg.Pop.Users, cfg.Pop.Groups = 12, 3
 	cfg.Pop.ComeBackEvery = 5 * time.Second
 	cfg.Timeout = 10 * time.Second
-	ctx, cancel := context.WithTimeout(context.Background(), testBound)
-	defer cancel()
-	sum, err := Run(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := checker.CheckSourcesWith([]checker.Source{{Dir: cfg.RunDir}}, checker.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum, v := runChecked(t, cfg)
 	if !v.Valid || sum.OK != 250 || len(sum.Errors) > 0 {
 		t.Fatalf("valid %v ok %d fail %d unknown %d errors %v findings %v", v.Valid, sum.OK, sum.Fail, sum.Unknown, sum.Errors, v.Findings)
 	}
@@ -163,18 +160,9 @@ func TestTinodeRetryAfterUnknownIsUnknown(t *testing.T) {
 		srv.DropOnPublish("", 1, true)
 		srv.HoleNext("", 1, tinodefake.ReplyError)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), testBound)
-	defer cancel()
-	sum, err := Run(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum, v := runChecked(t, cfg)
 	if !started {
 		t.Fatal("OnStart not called")
-	}
-	v, err := checker.CheckSourcesWith([]checker.Source{{Dir: cfg.RunDir}}, checker.Options{})
-	if err != nil {
-		t.Fatal(err)
 	}
 	if sum.Fail != 0 || sum.Unknown != 1 || sum.RetriedSends != 1 {
 		t.Fatalf("fail %d unknown %d retried %d (want 0, 1, 1) findings %v", sum.Fail, sum.Unknown, sum.RetriedSends, v.Findings)
