@@ -3,7 +3,6 @@ package fanout
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -218,21 +217,7 @@ func newBenchFixture(b *testing.B) *fixture {
 
 func (f *fixture) storeAndPublishB(b *testing.B, ctx context.Context, convs []uint64, per int) []model.Message {
 	b.Helper()
-	var ms []model.Message
-	msg := uint64(1 << 40)
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	for s := 1; s <= per; s++ {
-		for _, cv := range convs {
-			msg++
-			typ, a, _, _ := model.ParseConvID(cv)
-			sender := a
-			if typ == model.ConvGroup {
-				sender = f.groups[a][s%len(f.groups[a])]
-			}
-			ms = append(ms, model.Message{MsgID: msg, ConvID: cv, ConvType: typ, ConvSeq: uint64(s), SenderUID: sender,
-				ClientMsgID: fmt.Sprintf("c-%d", msg), Content: "bench message", CreatedAt: now})
-		}
-	}
+	ms := f.messages(b, convs, 0, per, 1<<40, "bench message")
 	if err := StoreMessages(ctx, f.my.DB, ms); err != nil {
 		b.Fatal(err)
 	}

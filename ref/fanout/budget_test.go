@@ -178,24 +178,7 @@ func sortedKinds(m map[string]int64) []string {
 // seq0) and publishes their stored-body events, as the store policy does.
 func (f *fixture) publishStored(t testing.TB, ctx context.Context, convs []uint64, seq0 uint64, per int, firstMsg uint64) {
 	t.Helper()
-	var ms []model.Message
-	msg := firstMsg
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	for s := seq0 + 1; s <= seq0+uint64(per); s++ {
-		for _, cv := range convs {
-			msg++
-			typ, a, _, err := model.ParseConvID(cv)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sender := a
-			if typ == model.ConvGroup {
-				sender = f.groups[a][int(s)%len(f.groups[a])]
-			}
-			ms = append(ms, model.Message{MsgID: msg, ConvID: cv, ConvType: typ, ConvSeq: s, SenderUID: sender,
-				ClientMsgID: fmt.Sprintf("c-%d", msg), Content: "budget", CreatedAt: now})
-		}
-	}
+	ms := f.messages(t, convs, seq0, per, firstMsg, "budget")
 	if err := StoreMessages(ctx, f.my.DB, ms); err != nil {
 		t.Fatal(err)
 	}

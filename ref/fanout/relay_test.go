@@ -18,23 +18,7 @@ import (
 // their mq_outbox rows (status 0), as the outbox policy does.
 func (f *fixture) storeToOutbox(t *testing.T, ctx context.Context, convs []uint64, n int, firstMsg uint64, fromSeq uint64) []model.Message {
 	t.Helper()
-	var ms []model.Message
-	msg := firstMsg
-	for s := uint64(0); s < uint64(n); s++ {
-		for _, cv := range convs {
-			msg++
-			typ, a, _, err := model.ParseConvID(cv)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sender := a
-			if typ == model.ConvGroup {
-				sender = f.groups[a][0]
-			}
-			ms = append(ms, model.Message{MsgID: msg, ConvID: cv, ConvType: typ, ConvSeq: fromSeq + s, SenderUID: sender,
-				ClientMsgID: fmt.Sprintf("c-%d", msg), Content: fmt.Sprintf("m%d", msg), CreatedAt: time.Now().UTC().Truncate(time.Millisecond)})
-		}
-	}
+	ms := f.messages(t, convs, fromSeq-1, n, firstMsg, "")
 	tx, err := f.my.DB.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -97,11 +81,7 @@ func TestRelayLockOneActive(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	f.groups[9] = []uint64{1, 2, 3, 4}
-	convs := []uint64{9}
-	for u := uint64(1); u <= 3; u++ {
-		c, _ := model.SingleConvID(u, u+10)
-		convs = append(convs, c)
-	}
+	convs := append([]uint64{9}, convIDs(t, [][2]uint64{{1, 11}, {2, 12}, {3, 13}})...)
 	stop := runConsumer(t, testConsumerConfig(f.brokers, f.tp), f.sink(t, DedupUK), f.prod)
 	defer stop()
 
@@ -200,11 +180,7 @@ func TestRelaySurvivesMySQLOutage(t *testing.T) {
 	}
 	defer proxied.Close()
 
-	convs := make([]uint64, 0, 3)
-	for u := uint64(1); u <= 3; u++ {
-		c, _ := model.SingleConvID(u, u+10)
-		convs = append(convs, c)
-	}
+	convs := convIDs(t, [][2]uint64{{1, 11}, {2, 12}, {3, 13}})
 	stop := runConsumer(t, testConsumerConfig(f.brokers, f.tp), f.sink(t, DedupUK), f.prod)
 	defer stop()
 	rc := DefaultRelayConfig()

@@ -12,10 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"imlab/internal/testenv"
-	"imlab/ref/inbox"
 	"imlab/ref/model"
 	"imlab/ref/send"
-	"imlab/ref/seqalloc"
 )
 
 type fixture struct {
@@ -42,32 +40,20 @@ func (f *fixture) members(_ context.Context, g uint64) ([]uint64, error) {
 	return m, nil
 }
 
-func (f *fixture) sink(t testing.TB, strategy string) *InboxSink {
+func (f *fixture) sink(t testing.TB, strategy string, hooks ...send.CommitHook) *InboxSink {
 	t.Helper()
-	st, err := NewStrategy(strategy, StrategyDeps{Redis: f.rd.Client, Keys: f.rd.Keys})
-	if err != nil {
-		t.Fatal(err)
-	}
-	icfg := inbox.DefaultConfig()
-	icfg.Dedup = st
-	w, err := inbox.NewWriter(seqalloc.NewRedis(f.rd.Client, f.rd.Keys), icfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := NewInboxSink(DefaultInboxSinkConfig(), f.my.DB, w, st, f.members, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return f.sinkOn(t, f.my.DB, strategy, hooks...)
 }
 
-// storeAndPublish stores n messages per conversation (content committed,
-// as the store policy does) and publishes their locator events.
-func (f *fixture) storeAndPublish(t *testing.T, ctx context.Context, convs []uint64, n int, firstMsg uint64) []model.Message {
+// messages makes per messages of each conversation of convs, conv_seqs
+// seq0+1..seq0+per, msg_ids after firstMsg, a group's sender its member at
+// the conv_seq modulo its size; content "" is "m<msg_id>".
+func (f *fixture) messages(t testing.TB, convs []uint64, seq0 uint64, per int, firstMsg uint64, content string) []model.Message {
 	t.Helper()
 	var ms []model.Message
 	msg := firstMsg
-	for s := 1; s <= n; s++ {
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	for s := seq0 + 1; s <= seq0+uint64(per); s++ {
 		for _, cv := range convs {
 			msg++
 			typ, a, _, err := model.ParseConvID(cv)
@@ -76,13 +62,24 @@ func (f *fixture) storeAndPublish(t *testing.T, ctx context.Context, convs []uin
 			}
 			sender := a
 			if typ == model.ConvGroup {
-				g := f.groups[a]
-				sender = g[s%len(g)]
+				sender = f.groups[a][int(s)%len(f.groups[a])]
 			}
-			ms = append(ms, model.Message{MsgID: msg, ConvID: cv, ConvType: typ, ConvSeq: uint64(s), SenderUID: sender,
-				ClientMsgID: fmt.Sprintf("c-%d", msg), Content: fmt.Sprintf("m%d", msg), CreatedAt: time.Now().UTC().Truncate(time.Millisecond)})
+			body := content
+			if body == "" {
+				body = fmt.Sprintf("m%d", msg)
+			}
+			ms = append(ms, model.Message{MsgID: msg, ConvID: cv, ConvType: typ, ConvSeq: s, SenderUID: sender,
+				ClientMsgID: fmt.Sprintf("c-%d", msg), Content: body, CreatedAt: now})
 		}
 	}
+	return ms
+}
+
+// storeAndPublish stores n messages per conversation (content committed,
+// as the store policy does) and publishes their locator events.
+func (f *fixture) storeAndPublish(t *testing.T, ctx context.Context, convs []uint64, n int, firstMsg uint64) []model.Message {
+	t.Helper()
+	ms := f.messages(t, convs, 0, n, firstMsg, "")
 	if err := StoreMessages(ctx, f.my.DB, ms); err != nil {
 		t.Fatal(err)
 	}
@@ -394,21 +391,7 @@ func TestInboxSinkStoredBody(t *testing.T) {
 	m := model.Message{MsgID: 555_001, ConvID: conv, ConvType: model.ConvSingle, ConvSeq: 1, SenderUID: 41,
 		ClientMsgID: "c-555001", Content: "carried", CreatedAt: time.Now().UTC().Truncate(time.Millisecond)}
 	var got []model.InboxEntry
-	st, err := NewStrategy(DedupUK, StrategyDeps{Keys: f.rd.Keys})
-	if err != nil {
-		t.Fatal(err)
-	}
-	icfg := inbox.DefaultConfig()
-	icfg.Dedup = st
-	w, err := inbox.NewWriter(seqalloc.NewRedis(f.rd.Client, f.rd.Keys), icfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := NewInboxSink(DefaultInboxSinkConfig(), f.my.DB, w, st, f.members, nil,
-		send.HookFunc(func(_ context.Context, es []model.InboxEntry) { got = append(got, es...) }))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := f.sink(t, DedupUK, send.HookFunc(func(_ context.Context, es []model.InboxEntry) { got = append(got, es...) }))
 	if err := s.Handle(ctx, []Delivery{{Event: StoredEvent(m)}}); err != nil {
 		t.Fatal(err)
 	}
