@@ -10,31 +10,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"imlab/internal/testenv"
-	"imlab/ref/inbox"
 	"imlab/ref/model"
 	"imlab/ref/send"
-	"imlab/ref/seqalloc"
 )
-
-// serviceReg is service with the caller's registry (to read the metrics).
-func (e *env) serviceReg(t *testing.T, node uint16, reg *prometheus.Registry, mut func(*send.Config)) *send.Service {
-	t.Helper()
-	w, err := inbox.NewWriter(seqalloc.NewRedis(e.rdb.Client, e.rdb.Keys), inbox.DefaultConfig(), prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := send.DefaultConfig()
-	cfg.Node = node
-	if mut != nil {
-		mut(&cfg)
-	}
-	s, err := send.New(context.Background(), cfg, e.db, w, reg, nil...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
 
 // checkStored fails unless senders' messages number want, each with two
 // inbox rows, and every conversation has conv_seq 1..n without a hole.

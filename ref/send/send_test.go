@@ -32,6 +32,12 @@ func newEnv(t *testing.T) *env {
 // service starts a strict Service; node must differ per "process".
 func (e *env) service(t *testing.T, node uint16, mut func(*send.Config), hooks ...send.CommitHook) *send.Service {
 	t.Helper()
+	return e.serviceReg(t, node, prometheus.NewRegistry(), mut, hooks...)
+}
+
+// serviceReg is service with the caller's registry (to read the metrics).
+func (e *env) serviceReg(t *testing.T, node uint16, reg *prometheus.Registry, mut func(*send.Config), hooks ...send.CommitHook) *send.Service {
+	t.Helper()
 	w, err := inbox.NewWriter(seqalloc.NewRedis(e.rdb.Client, e.rdb.Keys), inbox.DefaultConfig(), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +47,7 @@ func (e *env) service(t *testing.T, node uint16, mut func(*send.Config), hooks .
 	if mut != nil {
 		mut(&cfg)
 	}
-	s, err := send.New(context.Background(), cfg, e.db, w, prometheus.NewRegistry(), hooks...)
+	s, err := send.New(context.Background(), cfg, e.db, w, reg, hooks...)
 	if err != nil {
 		t.Fatal(err)
 	}
