@@ -264,14 +264,21 @@ func pingKafkaRoundTrip(t *testing.T, brokers []string, topic string) {
 	}
 }
 
-func pingMongo(t *testing.T, uri string) {
+// connectMongo is a client of uri (the caller disconnects it).
+func connectMongo(t *testing.T, ctx context.Context, uri string) *mongo.Client {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	cl, err := mongo.Connect(ctx, options.Client().ApplyURI(uri))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cl
+}
+
+func pingMongo(t *testing.T, uri string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl := connectMongo(t, ctx, uri)
 	defer cl.Disconnect(context.Background())
 	dbName := testenv.RandomName("imlab_t_")
 	coll := cl.Database(dbName).Collection("ping")

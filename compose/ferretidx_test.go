@@ -164,10 +164,7 @@ func waitIDIndexed(t *testing.T, uri, dir string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cl, err := mongo.Connect(ctx, options.Client().ApplyURI(uri))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := connectMongo(t, ctx, uri)
 	defer cl.Disconnect(context.Background())
 	if _, err := cl.Database("idx").Collection("c").InsertOne(ctx, bson.D{{Key: "_id", Value: "a"}}); err != nil {
 		t.Fatal(err)

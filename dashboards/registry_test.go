@@ -1,7 +1,6 @@
 package dashboards_test
 
 import (
-	"context"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -23,6 +22,7 @@ import (
 
 	"imlab/compose"
 	"imlab/internal/testenv"
+	"imlab/internal/testenv/refproc"
 	"imlab/ref/pushbus"
 	"imlab/ref/server"
 )
@@ -41,20 +41,7 @@ func startReference(t *testing.T) *prometheus.Registry {
 	cc.MySQLDSN, cc.RedisAddr = my.DSN, rd.Addr
 	cc.WithMongo = false // the history tier registers no metric of its own
 	cc.KafkaPartitions = 2
-	cc.StartTimeout, cc.StopTimeout = 20*time.Second, 10*time.Second
-	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
-	defer cancel()
-	cb, stopBackends, err := compose.Start(ctx, cc)
-	if err != nil {
-		t.Fatalf("backends: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := stopBackends(ctx); err != nil {
-			t.Errorf("stop backends: %v", err)
-		}
-	})
+	cb := refproc.Backends(t, cc)
 
 	cfg := server.DefaultConfig()
 	cfg.Listen = "127.0.0.1:0"
@@ -64,18 +51,7 @@ func startReference(t *testing.T) *prometheus.Registry {
 	cfg.Fanout.Relay.LockName = "imlab_relay_" + my.Name // GET_LOCK names are server-wide
 	cfg.ShutdownTimeout = 10 * time.Second
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	p, err := server.Start(ctx, cfg, server.Backends{MySQLDSN: my.DSN, RedisAddr: rd.Addr, KafkaBrokers: cb.KafkaBrokers},
-		server.DefaultRoles())
-	if err != nil {
-		t.Fatalf("start the reference server: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := p.Stop(ctx); err != nil {
-			t.Errorf("stop the reference server: %v", err)
-		}
-	})
+	p := refproc.Start(t, cfg, server.Backends{MySQLDSN: my.DSN, RedisAddr: rd.Addr, KafkaBrokers: cb.KafkaBrokers}, server.DefaultRoles())
 	for _, r := range []string{server.RoleAPI, server.RoleRelay, server.RoleConsumer, server.RoleReconciler} {
 		if !p.Runs(r) {
 			t.Fatalf("the reference server runs %v, not %s", p.RoleNames(), r)

@@ -9,6 +9,7 @@ import (
 
 	"imlab/checker"
 	"imlab/internal/testenv"
+	"imlab/internal/testenv/refproc"
 	"imlab/loadgen"
 	"imlab/loadgen/schedule"
 	"imlab/ref/server"
@@ -112,18 +113,6 @@ func startRef(t *testing.T, secret string, my *testenv.MySQL, rd *testenv.Redis,
 	cfg.Redis.KeyPrefix = rd.Keys.Prefix
 	cfg.ShutdownTimeout = 10 * time.Second
 	cfg.LabRoutes = lab
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	p, err := server.Start(ctx, cfg, server.Backends{MySQLDSN: my.DSN, RedisAddr: rd.Addr}, server.DefaultRoles())
-	if err != nil {
-		t.Fatalf("start the reference server: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		if err := p.Stop(ctx); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
+	p := refproc.Start(t, cfg, server.Backends{MySQLDSN: my.DSN, RedisAddr: rd.Addr}, server.DefaultRoles())
 	return "http://" + p.APIAddr().String()
 }

@@ -173,11 +173,7 @@ func (r *run) recordSettings(lc loadgen.Config) {
 		}
 		r.setting("duration", lc.Duration)
 	}
-	r.setting("users", lc.Pop.Users)
-	r.setting("devices_per_user", lc.Pop.DevicesPerUser)
-	r.setting("online", lc.Pop.Online)
-	r.setting("crashy", lc.Pop.Crashy)
-	r.setting("groups", lc.Pop.Groups)
+	r.populationSettings(lc.Pop)
 	r.setting("come_back_every", lc.Pop.ComeBackEvery)
 	r.setting("settle", lc.Settle)
 	pool := fmt.Sprintf("max workers %d", lc.Pacer.MaxWorkers)

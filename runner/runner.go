@@ -295,6 +295,16 @@ func (r *run) setting(name string, v any) {
 	r.res.Settings = append(r.res.Settings, result.Setting{Name: name, Value: fmt.Sprint(v)})
 }
 
+// populationSettings records the population's settings, the same for a
+// run against the reference and against an external target.
+func (r *run) populationSettings(p loadgen.Population) {
+	r.setting("users", p.Users)
+	r.setting("devices_per_user", p.DevicesPerUser)
+	r.setting("online", p.Online)
+	r.setting("crashy", p.Crashy)
+	r.setting("groups", p.Groups)
+}
+
 // execute starts everything, runs the load and the schedule, checks and
 // evaluates. Everything it starts is registered with onStop.
 func (r *run) execute(ctx context.Context) error {

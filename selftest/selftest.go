@@ -162,9 +162,7 @@ func (m *Matrix) Table() string {
 func Selftest(ctx context.Context, cfg SelftestConfig, files []*scenario.File) (*Matrix, error) {
 	defects := cfg.Defects
 	if defects == nil {
-		for _, d := range server.Defects() {
-			defects = append(defects, d.Name)
-		}
+		defects = shippedDefects()
 	}
 	for _, d := range defects {
 		if _, err := server.ParseDefects(d); err != nil {
@@ -226,6 +224,16 @@ func Selftest(ctx context.Context, cfg SelftestConfig, files []*scenario.File) (
 		return m, fmt.Errorf("scenarios: selftest: %w", err)
 	}
 	return m, nil
+}
+
+// shippedDefects are the names of the shipped defects (ref/server's
+// Defects): the matrix's rows by default.
+func shippedDefects() []string {
+	var names []string
+	for _, d := range server.Defects() {
+		names = append(names, d.Name)
+	}
+	return names
 }
 
 // selftestRun runs one cell.

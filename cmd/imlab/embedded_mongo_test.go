@@ -20,12 +20,7 @@ func TestEmbeddedMongoPprof(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeLoopbackAddr(t)
 	cmd := exec.Command(exe, "embedded-mongo", t.TempDir())
 	cmd.Env = append(os.Environ(), envMongoPprof+"="+addr)
 	stdin, err := cmd.StdinPipe()

@@ -326,12 +326,7 @@ func TestLoadWaitsForTheTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens there yet: the server is still starting
+	addr := freeLoopbackAddr(t) // nothing listens there yet: the server is still starting
 	srv := &http.Server{Handler: httputil.NewSingleHostReverseProxy(up), ReadHeaderTimeout: 10 * time.Second}
 	started := make(chan error, 1)
 	go func() {
@@ -357,4 +352,17 @@ func TestLoadWaitsForTheTarget(t *testing.T) {
 	if !strings.Contains(stdout, "ok 50, fail 0, unknown 0") {
 		t.Fatalf("the load did not run whole once the target was up:\n%s", tail(stdout))
 	}
+}
+
+// freeLoopbackAddr is a loopback address nothing listens on: a port the
+// kernel handed out, closed again.
+func freeLoopbackAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
 }

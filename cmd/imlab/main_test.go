@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -62,14 +61,9 @@ func testMiddle() int {
 // the error line main prints.
 func runImlab(t *testing.T, ctx context.Context, args ...string) (int, string, string) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	root := newRootCmd()
-	root.SetArgs(args)
-	root.SetOut(&out)
-	root.SetErr(&errb)
-	err := root.ExecuteContext(ctx)
+	out, errs, err := run(t, ctx, args...)
 	if err != nil {
-		fmt.Fprintln(&errb, "imlab:", err)
+		errs += fmt.Sprintln("imlab:", err)
 	}
-	return exitCode(err), out.String(), errb.String()
+	return exitCode(err), out, errs
 }

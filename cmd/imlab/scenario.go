@@ -1,18 +1,14 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"imlab/compose"
-	"imlab/ref/server"
 	"imlab/runner"
 	"imlab/runner/batch"
 	"imlab/scenario"
@@ -110,26 +106,9 @@ all of them. A file with a matrix (matrix: {consumers: [1, 2, 4]}) runs once per
 NAME.consumers-N, and the recovery figures of those runs are printed side by side at the end.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var files []*scenario.File
-			matrix := false
-			for _, p := range args {
-				f, err := scenario.ReadFile(p)
-				if err != nil {
-					return &exitError{code: scenarioExitBroken, err: err}
-				}
-				runs, err := scenario.Expand(f)
-				if err != nil {
-					return &exitError{code: scenarioExitBroken, err: fmt.Errorf("%s: %w", p, err)}
-				}
-				matrix = matrix || f.Matrix != nil
-				files = append(files, runs...)
-				if o.sideBySide {
-					ref, err := scenario.ReferenceSide(f)
-					if err != nil {
-						return &exitError{code: scenarioExitBroken, err: fmt.Errorf("%s: --side-by-side: %w", p, err)}
-					}
-					files = append(files, ref)
-				}
+			files, matrix, err := batch.Files(args, o.sideBySide)
+			if err != nil {
+				return &exitError{code: scenarioExitBroken, err: err}
 			}
 			return runScenarios(cmd, files, o, "scenarios", matrix)
 		},
@@ -181,7 +160,7 @@ func runScenarios(cmd *cobra.Command, files []*scenario.File, o scenarioOpts, ou
 	base.Progress = w
 	worst, err := batch.Run(cmd.Context(), base, files, out, matrix, w, cmd.ErrOrStderr())
 	if err == nil && o.sideBySide {
-		err = writeSideBySide(w, out, files)
+		err = batch.WriteSideBySide(w, out, files)
 	}
 	switch {
 	case err != nil:
@@ -195,12 +174,6 @@ func runScenarios(cmd *cobra.Command, files []*scenario.File, o scenarioOpts, ou
 	}
 }
 
-// defaultScenarioGlob is what selftest runs without arguments.
-const defaultScenarioGlob = "scenarios/*.yaml"
-
-// selftestFile is the matrix in the selftest's output directory.
-const selftestFile = "matrix.json"
-
 func newScenarioSelftestCmd() *cobra.Command {
 	var (
 		out, dsn, redisAddr string
@@ -211,35 +184,13 @@ func newScenarioSelftestCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "selftest [FILE...]",
 		Short: "Run the scenario library against the reference server once unmodified and once per shipped defect; print the matrix defect × scenario (caught/missed)",
-		Long: `Runs every file (default ` + defaultScenarioGlob + `) once against the unmodified reference server
+		Long: `Runs every file (default ` + selftest.DefaultGlob + `) once against the unmodified reference server
 and once per shipped defect (imlab ref --list-defects), and prints the matrix: for the unmodified
 server pass/FAIL, for a defect caught (the scenario failed) or missed (it passed). A run that could
 not be carried out is "error" and proves nothing. Exit 0 when every defect is caught by at least one
 scenario and the unmodified server passes all; 1 otherwise; 2 when a file is bad or the selftest
-could not run. Writes OUT/matrix.json and each run's outputs under OUT/DEFECT/SCENARIO.`,
+could not run. Writes OUT/` + selftest.MatrixFile + ` and each run's outputs under OUT/DEFECT/SCENARIO.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			w := cmd.OutOrStdout()
-			globbed := len(args) == 0
-			if globbed {
-				var err error
-				if args, err = filepath.Glob(defaultScenarioGlob); err != nil || len(args) == 0 {
-					return &exitError{code: scenarioExitBroken, err: fmt.Errorf("no files given and none match %s", defaultScenarioGlob)}
-				}
-			}
-			var files []*scenario.File
-			for _, p := range args {
-				f, err := scenario.ReadFile(p)
-				if err != nil {
-					return &exitError{code: scenarioExitBroken, err: err}
-				}
-				if globbed && f.Kind == scenario.KindCapacity {
-					// A search per defect would be long; name the file to
-					// include it.
-					fmt.Fprintf(w, "skipped %s: a capacity search (name it to include it)\n", p)
-					continue
-				}
-				files = append(files, f)
-			}
 			secret, err := lookupSecret(cmd, true)
 			if err != nil {
 				return &exitError{code: scenarioExitBroken, err: err}
@@ -256,31 +207,20 @@ could not run. Writes OUT/matrix.json and each run's outputs under OUT/DEFECT/SC
 			base.RedisAddr = fromEnv(fl, "redis-addr", envRedisAddr)
 			base.Duration = duration
 			base.DataDir = lookupEnv(compose.EnvDataDir)
-			sc := selftest.SelftestConfig{Base: base, Parallel: parallel, Progress: w}
+			sc := selftest.SelftestConfig{Base: base, Parallel: parallel}
 			if len(defects) > 0 {
 				sc.Defects = defects
 			}
-			rows := len(defectNames())
-			if sc.Defects != nil {
-				rows = len(sc.Defects)
-			}
-			fmt.Fprintf(w, "selftest: %d scenarios x (unmodified + %d defects), %d at a time, into %s\n", len(files), rows, max(1, parallel), out)
-			m, err := selftest.Selftest(cmd.Context(), sc, files)
-			if m != nil {
-				fmt.Fprintf(w, "\n%s\nselftest took %.0fs\n", m.Table(), m.Seconds)
-				if werr := writeJSONFile(filepath.Join(out, selftestFile), m); werr != nil {
-					return &exitError{code: scenarioExitBroken, err: werr}
-				}
-				fmt.Fprintf(w, "wrote %s\n", filepath.Join(out, selftestFile))
-			}
-			if err != nil {
+			_, err = selftest.Run(cmd.Context(), sc, args, cmd.OutOrStdout())
+			var probs *selftest.ProblemsError
+			switch {
+			case err == nil:
+				return nil
+			case errors.As(err, &probs):
+				return &exitError{code: scenarioExitFailed, err: err}
+			default:
 				return &exitError{code: scenarioExitBroken, err: err}
 			}
-			if probs := m.Problems(); len(probs) > 0 {
-				return &exitError{code: scenarioExitFailed, err: errors.New(strings.Join(probs, "; "))}
-			}
-			fmt.Fprintln(w, "selftest: every defect was caught by at least one scenario; the unmodified server passed every scenario")
-			return nil
 		},
 	}
 	fl := cmd.Flags()
@@ -293,25 +233,4 @@ could not run. Writes OUT/matrix.json and each run's outputs under OUT/DEFECT/SC
 	fl.IntVar(&parallel, "parallel", 1, "scenario runs at once (the machine is shared by them: latency thresholds suffer)")
 	fl.String("secret", "", "token signing secret (default $"+envSecret+")")
 	return cmd
-}
-
-// defectNames are the shipped defects' names.
-func defectNames() []string {
-	var out []string
-	for _, d := range server.Defects() {
-		out = append(out, d.Name)
-	}
-	return out
-}
-
-// writeJSONFile writes v as indented JSON to path (its directory made).
-func writeJSONFile(path string, v any) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
 }

@@ -10,6 +10,7 @@ import (
 
 	"imlab/internal/testenv"
 	"imlab/result"
+	"imlab/runner/batch"
 )
 
 // sideBySideFile is a target file shaped as the shipped ones, short: a
@@ -91,7 +92,7 @@ func TestScenarioRunSideBySide(t *testing.T) {
 	if !killed || !cut {
 		t.Errorf("reference side's faults: %+v", ref.Events)
 	}
-	page, err := os.ReadFile(filepath.Join(out, "sbs"+SideBySideSuffix))
+	page, err := os.ReadFile(filepath.Join(out, "sbs"+batch.SideBySideSuffix))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"imlab/checker"
 	"imlab/compose"
 	"imlab/internal/testenv"
+	"imlab/internal/testenv/refproc"
 	"imlab/loadgen"
 	"imlab/loadgen/schedule"
 	"imlab/ref/defect"
@@ -35,20 +36,7 @@ func startFullBackends(t *testing.T) fullRef {
 	rd := testenv.NewRedis(t)
 	cc := compose.DefaultConfig()
 	cc.MySQLDSN, cc.RedisAddr = my.DSN, rd.Addr
-	cc.StartTimeout, cc.StopTimeout = 20*time.Second, 10*time.Second
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cb, stop, err := compose.Start(ctx, cc)
-	if err != nil {
-		t.Fatalf("backends: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := stop(ctx); err != nil {
-			t.Errorf("stop backends: %v", err)
-		}
-	})
+	cb := refproc.Backends(t, cc)
 	return fullRef{b: server.Backends{MySQLDSN: my.DSN, RedisAddr: rd.Addr, KafkaBrokers: cb.KafkaBrokers, MongoURI: cb.MongoURI},
 		prefix: rd.Keys.Prefix, db: my.Name}
 }
@@ -77,19 +65,7 @@ func (f fullRef) start(t *testing.T, maxAge, pulledMinAge time.Duration, defects
 		t.Fatal(err)
 	}
 	cfg.Defects = ds
-	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
-	defer cancel()
-	p, err := server.Start(ctx, cfg, f.b, server.DefaultRoles())
-	if err != nil {
-		t.Fatalf("start the reference server: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := p.Stop(ctx); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
+	p := refproc.Start(t, cfg, f.b, server.DefaultRoles())
 	return "http://" + p.APIAddr().String()
 }
 

@@ -1,4 +1,4 @@
-package main
+package batch
 
 import (
 	"bytes"
@@ -18,12 +18,38 @@ import (
 // OUT/NAME.side-by-side.html.
 const SideBySideSuffix = ".side-by-side.html"
 
-// writeSideBySide writes, for every file whose reference side ran too
+// Files reads the scenario files at paths and expands each (a matrix: one
+// file per value; matrix says whether any had one). With sideBySide each
+// file's reference side (scenario.ReferenceSide) follows its runs.
+func Files(paths []string, sideBySide bool) (files []*scenario.File, matrix bool, err error) {
+	for _, p := range paths {
+		f, err := scenario.ReadFile(p)
+		if err != nil {
+			return nil, false, err
+		}
+		runs, err := scenario.Expand(f)
+		if err != nil {
+			return nil, false, fmt.Errorf("%s: %w", p, err)
+		}
+		matrix = matrix || f.Matrix != nil
+		files = append(files, runs...)
+		if sideBySide {
+			ref, err := scenario.ReferenceSide(f)
+			if err != nil {
+				return nil, false, fmt.Errorf("%s: --side-by-side: %w", p, err)
+			}
+			files = append(files, ref)
+		}
+	}
+	return files, matrix, nil
+}
+
+// WriteSideBySide writes, for every file whose reference side ran too
 // (NAME and NAME.reference in files), the review page of the two runs
 // (their OUT/NAME/result.json) into OUT/NAME.side-by-side.html, the
 // external server first. A pair one of whose runs left no result gets no
 // page, said on w.
-func writeSideBySide(w io.Writer, out string, files []*scenario.File) error {
+func WriteSideBySide(w io.Writer, out string, files []*scenario.File) error {
 	for _, f := range files {
 		if strings.HasSuffix(f.Name, scenario.ReferenceSuffix) {
 			continue
