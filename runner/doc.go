@@ -1,6 +1,6 @@
 // Package runner carries out one scenario file against the reference
-// server: the topology (backends behind proxies), the server processes (in
-// this process or exec children, their stops and kills), the fault
+// server: the topology (backends, proxied where a fault needs it), the
+// server processes (in this process or exec children, their stops and kills), the fault
 // schedule, the load (one generator or several segments), the drain, lag
 // polling, the repairs read from /v1/lab/repairs, the checker's verdict,
 // and the outputs (result.json, junit.xml, report.html, the loadgen run
@@ -88,13 +88,11 @@
 // Run starts the backends through compose (MySQL and Redis as the file or
 // the caller says; Kafka always in-process here, so that it can be proxied,
 // see below), makes a fresh database and Redis key prefix for the run
-// unless the caller supplies them, puts one chaos proxy in front of every
-// backend a fault of the file acts on through its proxy (the toxic kinds
-// and down: faults.ProxiedTargets), and hands the server processes the
-// proxy's address for those backends: all their traffic to them goes
-// through the proxies. The other backends they reach directly: a proxy
-// nothing is injected on would only cost every round trip two more
-// loopback hops and this process's CPU, beside the generator. The lab's own
+// unless the caller supplies them, and puts one chaos proxy in front of
+// each backend a fault of the file acts on through one (faults.ProxiedTargets):
+// the servers reach that backend only through it, and the others directly
+// (an idle proxy would cost every round trip two loopback hops and this
+// process's CPU; result.json's setting "proxies" names them). The lab's own
 // fault clients (Redis wipe, allocator rollback, Kafka admin) talk to the
 // backends directly. Then it starts the server processes (see above),
 // runs loadgen.Run and chaos.RunSchedule from the same start time, polls
