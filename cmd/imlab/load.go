@@ -1,11 +1,8 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -19,6 +16,7 @@ import (
 	"imlab/checker/judge"
 	"imlab/loadgen"
 	"imlab/loadgen/schedule"
+	"imlab/targets/ref"
 )
 
 // loadOpts are imlab load's own flags (the generator's are the config's:
@@ -136,7 +134,7 @@ func (o *loadOpts) run(cmd *cobra.Command, cfg loadgen.Config) error {
 	case o.waitReady > 0 && !httpTarget(o.target):
 		noHealthWait(out, o.target)
 	case o.waitReady > 0:
-		if err := waitHealthy(cmd.Context(), o.target, o.waitReady, out); err != nil {
+		if err := ref.WaitHealthy(cmd.Context(), o.target, o.waitReady, out); err != nil {
 			return err
 		}
 	}
@@ -170,60 +168,7 @@ func (o *loadOpts) run(cmd *cobra.Command, cfg loadgen.Config) error {
 const (
 	defaultWaitReady = time.Minute
 	maxWaitReady     = time.Hour
-	readyPoll        = 250 * time.Millisecond
 )
-
-// waitHealthy waits, up to bound, for target's GET /healthz to answer 200:
-// a server started just before (imlab up &) is still starting its
-// backends. It says on w that it waits, and for how long it waited; a
-// target not ready by then is an error naming the last answer.
-func waitHealthy(ctx context.Context, target string, bound time.Duration, w io.Writer) error {
-	url := strings.TrimRight(target, "/") + "/healthz"
-	ctx, cancel := context.WithTimeout(ctx, bound)
-	defer cancel()
-	hc := &http.Client{Timeout: 2 * time.Second}
-	start := time.Now()
-	said := false
-	for {
-		last := probeHealthz(ctx, hc, url)
-		if last == "" {
-			if said {
-				fmt.Fprintf(w, "%s ready after %s\n", url, time.Since(start).Round(100*time.Millisecond))
-			}
-			return nil
-		}
-		if !said {
-			fmt.Fprintf(w, "waiting up to %s for %s to answer 200 (--wait-ready): %s\n", bound, url, last)
-			said = true
-		}
-		select {
-		case <-ctx.Done():
-			if cerr := context.Cause(ctx); errors.Is(cerr, context.Canceled) {
-				return cerr
-			}
-			return fmt.Errorf("the target is not ready: %s did not answer 200 within %s (last: %s); is the server running? (imlab up prints \"imlab ready\" when it is)", url, bound, last)
-		case <-time.After(readyPoll):
-		}
-	}
-}
-
-// probeHealthz asks url once: "" when it answered 200, else what it did.
-func probeHealthz(ctx context.Context, hc *http.Client, url string) string {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err.Error()
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err.Error()
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return "HTTP " + resp.Status
-	}
-	return ""
-}
 
 // defaultLoadGOGC is imlab load's garbage collector setting: the generator
 // keeps a small live heap and allocates per send, so at the runtime's
