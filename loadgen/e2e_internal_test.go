@@ -116,7 +116,7 @@ func TestSummaryKeys(t *testing.T) {
 	}
 	o = (&Summary{OK: 1000, Pacer: schedule.Stats{Started: 1000, Late: 250}, LoadSeconds: 10, Latency: delay(2_300_000)}).Outcomes(0)
 	if !o.Overloaded || o.LateFrac != 0.25 || o.Label() != "OVERLOADED: 25.0% of sends started late, start delay p99 2.3s (the target did not keep up with the offered rate)" ||
-		!strings.Contains(o.String(), "late above 5.0% with a start delay p99 above 100 ms") {
+		!strings.Contains(o.String(), "late starts above their bound: more than 5.0% of sends late with a start delay p99 above 100 ms") {
 		t.Fatalf("25%% late: %+v %q, want OVERLOADED", o, o.Label())
 	}
 	if o := (&Summary{OK: 1000, Pacer: schedule.Stats{Started: 1000, Late: 50}, LoadSeconds: 10, Latency: delay(2_300_000)}).Outcomes(0); o.Overloaded {

@@ -169,7 +169,7 @@ func (o Outcome) String() string {
 	if o.StartDelayP99Ms != nil {
 		delay = fmt.Sprintf("%.1f ms", *o.StartDelayP99Ms)
 	}
-	return fmt.Sprintf("achieved %.0f ACKed sends/s; of %d sends ok %s, unknown %s, failed %s, retried %s, started late %s (start delay p99 %s): %s (unknown + failed %s %s, retried %s %s, late %s %s with a start delay p99 above %g ms)",
+	return fmt.Sprintf("achieved %.0f ACKed sends/s; of %d sends ok %s, unknown %s, failed %s, retried %s, started late %s (start delay p99 %s): %s (unknown + failed %s %s, retried %s %s, late starts %s their bound: more than %s of sends late with a start delay p99 above %g ms)",
 		o.AckedPerSec, o.Sends, pct(o.OKFrac), pct(o.UnknownFrac), pct(o.FailFrac), pct(o.RetriedFrac), pct(o.LateFrac), delay, o.Label(),
 		cmpWord(o.FailFrac+o.UnknownFrac > o.Limit), pct(o.Limit), cmpWord(o.RetriedFrac > o.Limit), pct(o.Limit),
 		cmpWord(o.LateOver()), pct(o.LateLimit), o.LateDelayMs)

@@ -316,10 +316,11 @@ func (r *runner) finish(ctx context.Context, sum *Summary, st schedule.Stats, lo
 		sum.StartedPerSec = float64(st.Started) / sum.StartSeconds
 		sum.AchievedPerSec = float64(sum.OK) / sum.AckSeconds
 	}
-	sum.Outcome = sum.Outcomes(OverloadFraction)
 	for h := range nHist {
 		sum.Latency[histNames[h]] = quantiles(r.m.total[h])
 	}
+	// The outcome reads the start delay's p99: after the latencies.
+	sum.Outcome = sum.Outcomes(OverloadFraction)
 	lerr := r.led.Close()
 	files, _ := ledger.Files(cfg.RunDir)
 	for _, f := range files {
