@@ -200,6 +200,7 @@ func TestExitStatuses(t *testing.T) {
 		{"scenario validate: load key typo", []string{"scenario", "validate", badYAML}, 2, `did you mean "duration"`},
 
 		{"capacity: bad slo", []string{"capacity", "--slo", "ack_p99<2", "--out", out}, 2, ""},
+		{"capacity: target not ready", []string{"capacity", "--secret", exitTestSecret, "--target", "http://127.0.0.1:1", "--wait-ready", "500ms", "--out", filepath.Join(out, "cap-none")}, 2, "not ready"},
 		{"capacity: mix probability > 1", []string{"capacity", "--secret", exitTestSecret, "--target", fake, "--no-target-procs", "--proc", "", "--mix-delete", "2", "--out", out}, 2, "mix.delete"},
 		{"up: bad flag", []string{"up", "--push-bus", "redis"}, 2, ""},
 		{"ref: no secret", []string{"ref", "--mysql-dsn", "root@tcp(127.0.0.1:1)/x", "--redis-addr", "127.0.0.1:1"}, 2, ""},
