@@ -53,9 +53,10 @@ type DeadLetterSummary struct {
 	// to deliver through the queue — repaired by reconciliation, or lost
 	// at the end — although their record was in the fan-out topic and is
 	// in no dead letter: silently gone from the consumer's path.
-	// NeverQueued counts those repaired or lost whose record never reached
-	// the fan-out topic (a send-path matter: a committed message whose
-	// publish failed, left to reconciliation).
+	// NeverQueued counts those repaired or lost whose record was not in
+	// the fan-out topic at the end: never published (a send-path matter: a
+	// committed message whose publish failed, left to reconciliation), or
+	// removed from the topic by a fault (a record loss).
 	Queued      int      `json:"queued"`
 	Unaccounted []uint64 `json:"unaccounted,omitempty"`
 	NeverQueued int      `json:"never_queued"`
@@ -261,10 +262,10 @@ func (s DeadLetterSummary) AccountLine() string {
 		s.Records, s.Inbox, s.History, s.Transient, s.Permanent, s.Undecodable)
 	line += fmt.Sprintf("; of the inbox tier's %d messages %d repaired later, %d still lost", len(s.MsgIDs), s.Repaired, len(s.LostIDs))
 	if n := len(s.Unaccounted); n > 0 {
-		line += fmt.Sprintf("; %d messages silently gone (queued, neither delivered by the consumer nor dead-lettered)", n)
+		line += fmt.Sprintf("; %d queued messages the consumer skipped (neither delivered nor dead-lettered; each repaired later or counted lost above)", n)
 	}
 	if s.NeverQueued > 0 {
-		line += fmt.Sprintf("; %d repaired or lost never reached the fan-out topic", s.NeverQueued)
+		line += fmt.Sprintf("; %d repaired or lost were not in the fan-out topic at the end (never published, or removed by a fault)", s.NeverQueued)
 	}
 	if n := len(s.Early); n > 0 {
 		line += fmt.Sprintf("; %d given up before their transient window", n)
