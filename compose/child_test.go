@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -55,7 +56,7 @@ func holdBackends(ctx context.Context, dataDir string) error {
 		return err
 	}
 	cfg.MongoCommand = []string{exe, "embedded-mongo"}
-	_, stop, err := Start(ctx, cfg)
+	b, stop, err := Start(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -63,6 +64,13 @@ func holdBackends(ctx context.Context, dataDir string) error {
 	pids, err := childPIDs(os.Getpid())
 	if err != nil {
 		return err
+	}
+	// The private processes' pids are given, for a caller that reads
+	// their CPU (the capacity scenario watches them).
+	for _, part := range []string{PartMySQL, PartRedis} {
+		if pid := b.PIDs[part]; pid <= 0 || !slices.Contains(pids, pid) {
+			return fmt.Errorf("Backends.PIDs[%s] = %d, not among the children %v", part, pid, pids)
+		}
 	}
 	if err := json.NewEncoder(os.Stdout).Encode(pids); err != nil {
 		return err

@@ -324,6 +324,11 @@ type Backends struct {
 	// Embedded lists the parts served by in-process stand-ins.
 	Embedded []string
 
+	// PIDs are the private processes' pids by part (local mode: "mysql",
+	// "redis"), for a caller that reads their CPU; a part served by
+	// anything else has none.
+	PIDs map[string]int
+
 	root string // temporary directory of this run ("" when none)
 }
 
@@ -416,7 +421,7 @@ func Start(ctx context.Context, cfg Config) (b *Backends, stop func(context.Cont
 		}
 	}()
 
-	b = &Backends{Kinds: map[string]string{}}
+	b = &Backends{Kinds: map[string]string{}, PIDs: map[string]int{}}
 	r := &run{cfg: cfg, log: log, st: st, b: b}
 
 	mysqlMode, redisMode := r.resolveMySQL(), r.resolveRedis()

@@ -289,6 +289,7 @@ func (r *run) localMySQL(ctx context.Context) error {
 		if err == nil {
 			r.b.MySQLDSN = dsn
 			r.b.Kinds[PartMySQL] = "local " + filepath.Base(s.bin) + " " + version
+			r.b.PIDs[PartMySQL] = p.cmd.Process.Pid
 			return nil
 		}
 		tail := tailFile(logPath, 2048)

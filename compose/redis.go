@@ -98,6 +98,7 @@ func (r *run) localRedis(ctx context.Context) error {
 		if err == nil {
 			r.b.RedisAddr = addr
 			r.b.Kinds[PartRedis] = strings.TrimSpace("local redis-server " + version)
+			r.b.PIDs[PartRedis] = p.cmd.Process.Pid
 			return nil
 		}
 		tail := p.logTail()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"imlab/capacity"
+	"imlab/compose"
 	"imlab/expect"
 	"imlab/loadgen"
 	"imlab/result"
@@ -36,8 +37,22 @@ func (r *run) watched() ([]capacity.Proc, []string) {
 	if len(in) > 0 {
 		notes = append(notes, fmt.Sprintf("processes %s run inside the runner: their CPU is counted with the generator's (exec: true gives a process its own figures)", strings.Join(in, ", ")))
 	}
-	if r.f.Backends.Mode != "local" {
-		notes = append(notes, "the databases' CPU is not watched: the run's MySQL and Redis are shared with other clients (or embedded in the runner); imlab capacity --proc reads them by name")
+	// The run's private mariadbd and redis-server are its own: watched.
+	// A shared or embedded one is not (its CPU is other clients' too, or
+	// the runner's).
+	var shared []string
+	for _, part := range []string{compose.PartMySQL, compose.PartRedis} {
+		if r.cb == nil {
+			break
+		}
+		if pid := r.cb.PIDs[part]; pid > 0 {
+			ps = append(ps, capacity.Proc{Name: part + " (private)", PID: pid})
+		} else {
+			shared = append(shared, part)
+		}
+	}
+	if len(shared) > 0 {
+		notes = append(notes, fmt.Sprintf("the CPU of %s is not watched: shared with other clients or embedded in the runner (backends.mode local gives the run private ones, which are watched; imlab capacity --proc reads processes by name)", strings.Join(shared, " and ")))
 	}
 	return ps, notes
 }
