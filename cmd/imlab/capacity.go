@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"errors"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"time"
@@ -12,7 +11,6 @@ import (
 
 	"imlab/capacity"
 	"imlab/loadgen"
-	"imlab/targets/ref"
 )
 
 // Exit statuses of imlab capacity.
@@ -30,7 +28,7 @@ func newCapacityCmd() *cobra.Command {
 		gogc, procs               int
 		noCheck, noTargetProcs    bool
 		drvFlags                  driverFlags
-		waitReady                 time.Duration
+		ready                     time.Duration
 	)
 	var regErr error
 	cmd := &cobra.Command{
@@ -84,18 +82,11 @@ sustainable rate marked) and OUT/steps/*/summary.json; prints the table.`,
 				return broken(err)
 			}
 			secret.warn(cmd.ErrOrStderr())
-			if waitReady < 0 || waitReady > maxWaitReady {
-				return broken(fmt.Errorf("--wait-ready %s: want 0 (do not wait) .. %s", waitReady, maxWaitReady))
+			if err := checkWaitReady(ready); err != nil {
+				return broken(err)
 			}
-			// A target still starting would otherwise break the first
-			// step and be called the server's limit.
-			switch {
-			case waitReady > 0 && !httpTarget(c.Load.Target):
-				noHealthWait(cmd.OutOrStdout(), c.Load.Target)
-			case waitReady > 0:
-				if err := ref.WaitHealthy(cmd.Context(), c.Load.Target, waitReady, cmd.OutOrStdout()); err != nil {
-					return broken(err)
-				}
+			if err := waitReady(cmd.Context(), c.Load.Target, ready, cmd.OutOrStdout()); err != nil {
+				return broken(err)
 			}
 			c.OutDir = cmp.Or(out, filepath.Join("runs", "capacity-"+time.Now().UTC().Format("20060102-150405")))
 			var names []string
@@ -124,7 +115,7 @@ sustainable rate marked) and OUT/steps/*/summary.json; prints the table.`,
 	f.StringVar(&out, "out", "", "output directory (default runs/capacity-<UTC time>)")
 	f.BoolVar(&noCheck, "no-check", false, "do not run the checker on each step (a step then holds on the SLO alone)")
 	f.IntVar(&procs, "procs", loadgen.DefaultProcs(), "GOMAXPROCS of the generator (default: twice the CPUs); ignored when $GOMAXPROCS is set")
-	f.DurationVar(&waitReady, "wait-ready", defaultWaitReady, "before the search, wait up to this long for the target's GET /healthz to answer 200 (a server still starting, e.g. imlab up started just before), saying so; 0: do not wait")
+	f.DurationVar(&ready, "wait-ready", defaultWaitReady, "before the search, wait up to this long for the target's GET /healthz to answer 200 (a server still starting, e.g. imlab up started just before), saying so; 0: do not wait")
 	f.IntVar(&gogc, "gogc", defaultLoadGOGC, "garbage collector target percentage of the generator")
 	return cmd
 }

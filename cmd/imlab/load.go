@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -91,8 +92,8 @@ func (o *loadOpts) config(cmd *cobra.Command, c loadgen.Config) (loadgen.Config,
 	if err != nil {
 		return c, usageError(err)
 	}
-	if o.waitReady < 0 || o.waitReady > maxWaitReady {
-		return c, usageError(fmt.Errorf("--wait-ready %s: want 0 (do not wait) .. %s", o.waitReady, maxWaitReady))
+	if err := checkWaitReady(o.waitReady); err != nil {
+		return c, usageError(err)
 	}
 	runDir := o.runDir
 	if runDir == "" {
@@ -130,13 +131,8 @@ func (o *loadOpts) run(cmd *cobra.Command, cfg loadgen.Config) error {
 		return usageError(err)
 	}
 	out := cmd.OutOrStdout()
-	switch {
-	case o.waitReady > 0 && !httpTarget(o.target):
-		noHealthWait(out, o.target)
-	case o.waitReady > 0:
-		if err := ref.WaitHealthy(cmd.Context(), o.target, o.waitReady, out); err != nil {
-			return err
-		}
+	if err := waitReady(cmd.Context(), o.target, o.waitReady, out); err != nil {
+		return err
 	}
 	via := c.SendVia
 	if !httpTarget(o.target) {
@@ -169,6 +165,28 @@ const (
 	defaultWaitReady = time.Minute
 	maxWaitReady     = time.Hour
 )
+
+// checkWaitReady refuses a --wait-ready outside 0..maxWaitReady.
+func checkWaitReady(d time.Duration) error {
+	if d < 0 || d > maxWaitReady {
+		return fmt.Errorf("--wait-ready %s: want 0 (do not wait) .. %s", d, maxWaitReady)
+	}
+	return nil
+}
+
+// waitReady waits up to bound (0: not at all) for an HTTP target's
+// /healthz; of another target it says that it does not wait. A target
+// still starting would otherwise fail a load's first seconds, or break a
+// capacity search's first step and be called the server's limit.
+func waitReady(ctx context.Context, target string, bound time.Duration, out io.Writer) error {
+	switch {
+	case bound > 0 && !httpTarget(target):
+		noHealthWait(out, target)
+	case bound > 0:
+		return ref.WaitHealthy(ctx, target, bound, out)
+	}
+	return nil
+}
 
 // defaultLoadGOGC is imlab load's garbage collector setting: the generator
 // keeps a small live heap and allocates per send, so at the runtime's
