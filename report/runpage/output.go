@@ -66,7 +66,9 @@ func HTMLReport(res *result.Result) *report.Report {
 			rep.Markers = append(rep.Markers, report.Marker{T: *at, Label: "every group recovered", Kind: report.KindAlign})
 		}
 	}
-	rep.Tables = append(rep.Tables, repairsTable(res))
+	if res.Capacity == nil { // a search's steps are judged one by one, in its own report
+		rep.Tables = append(rep.Tables, repairsTable(res))
+	}
 	if len(res.Processes) > 0 {
 		rep.Tables = append(rep.Tables, processTable(res))
 	}
@@ -102,6 +104,8 @@ func verdictLine(res *result.Result) string {
 		v = "the run could not be carried out"
 	case res.Skipped != "":
 		v = "skipped on these backends: " + res.Skipped
+	case res.Verdict == nil && res.Capacity != nil:
+		v = fmt.Sprintf("each step's ledger checked on its own: %d of %d checked steps invalid (a step with an invalid verdict holds nothing)", res.Capacity.Invalid, res.Capacity.Checked)
 	case res.Verdict == nil:
 		v = "not checked"
 	case res.Verdict.Valid:
@@ -273,6 +277,9 @@ func ackLatency(res *result.Result, name string) report.Latency {
 	switch {
 	case res.Incomplete && res.Verdict == nil:
 		l.Unknown = "the run could not be carried out"
+		return l
+	case res.Verdict == nil && res.Capacity != nil:
+		l.Unknown = "a capacity search has no whole-run figure: each step's ACK latency is in its own report"
 		return l
 	case res.Verdict == nil:
 		l.Unknown = "the ledger was not checked"

@@ -173,6 +173,9 @@ func TestHTMLReportAckLatency(t *testing.T) {
 		}, "no send was ACKed"},
 		{"not checked", func(r *result.Result) { r.Verdict = nil }, "the ledger was not checked"},
 		{"incomplete", func(r *result.Result) { r.Verdict, r.Incomplete = nil, true }, "the run could not be carried out"},
+		{"capacity", func(r *result.Result) {
+			r.Verdict, r.Capacity = nil, &result.CapacitySummary{Result: "run/capacity/result.json", Checked: 5, Steps: 5}
+		}, "a capacity search has no whole-run figure: each step's ACK latency is in its own report"},
 	} {
 		r := sampleResult()
 		c.edit(r)
@@ -219,5 +222,21 @@ func TestHTMLReportRepairedVsLost(t *testing.T) {
 	rep = HTMLReport(res)
 	if row := rep.Tables[0].Rows[0]; row[2] != "0 (none repaired)" || !strings.HasPrefix(row[3], "0 (none repaired") || strings.Contains(rep.Verdict, "repaired") {
 		t.Errorf("nothing repaired: row %q, verdict %q", row, rep.Verdict)
+	}
+}
+
+// A capacity search's page says its steps were checked one by one (not
+// "not checked"), and has no whole-run repairs table of zeros.
+func TestCapacityPageSaysWhatWasChecked(t *testing.T) {
+	r := sampleResult()
+	r.Verdict, r.Capacity = nil, &result.CapacitySummary{Result: "run/capacity/result.json", Checked: 5, Invalid: 0, Steps: 5}
+	rep := HTMLReport(r)
+	if !strings.Contains(rep.Verdict, "0 of 5 checked steps invalid") {
+		t.Errorf("verdict %q", rep.Verdict)
+	}
+	for _, tb := range rep.Tables {
+		if strings.HasPrefix(tb.Title, "Repairs") {
+			t.Errorf("a capacity page has a repairs table: %q", tb.Title)
+		}
 	}
 }

@@ -152,7 +152,7 @@ func PrintResult(w io.Writer, r *result.Result, dir string) {
 		}
 		fmt.Fprintln(w, line)
 	}
-	if rp := r.Repairs; r.Skipped == "" && (rp.Rows > 0 || !rp.Known) {
+	if rp := r.Repairs; r.Skipped == "" && r.Capacity == nil && (rp.Rows > 0 || !rp.Known) {
 		line := fmt.Sprintf("    repairs: %d inbox rows of %d messages written by forward reconciliation (missing when the reconciler looked)", rp.Rows, len(rp.MsgIDs))
 		if !rp.Known {
 			line += " (unknown: " + strings.Join(rp.Errors, "; ") + ")"
