@@ -82,13 +82,10 @@ sustainable rate marked) and OUT/steps/*/summary.json; prints the table.`,
 				return broken(err)
 			}
 			secret.warn(cmd.ErrOrStderr())
-			if err := checkWaitReady(ready); err != nil {
-				return broken(err)
-			}
-			if err := waitReady(cmd.Context(), c.Load.Target, ready, cmd.OutOrStdout()); err != nil {
-				return broken(err)
-			}
 			c.OutDir = cmp.Or(out, filepath.Join("runs", "capacity-"+time.Now().UTC().Format("20060102-150405")))
+			if err := capacityReady(cmd, c, pids, ready); err != nil {
+				return broken(err)
+			}
 			var names []string
 			if procNames != "" {
 				names = strings.Split(procNames, ",")
@@ -118,4 +115,20 @@ sustainable rate marked) and OUT/steps/*/summary.json; prints the table.`,
 	f.DurationVar(&ready, "wait-ready", defaultWaitReady, "before the search, wait up to this long for the target's GET /healthz to answer 200 (a server still starting, e.g. imlab up started just before), saying so; 0: do not wait")
 	f.IntVar(&gogc, "gogc", defaultLoadGOGC, "garbage collector target percentage of the generator")
 	return cmd
+}
+
+// capacityReady refuses bad input first (the search's config, --pid,
+// --wait-ready), so that it is never kept waiting for a server, and then
+// waits up to ready for the target's /healthz.
+func capacityReady(cmd *cobra.Command, c capacity.Config, pids string, ready time.Duration) error {
+	if err := checkWaitReady(ready); err != nil {
+		return err
+	}
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	if _, err := capacity.ParsePIDs(pids); err != nil {
+		return err
+	}
+	return waitReady(cmd.Context(), c.Load.Target, ready, cmd.OutOrStdout())
 }
