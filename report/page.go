@@ -358,7 +358,10 @@ func latencyViews(ls []Latency) ([]latencyView, error) {
 		if l.Count == 0 {
 			lv.Figures, lv.Unknown = "unknown", true
 			lv.Detail = "nothing measured (0 " + of + ")"
-			if l.Unknown != "" {
+			switch {
+			case strings.TrimSpace(l.Of) == "" && l.Unknown != "": // no count to speak of
+				lv.Detail = "not measured: " + l.Unknown
+			case l.Unknown != "":
 				lv.Detail += ": " + l.Unknown
 			}
 		} else {

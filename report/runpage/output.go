@@ -279,7 +279,7 @@ func ackLatency(res *result.Result, name string) report.Latency {
 		l.Unknown = "the run could not be carried out"
 		return l
 	case res.Verdict == nil && res.Capacity != nil:
-		l.Unknown = "a capacity search has no whole-run figure: each step's ACK latency is in its own report"
+		l.Of, l.Unknown = "", "a capacity search has no whole-run figure: each step's ACK latency is in its own report"
 		return l
 	case res.Verdict == nil:
 		l.Unknown = "the ledger was not checked"
