@@ -41,11 +41,12 @@ func (r *run) watched() ([]capacity.Proc, []string) {
 	// A shared or embedded one is not (its CPU is other clients' too, or
 	// the runner's).
 	var shared []string
+	var pids map[string]int // none known: both are noted as not watched
+	if r.cb != nil {
+		pids = r.cb.PIDs
+	}
 	for _, part := range []string{compose.PartMySQL, compose.PartRedis} {
-		if r.cb == nil {
-			break
-		}
-		if pid := r.cb.PIDs[part]; pid > 0 {
+		if pid := pids[part]; pid > 0 {
 			ps = append(ps, capacity.Proc{Name: part + " (private)", PID: pid})
 		} else {
 			shared = append(shared, part)
