@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"strings"
 	"sync"
@@ -29,14 +30,21 @@ import (
 //  4. one locking read of the stored cursors (the answers);
 //  5. COMMIT.
 //
-// Rows are written in ascending (uid, device_id) order, so batches of two
-// processes cannot deadlock on each other; a deadlock or lock wait timeout
-// anyway retries the batch (cursorAttempts). A leader runs one batch (its
+// Rows are written in ascending (uid, device_id) order, but InnoDB's gap
+// locks on new rows can still deadlock two processes' batches (seen with two
+// Services inserting the same new devices). A deadlock (1213) or lock wait
+// timeout (1205) rolls the batch back whole, and it is retried up to
+// cursorAttempts times after a jittered, doubling pause (cursorBackoff), so
+// that the two batches do not meet again in step; each retry is counted
+// (imlab_pull_cursor_retries_total). A leader runs one batch (its
 // own operation is in it), then hands the lead to the oldest waiter. No
 // goroutine is started: callers do the work, so the Service still owns none.
 // The queue of each shard is bounded by Config.CursorMaxQueue.
 
-const cursorAttempts = 3
+const (
+	cursorAttempts = 6
+	cursorBackoff  = 2 * time.Millisecond // the first pause's upper bound; doubled per retry
+)
 
 const (
 	opQueued = iota
@@ -160,6 +168,10 @@ func (g *cursorShard) leadBatch() {
 func (s *Service) execCursorBatch(batch []*cursorOp) {
 	var err error
 	for attempt := 0; attempt < cursorAttempts; attempt++ {
+		if attempt > 0 {
+			s.cursorRetries.Inc()
+			time.Sleep(rand.N(cursorBackoff << (attempt - 1)))
+		}
 		if err = s.cursorTx(batch); err == nil || !retryableTx(err) {
 			break
 		}

@@ -2,10 +2,12 @@ package pull_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"imlab/internal/testenv"
 	"imlab/ref/hotcache"
@@ -121,4 +123,83 @@ func TestCursorWriteCancelled(t *testing.T) {
 	if got, err := e.svc.MarkServedAck(context.Background(), 7, "d", 5); err != nil || got != 5 {
 		t.Fatalf("after a cancelled call: %d, %v", got, err)
 	}
+}
+
+// A cursor batch that InnoDB picks as a deadlock victim is rolled back and
+// retried, and the caller gets its answer, not "unavailable". The deadlock
+// is made by hand: another transaction holds the device's sync_cursor row
+// (and is the heavier one, so InnoDB keeps it), the batch takes the
+// device's sync_served row and waits for sync_cursor, and then the other
+// transaction asks for sync_served.
+func TestDeadlockedCursorBatchIsRetried(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	const uid, did = 4242, "d"
+	if _, err := e.svc.MarkServedAck(ctx, uid, did, 5); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := e.db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	// Weight: InnoDB rolls back the transaction that changed fewer rows.
+	for i := 0; i < 50; i++ {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO sync_served (uid, device_id, served_seq, updated_at) VALUES (?, 'w', 1, NOW(3))`, 900000+i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE sync_cursor SET pull_seq = pull_seq WHERE uid = ? AND device_id = ?`, uid, did); err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		got uint64
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		got, err := e.svc.MarkServedAck(ctx, uid, did, 9)
+		done <- answer{got, err}
+	}()
+	waitForLockWait(t, e.db)
+	// Now the batch holds sync_served and waits for sync_cursor: close the cycle.
+	if _, err := tx.ExecContext(ctx, `UPDATE sync_served SET updated_at = NOW(3) WHERE uid = ? AND device_id = ?`, uid, did); err != nil {
+		t.Fatalf("the heavier transaction was the victim: %v", err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	a := <-done
+	if a.err != nil || a.got != 9 {
+		t.Fatalf("after a deadlock: answer %d, %v; want 9", a.got, a.err)
+	}
+	if r := testenv.Metric(t, e.reg, "imlab_pull_cursor_retries_total", nil); r < 1 {
+		t.Fatalf("imlab_pull_cursor_retries_total %v: no retry counted", r)
+	}
+}
+
+// waitForLockWait returns when some transaction of db's server waits for a
+// row lock (the batch of the test above), or fails after 10 s. InnoDB
+// refreshes innodb_trx only when it was not read for 100 ms: a faster poll
+// would read the same stale table forever, and the first read must not see
+// the table as an earlier test left it: each read comes after a pause.
+func waitForLockWait(t *testing.T, db *sql.DB) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		time.Sleep(150 * time.Millisecond)
+		var n int
+		if err := db.QueryRow(`SELECT COUNT(*) FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT' AND trx_mysql_thread_id <> CONNECTION_ID()`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+	}
+	t.Fatal("the cursor batch never waited for the held row")
 }

@@ -191,9 +191,10 @@ type Service struct {
 	knownMu sync.Mutex
 	known   map[devKey]struct{} // devices with a sync_served row (Register)
 
-	cursorShards []*cursorShard
-	cursorBatch  prometheus.Histogram // imlab_pull_cursor_batch_size
-	cursorOps    prometheus.Counter   // imlab_pull_cursor_ops_total
+	cursorShards  []*cursorShard
+	cursorBatch   prometheus.Histogram // imlab_pull_cursor_batch_size
+	cursorOps     prometheus.Counter   // imlab_pull_cursor_ops_total
+	cursorRetries prometheus.Counter   // imlab_pull_cursor_retries_total
 }
 
 type verified struct {
@@ -247,14 +248,18 @@ func New(db *sql.DB, cache *hotcache.Cache, cfg Config, reg prometheus.Registere
 		Name: "imlab_pull_cursor_ops_total",
 		Help: "Cursor writes (MarkServed, Ack) committed or refused in group-committed transactions.",
 	})
+	cursorRetries := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "imlab_pull_cursor_retries_total",
+		Help: "Group-committed cursor transactions retried after a deadlock or lock wait timeout.",
+	})
 	if reg != nil {
-		for _, c := range []prometheus.Collector{cursorBatch, cursorOps} {
+		for _, c := range []prometheus.Collector{cursorBatch, cursorOps, cursorRetries} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("pull: register metrics: %w", err)
 			}
 		}
 	}
-	s := &Service{db: db, cache: cache, cfg: cfg, log: cfg.Logger, latency: latency, reqs: reqs, cursorBatch: cursorBatch, cursorOps: cursorOps}
+	s := &Service{db: db, cache: cache, cfg: cfg, log: cfg.Logger, latency: latency, reqs: reqs, cursorBatch: cursorBatch, cursorOps: cursorOps, cursorRetries: cursorRetries}
 	s.limiter = newLimiter(s)
 	s.memo = make(map[uint64]verified)
 	s.known = make(map[devKey]struct{})
