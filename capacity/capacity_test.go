@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -247,6 +248,8 @@ func TestSearchStalledServer(t *testing.T) {
 	c := quick(t, srv.URL(), "ack_p99<=100ms")
 	c.Step = 5 * time.Second
 	c.From, c.To = 200, 800
+	c.Backends = "mysql=local mariadbd 10.11"
+	c.Procs = []Proc{{Name: "mysql (private)", PID: os.Getpid()}}
 	began := time.Now()
 	res := run(t, c)
 	if res.Sustainable != nil || len(res.Steps) != 1 || res.Steps[0].StoppedEarly == "" || !strings.Contains(res.Steps[0].StoppedEarly, "stalled") {
@@ -261,6 +264,24 @@ func TestSearchStalledServer(t *testing.T) {
 	b, _ := json.Marshal(res)
 	if !bytes.Contains(b, []byte(`"sustainable_per_sec":null`)) {
 		t.Fatal("no sustainable rate must be null, not 0")
+	}
+	// The page's header says when the search started and what it watched,
+	// as the search wrote them into result.json.
+	page, err := os.ReadFile(filepath.Join(c.OutDir, ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := html.UnescapeString(string(page))
+	if want := "<th>Started</th><td>" + res.StartedAt.UTC().Format("2006-01-02 15:04:05 UTC") + "</td>"; res.StartedAt.IsZero() || !strings.Contains(text, want) {
+		t.Errorf("report.html lacks %q (started %v)", want, res.StartedAt)
+	}
+	if len(res.Procs) != 2 {
+		t.Fatalf("watched %+v, want the generator and the one given", res.Procs)
+	}
+	for _, want := range []string{"mysql=local mariadbd 10.11", "generator pid " + strconv.Itoa(os.Getpid()), "mysql (private) pid " + strconv.Itoa(os.Getpid())} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report.html's header lacks %q", want)
+		}
 	}
 }
 

@@ -221,12 +221,34 @@ var page = template.Must(template.New("capacity").Parse(`<!DOCTYPE html>
 `))
 
 // header is the page's header as report draws it: the answer as the
-// verdict, PASS when a rate held, the target and machine.
+// verdict, PASS when a rate held, when the search started, and the
+// target, its backends, the processes watched and the machine.
 func (r *Result) header() *report.Report {
 	rep := &report.Report{Title: "Capacity of " + r.Target, Description: r.Answer, Passed: r.Sustainable != nil,
-		Duration: time.Duration(r.Seconds * float64(time.Second)), DurationLabel: "Search time",
-		Verdict: r.Answer, VerdictLabel: "Answer", Backends: fmt.Sprintf("target %s; machine %s, %d CPUs", r.Target, cmp.Or(r.Machine.Hostname, "unknown"), r.Machine.CPUs)}
+		StartedAt: r.StartedAt, Duration: time.Duration(r.Seconds * float64(time.Second)), DurationLabel: "Search time",
+		Verdict: r.Answer, VerdictLabel: "Answer", Backends: r.backendsLine()}
 	return rep
+}
+
+// backendsLine is the header's Backends row: the target, what serves its
+// storage (when the caller said), every process whose CPU was read, by
+// pid, and the machine.
+func (r *Result) backendsLine() string {
+	parts := []string{"target " + r.Target}
+	if r.Backends != "" {
+		parts = append(parts, r.Backends)
+	} else {
+		parts = append(parts, "its backends not known to the search")
+	}
+	watched := make([]string, 0, len(r.Procs))
+	for _, p := range r.Procs {
+		watched = append(watched, fmt.Sprintf("%s pid %d", p.Name, p.PID))
+	}
+	if len(watched) > 0 {
+		parts = append(parts, "CPU read of "+strings.Join(watched, ", "))
+	}
+	parts = append(parts, fmt.Sprintf("machine %s, %d CPUs", cmp.Or(r.Machine.Hostname, "unknown"), r.Machine.CPUs))
+	return strings.Join(parts, "; ")
 }
 
 // tables are the page's steps, marginal cost and cost per step, as

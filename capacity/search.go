@@ -72,6 +72,10 @@ type Config struct {
 	Progress io.Writer
 	// Notes are copied into the result (what the caller could not watch).
 	Notes []string
+	// Backends says what serves the target's storage, as the caller knows
+	// it (a scenario run: compose's summary, "mysql=local mariadbd …");
+	// copied into the result ("": not known to the search).
+	Backends string
 }
 
 // generatorProc names this process among the watched ones.
@@ -158,13 +162,15 @@ type Result struct {
 	Cost map[string]float64 `json:"cpu_us_per_msg_at_sustainable,omitempty"`
 	// Marginal is each process's CPU against the ACKed rate over the
 	// steps: what one more message per second costs.
-	Marginal  []Marginal `json:"marginal"`
-	Procs     []Proc     `json:"processes"`
-	Machine   Machine    `json:"machine"`
-	Steps     []*Step    `json:"steps"`
-	Notes     []string   `json:"notes,omitempty"`
-	Errors    []string   `json:"errors,omitempty"`
-	Cancelled bool       `json:"cancelled,omitempty"`
+	Marginal []Marginal `json:"marginal"`
+	Procs    []Proc     `json:"processes"`
+	// Backends is Config.Backends ("": not known to the search).
+	Backends  string   `json:"backends,omitempty"`
+	Machine   Machine  `json:"machine"`
+	Steps     []*Step  `json:"steps"`
+	Notes     []string `json:"notes,omitempty"`
+	Errors    []string `json:"errors,omitempty"`
+	Cancelled bool     `json:"cancelled,omitempty"`
 }
 
 // Machine says where the figures were measured.
@@ -201,7 +207,7 @@ func Search(ctx context.Context, cfg Config) (*Result, error) {
 	s.watch = newProcWatch(s.procs)
 	s.res = &Result{Kind: "imlab-capacity", Format: ResultFormat, Target: cfg.Load.Target, SLO: cfg.SLO.String(), StartedAt: time.Now().UTC(),
 		From: cfg.From, To: cfg.To, WarmUpS: cfg.WarmUp.Seconds(), StepS: cfg.Step.Seconds(), Mix: cfg.Load.Mix, Procs: s.procs,
-		Machine: Machine{CPUs: runtime.NumCPU(), Hostname: host, Note: MachineNote}, Steps: []*Step{}, Notes: slices.Clone(cfg.Notes)}
+		Backends: cfg.Backends, Machine: Machine{CPUs: runtime.NumCPU(), Hostname: host, Note: MachineNote}, Steps: []*Step{}, Notes: slices.Clone(cfg.Notes)}
 	began := time.Now()
 	err := s.run(ctx)
 	if errors.Is(err, errOutOfSteps) {

@@ -86,8 +86,28 @@ func loadGap(base, nw []*Run) string {
 	if !bok || !nok || (nlo-bhi <= LoadGap && blo-nhi <= LoadGap) {
 		return ""
 	}
-	return fmt.Sprintf("machine load differs: 1-minute load average per CPU at the start %.2f–%.2f in the base, %.2f–%.2f in the new runs (more than %g apart)",
-		blo, bhi, nlo, nhi, LoadGap)
+	hi, lo := nlo, bhi // the pair more than LoadGap apart
+	if blo-nhi > LoadGap {
+		hi, lo = blo, nhi
+	}
+	d := gapDigits(hi, lo)
+	return fmt.Sprintf("machine load differs: 1-minute load average per CPU at the start %.*f–%.*f in the base, %.*f–%.*f in the new runs (%.*f apart, more than %g)",
+		d, blo, d, bhi, d, nlo, d, nhi, d, hi-lo, LoadGap)
+}
+
+// gapDigits is the fewest decimals (at least 2) at which hi and lo, as
+// printed, are still more than LoadGap apart, so that the reader sees why
+// they were judged so (0.70 and 0.20 would read as exactly 0.5 apart;
+// 0.701 and 0.200 do not).
+func gapDigits(hi, lo float64) int {
+	const maxDigits = 9
+	for d := 2; d < maxDigits; d++ {
+		p := math.Pow10(d)
+		if math.Round(hi*p)-math.Round(lo*p) > LoadGap*p {
+			return d
+		}
+	}
+	return maxDigits
 }
 
 // markUnlike labels the measured rows (latency, rate, lag, recovery: what

@@ -64,7 +64,10 @@ func TestUnlikeSidesAreSaid(t *testing.T) {
 	}{
 		{"backends", embedded, 2, 0.4, "backends differ: base " + external + ", new " + embedded},
 		{"machine", external, 8, 0.4, "machines (CPUs) differ: base 2, new 8"},
-		{"load", external, 2, 3.5, "machine load differs: 1-minute load average per CPU at the start 0.20–0.20 in the base, 1.75–1.75 in the new runs"},
+		{"load", external, 2, 3.5, "machine load differs: 1-minute load average per CPU at the start 0.20–0.20 in the base, 1.75–1.75 in the new runs (1.55 apart, more than 0.5)"},
+		// 0.7009 per CPU against 0.2: 0.5009 apart, which two decimals
+		// would print as 0.70 and 0.20, exactly 0.5 apart.
+		{"load-near-the-gap", external, 2, 1.4018, "machine load differs: 1-minute load average per CPU at the start 0.200–0.200 in the base, 0.701–0.701 in the new runs (0.501 apart, more than 0.5)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rep, err := compare.Compare([]*compare.Run{scenarioRun(t, "main", external, 2, 0.4, 100)},

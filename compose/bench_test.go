@@ -126,7 +126,7 @@ func offlineMsgTable(b *testing.B, mode string, prefill int) *sql.DB {
 // BenchmarkEmbeddedAbortRebuild measures a transaction that inserts one
 // offline_msg row and rolls back, on a table of `rows` rows: on the
 // embedded MySQL the ROLLBACK rebuilds the indexes of offline_msg
-// (gmsEngine.rebuildIndexes, O(rows²)); on MariaDB it undoes one row.
+// (compose/gms rebuilds them, O(rows²)); on MariaDB it undoes one row.
 //
 //	go test -run '^$' -bench EmbeddedAbortRebuild -benchtime 5x ./compose/
 func BenchmarkEmbeddedAbortRebuild(b *testing.B) {

@@ -14,12 +14,11 @@
 //     only Go. They are for correctness demos: much slower, and every figure
 //     must say it came from them (Backends.Kinds, Backends.Summary). Where
 //     the memory engine's semantics differ from MySQL's in a way the
-//     reference server relies on, the embedded MySQL's connection handler
-//     makes it answer as MySQL does (gmslock.go, gmsfix.go): one
-//     transaction at a time (it takes no row locks), the indexes of the
-//     tables a transaction wrote rebuilt when it ends without COMMIT (a
-//     rollback left them pointing at other rows), and error 1062 naming its
-//     key.
+//     reference server relies on, the embedded MySQL (package compose/gms)
+//     makes it answer as MySQL does: one transaction at a time (it takes no
+//     row locks), the indexes of the tables a transaction wrote rebuilt
+//     when it ends without COMMIT (a rollback left them pointing at other
+//     rows), and error 1062 naming its key.
 //   - auto: per part, external if an address is given, else local if the
 //     binary is on PATH, else embedded; a local server that fails to start
 //     falls back to embedded, with a warning.

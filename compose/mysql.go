@@ -15,13 +15,9 @@ import (
 	"strings"
 	"time"
 
-	sqle "github.com/dolthub/go-mysql-server"
-	"github.com/dolthub/go-mysql-server/memory"
-	"github.com/dolthub/go-mysql-server/server"
-	gmssql "github.com/dolthub/go-mysql-server/sql"
-	vmysql "github.com/dolthub/vitess/go/mysql"
 	"github.com/go-sql-driver/mysql"
-	"github.com/sirupsen/logrus"
+
+	"imlab/compose/gms"
 )
 
 // mysqlConfig parses dsn and sets the options every imlab connection uses.
@@ -333,44 +329,13 @@ const embeddedMySQLWarning = "MySQL is embedded go-mysql-server (memory engine, 
 	"every figure from this run is an embedded-backend figure"
 
 func (r *run) embeddedMySQL(ctx context.Context) error {
-	// go-mysql-server logs every connection through logrus's process-wide
-	// logger at info level; quiet it unless someone chose a level already.
-	if logrus.GetLevel() == logrus.InfoLevel {
-		logrus.SetLevel(logrus.ErrorLevel)
-	}
-	db := memory.NewDatabase(DefaultDatabase)
-	db.EnablePrimaryKeyIndexes()
-	pro := memory.NewDBProvider(db)
-	pro.WithOption(memory.NativeIndexProvider(true))
-	engine := sqle.NewDefault(pro)
-
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	srv, err := gms.Start(DefaultDatabase, r.cfg.EmbeddedLockWait, r.log)
 	if err != nil {
-		return fmt.Errorf("%w: embedded MySQL: listen: %v", ErrUnavailable, err)
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	lockWait := r.cfg.EmbeddedLockWait
-	srv, err := server.NewServerWithHandler(server.Config{Protocol: "tcp", Listener: l, Address: l.Addr().String()},
-		engine, gmssql.NewContext, memory.NewSessionBuilder(pro), nil,
-		func(h vmysql.Handler) (vmysql.Handler, error) {
-			return newSerialHandler(h, lockWait, &gmsEngine{pro: pro, log: r.log}), nil
-		})
-	if err != nil {
-		l.Close()
-		return fmt.Errorf("%w: embedded MySQL: %v", ErrUnavailable, err)
-	}
-	done := make(chan struct{})
-	go func() { // owned by the stop func below: ends when the listener closes
-		defer close(done)
-		_ = srv.Start()
-	}()
-	r.st.add("embedded MySQL", func(context.Context) error {
-		err := srv.Close()
-		<-done
-		engine.Close()
-		return err
-	})
-	dsn := tcpDSN(l.Addr().String(), DefaultDatabase)
-	if err := waitFor(ctx, r.cfg.StartTimeout, done, func(ctx context.Context) error { return pingMySQL(ctx, dsn) }); err != nil {
+	r.st.add("embedded MySQL", func(context.Context) error { return srv.Close() })
+	dsn := tcpDSN(srv.Addr(), DefaultDatabase)
+	if err := waitFor(ctx, r.cfg.StartTimeout, srv.Done(), func(ctx context.Context) error { return pingMySQL(ctx, dsn) }); err != nil {
 		return fmt.Errorf("%w: embedded MySQL: %v", ErrUnavailable, err)
 	}
 	r.b.MySQLDSN = dsn

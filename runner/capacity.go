@@ -67,6 +67,9 @@ func (r *run) executeCapacity(ctx context.Context, lc loadgen.Config) error {
 		return fmt.Errorf("%w: capacity: %w", scenario.ErrInvalid, err)
 	}
 	cfg.Procs, cfg.Notes = r.watched()
+	if r.cb != nil {
+		cfg.Backends = r.cb.Summary()
+	}
 	cfg.Progress = r.cfg.Progress
 	r.res.TimeBase = time.Now().UTC()
 	res, err := capacity.Search(ctx, cfg)

@@ -2,6 +2,8 @@ package runner
 
 import (
 	"encoding/json"
+	"fmt"
+	"html"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,8 +66,17 @@ func TestRunCapacitySmoke(t *testing.T) {
 			t.Fatalf("the api's CPU per message is missing without a reason: %+v", st.CPU[api])
 		}
 	}
-	if _, err := os.Stat(filepath.Join(cfg.OutDir, CapacityDir, capacity.ReportFile)); err != nil {
+	// The run's backends, as compose named them, are the search's and its
+	// page's: the page says what served the target beside what it watched.
+	if cr.Backends == "" || !strings.Contains(cr.Backends, "mysql=") || cr.Backends != res.Backends {
+		t.Fatalf("capacity result backends %q, the run's %q", cr.Backends, res.Backends)
+	}
+	page, err := os.ReadFile(filepath.Join(cfg.OutDir, CapacityDir, capacity.ReportFile))
+	if err != nil {
 		t.Fatal(err)
+	}
+	if text := html.UnescapeString(string(page)); !strings.Contains(text, cr.Backends) || !strings.Contains(text, fmt.Sprintf("api[api] pid %d", cr.Procs[api].PID)) {
+		t.Errorf("capacity report.html's header lacks the backends %q or the api's pid", cr.Backends)
 	}
 	for _, n := range []string{result.ResultFile, result.JUnitFile, result.ReportFile} {
 		if _, err := os.Stat(filepath.Join(cfg.OutDir, n)); err != nil {

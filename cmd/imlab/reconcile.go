@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -56,15 +54,19 @@ func newReconcileCmd() *cobra.Command {
 				return fmt.Errorf("%w: no Redis: set --redis-addr or %s (the hot cache, and the redis allocator, live there)", model.ErrInvalid, envRedisAddr)
 			}
 			timeout, _ := f.GetDuration("timeout")
-			ctx := cmd.Context()
-			r, stop, err := startReconciler(ctx, cmd, rcfg, dsn, raddr, alloc)
+			log, err := newLogger(cmd)
 			if err != nil {
 				return err
 			}
-			defer stop()
-			rctx, cancel := contextWithTimeout(ctx, timeout)
+			cfg := server.DefaultConfig()
+			cfg.Allocator = alloc
+			cfg.Redis.KeyPrefix, _ = f.GetString("redis-prefix")
+			cfg.PushBus.Mode = fromEnv(f, "push-bus", envPushBus)
+			cfg.Reconcile = rcfg
+			cfg.Logger = log
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			rep, err := r.Run(rctx, since, until)
+			rep, err := server.ReconcileOnce(ctx, cfg, server.Backends{MySQLDSN: dsn, RedisAddr: raddr}, since, until)
 			enc := json.NewEncoder(cmd.OutOrStdout())
 			enc.SetIndent("", "  ")
 			if eerr := enc.Encode(rep); eerr != nil && err == nil {
@@ -88,60 +90,6 @@ func newReconcileCmd() *cobra.Command {
 	return cmd
 }
 
-// reconcileRole is the one role of imlab reconcile's process: it starts
-// nothing; the command runs one pass of the process's Reconciler.
-const reconcileRole = "reconcile-once"
-
-// startReconciler wires the reconciler as a server process does
-// (ref/server: allocator, inbox config, commit hooks into the hot cache,
-// push and the push bus), without serving anything but a loopback ops
-// listener, and without migrating. stop closes it.
-func startReconciler(ctx context.Context, cmd *cobra.Command, rcfg reconcile.Config, dsn, raddr, alloc string) (*reconcile.Reconciler, func(), error) {
-	f := cmd.Flags()
-	cfg := server.DefaultConfig()
-	cfg.Listen = "127.0.0.1:0"
-	cfg.Roles = []string{reconcileRole}
-	cfg.Migrate = false
-	cfg.Allocator = alloc
-	cfg.Redis.KeyPrefix, _ = f.GetString("redis-prefix")
-	cfg.PushBus.Mode = fromEnv(f, "push-bus", envPushBus)
-	cfg.Reconcile = rcfg
-	// Nothing here verifies a token: a random secret satisfies the config.
-	secret := make([]byte, 32)
-	if _, err := rand.Read(secret); err != nil {
-		return nil, nil, err
-	}
-	cfg.Auth.Secret = hex.EncodeToString(secret)
-	log, err := newLogger(cmd)
-	if err != nil {
-		return nil, nil, err
-	}
-	cfg.Logger = log
-	if err := cfg.Validate(); err != nil {
-		return nil, nil, err
-	}
-	roles := server.Roles{{Name: reconcileRole, Start: func(context.Context, *server.Process) (func(context.Context) error, error) {
-		return nil, nil
-	}}}
-	p, err := server.Start(ctx, cfg, server.Backends{MySQLDSN: dsn, RedisAddr: raddr}, roles)
-	if err != nil {
-		return nil, nil, err
-	}
-	stop := func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
-		defer cancel()
-		if err := p.Stop(sctx); err != nil {
-			log.Error("reconcile: stop", "err", err)
-		}
-	}
-	r, err := p.Reconciler(ctx)
-	if err != nil {
-		stop()
-		return nil, nil, err
-	}
-	return r, stop, nil
-}
-
 // parseWhen reads "now", an RFC 3339 time, or a duration relative to now.
 func parseWhen(s string, now time.Time) (time.Time, error) {
 	if s == "now" {
@@ -155,8 +103,4 @@ func parseWhen(s string, now time.Time) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("%w: %q is neither now, an RFC 3339 time nor a duration", model.ErrInvalid, s)
 	}
 	return now.Add(d), nil
-}
-
-func contextWithTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, d)
 }

@@ -1,4 +1,4 @@
-package compose
+package gms
 
 import (
 	"context"
@@ -39,13 +39,29 @@ func TestClassify(t *testing.T) {
 	}
 }
 
+// embeddedDSN starts an embedded MySQL for the test, stopped when it ends,
+// and returns the DSN of its database as compose writes it.
+func embeddedDSN(t *testing.T, lockWait time.Duration) string {
+	t.Helper()
+	srv, err := Start("imlab", lockWait, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	c := mysql.NewConfig()
+	c.User, c.Net, c.Addr, c.DBName = "root", "tcp", srv.Addr(), "imlab"
+	c.ParseTime, c.Loc, c.InterpolateParams = true, time.UTC, true
+	return c.FormatDSN()
+}
+
 func embeddedDB(t *testing.T, lockWait time.Duration) (*sql.DB, string) {
 	t.Helper()
-	cfg := testConfig(t, ModeEmbedded)
-	cfg.WithKafka, cfg.WithMongo = false, false
-	cfg.EmbeddedLockWait = lockWait
-	b, _ := startT(t, cfg)
-	db, err := sql.Open("mysql", b.MySQLDSN)
+	dsn := embeddedDSN(t, lockWait)
+	db, err := sql.Open("mysql", dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +69,7 @@ func embeddedDB(t *testing.T, lockWait time.Duration) (*sql.DB, string) {
 	if _, err := db.Exec("CREATE TABLE c (id BIGINT NOT NULL PRIMARY KEY, v BIGINT NOT NULL, UNIQUE KEY uk_v (v))"); err != nil {
 		t.Fatal(err)
 	}
-	return db, b.MySQLDSN
+	return db, dsn
 }
 
 // The memory engine alone loses concurrent commits; through the serializing

@@ -1,4 +1,4 @@
-package compose
+package gms
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 
@@ -183,12 +184,11 @@ func TestEmbeddedDuplicateKeyNamesTheKey(t *testing.T) {
 	}
 }
 
-func embeddedSchemaDB(t *testing.T) (*sql.DB, *Backends) {
+// embeddedSchemaDB is an embedded MySQL with the reference schema, and a
+// Redis stand-in beside it for the seq allocator.
+func embeddedSchemaDB(t *testing.T) (*sql.DB, string) {
 	t.Helper()
-	cfg := testConfig(t, ModeEmbedded)
-	cfg.WithKafka, cfg.WithMongo = false, false
-	b, _ := startT(t, cfg)
-	db, err := sql.Open("mysql", b.MySQLDSN)
+	db, err := sql.Open("mysql", embeddedDSN(t, 20*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func embeddedSchemaDB(t *testing.T) (*sql.DB, *Backends) {
 	if _, err := schema.Migrate(ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	return db, b
+	return db, miniredis.RunT(t).Addr()
 }
 
 // The inbox tier's redelivery after its consumer died mid-transaction, on
@@ -211,10 +211,10 @@ func embeddedSchemaDB(t *testing.T) (*sql.DB, *Backends) {
 // dead letter), and the 1062 named no key, so even a plain redelivery
 // failed.
 func TestEmbeddedInboxRedeliveryAfterAbort(t *testing.T) {
-	db, b := embeddedSchemaDB(t)
+	db, redisAddr := embeddedSchemaDB(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rdb := redis.NewClient(&redis.Options{Addr: b.RedisAddr})
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer rdb.Close()
 	w, err := inbox.NewWriter(seqalloc.NewRedis(rdb, rkeys.Keys{Prefix: "abort-test:"}), inbox.DefaultConfig(), nil)
 	if err != nil {
