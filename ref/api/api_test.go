@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"imlab/ref/model"
+	"imlab/ref/push"
 )
 
 type answer struct {
@@ -348,29 +349,16 @@ func TestPullParsingAndEncoding(t *testing.T) {
 	if a.header.Get("X-Imlab-Source") != "cache" {
 		t.Errorf("source header %q", a.header.Get("X-Imlab-Source"))
 	}
-	type item struct {
-		Seq       uint64 `json:"seq"`
-		MsgID     uint64 `json:"msg_id"`
-		MsgIDStr  string `json:"msg_id_str"`
-		ConvID    uint64 `json:"conv_id"`
-		ConvIDStr string `json:"conv_id_str"`
-		ConvType  uint8  `json:"conv_type"`
-		ConvSeq   uint64 `json:"conv_seq"`
-		SenderUID uint64 `json:"sender_uid"`
-		CreatedAt int64  `json:"created_at"`
-		Content   string `json:"content"`
-		Missing   bool   `json:"missing"`
-	}
 	type summary struct {
 		model.ConvSummary
 		ConvIDStr string `json:"conv_id_str"`
 	}
 	var got struct {
-		Msgs       []item    `json:"msgs"`
-		HasMore    bool      `json:"has_more"`
-		NextCursor uint64    `json:"next_cursor"`
-		Truncated  bool      `json:"truncated"`
-		Summary    []summary `json:"summary"`
+		Msgs       []push.Item `json:"msgs"`
+		HasMore    bool        `json:"has_more"`
+		NextCursor uint64      `json:"next_cursor"`
+		Truncated  bool        `json:"truncated"`
+		Summary    []summary   `json:"summary"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(a.body))
 	dec.DisallowUnknownFields()
@@ -384,7 +372,8 @@ func TestPullParsingAndEncoding(t *testing.T) {
 	m0 := got.Msgs[0]
 	if m0.Seq != 4 || m0.MsgID != 1<<60 || m0.MsgIDStr != "1152921504606846976" || m0.ConvID != 1<<63|1<<31|9 ||
 		m0.ConvIDStr != "9223372039002259465" || m0.ConvType != 1 || m0.ConvSeq != 2 ||
-		m0.SenderUID != 1 || m0.CreatedAt != 1_700_000_000_456 || m0.Content != "hé \"q\" \n<\x01>" || m0.Missing {
+		m0.SenderUID != 1 || m0.CreatedAt != 1_700_000_000_456 || m0.Content != "hé \"q\" \n<\x01>" || m0.Missing ||
+		m0.Type != "" || m0.PrevSeq != 0 { // a pull item is not a push frame
 		t.Fatalf("item 0: %+v", m0)
 	}
 	if !got.Msgs[1].Missing || got.Msgs[1].Content != "" {
