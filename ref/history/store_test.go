@@ -45,6 +45,28 @@ func rawBucket(t *testing.T, s *Store, id string) bucketDoc {
 	return d
 }
 
+// rawBuckets reads conv's first n buckets as stored, by document id.
+func rawBuckets(t *testing.T, s *Store, conv uint64, n int) map[string]bucketDoc {
+	t.Helper()
+	out := make(map[string]bucketDoc, n)
+	for idx := range uint64(n) {
+		id := DocIDOf(conv, idx)
+		out[id] = rawBucket(t, s, id)
+	}
+	return out
+}
+
+// checkBucketsUnchanged fails t for each bucket of before that s stores
+// otherwise now; what names the step that must have changed nothing.
+func checkBucketsUnchanged(t *testing.T, s *Store, before map[string]bucketDoc, what string) {
+	t.Helper()
+	for id, b := range before {
+		if a := rawBucket(t, s, id); !reflect.DeepEqual(a, b) {
+			t.Errorf("%s changed %s", what, id)
+		}
+	}
+}
+
 func TestWriteInsertsWholeDocumentsAndReadsBack(t *testing.T) {
 	ctx := context.Background()
 	var cc cmdCounter
@@ -106,10 +128,7 @@ func TestReplayIsOneUpdatePerBucketAndChangesNothing(t *testing.T) {
 	if err := s.WriteBatch(ctx, msgs); err != nil {
 		t.Fatal(err)
 	}
-	before := map[string]bucketDoc{}
-	for idx := uint64(0); idx < 3; idx++ {
-		before[DocIDOf(testGroup, idx)] = rawBucket(t, s, DocIDOf(testGroup, idx))
-	}
+	before := rawBuckets(t, s, testGroup, 3)
 	cc.reset()
 	if err := s.WriteBatch(ctx, msgs); err != nil {
 		t.Fatal(err)
@@ -117,11 +136,7 @@ func TestReplayIsOneUpdatePerBucketAndChangesNothing(t *testing.T) {
 	if u, i := cc.get("update"), cc.get("insert"); u != 3 || i != 0 {
 		t.Errorf("replay: %d updates, %d inserts; want 3 and 0", u, i)
 	}
-	for id, b := range before {
-		if a := rawBucket(t, s, id); !reflect.DeepEqual(a, b) {
-			t.Errorf("replay changed %s", id)
-		}
-	}
+	checkBucketsUnchanged(t, s, before, "replay")
 	// A later batch filling the same bucket is one update too.
 	cc.reset()
 	if err := s.WriteBatch(ctx, msgsFor(testGroup, 251, 260, 1, 2)); err != nil {
