@@ -72,14 +72,10 @@ func TestWriteInsertsWholeDocumentsAndReadsBack(t *testing.T) {
 	var cc cmdCounter
 	s := newStore(t, newDB(t, cc.monitor()), nil)
 	msgs := msgsFor(testGroup, 1, 250, 1, 2)
-	cc.reset()
-	if err := s.WriteBatch(ctx, msgs); err != nil {
-		t.Fatal(err)
-	}
 	// A whole insert per bucket: the batch opens bucket 0 at its first slot
 	// (no update is tried first), and after an insert the following
 	// buckets are inserted directly.
-	if u, i := cc.get("update"), cc.get("insert"); u != 0 || i != 3 {
+	if u, i := cc.write(t, s, msgs); u != 0 || i != 3 {
 		t.Errorf("fresh batch: %d updates, %d inserts; want 0 and 3", u, i)
 	}
 	for idx, wantMax := range []int64{100, 200, 250} {
@@ -129,20 +125,12 @@ func TestReplayIsOneUpdatePerBucketAndChangesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := rawBuckets(t, s, testGroup, 3)
-	cc.reset()
-	if err := s.WriteBatch(ctx, msgs); err != nil {
-		t.Fatal(err)
-	}
-	if u, i := cc.get("update"), cc.get("insert"); u != 3 || i != 0 {
+	if u, i := cc.write(t, s, msgs); u != 3 || i != 0 {
 		t.Errorf("replay: %d updates, %d inserts; want 3 and 0", u, i)
 	}
 	checkBucketsUnchanged(t, s, before, "replay")
 	// A later batch filling the same bucket is one update too.
-	cc.reset()
-	if err := s.WriteBatch(ctx, msgsFor(testGroup, 251, 260, 1, 2)); err != nil {
-		t.Fatal(err)
-	}
-	if u, i := cc.get("update"), cc.get("insert"); u != 1 || i != 0 {
+	if u, i := cc.write(t, s, msgsFor(testGroup, 251, 260, 1, 2)); u != 1 || i != 0 {
 		t.Errorf("append to bucket: %d updates, %d inserts; want 1 and 0", u, i)
 	}
 }

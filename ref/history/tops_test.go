@@ -21,21 +21,13 @@ func TestOpeningWriteBetsOnInsert(t *testing.T) {
 	}
 	before := rawBuckets(t, s, testGroup, 3)
 	restarted := newStore(t, db, nil)
-	cc.reset()
-	if err := restarted.WriteBatch(ctx, msgs); err != nil {
-		t.Fatal(err)
-	}
 	// Each bucket's group opens it at its first slot: insert (duplicate),
 	// then the update.
-	if u, i := cc.get("update"), cc.get("insert"); u != 3 || i != 3 {
+	if u, i := cc.write(t, restarted, msgs); u != 3 || i != 3 {
 		t.Errorf("replay on a fresh Store: %d updates, %d inserts; want 3 and 3", u, i)
 	}
 	checkBucketsUnchanged(t, s, before, "replay")
-	cc.reset()
-	if err := restarted.WriteBatch(ctx, msgs); err != nil {
-		t.Fatal(err)
-	}
-	if u, i := cc.get("update"), cc.get("insert"); u != 3 || i != 0 {
+	if u, i := cc.write(t, restarted, msgs); u != 3 || i != 0 {
 		t.Errorf("second replay: %d updates, %d inserts; want 3 and 0 (the buckets are known now)", u, i)
 	}
 
