@@ -208,7 +208,7 @@ func TestMalformedRequests(t *testing.T) {
 		{"group member too big", "POST", "/v1/group/create", `{"group_id":7,"members":[1,2147483648]}`, 400, "invalid_argument"},
 		{"wrong method", "GET", "/v1/msg/send", ``, 405, "method_not_allowed"},
 		{"unknown route", "GET", "/v1/nope", ``, 404, "not_found"},
-		{"history absent", "GET", "/v1/history?conv_id=7", ``, 501, "not_implemented"},
+		{"history absent", "GET", "/v1/history?conv_id=7&from_seq=1", ``, 501, "not_implemented"},
 		{"revoke absent", "POST", "/v1/msg/revoke", `{"conv_id":7,"conv_seq":1}`, 501, "not_implemented"},
 	}
 	for _, c := range cases {
@@ -434,11 +434,7 @@ func TestAckAndGroup(t *testing.T) {
 func TestExtensionRoutes(t *testing.T) {
 	h := newHarness(t, func(_ *Config, d *Deps) {
 		d.History.Get = func(_ context.Context, c Caller, r *Request) (any, error) {
-			q, err := r.Query("conv_id", "from_seq", "to_seq")
-			if err != nil {
-				return nil, err
-			}
-			conv, err := q.RequiredUint64("conv_id")
+			conv, _, _, err := seqRange(r, false)
 			if err != nil {
 				return nil, err
 			}
@@ -455,7 +451,7 @@ func TestExtensionRoutes(t *testing.T) {
 		}}}
 	})
 	tok := h.token(4, "phone")
-	a := h.do("GET", "/v1/history?conv_id=7", tok, nil)
+	a := h.do("GET", "/v1/history?conv_id=7&from_seq=1", tok, nil)
 	if a.status != 200 || string(a.body) != `{"conv_id":7,"uid":4}` {
 		t.Fatalf("history: %d %s", a.status, a.body)
 	}
