@@ -11,22 +11,9 @@ import (
 	"time"
 )
 
-const goodFile = `
-name: t
-server:
-  policy: store
-  processes:
-    - name: api
-      roles: [api, relay, reconciler]
-    - name: consumer
-      roles: [consumer]
-      exec: true
-load:
-  rate: const:100
-  duration: 4s
-  users: 10
-faults:
-  - at: 1s
+// goodFile is twoProcs with two faults (a kill, a latency) and an expect
+// section.
+var goodFile = twoProcs(`  - at: 1s
     for: 1s
     kind: kill
     target: consumer
@@ -38,7 +25,7 @@ faults:
 expect:
   verdict: valid
   max_lost: 0
-`
+`)
 
 func TestParseGood(t *testing.T) {
 	f, err := Parse("good.yaml", []byte(goodFile))
@@ -59,13 +46,14 @@ func TestParseGood(t *testing.T) {
 	}
 }
 
-// twoProcs is a file with an in-process api and an exec consumer, and
-// fault (one YAML list entry) in its schedule.
-func twoProcs(fault string) string {
+// twoProcs is a file (store policy) with an in-process api and an exec
+// consumer, and faults (YAML list entries, and any sections after them)
+// in its schedule.
+func twoProcs(faults string) string {
 	return `
 name: t
 server:
-  policy: outbox
+  policy: store
   processes:
     - name: api
       roles: [api, relay, reconciler]
@@ -77,7 +65,7 @@ load:
   duration: 4s
   users: 10
 faults:
-` + fault
+` + faults
 }
 
 // TestParseStopKill: stop takes down either kind of process, kill only an

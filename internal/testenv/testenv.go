@@ -136,6 +136,43 @@ func NewMySQL(t testing.TB) *MySQL {
 	return &MySQL{DB: db, Name: name, DSN: dsn}
 }
 
+// ShortLockWait opens another pool on m's database whose sessions wait at
+// most one second for a row lock (innodb_lock_wait_timeout=1: error 1205
+// after that), closed when the test ends.
+func (m *MySQL) ShortLockWait(t testing.TB) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("mysql", m.DSN+"&innodb_lock_wait_timeout=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// HoldRowLock runs query (a locking read, SELECT … FOR UPDATE) in a
+// transaction of m.DB and rolls it back after hold; the channel is closed
+// when the locks are released.
+func (m *MySQL) HoldRowLock(t testing.TB, query string, hold time.Duration) <-chan struct{} {
+	t.Helper()
+	tx, err := m.DB.BeginTx(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := tx.Query(query)
+	if err != nil {
+		tx.Rollback()
+		t.Fatal(err)
+	}
+	rows.Close()
+	released := make(chan struct{})
+	go func() {
+		defer close(released)
+		time.Sleep(hold)
+		tx.Rollback()
+	}()
+	return released
+}
+
 // Redis is an isolated key namespace on the shared Redis server.
 type Redis struct {
 	Client *redis.Client

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"imlab/ref/model"
+	"imlab/ref/push"
 )
 
 type answer struct {
@@ -207,7 +208,7 @@ func TestMalformedRequests(t *testing.T) {
 		{"group member too big", "POST", "/v1/group/create", `{"group_id":7,"members":[1,2147483648]}`, 400, "invalid_argument"},
 		{"wrong method", "GET", "/v1/msg/send", ``, 405, "method_not_allowed"},
 		{"unknown route", "GET", "/v1/nope", ``, 404, "not_found"},
-		{"history absent", "GET", "/v1/history?conv_id=7", ``, 501, "not_implemented"},
+		{"history absent", "GET", "/v1/history?conv_id=7&from_seq=1", ``, 501, "not_implemented"},
 		{"revoke absent", "POST", "/v1/msg/revoke", `{"conv_id":7,"conv_seq":1}`, 501, "not_implemented"},
 	}
 	for _, c := range cases {
@@ -348,29 +349,16 @@ func TestPullParsingAndEncoding(t *testing.T) {
 	if a.header.Get("X-Imlab-Source") != "cache" {
 		t.Errorf("source header %q", a.header.Get("X-Imlab-Source"))
 	}
-	type item struct {
-		Seq       uint64 `json:"seq"`
-		MsgID     uint64 `json:"msg_id"`
-		MsgIDStr  string `json:"msg_id_str"`
-		ConvID    uint64 `json:"conv_id"`
-		ConvIDStr string `json:"conv_id_str"`
-		ConvType  uint8  `json:"conv_type"`
-		ConvSeq   uint64 `json:"conv_seq"`
-		SenderUID uint64 `json:"sender_uid"`
-		CreatedAt int64  `json:"created_at"`
-		Content   string `json:"content"`
-		Missing   bool   `json:"missing"`
-	}
 	type summary struct {
 		model.ConvSummary
 		ConvIDStr string `json:"conv_id_str"`
 	}
 	var got struct {
-		Msgs       []item    `json:"msgs"`
-		HasMore    bool      `json:"has_more"`
-		NextCursor uint64    `json:"next_cursor"`
-		Truncated  bool      `json:"truncated"`
-		Summary    []summary `json:"summary"`
+		Msgs       []push.Item `json:"msgs"`
+		HasMore    bool        `json:"has_more"`
+		NextCursor uint64      `json:"next_cursor"`
+		Truncated  bool        `json:"truncated"`
+		Summary    []summary   `json:"summary"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(a.body))
 	dec.DisallowUnknownFields()
@@ -384,7 +372,8 @@ func TestPullParsingAndEncoding(t *testing.T) {
 	m0 := got.Msgs[0]
 	if m0.Seq != 4 || m0.MsgID != 1<<60 || m0.MsgIDStr != "1152921504606846976" || m0.ConvID != 1<<63|1<<31|9 ||
 		m0.ConvIDStr != "9223372039002259465" || m0.ConvType != 1 || m0.ConvSeq != 2 ||
-		m0.SenderUID != 1 || m0.CreatedAt != 1_700_000_000_456 || m0.Content != "hé \"q\" \n<\x01>" || m0.Missing {
+		m0.SenderUID != 1 || m0.CreatedAt != 1_700_000_000_456 || m0.Content != "hé \"q\" \n<\x01>" || m0.Missing ||
+		m0.Type != "" || m0.PrevSeq != 0 { // a pull item is not a push frame
 		t.Fatalf("item 0: %+v", m0)
 	}
 	if !got.Msgs[1].Missing || got.Msgs[1].Content != "" {
@@ -445,11 +434,7 @@ func TestAckAndGroup(t *testing.T) {
 func TestExtensionRoutes(t *testing.T) {
 	h := newHarness(t, func(_ *Config, d *Deps) {
 		d.History.Get = func(_ context.Context, c Caller, r *Request) (any, error) {
-			q, err := r.Query("conv_id", "from_seq", "to_seq")
-			if err != nil {
-				return nil, err
-			}
-			conv, err := q.RequiredUint64("conv_id")
+			conv, _, _, err := seqRange(r, false)
 			if err != nil {
 				return nil, err
 			}
@@ -466,7 +451,7 @@ func TestExtensionRoutes(t *testing.T) {
 		}}}
 	})
 	tok := h.token(4, "phone")
-	a := h.do("GET", "/v1/history?conv_id=7", tok, nil)
+	a := h.do("GET", "/v1/history?conv_id=7&from_seq=1", tok, nil)
 	if a.status != 200 || string(a.body) != `{"conv_id":7,"uid":4}` {
 		t.Fatalf("history: %d %s", a.status, a.body)
 	}

@@ -32,27 +32,9 @@ type HistoryService interface {
 func HistoryRoutes(h HistoryService) History {
 	return History{
 		Get: func(ctx context.Context, c Caller, r *Request) (any, error) {
-			q, err := r.Query("conv_id", "from_seq", "to_seq")
+			conv, from, to, err := seqRange(r, false)
 			if err != nil {
 				return nil, err
-			}
-			conv, err := q.RequiredUint64("conv_id")
-			if err != nil {
-				return nil, err
-			}
-			from, err := q.RequiredUint64("from_seq")
-			if err != nil {
-				return nil, err
-			}
-			to, ok, err := q.Uint64("to_seq")
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				to = from
-			}
-			if to < from {
-				return nil, fmt.Errorf("%w: to_seq %d below from_seq %d", model.ErrInvalid, to, from)
 			}
 			items, err := h.History(ctx, c.UID, conv, from, to)
 			if err != nil {
@@ -102,6 +84,38 @@ func HistoryRoutes(h HistoryService) History {
 			}{min}, nil
 		},
 	}
+}
+
+// seqRange reads the query of a read of one conversation's seqs,
+// ?conv_id=&from_seq=&to_seq=: conv_id and from_seq are required, to_seq
+// too when toRequired (else it is from_seq when absent); a to_seq below
+// from_seq is ErrInvalid.
+func seqRange(r *Request, toRequired bool) (conv, from, to uint64, err error) {
+	q, err := r.Query("conv_id", "from_seq", "to_seq")
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if conv, err = q.RequiredUint64("conv_id"); err != nil {
+		return 0, 0, 0, err
+	}
+	if from, err = q.RequiredUint64("from_seq"); err != nil {
+		return 0, 0, 0, err
+	}
+	if toRequired {
+		to, err = q.RequiredUint64("to_seq")
+	} else {
+		var ok bool
+		if to, ok, err = q.Uint64("to_seq"); !ok {
+			to = from
+		}
+	}
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if to < from {
+		return 0, 0, 0, fmt.Errorf("%w: to_seq %d below from_seq %d", model.ErrInvalid, to, from)
+	}
+	return conv, from, to, nil
 }
 
 // historyItem is one item of the history answer: the service's item and

@@ -107,19 +107,7 @@ func outboxState(s int) string {
 // handleLabHistory is GET /v1/lab/history?conv_id=&from_seq=&to_seq=: one
 // conversation's history as MongoDB stores it, for a party or member.
 func (s *Server) handleLabHistory(ctx context.Context, c Caller, r *Request) (any, error) {
-	q, err := r.Query("conv_id", "from_seq", "to_seq")
-	if err != nil {
-		return nil, err
-	}
-	conv, err := q.RequiredUint64("conv_id")
-	if err != nil {
-		return nil, err
-	}
-	from, err := q.RequiredUint64("from_seq")
-	if err != nil {
-		return nil, err
-	}
-	to, err := q.RequiredUint64("to_seq")
+	conv, from, to, err := seqRange(r, true)
 	if err != nil {
 		return nil, err
 	}

@@ -23,6 +23,18 @@ func (h *harness) dial(token string) (*websocket.Conn, *http.Response, error) {
 	return d.Dial("ws"+strings.TrimPrefix(h.url, "http")+"/v1/ws", hdr)
 }
 
+// connect opens a WebSocket with a token of uid/did, failing t if the
+// upgrade is refused; it is closed when the test ends.
+func (h *harness) connect(t *testing.T, uid uint64, did string) *websocket.Conn {
+	t.Helper()
+	c, _, err := h.dial(h.token(uid, did))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 func readFrame(t *testing.T, c *websocket.Conn) map[string]any {
 	t.Helper()
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
@@ -68,11 +80,7 @@ func TestWSRefusals(t *testing.T) {
 
 func TestWSPushAckSend(t *testing.T) {
 	h := newHarness(t, nil)
-	c, _, err := h.dial(h.token(3, "phone"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := h.connect(t, 3, "phone")
 	sub := <-h.hub.got
 	if w := h.hub.who[0]; w.UID != 3 || w.DID != "phone" {
 		t.Fatalf("subscribed as %+v", w)
@@ -150,7 +158,7 @@ func TestWSPushAckSend(t *testing.T) {
 		t.Fatalf("queued frame %v", f)
 	}
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	_, _, err = c.ReadMessage()
+	_, _, err := c.ReadMessage()
 	var ce *websocket.CloseError
 	if !errors.As(err, &ce) || ce.Code != CloseDropped || ce.Text != "slow_consumer" {
 		t.Fatalf("close: %v", err)
@@ -159,15 +167,11 @@ func TestWSPushAckSend(t *testing.T) {
 
 func TestWSOversizedFrameCloses(t *testing.T) {
 	h := newHarness(t, nil)
-	c, _, err := h.dial(h.token(3, "phone"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := h.connect(t, 3, "phone")
 	sub := <-h.hub.got
 	_ = c.WriteMessage(websocket.TextMessage, []byte(`{"type":"send","content":"`+strings.Repeat("x", MaxBodyBytes)+`"}`))
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	_, _, err = c.ReadMessage()
+	_, _, err := c.ReadMessage()
 	var ce *websocket.CloseError
 	if !errors.As(err, &ce) || ce.Code != websocket.CloseMessageTooBig {
 		t.Fatalf("oversized frame: %v", err)
@@ -184,11 +188,7 @@ func TestWSOversizedFrameCloses(t *testing.T) {
 
 func TestWSShutdownClosesConnections(t *testing.T) {
 	h := newHarness(t, nil)
-	c, _, err := h.dial(h.token(3, "phone"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := h.connect(t, 3, "phone")
 	sub := <-h.hub.got
 	done := make(chan error, 1)
 	go func() {
@@ -197,7 +197,7 @@ func TestWSShutdownClosesConnections(t *testing.T) {
 		done <- h.srv.Shutdown(ctx)
 	}()
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	_, _, err = c.ReadMessage()
+	_, _, err := c.ReadMessage()
 	var ce *websocket.CloseError
 	if !errors.As(err, &ce) || ce.Code != CloseShutdown {
 		t.Fatalf("shutdown close: %v", err)
@@ -217,11 +217,7 @@ func TestWSShutdownClosesConnections(t *testing.T) {
 // registration that fails refuses the upgrade and opens no subscription.
 func TestWSRegistersDevice(t *testing.T) {
 	h := newHarness(t, nil)
-	c, _, err := h.dial(h.token(7, "tablet"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	h.connect(t, 7, "tablet")
 	if got := h.pull.registrations(); len(got) != 1 || got[0] != "7/tablet" {
 		t.Fatalf("registrations %v", got)
 	}

@@ -52,7 +52,7 @@ func TestOutboxHealthSurvivesProducerRecreate(t *testing.T) {
 	if err := rt.Producer().PublishSync(ctx, []*kgo.Record{rec}); err != nil {
 		t.Fatal(err) // the client now knows the topic's id
 	}
-	adm := kadm.NewClient(adminClient(t, f.brokers))
+	adm := kadm.NewClient(testenv.KafkaClient(t, f.brokers))
 	if _, err := adm.DeleteTopics(ctx, f.tp.Fanout); err != nil {
 		t.Fatal(err)
 	}

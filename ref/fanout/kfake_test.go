@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"imlab/internal/testenv"
 )
@@ -39,21 +38,11 @@ func testTopics() Topics {
 	return t
 }
 
-func adminClient(t testing.TB, brokers []string) *kgo.Client {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
-}
-
 func ensureTopics(t testing.TB, brokers []string, tp Topics) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := EnsureTopics(ctx, adminClient(t, brokers), tp); err != nil {
+	if err := EnsureTopics(ctx, testenv.KafkaClient(t, brokers), tp); err != nil {
 		t.Fatal(err)
 	}
 }

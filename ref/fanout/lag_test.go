@@ -50,14 +50,12 @@ func TestLagIsAgeOfOldestUnprocessed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got *PartitionLag
-	for i := range s.Partitions {
-		if s.Partitions[i].Partition == part {
-			got = &s.Partitions[i]
-		} else if s.Partitions[i].Records != 0 {
-			t.Fatalf("partition %d has lag %+v", s.Partitions[i].Partition, s.Partitions[i])
+	for _, pl := range s.Partitions {
+		if pl.Partition != part && pl.Records != 0 {
+			t.Fatalf("partition %d has lag %+v", pl.Partition, pl)
 		}
 	}
+	got := partitionLag(s, part)
 	if got == nil || got.Records != 5 || got.AgeSeconds < 59 || got.AgeSeconds > 65 {
 		t.Fatalf("lag of partition %d: %+v (errors %v)", part, got, s.Errors)
 	}
@@ -115,6 +113,16 @@ func lagFixture(t *testing.T, probeTimeout time.Duration) (*kfake.Cluster, *Moni
 	return c, mo, group, int32(PartitionOf(conv, DefaultPartitions))
 }
 
+// partitionLag is partition part's lag in s, nil when s has none.
+func partitionLag(s LagSnapshot, part int32) *PartitionLag {
+	for i := range s.Partitions {
+		if s.Partitions[i].Partition == part {
+			return &s.Partitions[i]
+		}
+	}
+	return nil
+}
+
 // TestLagProbeTimeoutIsUnknown: when the first unprocessed record cannot
 // be read in time (every Fetch is left unanswered), the partition's age is
 // unknown, not 0, the group counts it in UnknownAge, the snapshot is not
@@ -131,12 +139,7 @@ func TestLagProbeTimeoutIsUnknown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got *PartitionLag
-	for i := range s.Partitions {
-		if s.Partitions[i].Partition == part {
-			got = &s.Partitions[i]
-		}
-	}
+	got := partitionLag(s, part)
 	if got == nil || got.Records != 5 || !got.AgeUnknown || got.AgeSeconds != 0 {
 		t.Fatalf("partition %d with 5 records waiting and the probe timed out: %+v, want age unknown", part, got)
 	}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"imlab/internal/testenv"
 )
 
 func TestProducerRecoversFromRecreatedTopic(t *testing.T) {
@@ -32,7 +34,7 @@ func TestProducerRecoversFromRecreatedTopic(t *testing.T) {
 	}
 
 	// Delete and recreate the topic under the producer.
-	adm := kadm.NewClient(adminClient(t, brokers))
+	adm := kadm.NewClient(testenv.KafkaClient(t, brokers))
 	if _, err := adm.DeleteTopics(ctx, tp.Fanout); err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +50,7 @@ func TestProducerRecoversFromRecreatedTopic(t *testing.T) {
 			t.Fatalf("publish after recreate: %v (recreates %d)", err, p.Recreates())
 		}
 	}
-	ends, err := kadm.NewClient(adminClient(t, brokers)).ListEndOffsets(ctx, tp.Fanout)
+	ends, err := kadm.NewClient(testenv.KafkaClient(t, brokers)).ListEndOffsets(ctx, tp.Fanout)
 	if err != nil {
 		t.Fatal(err)
 	}

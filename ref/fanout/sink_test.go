@@ -156,7 +156,7 @@ func checkConvOrder(t testing.TB, db *sql.DB) {
 
 func resetGroup(t testing.TB, ctx context.Context, brokers []string, group, topic string) {
 	t.Helper()
-	adm := kadm.NewClient(adminClient(t, brokers))
+	adm := kadm.NewClient(testenv.KafkaClient(t, brokers))
 	os := kadm.Offsets{}
 	for p := int32(0); p < DefaultPartitions; p++ {
 		os.Add(kadm.Offset{Topic: topic, Partition: p, At: 0, LeaderEpoch: -1})

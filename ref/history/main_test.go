@@ -16,6 +16,7 @@ import (
 	"go.mongodb.org/mongo-driver/mongo/options"
 
 	"imlab/internal/testenv"
+	"imlab/ref/model"
 )
 
 // mongoURI is the server the tests and benchmarks use: the embedded
@@ -92,6 +93,17 @@ func (c *cmdCounter) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.n = map[string]int{}
+}
+
+// write resets c, writes msgs through s (failing t on an error) and
+// returns the update and insert commands the batch took.
+func (c *cmdCounter) write(t *testing.T, s *Store, msgs []model.Message) (updates, inserts int) {
+	t.Helper()
+	c.reset()
+	if err := s.WriteBatch(context.Background(), msgs); err != nil {
+		t.Fatal(err)
+	}
+	return c.get("update"), c.get("insert")
 }
 
 func (c *cmdCounter) get(name string) int {

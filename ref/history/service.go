@@ -281,13 +281,21 @@ func (s *Service) refresh(ctx context.Context, convID, seq uint64) error {
 	return s.cache.put(ctx, convID, []Slot{sl})
 }
 
-// slotFor reads one slot straight from MongoDB for a mutation. An empty
+// slotFor reads one slot straight from MongoDB for a mutation by uid: a
+// conv_seq of 0 is ErrInvalid, a uid with no access to the conversation is
+// refused as access refuses it (before anything is read). An empty
 // slot whose conv_seq the send path has committed (ConvSeqSource) and the
 // store does not know as written yet is ErrUnavailable: the history tier
 // has not written it (it lags the send path), a retry will find it.
 // Otherwise an empty slot is for the caller to refuse as ErrNotFound: no
 // message is or will be there.
-func (s *Service) slotFor(ctx context.Context, convID, convSeq uint64) (Slot, error) {
+func (s *Service) slotFor(ctx context.Context, uid, convID, convSeq uint64) (Slot, error) {
+	if convSeq == 0 {
+		return Slot{}, fmt.Errorf("%w: conv_seq must be at least 1", model.ErrInvalid)
+	}
+	if _, err := s.access(ctx, uid, convID); err != nil {
+		return Slot{}, err
+	}
 	rr, err := s.store.ReadSlots(ctx, convID, []uint64{convSeq})
 	if err != nil {
 		return Slot{}, err
@@ -335,13 +343,7 @@ func (s *Service) notWrittenYet(ctx context.Context, convID uint64, empty []uint
 // committed but not in the history yet is ErrUnavailable (retry); a missing
 // or physically deleted message is ErrNotFound.
 func (s *Service) Revoke(ctx context.Context, uid, convID, convSeq uint64) error {
-	if convSeq == 0 {
-		return fmt.Errorf("%w: conv_seq must be at least 1", model.ErrInvalid)
-	}
-	if _, err := s.access(ctx, uid, convID); err != nil {
-		return err
-	}
-	sl, err := s.slotFor(ctx, convID, convSeq)
+	sl, err := s.slotFor(ctx, uid, convID, convSeq)
 	if err != nil {
 		return err
 	}
@@ -378,13 +380,7 @@ func (s *Service) Revoke(ctx context.Context, uid, convID, convSeq uint64) error
 // message committed but not in the history yet is ErrUnavailable (retry); a
 // seq that holds no message is ErrNotFound.
 func (s *Service) Delete(ctx context.Context, uid, convID, convSeq uint64) error {
-	if convSeq == 0 {
-		return fmt.Errorf("%w: conv_seq must be at least 1", model.ErrInvalid)
-	}
-	if _, err := s.access(ctx, uid, convID); err != nil {
-		return err
-	}
-	sl, err := s.slotFor(ctx, convID, convSeq)
+	sl, err := s.slotFor(ctx, uid, convID, convSeq)
 	if err != nil {
 		return err
 	}

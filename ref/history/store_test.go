@@ -45,19 +45,37 @@ func rawBucket(t *testing.T, s *Store, id string) bucketDoc {
 	return d
 }
 
+// rawBuckets reads conv's first n buckets as stored, by document id.
+func rawBuckets(t *testing.T, s *Store, conv uint64, n int) map[string]bucketDoc {
+	t.Helper()
+	out := make(map[string]bucketDoc, n)
+	for idx := range uint64(n) {
+		id := DocIDOf(conv, idx)
+		out[id] = rawBucket(t, s, id)
+	}
+	return out
+}
+
+// checkBucketsUnchanged fails t for each bucket of before that s stores
+// otherwise now; what names the step that must have changed nothing.
+func checkBucketsUnchanged(t *testing.T, s *Store, before map[string]bucketDoc, what string) {
+	t.Helper()
+	for id, b := range before {
+		if a := rawBucket(t, s, id); !reflect.DeepEqual(a, b) {
+			t.Errorf("%s changed %s", what, id)
+		}
+	}
+}
+
 func TestWriteInsertsWholeDocumentsAndReadsBack(t *testing.T) {
 	ctx := context.Background()
 	var cc cmdCounter
 	s := newStore(t, newDB(t, cc.monitor()), nil)
 	msgs := msgsFor(testGroup, 1, 250, 1, 2)
-	cc.reset()
-	if err := s.WriteBatch(ctx, msgs); err != nil {
-		t.Fatal(err)
-	}
 	// A whole insert per bucket: the batch opens bucket 0 at its first slot
 	// (no update is tried first), and after an insert the following
 	// buckets are inserted directly.
-	if u, i := cc.get("update"), cc.get("insert"); u != 0 || i != 3 {
+	if u, i := cc.write(t, s, msgs); u != 0 || i != 3 {
 		t.Errorf("fresh batch: %d updates, %d inserts; want 0 and 3", u, i)
 	}
 	for idx, wantMax := range []int64{100, 200, 250} {
@@ -106,28 +124,13 @@ func TestReplayIsOneUpdatePerBucketAndChangesNothing(t *testing.T) {
 	if err := s.WriteBatch(ctx, msgs); err != nil {
 		t.Fatal(err)
 	}
-	before := map[string]bucketDoc{}
-	for idx := uint64(0); idx < 3; idx++ {
-		before[DocIDOf(testGroup, idx)] = rawBucket(t, s, DocIDOf(testGroup, idx))
-	}
-	cc.reset()
-	if err := s.WriteBatch(ctx, msgs); err != nil {
-		t.Fatal(err)
-	}
-	if u, i := cc.get("update"), cc.get("insert"); u != 3 || i != 0 {
+	before := rawBuckets(t, s, testGroup, 3)
+	if u, i := cc.write(t, s, msgs); u != 3 || i != 0 {
 		t.Errorf("replay: %d updates, %d inserts; want 3 and 0", u, i)
 	}
-	for id, b := range before {
-		if a := rawBucket(t, s, id); !reflect.DeepEqual(a, b) {
-			t.Errorf("replay changed %s", id)
-		}
-	}
+	checkBucketsUnchanged(t, s, before, "replay")
 	// A later batch filling the same bucket is one update too.
-	cc.reset()
-	if err := s.WriteBatch(ctx, msgsFor(testGroup, 251, 260, 1, 2)); err != nil {
-		t.Fatal(err)
-	}
-	if u, i := cc.get("update"), cc.get("insert"); u != 1 || i != 0 {
+	if u, i := cc.write(t, s, msgsFor(testGroup, 251, 260, 1, 2)); u != 1 || i != 0 {
 		t.Errorf("append to bucket: %d updates, %d inserts; want 1 and 0", u, i)
 	}
 }

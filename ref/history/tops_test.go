@@ -2,7 +2,6 @@ package history
 
 import (
 	"context"
-	"reflect"
 	"testing"
 )
 
@@ -20,30 +19,15 @@ func TestOpeningWriteBetsOnInsert(t *testing.T) {
 	if err := s.WriteBatch(ctx, msgs); err != nil {
 		t.Fatal(err)
 	}
-	before := map[string]bucketDoc{}
-	for idx := uint64(0); idx < 3; idx++ {
-		before[DocIDOf(testGroup, idx)] = rawBucket(t, s, DocIDOf(testGroup, idx))
-	}
+	before := rawBuckets(t, s, testGroup, 3)
 	restarted := newStore(t, db, nil)
-	cc.reset()
-	if err := restarted.WriteBatch(ctx, msgs); err != nil {
-		t.Fatal(err)
-	}
 	// Each bucket's group opens it at its first slot: insert (duplicate),
 	// then the update.
-	if u, i := cc.get("update"), cc.get("insert"); u != 3 || i != 3 {
+	if u, i := cc.write(t, restarted, msgs); u != 3 || i != 3 {
 		t.Errorf("replay on a fresh Store: %d updates, %d inserts; want 3 and 3", u, i)
 	}
-	for id, b := range before {
-		if a := rawBucket(t, s, id); !reflect.DeepEqual(a, b) {
-			t.Errorf("replay changed %s", id)
-		}
-	}
-	cc.reset()
-	if err := restarted.WriteBatch(ctx, msgs); err != nil {
-		t.Fatal(err)
-	}
-	if u, i := cc.get("update"), cc.get("insert"); u != 3 || i != 0 {
+	checkBucketsUnchanged(t, s, before, "replay")
+	if u, i := cc.write(t, restarted, msgs); u != 3 || i != 0 {
 		t.Errorf("second replay: %d updates, %d inserts; want 3 and 0 (the buckets are known now)", u, i)
 	}
 

@@ -439,29 +439,12 @@ func TestWriteRetriesLockWaitTimeout(t *testing.T) {
 	m := testenv.NewMySQL(t)
 	r := testenv.NewRedis(t)
 	ctx := context.Background()
-	short, err := sql.Open("mysql", m.DSN+"&innodb_lock_wait_timeout=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer short.Close()
 	w := newWriter(t, seqalloc.NewRedis(r.Client, r.Keys), nil)
 	if _, err := w.Write(ctx, m.DB, []inbox.Item{item(81, 1)}); err != nil {
 		t.Fatal(err)
 	}
-	holder, err := m.DB.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var x uint64
-	if err := holder.QueryRow(`SELECT max_seq FROM seq_fence WHERE uid = 81 FOR UPDATE`).Scan(&x); err != nil {
-		t.Fatal(err)
-	}
-	released := make(chan struct{})
-	go func() {
-		time.Sleep(1500 * time.Millisecond)
-		holder.Rollback()
-		close(released)
-	}()
+	short := m.ShortLockWait(t)
+	released := m.HoldRowLock(t, `SELECT max_seq FROM seq_fence WHERE uid = 81 FOR UPDATE`, 1500*time.Millisecond)
 	start := time.Now()
 	es, err := w.Write(ctx, short, []inbox.Item{item(81, 2)})
 	<-released

@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"imlab/internal/testenv"
 	"imlab/ref/fanout"
@@ -92,14 +91,9 @@ func newPipelineOpts(t testing.TB, policy string, o pipeOpts) *pipeline {
 		group: testenv.RandomName("inbox_")}
 	p.tp.Fanout = testenv.RandomName("fan_")
 	p.tp.DLQ = p.tp.Fanout + "_dlq"
-	adm, err := kgo.NewClient(kgo.SeedBrokers(p.brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(adm.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := fanout.EnsureTopics(ctx, adm, p.tp); err != nil {
+	if err := fanout.EnsureTopics(ctx, testenv.KafkaClient(t, p.brokers), p.tp); err != nil {
 		t.Fatal(err)
 	}
 	pc := fanout.DefaultProducerConfig()
@@ -311,37 +305,6 @@ func (p *pipeline) waitDelivered(ctx context.Context, d time.Duration) (lost, to
 	}
 }
 
-// checkOrder: within a conversation each recipient's inbox seqs follow
-// conv_seq order, and no (uid, msg_id) twice.
-func checkOrder(t *testing.T, db *sql.DB) {
-	t.Helper()
-	rows, err := db.Query(`SELECT o.uid, o.msg_id, o.conv_id, c.conv_seq FROM offline_msg o
-		JOIN msg_content c ON c.msg_id = o.msg_id ORDER BY o.uid, o.seq`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	last := map[[2]uint64]uint64{}
-	bad := 0
-	for rows.Next() {
-		var uid, msg, conv, cseq uint64
-		if err := rows.Scan(&uid, &msg, &conv, &cseq); err != nil {
-			t.Fatal(err)
-		}
-		k := [2]uint64{uid, conv}
-		if cseq <= last[k] {
-			bad++
-			if bad <= 5 {
-				t.Errorf("uid %d conv %d: conv_seq %d after %d", uid, conv, cseq, last[k])
-			}
-		}
-		last[k] = cseq
-	}
-	if bad > 0 {
-		t.Errorf("%d inbox rows out of conversation order", bad)
-	}
-}
-
 func (p *pipeline) createGroup(ctx context.Context) {
 	var members []uint64
 	for u := uint64(1); u <= 12; u++ {
@@ -379,7 +342,9 @@ func TestPoliciesNormalLoad(t *testing.T) {
 			if lost != 0 {
 				t.Fatalf("%s: %d of %d ACKed inbox rows missing under normal load", policy, lost, total)
 			}
-			checkOrder(t, p.db)
+			if d := orderDeviations(t, p.db); d != 0 {
+				t.Errorf("%s: %d inbox rows out of conversation order", policy, d)
+			}
 			var dup int
 			if err := p.db.QueryRow(`SELECT COUNT(*) - COUNT(DISTINCT uid, msg_id) FROM offline_msg`).Scan(&dup); err != nil || dup != 0 {
 				t.Fatalf("duplicate inbox rows: %d (%v)", dup, err)
@@ -393,12 +358,7 @@ func TestPoliciesNormalLoad(t *testing.T) {
 // loses what the consumers had not read yet).
 func deleteAllRecords(t *testing.T, ctx context.Context, brokers []string, topic string) int64 {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	adm := kadm.NewClient(testenv.KafkaClient(t, brokers))
 	ends, err := adm.ListEndOffsets(ctx, topic)
 	if err != nil {
 		t.Fatal(err)
@@ -421,11 +381,7 @@ func deleteAllRecords(t *testing.T, ctx context.Context, brokers []string, topic
 
 func recreateTopic(t *testing.T, ctx context.Context, brokers []string, tp fanout.Topics) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := testenv.KafkaClient(t, brokers)
 	adm := kadm.NewClient(cl)
 	if _, err := adm.DeleteTopics(ctx, tp.Fanout); err != nil {
 		t.Fatal(err)

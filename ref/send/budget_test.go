@@ -50,29 +50,25 @@ var strictBudget = map[string]map[string]int64{
 	// The same conversations from another process, which does not know
 	// their counters: read back. The fence rows are where the shared
 	// allocator's proposals assume.
-	"elsewhere": {
-		"BEGIN":               1,
-		"INSERT conv_counter": 1,
-		"SELECT conv_counter": 1,
-		"INSERT msg_content":  1,
-		"UPDATE seq_fence":    1,
-		"INSERT offline_msg":  1,
-		"COMMIT":              1,
-	},
+	"elsewhere": readBackBudget,
 	// Back in the first process, whose remembered counters are now stale:
 	// the guarded UPDATE finds out, the attempt is rolled back, and the
 	// next one reads back, as do the committer's next convStalePause
 	// batches (the first batch of each committer rolls back once, counted
 	// apart: staleRollback).
-	"stale": {
-		"BEGIN":               1,
-		"INSERT conv_counter": 1,
-		"SELECT conv_counter": 1,
-		"INSERT msg_content":  1,
-		"UPDATE seq_fence":    1,
-		"INSERT offline_msg":  1,
-		"COMMIT":              1,
-	},
+	"stale": readBackBudget,
+}
+
+// readBackBudget is a strict batch whose conversation counters are read
+// back after the upsert, the fence rows being where the proposals assume.
+var readBackBudget = map[string]int64{
+	"BEGIN":               1,
+	"INSERT conv_counter": 1,
+	"SELECT conv_counter": 1,
+	"INSERT msg_content":  1,
+	"UPDATE seq_fence":    1,
+	"INSERT offline_msg":  1,
+	"COMMIT":              1,
 }
 
 // staleRollback is what a rolled-back stale prediction sent.

@@ -63,6 +63,22 @@ func grp(from, gid uint64, cid string) model.SendRequest {
 	return model.SendRequest{SenderUID: from, DeviceID: "d", ClientMsgID: cid, ConvType: model.ConvGroup, GroupID: gid, Content: "g " + cid}
 }
 
+// sendAll sends n requests at once, request i (made by req) from a
+// goroutine of its own, and returns each one's error once all are answered.
+func sendAll(ctx context.Context, s *send.Service, n int, req func(i int) model.SendRequest) []error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = s.Send(ctx, req(i))
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
 // inboxOf maps msg_id -> seq for uid.
 func inboxOf(t *testing.T, db *sql.DB, uid uint64) map[uint64]uint64 {
 	t.Helper()
@@ -400,21 +416,13 @@ func TestBadItemFailsAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	ctx := context.Background()
-	var wg sync.WaitGroup
-	errs := make([]error, 8)
-	for i := range errs {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			req := one(uint64(20+i), 40, fmt.Sprint("p", i))
-			if i == 3 {
-				req.Content = "poison"
-			}
-			_, errs[i] = s.Send(ctx, req)
-		}(i)
-	}
-	wg.Wait()
+	errs := sendAll(context.Background(), s, 8, func(i int) model.SendRequest {
+		req := one(uint64(20+i), 40, fmt.Sprint("p", i))
+		if i == 3 {
+			req.Content = "poison"
+		}
+		return req
+	})
 	for i, err := range errs {
 		if (i == 3) != (err != nil) {
 			t.Errorf("send %d: %v", i, err)
@@ -645,18 +653,8 @@ func TestAllocatorDownIsUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	ctx := context.Background()
-	var wg sync.WaitGroup
-	errs := make([]error, 10)
 	start := time.Now()
-	for i := range errs {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			_, errs[i] = s.Send(ctx, one(uint64(70+i), 90, "down"))
-		}(i)
-	}
-	wg.Wait()
+	errs := sendAll(context.Background(), s, 10, func(i int) model.SendRequest { return one(uint64(70+i), 90, "down") })
 	for i, err := range errs {
 		if !errors.Is(err, model.ErrUnavailable) {
 			t.Errorf("send %d: %v, want ErrUnavailable", i, err)
@@ -699,11 +697,7 @@ func TestBatchRetriesLockWaitTimeout(t *testing.T) {
 	m := testenv.NewMySQL(t)
 	r := testenv.NewRedis(t)
 	ctx := context.Background()
-	short, err := sql.Open("mysql", m.DSN+"&innodb_lock_wait_timeout=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer short.Close()
+	short := m.ShortLockWait(t)
 	w, err := inbox.NewWriter(seqalloc.NewRedis(r.Client, r.Keys), inbox.DefaultConfig(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -716,18 +710,7 @@ func TestBatchRetriesLockWaitTimeout(t *testing.T) {
 	if _, err := s.Send(ctx, one(1, 2, "before")); err != nil {
 		t.Fatal(err)
 	}
-	holder, err := m.DB.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var x uint64
-	if err := holder.QueryRow(`SELECT max_seq FROM seq_fence WHERE uid = 2 FOR UPDATE`).Scan(&x); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		time.Sleep(1500 * time.Millisecond)
-		holder.Rollback()
-	}()
+	m.HoldRowLock(t, `SELECT max_seq FROM seq_fence WHERE uid = 2 FOR UPDATE`, 1500*time.Millisecond)
 	start := time.Now()
 	res, err := s.Send(ctx, one(1, 2, "blocked"))
 	if err != nil {

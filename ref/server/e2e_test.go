@@ -24,6 +24,7 @@ import (
 	"imlab/internal/testenv"
 	"imlab/ref/auth"
 	"imlab/ref/model"
+	"imlab/ref/push"
 )
 
 const e2eSecret = "e2e-secret-0123456789abcdef"
@@ -144,21 +145,8 @@ func (e *e2e) send(token, body string) sendAnswer {
 	return a
 }
 
-type item struct {
-	Seq       uint64 `json:"seq"`
-	MsgID     uint64 `json:"msg_id"`
-	MsgIDStr  string `json:"msg_id_str"`
-	ConvID    uint64 `json:"conv_id"`
-	ConvIDStr string `json:"conv_id_str"`
-	ConvType  uint8  `json:"conv_type"`
-	ConvSeq   uint64 `json:"conv_seq"`
-	SenderUID uint64 `json:"sender_uid"`
-	CreatedAt int64  `json:"created_at"`
-	Content   string `json:"content"`
-}
-
 type pullAnswer struct {
-	Msgs       []item          `json:"msgs"`
+	Msgs       []push.Item     `json:"msgs"`
 	HasMore    bool            `json:"has_more"`
 	NextCursor uint64          `json:"next_cursor"`
 	Truncated  bool            `json:"truncated"`

@@ -19,6 +19,7 @@ import (
 	"imlab/compose"
 	"imlab/internal/testenv"
 	"imlab/ref/model"
+	"imlab/ref/push"
 )
 
 // fullBackends are a private MySQL database and Redis prefix on the real
@@ -116,9 +117,9 @@ type sent struct {
 
 // pullAll pulls uid's whole inbox from seq 0 (explicit cursors: nothing is
 // acknowledged).
-func (e *e2e) pullAll(token string) []item {
+func (e *e2e) pullAll(token string) []push.Item {
 	e.t.Helper()
-	var out []item
+	var out []push.Item
 	cursor := uint64(0)
 	for {
 		a := e.pull(token, fmt.Sprintf("?cursor=%d&limit=500", cursor))
@@ -162,7 +163,7 @@ func (e *e2e) waitInboxes(msgs []sent, deadline time.Duration) {
 	}
 }
 
-func checkInbox(t *testing.T, uid uint64, got []item, want map[uint64]sent) {
+func checkInbox(t *testing.T, uid uint64, got []push.Item, want map[uint64]sent) {
 	t.Helper()
 	seen := map[uint64]bool{}
 	lastSeq := uint64(0)

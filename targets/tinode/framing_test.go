@@ -93,6 +93,18 @@ func startScript(t *testing.T, answer func(msg string, body map[string]any) []st
 
 func (sc *script) url() string { return "ws://" + sc.ln.Addr().String() + "/v0/channels" }
 
+// dial opens a session with the default config on sc, closed when the
+// test ends.
+func (sc *script) dial(t *testing.T) *tinode.Session {
+	t.Helper()
+	s, err := tinode.Dial(context.Background(), tinode.Config{URL: sc.url()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 func (sc *script) sent(name string) []map[string]any {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
@@ -240,11 +252,7 @@ func TestAckParsing(t *testing.T) {
 		return nil
 	})
 	ctx := context.Background()
-	s, err := tinode.Dial(ctx, tinode.Config{URL: sc.url()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := sc.dial(t)
 	msg := tinode.Message{Content: "x"}
 
 	ack, err := s.Publish(ctx, "grpOK", msg)
@@ -309,11 +317,7 @@ func TestHistoryPageViolations(t *testing.T) {
 		return nil
 	})
 	ctx := context.Background()
-	s, err := tinode.Dial(ctx, tinode.Config{URL: sc.url()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := sc.dial(t)
 	for _, topic := range []string{"grpAscending", "grpCount"} {
 		if _, err := s.History(ctx, topic, 1, 3); !errors.Is(err, tinode.ErrProtocol) {
 			t.Errorf("%s: %v, want ErrProtocol", topic, err)
@@ -384,11 +388,7 @@ func TestStaleHistoryPage(t *testing.T) {
 		return []string{data(3), data(2), data(1), ctrlJSON(b["id"], "grpS", 208, "delivered", `{"count":3}`)}
 	})
 	ctx := context.Background()
-	s, err := tinode.Dial(ctx, tinode.Config{URL: sc.url()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := sc.dial(t)
 	wctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
 	if _, err := s.History(wctx, "grpS", 1, 4); tinode.OutcomeOf(err) != tinode.OutcomeUnknown {

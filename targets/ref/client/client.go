@@ -467,33 +467,19 @@ var ackParsers fastjson.ParserPool
 func parseSendAck(body []byte, ack *SendAck) error {
 	p := ackParsers.Get()
 	defer ackParsers.Put(p)
-	v, err := p.ParseBytes(body)
-	if err != nil {
-		return err
-	}
-	o, err := v.Object()
-	if err != nil {
-		return err
-	}
-	o.Visit(func(k []byte, fv *fastjson.Value) {
-		if err != nil {
-			return
-		}
+	return visitObject(p, body, func(k []byte, v *fastjson.Value) (err error) {
 		switch string(k) {
 		case "msg_id":
-			ack.MsgID, err = fv.Uint64()
+			ack.MsgID, err = v.Uint64()
 		case "conv_id":
-			ack.ConvID, err = fv.Uint64()
+			ack.ConvID, err = v.Uint64()
 		case "conv_seq":
-			ack.ConvSeq, err = fv.Uint64()
+			ack.ConvSeq, err = v.Uint64()
 		case "server_time":
-			ack.ServerTime, err = fv.Int64()
+			ack.ServerTime, err = v.Int64()
 		}
-		if err != nil {
-			err = fmt.Errorf("field %s: %w", k, err)
-		}
+		return err
 	})
-	return err
 }
 
 // PullOpts selects a page.

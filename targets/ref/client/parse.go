@@ -26,6 +26,26 @@ func fieldErr(k []byte, err error) error {
 	return fmt.Errorf("field %s: %w", k, err)
 }
 
+// visitObject parses body with p and calls field with each member of the
+// object it must hold, in order, until one fails; the error names that
+// member. The values are p's: field must not keep them past p's next use.
+func visitObject(p *fastjson.Parser, body []byte, field func(k []byte, v *fastjson.Value) error) error {
+	v, err := p.ParseBytes(body)
+	if err != nil {
+		return err
+	}
+	o, err := v.Object()
+	if err != nil {
+		return err
+	}
+	o.Visit(func(k []byte, v *fastjson.Value) {
+		if err == nil {
+			err = fieldErr(k, field(k, v))
+		}
+	})
+	return err
+}
+
 // getUint64 reads v into *dst; null leaves it unchanged.
 func getUint64(v *fastjson.Value, dst *uint64) error {
 	if v.Type() == fastjson.TypeNull {
@@ -124,36 +144,25 @@ func msgField(k []byte, v *fastjson.Value, m *Msg, content *[]byte) error {
 func parsePull(body []byte, pr *PullResp) error {
 	p := pullParsers.Get()
 	defer pullParsers.Put(p)
-	v, err := p.ParseBytes(body)
-	if err != nil {
-		return err
-	}
-	o, err := v.Object()
-	if err != nil {
-		return err
-	}
 	var items []*fastjson.Value
-	o.Visit(func(k []byte, fv *fastjson.Value) {
-		if err != nil {
-			return
-		}
+	err := visitObject(p, body, func(k []byte, v *fastjson.Value) (err error) {
 		switch string(k) {
 		case "msgs":
-			if fv.Type() != fastjson.TypeNull {
-				items, err = fv.Array()
+			if v.Type() != fastjson.TypeNull {
+				items, err = v.Array()
 			}
 		case "has_more":
-			err = getBool(fv, &pr.HasMore)
+			err = getBool(v, &pr.HasMore)
 		case "next_cursor":
-			err = getUint64(fv, &pr.NextCursor)
+			err = getUint64(v, &pr.NextCursor)
 		case "truncated":
-			err = getBool(fv, &pr.Truncated)
+			err = getBool(v, &pr.Truncated)
 		case "summary":
-			if fv.Type() != fastjson.TypeNull {
-				pr.Summary = json.RawMessage(fv.MarshalTo(nil))
+			if v.Type() != fastjson.TypeNull {
+				pr.Summary = json.RawMessage(v.MarshalTo(nil))
 			}
 		}
-		err = fieldErr(k, err)
+		return err
 	})
 	if err != nil || len(items) == 0 {
 		return err
@@ -194,22 +203,8 @@ func pullItems(items []*fastjson.Value, pr *PullResp) error {
 
 // parseFrame decodes a /v1/ws frame into f with p (the reading goroutine's).
 func parseFrame(p *fastjson.Parser, b []byte, f *Frame) error {
-	v, err := p.ParseBytes(b)
-	if err != nil {
-		return err
-	}
-	o, err := v.Object()
-	if err != nil {
-		return err
-	}
 	var content []byte
-	o.Visit(func(k []byte, fv *fastjson.Value) {
-		if err != nil {
-			return
-		}
-		err = fieldErr(k, frameField(k, fv, f, &content))
-	})
-	if err != nil {
+	if err := visitObject(p, b, func(k []byte, v *fastjson.Value) error { return frameField(k, v, f, &content) }); err != nil {
 		return err
 	}
 	if len(content) > 0 {
