@@ -230,7 +230,7 @@ func (m *model) historyWitnessCheck() CheckResult {
 	ch := CheckResult{Name: CheckHistoryWitness, Findings: []string{HistoryLost, HistoryMismatch, HistoryOverwritten, HistoryDuplicated, UnexplainedGap}}
 	ev := m.ev
 	n := m.note(CheckHistoryWitness, true)
-	records := len(ev.slots) + len(ev.watermarks) + len(ev.heads)
+	records := len(ev.cv.Slots) + len(ev.cv.Watermarks) + len(ev.cv.Heads)
 	switch {
 	case n == nil && records == 0:
 		m.unexercised(&ch, ledger.ActHistory.String(), "history witness")
@@ -251,11 +251,27 @@ func (m *model) historyWitnessCheck() CheckResult {
 			failed[x.Conv] = true
 		}
 	}
-	m.historyJudged = func(c uint64) bool { return !failed[c] }
+	m.cv.Judge(func(c uint64) bool { return !failed[c] })
 	ch.Made, ch.Partial = true, len(failed) > 0
-	ch.Detail = fmt.Sprintf("%d conversations, %d slots", n.Convs, len(ev.slots))
+	ch.Detail = fmt.Sprintf("%d conversations, %d slots", n.Convs, len(ev.cv.Slots))
 	if len(failed) > 0 {
 		ch.Detail += fmt.Sprintf("; not judged for %d conversations whose read failed", len(failed))
+	}
+	return ch
+}
+
+// deleteLogCheck makes delete-log-dropped on a target with a delete log,
+// over the conversations the history witness judges (it reads the log).
+func (m *model) deleteLogCheck() CheckResult {
+	ch := CheckResult{Name: CheckDeleteLog, Findings: []string{DeleteLogDropped}}
+	switch {
+	case !m.delLog:
+		m.unexercised(&ch, ledger.DelRangeCapability, "delete log")
+	case !m.cv.Judging():
+		ch.Detail = "the history witness, which reads the delete log, was not judged"
+	default:
+		ch.Made = true
+		ch.Detail = fmt.Sprintf("%d ranges read against the deletions answered ok", len(m.ev.cv.DelRanges))
 	}
 	return ch
 }
@@ -284,7 +300,7 @@ func (m *model) actionsCheck(name string, a ledger.Action, outcomes []ledger.Out
 // historyPagesCheck makes history-view over the pages answered.
 func (m *model) historyPagesCheck() CheckResult {
 	var os []ledger.Outcome
-	for _, p := range m.ev.pages {
+	for _, p := range m.ev.cv.Pages {
 		os = append(os, p.Outcome)
 	}
 	return m.actionsCheck(CheckHistoryPages, ledger.ActHistory, os, HistoryView, HistoryOverwritten, HistoryDuplicated)
@@ -293,7 +309,7 @@ func (m *model) historyPagesCheck() CheckResult {
 // convPullsCheck makes conv-pull over the conversation pulls answered.
 func (m *model) convPullsCheck() CheckResult {
 	var os []ledger.Outcome
-	for _, p := range m.ev.pulls {
+	for _, p := range m.ev.cv.Pulls {
 		os = append(os, p.Outcome)
 	}
 	return m.actionsCheck(CheckConvPulls, ledger.ActConvPull, os, ConvPullWrong)

@@ -46,7 +46,7 @@ func validateRetentionEarly(m *model, f *marker) {
 		default:
 			continue
 		}
-		f.mark(d.MsgID, d.UID, "uid %d seq %d (msg_id %d) deleted at the age of %s: %s", d.UID, d.Seq, d.MsgID, age, rule)
+		f.Mark(d.MsgID, d.UID, "uid %d seq %d (msg_id %d) deleted at the age of %s: %s", d.UID, d.Seq, d.MsgID, age, rule)
 	}
 }
 
@@ -64,7 +64,7 @@ func validateRetentionUnpulled(m *model, f *marker) {
 		for _, dev := range m.ev.uidDevs[d.UID] {
 			if c := m.claimedBy(dev, d.DeletedAt+AckInFlight); c < d.Seq {
 				f.pair()
-				f.mark(d.MsgID, d.UID, "uid %d seq %d (msg_id %d) deleted while device %d had acknowledged only up to %d", d.UID, d.Seq, d.MsgID, dev, c)
+				f.Mark(d.MsgID, d.UID, "uid %d seq %d (msg_id %d) deleted while device %d had acknowledged only up to %d", d.UID, d.Seq, d.MsgID, dev, c)
 			}
 		}
 	}

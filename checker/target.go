@@ -4,17 +4,17 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
+	"imlab/checker/conv"
 	"imlab/ledger"
 )
 
 // This file holds what every target shares, whatever it offers on top of
 // the ordered conversation: the checks its capabilities decide (inbox,
 // retries), the liveness bound, and the findings both kinds of target
-// need: failed-but-stored, refused-after-heal, unexplained-gap and
-// retry-duplicate.
+// need: failed-but-stored, refused-after-heal and retry-duplicate (and
+// what the conversation model's unexplained-gap asks: Unfound).
 
 // inboxCheck: the inbox findings have a meaning only on a target with a
 // per-user inbox log.
@@ -79,7 +79,7 @@ func (m *model) livenessCheck() CheckResult {
 func validateFailedButStored(m *model, f *marker) {
 	for _, x := range m.failedStored {
 		s := m.ev.sends[x.tick]
-		f.mark(x.msg, 0, "send %d was refused (status %d after %d tries), yet its message msg_id %d is in %s", x.tick, s.status, s.tries, x.msg, x.at)
+		f.Mark(x.msg, 0, "send %d was refused (status %d after %d tries), yet its message msg_id %d is in %s", x.tick, s.status, s.tries, x.msg, x.at)
 	}
 }
 
@@ -88,7 +88,7 @@ func validateFailedButStored(m *model, f *marker) {
 // Reported, not deciding: the target promises no better.
 func validateRetryDuplicate(m *model, f *marker) {
 	for _, x := range m.retried {
-		f.mark(x.msg, 0, "send %d, tried %d times, stored twice: msg_id %d and msg_id %d (%s)", x.tick, m.ev.sends[x.tick].tries, x.other, x.msg, x.at)
+		f.Mark(x.msg, 0, "send %d, tried %d times, stored twice: msg_id %d and msg_id %d (%s)", x.tick, m.ev.sends[x.tick].tries, x.other, x.msg, x.at)
 	}
 }
 
@@ -151,11 +151,11 @@ func validateRefusedAfterHeal(m *model, f *marker) {
 		ticks := refused[k]
 		slices.Sort(ticks)
 		n += len(ticks)
-		f.conv(ids[k])
-		f.item(fmt.Sprint(k), "%s refused %d sends started more than %s after the heal at %s (sends %s), none accepted since the heal",
-			convName(k, ids[k]), len(ticks), l.Bound, l.Healed, firstTicks(ticks))
+		f.Conv(ids[k])
+		f.Item(fmt.Sprint(k), "%s refused %d sends started more than %s after the heal at %s (sends %s), none accepted since the heal",
+			convName(k, ids[k]), len(ticks), l.Bound, l.Healed, conv.FirstFew(ticks))
 	}
-	f.count(n)
+	f.Count(n)
 }
 
 func cmpKey(x, y convKey) int {
@@ -189,64 +189,10 @@ func convName(k convKey, id uint64) string {
 	return name
 }
 
-// firstTicks lists a few ticks.
-func firstTicks(ticks []uint64) string {
-	var out []string
-	for i, t := range ticks {
-		if i == MaxListed {
-			out = append(out, fmt.Sprintf("... (+%d)", len(ticks)-MaxListed))
-			break
-		}
-		out = append(out, fmt.Sprint(t))
-	}
-	return strings.Join(out, " ")
-}
-
-// validateUnexplainedGap: in a conversation the history witness read
-// whole, a conv_seq up to the highest known (the server's head, the
-// highest stored, the highest ACKed) that holds no message, that no
-// message of the model sits at, that no delete range or purge explains,
-// beyond as many as the sends of unknown outcome to that conversation
-// whose message was never found (each may have taken a conv_seq and not
-// stored it). A send refused with a definite error explains none.
-func validateUnexplainedGap(m *model, f *marker) {
-	budget := m.unknownUnstored()
-	n := 0
-	for _, c := range m.judgedConvs() {
-		var holes []uint64
-		for seq := uint64(1); seq <= c.top(); seq++ {
-			if _, stored := c.slots[seq]; !stored && !c.hasMsg(seq) && !c.deletedRange(seq, 0) {
-				holes = append(holes, seq)
-			}
-		}
-		if over := len(holes) - budget[c.id]; over > 0 {
-			n += over
-			f.conv(c.id)
-			f.item(fmt.Sprint(c.id), "conv %d: %d conv_seqs up to %d hold no message (%s), %d sends of unknown outcome to it explain at most %d",
-				c.id, len(holes), c.top(), firstTicks(holes), budget[c.id], budget[c.id])
-		}
-	}
-	f.count(n)
-}
-
-// top is the highest conv_seq the conversation is known to have reached.
-func (c *conversation) top() uint64 {
-	top := c.head
-	for seq := range c.slots {
-		top = max(top, seq)
-	}
-	for seq := range c.msgs {
-		top = max(top, seq)
-	}
-	return top
-}
-
-func (c *conversation) hasMsg(seq uint64) bool { _, ok := c.msgs[seq]; return ok }
-
-// unknownUnstored counts, per conversation, the sends of unknown outcome
-// whose message was never found (recovered): each may have taken a
-// conv_seq and left it empty.
-func (m *model) unknownUnstored() map[uint64]int {
+// Unfound counts, per conversation, the sends of unknown outcome whose
+// message was never found (recovered): each may have taken a conv_seq and
+// left it empty (the conversation model's unexplained-gap asks).
+func (m *model) Unfound() map[uint64]int {
 	ids := m.ev.convIDs()
 	// The distinct messages found of each unknown send: the first
 	// (recovered) and the copies its retries stored.
