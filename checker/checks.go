@@ -322,7 +322,7 @@ func (m *model) retentionCheck() CheckResult {
 	ev := m.ev
 	n := m.note(CheckRetention, true)
 	switch {
-	case n == nil && len(ev.settings) == 0 && len(ev.deletions) == 0:
+	case n == nil && len(ev.rt.Settings) == 0 && len(ev.rt.Deletions) == 0:
 		m.unexercised(&ch, "", "retention")
 		if m.version() >= 3 && !ev.target.Inbox {
 			ch.Detail = fmt.Sprintf("the target (driver %s) has no inbox to retain", ev.target.Driver)
@@ -331,13 +331,13 @@ func (m *model) retentionCheck() CheckResult {
 	case n != nil && !n.Made:
 		ch.Detail = n.Reason
 		return ch
-	case len(ev.settings) == 0:
-		ch.Detail = fmt.Sprintf("%d deletions recorded without the retention settings in force: not judged", len(ev.deletions))
+	case len(ev.rt.Settings) == 0:
+		ch.Detail = fmt.Sprintf("%d deletions recorded without the retention settings in force: not judged", len(ev.rt.Deletions))
 		return ch
 	}
-	m.retention = ev.settings
-	s := ev.settings[len(ev.settings)-1]
+	m.rt.Judge()
+	s := ev.rt.Settings[len(ev.rt.Settings)-1]
 	ch.Made = true
-	ch.Detail = fmt.Sprintf("%d rows deleted; max age %s, pulled min age %s", len(ev.deletions), s.MaxAge, s.PulledMinAge)
+	ch.Detail = fmt.Sprintf("%d rows deleted; max age %s, pulled min age %s", len(ev.rt.Deletions), s.MaxAge, s.PulledMinAge)
 	return ch
 }

@@ -3,7 +3,6 @@ package checker
 import (
 	"fmt"
 	"slices"
-	"time"
 
 	"imlab/ledger"
 )
@@ -58,7 +57,7 @@ func (m *model) pullView(p *ledger.ConvPull, bad func(msg uint64, why string)) {
 	}
 	for _, seq := range m.convSeqs(uid, p.ConvID) {
 		e := l.at[seq]
-		if seq > p.Cursor && seq <= top && !got[seq] && e.seen < p.Started && !m.retained(uid, seq, p.Ended) {
+		if seq > p.Cursor && seq <= top && !got[seq] && e.seen < p.Started && !m.rt.Retained(uid, seq, p.Ended) {
 			bad(e.msg, fmt.Sprintf("leaves out seq %d (msg_id %d), read from the store before the page", seq, e.msg))
 		}
 	}
@@ -92,41 +91,4 @@ func (m *model) convSeqs(uid, conv uint64) []uint64 {
 		m.byConv[uid] = idx
 	}
 	return idx[conv]
-}
-
-// retained says retention deleted (uid, seq) by t: a conversation pull
-// after that cannot show it.
-func (m *model) retained(uid, seq uint64, t time.Duration) bool {
-	if m.deleted == nil {
-		m.deleted = map[[2]uint64]time.Duration{}
-		for _, d := range m.ev.deletions {
-			k := [2]uint64{d.UID, d.Seq}
-			if at, ok := m.deleted[k]; !ok || d.DeletedAt < at {
-				m.deleted[k] = d.DeletedAt
-			}
-		}
-	}
-	at, ok := m.deleted[[2]uint64{uid, seq}]
-	return ok && at <= t
-}
-
-// retainedMsgBy says retention deleted uid's inbox row of msg by t.
-func (m *model) retainedMsgBy(uid, msg uint64, t time.Duration) bool {
-	for _, d := range m.ev.deletions {
-		if d.UID == uid && d.MsgID == msg && d.DeletedAt <= t {
-			return true
-		}
-	}
-	return false
-}
-
-// retainedMsg says retention deleted uid's inbox row of msg (at any time).
-func (m *model) retainedMsg(uid, msg uint64) bool {
-	if m.deletedMsg == nil {
-		m.deletedMsg = map[[2]uint64]bool{}
-		for _, d := range m.ev.deletions {
-			m.deletedMsg[[2]uint64{d.UID, d.MsgID}] = true
-		}
-	}
-	return m.deletedMsg[[2]uint64{uid, msg}]
 }

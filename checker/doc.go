@@ -155,14 +155,8 @@
 //     sync cursor, read just before and after the page, moved. Its entries
 //     are also observations of the inbox log (seq-conflict, double-stored,
 //     ack-mismatch, unexpected judge them).
-//   - retention-unpulled: a row retention deleted, younger than its maximum
-//     age, while some device of its uid had not acknowledged a cursor at or
-//     past it (AckInFlight allows for an acknowledgement in flight). A
-//     device away during an early-deletion pass that then misses the row is
-//     also lost (the lost finding covers "it still receives everything").
-//   - retention-early: a row retention deleted younger than its rules
-//     allow: younger than the pulled minimum age whatever the reason, or
-//     younger than the maximum age as expired.
+//   - retention-unpulled: defined in package checker/retention.
+//   - retention-early: defined in package checker/retention.
 //   - failed-but-stored: a send answered with a definite error (a refusal,
 //     no try of it of unknown outcome) whose message a device stored, a
 //     witness saw or the history holds anyway: failure must mean that

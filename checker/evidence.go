@@ -8,6 +8,7 @@ import (
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
 	"imlab/checker/conv"
+	"imlab/checker/retention"
 	"imlab/ledger"
 )
 
@@ -46,8 +47,7 @@ type evidence struct {
 	targetClash string                     // shards stating different targets (a warning)
 	cursors     map[uint32][]ledger.Cursor // device -> its cursor records, in order
 	cv          conv.Evidence
-	deletions   []ledger.Deletion
-	settings    []ledger.RetentionSettings
+	rt          retention.Evidence
 	failed      map[uint64]send // tick -> send refused with a definite error (no earlier try of unknown outcome)
 }
 
@@ -106,9 +106,10 @@ func newEvidence() *evidence {
 }
 
 // ingest takes one record (the Record is reused by the reader: copy what
-// is kept); the conversation's are package conv's.
+// is kept); the conversation's are package conv's, retention's package
+// retention's.
 func (ev *evidence) ingest(r *ledger.Record) {
-	if ev.cv.Ingest(r) {
+	if ev.cv.Ingest(r) || ev.rt.Ingest(r) {
 		return
 	}
 	switch r.Kind {
@@ -138,12 +139,6 @@ func (ev *evidence) ingest(r *ledger.Record) {
 		ev.probes = append(ev.probes, r.Probe)
 	case ledger.KindNote:
 		ev.notes = append(ev.notes, r.Note)
-	case ledger.KindRetention:
-		if r.IsSettings {
-			ev.settings = append(ev.settings, r.Settings)
-		} else {
-			ev.deletions = append(ev.deletions, r.Deletion)
-		}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
 	"imlab/checker/conv"
+	"imlab/checker/retention"
 	"imlab/ledger"
 )
 
@@ -185,18 +186,13 @@ type model struct {
 	recConv      map[uint64]convAt // recovered msg_id -> where its first copy put it
 	failedStored []strayMsg        // messages of sends answered with a definite error
 	retried      []strayMsg        // second messages of retried sends (no idempotent send)
-	// Indexes built on first use: uid -> conv_id -> its inbox seqs; (uid,
-	// seq) -> when retention deleted it.
-	byConv     map[uint64]map[uint64][]uint64
-	deleted    map[[2]uint64]time.Duration
-	deletedMsg map[[2]uint64]bool         // (uid, msg_id) retention deleted
-	claimIndex map[uint32][]ledger.Cursor // device -> its claims by time, with the highest seq so far
-	// The scope the version 3 checks set: the retention settings in force
-	// (nil: not made); the history witness's is the conversation model's
-	// (conv.Model.Judge).
-	retention []ledger.RetentionSettings
-	liveness  *Liveness // the run's heal time and bound (nil: none stated)
-	delLog    bool      // the target keeps a delete log (ledger.DelRangeCapability)
+	// Indexes built on first use: uid -> conv_id -> its inbox seqs.
+	byConv map[uint64]map[uint64][]uint64
+	// Retention (version 3: package retention); the scope the version 3
+	// checks set is theirs (conv.Model.Judge, retention.Model.Judge).
+	rt       *retention.Model
+	liveness *Liveness // the run's heal time and bound (nil: none stated)
+	delLog   bool      // the target keeps a delete log (ledger.DelRangeCapability)
 }
 
 // convAt is a place in a conversation.
@@ -229,7 +225,7 @@ func buildModel(ev *evidence) *model {
 		stored: map[uint64]map[uint64]bool{}, dupMsgs: map[uint64]bool{}, missing: map[uint64][]missing{},
 		wEntries: map[uint64][]entry{}, sEntries: map[uint64][]entry{}, endToEnd: newLatencyHist(),
 		recConv: map[uint64]convAt{},
-		delLog:  ev.target.Offers(ledger.DelRangeCapability)}
+		delLog:  ev.target.Offers(ledger.DelRangeCapability), rt: retention.NewModel(&ev.rt, ev.cursors, ev.uidDevs)}
 	for id, uid := range ev.devUID {
 		m.dev(id).uid = uid
 	}

@@ -74,27 +74,32 @@ func TestRulesCoverFindings(t *testing.T) {
 	if !slices.Equal(listed, order) {
 		t.Fatalf("the package doc lists %v, the rules run %v", listed, order)
 	}
-	defined, _ := docList(t, "conv/doc.go", order)
-	if !slices.Equal(defined, elsewhere) {
-		t.Fatalf("package conv's doc defines %v, this package's doc sends %v there", defined, elsewhere)
+	for room, names := range elsewhere {
+		defined, _ := docList(t, room+"/doc.go", order)
+		if !slices.Equal(defined, names) {
+			t.Fatalf("package %s's doc defines %v, this package's doc sends %v there", room, defined, names)
+		}
 	}
 	for _, r := range rules {
 		name := runtime.FuncForPC(reflect.ValueOf(r.validate).Pointer()).Name()
-		if strings.Contains(name, "onConv") != slices.Contains(elsewhere, r.finding) {
-			t.Fatalf("%s: its rule is %s, its definition in package conv %v", r.finding, name, slices.Contains(elsewhere, r.finding))
+		for room, on := range map[string]string{"conv": "onConv", "retention": "onRetention"} {
+			if strings.Contains(name, on) != slices.Contains(elsewhere[room], r.finding) {
+				t.Fatalf("%s: its rule is %s, its definition in package %s %v", r.finding, name, room, slices.Contains(elsewhere[room], r.finding))
+			}
 		}
 	}
 }
 
 // docList lists, in their order, the findings of order a package doc's
-// list names ("- name:"), and those of them it says are defined in
-// package checker/conv.
-func docList(t *testing.T, path string, order []string) (listed, elsewhere []string) {
+// list names ("- name:"), and, by package (checker/X), those of them it
+// says are defined in another ("- name: defined in package checker/X.").
+func docList(t *testing.T, path string, order []string) (listed []string, elsewhere map[string][]string) {
 	t.Helper()
 	f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ParseComments|parser.PackageClauseOnly)
 	if err != nil {
 		t.Fatal(err)
 	}
+	elsewhere = map[string][]string{}
 	for _, line := range strings.Split(f.Doc.Text(), "\n") {
 		for _, n := range order {
 			rest, ok := strings.CutPrefix(strings.TrimSpace(line), "- "+n+":")
@@ -102,8 +107,9 @@ func docList(t *testing.T, path string, order []string) (listed, elsewhere []str
 				continue
 			}
 			listed = append(listed, n)
-			if strings.TrimSpace(rest) == "defined in package checker/conv." {
-				elsewhere = append(elsewhere, n)
+			if room, ok := strings.CutPrefix(strings.TrimSpace(rest), "defined in package checker/"); ok {
+				room = strings.TrimSuffix(room, ".")
+				elsewhere[room] = append(elsewhere[room], n)
 			}
 		}
 	}

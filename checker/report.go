@@ -62,8 +62,8 @@ func (k *marker) Item(key string, format string, args ...any) {
 	}
 }
 
-// pair counts one more (message, device) or (message, uid) pair.
-func (k *marker) pair() { k.f.Pairs++ }
+// Pair counts one more (message, device) or (message, uid) pair.
+func (k *marker) Pair() { k.f.Pairs++ }
 
 // Count sets the finding's count to n instead of its number of msg_ids
 // (duplicated counts extra copies).
@@ -194,7 +194,7 @@ func latencyOf(h *hdr.Histogram) Latency {
 func (ev *evidence) convCounts() *ConvCounts {
 	cv := &ev.cv
 	c := &ConvCounts{Pulls: len(cv.Pulls), Pages: len(cv.Pages), Slots: len(cv.Slots), Watermarks: len(cv.Watermarks),
-		Deletions: len(ev.deletions), DelRanges: len(cv.DelRanges)}
+		Deletions: len(ev.rt.Deletions), DelRanges: len(cv.DelRanges)}
 	c.Revokes, c.Deletes, c.Clears, c.Reads = cv.Actions()
 	if *c == (ConvCounts{}) {
 		return nil

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"imlab/checker/conv"
+	"imlab/checker/retention"
 	"imlab/ledger"
 )
 
@@ -40,8 +41,8 @@ var rules = []rule{
 	{HistoryDuplicated, onConv(conv.ValidateHistoryDuplicated)},
 	{HistoryView, onConv(conv.ValidateHistoryView)},
 	{ConvPullWrong, validateConvPull},
-	{RetentionUnpulled, validateRetentionUnpulled},
-	{RetentionEarly, validateRetentionEarly},
+	{RetentionUnpulled, onRetention(retention.ValidateRetentionUnpulled)},
+	{RetentionEarly, onRetention(retention.ValidateRetentionEarly)},
 	{FailedButStored, validateFailedButStored},
 	{RefusedAfterHeal, validateRefusedAfterHeal},
 	{UnexplainedGap, onConv(conv.ValidateUnexplainedGap)},
@@ -51,6 +52,11 @@ var rules = []rule{
 // onConv runs a rule of the conversation model (package conv) on m's.
 func onConv(validate func(*conv.Model, conv.Marker)) func(*model, *marker) {
 	return func(m *model, f *marker) { validate(m.cv, f) }
+}
+
+// onRetention runs a rule of retention (package retention) on m's.
+func onRetention(validate func(*retention.Model, retention.Marker)) func(*model, *marker) {
+	return func(m *model, f *marker) { validate(m.rt, f) }
 }
 
 // validateUnexpected: every message the model could not account for, or
@@ -108,7 +114,7 @@ func validateRecovered(m *model, f *marker) {
 // validateDoubleStored: one msg_id at two seqs of one uid's inbox.
 func validateDoubleStored(m *model, f *marker) {
 	for _, d := range m.doubles {
-		f.pair()
+		f.Pair()
 		f.Mark(d.msg, d.uid, "msg_id %d at seq %d and at seq %d of uid %d's inbox (%s %d)", d.msg, d.first, d.seq, d.uid, d.src, d.id)
 	}
 }
@@ -117,7 +123,7 @@ func validateDoubleStored(m *model, f *marker) {
 // listed.
 func validateSeqConflict(m *model, f *marker) {
 	for _, c := range m.conflicts {
-		f.pair()
+		f.Pair()
 		f.Mark(c.msg, c.uid, "uid %d seq %d held msg_id %d, then msg_id %d (%s %d)", c.uid, c.seq, c.first, c.msg, c.src, c.id)
 		f.Add(c.first)
 	}
@@ -167,7 +173,7 @@ func validateLost(m *model, f *marker) {
 	}
 	for _, msg := range slices.Sorted(maps.Keys(m.missing)) {
 		for _, x := range m.missing[msg] {
-			f.pair()
+			f.Pair()
 			f.Mark(msg, 0, "msg_id %d never reached device %d (uid %d)%s", msg, x.dev, x.uid, late)
 		}
 	}
@@ -184,7 +190,7 @@ func validateSkipped(m *model, f *marker) {
 		}
 		for msg, seq := range ib.seqOf {
 			if _, ok := ds.got[msg]; seq <= claim && !ok {
-				f.pair()
+				f.Pair()
 				f.Mark(msg, 0, "device %d acked cursor %d but never stored msg_id %d at seq %d", id, claim, msg, seq)
 			}
 		}
@@ -201,8 +207,8 @@ func validateLostInStore(m *model, f *marker) {
 	}
 	check := func(msg uint64, s send) {
 		for _, u := range m.ev.recipients(s) {
-			if m.storeJudged(u) && !m.stored[u][msg] && !m.retainedMsg(u, msg) {
-				f.pair()
+			if m.storeJudged(u) && !m.stored[u][msg] && !m.rt.RetainedMsg(u, msg) {
+				f.Pair()
 				f.Mark(msg, u, "msg_id %d is not in uid %d's stored inbox (store witness)", msg, u)
 			}
 		}
@@ -228,10 +234,10 @@ func validateUnstoredAtAck(m *model, f *marker) {
 		if p.Status != ledger.ProbeRead || (p.Found&pr.need == pr.need && (pr.anyOf == 0 || p.Found&pr.anyOf != 0)) {
 			continue
 		}
-		if p.Found&ledger.FoundInbox == 0 && m.retainedMsgBy(p.UID, p.MsgID, p.At) {
+		if p.Found&ledger.FoundInbox == 0 && m.rt.RetainedMsgBy(p.UID, p.MsgID, p.At) {
 			continue
 		}
-		f.pair()
+		f.Pair()
 		f.Mark(p.MsgID, p.UID, "msg_id %d: %s after its ACK the store held %s for uid %d",
 			p.MsgID, p.At-m.ev.acks[p.MsgID].ended, foundString(p.Found), p.UID)
 	}
