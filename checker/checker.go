@@ -25,22 +25,22 @@ const (
 	DoubleStored  = "double-stored"
 	SeqConflict   = "seq-conflict"
 	AckMismatch   = "ack-mismatch"
-	// The conversation (ledger version 3): the history findings and
-	// delete-log-dropped are the conversation model's (package conv, as
-	// unexplained-gap below); conv-pull and retention are judged here.
-	HistoryLost        = "history-lost"
-	DeleteLogDropped   = "delete-log-dropped"
-	HistoryMismatch    = "history-mismatch"
-	HistoryOverwritten = "history-overwritten"
-	HistoryDuplicated  = "history-duplicated"
-	HistoryView        = "history-view"
-	ConvPullWrong      = "conv-pull"
+	// The conversation (ledger version 3): the conversation model's
+	// (package conv, as unexplained-gap below), and retention's (package
+	// retention).
+	HistoryLost        = conv.FindHistoryLost
+	DeleteLogDropped   = conv.FindDeleteLogDropped
+	HistoryMismatch    = conv.FindHistoryMismatch
+	HistoryOverwritten = conv.FindHistoryOverwritten
+	HistoryDuplicated  = conv.FindHistoryDuplicated
+	HistoryView        = conv.FindHistoryView
+	ConvPullWrong      = conv.FindConvPull
 	RetentionUnpulled  = "retention-unpulled"
 	RetentionEarly     = "retention-early"
 	// Both targets (issue 25).
 	FailedButStored  = "failed-but-stored"
 	RefusedAfterHeal = "refused-after-heal"
-	UnexplainedGap   = "unexplained-gap"
+	UnexplainedGap   = conv.FindUnexplainedGap
 	RetryDuplicate   = "retry-duplicate"
 )
 
@@ -63,10 +63,10 @@ const (
 	CheckReadAfterAck = "read-after-ack"
 	// Version 3.
 	CheckHistoryWitness = conv.HistoryWitness
-	CheckHistoryPages   = "history-pages"
-	CheckConvPulls      = "conv-pulls"
+	CheckHistoryPages   = conv.HistoryPages
+	CheckConvPulls      = conv.ConvPulls
 	CheckRetention      = "retention"
-	CheckDeleteLog      = "delete-log"
+	CheckDeleteLog      = conv.DeleteLog
 	// The target's capabilities and the run's liveness bound.
 	CheckInbox    = "inbox"
 	CheckRetries  = "retries"

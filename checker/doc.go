@@ -144,17 +144,7 @@
 //   - history-overwritten: defined in package checker/conv.
 //   - history-duplicated: defined in package checker/conv.
 //   - history-view: defined in package checker/conv.
-//   - conv-pull: a conversation pull that is not exactly the
-//     conversation's entries of the uid's inbox above its cursor: an entry
-//     at or below the cursor, out of seq order, past the limit, or of
-//     another conversation; an entry of the conversation above the cursor
-//     (and below the page's last seq, or any when has_more is false) that a
-//     read of the store (a pulled delivery, an earlier conversation pull)
-//     showed before the page began and retention had not deleted by its
-//     end, left out; a next_cursor other than its last seq; or the device's
-//     sync cursor, read just before and after the page, moved. Its entries
-//     are also observations of the inbox log (seq-conflict, double-stored,
-//     ack-mismatch, unexpected judge them).
+//   - conv-pull: defined in package checker/conv.
 //   - retention-unpulled: defined in package checker/retention.
 //   - retention-early: defined in package checker/retention.
 //   - failed-but-stored: a send answered with a definite error (a refusal,

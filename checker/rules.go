@@ -40,7 +40,7 @@ var rules = []rule{
 	{HistoryOverwritten, onConv(conv.ValidateHistoryOverwritten)},
 	{HistoryDuplicated, onConv(conv.ValidateHistoryDuplicated)},
 	{HistoryView, onConv(conv.ValidateHistoryView)},
-	{ConvPullWrong, validateConvPull},
+	{ConvPullWrong, onConv(conv.ValidateConvPull)},
 	{RetentionUnpulled, onRetention(retention.ValidateRetentionUnpulled)},
 	{RetentionEarly, onRetention(retention.ValidateRetentionEarly)},
 	{FailedButStored, validateFailedButStored},

@@ -5,12 +5,14 @@
 // conversation, the log (conversation, conv_seq) -> one message and the
 // per-user views its actions make; and the findings defined below, each
 // marked by one rule (ValidateX), which package checker runs at its place in
-// the one fixed order its package doc lists. It must not touch: the ledger's
-// files (package checker reads them and hands each record to
-// Evidence.Ingest), the inbox model or the account of messages (what
-// explains a msg_id, the ACKs, the sends of unknown outcome: it asks
-// package checker through Ledger), the verdict; it does no I/O and imports
-// no imlab package but ledger.
+// the one fixed order its package doc lists, and the checks of that
+// evidence (Checks: history witness, delete log, history pages,
+// conversation pulls). It must not touch: the ledger's files (package
+// checker reads them and hands each record to Evidence.Ingest), the inbox
+// and device models and the account of messages (what explains a msg_id,
+// the ACKs, the sends of unknown outcome, a uid's inbox log, what
+// retention deleted: it asks package checker through Ledger), the verdict;
+// it does no I/O and imports no imlab package but ledger.
 //
 // # The model
 //
@@ -97,6 +99,22 @@
 //     have been sent by then).
 //     Other users' actions change nothing but revokes. Holes (tombstones)
 //     where no ACK carries the conv_seq are allowed.
+//   - conv-pull: a conversation pull that is not exactly the
+//     conversation's entries of the uid's inbox above its cursor: an entry
+//     at or below the cursor, out of seq order, past the limit, or of
+//     another conversation; an entry of the conversation above the cursor
+//     (and below the page's last seq, or any when has_more is false) that a
+//     read of the store (a pulled delivery, an earlier conversation pull)
+//     showed before the page began and retention had not deleted by its
+//     end, left out; a next_cursor other than its last seq; or the device's
+//     sync cursor, read just before and after the page, moved. Its entries
+//     are also observations of the inbox log (seq-conflict, double-stored,
+//     ack-mismatch, unexpected judge them). On a target without an inbox
+//     the pull reads the conversation above a conv_seq cursor, and is
+//     judged the same in conv_seqs against the conversation: an ACKed
+//     message above the cursor, ACKed before the page began, is left out
+//     though nothing the uid did (nor a delete for everyone) sent before
+//     the page ended may hide it.
 //   - unexplained-gap: in a conversation the history witness read whole, a
 //     conv_seq up to the highest known (the server's head, the highest
 //     stored, the highest ACKed) that holds no message, where the model has

@@ -129,10 +129,22 @@ type Ledger interface {
 	// ConvOf is the conversation the ledger puts msg in: its ACK's, or
 	// where a copy of a recovered message put it.
 	ConvOf(msg uint64) (uint64, bool)
+	// Inbox lists, in seq order, the entries of uid's inbox log in
+	// conversation conv (none on a target without an inbox).
+	Inbox(uid, conv uint64) []InboxEntry
+	// Retained says the server's retention deleted (uid, seq) by t.
+	Retained(uid, seq uint64, t time.Duration) bool
 	// Unfound counts, per conversation, the sends of unknown outcome
 	// whose message was never found: each may have taken a conv_seq and
 	// stored nothing.
 	Unfound() map[uint64]int
+}
+
+// InboxEntry is an entry of a uid's inbox log: its seq, its message, and
+// when a read of the store first showed it (Never: no timed read did).
+type InboxEntry struct {
+	Seq, Msg uint64
+	Seen     time.Duration
 }
 
 // Placed is a message at its place in a conversation as the ledger puts

@@ -8,10 +8,59 @@ import (
 	"imlab/ledger"
 )
 
-// This file holds the conversation pull as the conversation model sees it:
-// the shape a page claims for itself (any target), and, on a target
-// without an inbox, the page against the conversation (package checker's
-// conv-pull rule asks both).
+// This file holds conv-pull: a conversation pull against the inbox log of
+// its device's uid (package checker's, through Ledger.Inbox), or, on a
+// target without an inbox, against the conversation.
+
+// ValidateConvPull: a conversation pull returns exactly the conversation's
+// entries of the uid's inbox above its cursor, in seq order, at most its
+// limit, with next_cursor its last seq, and leaves the device's sync
+// cursor alone (pullView says how a page may not); on a target without an
+// inbox, exactly the conversation above its conv_seq cursor (PullView).
+func ValidateConvPull(m *Model, f Marker) {
+	for i := range m.ev.Pulls {
+		p := &m.ev.Pulls[i]
+		if p.Outcome != ledger.OK {
+			continue
+		}
+		view := m.pullView
+		if !m.target.Inbox {
+			view = m.PullView // the conversation read above a conv_seq
+		}
+		view(p, func(msg uint64, why string) {
+			f.Conv(p.ConvID)
+			text := fmt.Sprintf("device %d's conv-pull of conv %d above %d (limit %d): %s", p.Dev, p.ConvID, p.Cursor, p.Limit, why)
+			if msg != 0 {
+				f.Mark(msg, m.uidOf(p.Dev), "%s", text)
+				return
+			}
+			f.Item(fmt.Sprintf("%d %d", p.Dev, p.Started), "%s", text)
+		})
+	}
+}
+
+// pullView calls bad for every way conversation pull p disagrees with the
+// inbox log of its device's uid (the ledger's Inbox): an entry at or below the cursor, out of
+// seq order, past the limit, of another conversation; an entry the page
+// leaves out that a read of the store showed before the page began and
+// that retention had not deleted by its end; a next_cursor other than
+// its last seq (the cursor when empty); the device's sync cursor moved.
+func (m *Model) pullView(p *ledger.ConvPull, bad func(msg uint64, why string)) {
+	uid := m.uidOf(p.Dev)
+	got, last := m.PageShape(p, "seq", func(it ledger.PulledItem) uint64 { return it.Seq }, bad)
+	if p.SyncRead && p.SyncAfter != p.SyncBefore {
+		bad(0, fmt.Sprintf("the device's sync cursor went from %d to %d across the page", p.SyncBefore, p.SyncAfter))
+	}
+	top := last
+	if !p.HasMore {
+		top = ^uint64(0) // the page says nothing is left above it
+	}
+	for _, e := range m.ledger.Inbox(uid, p.ConvID) {
+		if e.Seq > p.Cursor && e.Seq <= top && !got[e.Seq] && e.Seen < p.Started && !m.ledger.Retained(uid, e.Seq, p.Ended) {
+			bad(e.Msg, fmt.Sprintf("leaves out seq %d (msg_id %d), read from the store before the page", e.Seq, e.Msg))
+		}
+	}
+}
 
 // PullView calls bad for every way a conversation pull p of a target
 // without an inbox disagrees with the conversation, which the pull reads
