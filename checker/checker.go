@@ -312,6 +312,9 @@ func CheckSourcesWith(srcs []Source, opts Options) (*Verdict, error) {
 	}
 	m := buildModel(ev)
 	m.liveness = opts.Liveness
+	if l := opts.Liveness; l != nil {
+		m.cv.Liveness(l.Healed, l.Bound)
+	}
 	v := judge(m)
 	if len(opts.Follow) > 0 {
 		v.Followed = m.fate(opts.Follow)

@@ -151,12 +151,7 @@
 //     no try of it of unknown outcome) whose message a device stored, a
 //     witness saw or the history holds anyway: failure must mean that
 //     nothing happened, or the answer must say unknown.
-//   - refused-after-heal: liveness, judged when the run states when its last
-//     fault healed and a bound (Options.Liveness): a conversation that kept
-//     refusing sends (failed, or unanswered) from the heal on, past the
-//     bound: no send to it was accepted from the heal until one started
-//     more than the bound after the heal was refused. Counted in refused
-//     sends past the bound; its conversations listed.
+//   - refused-after-heal: defined in package checker/conv.
 //   - unexplained-gap: defined in package checker/conv.
 //   - retry-duplicate: on a target without idempotent send, a send retried
 //     (more than one try) that the server stored as more than one message,

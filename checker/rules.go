@@ -44,7 +44,7 @@ var rules = []rule{
 	{RetentionUnpulled, onRetention(retention.ValidateRetentionUnpulled)},
 	{RetentionEarly, onRetention(retention.ValidateRetentionEarly)},
 	{FailedButStored, validateFailedButStored},
-	{RefusedAfterHeal, validateRefusedAfterHeal},
+	{RefusedAfterHeal, onConv(conv.ValidateRefusedAfterHeal)},
 	{UnexplainedGap, onConv(conv.ValidateUnexplainedGap)},
 	{RetryDuplicate, validateRetryDuplicate},
 }

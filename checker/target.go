@@ -2,19 +2,17 @@ package checker
 
 import (
 	"fmt"
-	"maps"
-	"slices"
-	"time"
+	"iter"
 
 	"imlab/checker/conv"
-	"imlab/ledger"
 )
 
 // This file holds what every target shares, whatever it offers on top of
 // the ordered conversation: the checks its capabilities decide (inbox,
 // retries), the liveness bound, and the findings both kinds of target
-// need: failed-but-stored, refused-after-heal and retry-duplicate (and
-// what the conversation model's unexplained-gap asks: Unfound).
+// need: failed-but-stored and retry-duplicate, and the sends the
+// conversation model's refused-after-heal and unexplained-gap ask of
+// (Sends, Unknown).
 
 // inboxCheck: the inbox findings have a meaning only on a target with a
 // per-user inbox log.
@@ -92,110 +90,21 @@ func validateRetryDuplicate(m *model, f *marker) {
 	}
 }
 
-// convKey names the conversation of a send when no conversation id is
-// known: 1:1 by its two uids, a group by its id.
-type convKey struct {
-	group bool
-	a, b  uint64
-}
-
-func (ev *evidence) keyOf(s send) convKey {
-	if s.convType == 2 {
-		return convKey{group: true, a: s.target}
-	}
-	u := ev.devUID[s.dev]
-	return convKey{a: min(u, s.target), b: max(u, s.target)}
-}
-
-// convIDs maps each conversation key to its id, from the sends that carry
-// one (the ACKs', and attempts not ACKed whose driver knew it).
-func (ev *evidence) convIDs() map[convKey]uint64 {
-	ids := map[convKey]uint64{}
-	for _, s := range ev.sends {
-		if s.conv != 0 {
-			ids[ev.keyOf(s)] = s.conv
+// Sends is every send of the run as the conversation model sees it (its
+// refused-after-heal and unexplained-gap ask).
+func (m *model) Sends() iter.Seq[conv.Send] {
+	return func(yield func(conv.Send) bool) {
+		for tick, s := range m.ev.sends {
+			if !yield(m.convSend(tick, s)) {
+				return
+			}
 		}
 	}
-	return ids
 }
 
-// validateRefusedAfterHeal: a conversation that kept refusing sends
-// (failed or unanswered, after leaving the client) from the heal on, past
-// the bound: no send to it accepted from the heal until one started after
-// heal + bound was refused. Counted in refused sends past the bound.
-func validateRefusedAfterHeal(m *model, f *marker) {
-	l := m.liveness
-	if l == nil {
-		return
-	}
-	ev := m.ev
-	ids := ev.convIDs()
-	firstOK := map[convKey]time.Duration{}
-	for _, s := range ev.sends {
-		k := ev.keyOf(s)
-		if at, seen := firstOK[k]; s.outcome == ledger.OK && s.started >= l.Healed && (!seen || s.started < at) {
-			firstOK[k] = s.started
-		}
-	}
-	refused := map[convKey][]uint64{}
-	for tick := range ev.sends {
-		s := ev.sends[tick]
-		k := ev.keyOf(s)
-		at, ok := firstOK[k]
-		if s.outcome != ledger.OK && s.tries > 0 && s.started >= l.Healed+l.Bound && (!ok || s.started < at) {
-			refused[k] = append(refused[k], tick)
-		}
-	}
-	n := 0
-	for _, k := range slices.SortedFunc(maps.Keys(refused), cmpKey) {
-		ticks := refused[k]
-		slices.Sort(ticks)
-		n += len(ticks)
-		f.Conv(ids[k])
-		f.Item(fmt.Sprint(k), "%s refused %d sends started more than %s after the heal at %s (sends %s), none accepted since the heal",
-			convName(k, ids[k]), len(ticks), l.Bound, l.Healed, conv.FirstFew(ticks))
-	}
-	f.Count(n)
-}
-
-func cmpKey(x, y convKey) int {
-	switch {
-	case x.group != y.group:
-		if x.group {
-			return 1
-		}
-		return -1
-	case x.a != y.a:
-		if x.a < y.a {
-			return -1
-		}
-		return 1
-	case x.b < y.b:
-		return -1
-	case x.b > y.b:
-		return 1
-	}
-	return 0
-}
-
-func convName(k convKey, id uint64) string {
-	name := fmt.Sprintf("the 1:1 conversation of uids %d and %d", k.a, k.b)
-	if k.group {
-		name = fmt.Sprintf("group %d", k.a)
-	}
-	if id != 0 {
-		name += fmt.Sprintf(" (conv %d)", id)
-	}
-	return name
-}
-
-// Unfound counts, per conversation, the sends of unknown outcome whose
-// message was never found (recovered): each may have taken a conv_seq and
-// left it empty (the conversation model's unexplained-gap asks).
-func (m *model) Unfound() map[uint64]int {
-	ids := m.ev.convIDs()
-	// The distinct messages found of each unknown send: the first
-	// (recovered) and the copies its retries stored.
+// Unknown is every send of unknown outcome, with the distinct messages
+// found of it: the first (recovered) and the copies its retries stored.
+func (m *model) Unknown() iter.Seq[conv.Send] {
 	found := map[uint64]map[uint64]bool{}
 	note := func(tick, msg uint64) {
 		if found[tick] == nil {
@@ -209,23 +118,25 @@ func (m *model) Unfound() map[uint64]int {
 	for _, r := range m.retried {
 		note(r.tick, r.msg)
 	}
-	out := map[uint64]int{}
-	for tick, s := range m.ev.unknown {
-		// Without idempotent sends every try may have taken a conv_seq
-		// of its own; with them, the send took one at most.
-		room := 1
-		if !m.ev.target.IdempotentSend {
-			room = max(int(s.tries), 1)
+	return func(yield func(conv.Send) bool) {
+		for tick, s := range m.ev.unknown {
+			c := m.convSend(tick, s)
+			c.Found = len(found[tick])
+			if !yield(c) {
+				return
+			}
 		}
-		left := room - len(found[tick])
-		if left <= 0 {
-			continue
-		}
-		id := s.conv
-		if id == 0 {
-			id = ids[m.ev.keyOf(s)]
-		}
-		out[id] += left
 	}
-	return out
+}
+
+// convSend is send tick as the conversation model sees it, its
+// conversation named by its parties when no id is known: 1:1 by its two
+// uids, a group by its id.
+func (m *model) convSend(tick uint64, s send) conv.Send {
+	k := conv.Key{Group: true, A: s.target}
+	if s.convType != 2 {
+		u := m.ev.devUID[s.dev]
+		k = conv.Key{A: min(u, s.target), B: max(u, s.target)}
+	}
+	return conv.Send{Tick: tick, Key: k, Conv: s.conv, Outcome: s.outcome, Tries: s.tries, Started: s.started}
 }

@@ -10,8 +10,8 @@
 // conversation pulls). It must not touch: the ledger's files (package
 // checker reads them and hands each record to Evidence.Ingest), the inbox
 // and device models and the account of messages (what explains a msg_id,
-// the ACKs, the sends of unknown outcome, a uid's inbox log, what
-// retention deleted: it asks package checker through Ledger), the verdict;
+// the sends, a uid's inbox log, what retention deleted: it asks package
+// checker through Ledger), the verdict;
 // it does no I/O and imports no imlab package but ledger.
 //
 // # The model
@@ -115,6 +115,13 @@
 //     message above the cursor, ACKed before the page began, is left out
 //     though nothing the uid did (nor a delete for everyone) sent before
 //     the page ended may hide it.
+//   - refused-after-heal: liveness, judged when the run states when its last
+//     fault healed and a bound (package checker's Options.Liveness, given
+//     by Model.Liveness): a conversation that kept refusing sends (failed,
+//     or unanswered) from the heal on, past the bound: no send to it was
+//     accepted from the heal until one started more than the bound after
+//     the heal was refused. Counted in refused
+//     sends past the bound; its conversations listed.
 //   - unexplained-gap: in a conversation the history witness read whole, a
 //     conv_seq up to the highest known (the server's head, the highest
 //     stored, the highest ACKed) that holds no message, where the model has

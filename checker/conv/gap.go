@@ -13,7 +13,7 @@ import (
 // whose message was never found (each may have taken a conv_seq and not
 // stored it). A send refused with a definite error explains none.
 func ValidateUnexplainedGap(m *Model, f Marker) {
-	budget := m.ledger.Unfound()
+	budget := m.unfound()
 	n := 0
 	for _, c := range m.judgedConvs() {
 		var holes []uint64

@@ -1,6 +1,7 @@
 package conv
 
 import (
+	"iter"
 	"maps"
 	"math"
 	"slices"
@@ -134,10 +135,11 @@ type Ledger interface {
 	Inbox(uid, conv uint64) []InboxEntry
 	// Retained says the server's retention deleted (uid, seq) by t.
 	Retained(uid, seq uint64, t time.Duration) bool
-	// Unfound counts, per conversation, the sends of unknown outcome
-	// whose message was never found: each may have taken a conv_seq and
-	// stored nothing.
-	Unfound() map[uint64]int
+	// Sends is every send of the run, in no order.
+	Sends() iter.Seq[Send]
+	// Unknown is every send of unknown outcome, in no order, each with
+	// the messages found of it (Send.Found).
+	Unknown() iter.Seq[Send]
 }
 
 // InboxEntry is an entry of a uid's inbox log: its seq, its message, and
@@ -173,6 +175,7 @@ type Model struct {
 	judged    func(conv uint64) bool
 	dropped   map[uint64][]droppedDel // conv -> deletions its delete log leaves out (droppedDels)
 	drainedAt time.Duration           // DrainEnd, once computed (0: not yet)
+	liveness  *liveness               // refused-after-heal's bound (nil: none stated)
 }
 
 // misplaced is a conversation log's put that disagreed.
