@@ -27,19 +27,14 @@
 //     sender (and recipients) through the lab route;
 //   - notes saying which of the last three could be gathered, and the
 //     server's ack policy;
-//   - (version 3) the devices' conversation actions and their answers:
-//     conversation pulls, history pages, revokes, deletes for oneself,
-//     clears, mark-reads, each with its [start, end] and its outcome;
-//   - (version 3) the history witness: the conversation history as stored,
-//     without projection, read after the final drain (every stored conv_seq
-//     with its msg_id, sender, content tag, revoked, purged, is_read and
-//     del_list; every clear watermark), and its note, which must say that
-//     the history tier had drained before the read;
-//   - (version 3) the server's retention: every inbox row it deleted (uid,
-//     seq, msg_id, created, deleted, pulled or expired) and its settings.
+//   - (version 3) the conversation's records (the devices' conversation
+//     actions and their answers, the history witness, the target's delete
+//     log: package checker/conv's doc) and the server's retention (package
+//     checker/retention's doc).
 //
-// The whole ledger is read once (evidence.go: ingest) before anything is
-// judged, so that no rule depends on the order of the records in the files.
+// The whole ledger is read once (evidence.go: ingest, which hands the
+// conversation's and retention's records to their packages) before
+// anything is judged, so that no rule depends on the order of the records in the files.
 //
 // # The model
 //

@@ -11,8 +11,22 @@
 // checker reads them and hands each record to Evidence.Ingest), the inbox
 // and device models and the account of messages (what explains a msg_id,
 // the sends, a uid's inbox log, what retention deleted: it asks package
-// checker through Ledger), the verdict;
-// it does no I/O and imports no imlab package but ledger.
+// checker through Ledger), the verdict; it does no I/O and imports no
+// imlab package but ledger.
+//
+// # Evidence
+//
+// The ledger (version 3) holds, beside what package checker reads:
+//   - the devices' conversation actions and their answers:
+//     conversation pulls, history pages, revokes, deletes for oneself,
+//     clears, mark-reads, each with its [start, end] and its outcome;
+//   - the history witness: the conversation history as stored,
+//     without projection, read after the final drain (every stored conv_seq
+//     with its msg_id, sender, content tag, revoked, purged, is_read and
+//     del_list; every clear watermark), and its note, which must say that
+//     the history tier had drained before the read;
+//   - on a target with a delete log (Tinode), that log read after the
+//     final drain: ranges of conv_seqs deleted for everyone or for one uid.
 //
 // # The model
 //

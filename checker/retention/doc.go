@@ -10,6 +10,10 @@
 // the inbox, device and conversation models, the verdict; it does no I/O
 // and imports no imlab package but ledger.
 //
+// The ledger (version 3) holds the server's retention: every inbox row it
+// deleted (uid, seq, msg_id, created, deleted, pulled or expired) and its
+// settings.
+//
 // # Findings
 //
 // In the order they run:
