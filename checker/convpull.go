@@ -7,15 +7,9 @@ import (
 	"imlab/checker/conv"
 )
 
-// ConvOf is the conversation the ledger puts a message in: its ACK's, or
-// where a copy of a recovered message put it (the conversation model asks).
-func (m *model) ConvOf(msg uint64) (uint64, bool) {
-	if a, ok := m.ev.acks[msg]; ok {
-		return a.conv, true
-	}
-	at, ok := m.recConv[msg]
-	return at.conv, ok
-}
+// ConvOf is the conversation the ledger puts a message in (msgAt; the
+// conversation model asks).
+func (m *model) ConvOf(msg uint64) (uint64, bool) { at, ok := m.msgAt(msg); return at.conv, ok }
 
 // Inbox lists, in seq order, the entries of uid's inbox log in
 // conversation id (the conversation model's conv-pull asks).

@@ -11,7 +11,8 @@ import (
 
 // This file hands the conversation model (package conv) what the inbox
 // steps know of the messages, and answers what it asks back (conv.Ledger:
-// HistoryMsg, PulledMsg, ConvOf, Unfound).
+// HistoryMsg, PulledMsg here; ConvOf, Inbox, Retained in convpull.go;
+// Sends, Unknown in target.go).
 
 // buildConversations runs the conversation steps of the model, after the
 // inbox steps: each ACKed message at its conv_seq (by msg_id), then each
@@ -31,11 +32,10 @@ func (m *model) buildConversations() {
 		m.cv.Recovered(conv.Placed{Msg: msg, Conv: at.conv, ConvSeq: at.convSeq, Sender: ev.devUID[ev.unknown[tick].dev], Tag: tick})
 	}
 	m.cv.Build()
-	if !ev.target.Inbox {
-		return // the conversation model took the pulls
-	}
 	for i := range ev.cv.Pulls {
-		m.convPull(&ev.cv.Pulls[i])
+		if ev.target.Inbox { // else the conversation model took them
+			m.convPull(&ev.cv.Pulls[i])
+		}
 	}
 }
 
@@ -96,5 +96,3 @@ func (m *model) readBy(dev uint32, conv, seq uint64) time.Duration {
 	}
 	return m.cv.DrainEnd()
 }
-
-func (m *model) uidOf(dev uint32) uint64 { return m.ev.devUID[dev] }

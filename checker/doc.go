@@ -34,7 +34,8 @@
 //
 // The whole ledger is read once (evidence.go: ingest, which hands the
 // conversation's and retention's records to their packages) before
-// anything is judged, so that no rule depends on the order of the records in the files.
+// anything is judged, so that no rule depends on the order of the records
+// in the files.
 //
 // # The model
 //
@@ -48,10 +49,9 @@
 //     it (the witnesses' entries in ledger order, then every device's
 //     deliveries); put itself reports a seq already holding another message
 //     (a seq conflict) and a message already at another seq (double-stored);
-//   - the conversations (package checker/conv: the conversation log
-//     (conversation, conv_seq) -> one message, built from the ACKs, and the
-//     per-user views its actions make), built after the inbox steps; an
-//     inbox shows a conversation's messages in conv_seq order;
+//   - the conversations (package checker/conv: the log (conversation,
+//     conv_seq) -> one message and the per-user views its actions make),
+//     built after the inbox steps; an inbox shows them in conv_seq order;
 //   - a per-device log (deviceLog): the first copy of each message a device
 //     stored, the repeated copies, and the last conv_seq per conversation
 //     in the order the device stored.

@@ -39,16 +39,16 @@
 // inbox, the conversation pulls (their entries into the logs). The rules
 // only read it.
 //
-// A conversation (conversation, conv.go) is its log (convLog, model.go), the message the model
-// puts at each conv_seq (the ACK's; else a recovered message where its
-// copies put it), and the actions that change how a user sees it: a
-// revoke (for everyone), a delete-for-me, a clear (hides conv_seqs at or
-// below the min_seq it answered) and a mark-read (for the recipient of a
-// 1:1 message). An action answered 2xx that ended before a read began
-// must show in it; one refused (4xx) never does; one unanswered (timeout,
-// 5xx), or answered but overlapping the read, may or may not (holds:
-// yes, perhaps, no); one that started after the read ended must not. A
-// mark-read must show only on messages a page showed before it began (it
+// A conversation (conversation, conv.go) is its log (convLog, model.go), the
+// message the model puts at each conv_seq (the ACK's; else a recovered
+// message where its copies put it), and the actions that change how a user
+// sees it: a revoke (for everyone), a delete-for-me, a clear (hides
+// conv_seqs at or below the min_seq it answered) and a mark-read (for the
+// recipient of a 1:1 message). An action answered 2xx that ended before a
+// read began must show in it; one refused (4xx) never does; one unanswered
+// (timeout, 5xx), or answered but overlapping the read, may or may not
+// (holds: yes, perhaps, no); one that started after the read ended must not.
+// A mark-read must show only on messages a page showed before it began (it
 // marks what the history holds at the time).
 //
 // A conversation's log reports a conv_seq holding a second message
