@@ -39,9 +39,8 @@ type evidence struct {
 	storedN    int // store witness entries
 	// Latencies measured at the send (response, service, send_delay).
 	hist map[string]*hdr.Histogram
-	// Version 3: the target, the conversation's records (the devices'
-	// conversation actions, the history witness, the delete log), the
-	// server's retention.
+	// Version 3: the target, the conversation's records (package conv),
+	// the server's retention (package retention).
 	target      ledger.Capabilities
 	targetSeen  bool                       // some shard's header stated the target
 	targetClash string                     // shards stating different targets (a warning)
