@@ -62,10 +62,10 @@
 //
 // # Findings
 //
-// Each finding is marked by exactly one rule (rules.go: validateX; a
-// finding of the conversation model by package checker/conv's ValidateX,
-// defined in its package doc), and the rules run in this fixed order, each
-// reading the model only:
+// Each finding is marked by exactly one rule (rules.go: validateX; those
+// of package checker/conv or checker/retention by its ValidateX, defined in
+// its package doc), and the rules run in this fixed order, each reading the
+// model only:
 //
 //   - unexpected: a stored (or witnessed, or in the history) msg_id that no
 //     ACK names and that no send of unknown outcome explains; or a message
