@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"time"
 
+	"imlab/checker/conv"
 	"imlab/ledger"
 )
 
 // MaxListed bounds how many msg_ids a finding lists in the text table and
 // how many examples it keeps; the JSON verdict lists every msg_id.
-const MaxListed = 10
+const MaxListed = conv.MaxListed
 
 // Finding names.
 const (
@@ -24,20 +25,22 @@ const (
 	DoubleStored  = "double-stored"
 	SeqConflict   = "seq-conflict"
 	AckMismatch   = "ack-mismatch"
-	// The conversation (ledger version 3).
-	HistoryLost        = "history-lost"
-	DeleteLogDropped   = "delete-log-dropped"
-	HistoryMismatch    = "history-mismatch"
-	HistoryOverwritten = "history-overwritten"
-	HistoryDuplicated  = "history-duplicated"
-	HistoryView        = "history-view"
-	ConvPullWrong      = "conv-pull"
+	// The conversation (ledger version 3): the conversation model's
+	// (package conv, as unexplained-gap below), and retention's (package
+	// retention).
+	HistoryLost        = conv.FindHistoryLost
+	DeleteLogDropped   = conv.FindDeleteLogDropped
+	HistoryMismatch    = conv.FindHistoryMismatch
+	HistoryOverwritten = conv.FindHistoryOverwritten
+	HistoryDuplicated  = conv.FindHistoryDuplicated
+	HistoryView        = conv.FindHistoryView
+	ConvPullWrong      = conv.FindConvPull
 	RetentionUnpulled  = "retention-unpulled"
 	RetentionEarly     = "retention-early"
 	// Both targets (issue 25).
 	FailedButStored  = "failed-but-stored"
 	RefusedAfterHeal = "refused-after-heal"
-	UnexplainedGap   = "unexplained-gap"
+	UnexplainedGap   = conv.FindUnexplainedGap
 	RetryDuplicate   = "retry-duplicate"
 )
 
@@ -59,11 +62,11 @@ const (
 	CheckStoreWitness = "store-witness"
 	CheckReadAfterAck = "read-after-ack"
 	// Version 3.
-	CheckHistoryWitness = "history-witness"
-	CheckHistoryPages   = "history-pages"
-	CheckConvPulls      = "conv-pulls"
+	CheckHistoryWitness = conv.HistoryWitness
+	CheckHistoryPages   = conv.HistoryPages
+	CheckConvPulls      = conv.ConvPulls
 	CheckRetention      = "retention"
-	CheckDeleteLog      = "delete-log"
+	CheckDeleteLog      = conv.DeleteLog
 	// The target's capabilities and the run's liveness bound.
 	CheckInbox    = "inbox"
 	CheckRetries  = "retries"
@@ -309,6 +312,9 @@ func CheckSourcesWith(srcs []Source, opts Options) (*Verdict, error) {
 	}
 	m := buildModel(ev)
 	m.liveness = opts.Liveness
+	if l := opts.Liveness; l != nil {
+		m.cv.Liveness(l.Healed, l.Bound)
+	}
 	v := judge(m)
 	if len(opts.Follow) > 0 {
 		v.Followed = m.fate(opts.Follow)

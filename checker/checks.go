@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 
+	"imlab/checker/conv"
 	"imlab/ledger"
 )
 
@@ -12,11 +13,14 @@ import (
 // (the rules that need it read the scope it sets in the model).
 
 // evidenceChecks decides every check, in the order Verdict.Checks lists
-// them.
+// them (the conversation's are package conv's: history witness, delete
+// log, history pages, conversation pulls).
 func (m *model) evidenceChecks() []CheckResult {
-	return []CheckResult{m.pullWitnessCheck(), m.storeWitnessCheck(), m.readAfterAckCheck(),
-		m.historyWitnessCheck(), m.deleteLogCheck(), m.historyPagesCheck(), m.convPullsCheck(), m.retentionCheck(),
-		m.inboxCheck(), m.retriesCheck(), m.livenessCheck()}
+	checks := []CheckResult{m.pullWitnessCheck(), m.storeWitnessCheck(), m.readAfterAckCheck()}
+	for _, c := range m.cv.Checks(conv.Run{Version: m.version(), Note: m.note, Notes: m.ev.notes}) {
+		checks = append(checks, CheckResult(c))
+	}
+	return append(checks, m.retentionCheck(), m.inboxCheck(), m.retriesCheck(), m.livenessCheck())
 }
 
 // note combines the summary notes of a check (nil: none), one per
@@ -213,90 +217,7 @@ func (m *model) noInbox(ch *CheckResult) bool {
 // they would show (capability, when not ""), or the run made none (what).
 func (m *model) unexercised(ch *CheckResult, capability, what string) {
 	ch.Unexercised = true
-	switch v := m.version(); {
-	case v < 3:
-		ch.Detail = fmt.Sprintf("ledger version %d predates the records of %s", v, what)
-	case capability != "" && !m.ev.target.Offers(capability):
-		ch.Detail = fmt.Sprintf("the target (driver %s) offers no %s", m.ev.target.Driver, capability)
-	default:
-		ch.Detail = "the run recorded no " + what
-	}
-}
-
-// historyWitnessCheck makes the history findings over every conversation
-// the witness read, once the run's note says it read them with the
-// history tier drained.
-func (m *model) historyWitnessCheck() CheckResult {
-	ch := CheckResult{Name: CheckHistoryWitness, Findings: []string{HistoryLost, HistoryMismatch, HistoryOverwritten, HistoryDuplicated, UnexplainedGap}}
-	ev := m.ev
-	n := m.note(CheckHistoryWitness, true)
-	records := len(ev.slots) + len(ev.watermarks) + len(ev.heads)
-	switch {
-	case n == nil && records == 0:
-		m.unexercised(&ch, ledger.ActHistory.String(), "history witness")
-		return ch
-	case n == nil:
-		ch.Detail = fmt.Sprintf("%d history witness records but no note saying the history tier had drained: not judged", records)
-		return ch
-	case !n.Made:
-		ch.Detail = n.Reason
-		return ch
-	case !n.Drained:
-		ch.Detail = "the history tier had not drained when the witness read the store (the note does not say drained): not judged"
-		return ch
-	}
-	failed := map[uint64]bool{}
-	for _, x := range ev.notes {
-		if x.Check == CheckHistoryWitness && x.Conv != 0 && !x.Made {
-			failed[x.Conv] = true
-		}
-	}
-	m.historyJudged = func(c uint64) bool { return !failed[c] }
-	ch.Made, ch.Partial = true, len(failed) > 0
-	ch.Detail = fmt.Sprintf("%d conversations, %d slots", n.Convs, len(ev.slots))
-	if len(failed) > 0 {
-		ch.Detail += fmt.Sprintf("; not judged for %d conversations whose read failed", len(failed))
-	}
-	return ch
-}
-
-// actionsCheck is made when some action of kind a was answered OK.
-func (m *model) actionsCheck(name string, a ledger.Action, outcomes []ledger.Outcome, findings ...string) CheckResult {
-	ch := CheckResult{Name: name, Findings: findings}
-	if len(outcomes) == 0 {
-		m.unexercised(&ch, a.String(), a.String()+" action")
-		return ch
-	}
-	ok := 0
-	for _, o := range outcomes {
-		if o == ledger.OK {
-			ok++
-		}
-	}
-	ch.Made = ok > 0
-	ch.Detail = fmt.Sprintf("%d answered of %d", ok, len(outcomes))
-	if !ch.Made {
-		ch.Detail = fmt.Sprintf("none of %d was answered", len(outcomes))
-	}
-	return ch
-}
-
-// historyPagesCheck makes history-view over the pages answered.
-func (m *model) historyPagesCheck() CheckResult {
-	var os []ledger.Outcome
-	for _, p := range m.ev.pages {
-		os = append(os, p.Outcome)
-	}
-	return m.actionsCheck(CheckHistoryPages, ledger.ActHistory, os, HistoryView, HistoryOverwritten, HistoryDuplicated)
-}
-
-// convPullsCheck makes conv-pull over the conversation pulls answered.
-func (m *model) convPullsCheck() CheckResult {
-	var os []ledger.Outcome
-	for _, p := range m.ev.pulls {
-		os = append(os, p.Outcome)
-	}
-	return m.actionsCheck(CheckConvPulls, ledger.ActConvPull, os, ConvPullWrong)
+	ch.Detail = conv.Unexercised(m.version(), m.ev.target, capability, what)
 }
 
 // retentionCheck makes the retention findings over the deletions recorded,
@@ -306,7 +227,7 @@ func (m *model) retentionCheck() CheckResult {
 	ev := m.ev
 	n := m.note(CheckRetention, true)
 	switch {
-	case n == nil && len(ev.settings) == 0 && len(ev.deletions) == 0:
+	case n == nil && len(ev.rt.Settings) == 0 && len(ev.rt.Deletions) == 0:
 		m.unexercised(&ch, "", "retention")
 		if m.version() >= 3 && !ev.target.Inbox {
 			ch.Detail = fmt.Sprintf("the target (driver %s) has no inbox to retain", ev.target.Driver)
@@ -315,13 +236,13 @@ func (m *model) retentionCheck() CheckResult {
 	case n != nil && !n.Made:
 		ch.Detail = n.Reason
 		return ch
-	case len(ev.settings) == 0:
-		ch.Detail = fmt.Sprintf("%d deletions recorded without the retention settings in force: not judged", len(ev.deletions))
+	case len(ev.rt.Settings) == 0:
+		ch.Detail = fmt.Sprintf("%d deletions recorded without the retention settings in force: not judged", len(ev.rt.Deletions))
 		return ch
 	}
-	m.retention = ev.settings
-	s := ev.settings[len(ev.settings)-1]
+	m.rt.Judge()
+	s := ev.rt.Settings[len(ev.rt.Settings)-1]
 	ch.Made = true
-	ch.Detail = fmt.Sprintf("%d rows deleted; max age %s, pulled min age %s", len(ev.deletions), s.MaxAge, s.PulledMinAge)
+	ch.Detail = fmt.Sprintf("%d rows deleted; max age %s, pulled min age %s", len(ev.rt.Deletions), s.MaxAge, s.PulledMinAge)
 	return ch
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"imlab/checker/retention"
 	"imlab/ledger"
 )
 
@@ -426,12 +427,12 @@ func TestRetention(t *testing.T) {
 	if f := v.Findings[RetentionUnpulled]; f.Pairs != 2 || !slices.Equal(f.UIDs, []uint64{1}) {
 		t.Fatalf("pairs %d uids %v", f.Pairs, f.UIDs)
 	}
-	// An acknowledgement answered within AckInFlight of the deletion may
+	// An acknowledgement answered within retention.AckInFlight of the deletion may
 	// have been stored before it.
-	c.cursors = append(c.cursors, ledger.Cursor{Dev: 0, Seq: 4, Status: ledger.Accepted, At: ms(50) + AckInFlight},
+	c.cursors = append(c.cursors, ledger.Cursor{Dev: 0, Seq: 4, Status: ledger.Accepted, At: ms(50) + retention.AckInFlight},
 		ledger.Cursor{Dev: 1, Seq: 4, Status: ledger.Accepted, At: ms(51)})
 	expect(t, c.check(t), true, want{"recovered": {104}})
-	c.cursors[len(c.cursors)-2].At = ms(51) + AckInFlight
+	c.cursors[len(c.cursors)-2].At = ms(51) + retention.AckInFlight
 	expect(t, c.check(t), false, want{"recovered": {104}, RetentionUnpulled: {106}})
 	c.cursors = c.cursors[:len(c.cursors)-2]
 	// Past the maximum age, it may go.

@@ -1,7 +1,13 @@
 // Package checker reads a run's ledger and says, in Jepsen's vocabulary,
-// whether the server kept its promises. It owns the definitions below and
-// nothing else: it does no I/O beyond reading the ledger and never talks to
-// the server.
+// whether the server kept its promises. It owns: the ledger read once (the
+// evidence), the account of every msg_id (which send explains it), the
+// per-uid inbox logs and per-device logs, the definitions below but the
+// conversation model's, the order every rule runs in, and the verdict. The
+// conversation model (the conversation log and its per-user views) and its
+// findings are package checker/conv's, which this package builds after its
+// inbox steps and asks for the rules and views it defines. It must not
+// touch: the ledger's files beyond reading them, the server (it never talks
+// to one); it does no other I/O.
 //
 // # Evidence
 //
@@ -21,19 +27,15 @@
 //     sender (and recipients) through the lab route;
 //   - notes saying which of the last three could be gathered, and the
 //     server's ack policy;
-//   - (version 3) the devices' conversation actions and their answers:
-//     conversation pulls, history pages, revokes, deletes for oneself,
-//     clears, mark-reads, each with its [start, end] and its outcome;
-//   - (version 3) the history witness: the conversation history as stored,
-//     without projection, read after the final drain (every stored conv_seq
-//     with its msg_id, sender, content tag, revoked, purged, is_read and
-//     del_list; every clear watermark), and its note, which must say that
-//     the history tier had drained before the read;
-//   - (version 3) the server's retention: every inbox row it deleted (uid,
-//     seq, msg_id, created, deleted, pulled or expired) and its settings.
+//   - (version 3) the conversation's records (the devices' conversation
+//     actions and their answers, the history witness, the target's delete
+//     log: package checker/conv's doc) and the server's retention (package
+//     checker/retention's doc).
 //
-// The whole ledger is read once (evidence.go: ingest) before anything is
-// judged, so that no rule depends on the order of the records in the files.
+// The whole ledger is read once (evidence.go: ingest, which hands the
+// conversation's and retention's records to their packages) before
+// anything is judged, so that no rule depends on the order of the records
+// in the files.
 //
 // # The model
 //
@@ -47,23 +49,12 @@
 //     it (the witnesses' entries in ledger order, then every device's
 //     deliveries); put itself reports a seq already holding another message
 //     (a seq conflict) and a message already at another seq (double-stored);
-//   - a conversation log (convLog): (conversation, conv_seq) -> one message,
-//     built from the ACKs; an inbox shows a conversation's messages in
-//     conv_seq order;
+//   - the conversations (package checker/conv: the log (conversation,
+//     conv_seq) -> one message and the per-user views its actions make),
+//     built after the inbox steps; an inbox shows them in conv_seq order;
 //   - a per-device log (deviceLog): the first copy of each message a device
 //     stored, the repeated copies, and the last conv_seq per conversation
-//     in the order the device stored;
-//   - a conversation (conversation, conv.go): its log, the message the model
-//     puts at each conv_seq (the ACK's; else a recovered message where its
-//     copies put it), and the actions that change how a user sees it: a
-//     revoke (for everyone), a delete-for-me, a clear (hides conv_seqs at or
-//     below the min_seq it answered) and a mark-read (for the recipient of a
-//     1:1 message). An action answered 2xx that ended before a read began
-//     must show in it; one refused (4xx) never does; one unanswered (timeout,
-//     5xx), or answered but overlapping the read, may or may not (holds:
-//     yes, perhaps, no); one that started after the read ended must not. A
-//     mark-read must show only on messages a page showed before it began (it
-//     marks what the history holds at the time).
+//     in the order the device stored.
 //
 // An ACK is a promise that the message reaches every recipient's inbox,
 // stored as the ACK says (conv_id, conv_seq), with what the ack policy
@@ -71,8 +62,10 @@
 //
 // # Findings
 //
-// Each finding is marked by exactly one rule (rules.go: validateX), and the
-// rules run in this fixed order, each reading the model only:
+// Each finding is marked by exactly one rule (rules.go: validateX; those
+// of package checker/conv or checker/retention by its ValidateX, defined in
+// its package doc), and the rules run in this fixed order, each reading the
+// model only:
 //
 //   - unexpected: a stored (or witnessed, or in the history) msg_id that no
 //     ACK names and that no send of unknown outcome explains; or a message
@@ -140,90 +133,21 @@
 //     promises nothing stored, so nothing is probed against it. A missing
 //     inbox row that retention's log says was deleted before the probe's
 //     answer came is no finding (a late probe after an early deletion).
-//   - history-lost: an ACKed (or recovered) message whose conv_seq the
-//     history store holds nothing for, and no delete range covers, once the
-//     history tier has drained (history witness). A purged slot is a
-//     physical delete, not a loss. On a target with a delete log, a
-//     conv_seq a deletion answered ok covers that the log left out is
-//     delete-log-dropped instead: the witness reads a conversation as one
-//     of its members, whose history honours that member's deletes, so the
-//     message's absence may be the deletion's, and what is wrong is the
-//     log.
-//   - delete-log-dropped: on a target with a delete log (Tinode), a
-//     deletion answered ok before the history witness read the log that
-//     the log does not hold as the uid it applies to reads it (ranges for
-//     everyone or for that uid): a delete for oneself (that uid's log), a
-//     clear (that uid's log, the messages at conv_seqs up to the min_seq it
-//     answered), a revoke, a delete for everyone there (every member's log:
-//     a range for everyone). Told apart from a lost message by the answered deletion
-//     that covers it: without one, a conv_seq missing from the history and
-//     from the log is history-lost. As with the delete ranges, the witness
-//     does not name the member it read as, so a dropped deletion by any
-//     member covers a message missing from its read. Judged for the
-//     conversations the history witness judges (check delete-log).
-//   - history-mismatch: a message the history store holds at its conv_seq
-//     with another sender or content tag, or in a state no action explains
-//     at the time of the read: revoked (or not) when a revoke must not (or
-//     must) show; a uid in its del_list who never deleted it, or one missing
-//     whose delete was answered; is_read against the recipient's
-//     mark-reads; or a uid's clear watermark below the min_seq a clear
-//     answered, or above every answer with no clear unanswered (counted per
-//     conversation and uid).
-//   - history-overwritten: one (conversation, conv_seq) seen holding two
-//     msg_ids across the ACKs, the history witness and the pages read (both
-//     are listed).
-//   - history-duplicated: one msg_id seen at two conv_seqs of a
-//     conversation across the same.
-//   - history-view: a history page a device read that does not show the
-//     model as that user sees it over the page's [start, end]: items out of
-//     conv_seq order or outside the range asked; a message shown that the
-//     user cleared (at or below the min_seq) or deleted, with another sender
-//     or content, revoked when no revoke may show or not revoked when one
-//     must, showing a revoked message's content, or is_read against the
-//     recipient's mark-reads; a message hidden (a tombstone, or left out
-//     between items shown) that was ACKed before the page began and that no
-//     delete or clear of that user (nor, on a target with a delete log, a
-//     revoke) sent before the page ended, and no purge, may hide; a range
-//     of the delete log alone hides nothing (the action that made it must
-//     have been sent by then).
-//     Other users' actions change nothing but revokes. Holes (tombstones)
-//     where no ACK carries the conv_seq are allowed.
-//   - conv-pull: a conversation pull that is not exactly the
-//     conversation's entries of the uid's inbox above its cursor: an entry
-//     at or below the cursor, out of seq order, past the limit, or of
-//     another conversation; an entry of the conversation above the cursor
-//     (and below the page's last seq, or any when has_more is false) that a
-//     read of the store (a pulled delivery, an earlier conversation pull)
-//     showed before the page began and retention had not deleted by its
-//     end, left out; a next_cursor other than its last seq; or the device's
-//     sync cursor, read just before and after the page, moved. Its entries
-//     are also observations of the inbox log (seq-conflict, double-stored,
-//     ack-mismatch, unexpected judge them).
-//   - retention-unpulled: a row retention deleted, younger than its maximum
-//     age, while some device of its uid had not acknowledged a cursor at or
-//     past it (AckInFlight allows for an acknowledgement in flight). A
-//     device away during an early-deletion pass that then misses the row is
-//     also lost (the lost finding covers "it still receives everything").
-//   - retention-early: a row retention deleted younger than its rules
-//     allow: younger than the pulled minimum age whatever the reason, or
-//     younger than the maximum age as expired.
+//   - history-lost: defined in package checker/conv.
+//   - delete-log-dropped: defined in package checker/conv.
+//   - history-mismatch: defined in package checker/conv.
+//   - history-overwritten: defined in package checker/conv.
+//   - history-duplicated: defined in package checker/conv.
+//   - history-view: defined in package checker/conv.
+//   - conv-pull: defined in package checker/conv.
+//   - retention-unpulled: defined in package checker/retention.
+//   - retention-early: defined in package checker/retention.
 //   - failed-but-stored: a send answered with a definite error (a refusal,
 //     no try of it of unknown outcome) whose message a device stored, a
 //     witness saw or the history holds anyway: failure must mean that
 //     nothing happened, or the answer must say unknown.
-//   - refused-after-heal: liveness, judged when the run states when its last
-//     fault healed and a bound (Options.Liveness): a conversation that kept
-//     refusing sends (failed, or unanswered) from the heal on, past the
-//     bound: no send to it was accepted from the heal until one started
-//     more than the bound after the heal was refused. Counted in refused
-//     sends past the bound; its conversations listed.
-//   - unexplained-gap: in a conversation the history witness read whole, a
-//     conv_seq up to the highest known (the server's head, the highest
-//     stored, the highest ACKed) that holds no message, where the model has
-//     none and no delete range covers it, beyond as many such conv_seqs as
-//     the conversation has sends of unknown outcome whose message was never
-//     found (each may have taken a conv_seq and stored nothing). A send
-//     refused with a definite error explains no gap. Counted in conv_seqs.
+//   - refused-after-heal: defined in package checker/conv.
+//   - unexplained-gap: defined in package checker/conv.
 //   - retry-duplicate: on a target without idempotent send, a send retried
 //     (more than one try) that the server stored as more than one message,
 //     told apart by the client tag every copy carries. Reported plainly and

@@ -2,12 +2,13 @@ package checker
 
 import (
 	"fmt"
-	"math"
 	"reflect"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
+	"imlab/checker/conv"
+	"imlab/checker/retention"
 	"imlab/ledger"
 )
 
@@ -38,35 +39,15 @@ type evidence struct {
 	storedN    int // store witness entries
 	// Latencies measured at the send (response, service, send_delay).
 	hist map[string]*hdr.Histogram
-	// Version 3: the target, the devices' conversation actions, the
-	// history witness, the server's retention.
+	// Version 3: the target, the conversation's records (package conv),
+	// the server's retention (package retention).
 	target      ledger.Capabilities
 	targetSeen  bool                       // some shard's header stated the target
 	targetClash string                     // shards stating different targets (a warning)
 	cursors     map[uint32][]ledger.Cursor // device -> its cursor records, in order
-	pulls       []ledger.ConvPull
-	pages       []ledger.HistoryPage
-	effects     []effect // revokes, deletes, clears, reads, in ledger order
-	slots       []ledger.Slot
-	watermarks  []ledger.Watermark
-	heads       []ledger.ConvHead
-	deletions   []ledger.Deletion
-	settings    []ledger.RetentionSettings
-	delRanges   []ledger.DelRange
+	cv          conv.Evidence
+	rt          retention.Evidence
 	failed      map[uint64]send // tick -> send refused with a definite error (no earlier try of unknown outcome)
-}
-
-// effect is a conversation action that may change what someone sees of
-// the conversation's messages: a revoke (for everyone), a delete-for-me,
-// a clear or a mark-read (for its uid), covering conv_seqs from..to.
-type effect struct {
-	act        ledger.Action
-	conv       uint64
-	dev        uint32
-	from, to   uint64
-	minSeq     uint64 // a clear's answer (OK only)
-	start, end time.Duration
-	outcome    ledger.Outcome
 }
 
 // send is what an attempt says about a send, whatever its outcome.
@@ -124,8 +105,12 @@ func newEvidence() *evidence {
 }
 
 // ingest takes one record (the Record is reused by the reader: copy what
-// is kept).
+// is kept); the conversation's are package conv's, retention's package
+// retention's.
 func (ev *evidence) ingest(r *ledger.Record) {
+	if ev.cv.Ingest(r) || ev.rt.Ingest(r) {
+		return
+	}
 	switch r.Kind {
 	case ledger.KindDevice:
 		ev.devUID[r.Device.Dev] = r.Device.UID
@@ -153,54 +138,7 @@ func (ev *evidence) ingest(r *ledger.Record) {
 		ev.probes = append(ev.probes, r.Probe)
 	case ledger.KindNote:
 		ev.notes = append(ev.notes, r.Note)
-	case ledger.KindAction:
-		ev.action(r)
-	case ledger.KindHistory:
-		switch r.HistoryPart {
-		case ledger.PartSlot:
-			ev.slots = append(ev.slots, r.Slot)
-		case ledger.PartWatermark:
-			ev.watermarks = append(ev.watermarks, r.Watermark)
-		case ledger.PartHead:
-			ev.heads = append(ev.heads, r.Head)
-		}
-	case ledger.KindRetention:
-		if r.IsSettings {
-			ev.settings = append(ev.settings, r.Settings)
-		} else {
-			ev.deletions = append(ev.deletions, r.Deletion)
-		}
-	case ledger.KindDelRange:
-		ev.delRanges = append(ev.delRanges, r.DelRange)
 	}
-}
-
-// action takes a conversation action: pages as they are, the actions that
-// change a view as effects.
-func (ev *evidence) action(r *ledger.Record) {
-	x := r.Act()
-	if x == nil {
-		return
-	}
-	e := effect{act: r.Action, conv: x.ConvID, dev: x.Dev, start: x.Started, end: x.Ended, outcome: x.Outcome}
-	switch r.Action {
-	case ledger.ActConvPull:
-		ev.pulls = append(ev.pulls, r.ConvPull)
-		return
-	case ledger.ActHistory:
-		ev.pages = append(ev.pages, r.History)
-		return
-	case ledger.ActRevoke, ledger.ActDelete:
-		e.from, e.to = r.MsgAction.ConvSeq, r.MsgAction.ConvSeq
-	case ledger.ActClear:
-		e.from, e.to, e.minSeq = 1, r.Clear.MinSeq, r.Clear.MinSeq
-		if x.Outcome != ledger.OK {
-			e.to = math.MaxUint64 // whatever watermark it may have set
-		}
-	case ledger.ActRead:
-		e.from, e.to = r.Read.From, r.Read.To
-	}
-	ev.effects = append(ev.effects, e)
 }
 
 // header takes a shard's header: the target it states (the first one

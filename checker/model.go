@@ -3,13 +3,14 @@ package checker
 import (
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"sort"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
+	"imlab/checker/conv"
+	"imlab/checker/retention"
 	"imlab/ledger"
 )
 
@@ -31,7 +32,7 @@ type inboxSlot struct {
 }
 
 // never is the seen time of an entry no timed read of the store showed.
-const never = time.Duration(math.MaxInt64)
+const never = conv.Never
 
 func newInboxLog() *inboxLog {
 	return &inboxLog{seqOf: map[uint64]uint64{}, at: map[uint64]inboxSlot{}}
@@ -59,31 +60,6 @@ func (l *inboxLog) put(seq, m, conv uint64, seen time.Duration) (firstSeq uint64
 	return firstSeq, double, other, conflict
 }
 
-// convLog is one conversation as a log: conv_seq -> one message, each
-// message at one conv_seq. Built from the ACKs; put reports a conv_seq
-// holding a second message and a message at a second conv_seq, as
-// inboxLog.put does.
-type convLog struct {
-	bySeq map[uint64]uint64 // conv_seq -> first msg_id
-	seqOf map[uint64]uint64 // msg_id -> first conv_seq
-}
-
-func newConvLog() *convLog { return &convLog{bySeq: map[uint64]uint64{}, seqOf: map[uint64]uint64{}} }
-
-func (l *convLog) put(seq, m uint64) (firstSeq uint64, double bool, other uint64, conflict bool) {
-	if first, ok := l.seqOf[m]; !ok {
-		l.seqOf[m] = seq
-	} else if first != seq {
-		firstSeq, double = first, true
-	}
-	if o, ok := l.bySeq[seq]; !ok {
-		l.bySeq[seq] = m
-	} else if o != m {
-		other, conflict = o, true
-	}
-	return firstSeq, double, other, conflict
-}
-
 // deviceLog is what one device stored: the first copy of each message,
 // and the last conv_seq of each conversation in its order.
 type deviceLog struct {
@@ -92,7 +68,7 @@ type deviceLog struct {
 	lastConv map[uint64]uint64    // conv_id -> last conv_seq (repeats dropped)
 	// passes: conv_id -> the first copies' conv_seqs and times (kept on a
 	// target with a delete log only: readBy).
-	passes map[uint64]*passIndex
+	passes map[uint64]*conv.Passes
 }
 
 type firstCopy struct {
@@ -205,28 +181,18 @@ type model struct {
 	// promises nothing).
 	storeJudged func(uid uint64) bool
 	promise     *promise
-	// Conversations (version 3).
-	conversations map[uint64]*conversation
-	recConv       map[uint64]convAt // recovered msg_id -> where its first copy put it
-	convDoubles   []misplaced       // one msg_id at two conv_seqs (uid: the conversation)
-	convConflicts []misplaced       // one conv_seq holding two msg_ids
-	failedStored  []strayMsg        // messages of sends answered with a definite error
-	retried       []strayMsg        // second messages of retried sends (no idempotent send)
-	// Indexes built on first use: uid -> conv_id -> its inbox seqs; (uid,
-	// seq) -> when retention deleted it.
-	byConv     map[uint64]map[uint64][]uint64
-	deleted    map[[2]uint64]time.Duration
-	deletedMsg map[[2]uint64]bool         // (uid, msg_id) retention deleted
-	claimIndex map[uint32][]ledger.Cursor // device -> its claims by time, with the highest seq so far
-	// The scope the version 3 checks set: the conversations the history
-	// witness judges (nil: not made); the retention settings in force
-	// (nil: not made).
-	historyJudged func(conv uint64) bool
-	retention     []ledger.RetentionSettings
-	liveness      *Liveness               // the run's heal time and bound (nil: none stated)
-	delLog        bool                    // the target keeps a delete log (ledger.DelRangeCapability)
-	dropped       map[uint64][]droppedDel // conv -> deletions its delete log leaves out (droppedDels)
-	drainedAt     time.Duration           // drainEnd, once computed (0: not yet)
+	// Conversations (version 3): the conversation model (package conv).
+	cv           *conv.Model
+	recConv      map[uint64]convAt // recovered msg_id -> where its first copy put it
+	failedStored []strayMsg        // messages of sends answered with a definite error
+	retried      []strayMsg        // second messages of retried sends (no idempotent send)
+	// Indexes built on first use: uid -> conv_id -> its inbox seqs.
+	byConv map[uint64]map[uint64][]uint64
+	// Retention (version 3: package retention); the scope the version 3
+	// checks set is theirs (conv.Model.Judge, retention.Model.Judge).
+	rt       *retention.Model
+	liveness *Liveness // the run's heal time and bound (nil: none stated)
+	delLog   bool      // the target keeps a delete log (ledger.DelRangeCapability)
 }
 
 // convAt is a place in a conversation.
@@ -258,8 +224,8 @@ func buildModel(ev *evidence) *model {
 		recovered: map[uint64]uint64{}, recTick: map[uint64]uint64{}, witnessed: map[uint64]*witnessed{},
 		stored: map[uint64]map[uint64]bool{}, dupMsgs: map[uint64]bool{}, missing: map[uint64][]missing{},
 		wEntries: map[uint64][]entry{}, sEntries: map[uint64][]entry{}, endToEnd: newLatencyHist(),
-		conversations: map[uint64]*conversation{}, recConv: map[uint64]convAt{},
-		delLog: ev.target.Offers(ledger.DelRangeCapability)}
+		recConv: map[uint64]convAt{},
+		delLog:  ev.target.Offers(ledger.DelRangeCapability), rt: retention.NewModel(&ev.rt, ev.cursors, ev.uidDevs)}
 	for id, uid := range ev.devUID {
 		m.dev(id).uid = uid
 	}
@@ -296,7 +262,7 @@ func buildModel(ev *evidence) *model {
 func (m *model) dev(id uint32) *deviceLog {
 	d := m.devs[id]
 	if d == nil {
-		d = &deviceLog{got: map[uint64]firstCopy{}, lastConv: map[uint64]uint64{}, passes: map[uint64]*passIndex{}}
+		d = &deviceLog{got: map[uint64]firstCopy{}, lastConv: map[uint64]uint64{}, passes: map[uint64]*conv.Passes{}}
 		m.devs[id] = d
 	}
 	return d
@@ -383,10 +349,10 @@ func (m *model) delivery(d *ledger.Delivery) {
 	if m.delLog {
 		p := ds.passes[d.ConvID]
 		if p == nil {
-			p = &passIndex{}
+			p = &conv.Passes{}
 			ds.passes[d.ConvID] = p
 		}
-		p.add(d.ConvSeq, d.At)
+		p.Add(d.ConvSeq, d.At)
 	}
 	if a, ok := m.ev.acks[d.MsgID]; ok {
 		m.endToEnd.RecordValue(us(d.At - a.intended))
@@ -429,12 +395,12 @@ func (m *model) recover() {
 	for _, msg := range slices.Sorted(maps.Keys(m.witnessed)) {
 		take(msg, m.witnessed[msg].tick)
 	}
-	for _, s := range m.ev.slots {
+	for _, s := range m.ev.cv.Slots {
 		if !s.Purged {
 			take(s.MsgID, s.Tag)
 		}
 	}
-	for _, p := range m.ev.pages {
+	for _, p := range m.ev.cv.Pages {
 		for _, it := range p.Items {
 			take(it.MsgID, it.Tag)
 		}
@@ -555,15 +521,12 @@ func (m *model) inboxOrder(src string, uid uint64, es []entry) {
 func (m *model) deliveredTo() {
 	check := func(msg uint64, s send) bool {
 		complete := true
-		var c *conversation
-		var seq uint64
-		if at, ok := m.msgAt(msg); ok && m.delLog {
-			c, seq = m.conversations[at.conv], at.convSeq
-		}
+		at, hideable := m.msgAt(msg)
+		hideable = hideable && m.delLog
 		for _, u := range m.ev.recipients(s) {
 			for _, dv := range m.ev.uidDevs[u] {
 				if _, ok := m.devs[dv].got[msg]; !ok {
-					if c != nil && m.mayHideFrom(c, u, seq, m.readBy(dv, c.id, seq)) {
+					if hideable && m.cv.HiddenFrom(at.conv, u, at.convSeq, m.readBy(dv, at.conv, at.convSeq)) {
 						continue
 					}
 					complete = false

@@ -21,7 +21,7 @@ type marker struct {
 	convs map[uint64]bool
 	items map[string]bool // what is counted that is no message
 	n     int
-	fixed bool // count set by count, not by the msg_ids
+	fixed bool // count set by Count, not by the msg_ids
 }
 
 func newMarker(name string) *marker {
@@ -29,9 +29,9 @@ func newMarker(name string) *marker {
 		convs: map[uint64]bool{}, items: map[string]bool{}}
 }
 
-// mark puts msg_id msg into the finding (and uid, when not 0) and keeps an
+// Mark puts msg_id msg into the finding (and uid, when not 0) and keeps an
 // example the first time msg is marked.
-func (k *marker) mark(msg, uid uint64, format string, args ...any) {
+func (k *marker) Mark(msg, uid uint64, format string, args ...any) {
 	if uid != 0 {
 		k.uids[uid] = true
 	}
@@ -44,15 +44,15 @@ func (k *marker) mark(msg, uid uint64, format string, args ...any) {
 	}
 }
 
-// add puts msg_id msg into the finding without an example.
-func (k *marker) add(msg uint64) { k.msgs[msg] = true }
+// Add puts msg_id msg into the finding without an example.
+func (k *marker) Add(msg uint64) { k.msgs[msg] = true }
 
-// conv names a conversation concerned.
-func (k *marker) conv(c uint64) { k.convs[c] = true }
+// Conv names a conversation concerned.
+func (k *marker) Conv(c uint64) { k.convs[c] = true }
 
-// item counts something that is no message (a clear watermark, a hole, a
+// Item counts something that is no message (a clear watermark, a hole, a
 // page's cursor) once per key, and keeps an example the first time.
-func (k *marker) item(key string, format string, args ...any) {
+func (k *marker) Item(key string, format string, args ...any) {
 	if k.items[key] {
 		return
 	}
@@ -62,12 +62,12 @@ func (k *marker) item(key string, format string, args ...any) {
 	}
 }
 
-// pair counts one more (message, device) or (message, uid) pair.
-func (k *marker) pair() { k.f.Pairs++ }
+// Pair counts one more (message, device) or (message, uid) pair.
+func (k *marker) Pair() { k.f.Pairs++ }
 
-// count sets the finding's count to n instead of its number of msg_ids
+// Count sets the finding's count to n instead of its number of msg_ids
 // (duplicated counts extra copies).
-func (k *marker) count(n int) { k.n, k.fixed = n, true }
+func (k *marker) Count(n int) { k.n, k.fixed = n, true }
 
 // finish fills the finding's lists and count.
 func (k *marker) finish() *Finding {
@@ -192,20 +192,10 @@ func latencyOf(h *hdr.Histogram) Latency {
 
 // convCounts counts the version 3 evidence (nil: none).
 func (ev *evidence) convCounts() *ConvCounts {
-	c := &ConvCounts{Pulls: len(ev.pulls), Pages: len(ev.pages), Slots: len(ev.slots), Watermarks: len(ev.watermarks),
-		Deletions: len(ev.deletions), DelRanges: len(ev.delRanges)}
-	for _, e := range ev.effects {
-		switch e.act {
-		case ledger.ActRevoke:
-			c.Revokes++
-		case ledger.ActDelete:
-			c.Deletes++
-		case ledger.ActClear:
-			c.Clears++
-		case ledger.ActRead:
-			c.Reads++
-		}
-	}
+	cv := &ev.cv
+	c := &ConvCounts{Pulls: len(cv.Pulls), Pages: len(cv.Pages), Slots: len(cv.Slots), Watermarks: len(cv.Watermarks),
+		Deletions: len(ev.rt.Deletions), DelRanges: len(cv.DelRanges)}
+	c.Revokes, c.Deletes, c.Clears, c.Reads = cv.Actions()
 	if *c == (ConvCounts{}) {
 		return nil
 	}

@@ -5,11 +5,14 @@ import (
 	"maps"
 	"slices"
 
+	"imlab/checker/conv"
+	"imlab/checker/retention"
 	"imlab/ledger"
 )
 
 // This file holds the rules: one function per finding (the package doc
-// defines each), run in the order of rules, each reading the model only
+// defines each; the conversation model's are package conv's, its doc
+// defines them), run in the order of rules, each reading the model only
 // and marking its own finding only (through the marker it is given).
 
 // rule validates one finding.
@@ -31,26 +34,36 @@ var rules = []rule{
 	{Skipped, validateSkipped},
 	{LostInStore, validateLostInStore},
 	{UnstoredAtAck, validateUnstoredAtAck},
-	{HistoryLost, validateHistoryLost},
-	{DeleteLogDropped, validateDeleteLogDropped},
-	{HistoryMismatch, validateHistoryMismatch},
-	{HistoryOverwritten, validateHistoryOverwritten},
-	{HistoryDuplicated, validateHistoryDuplicated},
-	{HistoryView, validateHistoryView},
-	{ConvPullWrong, validateConvPull},
-	{RetentionUnpulled, validateRetentionUnpulled},
-	{RetentionEarly, validateRetentionEarly},
+	{HistoryLost, onConv(conv.ValidateHistoryLost)},
+	{DeleteLogDropped, onConv(conv.ValidateDeleteLogDropped)},
+	{HistoryMismatch, onConv(conv.ValidateHistoryMismatch)},
+	{HistoryOverwritten, onConv(conv.ValidateHistoryOverwritten)},
+	{HistoryDuplicated, onConv(conv.ValidateHistoryDuplicated)},
+	{HistoryView, onConv(conv.ValidateHistoryView)},
+	{ConvPullWrong, onConv(conv.ValidateConvPull)},
+	{RetentionUnpulled, onRetention(retention.ValidateRetentionUnpulled)},
+	{RetentionEarly, onRetention(retention.ValidateRetentionEarly)},
 	{FailedButStored, validateFailedButStored},
-	{RefusedAfterHeal, validateRefusedAfterHeal},
-	{UnexplainedGap, validateUnexplainedGap},
+	{RefusedAfterHeal, onConv(conv.ValidateRefusedAfterHeal)},
+	{UnexplainedGap, onConv(conv.ValidateUnexplainedGap)},
 	{RetryDuplicate, validateRetryDuplicate},
+}
+
+// onConv runs a rule of the conversation model (package conv) on m's.
+func onConv(validate func(*conv.Model, conv.Marker)) func(*model, *marker) {
+	return func(m *model, f *marker) { validate(m.cv, f) }
+}
+
+// onRetention runs a rule of retention (package retention) on m's.
+func onRetention(validate func(*retention.Model, retention.Marker)) func(*model, *marker) {
+	return func(m *model, f *marker) { validate(m.rt, f) }
 }
 
 // validateUnexpected: every message the model could not account for, or
 // found where it is not addressed.
 func validateUnexpected(m *model, f *marker) {
 	for _, u := range m.unexpected {
-		f.mark(u.msg, 0, "%s", u.explain())
+		f.Mark(u.msg, 0, "%s", u.explain())
 	}
 }
 
@@ -94,15 +107,15 @@ func (u unexplained) explain() string {
 // validateRecovered: the messages of sends of unknown outcome.
 func validateRecovered(m *model, f *marker) {
 	for msg := range m.recovered {
-		f.add(msg)
+		f.Add(msg)
 	}
 }
 
 // validateDoubleStored: one msg_id at two seqs of one uid's inbox.
 func validateDoubleStored(m *model, f *marker) {
 	for _, d := range m.doubles {
-		f.pair()
-		f.mark(d.msg, d.uid, "msg_id %d at seq %d and at seq %d of uid %d's inbox (%s %d)", d.msg, d.first, d.seq, d.uid, d.src, d.id)
+		f.Pair()
+		f.Mark(d.msg, d.uid, "msg_id %d at seq %d and at seq %d of uid %d's inbox (%s %d)", d.msg, d.first, d.seq, d.uid, d.src, d.id)
 	}
 }
 
@@ -110,9 +123,9 @@ func validateDoubleStored(m *model, f *marker) {
 // listed.
 func validateSeqConflict(m *model, f *marker) {
 	for _, c := range m.conflicts {
-		f.pair()
-		f.mark(c.msg, c.uid, "uid %d seq %d held msg_id %d, then msg_id %d (%s %d)", c.uid, c.seq, c.first, c.msg, c.src, c.id)
-		f.add(c.first)
+		f.Pair()
+		f.Mark(c.msg, c.uid, "uid %d seq %d held msg_id %d, then msg_id %d (%s %d)", c.uid, c.seq, c.first, c.msg, c.src, c.id)
+		f.Add(c.first)
 	}
 }
 
@@ -121,7 +134,7 @@ func validateSeqConflict(m *model, f *marker) {
 func validateAckMismatch(m *model, f *marker) {
 	for _, x := range m.mismatches {
 		a := m.ev.acks[x.msg]
-		f.mark(x.msg, 0, "msg_id %d ACKed as conv %d conv_seq %d, seen by %s %d as conv %d conv_seq %d", x.msg, a.conv, a.convSeq, x.src, x.id, x.conv, x.convSeq)
+		f.Mark(x.msg, 0, "msg_id %d ACKed as conv %d conv_seq %d, seen by %s %d as conv %d conv_seq %d", x.msg, a.conv, a.convSeq, x.src, x.id, x.conv, x.convSeq)
 	}
 }
 
@@ -129,9 +142,9 @@ func validateAckMismatch(m *model, f *marker) {
 // Allowed; counted per extra copy.
 func validateDuplicated(m *model, f *marker) {
 	for msg := range m.dupMsgs {
-		f.add(msg)
+		f.Add(msg)
 	}
-	f.count(m.dupCopies)
+	f.Count(m.dupCopies)
 }
 
 // validateReordered: within one device, or one witnessed inbox, and one
@@ -139,10 +152,10 @@ func validateDuplicated(m *model, f *marker) {
 func validateReordered(m *model, f *marker) {
 	for _, o := range m.reorders {
 		if o.src == "device" {
-			f.mark(o.msg, 0, "device %d: conv %d seq %d (msg_id %d) after conv_seq %d", o.id, o.conv, o.convSeq, o.msg, o.last)
+			f.Mark(o.msg, 0, "device %d: conv %d seq %d (msg_id %d) after conv_seq %d", o.id, o.conv, o.convSeq, o.msg, o.last)
 			continue
 		}
-		f.mark(o.msg, o.id, "%s of uid %d: conv %d conv_seq %d (msg_id %d) at seq %d after conv_seq %d at seq %d",
+		f.Mark(o.msg, o.id, "%s of uid %d: conv %d conv_seq %d (msg_id %d) at seq %d after conv_seq %d at seq %d",
 			o.src, o.id, o.conv, o.convSeq, o.msg, o.seq, o.last, o.lastSeq)
 	}
 }
@@ -160,8 +173,8 @@ func validateLost(m *model, f *marker) {
 	}
 	for _, msg := range slices.Sorted(maps.Keys(m.missing)) {
 		for _, x := range m.missing[msg] {
-			f.pair()
-			f.mark(msg, 0, "msg_id %d never reached device %d (uid %d)%s", msg, x.dev, x.uid, late)
+			f.Pair()
+			f.Mark(msg, 0, "msg_id %d never reached device %d (uid %d)%s", msg, x.dev, x.uid, late)
 		}
 	}
 }
@@ -177,8 +190,8 @@ func validateSkipped(m *model, f *marker) {
 		}
 		for msg, seq := range ib.seqOf {
 			if _, ok := ds.got[msg]; seq <= claim && !ok {
-				f.pair()
-				f.mark(msg, 0, "device %d acked cursor %d but never stored msg_id %d at seq %d", id, claim, msg, seq)
+				f.Pair()
+				f.Mark(msg, 0, "device %d acked cursor %d but never stored msg_id %d at seq %d", id, claim, msg, seq)
 			}
 		}
 	}
@@ -194,9 +207,9 @@ func validateLostInStore(m *model, f *marker) {
 	}
 	check := func(msg uint64, s send) {
 		for _, u := range m.ev.recipients(s) {
-			if m.storeJudged(u) && !m.stored[u][msg] && !m.retainedMsg(u, msg) {
-				f.pair()
-				f.mark(msg, u, "msg_id %d is not in uid %d's stored inbox (store witness)", msg, u)
+			if m.storeJudged(u) && !m.stored[u][msg] && !m.rt.RetainedMsg(u, msg) {
+				f.Pair()
+				f.Mark(msg, u, "msg_id %d is not in uid %d's stored inbox (store witness)", msg, u)
 			}
 		}
 	}
@@ -221,11 +234,11 @@ func validateUnstoredAtAck(m *model, f *marker) {
 		if p.Status != ledger.ProbeRead || (p.Found&pr.need == pr.need && (pr.anyOf == 0 || p.Found&pr.anyOf != 0)) {
 			continue
 		}
-		if p.Found&ledger.FoundInbox == 0 && m.retainedMsgBy(p.UID, p.MsgID, p.At) {
+		if p.Found&ledger.FoundInbox == 0 && m.rt.RetainedMsgBy(p.UID, p.MsgID, p.At) {
 			continue
 		}
-		f.pair()
-		f.mark(p.MsgID, p.UID, "msg_id %d: %s after its ACK the store held %s for uid %d",
+		f.Pair()
+		f.Mark(p.MsgID, p.UID, "msg_id %d: %s after its ACK the store held %s for uid %d",
 			p.MsgID, p.At-m.ev.acks[p.MsgID].ended, foundString(p.Found), p.UID)
 	}
 }

@@ -2,19 +2,17 @@ package checker
 
 import (
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
-	"time"
+	"iter"
 
-	"imlab/ledger"
+	"imlab/checker/conv"
 )
 
 // This file holds what every target shares, whatever it offers on top of
 // the ordered conversation: the checks its capabilities decide (inbox,
 // retries), the liveness bound, and the findings both kinds of target
-// need: failed-but-stored, refused-after-heal, unexplained-gap and
-// retry-duplicate.
+// need: failed-but-stored and retry-duplicate, and the sends the
+// conversation model's refused-after-heal and unexplained-gap ask of
+// (Sends, Unknown).
 
 // inboxCheck: the inbox findings have a meaning only on a target with a
 // per-user inbox log.
@@ -79,7 +77,7 @@ func (m *model) livenessCheck() CheckResult {
 func validateFailedButStored(m *model, f *marker) {
 	for _, x := range m.failedStored {
 		s := m.ev.sends[x.tick]
-		f.mark(x.msg, 0, "send %d was refused (status %d after %d tries), yet its message msg_id %d is in %s", x.tick, s.status, s.tries, x.msg, x.at)
+		f.Mark(x.msg, 0, "send %d was refused (status %d after %d tries), yet its message msg_id %d is in %s", x.tick, s.status, s.tries, x.msg, x.at)
 	}
 }
 
@@ -88,168 +86,25 @@ func validateFailedButStored(m *model, f *marker) {
 // Reported, not deciding: the target promises no better.
 func validateRetryDuplicate(m *model, f *marker) {
 	for _, x := range m.retried {
-		f.mark(x.msg, 0, "send %d, tried %d times, stored twice: msg_id %d and msg_id %d (%s)", x.tick, m.ev.sends[x.tick].tries, x.other, x.msg, x.at)
+		f.Mark(x.msg, 0, "send %d, tried %d times, stored twice: msg_id %d and msg_id %d (%s)", x.tick, m.ev.sends[x.tick].tries, x.other, x.msg, x.at)
 	}
 }
 
-// convKey names the conversation of a send when no conversation id is
-// known: 1:1 by its two uids, a group by its id.
-type convKey struct {
-	group bool
-	a, b  uint64
-}
-
-func (ev *evidence) keyOf(s send) convKey {
-	if s.convType == 2 {
-		return convKey{group: true, a: s.target}
-	}
-	u := ev.devUID[s.dev]
-	return convKey{a: min(u, s.target), b: max(u, s.target)}
-}
-
-// convIDs maps each conversation key to its id, from the sends that carry
-// one (the ACKs', and attempts not ACKed whose driver knew it).
-func (ev *evidence) convIDs() map[convKey]uint64 {
-	ids := map[convKey]uint64{}
-	for _, s := range ev.sends {
-		if s.conv != 0 {
-			ids[ev.keyOf(s)] = s.conv
-		}
-	}
-	return ids
-}
-
-// validateRefusedAfterHeal: a conversation that kept refusing sends
-// (failed or unanswered, after leaving the client) from the heal on, past
-// the bound: no send to it accepted from the heal until one started after
-// heal + bound was refused. Counted in refused sends past the bound.
-func validateRefusedAfterHeal(m *model, f *marker) {
-	l := m.liveness
-	if l == nil {
-		return
-	}
-	ev := m.ev
-	ids := ev.convIDs()
-	firstOK := map[convKey]time.Duration{}
-	for _, s := range ev.sends {
-		k := ev.keyOf(s)
-		if at, seen := firstOK[k]; s.outcome == ledger.OK && s.started >= l.Healed && (!seen || s.started < at) {
-			firstOK[k] = s.started
-		}
-	}
-	refused := map[convKey][]uint64{}
-	for tick := range ev.sends {
-		s := ev.sends[tick]
-		k := ev.keyOf(s)
-		at, ok := firstOK[k]
-		if s.outcome != ledger.OK && s.tries > 0 && s.started >= l.Healed+l.Bound && (!ok || s.started < at) {
-			refused[k] = append(refused[k], tick)
-		}
-	}
-	n := 0
-	for _, k := range slices.SortedFunc(maps.Keys(refused), cmpKey) {
-		ticks := refused[k]
-		slices.Sort(ticks)
-		n += len(ticks)
-		f.conv(ids[k])
-		f.item(fmt.Sprint(k), "%s refused %d sends started more than %s after the heal at %s (sends %s), none accepted since the heal",
-			convName(k, ids[k]), len(ticks), l.Bound, l.Healed, firstTicks(ticks))
-	}
-	f.count(n)
-}
-
-func cmpKey(x, y convKey) int {
-	switch {
-	case x.group != y.group:
-		if x.group {
-			return 1
-		}
-		return -1
-	case x.a != y.a:
-		if x.a < y.a {
-			return -1
-		}
-		return 1
-	case x.b < y.b:
-		return -1
-	case x.b > y.b:
-		return 1
-	}
-	return 0
-}
-
-func convName(k convKey, id uint64) string {
-	name := fmt.Sprintf("the 1:1 conversation of uids %d and %d", k.a, k.b)
-	if k.group {
-		name = fmt.Sprintf("group %d", k.a)
-	}
-	if id != 0 {
-		name += fmt.Sprintf(" (conv %d)", id)
-	}
-	return name
-}
-
-// firstTicks lists a few ticks.
-func firstTicks(ticks []uint64) string {
-	var out []string
-	for i, t := range ticks {
-		if i == MaxListed {
-			out = append(out, fmt.Sprintf("... (+%d)", len(ticks)-MaxListed))
-			break
-		}
-		out = append(out, fmt.Sprint(t))
-	}
-	return strings.Join(out, " ")
-}
-
-// validateUnexplainedGap: in a conversation the history witness read
-// whole, a conv_seq up to the highest known (the server's head, the
-// highest stored, the highest ACKed) that holds no message, that no
-// message of the model sits at, that no delete range or purge explains,
-// beyond as many as the sends of unknown outcome to that conversation
-// whose message was never found (each may have taken a conv_seq and not
-// stored it). A send refused with a definite error explains none.
-func validateUnexplainedGap(m *model, f *marker) {
-	budget := m.unknownUnstored()
-	n := 0
-	for _, c := range m.judgedConvs() {
-		var holes []uint64
-		for seq := uint64(1); seq <= c.top(); seq++ {
-			if _, stored := c.slots[seq]; !stored && !c.hasMsg(seq) && !c.deletedRange(seq, 0) {
-				holes = append(holes, seq)
+// Sends is every send of the run as the conversation model sees it (its
+// refused-after-heal and unexplained-gap ask).
+func (m *model) Sends() iter.Seq[conv.Send] {
+	return func(yield func(conv.Send) bool) {
+		for tick, s := range m.ev.sends {
+			if !yield(m.convSend(tick, s)) {
+				return
 			}
 		}
-		if over := len(holes) - budget[c.id]; over > 0 {
-			n += over
-			f.conv(c.id)
-			f.item(fmt.Sprint(c.id), "conv %d: %d conv_seqs up to %d hold no message (%s), %d sends of unknown outcome to it explain at most %d",
-				c.id, len(holes), c.top(), firstTicks(holes), budget[c.id], budget[c.id])
-		}
 	}
-	f.count(n)
 }
 
-// top is the highest conv_seq the conversation is known to have reached.
-func (c *conversation) top() uint64 {
-	top := c.head
-	for seq := range c.slots {
-		top = max(top, seq)
-	}
-	for seq := range c.msgs {
-		top = max(top, seq)
-	}
-	return top
-}
-
-func (c *conversation) hasMsg(seq uint64) bool { _, ok := c.msgs[seq]; return ok }
-
-// unknownUnstored counts, per conversation, the sends of unknown outcome
-// whose message was never found (recovered): each may have taken a
-// conv_seq and left it empty.
-func (m *model) unknownUnstored() map[uint64]int {
-	ids := m.ev.convIDs()
-	// The distinct messages found of each unknown send: the first
-	// (recovered) and the copies its retries stored.
+// Unknown is every send of unknown outcome, with the distinct messages
+// found of it: the first (recovered) and the copies its retries stored.
+func (m *model) Unknown() iter.Seq[conv.Send] {
 	found := map[uint64]map[uint64]bool{}
 	note := func(tick, msg uint64) {
 		if found[tick] == nil {
@@ -263,23 +118,25 @@ func (m *model) unknownUnstored() map[uint64]int {
 	for _, r := range m.retried {
 		note(r.tick, r.msg)
 	}
-	out := map[uint64]int{}
-	for tick, s := range m.ev.unknown {
-		// Without idempotent sends every try may have taken a conv_seq
-		// of its own; with them, the send took one at most.
-		room := 1
-		if !m.ev.target.IdempotentSend {
-			room = max(int(s.tries), 1)
+	return func(yield func(conv.Send) bool) {
+		for tick, s := range m.ev.unknown {
+			c := m.convSend(tick, s)
+			c.Found = len(found[tick])
+			if !yield(c) {
+				return
+			}
 		}
-		left := room - len(found[tick])
-		if left <= 0 {
-			continue
-		}
-		id := s.conv
-		if id == 0 {
-			id = ids[m.ev.keyOf(s)]
-		}
-		out[id] += left
 	}
-	return out
+}
+
+// convSend is send tick as the conversation model sees it, its
+// conversation named by its parties when no id is known: 1:1 by its two
+// uids, a group by its id.
+func (m *model) convSend(tick uint64, s send) conv.Send {
+	k := conv.Key{Group: true, A: s.target}
+	if s.convType != 2 {
+		u := m.ev.devUID[s.dev]
+		k = conv.Key{A: min(u, s.target), B: max(u, s.target)}
+	}
+	return conv.Send{Tick: tick, Key: k, Conv: s.conv, Outcome: s.outcome, Tries: s.tries, Started: s.started}
 }

@@ -1,4 +1,4 @@
-package checker
+package conv
 
 import (
 	"fmt"
@@ -13,42 +13,27 @@ import (
 // history witness (the store as stored) and against the pages devices
 // read (the store as each user sees it).
 
-// judgedConvs lists, in order, the conversations the history witness
-// judges.
-func (m *model) judgedConvs() []*conversation {
-	if m.historyJudged == nil {
-		return nil
-	}
-	var out []*conversation
-	for _, id := range slices.Sorted(maps.Keys(m.conversations)) {
-		if m.historyJudged(id) {
-			out = append(out, m.conversations[id])
-		}
-	}
-	return out
-}
-
-// validateHistoryLost: an ACKed (or recovered) message whose conv_seq the
+// ValidateHistoryLost: an ACKed (or recovered) message whose conv_seq the
 // history store holds nothing for, with no delete range over it and, on a
 // target with a delete log, no deletion answered ok that the log left out
 // (delete-log-dropped).
-func validateHistoryLost(m *model, f *marker) {
-	delLog := m.delLog
+func ValidateHistoryLost(m *Model, f Marker) {
+	delLog := m.delLog()
 	for _, c := range m.judgedConvs() {
 		for _, seq := range slices.Sorted(maps.Keys(c.msgs)) {
 			if _, ok := c.slots[seq]; ok || c.deletedRange(seq, 0) || delLog && (c.deletedAny(seq) || m.droppedAt(c, seq)) {
 				continue
 			}
-			f.conv(c.id)
-			f.mark(c.msgs[seq].msg, 0, "msg_id %d (conv %d conv_seq %d) is not in the history store", c.msgs[seq].msg, c.id, seq)
+			f.Conv(c.id)
+			f.Mark(c.msgs[seq].msg, 0, "msg_id %d (conv %d conv_seq %d) is not in the history store", c.msgs[seq].msg, c.id, seq)
 		}
 	}
 }
 
-// validateHistoryMismatch: a message the history store holds at its
+// ValidateHistoryMismatch: a message the history store holds at its
 // conv_seq with another sender or content, or in a state no answered or
 // unanswered action explains; or a clear watermark no clear explains.
-func validateHistoryMismatch(m *model, f *marker) {
+func ValidateHistoryMismatch(m *Model, f Marker) {
 	for _, c := range m.judgedConvs() {
 		for _, seq := range slices.Sorted(maps.Keys(c.slots)) {
 			s, cm := c.slots[seq], c.msgs[seq]
@@ -56,17 +41,17 @@ func validateHistoryMismatch(m *model, f *marker) {
 				continue // purged, unknown to the model, or another message (history-overwritten)
 			}
 			for _, why := range m.slotState(c, s, cm) {
-				f.conv(c.id)
-				f.mark(cm.msg, 0, "conv %d conv_seq %d (msg_id %d) as stored: %s", c.id, seq, cm.msg, why)
+				f.Conv(c.id)
+				f.Mark(cm.msg, 0, "conv %d conv_seq %d (msg_id %d) as stored: %s", c.id, seq, cm.msg, why)
 			}
 		}
-		if m.ev.target.Offers(ledger.DelRangeCapability) {
+		if m.target.Offers(ledger.DelRangeCapability) {
 			continue // a clear is a delete range there, not a stored watermark
 		}
-		for _, uid := range c.clearers(m.ev.devUID) {
+		for _, uid := range c.clearers(m.devUID) {
 			if why := m.watermarkState(c, uid); why != "" {
-				f.conv(c.id)
-				f.item(fmt.Sprintf("watermark %d %d", c.id, uid), "conv %d: uid %d's clear watermark as stored: %s", c.id, uid, why)
+				f.Conv(c.id)
+				f.Item(fmt.Sprintf("watermark %d %d", c.id, uid), "conv %d: uid %d's clear watermark as stored: %s", c.id, uid, why)
 			}
 		}
 	}
@@ -74,7 +59,7 @@ func validateHistoryMismatch(m *model, f *marker) {
 
 // slotState says how a stored slot disagrees with the model at the time
 // it was read.
-func (m *model) slotState(c *conversation, s *ledger.Slot, cm convMsg) []string {
+func (m *Model) slotState(c *conversation, s *ledger.Slot, cm convMsg) []string {
 	var out []string
 	if s.Sender != cm.sender {
 		out = append(out, fmt.Sprintf("sender uid %d, the send's is uid %d", s.Sender, cm.sender))
@@ -86,7 +71,7 @@ func (m *model) slotState(c *conversation, s *ledger.Slot, cm convMsg) []string 
 	if w := c.holds(ledger.ActRevoke, s.ConvSeq, s.At, s.At, anyone); w == yes && !s.Revoked || w == no && s.Revoked {
 		out = append(out, fmt.Sprintf("revoked %v, though a revoke %s", s.Revoked, certainty(w)))
 	}
-	if !m.ev.target.Offers(ledger.DelRangeCapability) {
+	if !m.target.Offers(ledger.DelRangeCapability) {
 		// On a target with a delete log, deletes for a user are its
 		// ranges, not a del_list.
 		out = m.delListState(c, s, out)
@@ -94,7 +79,7 @@ func (m *model) slotState(c *conversation, s *ledger.Slot, cm convMsg) []string 
 	// On a target with one read mark per user, a message is read once its
 	// recipient's mark reaches it, which the recipient's own sends move
 	// too: read without a mark-read is no fault there.
-	readMark := m.ev.target.Offers(ledger.ReadMarkCapability)
+	readMark := m.target.Offers(ledger.ReadMarkCapability)
 	if w := c.holds(ledger.ActRead, s.ConvSeq, s.At, s.At, m.notBy(cm.sender)); w == yes && !s.IsRead || w == no && s.IsRead && !readMark {
 		out = append(out, fmt.Sprintf("is_read %v, though a mark-read by its recipient %s", s.IsRead, certainty(w)))
 	}
@@ -103,13 +88,13 @@ func (m *model) slotState(c *conversation, s *ledger.Slot, cm convMsg) []string 
 
 // delListState adds to out how a slot's del_list disagrees with the
 // deletes made.
-func (m *model) delListState(c *conversation, s *ledger.Slot, out []string) []string {
+func (m *Model) delListState(c *conversation, s *ledger.Slot, out []string) []string {
 	for _, u := range s.DelList {
 		if c.holds(ledger.ActDelete, s.ConvSeq, s.At, s.At, m.by(u)) == no {
 			out = append(out, fmt.Sprintf("uid %d is in its del_list but never deleted it", u))
 		}
 	}
-	for _, u := range c.doers(ledger.ActDelete, s.ConvSeq, m.ev.devUID) {
+	for _, u := range c.doers(ledger.ActDelete, s.ConvSeq, m.devUID) {
 		if c.holds(ledger.ActDelete, s.ConvSeq, s.At, s.At, m.by(u)) == yes && !slices.Contains(s.DelList, u) {
 			out = append(out, fmt.Sprintf("uid %d deleted it (answered ok) but is not in its del_list", u))
 		}
@@ -119,8 +104,8 @@ func (m *model) delListState(c *conversation, s *ledger.Slot, out []string) []st
 
 // watermarkState says how uid's stored clear watermark disagrees with the
 // clears the uid made ("": it agrees).
-func (m *model) watermarkState(c *conversation, uid uint64) string {
-	at := never - 1
+func (m *Model) watermarkState(c *conversation, uid uint64) string {
+	at := Never - 1
 	sure, more := c.watermark(uid, m.uidOf, at, at)
 	stored := c.marks[uid]
 	switch {
@@ -144,15 +129,15 @@ func certainty(w maybe) string {
 }
 
 // by matches the effects of uid's devices; notBy those of every other uid.
-func (m *model) by(uid uint64) func(*effect) bool {
+func (m *Model) by(uid uint64) func(*effect) bool {
 	return func(e *effect) bool { return m.uidOf(e.dev) == uid }
 }
 
-func (m *model) notBy(uid uint64) func(*effect) bool {
+func (m *Model) notBy(uid uint64) func(*effect) bool {
 	return func(e *effect) bool { return m.uidOf(e.dev) != uid }
 }
 
-func (m *model) uidOf(dev uint32) uint64 { return m.ev.devUID[dev] }
+func (m *Model) uidOf(dev uint32) uint64 { return m.devUID[dev] }
 
 // doers lists the uids with an action a on seq, in order.
 func (c *conversation) doers(a ledger.Action, seq uint64, devUID map[uint32]uint64) []uint64 {
@@ -179,42 +164,42 @@ func (c *conversation) clearers(devUID map[uint32]uint64) []uint64 {
 	return slices.Sorted(maps.Keys(set))
 }
 
-// validateHistoryOverwritten: one (conversation, conv_seq) seen holding two
+// ValidateHistoryOverwritten: one (conversation, conv_seq) seen holding two
 // msg_ids across the ACKs, the history witness and the pages read. Both
 // are listed.
-func validateHistoryOverwritten(m *model, f *marker) {
-	for _, x := range m.convConflicts {
-		f.conv(x.uid)
-		f.mark(x.msg, 0, "conv %d conv_seq %d held msg_id %d, then msg_id %d (%s %d)", x.uid, x.seq, x.first, x.msg, x.src, x.id)
-		f.add(x.first)
+func ValidateHistoryOverwritten(m *Model, f Marker) {
+	for _, x := range m.conflicts {
+		f.Conv(x.conv)
+		f.Mark(x.msg, 0, "conv %d conv_seq %d held msg_id %d, then msg_id %d (%s %d)", x.conv, x.seq, x.first, x.msg, x.src, x.id)
+		f.Add(x.first)
 	}
 }
 
-// validateHistoryDuplicated: one msg_id seen at two conv_seqs of its
+// ValidateHistoryDuplicated: one msg_id seen at two conv_seqs of its
 // conversation across the ACKs, the history witness and the pages read.
-func validateHistoryDuplicated(m *model, f *marker) {
-	for _, x := range m.convDoubles {
-		f.conv(x.uid)
-		f.mark(x.msg, 0, "msg_id %d at conv_seq %d and at conv_seq %d of conv %d (%s %d)", x.msg, x.first, x.seq, x.uid, x.src, x.id)
+func ValidateHistoryDuplicated(m *Model, f Marker) {
+	for _, x := range m.doubles {
+		f.Conv(x.conv)
+		f.Mark(x.msg, 0, "msg_id %d at conv_seq %d and at conv_seq %d of conv %d (%s %d)", x.msg, x.first, x.seq, x.conv, x.src, x.id)
 	}
 }
 
-// validateHistoryView: every history page a device read shows the model
+// ValidateHistoryView: every history page a device read shows the model
 // as that user sees it at the time (pageView says how it may not).
-func validateHistoryView(m *model, f *marker) {
-	for i := range m.ev.pages {
-		p := &m.ev.pages[i]
+func ValidateHistoryView(m *Model, f Marker) {
+	for i := range m.ev.Pages {
+		p := &m.ev.Pages[i]
 		if p.Outcome != ledger.OK {
 			continue
 		}
 		m.pageView(p, func(msg, seq uint64, why string) {
-			f.conv(p.ConvID)
+			f.Conv(p.ConvID)
 			text := fmt.Sprintf("device %d's page of conv %d [%d..%d] at conv_seq %d: %s", p.Dev, p.ConvID, p.From, p.To, seq, why)
 			if msg != 0 {
-				f.mark(msg, m.uidOf(p.Dev), "%s", text)
+				f.Mark(msg, m.uidOf(p.Dev), "%s", text)
 				return
 			}
-			f.item(fmt.Sprintf("%d %d %d", p.Dev, p.Started, seq), "%s", text)
+			f.Item(fmt.Sprintf("%d %d %d", p.Dev, p.Started, seq), "%s", text)
 		})
 	}
 }
@@ -226,7 +211,7 @@ func validateHistoryView(m *model, f *marker) {
 // read state; a message hidden (a tombstone, or left out between shown
 // ones) that was ACKed before the page began and that nothing the uid did
 // (nor a purge, nor a delete range) can hide.
-func (m *model) pageView(p *ledger.HistoryPage, bad func(msg, seq uint64, why string)) {
+func (m *Model) pageView(p *ledger.HistoryPage, bad func(msg, seq uint64, why string)) {
 	c, uid := m.conv(p.ConvID), m.uidOf(p.Dev)
 	shown := map[uint64]bool{}
 	var last uint64
@@ -262,28 +247,22 @@ func (m *model) pageView(p *ledger.HistoryPage, bad func(msg, seq uint64, why st
 // log is no excuse by itself: it says the conv_seq was deleted by the end
 // of the run, not that it was by re (the action that made it must have
 // been sent by then).
-func (m *model) mayHide(c *conversation, uid, seq uint64, rs, re time.Duration) bool {
+func (m *Model) mayHide(c *conversation, uid, seq uint64, rs, re time.Duration) bool {
 	if s, ok := c.slots[seq]; ok && s.Purged {
 		return true
 	}
 	if c.holds(ledger.ActDelete, seq, rs, re, m.by(uid)) != no {
 		return true
 	}
-	if m.ev.target.Offers(ledger.DelRangeCapability) && c.holds(ledger.ActRevoke, seq, rs, re, func(*effect) bool { return true }) != no {
+	if m.target.Offers(ledger.DelRangeCapability) && c.holds(ledger.ActRevoke, seq, rs, re, func(*effect) bool { return true }) != no {
 		return true // a revoke is a delete for everyone there
 	}
 	sure, more := c.watermark(uid, m.uidOf, rs, re)
 	return seq <= sure || more
 }
 
-// mayHideFrom says something sent before t may hide conv_seq seq from uid
-// from a read at t.
-func (m *model) mayHideFrom(c *conversation, uid, seq uint64, t time.Duration) bool {
-	return m.mayHide(c, uid, seq, t, t)
-}
-
 // itemView says how a shown item disagrees with the model as uid sees it.
-func (m *model) itemView(c *conversation, uid uint64, p *ledger.HistoryPage, it ledger.PageItem) []string {
+func (m *Model) itemView(c *conversation, uid uint64, p *ledger.HistoryPage, it ledger.PageItem) []string {
 	cm, ok := c.msgs[it.ConvSeq]
 	if !ok || cm.msg != it.MsgID {
 		return nil // not in the model, or another message: history-overwritten, unexpected

@@ -1,4 +1,4 @@
-package checker
+package conv
 
 import (
 	"fmt"
@@ -20,37 +20,21 @@ type droppedDel struct {
 	dev      uint32
 }
 
-// deleteLogCheck makes delete-log-dropped on a target with a delete log,
-// over the conversations the history witness judges (it reads the log).
-func (m *model) deleteLogCheck() CheckResult {
-	ch := CheckResult{Name: CheckDeleteLog, Findings: []string{DeleteLogDropped}}
-	switch {
-	case !m.delLog:
-		m.unexercised(&ch, ledger.DelRangeCapability, "delete log")
-	case m.historyJudged == nil:
-		ch.Detail = "the history witness, which reads the delete log, was not judged"
-	default:
-		ch.Made = true
-		ch.Detail = fmt.Sprintf("%d ranges read against the deletions answered ok", len(m.ev.delRanges))
-	}
-	return ch
-}
-
 // droppedDels lists, per judged conversation, the conv_seqs deletions
 // answered ok before the history witness read the log cover and the log
 // leaves out: a delete for oneself (its uid's log), a clear (its uid's
 // log, the messages at conv_seqs up to the min_seq answered), a revoke
 // (every member's log: a range for everyone). Computed once.
-func (m *model) droppedDels() map[uint64][]droppedDel {
-	if m.dropped != nil || !m.delLog || m.historyJudged == nil {
+func (m *Model) droppedDels() map[uint64][]droppedDel {
+	if m.dropped != nil || !m.delLog() || m.judged == nil {
 		return m.dropped
 	}
 	m.dropped = map[uint64][]droppedDel{}
-	read := m.drainEnd()
+	read := m.DrainEnd()
 	for i := range m.ev.effects {
 		e := &m.ev.effects[i]
-		c := m.conversations[e.conv]
-		if c == nil || !m.historyJudged(e.conv) || e.outcome != ledger.OK || e.end >= read {
+		c := m.convs[e.conv]
+		if c == nil || !m.judged(e.conv) || e.outcome != ledger.OK || e.end >= read {
 			continue
 		}
 		uid := m.uidOf(e.dev)
@@ -81,28 +65,28 @@ func (m *model) droppedDels() map[uint64][]droppedDel {
 }
 
 // droppedAt says a deletion the log left out covers seq of c.
-func (m *model) droppedAt(c *conversation, seq uint64) bool {
+func (m *Model) droppedAt(c *conversation, seq uint64) bool {
 	return slices.ContainsFunc(m.droppedDels()[c.id], func(d droppedDel) bool { return d.seq == seq })
 }
 
-// validateDeleteLogDropped: a deletion answered ok that the target's
+// ValidateDeleteLogDropped: a deletion answered ok that the target's
 // delete log leaves out.
-func validateDeleteLogDropped(m *model, f *marker) {
+func ValidateDeleteLogDropped(m *Model, f Marker) {
 	dropped := m.droppedDels()
 	for _, conv := range slices.Sorted(maps.Keys(dropped)) {
-		c := m.conversations[conv]
+		c := m.convs[conv]
 		for _, d := range dropped[conv] {
 			whose := fmt.Sprintf("uid %d's delete log", d.uid)
 			if d.uid == 0 {
 				whose = "the delete log of some member"
 			}
 			why := fmt.Sprintf("conv %d conv_seq %d: device %d's %s answered ok, yet %s does not hold it", conv, d.seq, d.dev, d.act, whose)
-			f.conv(conv)
+			f.Conv(conv)
 			if cm, ok := c.msgs[d.seq]; ok {
-				f.mark(cm.msg, d.uid, "msg_id %d, %s", cm.msg, why)
+				f.Mark(cm.msg, d.uid, "msg_id %d, %s", cm.msg, why)
 				continue
 			}
-			f.item(fmt.Sprintf("%d %d %d", conv, d.seq, d.uid), "%s", why)
+			f.Item(fmt.Sprintf("%d %d %d", conv, d.seq, d.uid), "%s", why)
 		}
 	}
 }
