@@ -355,6 +355,11 @@ func TestRatesOverTheSendWindow(t *testing.T) {
 	if late == 0 || intended != sum.Unknown || intendedFirst != sum.Unknown {
 		t.Fatalf("unknown %d: %d came in after the first second; by intended time %d, %d of them in the first second (want all)", sum.Unknown, late, intended, intendedFirst)
 	}
+	// Every ACKed send was intended in the first second too, whichever
+	// second its ACK came in.
+	if len(sum.AckedByIntended) != 1 || sum.AckedByIntended[0] != sum.OK {
+		t.Fatalf("ACKed %d, by intended second %v: want all in the first", sum.OK, sum.AckedByIntended)
+	}
 }
 
 // TestInboxTierLateIsNotLost: a server whose inboxes are written by a

@@ -18,6 +18,7 @@ func MergeSummaries(sums []*Summary) *Summary {
 	m.Latency = map[string]Quantiles{}
 	m.Timeline = nil
 	m.FailedByIntended = []IntendedFailures{}
+	m.AckedByIntended = nil
 	m.Errors = nil
 	m.OK, m.Fail, m.Unknown, m.Retries, m.Deliveries, m.AchievedPerSec = 0, 0, 0, 0, 0, 0
 	m.RetriedSends = 0
@@ -52,6 +53,12 @@ func MergeSummaries(sums []*Summary) *Summary {
 			m.Errors = append(m.Errors, "segment "+s.Split.Segment.String()+": "+e)
 		}
 		m.FailedByIntended = addIntended(m.FailedByIntended, s.FailedByIntended)
+		for i, n := range s.AckedByIntended {
+			if i == len(m.AckedByIntended) {
+				m.AckedByIntended = append(m.AckedByIntended, 0)
+			}
+			m.AckedByIntended[i] += n
+		}
 		for _, sec := range s.Timeline {
 			row := byT[sec.T]
 			if row == nil {

@@ -61,8 +61,9 @@ type metrics struct {
 	total     [nHist]*hdr.Histogram // owned by the reporter
 	second    [nHist]*hdr.Histogram // owned by the reporter: the last second merged
 	// byIntended counts, per IntendedBin of intended send time (index i:
-	// from i bins after the start), the sends that ended failed or unknown
-	// and those that needed more than one try, whenever they ended. Sized
+	// from i bins after the start), the sends that were ACKed, ended
+	// failed or unknown, and those that needed more than one try, whenever
+	// they ended. Sized
 	// by sizeIntended before the sends start; a later bin counts in the
 	// last slot.
 	byIntended []intendedCounts
@@ -72,7 +73,7 @@ type metrics struct {
 const IntendedBin = 100 * time.Millisecond
 
 // intendedCounts is one bin of byIntended.
-type intendedCounts struct{ fail, unknown, retried atomic.Uint64 }
+type intendedCounts struct{ ok, fail, unknown, retried atomic.Uint64 }
 
 // sizeIntended makes byIntended cover a run of duration d.
 func (m *metrics) sizeIntended(d time.Duration) {
@@ -97,6 +98,21 @@ func (m *metrics) failedByIntended() []IntendedFailures {
 		if f.Fail+f.Unknown+f.Retried > 0 {
 			out = append(out, f)
 		}
+	}
+	return out
+}
+
+// ackedByIntended is the ACKed sends per second of their intended time
+// (index i: intended from i seconds after the start), whenever the ACK
+// came.
+func (m *metrics) ackedByIntended() []uint64 {
+	const perSec = int(time.Second / IntendedBin)
+	out := make([]uint64, (len(m.byIntended)+perSec-1)/perSec)
+	for i := range m.byIntended {
+		out[i/perSec] += m.byIntended[i].ok.Load()
+	}
+	for len(out) > 0 && out[len(out)-1] == 0 {
+		out = out[:len(out)-1]
 	}
 	return out
 }

@@ -306,6 +306,7 @@ func (r *runner) finish(ctx context.Context, sum *Summary, st schedule.Stats, lo
 	sum.Retries, sum.Deliveries, sum.NotSent = r.m.retries.Load(), r.m.deliv.Load(), r.m.notSent.Load()
 	sum.RetriedSends = r.m.retried.Load()
 	sum.FailedByIntended = r.m.failedByIntended()
+	sum.AckedByIntended = r.m.ackedByIntended()
 	if loadEnd > 0 {
 		sum.LoadSeconds = loadEnd.Seconds()
 		// Rates over the send window (the shape's duration, or longer when

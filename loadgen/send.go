@@ -111,6 +111,8 @@ func (r *runner) count(l *lane, a *ledger.Attempt) {
 	}
 	if sec != nil {
 		switch a.Outcome {
+		case ledger.OK:
+			sec.ok.Add(1)
 		case ledger.Fail:
 			sec.fail.Add(1)
 		case ledger.Unknown:

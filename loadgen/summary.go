@@ -93,12 +93,18 @@ type Summary struct {
 	// line up with a run's faults (Fail and Unknown of the timeline count
 	// by the second their outcome came in). Nil in summaries written
 	// before it was recorded.
-	FailedByIntended []IntendedFailures   `json:"failed_by_intended,omitempty"`
-	Latency          map[string]Quantiles `json:"latency"`
-	Timeline         []Second             `json:"timeline"`
-	Drain            DrainSummary         `json:"drain"`
-	Evidence         EvidenceSummary      `json:"evidence"`
-	LedgerBytes      int64                `json:"ledger_bytes"`
+	FailedByIntended []IntendedFailures `json:"failed_by_intended,omitempty"`
+	// AckedByIntended is the ACKed sends per second of their intended time
+	// (index i: intended from i s after the start, whenever the ACK came;
+	// the timeline's OK counts by the second the ACK came, which can
+	// exceed the offered rate after a stall). Nil in summaries written
+	// before it was recorded.
+	AckedByIntended []uint64             `json:"acked_by_intended,omitempty"`
+	Latency         map[string]Quantiles `json:"latency"`
+	Timeline        []Second             `json:"timeline"`
+	Drain           DrainSummary         `json:"drain"`
+	Evidence        EvidenceSummary      `json:"evidence"`
+	LedgerBytes     int64                `json:"ledger_bytes"`
 	// Mix: the client mix's actions (nil: the mix was off).
 	Mix    *MixSummary `json:"mix,omitempty"`
 	Errors []string    `json:"errors,omitempty"`

@@ -64,6 +64,13 @@ type SendSecond struct {
 	// null in a second without an ACK (nothing measured, not 0 ms).
 	AckP50 *float64 `json:"ack_p50_ms"`
 	AckP99 *float64 `json:"ack_p99_ms"`
+	// IntendedOK and IntendedFailed count the sends intended in this
+	// second (the offered rate's second: the one before T) that were
+	// ACKed, and that failed or stayed unknown, whenever their outcome
+	// came; OK, Fail and Unknown count by the second the outcome came.
+	// Nil in results written before they were recorded.
+	IntendedOK     *uint64 `json:"intended_ok,omitempty"`
+	IntendedFailed *uint64 `json:"intended_failed_or_unknown,omitempty"`
 }
 
 // ackMs is a latency in ms for a second with n ACKed sends (nil when n is

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"imlab/runner/proc"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -170,9 +171,22 @@ func (r *run) recordSends(lc loadgen.Config, sum *loadgen.Summary) {
 		ms := float64(d.P99) / 1000
 		r.res.StartDelayP99Ms = &ms
 	}
+	ok, failed := intendedSeconds(sum)
 	for _, s := range sum.Timeline {
-		r.res.Sends = append(r.res.Sends, result.SendSecond{T: float64(s.T) + r.res.LoadOffset, Started: s.Started, OK: s.OK, Fail: s.Fail,
-			Unknown: s.Unknown, Late: s.Late, AckP50: result.AckMs(s.OK, int64(s.Response.P50)), AckP99: result.AckMs(s.OK, int64(s.Response.P99))})
+		sec := result.SendSecond{T: float64(s.T) + r.res.LoadOffset, Started: s.Started, OK: s.OK, Fail: s.Fail,
+			Unknown: s.Unknown, Late: s.Late, AckP50: result.AckMs(s.OK, int64(s.Response.P50)), AckP99: result.AckMs(s.OK, int64(s.Response.P99))}
+		if ok != nil {
+			i := s.T - 1 // the row of second T counts what started in (T-1, T]
+			var o, f uint64
+			if i >= 0 && i < len(ok) {
+				o = ok[i]
+			}
+			if i >= 0 && i < len(failed) {
+				f = failed[i]
+			}
+			sec.IntendedOK, sec.IntendedFailed = &o, &f
+		}
+		r.res.Sends = append(r.res.Sends, sec)
 	}
 	if sum.FailedByIntended != nil {
 		end := r.res.LoadOffset
@@ -182,6 +196,24 @@ func (r *run) recordSends(lc loadgen.Config, sum *loadgen.Summary) {
 		r.res.SendFailures = result.SendFailuresOf(r.res.Events, sum.FailedByIntended, r.res.LoadOffset, end)
 	}
 	r.res.Errors = append(r.res.Errors, sum.Errors...)
+}
+
+// intendedSeconds are the load's ACKed and its failed or unknown sends per
+// second of their intended time (index i: intended from i s after the
+// start); nil when the summary did not record them.
+func intendedSeconds(sum *loadgen.Summary) (ok, failed []uint64) {
+	if sum.AckedByIntended == nil {
+		return nil, nil
+	}
+	ok = sum.AckedByIntended
+	for _, b := range sum.FailedByIntended {
+		i := int(math.Floor(b.At + 1e-9))
+		for len(failed) <= i {
+			failed = append(failed, 0)
+		}
+		failed[i] += b.Fail + b.Unknown
+	}
+	return ok, failed
 }
 
 // judge runs the checker over srcs, writes the verdict and evaluates the

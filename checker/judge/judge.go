@@ -58,6 +58,9 @@ type Options struct {
 	Limit float64
 	// JSON: the report is written as JSON (Report.Write), not as text.
 	JSON bool
+	// Note is set by Dirs when it judged other directories than those
+	// given (a scenario run's load): the report says so.
+	Note string
 }
 
 // validate checks the options, the default limit applied.
@@ -89,6 +92,9 @@ type Report struct {
 	// LabCPU says, per load directory, how much of the machine's CPU the
 	// generator used while it sent.
 	LabCPU []string `json:"lab_cpu,omitempty"`
+	// Note says what was judged when it is not what was given (a scenario
+	// run's directory: its load's ledger).
+	Note string `json:"note,omitempty"`
 	// Segments: the run directories judged together (null: one run).
 	Segments    *Segments `json:"segments,omitempty"`
 	VerdictFile string    `json:"verdict_file"`
@@ -136,7 +142,7 @@ func Dirs(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Verdict: v, sums: sums, limit: o.Limit}
+	rep := &Report{Verdict: v, Note: o.Note, sums: sums, limit: o.Limit}
 	rep.addPlan(plan)
 	rep.addLoad(dirs)
 	if rep.VerdictFile, err = verdictPath(dirs, o.Out); err != nil {
@@ -175,12 +181,50 @@ func (o *Options) dirs(ctx context.Context) ([]string, error) {
 			return nil, fmt.Errorf("check: no run directory has a summary after %s", wait)
 		}
 	}
+	if len(dirs) == 1 && o.SegmentsIn == "" {
+		load, segmented, ok := scenarioLoad(dirs[0])
+		switch {
+		case ok && segmented:
+			o.Note = fmt.Sprintf("%s is a scenario run: judging the segments of its load in %s", dirs[0], load)
+			o.SegmentsIn = load
+			return o.dirs(ctx)
+		case ok:
+			o.Note = fmt.Sprintf("%s is a scenario run: judging its ledger in %s", dirs[0], load)
+			dirs = []string{load}
+		}
+	}
 	for _, d := range dirs {
 		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
 			return nil, fmt.Errorf("check: %s: not a run directory (want a directory holding ledger-*.bin and summary.json)", d)
 		}
 	}
 	return dirs, nil
+}
+
+// ScenarioLoadDir is where a scenario run directory keeps its load's run
+// directory (the runner's result.LoadDir), or, for a split load, the
+// segments' directories (seg-1, seg-2, ...).
+const ScenarioLoadDir = "load"
+
+// scenarioLoad tells whether dir is a scenario run's directory rather than
+// a load's (no ledger of its own, a load directory below it) and where
+// that load's ledger is: load itself, or its segments (segmented).
+func scenarioLoad(dir string) (load string, segmented, ok bool) {
+	if hasLedger(dir) {
+		return "", false, false
+	}
+	load = filepath.Join(dir, ScenarioLoadDir)
+	if hasLedger(load) {
+		return load, false, true
+	}
+	segs, _ := filepath.Glob(filepath.Join(load, "*", "summary.json"))
+	return load, true, len(segs) > 0
+}
+
+// hasLedger tells whether dir holds ledger shards.
+func hasLedger(dir string) bool {
+	fs, _ := filepath.Glob(filepath.Join(dir, "ledger-*.bin"))
+	return len(fs) > 0
 }
 
 // Sources are the checker's sources of run directories: one run as it

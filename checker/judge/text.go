@@ -32,6 +32,9 @@ func (r *Report) WriteJSON(w io.Writer) error {
 // queue lag, the generator's share of the machine, the verdict table and
 // the result.
 func (r *Report) WriteText(out io.Writer) {
+	if r.Note != "" {
+		fmt.Fprintln(out, r.Note)
+	}
 	if sg := r.Segments; sg != nil {
 		fmt.Fprintf(out, "run %s: %d of %d segments judged together (fingerprint %s)\n", sg.RunID, sg.Judged, sg.Of, sg.Fingerprint)
 		for _, s := range sg.Dirs {

@@ -38,6 +38,10 @@ every record, findings listed once; the verdict goes to --out (default: verdict.
 directories' common parent). Directories of different runs, two of one segment or a missing
 segment are refused (--partial judges the segments there are, and says so).
 
+A scenario run's directory (one per scenario under imlab scenario run --out) holds no ledger
+of its own: given one, check judges its load (DIR/load, or the segments in DIR/load/seg-*), says so first, and
+writes the verdict there (the run's own DIR/verdict.json is left as it is).
+
 Beside the safety verdict it reports the load, from the summaries: "achieved" is ACKed sends
 per second only, printed with the fractions of sends that failed or whose outcome stayed
 unknown, and of sends that needed a second try; when either exceeds --max-unknown-failed, or

@@ -139,6 +139,12 @@ func TestReadersOfRealRuns(t *testing.T) {
 		if code, stdout, _ := runImlab(t, ctx, "check", filepath.Join(clean, result.LoadDir)); code != 0 && code != 3 {
 			t.Fatalf("check of the clean run: exit %d\n%s", code, tail(stdout))
 		}
+		// The scenario run's own directory: its load is judged, and the
+		// output says so first.
+		code, stdout, _ = runImlab(t, ctx, "check", lossy)
+		if want := lossy + " is a scenario run: judging its ledger in " + filepath.Join(lossy, result.LoadDir); code != 1 || !strings.HasPrefix(stdout, want) {
+			t.Fatalf("check of the lossy scenario run's directory: exit %d, want 1 and %q first\n%s", code, want, tail(stdout))
+		}
 		// compare reads the load runs with the verdicts check wrote.
 		code, stdout, stderr := runImlab(t, ctx, "compare", "--allow-mismatch", filepath.Join(clean, result.LoadDir), filepath.Join(lossy, result.LoadDir))
 		if row := regexp.MustCompile(`(?m)^lost +0 +[1-9]\d* .*REGRESSED`).FindString(stdout); code != 1 || row == "" {

@@ -131,9 +131,24 @@ func sendCharts(res *result.Result) ([]report.Chart, []string) {
 	var ok, fail, p50, p99 report.Series
 	sending := result.SendingSeconds(res)
 	ok.Name, fail.Name, p50.Name, p99.Name = "sends ok/s", "sends failed or unknown/s", "ACK p50 of each second", "ACK p99 of each second"
+	// By the second each send was intended (what the offered rate counts)
+	// when the run recorded it; older results count by the second the
+	// outcome came, which can peak above the offered rate after a stall.
+	byIntended := len(res.Sends) > 0
 	for _, s := range res.Sends {
-		ok.Points = append(ok.Points, report.Point{T: s.T, V: float64(s.OK)})
-		fail.Points = append(fail.Points, report.Point{T: s.T, V: float64(s.Fail + s.Unknown)})
+		byIntended = byIntended && s.IntendedOK != nil && s.IntendedFailed != nil
+	}
+	throughput := "Throughput (by the second each send's outcome came: ACKed, or failed or unknown)"
+	if byIntended {
+		throughput = "Throughput (by the second each send was intended, as the offered rate counts: ACKed, or failed or unknown, whenever the answer came)"
+	}
+	for _, s := range res.Sends {
+		okN, failN := s.OK, s.Fail+s.Unknown
+		if byIntended {
+			okN, failN = *s.IntendedOK, *s.IntendedFailed
+		}
+		ok.Points = append(ok.Points, report.Point{T: s.T, V: float64(okN)})
+		fail.Points = append(fail.Points, report.Point{T: s.T, V: float64(failN)})
 		if v50, v99, measured := s.AckMs(); measured {
 			p50.Points = append(p50.Points, report.Point{T: s.T, V: v50})
 			p99.Points = append(p99.Points, report.Point{T: s.T, V: v99})
@@ -149,7 +164,7 @@ func sendCharts(res *result.Result) ([]report.Chart, []string) {
 		if e := res.SpecOrEmpty().Expect.MaxAckP99; e != nil {
 			lat.Threshold, lat.ThresholdLabel = float64(e.D())/float64(time.Millisecond), "max ACK p99"
 		}
-		return []report.Chart{{Title: "Throughput (by the second each send's outcome came: ACKed, or failed or unknown)", Unit: "msg/s", Series: []report.Series{ok, fail}}, lat}, nil
+		return []report.Chart{{Title: throughput, Unit: "msg/s", Series: []report.Series{ok, fail}}, lat}, nil
 	case res.Capacity != nil:
 		// Nothing to draw here: no empty charts at the top of the page.
 		return nil, []string{"No throughput or ACK latency chart: this run is a capacity search, whose steps' figures and charts are in its own report, " +

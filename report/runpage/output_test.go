@@ -240,3 +240,41 @@ func TestCapacityPageSaysWhatWasChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestThroughputByIntendedSecond: a stall holds the first second's sends
+// (100 offered) and their ACKs all come in the second after, with that
+// second's own 100: by the second the answer came, 200 ACKed/s, twice the
+// offered rate. The chart counts each send in the second it was intended
+// in, as the offered rate does, and its title says so; a result written
+// before the intended counts were recorded keeps the answer's second and
+// says that.
+func TestThroughputByIntendedSecond(t *testing.T) {
+	u := func(v uint64) *uint64 { return &v }
+	res := sampleResult()
+	res.Sends = []result.SendSecond{
+		{T: 1.1, Started: 100, IntendedOK: u(100), IntendedFailed: u(0)},
+		{T: 2.1, Started: 100, OK: 200, AckP50: result.AckMs(200, 900), AckP99: result.AckMs(200, 1000), IntendedOK: u(99), IntendedFailed: u(1)},
+		{T: 3.1, Fail: 1, IntendedOK: u(0), IntendedFailed: u(0)},
+	}
+	th := HTMLReport(res).Charts[0]
+	if !strings.Contains(th.Title, "by the second each send was intended") {
+		t.Fatalf("throughput title %q", th.Title)
+	}
+	var ok, fail []float64
+	for _, p := range th.Series[0].Points {
+		ok = append(ok, p.V)
+	}
+	for _, p := range th.Series[1].Points {
+		fail = append(fail, p.V)
+	}
+	if !reflect.DeepEqual(ok, []float64{100, 99, 0}) || !reflect.DeepEqual(fail, []float64{0, 1, 0}) {
+		t.Fatalf("ok/s %v, failed/s %v; want by intended second [100 99 0], [0 1 0]", ok, fail)
+	}
+	for i := range res.Sends {
+		res.Sends[i].IntendedOK, res.Sends[i].IntendedFailed = nil, nil
+	}
+	th = HTMLReport(res).Charts[0]
+	if !strings.Contains(th.Title, "by the second each send's outcome came") || th.Series[0].Points[1].V != 200 {
+		t.Fatalf("older result: title %q, second 2 %v", th.Title, th.Series[0].Points[1].V)
+	}
+}
