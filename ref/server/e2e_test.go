@@ -38,14 +38,21 @@ type e2e struct {
 	client *http.Client
 }
 
+// e2eConfig is the default config on a free loopback port, with the test
+// secret and the Redis key prefix.
+func e2eConfig(redisPrefix string) Config {
+	cfg := DefaultConfig()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Auth.Secret = e2eSecret
+	cfg.Redis.KeyPrefix = redisPrefix
+	return cfg
+}
+
 func startE2E(t *testing.T, mutate func(*Config)) *e2e {
 	t.Helper()
 	my := testenv.NewMySQL(t)
 	rd := testenv.NewRedis(t)
-	cfg := DefaultConfig()
-	cfg.Listen = "127.0.0.1:0"
-	cfg.Auth.Secret = e2eSecret
-	cfg.Redis.KeyPrefix = rd.Keys.Prefix
+	cfg := e2eConfig(rd.Keys.Prefix)
 	cfg.MySQL.MaxOpenConns = 16
 	cfg.MySQL.MaxIdleConns = 16
 	cfg.Pull.RateLimit = 1e5
@@ -507,10 +514,7 @@ const e2eSendersInFlight = 64
 func benchE2ESend(b *testing.B, mode string) {
 	my := testenv.NewMySQL(b)
 	rd := testenv.NewRedis(b)
-	cfg := DefaultConfig()
-	cfg.Listen = "127.0.0.1:0"
-	cfg.Auth.Secret = e2eSecret
-	cfg.Redis.KeyPrefix = rd.Keys.Prefix
+	cfg := e2eConfig(rd.Keys.Prefix)
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	ctx := context.Background()
 	p, err := Start(ctx, cfg, Backends{MySQLDSN: my.DSN, RedisAddr: rd.Addr}, DefaultRoles())
