@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"imlab/result"
+	"imlab/result/resulttest"
 	"imlab/scenario"
 )
 
@@ -16,7 +17,7 @@ func TestMatrixTable(t *testing.T) {
 	}
 	f, _ := scenario.Parse("m.yaml", append(matrixFile, "matrix:\n  consumers: [1, 2]\n"...))
 	runs, _ := scenario.Expand(f)
-	lag := lagTimeline(0, 0, 3, 2, 0.5, 0.1, 0, 0)
+	lag := resulttest.LagTimeline(0, 0, 3, 2, 0.5, 0.1, 0, 0)
 	fig, err := RecoveryFigures(RecoveryConfig(scenario.ExpectSpec{}, 2, 10e9), "end of the burst", lag)
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"imlab/loadgen"
 	"imlab/loadgen/schedule"
 	"imlab/result"
+	"imlab/result/resulttest"
 	"imlab/scenario"
 )
 
@@ -30,24 +31,6 @@ func TestRecoverySince(t *testing.T) {
 	}
 }
 
-// lagTimeline is a one-group lag timeline at t = 0, 1, ... (an age < 0: a
-// failed poll).
-func lagTimeline(ages ...float64) []result.LagSample {
-	var out []result.LagSample
-	for i, a := range ages {
-		s := result.LagSample{T: float64(i), OutboxOldestAge: -1}
-		if a < 0 {
-			s.Err = "lag: connection refused"
-		} else {
-			s.MaxAge = map[string]float64{"imlab-inbox": a}
-			s.Records = map[string]int64{"imlab-inbox": int64(a * 1000)}
-			s.Consumed = map[string]int64{"imlab-inbox": int64(i * 5000)}
-		}
-		out = append(out, s)
-	}
-	return out
-}
-
 func TestRecoveryChecks(t *testing.T) {
 	e := scenario.ExpectSpec{MaxRecovery: dur(3 * time.Second), MinDrainRate: f64(4000)}
 	eval := func(lag []result.LagSample) map[string]result.Check {
@@ -58,7 +41,7 @@ func TestRecoveryChecks(t *testing.T) {
 		}
 		return byName(recoveryChecks(e, Observed{UsesKafka: true, Recovery: fig}))
 	}
-	cs := eval(lagTimeline(0, 0, 3, 2, 0.5, 0.1, 0, 0))
+	cs := eval(resulttest.LagTimeline(0, 0, 3, 2, 0.5, 0.1, 0, 0))
 	for _, n := range []string{"lag_recovered", "max_recovery", "min_drain_rate"} {
 		if !cs[n].OK {
 			t.Errorf("recovering run: %s failed: %+v", n, cs[n])
@@ -68,22 +51,22 @@ func TestRecoveryChecks(t *testing.T) {
 		t.Errorf("figures: %+v %+v", cs["max_recovery"], cs["min_drain_rate"])
 	}
 	// too slow: recovered after 5 s.
-	cs = eval(lagTimeline(0, 0, 3, 3, 3, 3, 3, 0.5, 0.5, 0.5))
+	cs = eval(resulttest.LagTimeline(0, 0, 3, 3, 3, 3, 3, 0.5, 0.5, 0.5))
 	if !cs["lag_recovered"].OK || cs["max_recovery"].OK {
 		t.Errorf("slow recovery: %+v", cs)
 	}
 	// never recovers: every recovery check fails with the reason.
-	cs = eval(lagTimeline(0, 0, 3, 4, 5, 6, 7))
+	cs = eval(resulttest.LagTimeline(0, 0, 3, 4, 5, 6, 7))
 	if cs["lag_recovered"].OK || cs["max_recovery"].OK || !strings.Contains(cs["lag_recovered"].Got, "not_recovered: group imlab-inbox still above") {
 		t.Errorf("never recovers: %+v", cs)
 	}
 	// the polls failed after the burst: unknown, never a pass.
-	cs = eval(lagTimeline(0, 0, -1, -1, -1, -1))
+	cs = eval(resulttest.LagTimeline(0, 0, -1, -1, -1, -1))
 	if cs["lag_recovered"].OK || cs["max_recovery"].OK || cs["min_drain_rate"].OK || !strings.Contains(cs["lag_recovered"].Got, "unknown") {
 		t.Errorf("unknown: %+v", cs)
 	}
 	// a sample the monitor could not complete is unknown too.
-	lag := lagTimeline(0, 0, 3, 0.5, 0.5, 0.5, 0.5)
+	lag := resulttest.LagTimeline(0, 0, 3, 0.5, 0.5, 0.5, 0.5)
 	for i := 3; i < len(lag); i++ {
 		lag[i].Err = "group imlab-inbox: age of 3 partitions unknown"
 	}
@@ -91,7 +74,7 @@ func TestRecoveryChecks(t *testing.T) {
 		t.Errorf("errors in the samples: %+v", cs["lag_recovered"])
 	}
 	// no backlog: no drain rate, and min_drain_rate says so.
-	cs = eval(lagTimeline(0, 0, 0, 0, 0, 0))
+	cs = eval(resulttest.LagTimeline(0, 0, 0, 0, 0, 0))
 	if !cs["lag_recovered"].OK || cs["min_drain_rate"].OK || !strings.Contains(cs["min_drain_rate"].Got, "no backlog") {
 		t.Errorf("no backlog: %+v", cs)
 	}

@@ -43,6 +43,16 @@ func (f *fixture) storeToOutbox(t *testing.T, ctx context.Context, convs []uint6
 	return ms
 }
 
+// testRelayConfig is the default relay config under a lock of its own,
+// maintaining every 50 ms and polling an idle outbox every 10 ms.
+func testRelayConfig() RelayConfig {
+	rc := DefaultRelayConfig()
+	rc.LockName = testenv.RandomName("relay_")
+	rc.MaintainEvery = 50 * time.Millisecond
+	rc.IdleWait = 10 * time.Millisecond
+	return rc
+}
+
 type runningRelay struct {
 	r      *Relay
 	cancel context.CancelFunc
@@ -85,11 +95,8 @@ func TestRelayLockOneActive(t *testing.T) {
 	stop := runConsumer(t, testConsumerConfig(f.brokers, f.tp), f.sink(t, DedupUK), f.prod)
 	defer stop()
 
-	rc := DefaultRelayConfig()
-	rc.LockName = testenv.RandomName("relay_")
-	rc.MaintainEvery = 50 * time.Millisecond
+	rc := testRelayConfig()
 	rc.ConfirmTimeout = 2 * time.Second
-	rc.IdleWait = 10 * time.Millisecond
 	a := startRelay(t, rc, f.my.DB, f.prod)
 	b := startRelay(t, rc, f.my.DB, f.prod)
 
@@ -183,11 +190,7 @@ func TestRelaySurvivesMySQLOutage(t *testing.T) {
 	convs := convIDs(t, [][2]uint64{{1, 11}, {2, 12}, {3, 13}})
 	stop := runConsumer(t, testConsumerConfig(f.brokers, f.tp), f.sink(t, DedupUK), f.prod)
 	defer stop()
-	rc := DefaultRelayConfig()
-	rc.LockName = testenv.RandomName("relay_")
-	rc.MaintainEvery = 50 * time.Millisecond
-	rc.IdleWait = 10 * time.Millisecond
-	rr := startRelay(t, rc, proxied, f.prod)
+	rr := startRelay(t, testRelayConfig(), proxied, f.prod)
 
 	f.storeToOutbox(t, ctx, convs, 5, 1000, 1) // 15 messages, 30 inbox rows
 	waitFor(t, 20*time.Second, "first batch in the inboxes", func() bool {

@@ -66,8 +66,7 @@ func TestFindMessage(t *testing.T) {
 // minus the clock skew.
 func TestFindMessageReadsOnlyIDs(t *testing.T) {
 	ctx := context.Background()
-	var cc cmdCounter
-	s := newStore(t, newDB(t, cc.monitor()), nil)
+	s, cc := countedStore(t)
 	conv := testGroup + 7
 	old := time.Now().Add(-2 * time.Hour).UTC().Truncate(time.Millisecond)
 	var msgs []model.Message

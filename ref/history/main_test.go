@@ -112,6 +112,14 @@ func (c *cmdCounter) get(name string) int {
 	return c.n[name]
 }
 
+// countedStore is a Store on a fresh database and the counter of the
+// commands its client sends.
+func countedStore(t *testing.T) (*Store, *cmdCounter) {
+	t.Helper()
+	cc := &cmdCounter{}
+	return newStore(t, newDB(t, cc.monitor()), nil), cc
+}
+
 // newDB connects a client to mongoURI and returns a fresh database,
 // dropped when the test ends.
 func newDB(tb testing.TB, mon *event.CommandMonitor) *mongo.Database {

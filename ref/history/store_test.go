@@ -69,8 +69,7 @@ func checkBucketsUnchanged(t *testing.T, s *Store, before map[string]bucketDoc, 
 
 func TestWriteInsertsWholeDocumentsAndReadsBack(t *testing.T) {
 	ctx := context.Background()
-	var cc cmdCounter
-	s := newStore(t, newDB(t, cc.monitor()), nil)
+	s, cc := countedStore(t)
 	msgs := msgsFor(testGroup, 1, 250, 1, 2)
 	// A whole insert per bucket: the batch opens bucket 0 at its first slot
 	// (no update is tried first), and after an insert the following
@@ -118,8 +117,7 @@ func TestWriteInsertsWholeDocumentsAndReadsBack(t *testing.T) {
 
 func TestReplayIsOneUpdatePerBucketAndChangesNothing(t *testing.T) {
 	ctx := context.Background()
-	var cc cmdCounter
-	s := newStore(t, newDB(t, cc.monitor()), nil)
+	s, cc := countedStore(t)
 	msgs := msgsFor(testGroup, 1, 250, 1, 2)
 	if err := s.WriteBatch(ctx, msgs); err != nil {
 		t.Fatal(err)

@@ -166,12 +166,24 @@ type streamer struct {
 	guarded bool
 }
 
-func newStreamer(db *sql.DB, uids []uint64, led *ledger) *streamer {
-	s := &streamer{db: db, uids: uids, next: new(atomic.Uint64), led: led, want: map[uint64]map[uint64]bool{}}
+// newStreamer is a streamer of uids on db with a ledger of its own, writing
+// guarded or through Writer.Write.
+func newStreamer(db *sql.DB, uids []uint64, guarded bool) *streamer {
+	s := &streamer{db: db, uids: uids, next: new(atomic.Uint64), led: &ledger{}, want: map[uint64]map[uint64]bool{}, guarded: guarded}
 	for _, u := range uids {
 		s.want[u] = map[uint64]bool{}
 	}
 	return s
+}
+
+// check fails t unless the ledger's entries are what s.db holds for every
+// uid written, and w raised a stale fence at least minStale times.
+func (s *streamer) check(t *testing.T, w *inbox.Writer, minStale float64) {
+	t.Helper()
+	s.led.check(t, s.db, s.want)
+	if got := counterValue(t, w.FenceRaised("stale")); got < minStale {
+		t.Fatalf("fence raised for a stale seq %v times, want >= %v", got, minStale)
+	}
 }
 
 func (s *streamer) run(t *testing.T, w *inbox.Writer, n int) {
@@ -211,9 +223,7 @@ func testRedisCounterSetBack(t *testing.T, guarded bool) {
 	ctx := context.Background()
 	reg := prometheus.NewRegistry()
 	w := newWriter(t, seqalloc.NewRedis(r.Client, r.Keys), reg)
-	led := &ledger{}
-	s := newStreamer(m.DB, []uint64{11, 12}, led)
-	s.guarded = guarded
+	s := newStreamer(m.DB, []uint64{11, 12}, guarded)
 	// A counter with history: the stream starts at seq 1001.
 	for _, u := range s.uids {
 		if err := r.Client.Set(ctx, r.Keys.SeqCounter(u), 1000, 0).Err(); err != nil {
@@ -228,10 +238,7 @@ func testRedisCounterSetBack(t *testing.T, guarded bool) {
 		}
 	}
 	s.run(t, w, 50)
-	led.check(t, m.DB, s.want)
-	if got := counterValue(t, w.FenceRaised("stale")); got < 2 {
-		t.Fatalf("fence raised %v times, want >= 2 (one per uid)", got)
-	}
+	s.check(t, w, 2)
 }
 
 func TestRedisWipedMidStream(t *testing.T) { bothWrites(t, testRedisWipedMidStream) }
@@ -241,9 +248,7 @@ func testRedisWipedMidStream(t *testing.T, guarded bool) {
 	r := testenv.NewRedis(t)
 	ctx := context.Background()
 	w := newWriter(t, seqalloc.NewRedis(r.Client, r.Keys), nil)
-	led := &ledger{}
-	s := newStreamer(m.DB, []uint64{21, 22, 23}, led)
-	s.guarded = guarded
+	s := newStreamer(m.DB, []uint64{21, 22, 23}, guarded)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); s.run(t, w, 300) }()
@@ -258,10 +263,7 @@ func testRedisWipedMidStream(t *testing.T, guarded bool) {
 		t.Fatal(err)
 	}
 	s.run(t, w, 10)
-	led.check(t, m.DB, s.want)
-	if got := counterValue(t, w.FenceRaised("stale")); got < 3 {
-		t.Fatalf("fence raised %v times, want >= 3", got)
-	}
+	s.check(t, w, 3)
 }
 
 func TestSegmentRestartAndRestoredTable(t *testing.T) {
@@ -271,9 +273,7 @@ func TestSegmentRestartAndRestoredTable(t *testing.T) {
 func testSegmentRestartAndRestoredTable(t *testing.T, guarded bool) {
 	m := testenv.NewMySQL(t)
 	ctx := context.Background()
-	led := &ledger{}
-	s := newStreamer(m.DB, []uint64{31, 32}, led)
-	s.guarded = guarded
+	s := newStreamer(m.DB, []uint64{31, 32}, guarded)
 	cfg := seqalloc.SegmentConfig{Size: 1000, MaxUIDs: 1000}
 	s.run(t, newWriter(t, seqalloc.NewSegment(m.DB, cfg), nil), 20)
 	// Restart: the rest of the segment is wasted (a hole), never reused.
@@ -288,10 +288,7 @@ func testSegmentRestartAndRestoredTable(t *testing.T, guarded bool) {
 	}
 	w3 := newWriter(t, seqalloc.NewSegment(m.DB, cfg), nil)
 	s.run(t, w3, 20)
-	led.check(t, m.DB, s.want)
-	if got := counterValue(t, w3.FenceRaised("stale")); got < 2 {
-		t.Fatalf("fence raised %v, want >= 2", got)
-	}
+	s.check(t, w3, 2)
 }
 
 // Two allocators of different kinds write the same uids concurrently.
@@ -300,9 +297,7 @@ func TestTwoAllocatorsRacing(t *testing.T) { bothWrites(t, testTwoAllocatorsRaci
 func testTwoAllocatorsRacing(t *testing.T, guarded bool) {
 	m := testenv.NewMySQL(t)
 	r := testenv.NewRedis(t)
-	led := &ledger{}
-	s := newStreamer(m.DB, []uint64{41, 42}, led)
-	s.guarded = guarded
+	s := newStreamer(m.DB, []uint64{41, 42}, guarded)
 	writers := []*inbox.Writer{
 		newWriter(t, seqalloc.NewRedis(r.Client, r.Keys), nil),
 		newWriter(t, seqalloc.NewSegment(m.DB, seqalloc.SegmentConfig{Size: 1000, MaxUIDs: 100}), nil),
@@ -315,7 +310,7 @@ func testTwoAllocatorsRacing(t *testing.T, guarded bool) {
 		go func(w *inbox.Writer) { defer wg.Done(); s.run(t, w, 80) }(w)
 	}
 	wg.Wait()
-	led.check(t, m.DB, s.want)
+	s.led.check(t, s.db, s.want)
 	var raised float64
 	for _, w := range writers {
 		raised += counterValue(t, w.FenceRaised("stale"))
@@ -332,9 +327,7 @@ func testPrimaryKeyCollision(t *testing.T, guarded bool) {
 	r := testenv.NewRedis(t)
 	ctx := context.Background()
 	w := newWriter(t, seqalloc.NewRedis(r.Client, r.Keys), nil)
-	led := &ledger{}
-	s := newStreamer(m.DB, []uint64{51, 52}, led)
-	s.guarded = guarded
+	s := newStreamer(m.DB, []uint64{51, 52}, guarded)
 	s.run(t, w, 30)
 	// A restore set the fence and the counter behind the rows in the table.
 	if _, err := m.DB.ExecContext(ctx, `UPDATE seq_fence SET max_seq = 5`); err != nil {
@@ -345,18 +338,18 @@ func testPrimaryKeyCollision(t *testing.T, guarded bool) {
 			t.Fatal(err)
 		}
 	}
-	before := len(led.entries)
+	before := len(s.led.entries)
 	s.run(t, w, 10)
 	if got := counterValue(t, w.FenceRaised("pk_collision")); got < 2 {
 		t.Fatalf("pk_collision raises = %v, want >= 2", got)
 	}
 	// The first entry after the restore chains to the real top (30).
-	for _, e := range led.entries[before:] {
+	for _, e := range s.led.entries[before:] {
 		if e.Seq <= 30 {
 			t.Fatalf("seq %d reused after restore", e.Seq)
 		}
 	}
-	led.check(t, m.DB, s.want)
+	s.led.check(t, s.db, s.want)
 }
 
 // noDedup lets the INSERT meet the uk_uid_msg collision itself.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"imlab/internal/testenv"
 	"imlab/ref/model"
 	"imlab/ref/push"
 )
@@ -227,7 +228,7 @@ func TestWindowFlushesGapInOrder(t *testing.T) {
 	if it := recv(t, s, 1); it[0].Seq != 8 {
 		t.Fatalf("got %d", it[0].Seq)
 	}
-	if v := dropped(t, reg, push.DropLateFrame); v != 2 {
+	if v := testenv.Metric(t, reg, "imlab_ws_dropped_total", map[string]string{"reason": push.DropLateFrame}); v != 2 {
 		t.Fatalf("late frames counted %v, want 2", v)
 	}
 }
@@ -286,10 +287,10 @@ func TestSlowConsumerIsClosedOthersContinue(t *testing.T) {
 	if s := seqsOf(got); len(s) != 10 || s[0] != 1 || s[9] != 10 {
 		t.Fatalf("fast sub got %v", s)
 	}
-	if v := dropped(t, reg, push.ReasonSlowConsumer); v != 1 {
+	if v := testenv.Metric(t, reg, "imlab_ws_dropped_total", map[string]string{"reason": push.ReasonSlowConsumer}); v != 1 {
 		t.Fatalf("slow_consumer drops %v", v)
 	}
-	if v := gauge(t, reg, "imlab_ws_connections"); v != 1 {
+	if v := testenv.Metric(t, reg, "imlab_ws_connections", nil); v != 1 {
 		t.Fatalf("connections %v, want 1", v)
 	}
 }
@@ -308,7 +309,7 @@ func TestReplaceCloseAndShutdown(t *testing.T) {
 		t.Fatalf("reason %q", b.Reason())
 	}
 	c, _ := h.Subscribe(5, "e")
-	if v := gauge(t, reg, "imlab_ws_connections"); v != 1 {
+	if v := testenv.Metric(t, reg, "imlab_ws_connections", nil); v != 1 {
 		t.Fatalf("connections %v", v)
 	}
 	h.Close()
@@ -371,42 +372,6 @@ func TestConcurrentOrdering(t *testing.T) {
 			}
 		}
 	}
-}
-
-func dropped(t *testing.T, reg *prometheus.Registry, reason string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "imlab_ws_dropped_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "reason" && l.GetValue() == reason {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
-}
-
-func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return mf.GetMetric()[0].GetGauge().GetValue()
-		}
-	}
-	t.Fatalf("no metric %s", name)
-	return 0
 }
 
 func equal(a, b []uint64) bool {
@@ -481,7 +446,7 @@ func TestSubscribeCloseRaceCommitted(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	h.Close()
-	if v := gauge(t, reg, "imlab_ws_connections"); v != 0 {
+	if v := testenv.Metric(t, reg, "imlab_ws_connections", nil); v != 0 {
 		t.Fatalf("connections %v after close", v)
 	}
 }

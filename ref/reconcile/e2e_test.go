@@ -305,6 +305,18 @@ func (p *pipeline) waitDelivered(ctx context.Context, d time.Duration) (lost, to
 	}
 }
 
+// begin creates the test group and starts the relay when the policy has
+// one; the context it returns ends after d or with the test.
+func (p *pipeline) begin(d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	p.t.Cleanup(cancel)
+	p.createGroup(ctx)
+	if p.relay != nil {
+		p.start(p.relay.Run)
+	}
+	return ctx
+}
+
 func (p *pipeline) createGroup(ctx context.Context) {
 	var members []uint64
 	for u := uint64(1); u <= 12; u++ {
@@ -323,12 +335,7 @@ func TestPoliciesNormalLoad(t *testing.T) {
 	for _, policy := range []string{fanout.PolicyStore, fanout.PolicyOutbox, fanout.PolicyQueue} {
 		t.Run(policy, func(t *testing.T) {
 			p := newPipeline(t, policy)
-			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-			defer cancel()
-			p.createGroup(ctx)
-			if p.relay != nil {
-				p.start(p.relay.Run)
-			}
+			ctx := p.begin(90 * time.Second)
 			stop1 := p.startConsumer()
 			p.send(ctx, "a", 8, 30)
 			stop1() // restart
@@ -412,13 +419,8 @@ func TestQueueLoss(t *testing.T) {
 	for _, policy := range []string{fanout.PolicyStore, fanout.PolicyOutbox, fanout.PolicyQueue} {
 		t.Run(policy, func(t *testing.T) {
 			p := newPipeline(t, policy)
-			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-			defer cancel()
-			p.createGroup(ctx)
 			since := time.Now().Add(-time.Minute)
-			if p.relay != nil {
-				p.start(p.relay.Run)
-			}
+			ctx := p.begin(90 * time.Second)
 			// Consumers down; sends are ACKed; then the queue loses them.
 			p.send(ctx, "a", 6, 20)
 			if p.relay != nil {

@@ -136,13 +136,8 @@ func TestQueueDown(t *testing.T) {
 			push := &pushCounter{}
 			p := newPipelineOpts(t, policy, pipeOpts{brokers: k.brokers, direct: true, directHook: push,
 				deliveryTimeout: 1500 * time.Millisecond, recGrace: time.Second})
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			p.createGroup(ctx)
 			since := time.Now().Add(-time.Minute)
-			if p.relay != nil {
-				p.start(p.relay.Run)
-			}
+			ctx := p.begin(60 * time.Second)
 			p.startConsumer()
 			p.send(ctx, "before", 4, 15)
 			if lost, total := p.waitDelivered(ctx, 15*time.Second); lost != 0 {

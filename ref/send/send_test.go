@@ -431,18 +431,8 @@ func TestBadItemFailsAlone(t *testing.T) {
 	if !errors.Is(errs[3], model.ErrInvalid) {
 		t.Errorf("poison error %v, want ErrInvalid", errs[3])
 	}
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var batches uint64
-	for _, mf := range mfs {
-		if mf.GetName() == "imlab_send_batch_size" {
-			batches = mf.GetMetric()[0].GetHistogram().GetSampleCount()
-		}
-	}
-	if batches == 0 || batches > 4 {
-		t.Errorf("batch count %d: the sends were not batched together", batches)
+	if batches := testenv.Metric(t, reg, "imlab_send_batch_size", nil); batches == 0 || batches > 4 {
+		t.Errorf("batch count %g: the sends were not batched together", batches)
 	}
 	// The conversation of the failed batch has no hole: 7 messages, conv_seq 1..7 across convs.
 	var holes int

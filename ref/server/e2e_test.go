@@ -38,14 +38,21 @@ type e2e struct {
 	client *http.Client
 }
 
+// e2eConfig is the default config on a free loopback port, with the test
+// secret and the Redis key prefix.
+func e2eConfig(redisPrefix string) Config {
+	cfg := DefaultConfig()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Auth.Secret = e2eSecret
+	cfg.Redis.KeyPrefix = redisPrefix
+	return cfg
+}
+
 func startE2E(t *testing.T, mutate func(*Config)) *e2e {
 	t.Helper()
 	my := testenv.NewMySQL(t)
 	rd := testenv.NewRedis(t)
-	cfg := DefaultConfig()
-	cfg.Listen = "127.0.0.1:0"
-	cfg.Auth.Secret = e2eSecret
-	cfg.Redis.KeyPrefix = rd.Keys.Prefix
+	cfg := e2eConfig(rd.Keys.Prefix)
 	cfg.MySQL.MaxOpenConns = 16
 	cfg.MySQL.MaxIdleConns = 16
 	cfg.Pull.RateLimit = 1e5
@@ -132,17 +139,23 @@ type sendAnswer struct {
 
 func (e *e2e) send(token, body string) sendAnswer {
 	e.t.Helper()
-	r := e.call("POST", "/v1/msg/send", token, body)
-	if r.status != 200 {
-		e.t.Fatalf("send %s: %d %s", body, r.status, r.body)
-	}
 	var a sendAnswer
+	e.decode(e.call("POST", "/v1/msg/send", token, body), "send "+body, &a)
+	return a
+}
+
+// decode fails the test unless r is a 200 whose body decodes into dst with
+// no member dst lacks; what names the call.
+func (e *e2e) decode(r resp, what string, dst any) {
+	e.t.Helper()
+	if r.status != 200 {
+		e.t.Fatalf("%s: %d %s", what, r.status, r.body)
+	}
 	dec := json.NewDecoder(bytes.NewReader(r.body))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&a); err != nil {
-		e.t.Fatalf("send answer %s: %v", r.body, err)
+	if err := dec.Decode(dst); err != nil {
+		e.t.Fatalf("%s: answer %s: %v", what, r.body, err)
 	}
-	return a
 }
 
 type pullAnswer struct {
@@ -155,16 +168,8 @@ type pullAnswer struct {
 
 func (e *e2e) pull(token, query string) pullAnswer {
 	e.t.Helper()
-	r := e.call("GET", "/v1/sync/pull"+query, token, "")
-	if r.status != 200 {
-		e.t.Fatalf("pull %s: %d %s", query, r.status, r.body)
-	}
 	var a pullAnswer
-	dec := json.NewDecoder(bytes.NewReader(r.body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&a); err != nil {
-		e.t.Fatalf("pull answer %s: %v", r.body, err)
-	}
+	e.decode(e.call("GET", "/v1/sync/pull"+query, token, ""), "pull "+query, &a)
 	return a
 }
 
@@ -509,10 +514,7 @@ const e2eSendersInFlight = 64
 func benchE2ESend(b *testing.B, mode string) {
 	my := testenv.NewMySQL(b)
 	rd := testenv.NewRedis(b)
-	cfg := DefaultConfig()
-	cfg.Listen = "127.0.0.1:0"
-	cfg.Auth.Secret = e2eSecret
-	cfg.Redis.KeyPrefix = rd.Keys.Prefix
+	cfg := e2eConfig(rd.Keys.Prefix)
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	ctx := context.Background()
 	p, err := Start(ctx, cfg, Backends{MySQLDSN: my.DSN, RedisAddr: rd.Addr}, DefaultRoles())

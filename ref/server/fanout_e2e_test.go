@@ -62,10 +62,7 @@ func startFullBackends(t *testing.T, withMongo bool) fullBackends {
 // fullConfig is a test process config over fb: fast consumer commits,
 // loose pull rate limit, short stops.
 func fullConfig(fb fullBackends, policy string, roles ...string) Config {
-	cfg := DefaultConfig()
-	cfg.Listen = "127.0.0.1:0"
-	cfg.Auth.Secret = e2eSecret
-	cfg.Redis.KeyPrefix = fb.prefix
+	cfg := e2eConfig(fb.prefix)
 	cfg.MySQL.MaxOpenConns, cfg.MySQL.MaxIdleConns = 24, 24
 	cfg.Pull.RateLimit, cfg.Pull.RateBurst = 1e5, 1e5
 	cfg.ShutdownTimeout = 15 * time.Second

@@ -74,14 +74,15 @@ func metricValue(t *testing.T, e *e2e, sample string) float64 {
 // exactly once (its own bus messages are skipped, not fed to its hub again).
 func TestPushBusRoleSeparation(t *testing.T) {
 	fb := startFullBackends(t, false)
-	apiCfg := fullConfig(fb, "outbox", RoleAPI)
-	apiCfg.Send.Node = 1
-	apiCfg.PushBus.Mode = pushbus.ModeRedis
-	api := startProcess(t, apiCfg, fb.b)
-	workCfg := fullConfig(fb, "outbox", RoleRelay, RoleConsumer)
-	workCfg.Send.Node = 2
-	workCfg.PushBus.Mode = pushbus.ModeRedis
-	worker := startProcess(t, workCfg, fb.b)
+	// busProcess starts a process on fb with the redis push bus.
+	busProcess := func(node uint16, policy string, roles ...string) *Process {
+		cfg := fullConfig(fb, policy, roles...)
+		cfg.Send.Node = node
+		cfg.PushBus.Mode = pushbus.ModeRedis
+		return startProcess(t, cfg, fb.b)
+	}
+	api := busProcess(1, "outbox", RoleAPI)
+	worker := busProcess(2, "outbox", RoleRelay, RoleConsumer)
 	e := clientFor(t, api, fb.my)
 	w := clientFor(t, worker, fb.my)
 
@@ -97,10 +98,7 @@ func TestPushBusRoleSeparation(t *testing.T) {
 	stopProcess(t, worker)
 	stopProcess(t, api)
 
-	allCfg := fullConfig(fb, "strict", RoleAll)
-	allCfg.Send.Node = 3
-	allCfg.PushBus.Mode = pushbus.ModeRedis
-	all := startProcess(t, allCfg, fb.b)
+	all := busProcess(3, "strict", RoleAll)
 	a := clientFor(t, all, fb.my)
 	ws4 := a.dial(a.tok(4, "tablet"))
 	pushChain(t, a, ws4, 3, 4, "all", 8, 400*time.Millisecond)

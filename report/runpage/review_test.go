@@ -14,6 +14,7 @@ import (
 	"imlab/expect"
 	"imlab/report"
 	"imlab/result"
+	"imlab/result/resulttest"
 	"imlab/scenario"
 )
 
@@ -21,7 +22,7 @@ import (
 // consumer processes whose burst started at burstAt (time base seconds).
 func reviewRun(t *testing.T, name string, consumers int, burstAt float64, lagAges ...float64) *result.Result {
 	t.Helper()
-	lag := lagTimeline(lagAges...)
+	lag := resulttest.LagTimeline(lagAges...)
 	fig, err := expect.RecoveryFigures(expect.RecoveryConfig(scenario.ExpectSpec{}, burstAt+2, time.Minute), "end of the burst", lag)
 	if err != nil {
 		t.Fatal(err)
