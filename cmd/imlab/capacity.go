@@ -91,14 +91,7 @@ sustainable rate marked) and OUT/steps/*/summary.json; prints the table.`,
 			if procNames != "" {
 				names = strings.Split(procNames, ",")
 			}
-			stopProf, err := startCPUProfile(cpuProf)
-			if err != nil {
-				return broken(err)
-			}
-			res, err := capacity.Run(cmd.Context(), c, capacity.Watch{PIDs: pids, Names: names, NoTarget: noTargetProcs}, cmd.OutOrStdout(), cmd.ErrOrStderr())
-			if perr := stopProf(); err == nil {
-				err = perr
-			}
+			res, err := runCapacity(cmd, c, capacity.Watch{PIDs: pids, Names: names, NoTarget: noTargetProcs}, cpuProf)
 			switch {
 			case err != nil:
 				return broken(err)
@@ -124,6 +117,20 @@ sustainable rate marked) and OUT/steps/*/summary.json; prints the table.`,
 	f.StringVar(&cpuProf, "cpuprofile", "", "write a CPU profile of the generator over the whole search to this file (go tool pprof FILE)")
 	f.IntVar(&gogc, "gogc", defaultLoadGOGC, "garbage collector target percentage of the generator")
 	return cmd
+}
+
+// runCapacity runs the search, with a CPU profile of this process to
+// cpuProf (empty: none).
+func runCapacity(cmd *cobra.Command, c capacity.Config, w capacity.Watch, cpuProf string) (*capacity.Result, error) {
+	stopProf, err := startCPUProfile(cpuProf)
+	if err != nil {
+		return nil, err
+	}
+	res, err := capacity.Run(cmd.Context(), c, w, cmd.OutOrStdout(), cmd.ErrOrStderr())
+	if perr := stopProf(); err == nil {
+		err = perr
+	}
+	return res, err
 }
 
 // capacityReady refuses bad input first (the search's config, --pid,
