@@ -25,6 +25,7 @@ func newCapacityCmd() *cobra.Command {
 	cfg := def
 	var (
 		slo, pids, procNames, out string
+		cpuProf                   string
 		gogc, procs               int
 		noCheck, noTargetProcs    bool
 		drvFlags                  driverFlags
@@ -90,7 +91,7 @@ sustainable rate marked) and OUT/steps/*/summary.json; prints the table.`,
 			if procNames != "" {
 				names = strings.Split(procNames, ",")
 			}
-			res, err := capacity.Run(cmd.Context(), c, capacity.Watch{PIDs: pids, Names: names, NoTarget: noTargetProcs}, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			res, err := runCapacity(cmd, c, capacity.Watch{PIDs: pids, Names: names, NoTarget: noTargetProcs}, cpuProf)
 			switch {
 			case err != nil:
 				return broken(err)
@@ -113,8 +114,23 @@ sustainable rate marked) and OUT/steps/*/summary.json; prints the table.`,
 	f.BoolVar(&noCheck, "no-check", false, "do not run the checker on each step (a step then holds on the SLO alone)")
 	f.IntVar(&procs, "procs", loadgen.DefaultProcs(), "GOMAXPROCS of the generator (default: twice the CPUs); ignored when $GOMAXPROCS is set")
 	f.DurationVar(&ready, "wait-ready", defaultWaitReady, "before the search, wait up to this long for the target's GET /healthz to answer 200 (a server still starting, e.g. imlab up started just before), saying so; 0: do not wait")
+	f.StringVar(&cpuProf, "cpuprofile", "", "write a CPU profile of the generator over the whole search to this file (go tool pprof FILE)")
 	f.IntVar(&gogc, "gogc", defaultLoadGOGC, "garbage collector target percentage of the generator")
 	return cmd
+}
+
+// runCapacity runs the search, with a CPU profile of this process to
+// cpuProf (empty: none).
+func runCapacity(cmd *cobra.Command, c capacity.Config, w capacity.Watch, cpuProf string) (*capacity.Result, error) {
+	stopProf, err := startCPUProfile(cpuProf)
+	if err != nil {
+		return nil, err
+	}
+	res, err := capacity.Run(cmd.Context(), c, w, cmd.OutOrStdout(), cmd.ErrOrStderr())
+	if perr := stopProf(); err == nil {
+		err = perr
+	}
+	return res, err
 }
 
 // capacityReady refuses bad input first (the search's config, --pid,

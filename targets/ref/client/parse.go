@@ -250,7 +250,7 @@ func frameField(k []byte, v *fastjson.Value, f *Frame, content *[]byte) error {
 
 // frameType returns the frame's type, the known ones without allocating.
 func frameType(b []byte) string {
-	for _, t := range [...]string{"msg", "ack", "send_ack", "error", "close", "send"} {
+	for _, t := range [...]string{"msg", "acked", "ack", "send_ack", "error", "close", "send"} {
 		if string(b) == t {
 			return t
 		}

@@ -77,6 +77,7 @@ func TestParseFrameAsEncodingJSON(t *testing.T) {
 		[]byte(`{"type":"error","client_msg_id":"c-1","error":{"code":"rate_limited","message":"slow down","retry_after_ms":250}}`),
 		[]byte(`{"type":"close","reason":"slow consumer"}`),
 		[]byte(`{"type":"ack","pull_seq":99}`),
+		[]byte(`{"type":"acked","pull_seq":99}`),
 		[]byte(`{"type":"later","error":null}`))
 	var p WS
 	for _, b := range bodies {
@@ -96,5 +97,29 @@ func TestParseFrameAsEncodingJSON(t *testing.T) {
 		if err := parseFrame(&p.fp, []byte(bad), &f); err == nil {
 			t.Fatalf("%s accepted: %+v", bad, f)
 		}
+	}
+}
+
+// BenchmarkParseFrame: what decoding one frame costs a receiving device,
+// a pushed message and the server's answer to its acknowledgement:
+//
+//	go test -run '^$' -bench BenchmarkParseFrame -benchmem ./targets/ref/client/
+func BenchmarkParseFrame(b *testing.B) {
+	e := model.InboxEntry{UID: 7, Seq: 12345, MsgID: 1<<60 + 77, ConvID: 1<<54 + 3, ConvType: 1, ConvSeq: 6789,
+		SenderUID: 9, CreatedAt: time.UnixMilli(1_700_000_000_000), Content: "lab|r1|42|123456789", PrevSeq: 12344}
+	for _, c := range []struct {
+		name string
+		body []byte
+	}{{"msg", push.EncodeEntry(e)}, {"acked", []byte(`{"type":"acked","pull_seq":12345}`)}} {
+		b.Run(c.name, func(b *testing.B) {
+			var p WS
+			b.ReportAllocs()
+			for range b.N {
+				var f Frame
+				if err := parseFrame(&p.fp, c.body, &f); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
