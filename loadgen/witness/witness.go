@@ -1,8 +1,18 @@
-package loadgen
+// Package witness owns what a load run reads of the target once its
+// devices drained, and the reads beside the load: the pull witness (every
+// uid's whole inbox), the store witness and the read-after-ACK probes
+// through the target's lab view, the history witness (every conversation
+// an ACK named, as stored, after a bounded wait for the history tier), the
+// retention log, the conversation log of a target without an inbox, the
+// queue lag at the end and the wait for the inbox tier; and the notes
+// that tell the checker which of them it has.
+//
+// It must not send, drive the devices or judge; it must not import the
+// generator (loadgen) or its devices.
+package witness
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -10,70 +20,38 @@ import (
 	"imlab/targets"
 )
 
-// quiesce waits Settle and looks for inbox entries past what every device
-// of the uid holds; while there are some, it pulls every device to the end
-// again. It returns false when the server did not settle by deadline.
-func (r *runner) quiesce(ctx context.Context, deadline time.Time, sum *Summary) bool {
-	for {
-		select {
-		case <-time.After(r.cfg.Settle):
-		case <-ctx.Done():
-			return false
-		}
-		if late := r.waitInboxTier(ctx, deadline); late != "" {
-			sum.Drain.InboxBehind = late
-			r.fail("final drain: the inbox tier had not drained by the drain deadline (%s)", late)
-			return false
-		}
-		behind, err := r.behind(ctx)
-		if err != nil {
-			r.fail("drain round %d: %v", sum.Drain.Rounds, err)
-			return false
-		}
-		if behind == 0 {
-			return true
-		}
-		if sum.Drain.Rounds >= maxDrainRounds || time.Now().After(deadline) {
-			r.fail("final drain: %d uids still had new inbox entries after %d rounds", behind, sum.Drain.Rounds)
-			return false
-		}
-		r.prog.enter(PhaseDrain, sum.Drain.Rounds, len(r.devs))
-		sum.Drain.Rounds++
-		r.forEach(ctx, len(r.devs), func(i int) error { r.devs[i].final(ctx); r.prog.step(); return nil })
-	}
+// DID is the device id of the witness's reads.
+const DID = "imlab-witness"
+
+// Env is what the witness reads with and records into.
+type Env struct {
+	Drv targets.Driver
+	// Lab is Drv's lab view of the target; nil when it offers none.
+	Lab    targets.LabDriver
+	Ledger *ledger.Ledger
+	// Start is the run's time zero.
+	Start time.Time
+	// Parse reads a message's content: the send's tick and intended time,
+	// ours false when another run (or no run) sent it.
+	Parse func(content string) (tick uint64, intended time.Duration, ours bool)
+	// Fail records a run error; Step counts one item of the run's phase
+	// done (the live line).
+	Fail func(format string, args ...any)
+	Step func()
 }
 
-// behind counts uids whose inbox holds an entry past the chain of one of
-// their devices (a one-entry pull by the witness device).
-func (r *runner) behind(ctx context.Context) (int, error) {
-	var mu sync.Mutex
-	n := 0
-	err := r.forEach(ctx, len(r.mine), func(i int) error {
-		uid := r.mine[i]
-		from := uint64(1<<64 - 1)
-		for _, d := range r.byUID[uid] {
-			from = min(from, d.chain)
-		}
-		ws, err := r.drv.Session(ctx, uid, WitnessDID)
-		if err != nil {
-			return err
-		}
-		pr, err := r.pull(ctx, ws, targets.PullOpts{Cursor: from, UseCursor: true, Limit: 1, Full: true})
-		if err != nil {
-			return fmt.Errorf("uid %d: %w", uid, err)
-		}
-		if len(pr.Msgs) > 0 {
-			mu.Lock()
-			n++
-			mu.Unlock()
-		}
-		return nil
-	})
-	return n, err
+// Witness is one run's witness and the evidence it gathers while the load
+// runs (the probes) and after.
+type Witness struct {
+	env Env
+	ev  evidence
 }
 
-// forEach runs f(0..n-1) on at most 32 goroutines and returns the first error.
-func (r *runner) forEach(ctx context.Context, n int, f func(i int) error) error {
+// New is the witness of a run.
+func New(env Env) *Witness { return &Witness{env: env} }
+
+// ForEach runs f(0..n-1) on at most 32 goroutines and returns the first error.
+func ForEach(ctx context.Context, n int, f func(i int) error) error {
 	sem := make(chan struct{}, 32)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -102,23 +80,25 @@ func (r *runner) forEach(ctx context.Context, n int, f func(i int) error) error 
 	return ctx.Err()
 }
 
-// witness pulls every uid's whole inbox from seq 0 and records it.
-func (r *runner) witness(ctx context.Context) (uids, errs int) {
+// Inboxes is the pull witness: it pulls every uid's whole inbox from seq 0
+// and records it (uid i in the ledger's shard i), and counts the uids read
+// and those whose read failed.
+func (w *Witness) Inboxes(ctx context.Context, mine []uint64) (uids, errs int) {
 	sem := make(chan struct{}, 32)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	for i, uid := range r.mine {
+	for i, uid := range mine {
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			err := r.witnessOne(ctx, i, uid)
-			r.prog.step()
+			err := w.witnessOne(ctx, i, uid)
+			w.env.Step()
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
 				errs++
-				r.fail("witness uid %d: %v", uid, err)
+				w.env.Fail("witness uid %d: %v", uid, err)
 				return
 			}
 			uids++
@@ -128,20 +108,20 @@ func (r *runner) witness(ctx context.Context) (uids, errs int) {
 	return uids, errs
 }
 
-func (r *runner) witnessOne(ctx context.Context, i int, uid uint64) error {
-	ws, err := r.drv.Session(ctx, uid, WitnessDID)
+func (w *Witness) witnessOne(ctx context.Context, i int, uid uint64) error {
+	ws, err := w.env.Drv.Session(ctx, uid, DID)
 	if err != nil {
 		return err
 	}
-	sh := r.led.Shard(i)
+	sh := w.env.Ledger.Shard(i)
 	var cursor uint64
 	for {
-		pr, err := r.pull(ctx, ws, targets.PullOpts{Cursor: cursor, UseCursor: true, Limit: targets.MaxPullLimit, Full: true})
+		pr, err := Pull(ctx, ws, targets.PullOpts{Cursor: cursor, UseCursor: true, Limit: targets.MaxPullLimit, Full: true})
 		if err != nil {
 			return err
 		}
 		for _, m := range pr.Msgs {
-			tick, _, _ := r.parseContent(m.Content)
+			tick, _, _ := w.env.Parse(m.Content)
 			sh.Witness(ledger.Witness{UID: uid, Seq: m.Seq, MsgID: m.MsgID, ConvID: m.ConvID, ConvSeq: m.ConvSeq, Tick: tick})
 		}
 		if !pr.HasMore || pr.NextCursor <= cursor {
@@ -151,8 +131,8 @@ func (r *runner) witnessOne(ctx context.Context, i int, uid uint64) error {
 	}
 }
 
-// pull fetches one page, waiting out 429s (Retry-After) and retrying
+// Pull fetches one page, waiting out 429s (Retry-After) and retrying
 // transport errors, until ctx ends.
-func (r *runner) pull(ctx context.Context, s targets.Session, o targets.PullOpts) (targets.PullPage, error) {
+func Pull(ctx context.Context, s targets.Session, o targets.PullOpts) (targets.PullPage, error) {
 	return readRetry(ctx, maxReadTries, func() (targets.PullPage, error) { return s.Pull(ctx, o) })
 }
