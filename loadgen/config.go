@@ -168,13 +168,13 @@ type Config struct {
 	ProbeFraction   float64
 	ProbeRecipients int
 	// SendVia is ViaHTTP or ViaWS. Over WebSocket, each sending uid has one
-	// connection of its own as device SenderDID (not a member of the
+	// connection of its own, device id device.SenderDID (not a member of the
 	// population, so it never takes a receiving device's connection); its
 	// answers are matched to sends by the client_msg_id the send_ack and
 	// error frames echo.
 	SendVia string
 	// WSConnsPerUser: sending WebSockets per uid with ViaWS (device ids
-	// SenderDID-0..n-1); a tick uses connection tick mod n. A server answers
+	// device.SenderDID-0..n-1); a tick uses connection tick mod n. A server answers
 	// one connection's send frames one at a time, so this bounds the sends
 	// in flight per user.
 	WSConnsPerUser int

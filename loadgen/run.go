@@ -19,9 +19,6 @@ import (
 	"imlab/targets/drivers"
 )
 
-// WitnessDID is the device id of the checker's witness pulls.
-const WitnessDID = witness.DID
-
 type runner struct {
 	cfg   Config
 	runID string
