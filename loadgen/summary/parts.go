@@ -10,9 +10,10 @@ import (
 	"imlab/targets"
 )
 
-// The parts of a Summary that the rooms below the generator fill: the
-// figures of the sends (Quantiles, Second, IntendedFailures), the segment,
-// the queue lag at the end, the evidence and the client mix's counts.
+// The parts of a Summary that the generator, its devices and its witness
+// fill: the figures of the sends (Quantiles, Second, IntendedFailures),
+// the segment, the queue lag at the end, the evidence and the client
+// mix's counts.
 
 // IntendedBin is the resolution of Summary.FailedByIntended.
 const IntendedBin = 100 * time.Millisecond
