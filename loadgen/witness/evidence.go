@@ -21,9 +21,6 @@ import (
 
 // Named limits of the evidence.
 const (
-	// MaxProbeRecipients bounds the recipients a probe reads besides the
-	// sender (a group's are chosen by the tick).
-	MaxProbeRecipients = 16
 	// maxStoreFailNotes bounds the per-uid notes of a store witness that
 	// failed for some uids; past it the whole witness is marked not made.
 	maxStoreFailNotes = 100
