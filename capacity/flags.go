@@ -54,7 +54,7 @@ var loadFlags = []struct{ name, usage string }{
 	{"send-via", "send transport: http or ws"},
 	{"max-workers", "send workers at most"},
 	{"drain-timeout", "bound on each step's final drain"},
-	{"mix", "client mix of every step: off (send-only) or default (loadgen.DefaultMix); --mix-* flags after it override one key each (the same keys as imlab load and a scenario's load.mix)"},
+	{"mix", "client mix of every step: off (send-only) or default (clientmix.Default); --mix-* flags after it override one key each (the same keys as imlab load and a scenario's load.mix)"},
 }
 
 // RegisterFlags registers the search's settings (Settings) on fs as flags

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"imlab/loadgen"
+	"imlab/loadgen/clientmix"
+	"imlab/loadgen/summary"
 )
 
 // Named limits.
@@ -140,11 +142,11 @@ type Result struct {
 	To        float64   `json:"to_per_sec"`
 	WarmUpS   float64   `json:"warm_up_s"`
 	StepS     float64   `json:"step_s"`
-	// Mix is the client mix every step's devices ran (loadgen.Mix; the
+	// Mix is the client mix every step's devices ran (clientmix.Mix; the
 	// zero Mix: send-only, devices send, pull and receive pushes only).
-	Mix loadgen.Mix `json:"mix"`
+	Mix clientmix.Mix `json:"mix"`
 	// Ceiling is the generator's own ceiling, measured first.
-	Ceiling *loadgen.Ceiling `json:"generator_ceiling,omitempty"`
+	Ceiling *summary.Ceiling `json:"generator_ceiling,omitempty"`
 	// Sustainable is the highest rate that held the SLO twice (nil: none).
 	Sustainable *float64 `json:"sustainable_per_sec"`
 	// Broke is the lowest rate that broke it (nil: none did up to To).

@@ -20,6 +20,7 @@ import (
 	"imlab/ledger"
 	"imlab/loadgen"
 	"imlab/loadgen/schedule"
+	"imlab/loadgen/summary"
 )
 
 // Step phases.
@@ -150,7 +151,7 @@ type watcher struct {
 	inWindow atomic.Bool
 }
 
-func (w *watcher) second(row loadgen.Second) {
+func (w *watcher) second(row summary.Second) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if row.T == w.warm {

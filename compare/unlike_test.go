@@ -9,7 +9,7 @@ import (
 
 	"imlab/checker"
 	"imlab/compare"
-	"imlab/loadgen"
+	"imlab/loadgen/summary"
 	"imlab/result"
 	"imlab/scenario"
 )
@@ -23,7 +23,7 @@ func scenarioRun(t *testing.T, name, backends string, cpus int, load1 float64, p
 	res := &result.Result{Format: result.ResultFormat, Scenario: "burst", Passed: true, Backends: backends,
 		Spec:        &scenario.File{Name: "burst", Server: scenario.ServerSpec{Policy: "strict"}},
 		LoadAverage: &result.LoadAverage{Start: [3]float64{load1, load1, load1}, End: [3]float64{load1, load1, load1}},
-		LabCPU:      &loadgen.LabCPU{CPUs: cpus, WindowSeconds: 6, CPUSeconds: 1, Share: 1.0 / 6 / float64(cpus)},
+		LabCPU:      &summary.LabCPU{CPUs: cpus, WindowSeconds: 6, CPUSeconds: 1, Share: 1.0 / 6 / float64(cpus)},
 		Verdict: &checker.Verdict{Format: checker.VerdictFormat, Valid: true,
 			Latency: map[string]checker.Latency{"response": {Count: 1000, P50: p99ms * 300, P90: p99ms * 700, P99: p99ms * 1000, P999: p99ms * 1100, Max: p99ms * 1200}}},
 		Checks: []result.Check{{Name: "verdict", Want: "valid", Got: "valid", OK: true}}}

@@ -5,8 +5,8 @@ import (
 	"math"
 	"time"
 
-	"imlab/loadgen"
 	"imlab/loadgen/schedule"
+	"imlab/loadgen/summary"
 	"imlab/result"
 	"imlab/scenario"
 )
@@ -24,7 +24,7 @@ func integral(sh schedule.Shape, a, b time.Duration) float64 {
 // burstFigures measures the burst of a burst shape from the generator's
 // timeline (nil for other shapes or without a timeline). Second k of the
 // timeline covers [k-1, k) of the load.
-func BurstFigures(sh schedule.Shape, d time.Duration, sum *loadgen.Summary, loadOffset float64) *result.BurstFigures {
+func BurstFigures(sh schedule.Shape, d time.Duration, sum *summary.Summary, loadOffset float64) *result.BurstFigures {
 	from, to, ok := BurstWindow(sh, d)
 	if !ok || sum == nil || len(sum.Timeline) == 0 {
 		return nil

@@ -4,7 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"imlab/loadgen"
+	"imlab/loadgen/clientmix"
 	"imlab/loadgen/schedule"
 	"imlab/scenario"
 )
@@ -190,7 +190,7 @@ func TestLibraryClaimsMix(t *testing.T) {
 		if r := f.Server.LabRetention; r != nil && r.PulledMinAge.D() < l.Config.Duration && p.ComeBackEvery > 0 && p.DevicesPerUser > 1 && p.Online < 1 {
 			claims["early deletion with devices away"] = append(claims["early deletion with devices away"], f.Name)
 		}
-		if _, ok := mustShape(t, l.Rate).(schedule.Burst); ok && *m == loadgen.DefaultMix() && f.Server.History {
+		if _, ok := mustShape(t, l.Rate).(schedule.Burst); ok && *m == clientmix.Default() && f.Server.History {
 			claims["the default mix under a burst"] = append(claims["the default mix under a burst"], f.Name)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"imlab/checker"
 	"imlab/loadgen"
+	"imlab/loadgen/summary"
 	"imlab/result"
 	"imlab/scenario"
 )
@@ -54,7 +55,7 @@ func Exercised(v *checker.Verdict) int {
 	return n
 }
 
-func Observe(v *checker.Verdict, sum *loadgen.Summary, lag []result.LagSample, truncated uint64, lc loadgen.Config) Observed {
+func Observe(v *checker.Verdict, sum *summary.Summary, lag []result.LagSample, truncated uint64, lc loadgen.Config) Observed {
 	o := Observed{Checked: true, Valid: v.Valid, Findings: map[string]uint64{}, TruncatedPulls: truncated,
 		Evidence: Exercised(v), EvidenceGaps: EvidenceGaps(v)}
 	for name, f := range v.Findings {

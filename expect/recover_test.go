@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"imlab/loadgen"
 	"imlab/loadgen/schedule"
+	"imlab/loadgen/summary"
 	"imlab/result"
 	"imlab/result/resulttest"
 	"imlab/scenario"
@@ -93,10 +93,10 @@ func TestRecoveryChecks(t *testing.T) {
 
 // genTimeline is a generator timeline of n seconds with started[i] sends
 // in second i+1 and a start delay p99 of delayUS.
-func genTimeline(started []uint64, delayUS int64) *loadgen.Summary {
-	s := &loadgen.Summary{}
+func genTimeline(started []uint64, delayUS int64) *summary.Summary {
+	s := &summary.Summary{}
 	for i, n := range started {
-		s.Timeline = append(s.Timeline, loadgen.Second{T: i + 1, Started: n, OK: n, SendDelay: loadgen.Quantiles{Count: int64(n), P99: delayUS}})
+		s.Timeline = append(s.Timeline, summary.Second{T: i + 1, Started: n, OK: n, SendDelay: summary.Quantiles{Count: int64(n), P99: delayUS}})
 	}
 	return s
 }
@@ -127,7 +127,7 @@ func TestBurstFigures(t *testing.T) {
 	}
 	// a burst second without a start delay measured: unknown, not 0.
 	blind := genTimeline([]uint64{100, 100, 50000, 50000, 100, 100, 100, 100}, 900)
-	blind.Timeline[3].SendDelay = loadgen.Quantiles{}
+	blind.Timeline[3].SendDelay = summary.Quantiles{}
 	if c := generatorCheck(scenario.ExpectSpec{}, BurstFigures(sh, d, blind, 0.5)); c.OK || !strings.Contains(c.Got, "unknown") {
 		t.Fatalf("unmeasured delay: %+v", c)
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"imlab/loadgen/summary"
 	"imlab/targets"
 	"imlab/targets/drivers"
 	"imlab/targets/ref/noop"
@@ -29,11 +30,11 @@ type CeilingConfig struct {
 // connections, c.Pipeline) as fast as c.Workers can go against an
 // in-process no-op endpoint for c.For and returns the rate it reached.
 // Over WebSocket, the connections are shared by the workers.
-func MeasureCeiling(ctx context.Context, c CeilingConfig) (Ceiling, error) {
+func MeasureCeiling(ctx context.Context, c CeilingConfig) (summary.Ceiling, error) {
 	via, conns, workers, d := c.Via, c.Conns, c.Workers, c.For
 	srv, err := noop.Start("127.0.0.1:0")
 	if err != nil {
-		return Ceiling{}, err
+		return summary.Ceiling{}, err
 	}
 	defer srv.Close()
 	tc := targets.Config{Target: srv.URL(), Driver: targets.DriverRef, Secret: c.Secret, Conns: conns, Timeout: 5 * time.Second}
@@ -42,19 +43,19 @@ func MeasureCeiling(ctx context.Context, c CeilingConfig) (Ceiling, error) {
 	}
 	drv, err := drivers.Open(tc)
 	if err != nil {
-		return Ceiling{}, err
+		return summary.Ceiling{}, err
 	}
 	defer drv.Close()
 	sess, err := drv.Session(ctx, 1, "ceiling")
 	if err != nil {
-		return Ceiling{}, err
+		return summary.Ceiling{}, err
 	}
 	var senders []targets.Sender
 	if via == ViaWS {
 		for range min(conns, workers) {
 			s, err := sess.DialSender(ctx)
 			if err != nil {
-				return Ceiling{}, err
+				return summary.Ceiling{}, err
 			}
 			defer s.Close()
 			senders = append(senders, s)
@@ -73,7 +74,7 @@ func MeasureCeiling(ctx context.Context, c CeilingConfig) (Ceiling, error) {
 	if via == "" {
 		via = ViaHTTP
 	}
-	return Ceiling{PerSec: float64(n) / el, Requests: n, Seconds: el, Via: via, Conns: conns, Pipeline: tc.SendPool.Pipeline, Workers: workers}, ctx.Err()
+	return summary.Ceiling{PerSec: float64(n) / el, Requests: n, Seconds: el, Via: via, Conns: conns, Pipeline: tc.SendPool.Pipeline, Workers: workers}, ctx.Err()
 }
 
 // ceilingContent is the body of the sends that measure the generator (64

@@ -26,7 +26,9 @@ import (
 	"strings"
 	"time"
 
+	"imlab/loadgen/clientmix"
 	"imlab/loadgen/schedule"
+	"imlab/loadgen/summary"
 	"imlab/targets"
 	"imlab/targets/drivers"
 )
@@ -46,6 +48,9 @@ const (
 	// DefaultProbeFraction is the share of ACKed sends a load run probes
 	// right after the ACK (Config.ProbeFraction).
 	DefaultProbeFraction = 0.02
+	// MaxProbeRecipients bounds the recipients a probe reads besides the
+	// sender (a group's are chosen by the tick).
+	MaxProbeRecipients = 16
 	// MaxWSSenders bounds the sending WebSockets of a run with --send-via
 	// ws (WSConnsPerUser per sending uid).
 	MaxWSSenders = 50_000
@@ -163,13 +168,13 @@ type Config struct {
 	ProbeFraction   float64
 	ProbeRecipients int
 	// SendVia is ViaHTTP or ViaWS. Over WebSocket, each sending uid has one
-	// connection of its own as device SenderDID (not a member of the
+	// connection of its own, device id device.SenderDID (not a member of the
 	// population, so it never takes a receiving device's connection); its
 	// answers are matched to sends by the client_msg_id the send_ack and
 	// error frames echo.
 	SendVia string
 	// WSConnsPerUser: sending WebSockets per uid with ViaWS (device ids
-	// SenderDID-0..n-1); a tick uses connection tick mod n. A server answers
+	// device.SenderDID-0..n-1); a tick uses connection tick mod n. A server answers
 	// one connection's send frames one at a time, so this bounds the sends
 	// in flight per user.
 	WSConnsPerUser int
@@ -184,7 +189,7 @@ type Config struct {
 	Seed         uint64
 	// Segment: this process drives one part of the run (see Segment); the
 	// zero value is the whole run.
-	Segment Segment
+	Segment summary.Segment
 	// RunID names the run in every client_msg_id and message body. Empty:
 	// a random id for a whole run; for a segment, one derived from the
 	// run's Fingerprint, so that segments started apart agree (give one
@@ -198,13 +203,13 @@ type Config struct {
 	Progress io.Writer
 	// Mix is what devices do besides sending and pulling their inbox (the
 	// zero Mix: nothing else, as before it existed).
-	Mix Mix
+	Mix clientmix.Mix
 	// OnSecond, when set, is called by the reporter with each second's
 	// timeline row as it is made (a capacity search watches a step with
 	// it and cancels the run's context when the SLO is clearly broken). It
 	// must return quickly: the next second waits for it. Not part of the
 	// config a segment child is handed (json "-").
-	OnSecond func(Second) `json:"-"`
+	OnSecond func(summary.Second) `json:"-"`
 	// OnStart, when set, is called once with the schedule's start (the
 	// ledger's time base) after the population is provisioned and the
 	// target warmed, before the first send: a fault schedule that must
@@ -249,7 +254,7 @@ func DefaultConfig(target, secret, runDir string) Config {
 func (c Config) Validate() error {
 	p := c.Pop
 	if err := c.Mix.Validate(); err != nil {
-		return err
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	if err := c.Pacer.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
@@ -307,7 +312,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: run id %q: at most %d characters, no ':', blanks or quotes", ErrInvalid, c.RunID, MaxRunIDLen)
 	}
 	if err := c.Segment.Validate(); err != nil {
-		return err
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	if !c.Segment.Whole() && c.Segment.Count > p.Users {
 		return fmt.Errorf("%w: %d segments of %d users: every segment needs a user", ErrInvalid, c.Segment.Count, p.Users)

@@ -14,6 +14,7 @@ import (
 	"imlab/ledger"
 	"imlab/loadgen/faketarget"
 	"imlab/loadgen/schedule"
+	"imlab/loadgen/summary"
 )
 
 const testSecret = "imlab-test-secret-0123456789"
@@ -51,14 +52,14 @@ func testConfig(t *testing.T, target string, rate float64, dur time.Duration) Co
 	return cfg
 }
 
-func runAgainst(t *testing.T, faults faketarget.Faults, rate float64, dur time.Duration) (*Summary, *checker.Verdict, faketarget.Counters) {
+func runAgainst(t *testing.T, faults faketarget.Faults, rate float64, dur time.Duration) (*summary.Summary, *checker.Verdict, faketarget.Counters) {
 	t.Helper()
 	return runVia(t, ViaHTTP, faults, rate, dur)
 }
 
 // runFake runs a load against a fake with faults (mutate adjusts the
 // config) and judges it; buf holds the verdict table.
-func runFake(t *testing.T, faults faketarget.Faults, rate float64, dur time.Duration, mutate func(*Config)) (*Summary, *checker.Verdict, faketarget.Counters, *bytes.Buffer, Config) {
+func runFake(t *testing.T, faults faketarget.Faults, rate float64, dur time.Duration, mutate func(*Config)) (*summary.Summary, *checker.Verdict, faketarget.Counters, *bytes.Buffer, Config) {
 	t.Helper()
 	fc := faketarget.DefaultConfig(testSecret)
 	fc.Faults = faults
@@ -84,7 +85,7 @@ func runFake(t *testing.T, faults faketarget.Faults, rate float64, dur time.Dura
 	return sum, v, srv.Counters(), &buf, cfg
 }
 
-func runVia(t *testing.T, via string, faults faketarget.Faults, rate float64, dur time.Duration) (*Summary, *checker.Verdict, faketarget.Counters) {
+func runVia(t *testing.T, via string, faults faketarget.Faults, rate float64, dur time.Duration) (*summary.Summary, *checker.Verdict, faketarget.Counters) {
 	t.Helper()
 	sum, v, c, buf, cfg := runFake(t, faults, rate, dur, func(c *Config) { c.SendVia = via })
 	t.Logf("summary: ok %d fail %d unknown %d late %d missed %d deliveries %d ledger %d bytes errors %v\n%s",
@@ -148,7 +149,7 @@ func testCorrectServerIsValid(t *testing.T, via string) {
 		sum.Evidence.StoreWitness.Made || !strings.Contains(sum.Evidence.StoreWitness.Reason, "404") {
 		t.Fatalf("unmade %v, evidence %+v", u, sum.Evidence)
 	}
-	s2, err := ReadSummary(t.TempDir())
+	s2, err := summary.Read(t.TempDir())
 	if err == nil || s2 != nil {
 		t.Fatal("ReadSummary of an empty dir must fail")
 	}
@@ -271,7 +272,7 @@ func TestQueuedModeIsValid(t *testing.T) {
 	}
 	// The generator's share of the machine over the send window, as
 	// summary.json has it: this process's CPU over CPUs x window.
-	back, err := ReadSummary(cfg.RunDir)
+	back, err := summary.Read(cfg.RunDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,7 +393,7 @@ func TestLateSendsOverload(t *testing.T) {
 	_, _, _, _, cfg := runFake(t, faketarget.Faults{SlowFirstTryEvery: 1, SlowFor: 20 * time.Millisecond}, 300, time.Second, func(c *Config) {
 		c.Pacer.Senders, c.Pacer.MaxQueued = 2, 1
 	})
-	sum, err := ReadSummary(cfg.RunDir)
+	sum, err := summary.Read(cfg.RunDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,7 +401,7 @@ func TestLateSendsOverload(t *testing.T) {
 	if sum.Fail+sum.Unknown != 0 || sum.RetriedSends != 0 {
 		t.Fatalf("fail %d unknown %d retried %d: want every send ACKed at its first try", sum.Fail, sum.Unknown, sum.RetriedSends)
 	}
-	if sum.Pacer.Late*2 < sum.Pacer.Started || o.Late != sum.Pacer.Late || o.LateFrac <= LateFraction {
+	if sum.Pacer.Late*2 < sum.Pacer.Started || o.Late != sum.Pacer.Late || o.LateFrac <= summary.LateFraction {
 		t.Fatalf("pacer %+v, outcome %+v: want most sends late", sum.Pacer, o)
 	}
 	// The start delay is measured when the outcome is judged (it was once

@@ -10,6 +10,7 @@ import (
 	"imlab/loadgen"
 	"imlab/loadgen/faketarget"
 	"imlab/loadgen/schedule"
+	"imlab/loadgen/summary"
 )
 
 const exampleSecret = "imlab-example-secret-0123456789"
@@ -28,7 +29,7 @@ func exampleConfig(target, dir string) loadgen.Config {
 
 // runAgainstFake runs exampleConfig against an in-process contract server
 // with faults fc and returns the run directory, which the caller removes.
-func runAgainstFake(faults faketarget.Faults) (*loadgen.Summary, string, error) {
+func runAgainstFake(faults faketarget.Faults) (*summary.Summary, string, error) {
 	fc := faketarget.DefaultConfig(exampleSecret)
 	fc.Faults = faults
 	srv, err := faketarget.Start(fc)

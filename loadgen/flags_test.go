@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,5 +43,15 @@ func TestRegisterFlags(t *testing.T) {
 	none := pflag.NewFlagSet("none", pflag.ContinueOnError)
 	if err := c.RegisterFlags(none, "users", "nope"); !errors.Is(err, ErrInvalid) || none.Lookup("users") != nil {
 		t.Errorf("unknown name: %v, users registered %v", err, none.Lookup("users") != nil)
+	}
+}
+
+// TestConfigRefusesABadMix: a load config with a bad client mix is refused
+// as invalid, naming the mix's key.
+func TestConfigRefusesABadMix(t *testing.T) {
+	c := DefaultConfig("http://127.0.0.1:1", "0123456789abcdef0123", t.TempDir())
+	c.Mix.Revoke = -1
+	if err := c.Validate(); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "mix.revoke") {
+		t.Fatalf("config with a negative revoke: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"imlab/ledger"
+	"imlab/loadgen/summary"
 )
 
 // TestAckedByIntended: an ACK counts in the second its send was intended
@@ -30,7 +31,7 @@ func TestAckedByIntended(t *testing.T) {
 	if fmt.Sprint(got) != "[2 1]" {
 		t.Fatalf("ACKed by intended second %v, want [2 1]", got)
 	}
-	m := MergeSummaries([]*Summary{{AckedByIntended: got}, {AckedByIntended: []uint64{5, 0, 1}}})
+	m := summary.MergeSummaries([]*summary.Summary{{AckedByIntended: got}, {AckedByIntended: []uint64{5, 0, 1}}})
 	if fmt.Sprint(m.AckedByIntended) != "[7 1 1]" {
 		t.Fatalf("merged %v, want [7 1 1]", m.AckedByIntended)
 	}

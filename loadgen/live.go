@@ -6,14 +6,15 @@ import (
 	"time"
 
 	"imlab/loadgen/schedule"
+	"imlab/loadgen/summary"
 )
 
 // report prints a progress line every second and keeps the timeline.
-func (r *runner) report(live *schedule.Live, sum *Summary, stop <-chan struct{}, done chan<- struct{}) {
+func (r *runner) report(live *schedule.Live, sum *summary.Summary, stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	tk := time.NewTicker(time.Second)
 	defer tk.Stop()
-	var prev Second
+	var prev summary.Second
 	sec := 0
 	for {
 		select {
@@ -24,9 +25,9 @@ func (r *runner) report(live *schedule.Live, sum *Summary, stop <-chan struct{},
 		}
 		sec++
 		h := r.m.swap()
-		cur := Second{T: sec, Started: live.Started.Load(), OK: r.m.ok.Load(), Fail: r.m.fail.Load(), Unknown: r.m.unknown.Load(),
+		cur := summary.Second{T: sec, Started: live.Started.Load(), OK: r.m.ok.Load(), Fail: r.m.fail.Load(), Unknown: r.m.unknown.Load(),
 			Late: live.Late.Load(), Missed: live.Missed.Load(), Deliveries: r.m.deliv.Load(), Workers: live.Workers.Load(), Queued: live.Queued.Load()}
-		row := Second{T: sec, Started: cur.Started - prev.Started, OK: cur.OK - prev.OK, Fail: cur.Fail - prev.Fail,
+		row := summary.Second{T: sec, Started: cur.Started - prev.Started, OK: cur.OK - prev.OK, Fail: cur.Fail - prev.Fail,
 			Unknown: cur.Unknown - prev.Unknown, Late: cur.Late - prev.Late, Missed: cur.Missed - prev.Missed,
 			Deliveries: cur.Deliveries - prev.Deliveries, Workers: cur.Workers, Queued: cur.Queued,
 			Response: quantiles(h[hResponse]), SendDelay: quantiles(h[hDelay]), E2E: quantiles(h[hE2E])}
@@ -67,7 +68,7 @@ func liveLegend(lateAfter time.Duration) string {
 }
 
 // p99Of is a progress figure: the p99, or "-" when nothing was measured.
-func p99Of(q Quantiles) string {
+func p99Of(q summary.Quantiles) string {
 	if q.Count == 0 {
 		return "-"
 	}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"imlab/loadgen/summary"
 )
 
 // Histogram names.
@@ -69,15 +71,12 @@ type metrics struct {
 	byIntended []intendedCounts
 }
 
-// IntendedBin is the resolution of Summary.FailedByIntended.
-const IntendedBin = 100 * time.Millisecond
-
 // intendedCounts is one bin of byIntended.
 type intendedCounts struct{ ok, fail, unknown, retried atomic.Uint64 }
 
 // sizeIntended makes byIntended cover a run of duration d.
 func (m *metrics) sizeIntended(d time.Duration) {
-	m.byIntended = make([]intendedCounts, int(d/IntendedBin)+2)
+	m.byIntended = make([]intendedCounts, int(d/summary.IntendedBin)+2)
 }
 
 // intended is the byIntended bin of an intended time (nil before
@@ -86,15 +85,15 @@ func (m *metrics) intended(at time.Duration) *intendedCounts {
 	if len(m.byIntended) == 0 {
 		return nil
 	}
-	return &m.byIntended[min(max(int(at/IntendedBin), 0), len(m.byIntended)-1)]
+	return &m.byIntended[min(max(int(at/summary.IntendedBin), 0), len(m.byIntended)-1)]
 }
 
 // failedByIntended lists the bins with a failed, unknown or retried send.
-func (m *metrics) failedByIntended() []IntendedFailures {
-	out := []IntendedFailures{}
+func (m *metrics) failedByIntended() []summary.IntendedFailures {
+	out := []summary.IntendedFailures{}
 	for i := range m.byIntended {
 		c := &m.byIntended[i]
-		f := IntendedFailures{At: (time.Duration(i) * IntendedBin).Seconds(), Fail: c.fail.Load(), Unknown: c.unknown.Load(), Retried: c.retried.Load()}
+		f := summary.IntendedFailures{At: (time.Duration(i) * summary.IntendedBin).Seconds(), Fail: c.fail.Load(), Unknown: c.unknown.Load(), Retried: c.retried.Load()}
 		if f.Fail+f.Unknown+f.Retried > 0 {
 			out = append(out, f)
 		}
@@ -106,7 +105,7 @@ func (m *metrics) failedByIntended() []IntendedFailures {
 // (index i: intended from i seconds after the start), whenever the ACK
 // came.
 func (m *metrics) ackedByIntended() []uint64 {
-	const perSec = int(time.Second / IntendedBin)
+	const perSec = int(time.Second / summary.IntendedBin)
 	out := make([]uint64, (len(m.byIntended)+perSec-1)/perSec)
 	for i := range m.byIntended {
 		out[i/perSec] += m.byIntended[i].ok.Load()
@@ -115,16 +114,6 @@ func (m *metrics) ackedByIntended() []uint64 {
 		out = out[:len(out)-1]
 	}
 	return out
-}
-
-// IntendedFailures counts the sends intended in one IntendedBin (from At
-// seconds after the start) that ended failed, of unknown outcome, or
-// needed more than one try, whenever their outcome came.
-type IntendedFailures struct {
-	At      float64 `json:"at_s"`
-	Fail    uint64  `json:"fail"`
-	Unknown uint64  `json:"unknown"`
-	Retried uint64  `json:"retried"`
 }
 
 func newMetrics(n int) *metrics {
@@ -166,38 +155,9 @@ func (m *metrics) swap() [nHist]*hdr.Histogram {
 	return out
 }
 
-// Quantiles of one histogram, in microseconds.
-type Quantiles struct {
-	Count int64 `json:"count"`
-	P50   int64 `json:"p50_us"`
-	P90   int64 `json:"p90_us"`
-	P99   int64 `json:"p99_us"`
-	P999  int64 `json:"p999_us"`
-	Max   int64 `json:"max_us"`
-}
-
-func quantiles(h *hdr.Histogram) Quantiles {
-	return Quantiles{Count: h.TotalCount(), P50: h.ValueAtQuantile(50), P90: h.ValueAtQuantile(90),
+func quantiles(h *hdr.Histogram) summary.Quantiles {
+	return summary.Quantiles{Count: h.TotalCount(), P50: h.ValueAtQuantile(50), P90: h.ValueAtQuantile(90),
 		P99: h.ValueAtQuantile(99), P999: h.ValueAtQuantile(99.9), Max: h.Max()}
-}
-
-// Second is one line of the per-second timeline.
-type Second struct {
-	T          int    `json:"t"`
-	Started    uint64 `json:"started"`
-	OK         uint64 `json:"ok"`
-	Fail       uint64 `json:"fail"`
-	Unknown    uint64 `json:"unknown"`
-	Late       uint64 `json:"late"`
-	Missed     uint64 `json:"missed"`
-	Deliveries uint64 `json:"deliveries"`
-	Workers    int64  `json:"workers"`
-	// Queued: sends started and waiting for a sender at the second's end
-	// (the pacer's queued mode).
-	Queued    int64     `json:"queued,omitempty"`
-	Response  Quantiles `json:"response"`
-	SendDelay Quantiles `json:"send_delay"`
-	E2E       Quantiles `json:"end_to_end"`
 }
 
 // storeMax raises v to x if x is larger.

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"imlab/ledger"
+	"imlab/loadgen/device"
+	"imlab/loadgen/summary"
 	"imlab/targets"
 )
 
@@ -41,9 +43,7 @@ func (r *runner) population(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		d := &device{r: r, idx: uint32(i), uid: uid, did: did, kind: kinds[i], sess: sess,
-			rng: mrand.New(mrand.NewPCG(r.cfg.Seed, uint64(i)^0x5eed)), convs: map[uint64]*devConv{},
-			phase: time.Duration(rng.Int64N(int64(max(p.ComeBackEvery, 1))))}
+		d := r.fleet.New(uint32(i), uid, did, kinds[i], sess, r.cfg.Seed, time.Duration(rng.Int64N(int64(max(p.ComeBackEvery, 1)))))
 		r.devs = append(r.devs, d)
 		r.byUID[uid] = append(r.byUID[uid], d)
 	}
@@ -82,7 +82,7 @@ func (r *runner) population(ctx context.Context) error {
 func (r *runner) createGroups(ctx context.Context) error {
 	p := targets.Population{Prefix: r.runID, Users: r.users}
 	for _, g := range r.groups {
-		p.Groups = append(p.Groups, targets.Group{ID: g.id, Members: g.members, CreatorDID: r.byUID[g.members[0]][0].did})
+		p.Groups = append(p.Groups, targets.Group{ID: g.id, Members: g.members, CreatorDID: r.byUID[g.members[0]][0].DID})
 	}
 	if err := r.drv.Provision(ctx, p); err != nil {
 		return fmt.Errorf("loadgen: %w", err)
@@ -90,12 +90,12 @@ func (r *runner) createGroups(ctx context.Context) error {
 	return nil
 }
 
-func (r *runner) writePopulation(sum *Summary) {
-	ps := PopulationSummary{Users: len(r.users), Devices: map[string]int{}, Groups: len(r.groups),
+func (r *runner) writePopulation(sum *summary.Summary) {
+	ps := summary.PopulationSummary{Users: len(r.users), Devices: map[string]int{}, Groups: len(r.groups),
 		UIDs: [2]uint64{r.users[0], r.users[len(r.users)-1]}}
 	for _, d := range r.devs {
-		r.led.Shard(int(d.idx)).Device(ledger.Device{Dev: d.idx, UID: d.uid, Kind: d.kind, DID: d.did})
-		ps.Devices[d.kind.String()]++
+		r.led.Shard(int(d.Idx)).Device(ledger.Device{Dev: d.Idx, UID: d.UID, Kind: d.Kind, DID: d.DID})
+		ps.Devices[d.Kind.String()]++
 	}
 	for i, g := range r.groups {
 		if err := r.led.Shard(i).Group(ledger.Group{GroupID: g.id, Members: g.members}); err != nil {
@@ -114,7 +114,7 @@ func splitmix64(x uint64) uint64 {
 }
 
 // pick chooses sender device, conversation type and target for a tick.
-func (r *runner) pick(tick uint64) (sender *device, convType uint8, target uint64) {
+func (r *runner) pick(tick uint64) (sender *device.Device, convType uint8, target uint64) {
 	h := splitmix64(r.cfg.Seed ^ tick*0x100000001b3)
 	p := r.cfg.Pop
 	if len(r.groups) > 0 && float64(h>>11)/(1<<53) < p.GroupShare {

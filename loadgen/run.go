@@ -8,26 +8,16 @@ import (
 	"os"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"imlab/ledger"
+	"imlab/loadgen/device"
 	"imlab/loadgen/schedule"
+	"imlab/loadgen/summary"
+	"imlab/loadgen/witness"
 	"imlab/targets"
 	"imlab/targets/drivers"
 )
-
-// WitnessDID is the device id of the checker's witness pulls.
-const WitnessDID = "imlab-witness"
-
-// SummaryFile is the run summary's name in the run directory.
-const SummaryFile = "summary.json"
-
-// SummaryFormat names the layout of summary.json; a change that a reader
-// could misread gets a new one. A summary without the field was written
-// before it existed, in the layout of format 1 less the fields added
-// since (readers treat those as not recorded).
-const SummaryFormat = "imlab-load-summary/1"
 
 type runner struct {
 	cfg   Config
@@ -35,34 +25,24 @@ type runner struct {
 	drv   targets.Driver
 	lab   targets.LabDriver // nil: the target offers no lab view of itself
 	caps  targets.Capabilities
-	wss   *wsSenders // nil unless SendVia is ViaWS
-	convs *convBook  // nil unless the mix is on
-	rev   *revoker   // nil unless the mix revokes
-	mixN  mixCounters
+	wss   *device.WSSenders // nil unless SendVia is ViaWS
+	convs *witness.ConvBook // nil unless the mix is on
+	fleet *device.Fleet
+	wit   *witness.Witness // made once the ledger is
 	start time.Time
 	led   *ledger.Ledger
 	m     *metrics
 	e2e   *e2eTracker
 	prog  progress
 	users []uint64
-	devs  []*device
-	byUID map[uint64][]*device
+	devs  []*device.Device
+	byUID map[uint64][]*device.Device
 	// mine are the uids of this segment (all of them for a whole run);
 	// devs holds only their devices, users and byUID the whole population.
 	mine   []uint64
 	groups []group
-	ev     evidence
 	errMu  sync.Mutex
 	errs   []string
-
-	// finalMissed counts the devices of a target without an inbox whose
-	// final catch-up failed (convVisit).
-	finalMissed atomic.Int64
-
-	// acks acknowledges online devices' chains and ends their reads at
-	// the drain (acker.go); started by the first online device.
-	ackOnce sync.Once
-	acks    *acker
 }
 
 type group struct {
@@ -78,7 +58,7 @@ type group struct {
 // load with the devices running, the settle and final drain
 // (drainDevices), the witnesses (witnesses) and the summary's figures
 // (finish).
-func Run(ctx context.Context, cfg Config) (*Summary, error) {
+func Run(ctx context.Context, cfg Config) (*summary.Summary, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -102,33 +82,22 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	devCtx, stopDevs := context.WithCancel(ctx)
 	defer stopDevs()
 	if cfg.SendVia == ViaWS {
-		r.wss = newWSSenders(devCtx, drv)
+		r.wss = device.NewWSSenders(devCtx, drv)
 		defer r.wss.Close()
-	}
-	if cfg.Mix.Revoke > 0 {
-		r.rev = r.startRevoker(devCtx)
-	}
-	stopRevoker := func() {
-		if r.rev != nil {
-			r.rev.stop()
-		}
 	}
 	drain := make(chan struct{})
 	var devWG sync.WaitGroup
-	for _, d := range r.devs {
-		devWG.Add(1)
-		go func() { defer devWG.Done(); d.run(devCtx, drain); r.prog.step() }()
-	}
+	r.fleet.Start(devCtx, drain, r.led, r.start, r.devs, &devWG, r.prog.step)
 	var live schedule.Live
 	repStop := make(chan struct{})
 	repDone := make(chan struct{})
 	r.prog.enter(PhaseSending, 0, 0)
 	go r.report(&live, sum, repStop, repDone)
 
-	cpu0 := markCPU()
+	cpu0 := summary.MarkCPU()
 	st, err := schedule.Run(ctx, cfg.Pacer, r.ticks(), r.start, &live, r.send)
-	sum.LabCPU = labCPU(cpu0, markCPU())
-	stopRevoker()
+	sum.LabCPU = summary.CPUShare(cpu0, summary.MarkCPU())
+	r.fleet.StopRevoker()
 	if err != nil {
 		close(repStop)
 		<-repDone
@@ -159,17 +128,20 @@ func newRunner(cfg Config, drv targets.Driver) (*runner, error) {
 		_, _ = rand.Read(rb[:])
 		runID = hex.EncodeToString(rb[:])
 	}
-	r := &runner{cfg: cfg, runID: runID, drv: drv, m: newMetrics(16), e2e: newE2ETracker(), byUID: map[uint64][]*device{}}
+	r := &runner{cfg: cfg, runID: runID, drv: drv, m: newMetrics(16), e2e: newE2ETracker(), byUID: map[uint64][]*device.Device{}}
 	r.lab, _ = drv.(targets.LabDriver)
 	if err := r.checkCaps(); err != nil {
 		return nil, err
 	}
 	if err := cfg.Mix.Offered(r.caps); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	if cfg.Mix.On() {
-		r.convs = newConvBook()
+		r.convs = witness.NewConvBook()
 	}
+	r.fleet = device.NewFleet(device.Env{PullLimit: cfg.PullLimit, ComeBackEvery: cfg.Pop.ComeBackEvery, CrashEvery: cfg.Pop.CrashEvery,
+		AckEvery: cfg.AckEvery, Timeout: cfg.Timeout, Mix: cfg.Mix, Caps: r.caps, Parse: r.parseContent, Delivered: r.delivered,
+		Pull: witness.Pull, Fail: r.fail})
 	r.m.sizeIntended(cfg.Duration)
 	return r, nil
 }
@@ -177,14 +149,14 @@ func newRunner(cfg Config, drv targets.Driver) (*runner, error) {
 // prepare makes everything the load needs before it starts: the
 // population and groups, the summary's head, the generator's ceiling
 // (when asked), a warm target, the start time and the ledger.
-func (r *runner) prepare(ctx context.Context) (*Summary, error) {
+func (r *runner) prepare(ctx context.Context) (*summary.Summary, error) {
 	cfg := r.cfg
 	if err := r.population(ctx); err != nil {
 		return nil, err
 	}
-	sum := &Summary{Format: SummaryFormat, RunID: r.runID, Target: cfg.Target, Shape: cfg.Shape.String(), SendVia: cfg.SendVia, Duration: cfg.Duration.String(), Latency: map[string]Quantiles{}}
+	sum := &summary.Summary{Format: summary.Format, RunID: r.runID, Target: cfg.Target, Shape: cfg.Shape.String(), SendVia: cfg.SendVia, Duration: cfg.Duration.String(), Latency: map[string]summary.Quantiles{}}
 	r.segmentSummary(sum)
-	sum.Generator = GeneratorSummary{GOMAXPROCS: runtime.GOMAXPROCS(0), CPUs: runtime.NumCPU(), GOGC: gcPercent(), Conns: cfg.Conns,
+	sum.Generator = summary.GeneratorSummary{GOMAXPROCS: runtime.GOMAXPROCS(0), CPUs: runtime.NumCPU(), GOGC: gcPercent(), Conns: cfg.Conns,
 		Pipeline: cfg.Pipeline, Workers: cfg.Pacer.Workers, MaxWorkers: cfg.Pacer.MaxWorkers, Senders: cfg.Pacer.Senders}
 	if cfg.Pacer.Senders > 0 {
 		sum.Generator.MaxQueued = cfg.Pacer.MaxQueued
@@ -226,6 +198,7 @@ func (r *runner) prepare(ctx context.Context) (*Summary, error) {
 	if r.led, err = ledger.CreateWith(cfg.RunDir, r.ledgerOptions()); err != nil {
 		return nil, err
 	}
+	r.wit = witness.New(witness.Env{Drv: r.drv, Lab: r.lab, Ledger: r.led, Start: r.start, Parse: r.parseContent, Fail: r.fail, Step: r.prog.step})
 	r.writePopulation(sum)
 	return sum, nil
 }
@@ -233,7 +206,7 @@ func (r *runner) prepare(ctx context.Context) (*Summary, error) {
 // drainDevices settles, then lets every device (whose goroutines devWG
 // counts) drain to the end once drain closes, bounded by the drain
 // timeout; on a target with an inbox, more rounds until nothing moves.
-func (r *runner) drainDevices(ctx context.Context, sum *Summary, drain chan struct{}, devWG *sync.WaitGroup, stopDevs context.CancelFunc) {
+func (r *runner) drainDevices(ctx context.Context, sum *summary.Summary, drain chan struct{}, devWG *sync.WaitGroup, stopDevs context.CancelFunc) {
 	cfg := r.cfg
 	r.prog.enter(PhaseSettle, 0, 0)
 	select {
@@ -268,39 +241,43 @@ func (r *runner) drainDevices(ctx context.Context, sum *Summary, drain chan stru
 // witnesses reads what the target holds once the devices drained (the
 // pull, store and history witnesses, the retention log, the conversation
 // log of a target without an inbox) and notes what was or was not made.
-func (r *runner) witnesses(ctx context.Context, sum *Summary) {
+func (r *runner) witnesses(ctx context.Context, sum *summary.Summary) {
 	cfg := r.cfg
 	if !r.caps.Inbox {
 		r.prog.enter(PhaseWitness, 0, 0)
-		r.convEnd(ctx, sum)
+		if n := r.fleet.FinalMissed(); n > 0 {
+			sum.Drain.Complete = false
+			r.fail("final drain: %d devices could not take what they missed", n)
+		}
+		r.wit.ConvLog(ctx, sum)
 	} else if ctx.Err() == nil {
 		r.prog.enter(PhaseWitness, 0, len(r.users))
-		sum.Drain.WitnessUIDs, sum.Drain.WitnessErrors = r.witness(ctx)
+		sum.Drain.WitnessUIDs, sum.Drain.WitnessErrors = r.wit.Inboxes(ctx, r.mine)
 		r.note(ledger.Note{Check: "pull-witness", Made: ctx.Err() == nil, UIDs: sum.Drain.WitnessUIDs, Errors: sum.Drain.WitnessErrors})
 		r.note(ledger.Note{Check: ledger.InboxTierCheck, Made: sum.Drain.Complete || sum.Drain.InboxBehind != "",
 			Drained: sum.Drain.InboxBehind == "" && sum.Drain.Complete, Reason: sum.Drain.InboxBehind})
-		r.storeWitness(ctx, sum)
+		r.wit.Stores(ctx, sum, r.mine)
 		if cfg.Mix.On() {
-			r.historyWitness(ctx, sum)
-			r.retentionLog(ctx, sum)
+			r.wit.History(ctx, sum, r.convs, cfg.DrainTimeout)
+			r.wit.Retention(ctx, sum, func(uid uint64) bool { return r.byUID[uid] != nil })
 		}
 	} else {
 		r.note(ledger.Note{Check: "pull-witness", Reason: "the run was cancelled before the witness"})
 		r.note(ledger.Note{Check: "store-witness", Reason: "the run was cancelled before the store witness"})
 	}
-	r.probeNote(sum)
+	r.wit.ProbeNote(sum, cfg.ProbeFraction)
 	if ctx.Err() == nil {
-		r.queueLagAtEnd(ctx, sum)
+		r.wit.QueueLagAtEnd(ctx, sum)
 	}
-	sum.Evidence.Policy = r.ev.policyName()
+	sum.Evidence.Policy = r.wit.Policy()
 	if cfg.Mix.On() {
-		sum.Mix = r.mixN.summary(cfg.Mix)
+		sum.Mix = r.fleet.MixSummary()
 	}
 }
 
 // finish fills the summary's counts, rates and latencies (st: the pacer's,
 // loadEnd: the load's length), closes the ledger and writes summary.json.
-func (r *runner) finish(ctx context.Context, sum *Summary, st schedule.Stats, loadEnd time.Duration) (*Summary, error) {
+func (r *runner) finish(ctx context.Context, sum *summary.Summary, st schedule.Stats, loadEnd time.Duration) (*summary.Summary, error) {
 	cfg := r.cfg
 	sum.OK, sum.Fail, sum.Unknown = r.m.ok.Load(), r.m.fail.Load(), r.m.unknown.Load()
 	sum.Retries, sum.Deliveries, sum.NotSent = r.m.retries.Load(), r.m.deliv.Load(), r.m.notSent.Load()
@@ -321,7 +298,7 @@ func (r *runner) finish(ctx context.Context, sum *Summary, st schedule.Stats, lo
 		sum.Latency[histNames[h]] = quantiles(r.m.total[h])
 	}
 	// The outcome reads the start delay's p99: after the latencies.
-	sum.Outcome = sum.Outcomes(OverloadFraction)
+	sum.Outcome = sum.Outcomes(summary.OverloadFraction)
 	lerr := r.led.Close()
 	files, _ := ledger.Files(cfg.RunDir)
 	for _, f := range files {
@@ -332,13 +309,27 @@ func (r *runner) finish(ctx context.Context, sum *Summary, st schedule.Stats, lo
 	r.errMu.Lock()
 	sum.Errors = append(sum.Errors, r.errs...)
 	r.errMu.Unlock()
-	if err := writeSummary(cfg.RunDir, sum); err != nil {
+	if err := summary.Write(cfg.RunDir, sum); err != nil {
 		return sum, err
 	}
 	if lerr != nil {
 		return sum, lerr
 	}
 	return sum, ctx.Err()
+}
+
+// note writes n into the ledger.
+func (r *runner) note(n ledger.Note) { r.wit.Note(n) }
+
+// delivered is the devices' hook (device.Env.Delivered): every message a
+// device stored counts as a delivery; its first copy of one of this run's
+// sends is an end-to-end sample, recorded once the send's outcome is
+// known (ACKed sends only).
+func (r *runner) delivered(dev uint32, tick uint64, late time.Duration, e2e bool) {
+	if e2e {
+		r.e2e.stored(r.m.lane(int(dev)), tick, late)
+	}
+	r.m.deliv.Add(1)
 }
 
 // fail keeps a bounded list of run errors for the summary.

@@ -12,98 +12,50 @@ import (
 	"strings"
 
 	"imlab/loadgen/schedule"
-	"imlab/targets"
+	"imlab/loadgen/summary"
 )
-
-// MaxSegments bounds Segment.Count.
-const MaxSegments = 1024
 
 // EnvJobIndex is the variable a Kubernetes Indexed Job sets to the pod's
 // completion index (0-based); "--segment index/N" reads it.
 const EnvJobIndex = "JOB_COMPLETION_INDEX"
 
-// Segment is one part of a run split over several generator processes
-// (execution segments): segment Index of Count, 1-based. The split is
-// derived from the seed alone, so processes started independently with the
-// same flags and segments 1..Count together offer exactly the load one
-// process would, with no coordinator and no overlap:
-//
-//   - user i of the population (0-based) belongs to segment i mod Count + 1,
-//     with all of that user's devices;
-//   - an intended send (a tick of the rate shape) belongs to the segment of
-//     its sender's user; the sender is chosen from the seed and the tick, as
-//     in a whole run, so every tick belongs to exactly one segment;
-//   - every segment creates every group before it sends (the same members
-//     again are a no-op on the server; a group left to one segment could be
-//     sent to by another that started first); a group's members may belong
-//     to any segment, and each member's devices record what they receive in
-//     their own segment's ledger.
-//
-// Every segment builds the whole population (it is cheap and deterministic)
-// and drives only its own part. The zero value and 1/1 mean the whole run.
-type Segment struct {
-	Index int `json:"index"`
-	Count int `json:"count"`
-}
-
-// Whole tells whether the segment is the whole run.
-func (s Segment) Whole() bool { return s.Count <= 1 }
-
-func (s Segment) String() string {
-	if s.Whole() {
-		return "1/1"
-	}
-	return strconv.Itoa(s.Index) + "/" + strconv.Itoa(s.Count)
-}
-
-// Validate checks the bounds.
-func (s Segment) Validate() error {
-	if s.Count == 0 && s.Index == 0 {
-		return nil
-	}
-	if s.Count < 1 || s.Count > MaxSegments || s.Index < 1 || s.Index > s.Count {
-		return fmt.Errorf("%w: segment %d/%d: want i/n with 1 <= i <= n <= %d", ErrInvalid, s.Index, s.Count, MaxSegments)
-	}
-	return nil
-}
-
-// owns tells whether the i-th (0-based) user or group belongs to s.
-func (s Segment) owns(i int) bool { return s.Whole() || i%s.Count == s.Index-1 }
-
 // ParseSegment reads "i/n" (1-based), "index/n" (the index is read from
 // $JOB_COMPLETION_INDEX, 0-based, as a Kubernetes Indexed Job sets it) or
 // "claim/n" (the caller claims a free segment with ClaimSegment; the
 // returned Segment has Index 0). getenv is os.LookupEnv in production.
-func ParseSegment(spec string, getenv func(string) (string, bool)) (Segment, error) {
+func ParseSegment(spec string, getenv func(string) (string, bool)) (summary.Segment, error) {
 	a, b, ok := strings.Cut(strings.TrimSpace(spec), "/")
 	n, err := strconv.Atoi(b)
 	if !ok || err != nil {
-		return Segment{}, fmt.Errorf("%w: segment %q: want i/n, index/n or claim/n", ErrInvalid, spec)
+		return summary.Segment{}, fmt.Errorf("%w: segment %q: want i/n, index/n or claim/n", ErrInvalid, spec)
 	}
 	var i int
 	switch a {
 	case "claim":
-		if n < 1 || n > MaxSegments {
-			return Segment{}, fmt.Errorf("%w: segment %q: n must be in 1..%d", ErrInvalid, spec, MaxSegments)
+		if n < 1 || n > summary.MaxSegments {
+			return summary.Segment{}, fmt.Errorf("%w: segment %q: n must be in 1..%d", ErrInvalid, spec, summary.MaxSegments)
 		}
-		return Segment{Index: 0, Count: n}, nil
+		return summary.Segment{Index: 0, Count: n}, nil
 	case "index":
 		v, set := getenv(EnvJobIndex)
 		if !set {
-			return Segment{}, fmt.Errorf("%w: segment %q: $%s is not set (it is set in the pods of a Kubernetes Indexed Job)", ErrInvalid, spec, EnvJobIndex)
+			return summary.Segment{}, fmt.Errorf("%w: segment %q: $%s is not set (it is set in the pods of a Kubernetes Indexed Job)", ErrInvalid, spec, EnvJobIndex)
 		}
 		k, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil {
-			return Segment{}, fmt.Errorf("%w: segment %q: $%s=%q is not a number", ErrInvalid, spec, EnvJobIndex, v)
+			return summary.Segment{}, fmt.Errorf("%w: segment %q: $%s=%q is not a number", ErrInvalid, spec, EnvJobIndex, v)
 		}
 		i = k + 1
 	default:
 		if i, err = strconv.Atoi(a); err != nil {
-			return Segment{}, fmt.Errorf("%w: segment %q: want i/n, index/n or claim/n", ErrInvalid, spec)
+			return summary.Segment{}, fmt.Errorf("%w: segment %q: want i/n, index/n or claim/n", ErrInvalid, spec)
 		}
 	}
-	s := Segment{Index: i, Count: n}
-	return s, s.Validate()
+	s := summary.Segment{Index: i, Count: n}
+	if err := s.Validate(); err != nil {
+		return s, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return s, nil
 }
 
 // ClaimSegment takes the lowest segment of count not yet claimed in dir by
@@ -112,12 +64,12 @@ func ParseSegment(spec string, getenv func(string) (string, bool)) (Segment, err
 // different segment with no coordinator. It fails when every segment is
 // taken. The claims are the run's record of who took what; remove them
 // before reusing dir for another run.
-func ClaimSegment(dir string, count int, owner string) (Segment, error) {
-	if count < 1 || count > MaxSegments {
-		return Segment{}, fmt.Errorf("%w: claim of %d segments: want 1..%d", ErrInvalid, count, MaxSegments)
+func ClaimSegment(dir string, count int, owner string) (summary.Segment, error) {
+	if count < 1 || count > summary.MaxSegments {
+		return summary.Segment{}, fmt.Errorf("%w: claim of %d segments: want 1..%d", ErrInvalid, count, summary.MaxSegments)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return Segment{}, fmt.Errorf("loadgen: claim: %w", err)
+		return summary.Segment{}, fmt.Errorf("loadgen: claim: %w", err)
 	}
 	for i := 1; i <= count; i++ {
 		p := filepath.Join(dir, fmt.Sprintf("segment-%d-of-%d.claim", i, count))
@@ -126,15 +78,15 @@ func ClaimSegment(dir string, count int, owner string) (Segment, error) {
 			continue
 		}
 		if err != nil {
-			return Segment{}, fmt.Errorf("loadgen: claim: %w", err)
+			return summary.Segment{}, fmt.Errorf("loadgen: claim: %w", err)
 		}
 		_, werr := f.WriteString(owner + "\n")
 		if err := errors.Join(werr, f.Close()); err != nil {
-			return Segment{}, fmt.Errorf("loadgen: claim: %w", err)
+			return summary.Segment{}, fmt.Errorf("loadgen: claim: %w", err)
 		}
-		return Segment{Index: i, Count: count}, nil
+		return summary.Segment{Index: i, Count: count}, nil
 	}
-	return Segment{}, fmt.Errorf("%w: all %d segments are already claimed in %s", ErrInvalid, count, dir)
+	return summary.Segment{}, fmt.Errorf("%w: all %d segments are already claimed in %s", ErrInvalid, count, dir)
 }
 
 // Fingerprint names the whole run a segment belongs to: the seed, the rate
@@ -169,7 +121,7 @@ func (r *runner) keepSegment() {
 	r.mine = r.mine[:0]
 	own := map[uint64]bool{}
 	for i, uid := range r.users {
-		if seg.owns(i) {
+		if seg.Owns(i) {
 			r.mine = append(r.mine, uid)
 			own[uid] = true
 		}
@@ -179,7 +131,7 @@ func (r *runner) keepSegment() {
 	}
 	devs := r.devs[:0:0]
 	for _, d := range r.devs {
-		if own[d.uid] {
+		if own[d.UID] {
 			devs = append(devs, d)
 		}
 	}
@@ -197,29 +149,14 @@ func (r *runner) ticks() *schedule.Iter {
 	seg := r.cfg.Segment
 	return it.Only(func(idx uint64) bool {
 		sender, _, _ := r.pick(idx)
-		return seg.owns(int(sender.uid - first))
+		return seg.Owns(int(sender.UID - first))
 	})
-}
-
-// SegmentSummary says which part of which run a summary covers.
-type SegmentSummary struct {
-	Segment     Segment `json:"segment"`
-	Fingerprint string  `json:"fingerprint"`
-	Seed        uint64  `json:"seed"`
-	Host        string  `json:"host"`
-	Users       int     `json:"users"` // users of this segment
-	// Clock: this host's clock offset to the target's, estimated before the
-	// schedule starts (nil: unknown, see ClockError). Latencies between a
-	// send of one segment and a delivery seen by another are as precise as
-	// the two segments' offsets (see imlab check DIR...).
-	Clock      *targets.Clock `json:"clock,omitempty"`
-	ClockError string         `json:"clock_error,omitempty"`
 }
 
 // clockSamples is how many round trips the clock estimate takes.
 const clockSamples = 7
 
-func (r *runner) estimateClock(ctx context.Context, sum *Summary) {
+func (r *runner) estimateClock(ctx context.Context, sum *summary.Summary) {
 	if r.lab == nil {
 		sum.Split.ClockError = "the " + r.drv.Name() + " driver reads no clock of the target"
 		return
@@ -232,11 +169,11 @@ func (r *runner) estimateClock(ctx context.Context, sum *Summary) {
 	sum.Split.Clock = &c
 }
 
-func (r *runner) segmentSummary(sum *Summary) {
+func (r *runner) segmentSummary(sum *summary.Summary) {
 	host, _ := os.Hostname()
 	seg := r.cfg.Segment
 	if seg.Whole() {
-		seg = Segment{Index: 1, Count: 1}
+		seg = summary.Segment{Index: 1, Count: 1}
 	}
-	sum.Split = SegmentSummary{Segment: seg, Fingerprint: r.cfg.Fingerprint(), Seed: r.cfg.Seed, Host: host, Users: len(r.mine)}
+	sum.Split = summary.SegmentSummary{Segment: seg, Fingerprint: r.cfg.Fingerprint(), Seed: r.cfg.Seed, Host: host, Users: len(r.mine)}
 }

@@ -12,6 +12,7 @@ import (
 	"imlab/internal/testenv"
 	"imlab/loadgen"
 	"imlab/loadgen/schedule"
+	"imlab/loadgen/summary"
 )
 
 // One run against the real reference server, then the same run split in
@@ -25,7 +26,7 @@ func TestSegmentsMergeToTheWholeRun(t *testing.T) {
 	rd := testenv.NewRedis(t)
 	target := startRef(t, secret, my, rd, true)
 	base := t.TempDir()
-	conf := func(dir string, uidBase uint64, seg loadgen.Segment) loadgen.Config {
+	conf := func(dir string, uidBase uint64, seg summary.Segment) loadgen.Config {
 		lc := loadgen.DefaultConfig(target, secret, dir)
 		lc.Shape = schedule.Constant{PerSec: 200}
 		lc.Duration = 1500 * time.Millisecond // 300 sends in all
@@ -43,14 +44,14 @@ func TestSegmentsMergeToTheWholeRun(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	whole, err := loadgen.Run(ctx, conf(filepath.Join(base, "whole"), 3000, loadgen.Segment{}))
+	whole, err := loadgen.Run(ctx, conf(filepath.Join(base, "whole"), 3000, summary.Segment{}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The split run: a fresh uid range (a run's messages must not meet
 	// another's), the same flags otherwise, started a little apart.
 	dirs := []string{filepath.Join(base, "seg-1"), filepath.Join(base, "seg-2")}
-	sums := make([]*loadgen.Summary, 2)
+	sums := make([]*summary.Summary, 2)
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
 	for i := range 2 {
@@ -58,7 +59,7 @@ func TestSegmentsMergeToTheWholeRun(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			time.Sleep(time.Duration(i) * 150 * time.Millisecond)
-			sums[i], errs[i] = loadgen.Run(ctx, conf(dirs[i], 4000, loadgen.Segment{Index: i + 1, Count: 2}))
+			sums[i], errs[i] = loadgen.Run(ctx, conf(dirs[i], 4000, summary.Segment{Index: i + 1, Count: 2}))
 		}()
 	}
 	wg.Wait()
@@ -81,7 +82,7 @@ func TestSegmentsMergeToTheWholeRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := loadgen.PlanMerge(dirs, false)
+	plan, err := summary.PlanMerge(dirs, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,16 +112,16 @@ func TestSegmentsMergeToTheWholeRun(t *testing.T) {
 		t.Fatalf("merged latencies %+v for %d ok", mv.Latency, mv.OK)
 	}
 	// A segment alone is partial; a segment with the whole run is another run.
-	if _, err := loadgen.PlanMerge(dirs[:1], false); err == nil {
+	if _, err := summary.PlanMerge(dirs[:1], false); err == nil {
 		t.Fatal("one segment of two merged without --partial")
 	}
-	if p, err := loadgen.PlanMerge(dirs[:1], true); err != nil || len(p.Missing) != 1 || p.Missing[0] != 2 {
+	if p, err := summary.PlanMerge(dirs[:1], true); err != nil || len(p.Missing) != 1 || p.Missing[0] != 2 {
 		t.Fatalf("partial plan %+v, %v", p, err)
 	}
-	if _, err := loadgen.PlanMerge([]string{dirs[0], filepath.Join(base, "whole")}, true); err == nil {
+	if _, err := summary.PlanMerge([]string{dirs[0], filepath.Join(base, "whole")}, true); err == nil {
 		t.Fatal("a segment merged with another run")
 	}
-	if _, err := loadgen.PlanMerge([]string{dirs[0], dirs[0]}, true); err == nil {
+	if _, err := summary.PlanMerge([]string{dirs[0], dirs[0]}, true); err == nil {
 		t.Fatal("one segment merged twice")
 	}
 }

@@ -8,12 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"imlab/loadgen/device"
 	"imlab/loadgen/schedule"
+	"imlab/loadgen/summary"
 	"imlab/targets/drivers"
 )
 
 // segRunner builds the population of cfg for one segment, without a server.
-func segRunner(t *testing.T, cfg Config, seg Segment) *runner {
+func segRunner(t *testing.T, cfg Config, seg summary.Segment) *runner {
 	t.Helper()
 	cfg.Segment = seg
 	if err := cfg.Validate(); err != nil {
@@ -24,7 +26,7 @@ func segRunner(t *testing.T, cfg Config, seg Segment) *runner {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { drv.Close() })
-	r := &runner{cfg: cfg, drv: drv, byUID: map[uint64][]*device{}}
+	r := &runner{cfg: cfg, drv: drv, byUID: map[uint64][]*device.Device{}, fleet: device.NewFleet(device.Env{})}
 	if err := r.population(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +46,7 @@ func TestSegmentsPartitionTheRun(t *testing.T) {
 		cfg := DefaultConfig("http://127.0.0.1:1", "0123456789abcdef0123", t.TempDir())
 		cfg.Shape, cfg.Duration = shape, 2*time.Second
 		cfg.Pop.Users, cfg.Pop.Groups, cfg.Pop.GroupShare = 97, 13, 0.3
-		whole := segRunner(t, cfg, Segment{})
+		whole := segRunner(t, cfg, summary.Segment{})
 		type tick struct{ at time.Duration }
 		all := map[uint64]tick{}
 		it := whole.ticks()
@@ -60,20 +62,20 @@ func TestSegmentsPartitionTheRun(t *testing.T) {
 			devs := map[uint32]int{}
 			groups := 0
 			for i := 1; i <= n; i++ {
-				r := segRunner(t, cfg, Segment{Index: i, Count: n})
+				r := segRunner(t, cfg, summary.Segment{Index: i, Count: n})
 				mine := map[uint64]bool{}
 				for _, u := range r.mine {
 					users[u]++
 					mine[u] = true
 				}
 				for _, d := range r.devs {
-					devs[d.idx]++
-					if !mine[d.uid] {
-						t.Fatalf("%s %d/%d: device %d of uid %d not of this segment", spec, i, n, d.idx, d.uid)
+					devs[d.Idx]++
+					if !mine[d.UID] {
+						t.Fatalf("%s %d/%d: device %d of uid %d not of this segment", spec, i, n, d.Idx, d.UID)
 					}
 				}
 				for g := range r.groups {
-					if r.cfg.Segment.owns(g) {
+					if r.cfg.Segment.Owns(g) {
 						groups++
 					}
 				}
@@ -83,8 +85,8 @@ func TestSegmentsPartitionTheRun(t *testing.T) {
 					if w, ok := all[idx]; !ok || w.at != at {
 						t.Fatalf("%s %d/%d: tick %d at %s, whole run has %v", spec, i, n, idx, at, w)
 					}
-					if s, _, _ := r.pick(idx); !mine[s.uid] {
-						t.Fatalf("%s %d/%d: tick %d sent by uid %d of another segment", spec, i, n, idx, s.uid)
+					if s, _, _ := r.pick(idx); !mine[s.UID] {
+						t.Fatalf("%s %d/%d: tick %d sent by uid %d of another segment", spec, i, n, idx, s.UID)
 					}
 				}
 			}
@@ -125,22 +127,22 @@ func TestParseSegment(t *testing.T) {
 	for _, c := range []struct {
 		spec string
 		env  func(string) (string, bool)
-		want Segment
+		want summary.Segment
 		err  bool
 	}{
-		{"2/4", env("", false), Segment{2, 4}, false},
-		{"1/1", env("", false), Segment{1, 1}, false},
-		{"index/4", env("3", true), Segment{4, 4}, false},
-		{"index/4", env("0", true), Segment{1, 4}, false},
-		{"claim/3", env("", false), Segment{0, 3}, false},
-		{"index/4", env("", false), Segment{}, true},
-		{"index/4", env("4", true), Segment{}, true},
-		{"index/4", env("x", true), Segment{}, true},
-		{"0/4", env("", false), Segment{}, true},
-		{"5/4", env("", false), Segment{}, true},
-		{"2", env("", false), Segment{}, true},
-		{"a/b", env("", false), Segment{}, true},
-		{"1/2000", env("", false), Segment{}, true},
+		{"2/4", env("", false), summary.Segment{Index: 2, Count: 4}, false},
+		{"1/1", env("", false), summary.Segment{Index: 1, Count: 1}, false},
+		{"index/4", env("3", true), summary.Segment{Index: 4, Count: 4}, false},
+		{"index/4", env("0", true), summary.Segment{Index: 1, Count: 4}, false},
+		{"claim/3", env("", false), summary.Segment{Index: 0, Count: 3}, false},
+		{"index/4", env("", false), summary.Segment{}, true},
+		{"index/4", env("4", true), summary.Segment{}, true},
+		{"index/4", env("x", true), summary.Segment{}, true},
+		{"0/4", env("", false), summary.Segment{}, true},
+		{"5/4", env("", false), summary.Segment{}, true},
+		{"2", env("", false), summary.Segment{}, true},
+		{"a/b", env("", false), summary.Segment{}, true},
+		{"1/2000", env("", false), summary.Segment{}, true},
 	} {
 		got, err := ParseSegment(c.spec, c.env)
 		if (err != nil) != c.err || (!c.err && got != c.want) {
@@ -155,7 +157,7 @@ func TestClaimSegment(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "claims")
 	const n = 5
 	var wg sync.WaitGroup
-	got := make(chan Segment, n+1)
+	got := make(chan summary.Segment, n+1)
 	errs := make(chan error, n+1)
 	for i := 0; i <= n; i++ {
 		wg.Add(1)
@@ -190,7 +192,7 @@ func TestClaimSegment(t *testing.T) {
 func TestFingerprint(t *testing.T) {
 	cfg := DefaultConfig("http://127.0.0.1:1", "0123456789abcdef0123", "x")
 	a := cfg.Fingerprint()
-	cfg.Segment = Segment{2, 3}
+	cfg.Segment = summary.Segment{Index: 2, Count: 3}
 	cfg.Target = "http://127.0.0.2:1"
 	if cfg.Fingerprint() != a {
 		t.Fatal("the segment or the target changed the run's fingerprint")

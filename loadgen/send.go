@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"imlab/ledger"
+	"imlab/loadgen/device"
 	"imlab/loadgen/schedule"
 	"imlab/targets"
 )
@@ -21,7 +22,7 @@ func (r *runner) send(worker int, t schedule.Tick, started time.Duration) {
 	} else {
 		req.ToUID = target
 	}
-	a := ledger.Attempt{Tick: t.Idx, Dev: sender.idx, ConvType: ct, Target: target, Intended: t.Intended, Started: started}
+	a := ledger.Attempt{Tick: t.Idx, Dev: sender.Idx, ConvType: ct, Target: target, Intended: t.Intended, Started: started}
 	l := r.m.lane(worker)
 	// The start delay is known now: it goes into the second the send
 	// started in, not the one its answer comes in (seconds later on a slow
@@ -43,20 +44,20 @@ func (r *runner) send(worker int, t schedule.Tick, started time.Duration) {
 	sh := r.led.Shard(worker)
 	sh.Attempt(a)
 	if a.Outcome == ledger.OK && r.convs != nil {
-		r.convs.acked(sender.uid, ct, a.ConvID, a.ConvSeq)
-		if r.rev != nil && r.revokeChosen(t.Idx) {
-			r.offerRevoke(revokeReq{sender: sender, shard: r.led.Shard(int(sender.idx)), convID: a.ConvID, convSeq: a.ConvSeq})
+		r.convs.Acked(sender.UID, ct, a.ConvID, a.ConvSeq)
+		if r.revokeChosen(t.Idx) {
+			r.fleet.OfferRevoke(sender, a.ConvID, a.ConvSeq)
 		}
 	}
 	if a.Outcome == ledger.OK && r.probeChosen(t.Idx) {
-		r.probe(sh, &a, sender)
+		r.wit.Probe(sh, &a, r.probeUIDs(a.Tick, sender.UID, a.ConvType, a.Target))
 	}
 }
 
 // tries makes the tries of one send until a definite answer, a refusal,
 // or the retries or the send's deadline run out, and sets a's tries,
 // status, outcome and (on an ACK) the message's place.
-func (r *runner) tries(sender *device, req *targets.SendReq, a *ledger.Attempt) {
+func (r *runner) tries(sender *device.Device, req *targets.SendReq, a *ledger.Attempt) {
 	deadline := a.Started + r.cfg.Timeout*time.Duration(r.cfg.Retries+2)
 	// unknownTry: an earlier try of this send had no definite answer. On
 	// a target without idempotent sends that try may have stored a
@@ -134,11 +135,11 @@ func (r *runner) count(l *lane, a *ledger.Attempt) {
 }
 
 // sendOnce makes one try over the configured transport.
-func (r *runner) sendOnce(sender *device, tick uint64, req *targets.SendReq) (targets.SendAck, error) {
+func (r *runner) sendOnce(sender *device.Device, tick uint64, req *targets.SendReq) (targets.SendAck, error) {
 	if r.wss == nil {
-		return sender.sess.Send(context.Background(), req)
+		return sender.Sess.Send(context.Background(), req)
 	}
-	s, err := r.wss.get(sender.uid, int(tick%uint64(r.cfg.WSConnsPerUser)))
+	s, err := r.wss.Get(sender.UID, int(tick%uint64(r.cfg.WSConnsPerUser)))
 	if err != nil {
 		return targets.SendAck{}, err
 	}

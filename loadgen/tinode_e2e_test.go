@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"imlab/checker"
+	"imlab/loadgen/clientmix"
+	"imlab/loadgen/summary"
 	"imlab/targets/tinode/tinodefake"
 )
 
@@ -17,13 +19,13 @@ const tinodeFakeKey = "fake-api-key"
 // runTinodeFake runs a load through the tinode driver against the
 // protocol fake (prepare sets its faults once the population exists) and
 // judges the ledger.
-func runTinodeFake(t *testing.T, prepare func(*tinodefake.Server)) (*Summary, *checker.Verdict) {
+func runTinodeFake(t *testing.T, prepare func(*tinodefake.Server)) (*summary.Summary, *checker.Verdict) {
 	t.Helper()
-	return runTinodeFakeMix(t, prepare, Mix{})
+	return runTinodeFakeMix(t, prepare, clientmix.Mix{})
 }
 
 // runTinodeFakeMix is runTinodeFake with the client mix mix.
-func runTinodeFakeMix(t *testing.T, prepare func(*tinodefake.Server), mix Mix) (*Summary, *checker.Verdict) {
+func runTinodeFakeMix(t *testing.T, prepare func(*tinodefake.Server), mix clientmix.Mix) (*summary.Summary, *checker.Verdict) {
 	t.Helper()
 	srv, err := tinodefake.Start(tinodefake.Config{APIKey: tinodeFakeKey})
 	if err != nil {
@@ -42,7 +44,7 @@ func runTinodeFakeMix(t *testing.T, prepare func(*tinodefake.Server), mix Mix) (
 }
 
 // runChecked runs cfg's load, bounded by testBound, and judges its ledger.
-func runChecked(t *testing.T, cfg Config) (*Summary, *checker.Verdict) {
+func runChecked(t *testing.T, cfg Config) (*summary.Summary, *checker.Verdict) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testBound)
 	defer cancel()
@@ -80,7 +82,7 @@ func TestTinodeLoadValid(t *testing.T) {
 // reads as the user's read mark, pulls above a conv_seq), is VALID under
 // Tinode's semantics, and every action was made and recorded.
 func TestTinodeLoadMix(t *testing.T) {
-	mix := Mix{EnterOnOnline: 1, OpenOnPush: 0.5, HistoryPage: 20, Revoke: 0.05, Delete: 0.3, Clear: 0.05, Read: 0.8}
+	mix := clientmix.Mix{EnterOnOnline: 1, OpenOnPush: 0.5, HistoryPage: 20, Revoke: 0.05, Delete: 0.3, Clear: 0.05, Read: 0.8}
 	sum, v := runTinodeFakeMix(t, nil, mix)
 	m := sum.Mix
 	if m == nil || m.Entered == 0 || m.ConvPulls == 0 || m.HistoryPages == 0 || m.Revokes == 0 || m.Deletes == 0 || m.Clears == 0 || m.Reads == 0 {
@@ -103,7 +105,7 @@ func TestTinodeLoadMix(t *testing.T) {
 func TestTinodeLoadDeleteLogDropped(t *testing.T) {
 	// No clears: a later clear by the same user would put a dropped
 	// delete's conv_seq back into the log.
-	mix := Mix{EnterOnOnline: 1, OpenOnPush: 0.5, HistoryPage: 20, Revoke: 0.05, Delete: 0.3, Read: 0.8}
+	mix := clientmix.Mix{EnterOnOnline: 1, OpenOnPush: 0.5, HistoryPage: 20, Revoke: 0.05, Delete: 0.3, Read: 0.8}
 	sum, v := runTinodeFakeMix(t, func(s *tinodefake.Server) { s.DropDelLog("", 5) }, mix)
 	if m := sum.Mix; m == nil || m.Deletes < 5 {
 		t.Fatalf("mix %+v", m)

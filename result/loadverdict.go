@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"imlab/loadgen"
+	"imlab/loadgen/summary"
 )
 
 // SendFailures says when the sends that ended failed or of unknown
@@ -72,9 +72,9 @@ func faultWindows(events []FaultEvent, end float64) []FaultWindow {
 // load's start, offset s after the time base), to the fault windows they
 // overlap, or to none. end is the end of the run's timeline (for a fault
 // that never healed).
-func SendFailuresOf(events []FaultEvent, bins []loadgen.IntendedFailures, offset, end float64) *SendFailures {
+func SendFailuresOf(events []FaultEvent, bins []summary.IntendedFailures, offset, end float64) *SendFailures {
 	sf := &SendFailures{Windows: faultWindows(events, end)}
-	bin := loadgen.IntendedBin.Seconds()
+	bin := summary.IntendedBin.Seconds()
 	for _, b := range bins {
 		from, to := b.At+offset, b.At+offset+bin
 		in := false
@@ -97,14 +97,14 @@ func SendFailuresOf(events []FaultEvent, bins []loadgen.IntendedFailures, offset
 
 // LoadOutcome is the run's load beside its safety verdict: the achieved
 // (ACKed) rate, the unknown, failed and retried fractions, OVERLOADED above
-// loadgen.OverloadFraction, and the late fraction, OVERLOADED above
-// loadgen.LateFraction with a start delay p99 above loadgen.LateDelay; over says over which window the rate counts.
+// summary.OverloadFraction, and the late fraction, OVERLOADED above
+// summary.LateFraction with a start delay p99 above summary.LateDelay; over says over which window the rate counts.
 // ok is false when the load did not run.
-func (r *Result) LoadOutcome() (o loadgen.Outcome, over string, ok bool) {
+func (r *Result) LoadOutcome() (o summary.Outcome, over string, ok bool) {
 	if len(r.Sends) == 0 {
 		return o, "", false
 	}
-	var load loadgen.Summary
+	var load summary.Summary
 	for _, s := range r.Sends {
 		load.OK, load.Fail, load.Unknown = load.OK+s.OK, load.Fail+s.Fail, load.Unknown+s.Unknown
 		load.Pacer.Started += s.Started
@@ -122,7 +122,7 @@ func (r *Result) LoadOutcome() (o loadgen.Outcome, over string, ok bool) {
 		over += "; retried sends were not recorded in this result: its retried 0.0% is unknown"
 	}
 	if r.StartDelayP99Ms != nil {
-		load.Latency = map[string]loadgen.Quantiles{"send_delay": {Count: int64(load.Pacer.Started), P99: int64(*r.StartDelayP99Ms * 1000)}}
+		load.Latency = map[string]summary.Quantiles{"send_delay": {Count: int64(load.Pacer.Started), P99: int64(*r.StartDelayP99Ms * 1000)}}
 	}
 	if r.LateSends != nil {
 		load.Pacer.Late = *r.LateSends
@@ -130,12 +130,12 @@ func (r *Result) LoadOutcome() (o loadgen.Outcome, over string, ok bool) {
 	} else {
 		over += "; late sends were not recorded in this result: its started late 0.0% is unknown"
 	}
-	return load.Outcomes(loadgen.OverloadFraction), over, true
+	return load.Outcomes(summary.OverloadFraction), over, true
 }
 
 // failuresOver tells whether o's failed, unknown or retried sends are
 // above their limit.
-func failuresOver(o loadgen.Outcome) bool {
+func failuresOver(o summary.Outcome) bool {
 	return o.FailFrac+o.UnknownFrac > o.Limit || o.RetriedFrac > o.Limit
 }
 
@@ -175,7 +175,7 @@ func (r *Result) LateSplit() (inBurst, inFaults, outside uint64) {
 // lateExplained tells whether the late sends outside the burst and the
 // fault windows stay within the late limit on their own, and what
 // explains the rest ("the burst", "the faults", both).
-func (r *Result) lateExplained(o loadgen.Outcome) (bool, []string) {
+func (r *Result) lateExplained(o summary.Outcome) (bool, []string) {
 	started := uint64(0)
 	for _, s := range r.Sends {
 		started += s.Started
@@ -232,10 +232,10 @@ func (r *Result) failuresCause() string {
 }
 
 // lateCause says how many sends started late and in which seconds.
-func (r *Result) lateCause(o loadgen.Outcome) string {
+func (r *Result) lateCause(o summary.Outcome) string {
 	inBurst, inFaults, outside := r.LateSplit()
 	s := fmt.Sprintf("%s: %d sends started more than %g ms after their intended time, waiting for the pacer or a free sender (%d in the burst's seconds, %d in a fault window's, ±1 s, %d outside)",
-		loadgen.LateReason(o.LateFrac, o.StartDelayP99Ms), o.Late, r.LateAfterMs, inBurst, inFaults, outside)
+		summary.LateReason(o.LateFrac, o.StartDelayP99Ms), o.Late, r.LateAfterMs, inBurst, inFaults, outside)
 	if ok, by := r.lateExplained(o); ok {
 		s += "; outside them the late sends stay within the " + fmt.Sprintf("%.0f%%", 100*o.LateLimit) + " limit: caused by " + strings.Join(by, " and ")
 	}

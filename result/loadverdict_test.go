@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"imlab/loadgen"
+	"imlab/loadgen/summary"
 	"imlab/scenario"
 )
 
@@ -17,7 +17,7 @@ func TestSendFailuresByFaultWindow(t *testing.T) {
 		{At: 1, Fault: "latency(mysql,300ms)", Action: "inject"}, {At: 2.5, Fault: "latency(mysql,300ms)", Action: "heal"},
 		{At: 5, Fault: "down(mysql)", Action: "inject"}, // never healed
 	}
-	bins := []loadgen.IntendedFailures{
+	bins := []summary.IntendedFailures{
 		{At: 0.8, Unknown: 1},             // 1.0..1.1 after the base: inside latency
 		{At: 2.4, Fail: 2, Retried: 3},    // 2.6..2.7: after the heal, outside
 		{At: 3.0, Unknown: 4},             // 3.2..3.3: outside

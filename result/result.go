@@ -12,7 +12,7 @@ import (
 
 	"imlab/checker"
 	"imlab/compare"
-	"imlab/loadgen"
+	"imlab/loadgen/summary"
 	"imlab/recovery"
 	"imlab/scenario"
 )
@@ -217,7 +217,7 @@ type Result struct {
 	// LabCPU is how much of the machine's CPU this process (the generator,
 	// and the proxies and in-process Kafka beside it) used while the load
 	// sent (nil: not measured, or a load split in segments).
-	LabCPU *loadgen.LabCPU `json:"lab_cpu,omitempty"`
+	LabCPU *summary.LabCPU `json:"lab_cpu,omitempty"`
 	// LoadOffset is how long after the run's time base the load started
 	// (loadgen's own setup); fault events and lag samples use the run's
 	// base, the send timeline is shifted by it.

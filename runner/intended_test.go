@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"imlab/loadgen"
+	"imlab/loadgen/summary"
 	"imlab/result"
 )
 
@@ -13,10 +14,10 @@ import (
 // unknown, beside the counts by the second the outcome came; a summary
 // without the intended counts leaves them unknown (nil), never 0.
 func TestSendsByIntendedSecond(t *testing.T) {
-	sum := &loadgen.Summary{
-		Timeline:         []loadgen.Second{{T: 1, Started: 5, OK: 0}, {T: 2, Started: 5, OK: 7, Unknown: 2}, {T: 3, OK: 1, Fail: 1}},
+	sum := &summary.Summary{
+		Timeline:         []summary.Second{{T: 1, Started: 5, OK: 0}, {T: 2, Started: 5, OK: 7, Unknown: 2}, {T: 3, OK: 1, Fail: 1}},
 		AckedByIntended:  []uint64{3, 5},
-		FailedByIntended: []loadgen.IntendedFailures{{At: 0.3, Fail: 1}, {At: 0.9, Unknown: 1}, {At: 1.9, Unknown: 1}, {At: 2.0, Fail: 1}},
+		FailedByIntended: []summary.IntendedFailures{{At: 0.3, Fail: 1}, {At: 0.9, Unknown: 1}, {At: 1.9, Unknown: 1}, {At: 2.0, Fail: 1}},
 	}
 	r := &run{res: &result.Result{}}
 	r.recordSends(loadgen.Config{}, sum)

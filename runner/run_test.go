@@ -12,7 +12,7 @@ import (
 
 	"imlab/expect"
 	"imlab/internal/testenv"
-	"imlab/loadgen"
+	"imlab/loadgen/summary"
 	"imlab/result"
 	"imlab/runner/proc"
 	"imlab/scenario"
@@ -109,7 +109,7 @@ func checkOutputs(t *testing.T, dir string, res *result.Result) {
 		t.Fatal("no send timeline")
 	}
 	// The late sends the load verdict is judged on are the load's own.
-	if sum, err := loadgen.ReadSummary(filepath.Join(dir, result.LoadDir)); err == nil {
+	if sum, err := summary.Read(filepath.Join(dir, result.LoadDir)); err == nil {
 		var perSec uint64
 		for _, s := range back.Sends {
 			perSec += s.Late

@@ -20,6 +20,7 @@ import (
 	"imlab/compose"
 	"imlab/expect"
 	"imlab/loadgen"
+	"imlab/loadgen/summary"
 	"imlab/ref/server"
 	"imlab/result"
 	"imlab/runner/proc"
@@ -351,7 +352,7 @@ func (r *run) execute(ctx context.Context) error {
 // phase is what the load phase leaves for the judgement: the load's
 // summary, the checker's sources and the lag timeline.
 type phase struct {
-	sum  *loadgen.Summary
+	sum  *summary.Summary
 	srcs []checker.Source
 	lag  []result.LagSample
 }
@@ -423,7 +424,7 @@ func (r *run) loadPhase(ctx context.Context, lc loadgen.Config, steps []chaos.St
 
 // recordEvents records the schedule's events, each with its fault's kind,
 // and where the load started on the time base.
-func (r *run) recordEvents(evs []chaos.Event, sum *loadgen.Summary, base time.Time) {
+func (r *run) recordEvents(evs []chaos.Event, sum *summary.Summary, base time.Time) {
 	kinds := map[string]string{}
 	for _, rc := range r.reached {
 		kinds[rc.Name()] = rc.spec.Kind

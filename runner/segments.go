@@ -19,6 +19,7 @@ import (
 	"imlab/checker/judge"
 	"imlab/loadgen"
 	"imlab/loadgen/schedule"
+	"imlab/loadgen/summary"
 	"imlab/runner/proc"
 	"imlab/scenario"
 )
@@ -79,7 +80,7 @@ func segmentProcs(n int) int { return max(2, loadgen.DefaultProcs()/n) }
 // runSegments runs lc as n segments, each in an OS process of its own with
 // its own GOMAXPROCS and run directory (RunDir/seg-I), all started at once,
 // and returns their summaries merged and the checker's sources.
-func (r *run) runSegments(ctx context.Context, lc loadgen.Config, n int) (*loadgen.Summary, []checker.Source, error) {
+func (r *run) runSegments(ctx context.Context, lc loadgen.Config, n int) (*summary.Summary, []checker.Source, error) {
 	argv, err := r.cfg.loadChildCommand()
 	if err != nil {
 		return nil, nil, err
@@ -89,7 +90,7 @@ func (r *run) runSegments(ctx context.Context, lc loadgen.Config, n int) (*loadg
 	var wg sync.WaitGroup
 	for i := range n {
 		c := lc
-		c.Segment = loadgen.Segment{Index: i + 1, Count: n}
+		c.Segment = summary.Segment{Index: i + 1, Count: n}
 		c.RunDir = filepath.Join(lc.RunDir, "seg-"+strconv.Itoa(i+1))
 		dirs[i] = c.RunDir
 		wg.Add(1)
@@ -106,9 +107,9 @@ func (r *run) runSegments(ctx context.Context, lc loadgen.Config, n int) (*loadg
 	if err != nil {
 		return nil, nil, err
 	}
-	var sums []*loadgen.Summary
+	var sums []*summary.Summary
 	for _, s := range srcs {
-		sum, err := loadgen.ReadSummary(s.Dir)
+		sum, err := summary.Read(s.Dir)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -117,7 +118,7 @@ func (r *run) runSegments(ctx context.Context, lc loadgen.Config, n int) (*loadg
 	if plan != nil {
 		r.segNotes = plan.Notes
 	}
-	return loadgen.MergeSummaries(sums), srcs, nil
+	return summary.MergeSummaries(sums), srcs, nil
 }
 
 // runSegment runs one segment's process to its end; its stderr goes to
@@ -153,9 +154,9 @@ func withoutShape(c loadgen.Config) loadgen.Config {
 
 // latencyFromVerdict sets the summary's latency quantiles from the
 // checker's histograms (merged over every segment's records).
-func latencyFromVerdict(sum *loadgen.Summary, v *checker.Verdict) {
+func latencyFromVerdict(sum *summary.Summary, v *checker.Verdict) {
 	for name, l := range v.Latency {
-		sum.Latency[name] = loadgen.Quantiles{Count: l.Count, P50: l.P50, P90: l.P90, P99: l.P99, P999: l.P999, Max: l.Max}
+		sum.Latency[name] = summary.Quantiles{Count: l.Count, P50: l.P50, P90: l.P90, P99: l.P99, P999: l.P999, Max: l.Max}
 	}
 }
 

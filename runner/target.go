@@ -16,6 +16,7 @@ import (
 	"imlab/expect"
 	"imlab/faults"
 	"imlab/loadgen"
+	"imlab/loadgen/summary"
 	"imlab/result"
 	"imlab/scenario"
 )
@@ -153,14 +154,14 @@ func (r *run) targetLoad(ctx context.Context, lc loadgen.Config, steps []chaos.S
 }
 
 // recordLoad puts the load's summary into the result.
-func (r *run) recordLoad(lc loadgen.Config, sum *loadgen.Summary) {
+func (r *run) recordLoad(lc loadgen.Config, sum *summary.Summary) {
 	r.res.LoadOffset = sum.StartedAt.Sub(r.res.TimeBase).Seconds()
 	r.recordSends(lc, sum)
 }
 
 // recordSends puts the load's sends (per second, failures by intended
 // time, retries, errors) into the result, on the time axis of LoadOffset.
-func (r *run) recordSends(lc loadgen.Config, sum *loadgen.Summary) {
+func (r *run) recordSends(lc loadgen.Config, sum *summary.Summary) {
 	r.res.RunDir = lc.RunDir
 	r.res.AckSeconds = sum.AckSeconds
 	retried := sum.RetriedSends
@@ -201,7 +202,7 @@ func (r *run) recordSends(lc loadgen.Config, sum *loadgen.Summary) {
 // intendedSeconds are the load's ACKed and its failed or unknown sends per
 // second of their intended time (index i: intended from i s after the
 // start); nil when the summary did not record them.
-func intendedSeconds(sum *loadgen.Summary) (ok, failed []uint64) {
+func intendedSeconds(sum *summary.Summary) (ok, failed []uint64) {
 	if sum.AckedByIntended == nil {
 		return nil, nil
 	}
@@ -218,7 +219,7 @@ func intendedSeconds(sum *loadgen.Summary) (ok, failed []uint64) {
 
 // judge runs the checker over srcs, writes the verdict and evaluates the
 // file's expectations, expect.findings included.
-func (r *run) judge(lc loadgen.Config, sum *loadgen.Summary, srcs []checker.Source, opts checker.Options) error {
+func (r *run) judge(lc loadgen.Config, sum *summary.Summary, srcs []checker.Source, opts checker.Options) error {
 	v, err := checker.CheckSourcesWith(srcs, opts)
 	if err != nil {
 		return fmt.Errorf("scenarios: checker: %w", err)

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"imlab/loadgen"
+	"imlab/loadgen/clientmix"
 )
 
 const mixFile = `
@@ -25,14 +25,14 @@ expect:
   verdict: valid
 `
 
-// load.mix is loadgen.Mix with its own keys; a bad value is refused
+// load.mix is clientmix.Mix with its own keys; a bad value is refused
 // naming the key; without the block the mix is off.
 func TestLoadMix(t *testing.T) {
 	f, err := Parse("m.yaml", []byte(mixFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Load.Config.Mix != loadgen.DefaultMix() {
+	if f.Load.Config.Mix != clientmix.Default() {
 		t.Fatalf("load.mix %+v, want the default mix", f.Load.Config.Mix)
 	}
 	for key, bad := range map[string]string{

@@ -1,5 +1,5 @@
 // Package judge judges load run directories: one run, or the segments of
-// one split run merged by their plan (loadgen.PlanMerge) and judged as if
+// one split run merged by their plan (summary.PlanMerge) and judged as if
 // one generator had run, through the checker, with the load's outcome
 // from the summaries beside the verdict (OVERLOADED above a bound of
 // failed, unknown or retried sends, or of sends started late). It writes verdict.json and the report
@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"imlab/checker"
-	"imlab/loadgen"
+	"imlab/loadgen/summary"
 )
 
 // ErrInvalid marks bad options: nothing was judged.
@@ -54,7 +54,7 @@ type Options struct {
 	// several directories, their common parent).
 	Out string
 	// Limit: the run is OVERLOADED above this fraction of failed + unknown
-	// (or retried) sends (0: loadgen.OverloadFraction).
+	// (or retried) sends (0: summary.OverloadFraction).
 	Limit float64
 	// JSON: the report is written as JSON (Report.Write), not as text.
 	JSON bool
@@ -66,7 +66,7 @@ type Options struct {
 // validate checks the options, the default limit applied.
 func (o *Options) validate() error {
 	if o.Limit == 0 {
-		o.Limit = loadgen.OverloadFraction
+		o.Limit = summary.OverloadFraction
 	}
 	switch {
 	case (len(o.Dirs) == 0) == (o.SegmentsIn == ""):
@@ -87,7 +87,7 @@ type Report struct {
 	// Result is Valid, Invalid or Overloaded.
 	Result string `json:"result"`
 	// Load is the load's outcome from the summaries (null: no summary).
-	Load     *loadgen.Outcome `json:"load"`
+	Load     *summary.Outcome `json:"load"`
 	QueueLag []string         `json:"queue_lag_at_end,omitempty"`
 	// LabCPU says, per load directory, how much of the machine's CPU the
 	// generator used while it sent.
@@ -99,7 +99,7 @@ type Report struct {
 	Segments    *Segments `json:"segments,omitempty"`
 	VerdictFile string    `json:"verdict_file"`
 
-	sums  []*loadgen.Summary // per directory judged (nil: none there)
+	sums  []*summary.Summary // per directory judged (nil: none there)
 	limit float64
 }
 
@@ -160,7 +160,7 @@ func (o *Options) dirs(ctx context.Context) ([]string, error) {
 	dirs, wait := o.Dirs, o.Wait
 	if o.SegmentsIn != "" {
 		var err error
-		if dirs, err = loadgen.SegmentDirs(ctx, o.SegmentsIn, o.Wait, time.Second); err != nil {
+		if dirs, err = summary.SegmentDirs(ctx, o.SegmentsIn, o.Wait, time.Second); err != nil {
 			return nil, err
 		}
 		wait = 0
@@ -169,7 +169,7 @@ func (o *Options) dirs(ctx context.Context) ([]string, error) {
 		}
 	}
 	if wait > 0 {
-		missing, err := loadgen.WaitForSummaries(ctx, dirs, wait, time.Second)
+		missing, err := summary.WaitForSummaries(ctx, dirs, wait, time.Second)
 		if err != nil {
 			return nil, err
 		}
@@ -231,11 +231,11 @@ func hasLedger(dir string) bool {
 // is; several, or one segment of a split run, through their merge plan
 // (partial: the segments there are), which is returned with them (nil for
 // one run).
-func Sources(dirs []string, partial bool) ([]checker.Source, *loadgen.MergePlan, error) {
+func Sources(dirs []string, partial bool) ([]checker.Source, *summary.MergePlan, error) {
 	if len(dirs) == 1 && !isSegment(dirs[0]) {
 		return []checker.Source{{Dir: dirs[0]}}, nil, nil
 	}
-	plan, err := loadgen.PlanMerge(dirs, partial)
+	plan, err := summary.PlanMerge(dirs, partial)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -248,15 +248,15 @@ func Sources(dirs []string, partial bool) ([]checker.Source, *loadgen.MergePlan,
 
 // isSegment tells whether dir holds one segment of a split run.
 func isSegment(dir string) bool {
-	s, err := loadgen.ReadSummary(dir)
+	s, err := summary.Read(dir)
 	return err == nil && s.Split.Segment.Count > 1
 }
 
 // readSummaries reads each directory's summary (nil where there is none).
-func readSummaries(dirs []string) ([]*loadgen.Summary, error) {
-	sums := make([]*loadgen.Summary, len(dirs))
+func readSummaries(dirs []string) ([]*summary.Summary, error) {
+	sums := make([]*summary.Summary, len(dirs))
 	for i, d := range dirs {
-		s, err := loadgen.ReadSummary(d)
+		s, err := summary.Read(d)
 		switch {
 		case errors.Is(err, os.ErrNotExist):
 		case err != nil:
@@ -269,7 +269,7 @@ func readSummaries(dirs []string) ([]*loadgen.Summary, error) {
 }
 
 // addPlan records the segments judged together and the plan's notes.
-func (r *Report) addPlan(plan *loadgen.MergePlan) {
+func (r *Report) addPlan(plan *summary.MergePlan) {
 	if plan == nil {
 		return
 	}
@@ -283,12 +283,12 @@ func (r *Report) addPlan(plan *loadgen.MergePlan) {
 // addLoad sums the summaries' outcomes (a directory without one is a
 // warning) and sets the result.
 func (r *Report) addLoad(dirs []string) {
-	var load loadgen.Summary // the segments' counts summed, the longest sending phase
+	var load summary.Summary // the segments' counts summed, the longest sending phase
 	loads := 0
 	for i, d := range dirs {
 		s := r.sums[i]
 		if s == nil {
-			r.Verdict.Warnings = append(r.Verdict.Warnings, d+": no "+loadgen.SummaryFile+": the load's outcome is unknown")
+			r.Verdict.Warnings = append(r.Verdict.Warnings, d+": no "+summary.File+": the load's outcome is unknown")
 			continue
 		}
 		loads++

@@ -13,6 +13,7 @@ import (
 	"imlab/loadgen"
 	"imlab/loadgen/faketarget"
 	"imlab/loadgen/schedule"
+	"imlab/loadgen/summary"
 	"imlab/result"
 )
 
@@ -33,7 +34,7 @@ func TestScenarioRunDirIsJudgedByItsLoad(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	load := func(dir string, uidBase uint64, seg loadgen.Segment) {
+	load := func(dir string, uidBase uint64, seg summary.Segment) {
 		t.Helper()
 		cfg := loadgen.DefaultConfig(srv.URL(), secret, dir)
 		cfg.Shape, cfg.Duration = schedule.Constant{PerSec: 100}, time.Second
@@ -46,7 +47,7 @@ func TestScenarioRunDirIsJudgedByItsLoad(t *testing.T) {
 	}
 
 	one := t.TempDir()
-	load(filepath.Join(one, ScenarioLoadDir), 1000, loadgen.Segment{})
+	load(filepath.Join(one, ScenarioLoadDir), 1000, summary.Segment{})
 	rep, err := Dirs(ctx, Options{Dirs: []string{one}})
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +69,7 @@ func TestScenarioRunDirIsJudgedByItsLoad(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			load(filepath.Join(split, ScenarioLoadDir, "seg-"+string(rune('1'+i))), 2000, loadgen.Segment{Index: i + 1, Count: 2})
+			load(filepath.Join(split, ScenarioLoadDir, "seg-"+string(rune('1'+i))), 2000, summary.Segment{Index: i + 1, Count: 2})
 		}()
 	}
 	wg.Wait()

@@ -6,7 +6,7 @@ import (
 	"io"
 
 	"imlab/checker"
-	"imlab/loadgen"
+	"imlab/loadgen/summary"
 )
 
 // Write writes the report as JSON or as text.
@@ -69,7 +69,7 @@ func (r *Report) WriteText(out io.Writer) {
 // rate with the failed and unknown fractions, the generator's ceiling,
 // and a note when an older summary's end_to_end differs from the
 // checker's definition.
-func writeLoad(w io.Writer, s *loadgen.Summary, v *checker.Verdict, limit float64) {
+func writeLoad(w io.Writer, s *summary.Summary, v *checker.Verdict, limit float64) {
 	fmt.Fprintf(w, "load: %s\n", s.Outcomes(limit))
 	if s.Ceiling != nil {
 		fmt.Fprintf(w, "generator ceiling (no-op endpoint): %.0f sends/s; sends started %.0f/s\n", s.Ceiling.PerSec, s.StartedPerSec)

@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"imlab/checker/judge"
-	"imlab/loadgen"
+	"imlab/loadgen/summary"
 )
 
 // errInvalidRun is imlab check's failure: exit status 1.
@@ -55,7 +55,7 @@ load), 3 VALID but OVERLOADED.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the verdict as JSON instead of a table")
 	cmd.Flags().BoolVar(&partial, "partial", false, "judge the segments given even when some of the run's segments are missing")
 	cmd.Flags().DurationVar(&wait, "wait", 0, "wait up to this long for every RUN_DIR's summary.json (segments still running), then judge")
-	cmd.Flags().Float64Var(&limit, "max-unknown-failed", loadgen.OverloadFraction, "fraction of sends failed or of unknown outcome (and of sends retried) above which the run is OVERLOADED")
+	cmd.Flags().Float64Var(&limit, "max-unknown-failed", summary.OverloadFraction, "fraction of sends failed or of unknown outcome (and of sends retried) above which the run is OVERLOADED")
 	cmd.Flags().StringVar(&out, "out", "", "where verdict.json goes (default: RUN_DIR/verdict.json; with several directories, their common parent)")
 	return cmd
 }

@@ -17,6 +17,7 @@ import (
 	"imlab/loadgen"
 	"imlab/loadgen/faketarget"
 	"imlab/loadgen/schedule"
+	"imlab/loadgen/summary"
 )
 
 // TestCheckReportsLoadBesideTheVerdict: imlab check prints latencies as
@@ -71,8 +72,8 @@ func TestCheckReportsLoadBesideTheVerdict(t *testing.T) {
 	}
 
 	// The same ledger, with a summary saying 40 of 240 sends stayed unknown.
-	p := filepath.Join(dir, loadgen.SummaryFile)
-	s, err := loadgen.ReadSummary(dir)
+	p := filepath.Join(dir, summary.File)
+	s, err := summary.Read(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

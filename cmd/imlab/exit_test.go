@@ -18,13 +18,14 @@ import (
 	"imlab/loadgen"
 	"imlab/loadgen/faketarget"
 	"imlab/loadgen/schedule"
+	"imlab/loadgen/summary"
 )
 
 const exitTestSecret = "exit-status-secret-0123456789"
 
 // fakeRun runs a short load against a fake target with faults (and
 // segment seg, the whole run when zero) into dir and returns dir.
-func fakeRun(t *testing.T, srv *faketarget.Server, dir string, seg loadgen.Segment) string {
+func fakeRun(t *testing.T, srv *faketarget.Server, dir string, seg summary.Segment) string {
 	t.Helper()
 	if err := runFake(srv, dir, seg); err != nil {
 		t.Fatal(err)
@@ -32,7 +33,7 @@ func fakeRun(t *testing.T, srv *faketarget.Server, dir string, seg loadgen.Segme
 	return dir
 }
 
-func runFake(srv *faketarget.Server, dir string, seg loadgen.Segment) error {
+func runFake(srv *faketarget.Server, dir string, seg summary.Segment) error {
 	cfg := loadgen.DefaultConfig(srv.URL(), exitTestSecret, dir)
 	cfg.Shape, cfg.Duration = schedule.Constant{PerSec: 100}, time.Second
 	cfg.Pop.Users, cfg.Pop.Groups, cfg.Pop.GroupShare = 10, 0, 0
@@ -77,13 +78,13 @@ func overloaded(t *testing.T, valid string) string {
 			t.Fatal(err)
 		}
 	}
-	s, err := loadgen.ReadSummary(dir)
+	s, err := summary.Read(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.Unknown = s.OK / 5
 	b, _ := json.Marshal(s)
-	if err := os.WriteFile(filepath.Join(dir, loadgen.SummaryFile), b, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, summary.File), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -98,19 +99,19 @@ func overloaded(t *testing.T, valid string) string {
 // compare and report compare on real scenario runs (TestReadersOfRealRuns).
 func TestExitStatuses(t *testing.T) {
 	t.Setenv(envSecret, "")
-	valid := fakeRun(t, fakeTarget(t, faketarget.Faults{}), t.TempDir(), loadgen.Segment{})
-	lossy := fakeRun(t, fakeTarget(t, faketarget.Faults{DropEvery: 7}), t.TempDir(), loadgen.Segment{})
+	valid := fakeRun(t, fakeTarget(t, faketarget.Faults{}), t.TempDir(), summary.Segment{})
+	lossy := fakeRun(t, fakeTarget(t, faketarget.Faults{DropEvery: 7}), t.TempDir(), summary.Segment{})
 	over := overloaded(t, valid)
 	empty := t.TempDir()
 	fake := fakeTarget(t, faketarget.Faults{}).URL()
 
-	summary := filepath.Join(valid, loadgen.SummaryFile)
+	sumFile := filepath.Join(valid, summary.File)
 	worse := filepath.Join(t.TempDir(), "worse.json")
-	s, err := loadgen.ReadSummary(valid)
+	s, err := summary.Read(valid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Latency["response"] = loadgen.Quantiles{Count: s.Latency["response"].Count, P50: 10_000_000, P99: 20_000_000, P999: 20_000_000}
+	s.Latency["response"] = summary.Quantiles{Count: s.Latency["response"].Count, P50: 10_000_000, P99: 20_000_000, P999: 20_000_000}
 	b, _ := json.Marshal(s)
 	if err := os.WriteFile(worse, b, 0o644); err != nil {
 		t.Fatal(err)
@@ -165,14 +166,14 @@ func TestExitStatuses(t *testing.T) {
 		{"check: flag typo", []string{"check", "--jsn", valid}, 2, ""},
 		{"check: no directory", []string{"check"}, 2, ""},
 
-		{"compare: same", []string{"compare", summary, summary}, 0, ""},
-		{"compare: regression", []string{"compare", summary, worse}, 1, ""},
-		{"compare: flag typo", []string{"compare", "--tolernce", "ack_p99:+10%", summary, worse}, 2, ""},
-		{"compare: missing file", []string{"compare", summary, filepath.Join(empty, "none.json")}, 2, ""},
+		{"compare: same", []string{"compare", sumFile, sumFile}, 0, ""},
+		{"compare: regression", []string{"compare", sumFile, worse}, 1, ""},
+		{"compare: flag typo", []string{"compare", "--tolernce", "ack_p99:+10%", sumFile, worse}, 2, ""},
+		{"compare: missing file", []string{"compare", sumFile, filepath.Join(empty, "none.json")}, 2, ""},
 
 		{"report compare: no -o", []string{"report", "compare", valid}, 2, ""},
 		{"report compare: missing run", []string{"report", "compare", filepath.Join(empty, "none"), "-o", filepath.Join(out, "r.html")}, 2, ""},
-		{"report compare: not a scenario result", []string{"report", "compare", summary, "-o", filepath.Join(out, "r.html")}, 2, ""},
+		{"report compare: not a scenario result", []string{"report", "compare", sumFile, "-o", filepath.Join(out, "r.html")}, 2, ""},
 		{"report compare: flag typo", []string{"report", "compare", "--ot", "x.html", valid}, 2, ""},
 
 		{"scenario validate: shipped", []string{"scenario", "validate", "../../scenarios/redis-wipe.yaml"}, 0, ""},
@@ -233,14 +234,14 @@ func tail(s string) string {
 // one run judged together, with the load's outcome and the result beside
 // the verdict; what it wrote to verdict.json is the checker's verdict.
 func TestCheckJSONIsOnlyJSON(t *testing.T) {
-	one := fakeRun(t, fakeTarget(t, faketarget.Faults{}), t.TempDir(), loadgen.Segment{})
+	one := fakeRun(t, fakeTarget(t, faketarget.Faults{}), t.TempDir(), summary.Segment{})
 	parent := t.TempDir()
 	split := fakeTarget(t, faketarget.Faults{}) // a server of their own: the uids are the same
 	seg1, seg2 := filepath.Join(parent, "s1"), filepath.Join(parent, "s2")
 	// The segments of one run run at once (each sends to the other's users).
 	errs := make(chan error, 2)
-	go func() { errs <- runFake(split, seg1, loadgen.Segment{Index: 1, Count: 2}) }()
-	go func() { errs <- runFake(split, seg2, loadgen.Segment{Index: 2, Count: 2}) }()
+	go func() { errs <- runFake(split, seg1, summary.Segment{Index: 1, Count: 2}) }()
+	go func() { errs <- runFake(split, seg2, summary.Segment{Index: 2, Count: 2}) }()
 	for range 2 {
 		if err := <-errs; err != nil {
 			t.Fatal(err)

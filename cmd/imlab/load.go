@@ -17,6 +17,7 @@ import (
 	"imlab/checker/judge"
 	"imlab/loadgen"
 	"imlab/loadgen/schedule"
+	"imlab/loadgen/summary"
 	"imlab/targets/ref"
 )
 
@@ -225,12 +226,12 @@ func setProcs(n int, warn io.Writer) error {
 }
 
 // loadSegment reads --segment (and --claim-dir for claim/n).
-func loadSegment(spec, claimDir string, getenv func(string) (string, bool)) (loadgen.Segment, error) {
+func loadSegment(spec, claimDir string, getenv func(string) (string, bool)) (summary.Segment, error) {
 	if spec == "" {
 		if claimDir != "" {
-			return loadgen.Segment{}, fmt.Errorf("--claim-dir goes with --segment claim/n")
+			return summary.Segment{}, fmt.Errorf("--claim-dir goes with --segment claim/n")
 		}
-		return loadgen.Segment{}, nil
+		return summary.Segment{}, nil
 	}
 	seg, err := loadgen.ParseSegment(spec, getenv)
 	if err != nil {
@@ -238,12 +239,12 @@ func loadSegment(spec, claimDir string, getenv func(string) (string, bool)) (loa
 	}
 	if seg.Index != 0 {
 		if claimDir != "" {
-			return loadgen.Segment{}, fmt.Errorf("--claim-dir goes with --segment claim/n, not %s", spec)
+			return summary.Segment{}, fmt.Errorf("--claim-dir goes with --segment claim/n, not %s", spec)
 		}
 		return seg, nil
 	}
 	if claimDir == "" {
-		return loadgen.Segment{}, fmt.Errorf("--segment %s needs --claim-dir, a directory the replicas share", spec)
+		return summary.Segment{}, fmt.Errorf("--segment %s needs --claim-dir, a directory the replicas share", spec)
 	}
 	host, _ := os.Hostname()
 	return loadgen.ClaimSegment(claimDir, seg.Count, fmt.Sprintf("%s pid %d", host, os.Getpid()))

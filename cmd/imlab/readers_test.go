@@ -16,7 +16,7 @@ import (
 	"imlab/checker"
 	"imlab/compare"
 	"imlab/internal/testenv"
-	"imlab/loadgen"
+	"imlab/loadgen/summary"
 	"imlab/result"
 )
 
@@ -25,7 +25,7 @@ import (
 func TestFormatNames(t *testing.T) {
 	for _, c := range [][2]string{
 		{compare.ScenarioResultFormat, result.ResultFormat},
-		{compare.LoadSummaryFormat, loadgen.SummaryFormat},
+		{compare.LoadSummaryFormat, summary.Format},
 		{compare.VerdictFormat, checker.VerdictFormat},
 		{compare.CapacityFormat, capacity.ResultFormat},
 	} {
@@ -127,7 +127,7 @@ func TestReadersOfRealRuns(t *testing.T) {
 		var rep struct {
 			Valid  bool             `json:"valid"`
 			Result string           `json:"result"`
-			Load   *loadgen.Outcome `json:"load"`
+			Load   *summary.Outcome `json:"load"`
 		}
 		dec := json.NewDecoder(strings.NewReader(stdout))
 		if err := dec.Decode(&rep); err != nil || dec.More() {
@@ -175,14 +175,14 @@ func TestReadersOfRealRuns(t *testing.T) {
 			}
 		}
 		// A load summary of another format: check and compare refuse it.
-		sum := filepath.Join(clean, result.LoadDir, loadgen.SummaryFile)
+		sum := filepath.Join(clean, result.LoadDir, summary.File)
 		sb, err := os.ReadFile(sum)
 		if err != nil {
 			t.Fatal(err)
 		}
 		dir := t.TempDir()
-		for _, n := range []string{loadgen.SummaryFile} {
-			if err := os.WriteFile(filepath.Join(dir, n), bytes.Replace(sb, []byte(loadgen.SummaryFormat), []byte("imlab-load-summary/9"), 1), 0o644); err != nil {
+		for _, n := range []string{summary.File} {
+			if err := os.WriteFile(filepath.Join(dir, n), bytes.Replace(sb, []byte(summary.Format), []byte("imlab-load-summary/9"), 1), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -198,7 +198,7 @@ func TestReadersOfRealRuns(t *testing.T) {
 		}
 		for _, args := range [][]string{{"check", dir}, {"compare", "--allow-mismatch", filepath.Join(clean, result.LoadDir), dir}} {
 			code, _, stderr := runImlab(t, ctx, args...)
-			if code != 2 || !strings.Contains(stderr, filepath.Join(dir, loadgen.SummaryFile)) || !strings.Contains(stderr, "imlab-load-summary/9") {
+			if code != 2 || !strings.Contains(stderr, filepath.Join(dir, summary.File)) || !strings.Contains(stderr, "imlab-load-summary/9") {
 				t.Errorf("imlab %s: exit %d, stderr %q: want 2 naming the summary and its format", args[0], code, stderr)
 			}
 		}

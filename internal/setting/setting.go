@@ -39,7 +39,7 @@ type Setting[C any] struct {
 	Field func(c *C) any
 }
 
-// Registrar is a setting that registers its own flags (loadgen.Mix: a
+// Registrar is a setting that registers its own flags (clientmix.Mix: a
 // preset and one flag per key).
 type Registrar interface {
 	RegisterFlags(fs *pflag.FlagSet)

@@ -13,7 +13,9 @@ import (
 	"imlab/internal/testenv"
 	"imlab/internal/testenv/refproc"
 	"imlab/loadgen"
+	"imlab/loadgen/clientmix"
 	"imlab/loadgen/schedule"
+	"imlab/loadgen/summary"
 	"imlab/ref/defect"
 	"imlab/ref/server"
 )
@@ -73,7 +75,7 @@ func (f fullRef) start(t *testing.T, maxAge, pulledMinAge time.Duration, defects
 // (8 users with 2 devices each, one group of 4 that gets three sends in
 // four, so that its conversation passes a history bucket of 100) and
 // returns the summary and the verdict.
-func mixRun(t *testing.T, target string, base uint64, mix loadgen.Mix, perSec int, d time.Duration) (*loadgen.Summary, *checker.Verdict) {
+func mixRun(t *testing.T, target string, base uint64, mix clientmix.Mix, perSec int, d time.Duration) (*summary.Summary, *checker.Verdict) {
 	t.Helper()
 	lc := loadgen.DefaultConfig("ref+"+target, mixSecret, t.TempDir())
 	lc.Mix = mix
@@ -137,7 +139,7 @@ func TestMixDefaultValid(t *testing.T) {
 	}
 	f := startFullBackends(t)
 	target := f.start(t, time.Hour, 2*time.Second)
-	mix := loadgen.DefaultMix()
+	mix := clientmix.Default()
 	mix.EnterOnOnline, mix.OpenOnPush, mix.Revoke, mix.Delete, mix.Clear = 1, 0.3, 0.05, 0.1, 0.02
 	sum, v := mixRun(t, target, 7000, mix, 70, 2*time.Second)
 	t.Logf("mix %+v; history %+v; retention %+v\n%s", sum.Mix, sum.Evidence.History, sum.Evidence.Retention, verdictTable(v))
@@ -198,7 +200,7 @@ var underRace = map[string]bool{
 // into the reference server, is caught by the client mix through its own
 // finding (one process and backends per defect).
 func TestMixCatchesDefects(t *testing.T) {
-	mix := loadgen.Mix{EnterOnOnline: 1, OpenOnPush: 0.3, HistoryPage: 20, Revoke: 0.1, Delete: 0.1, Clear: 0.01, Read: 0.3}
+	mix := clientmix.Mix{EnterOnOnline: 1, OpenOnPush: 0.3, HistoryPage: 20, Revoke: 0.1, Delete: 0.1, Clear: 0.01, Read: 0.3}
 	all := !raceBuild || os.Getenv("IMLAB_MIX_ALL_DEFECTS") == "1"
 	for i, c := range mixDefects {
 		t.Run(c.defect, func(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"imlab/loadgen"
+	"imlab/loadgen/summary"
 	"imlab/report"
 	"imlab/result"
 )
@@ -19,7 +19,7 @@ func TestReviewTop(t *testing.T) {
 	a := reviewRun(t, "burst-50k", 1, 3, 0, 0, 0, 1, 0)
 	a.Processes = []result.ProcessRun{{Name: "all", Exec: false, Addr: "127.0.0.1:1", StartedAt: time.Unix(1, 0), End: "stopped"}}
 	b := reviewRun(t, "burst-50k", 1, 3, 0, 0, 0, 1, 0)
-	b.LabCPU = &loadgen.LabCPU{CPUs: 2, WindowSeconds: 6, CPUSeconds: 1, Share: 0.08}
+	b.LabCPU = &summary.LabCPU{CPUs: 2, WindowSeconds: 6, CPUSeconds: 1, Share: 0.08}
 	b.LoadAverage = &result.LoadAverage{Start: [3]float64{16.8, 13.5, 6.6}, End: [3]float64{22.8, 15.2, 7.4}}
 	page := reviewPage(t, a, b)
 	if !strings.Contains(page, "<td>#1 burst-50k</td><td>all</td><td>in-process (inside the runner)</td>") || strings.Contains(page, "<td>all</td><td>0</td>") {
@@ -38,7 +38,7 @@ func TestReviewTop(t *testing.T) {
 // the verdict, above the charts.
 func TestReportBusyAtTheTop(t *testing.T) {
 	res := sampleResult()
-	res.LabCPU = &loadgen.LabCPU{CPUs: 2, WindowSeconds: 6, CPUSeconds: 1, Share: 0.08}
+	res.LabCPU = &summary.LabCPU{CPUs: 2, WindowSeconds: 6, CPUSeconds: 1, Share: 0.08}
 	res.LoadAverage = &result.LoadAverage{Start: [3]float64{16.8, 13.5, 6.6}, End: [3]float64{22.8, 15.2, 7.4}}
 	var b bytes.Buffer
 	if err := report.WriteHTML(&b, HTMLReport(res)); err != nil {

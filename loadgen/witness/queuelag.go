@@ -1,4 +1,4 @@
-package loadgen
+package witness
 
 import (
 	"context"
@@ -9,73 +9,20 @@ import (
 	"strings"
 	"time"
 
+	"imlab/loadgen/summary"
 	"imlab/targets"
 )
 
-// GroupLag is one consumer group's lag when the run ended.
-type GroupLag struct {
-	Group   string `json:"group"`
-	Records int64  `json:"records"`
-	// OldestAgeS is the age of its oldest unprocessed message; nil when the
-	// server could not measure it (unknown, never 0).
-	OldestAgeS *float64 `json:"oldest_age_s"`
-	Drained    bool     `json:"drained"`
-}
-
-// QueueLagEnd is the target's queue lag read once the run ended (after the
-// final drain and the witness): whether each tier behind the queue caught
-// up, or how far behind it still was. A tier may lag (a slow history
-// store does); the run then says so instead of reading as done.
-type QueueLagEnd struct {
-	Groups        []GroupLag `json:"groups"`
-	OutboxBacklog int64      `json:"outbox_backlog"`
-	Errors        []string   `json:"errors,omitempty"`
-	// Unknown says why the lag could not be read (e.g. a server without
-	// the lab route); then Groups is empty.
-	Unknown string `json:"unknown,omitempty"`
-}
-
-func (q *QueueLagEnd) String() string {
-	if q == nil {
-		return "not read"
-	}
-	if q.Unknown != "" {
-		return "unknown (" + q.Unknown + ")"
-	}
-	if len(q.Groups) == 0 {
-		return "no consumer group (no queue behind this server)"
-	}
-	var parts []string
-	for _, g := range q.Groups {
-		age := "age unknown"
-		if g.OldestAgeS != nil {
-			age = fmt.Sprintf("oldest %.1fs", *g.OldestAgeS)
-		}
-		state := "drained"
-		if !g.Drained {
-			state = fmt.Sprintf("NOT DRAINED: %d records behind, %s", g.Records, age)
-		}
-		parts = append(parts, g.Group+" "+state)
-	}
-	s := strings.Join(parts, "; ")
-	if q.OutboxBacklog > 0 {
-		s += fmt.Sprintf("; outbox backlog %d", q.OutboxBacklog)
-	}
-	if len(q.Errors) > 0 {
-		s += "; monitor errors: " + strings.Join(q.Errors, ", ")
-	}
-	return s
-}
-
-// queueLagAtEnd reads the queue lag once (targets.LabDriver.QueueLag).
-func (r *runner) queueLagAtEnd(ctx context.Context, sum *Summary) {
-	end := &QueueLagEnd{}
+// QueueLagAtEnd reads the queue lag once (targets.LabDriver.QueueLag)
+// into the summary.
+func (w *Witness) QueueLagAtEnd(ctx context.Context, sum *summary.Summary) {
+	end := &summary.QueueLagEnd{}
 	sum.QueueLag = end
-	if r.lab == nil {
-		end.Unknown = "the " + r.drv.Name() + " driver reads no queue lag"
+	if w.env.Lab == nil {
+		end.Unknown = "the " + w.env.Drv.Name() + " driver reads no queue lag"
 		return
 	}
-	q, err := r.lab.QueueLag(ctx)
+	q, err := w.env.Lab.QueueLag(ctx)
 	var te *targets.Error
 	switch {
 	case errors.As(err, &te) && te.Status == 404:
@@ -97,7 +44,7 @@ func (r *runner) queueLagAtEnd(ctx context.Context, sum *Summary) {
 		groups[g] = true
 	}
 	for _, g := range slices.Sorted(maps.Keys(groups)) {
-		gl := GroupLag{Group: g, Records: q.Records[g], Drained: q.Records[g] == 0 && q.UnknownAge[g] == 0}
+		gl := summary.GroupLag{Group: g, Records: q.Records[g], Drained: q.Records[g] == 0 && q.UnknownAge[g] == 0}
 		if a, ok := q.MaxAgeSeconds[g]; ok && q.UnknownAge[g] == 0 {
 			gl.OldestAgeS = &a
 		}
@@ -105,7 +52,7 @@ func (r *runner) queueLagAtEnd(ctx context.Context, sum *Summary) {
 	}
 }
 
-// inboxTierPoll is how often waitInboxTier reads the queue lag.
+// inboxTierPoll is how often WaitInboxTier reads the queue lag.
 const inboxTierPoll = 250 * time.Millisecond
 
 // inboxTier is the reference server's consumer group that writes the
@@ -130,18 +77,18 @@ func inboxBehind(q targets.QueueLag) string {
 	return strings.Join(parts, ", ")
 }
 
-// waitInboxTier waits, until deadline, for everything on its way to an
+// WaitInboxTier waits, until deadline, for everything on its way to an
 // inbox to arrive there: a message the server has ACKed but still holds in
 // its queue or outbox is late, not lost, and a witness read before it
 // arrives would call it lost. It returns "" once the tier has drained (or
 // the target has no queue to wait for: no lab route, or no inbox group),
 // else what was still behind at the deadline.
-func (r *runner) waitInboxTier(ctx context.Context, deadline time.Time) string {
+func (w *Witness) WaitInboxTier(ctx context.Context, deadline time.Time) string {
 	for {
-		if r.lab == nil {
+		if w.env.Lab == nil {
 			return "" // a driver without the lab's queue lag: nothing to wait for
 		}
-		q, err := r.lab.QueueLag(ctx)
+		q, err := w.env.Lab.QueueLag(ctx)
 		if err != nil {
 			// No lab route (404) or no queue: nothing to wait for that the
 			// lab can see; the pull rounds alone decide.

@@ -1,4 +1,4 @@
-package loadgen
+package device
 
 import (
 	"context"
@@ -33,7 +33,7 @@ type wsState struct {
 // ackDue is a device whose acknowledgement comes due at at.
 type ackDue struct {
 	at time.Time
-	d  *device
+	d  *Device
 }
 
 // acker acknowledges online devices' chains over their connections and
@@ -41,30 +41,24 @@ type ackDue struct {
 // is one for every device), so the queue is a FIFO.
 type acker struct {
 	every time.Duration
-	devs  []*device // the online devices it closes at the end
+	devs  []*Device // the online devices it closes at the end
 	mu    sync.Mutex
 	q     []ackDue
 	kick  chan struct{} // a deadline was queued into an empty queue
 }
 
-// ackerOf returns the run's acker, starting it with the first online
+// ackerOf returns the fleet's acker, starting it with the first online
 // device (ctx and drain are every device's).
-func (r *runner) ackerOf(ctx context.Context, drain <-chan struct{}) *acker {
-	r.ackOnce.Do(func() {
-		a := &acker{every: r.cfg.AckEvery, kick: make(chan struct{}, 1)}
-		for _, d := range r.devs {
-			if d.kind == ledger.Online {
-				a.devs = append(a.devs, d)
-			}
-		}
-		r.acks = a
-		go a.run(ctx, drain)
+func (f *Fleet) ackerOf(ctx context.Context, drain <-chan struct{}) *acker {
+	f.ackOnce.Do(func() {
+		f.acks = &acker{every: f.env.AckEvery, devs: f.online, kick: make(chan struct{}, 1)}
+		go f.acks.run(ctx, drain)
 	})
-	return r.acks
+	return f.acks
 }
 
 // queue schedules d's acknowledgement AckEvery from now.
-func (a *acker) queue(d *device) {
+func (a *acker) queue(d *Device) {
 	a.mu.Lock()
 	a.q = append(a.q, ackDue{at: time.Now().Add(a.every), d: d})
 	first := len(a.q) == 1
@@ -78,7 +72,7 @@ func (a *acker) queue(d *device) {
 }
 
 // next pops the deadlines that are due and says how long until the next.
-func (a *acker) next(now time.Time, due []*device) ([]*device, time.Duration) {
+func (a *acker) next(now time.Time, due []*Device) ([]*Device, time.Duration) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	n := 0
@@ -99,7 +93,7 @@ func (a *acker) run(ctx context.Context, drain <-chan struct{}) {
 	defer a.stop()
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	var due []*device
+	var due []*Device
 	for {
 		var wait time.Duration
 		due, wait = a.next(time.Now(), due[:0])
@@ -138,7 +132,7 @@ func (a *acker) stop() {
 }
 
 // ackDue is the acker's call when d's acknowledgement comes due.
-func (d *device) ackDue() {
+func (d *Device) ackDue() {
 	s := &d.ws
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -155,7 +149,7 @@ func (d *device) ackDue() {
 // ackWS acknowledges the recorded chain over the connection (s.mu held).
 // A failed write closes the connection: the device's read ends, and it
 // reconnects and pulls.
-func (d *device) ackWS() error {
+func (d *Device) ackWS() error {
 	s := &d.ws
 	if s.chain <= d.acked {
 		return nil
@@ -165,13 +159,13 @@ func (d *device) ackWS() error {
 		return err
 	}
 	d.acked = s.chain
-	d.shard().Cursor(ledger.Cursor{Dev: d.idx, Seq: s.chain, Status: ledger.Sent, At: d.now()})
+	d.shard().Cursor(ledger.Cursor{Dev: d.Idx, Seq: s.chain, Status: ledger.Sent, At: d.now()})
 	return nil
 }
 
 // attach makes c the device's connection, busy until idle is called;
 // false when the run has drained or ended (c is then closed).
-func (d *device) attach(c targets.Conn) bool {
+func (d *Device) attach(c targets.Conn) bool {
 	s := &d.ws
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -184,7 +178,7 @@ func (d *device) attach(c targets.Conn) bool {
 }
 
 // detach closes the connection; the acker no longer touches the device.
-func (d *device) detach() {
+func (d *Device) detach() {
 	s := &d.ws
 	s.mu.Lock()
 	c := s.conn
@@ -196,7 +190,7 @@ func (d *device) detach() {
 }
 
 // busy marks the device as handling a frame.
-func (d *device) busy() {
+func (d *Device) busy() {
 	s := &d.ws
 	s.mu.Lock()
 	s.busy = true
@@ -207,7 +201,7 @@ func (d *device) busy() {
 // for a frame: an acknowledgement that came due meanwhile is made now, and
 // a chain past the last acknowledgement is queued for one AckEvery from
 // now. An error when the connection is no longer usable.
-func (d *device) idle(a *acker) error {
+func (d *Device) idle(a *acker) error {
 	s := &d.ws
 	s.mu.Lock()
 	defer s.mu.Unlock()

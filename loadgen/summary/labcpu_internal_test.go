@@ -1,4 +1,4 @@
-package loadgen
+package summary
 
 import (
 	"runtime"
@@ -12,24 +12,24 @@ import (
 func TestLabCPUShare(t *testing.T) {
 	t0 := time.Now()
 	n := float64(runtime.NumCPU())
-	busy := labCPU(cpuMark{at: t0, cpu: time.Second, ok: true}, cpuMark{at: t0.Add(2 * time.Second), cpu: time.Second + time.Duration(1.2*n*float64(time.Second)), ok: true})
+	busy := CPUShare(CPUMark{at: t0, cpu: time.Second, ok: true}, CPUMark{at: t0.Add(2 * time.Second), cpu: time.Second + time.Duration(1.2*n*float64(time.Second)), ok: true})
 	if busy == nil || busy.Share < 0.5999 || busy.Share > 0.6001 || !busy.OverHalf || !strings.Contains(busy.String(), "generator used 60% of the machine's CPU during the measured window") ||
 		!strings.Contains(busy.String(), "MORE THAN HALF") {
 		t.Fatalf("busy: %+v %s", busy, busy)
 	}
-	idle := labCPU(cpuMark{at: t0, ok: true}, cpuMark{at: t0.Add(10 * time.Second), cpu: time.Duration(n * float64(time.Second)), ok: true})
+	idle := CPUShare(CPUMark{at: t0, ok: true}, CPUMark{at: t0.Add(10 * time.Second), cpu: time.Duration(n * float64(time.Second)), ok: true})
 	if idle == nil || idle.Share < 0.0999 || idle.Share > 0.1001 || idle.OverHalf || strings.Contains(idle.String(), "HALF") {
 		t.Fatalf("idle: %+v %s", idle, idle)
 	}
-	for _, m := range [][2]cpuMark{{{}, {at: t0, ok: true}}, {{at: t0, ok: true}, {at: t0, ok: true}}} {
-		if l := labCPU(m[0], m[1]); l != nil {
+	for _, m := range [][2]CPUMark{{{}, {at: t0, ok: true}}, {{at: t0, ok: true}, {at: t0, ok: true}}} {
+		if l := CPUShare(m[0], m[1]); l != nil {
 			t.Fatalf("%+v: want unknown, got %+v", m, l)
 		}
 	}
 	if !strings.Contains((*LabCPU)(nil).String(), "unknown") {
 		t.Fatal("a nil share must say unknown")
 	}
-	if m := markCPU(); !m.ok || m.cpu <= 0 {
+	if m := MarkCPU(); !m.ok || m.cpu <= 0 {
 		t.Fatalf("this process's CPU: %+v", m)
 	}
 }

@@ -1,4 +1,15 @@
-package loadgen
+// Package device owns the devices a load run simulates: per device an
+// inbox puller or a WebSocket connection that stores what it gets in its
+// chain order (filling gaps by pulling), acknowledges, crashes and comes
+// back; on a target without an inbox a push connection that takes what it
+// missed first; the acker of the online devices; the client mix's actions
+// (conversation pull, history page, revoke, delete, clear, mark read) and
+// the senders' revokes; the WebSocket connections that carry sends.
+// Every delivery, cursor and action goes into the run's ledger.
+//
+// It must not choose what is sent or when (the generator's schedule), read
+// a witness, or judge; it must not import the generator (loadgen).
+package device
 
 import (
 	"context"
@@ -10,16 +21,17 @@ import (
 	"imlab/targets"
 )
 
-// device is one simulated (uid, did). Its goroutine (run) owns all its
-// state but ws, which an online device shares with the run's acker
-// (acker.go).
-type device struct {
-	r     *runner
-	idx   uint32
-	uid   uint64
-	did   string
-	kind  ledger.DeviceKind
-	sess  targets.Session
+// Device is one simulated (uid, did). Its goroutine (run) owns all its
+// state but ws, which an online device shares with the fleet's acker
+// (acker.go). Idx, UID, DID, Kind and Sess are set by Fleet.New and only
+// read after.
+type Device struct {
+	f     *Fleet
+	Idx   uint32
+	UID   uint64
+	DID   string
+	Kind  ledger.DeviceKind
+	Sess  targets.Session
 	phase time.Duration
 
 	chain    uint64 // every inbox seq <= chain is stored (as far as the device knows)
@@ -28,8 +40,8 @@ type device struct {
 	pages    int
 	crashes  int
 
-	// The client mix (Mix): the device's own random choices and what it
-	// knows of its conversations.
+	// The client mix: the device's own random choices and what it knows
+	// of its conversations.
 	rng   *mrand.Rand
 	convs map[uint64]*devConv
 
@@ -39,16 +51,16 @@ type device struct {
 // frameQueue bounds the frames read ahead of the device.
 const frameQueue = 1024
 
-func (d *device) shard() *ledger.Shard { return d.r.led.Shard(int(d.idx)) }
+func (d *Device) shard() *ledger.Shard { return d.f.led.Shard(int(d.Idx)) }
 
-func (d *device) now() time.Duration { return time.Since(d.r.start) }
+func (d *Device) now() time.Duration { return time.Since(d.f.start) }
 
-func (d *device) run(ctx context.Context, drain <-chan struct{}) {
-	if !d.r.caps.Inbox {
+func (d *Device) run(ctx context.Context, drain <-chan struct{}) {
+	if !d.f.env.Caps.Inbox {
 		d.convRun(ctx, drain)
 		return
 	}
-	if d.kind == ledger.Online {
+	if d.Kind == ledger.Online {
 		d.online(ctx, drain)
 		return
 	}
@@ -56,24 +68,21 @@ func (d *device) run(ctx context.Context, drain <-chan struct{}) {
 }
 
 // store records a message the device keeps.
-func (d *device) store(m *targets.Msg, via ledger.Via) {
-	tick, intended, ours := d.r.parseContent(m.Content)
+func (d *Device) store(m *targets.Msg, via ledger.Via) {
+	tick, intended, ours := d.f.env.Parse(m.Content)
 	at := d.now()
-	if ours && m.Seq > d.chain {
-		d.r.e2e.stored(d.r.m.lane(int(d.idx)), tick, at-intended)
-	}
 	d.saw(m)
-	d.shard().Delivery(ledger.Delivery{Dev: d.idx, Via: via, Seq: m.Seq, MsgID: m.MsgID, ConvID: m.ConvID, ConvSeq: m.ConvSeq, Tick: tick, At: at})
-	d.r.m.deliv.Add(1)
+	d.shard().Delivery(ledger.Delivery{Dev: d.Idx, Via: via, Seq: m.Seq, MsgID: m.MsgID, ConvID: m.ConvID, ConvSeq: m.ConvSeq, Tick: tick, At: at})
+	d.f.env.Delivered(d.Idx, tick, at-intended, ours && m.Seq > d.chain)
 }
 
 // page pulls one page (re-pulling with full=1 if the server truncated it).
-func (d *device) page(ctx context.Context, explicit bool) (targets.PullPage, error) {
-	o := targets.PullOpts{Limit: d.r.cfg.PullLimit, Cursor: d.chain, UseCursor: explicit}
-	pr, err := d.r.pull(ctx, d.sess, o)
+func (d *Device) page(ctx context.Context, explicit bool) (targets.PullPage, error) {
+	o := targets.PullOpts{Limit: d.f.env.PullLimit, Cursor: d.chain, UseCursor: explicit}
+	pr, err := d.f.env.Pull(ctx, d.Sess, o)
 	if err == nil && pr.Truncated {
 		o.Full = true
-		pr, err = d.r.pull(ctx, d.sess, o)
+		pr, err = d.f.env.Pull(ctx, d.Sess, o)
 	}
 	return pr, err
 }
@@ -81,7 +90,7 @@ func (d *device) page(ctx context.Context, explicit bool) (targets.PullPage, err
 // catchUp pulls from the chain's end (or, with no chain yet, from the
 // stored cursor) until the server has no more, storing in seq order.
 // With until > 0 it stops once the chain reaches until.
-func (d *device) catchUp(ctx context.Context, until uint64) error {
+func (d *Device) catchUp(ctx context.Context, until uint64) error {
 	for {
 		pr, err := d.page(ctx, d.hasChain)
 		if err != nil {
@@ -106,21 +115,21 @@ func (d *device) catchUp(ctx context.Context, until uint64) error {
 }
 
 // ackHTTP acknowledges the chain over HTTP and records the answer.
-func (d *device) ackHTTP(seq uint64) {
+func (d *Device) ackHTTP(seq uint64) {
 	if seq == 0 || seq <= d.acked {
 		return
 	}
-	_, err := d.sess.Ack(context.Background(), seq)
+	_, err := d.Sess.Ack(context.Background(), seq)
 	st := ledger.Accepted
 	if err != nil {
 		st = ledger.Refused
 		if targets.StatusOf(err) != 409 {
-			d.r.fail("device %d ack %d: %v", d.idx, seq, err)
+			d.f.env.Fail("device %d ack %d: %v", d.Idx, seq, err)
 		}
 	} else {
 		d.acked = seq
 	}
-	d.shard().Cursor(ledger.Cursor{Dev: d.idx, Seq: seq, Status: st, At: d.now()})
+	d.shard().Cursor(ledger.Cursor{Dev: d.Idx, Seq: seq, Status: st, At: d.now()})
 }
 
 // online keeps a WebSocket open, stores frames in chain order (filling
@@ -128,17 +137,17 @@ func (d *device) ackHTTP(seq uint64) {
 // run's acker), reconnects and pulls after a close, and on drain pulls to
 // the end and acknowledges. The device's goroutine reads the connection
 // itself; the acker ends the read at the drain or the end of the run.
-func (d *device) online(ctx context.Context, drain <-chan struct{}) {
-	a := d.r.ackerOf(ctx, drain)
+func (d *Device) online(ctx context.Context, drain <-chan struct{}) {
+	a := d.f.ackerOf(ctx, drain)
 	backoff := 10 * time.Millisecond
 	for ctx.Err() == nil {
 		select {
 		case <-drain:
-			d.final(ctx)
+			d.Final(ctx)
 			return
 		default:
 		}
-		ws, err := d.sess.Connect(ctx)
+		ws, err := d.Sess.Connect(ctx)
 		if err != nil {
 			select {
 			case <-time.After(backoff):
@@ -157,16 +166,16 @@ func (d *device) online(ctx context.Context, drain <-chan struct{}) {
 }
 
 // errStopped is a connection closed by the acker at the drain or the end.
-var errStopped = errors.New("loadgen: device stopped")
+var errStopped = errors.New("device: stopped")
 
 // connected catches up, then reads and handles frames until the
 // connection ends (closed by the server, after a failed acknowledgement,
 // or by the acker at the drain or the end of the run). The device is busy
 // (attach) until the catch-up is done.
-func (d *device) connected(ctx context.Context, ws targets.Conn, a *acker) {
+func (d *Device) connected(ctx context.Context, ws targets.Conn, a *acker) {
 	if err := d.catchUp(ctx, 0); err != nil {
 		if ctx.Err() == nil {
-			d.r.fail("device %d catch-up: %v", d.idx, err)
+			d.f.env.Fail("device %d catch-up: %v", d.Idx, err)
 		}
 		return
 	}
@@ -191,11 +200,11 @@ func (d *device) connected(ctx context.Context, ws targets.Conn, a *acker) {
 
 // frame stores a pushed message in chain order, filling a gap by pulling
 // first; false when the gap fill failed.
-func (d *device) frame(ctx context.Context, f *targets.Push) bool {
+func (d *Device) frame(ctx context.Context, f *targets.Push) bool {
 	if f.PrevSeq > d.chain {
 		if err := d.catchUp(ctx, f.Msg.Seq); err != nil {
 			if ctx.Err() == nil {
-				d.r.fail("device %d gap fill: %v", d.idx, err)
+				d.f.env.Fail("device %d gap fill: %v", d.Idx, err)
 			}
 			return false
 		}
@@ -209,10 +218,12 @@ func (d *device) frame(ctx context.Context, f *targets.Push) bool {
 	return true
 }
 
-// final pulls to the end from the chain and acknowledges it.
-func (d *device) final(ctx context.Context) {
+// Final pulls to the end from the chain and acknowledges it. The fleet's
+// drain calls it, and so may the generator once every device's goroutine
+// has returned (drain rounds).
+func (d *Device) Final(ctx context.Context) {
 	if err := d.catchUp(ctx, 0); err != nil {
-		d.r.fail("device %d final drain: %v", d.idx, err)
+		d.f.env.Fail("device %d final drain: %v", d.Idx, err)
 		return
 	}
 	d.ackHTTP(d.chain)
@@ -220,13 +231,13 @@ func (d *device) final(ctx context.Context) {
 
 // puller comes back every ComeBackEvery (from its own phase) and at the
 // drain, and pulls to the end from its stored cursor.
-func (d *device) puller(ctx context.Context, drain <-chan struct{}) {
-	every := d.r.cfg.Pop.ComeBackEvery
+func (d *Device) puller(ctx context.Context, drain <-chan struct{}) {
+	every := d.f.env.ComeBackEvery
 	next := d.phase
 	for {
 		var wake <-chan time.Time
 		if every > 0 {
-			wake = time.After(time.Until(d.r.start.Add(next)))
+			wake = time.After(time.Until(d.f.start.Add(next)))
 		}
 		select {
 		case <-wake:
@@ -250,19 +261,19 @@ const maxCrashesPerVisit = 2
 // the final drain), crashes: alternately before storing the page (it must
 // get it again) and after storing but before acknowledging (duplicates
 // follow). A crash restarts the device, which pulls from the stored cursor.
-func (d *device) visit(ctx context.Context, final bool) {
+func (d *Device) visit(ctx context.Context, final bool) {
 	crashes := 0
 	for ctx.Err() == nil {
 		pr, err := d.page(ctx, false)
 		if err != nil {
 			if ctx.Err() == nil {
-				d.r.fail("device %d pull: %v", d.idx, err)
+				d.f.env.Fail("device %d pull: %v", d.Idx, err)
 			}
 			return
 		}
-		if len(pr.Msgs) > 0 && d.kind == ledger.Crashy && !final && crashes < maxCrashesPerVisit {
+		if len(pr.Msgs) > 0 && d.Kind == ledger.Crashy && !final && crashes < maxCrashesPerVisit {
 			d.pages++
-			if d.pages%d.r.cfg.Pop.CrashEvery == 0 {
+			if d.pages%d.f.env.CrashEvery == 0 {
 				crashes++
 				d.crashes++
 				if d.crashes%2 == 0 {

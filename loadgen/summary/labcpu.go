@@ -1,4 +1,4 @@
-package loadgen
+package summary
 
 import (
 	"fmt"
@@ -43,25 +43,25 @@ func (l *LabCPU) String() string {
 	return s
 }
 
-// cpuMark is this process's CPU time at a moment.
-type cpuMark struct {
+// CPUMark is this process's CPU time at a moment.
+type CPUMark struct {
 	at  time.Time
 	cpu time.Duration
 	ok  bool
 }
 
-// markCPU reads this process's CPU time now.
-func markCPU() cpuMark {
+// MarkCPU reads this process's CPU time now.
+func MarkCPU() CPUMark {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return cpuMark{}
+		return CPUMark{}
 	}
-	return cpuMark{at: time.Now(), cpu: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), ok: true}
+	return CPUMark{at: time.Now(), cpu: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), ok: true}
 }
 
-// labCPU is the share between two marks; nil when either was not read or
+// CPUShare is the share between two marks; nil when either was not read or
 // the window is empty.
-func labCPU(m0, m1 cpuMark) *LabCPU {
+func CPUShare(m0, m1 CPUMark) *LabCPU {
 	wall := m1.at.Sub(m0.at)
 	if !m0.ok || !m1.ok || wall <= 0 {
 		return nil

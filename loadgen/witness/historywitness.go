@@ -1,4 +1,4 @@
-package loadgen
+package witness
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"imlab/ledger"
+	"imlab/loadgen/summary"
 	"imlab/targets"
 )
 
@@ -36,30 +37,18 @@ const (
 	maxLabTries = 5
 )
 
-// HistorySum says what the history witness read.
-type HistorySum struct {
-	Made    bool   `json:"made"`
-	Drained bool   `json:"drained"`
-	Convs   int    `json:"convs"`
-	Slots   int    `json:"slots"`
-	Errors  int    `json:"errors"`
-	Reason  string `json:"reason,omitempty"`
-	Waited  string `json:"waited,omitempty"`
-	Invalid int    `json:"invalid_slots,omitempty"`
-}
-
 // historyDrained waits (bounded) until the target's queue lag says every
 // consumer group has nothing left to process, the history tier's
 // included. It answers false when that was not seen, with why.
-func (r *runner) historyDrained(ctx context.Context) (bool, string) {
-	if r.lab == nil {
-		return false, "the " + r.drv.Name() + " driver reads no queue lag: whether the history tier drained is unknown"
+func (w *Witness) historyDrained(ctx context.Context) (bool, string) {
+	if w.env.Lab == nil {
+		return false, "the " + w.env.Drv.Name() + " driver reads no queue lag: whether the history tier drained is unknown"
 	}
 	ctx, cancel := context.WithTimeout(ctx, historyDrainWait)
 	defer cancel()
 	last := ""
 	for {
-		q, err := r.lab.QueueLag(ctx)
+		q, err := w.env.Lab.QueueLag(ctx)
 		switch {
 		case err != nil:
 			last = err.Error()
@@ -85,37 +74,37 @@ func (r *runner) historyDrained(ctx context.Context) (bool, string) {
 	}
 }
 
-// historyWitness reads every conversation an ACK of this run named, as
-// stored, and records its slots, clear watermarks and head.
-// The whole witness is bounded by DrainTimeout: a conversation not read
-// by then is not judged (a note says so).
-func (r *runner) historyWitness(parent context.Context, sum *Summary) {
-	ctx, cancel := context.WithTimeout(parent, r.cfg.DrainTimeout)
+// History is the history witness: it reads every conversation of book
+// (each an ACK of this run named), as stored, and records its slots,
+// clear watermarks and head. The whole witness is bounded by bound: a
+// conversation not read by then is not judged (a note says so).
+func (w *Witness) History(parent context.Context, sum *summary.Summary, book *ConvBook, bound time.Duration) {
+	ctx, cancel := context.WithTimeout(parent, bound)
 	defer cancel()
-	hs := &HistorySum{}
+	hs := &summary.HistorySum{}
 	sum.Evidence.History = hs
-	convs := r.convs.snapshot()
+	convs := book.snapshot()
 	ids := make([]uint64, 0, len(convs))
 	for id := range convs {
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	if len(ids) > 0 && r.historyAbsent(ctx, ids[0], convs[ids[0]]) {
+	if len(ids) > 0 && w.historyAbsent(ctx, ids[0], convs[ids[0]]) {
 		// No note: the checker reads the history check as not exercised
 		// (nothing to witness), not as a witness that failed.
-		hs.Reason = "the target has no history store to witness (its lab history read answered 501): " + r.drv.Name()
+		hs.Reason = "the target has no history store to witness (its lab history read answered 501): " + w.env.Drv.Name()
 		return
 	}
 	began := time.Now()
-	drained, why := r.historyDrained(ctx)
+	drained, why := w.historyDrained(ctx)
 	hs.Drained, hs.Waited = drained, time.Since(began).Round(time.Millisecond).String()
 	var mu sync.Mutex
 	var firstErr error
 	noLab, noStore := false, false
 	done := make([]bool, len(ids))
-	_ = r.forEach(ctx, len(ids), func(i int) error {
+	_ = ForEach(ctx, len(ids), func(i int) error {
 		id := ids[i]
-		slots, invalid, err := r.witnessConv(ctx, i, id, convs[id])
+		slots, invalid, err := w.witnessConv(ctx, i, id, convs[id])
 		mu.Lock()
 		defer mu.Unlock()
 		done[i] = true
@@ -134,7 +123,7 @@ func (r *runner) historyWitness(parent context.Context, sum *Summary) {
 			if firstErr == nil {
 				firstErr = err
 			}
-			r.note(ledger.Note{Check: checkHistoryWitness, Conv: id, Reason: err.Error()})
+			w.Note(ledger.Note{Check: checkHistoryWitness, Conv: id, Reason: err.Error()})
 			return nil
 		}
 		hs.Convs++
@@ -144,7 +133,7 @@ func (r *runner) historyWitness(parent context.Context, sum *Summary) {
 	for i, id := range ids {
 		if !done[i] && !noLab {
 			hs.Errors++
-			r.note(ledger.Note{Check: checkHistoryWitness, Conv: id, Reason: "not read before the history witness's bound"})
+			w.Note(ledger.Note{Check: checkHistoryWitness, Conv: id, Reason: "not read before the history witness's bound"})
 		}
 	}
 	n := ledger.Note{Check: checkHistoryWitness, Convs: hs.Convs, Errors: hs.Errors, Drained: drained}
@@ -152,13 +141,13 @@ func (r *runner) historyWitness(parent context.Context, sum *Summary) {
 	case parent.Err() != nil:
 		n.Reason = "the run was cancelled during the history witness"
 	case ctx.Err() != nil && hs.Convs == 0:
-		n.Reason = fmt.Sprintf("the history witness read no conversation within %s", r.cfg.DrainTimeout)
+		n.Reason = fmt.Sprintf("the history witness read no conversation within %s", bound)
 	case ctx.Err() != nil:
-		n.Made, n.Reason = drained, fmt.Sprintf("the history witness read %d of %d conversations within %s; the others are not judged", hs.Convs, len(ids), r.cfg.DrainTimeout)
+		n.Made, n.Reason = drained, fmt.Sprintf("the history witness read %d of %d conversations within %s; the others are not judged", hs.Convs, len(ids), bound)
 	case noLab:
-		n.Reason = "the target offers no history witness (no lab route): " + r.drv.Name()
+		n.Reason = "the target offers no history witness (no lab route): " + w.env.Drv.Name()
 	case noStore:
-		n.Reason = "the target has no history store to witness (its lab history read answered 501): " + r.drv.Name()
+		n.Reason = "the target has no history store to witness (its lab history read answered 501): " + w.env.Drv.Name()
 	case len(ids) > 0 && hs.Convs == 0:
 		n.Reason = fmt.Sprintf("the history witness failed for every conversation (e.g. %v)", firstErr)
 	case !drained:
@@ -167,15 +156,15 @@ func (r *runner) historyWitness(parent context.Context, sum *Summary) {
 		n.Made = true
 	}
 	hs.Made, hs.Reason = n.Made, n.Reason
-	r.note(n)
+	w.Note(n)
 }
 
 // historyAbsent reads conv_seq 1 of one conversation once, before the
 // wait for the history tier: a 501 says the target has no history store
 // at all (the reference server without MongoDB), so there is nothing to
 // wait for or to read; the run then writes no history witness note.
-func (r *runner) historyAbsent(ctx context.Context, id uint64, e convEntry) bool {
-	s, err := r.drv.Session(ctx, e.reader, WitnessDID)
+func (w *Witness) historyAbsent(ctx context.Context, id uint64, e convEntry) bool {
+	s, err := w.env.Drv.Session(ctx, e.reader, DID)
 	if err != nil {
 		return false
 	}
@@ -189,8 +178,8 @@ func (r *runner) historyAbsent(ctx context.Context, id uint64, e convEntry) bool
 
 // witnessConv reads one conversation 1..head in ranges of
 // targets.MaxHistoryRange with the token of a party or member.
-func (r *runner) witnessConv(ctx context.Context, i int, id uint64, e convEntry) (slots, invalid int, err error) {
-	s, err := r.drv.Session(ctx, e.reader, WitnessDID)
+func (w *Witness) witnessConv(ctx context.Context, i int, id uint64, e convEntry) (slots, invalid int, err error) {
+	s, err := w.env.Drv.Session(ctx, e.reader, DID)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -198,7 +187,7 @@ func (r *runner) witnessConv(ctx context.Context, i int, id uint64, e convEntry)
 	if !ok {
 		return 0, 0, errNoLab
 	}
-	sh := r.led.Shard(i)
+	sh := w.env.Ledger.Shard(i)
 	head := e.maxSeq
 	for from := uint64(1); from <= head && from <= maxWitnessSeqs; from += targets.MaxHistoryRange {
 		to := min(from+targets.MaxHistoryRange-1, max(head, from))
@@ -208,13 +197,13 @@ func (r *runner) witnessConv(ctx context.Context, i int, id uint64, e convEntry)
 		if err != nil {
 			return slots, invalid, err
 		}
-		at := time.Since(r.start)
+		at := time.Since(w.env.Start)
 		for _, x := range h.Slots {
 			if x.Invalid {
 				invalid++
 				continue
 			}
-			tag, _, _ := r.parseContent(x.Content)
+			tag, _, _ := w.env.Parse(x.Content)
 			sl := ledger.Slot{ConvID: id, ConvSeq: x.ConvSeq, MsgID: x.MsgID, Sender: x.SenderUID, Tag: tag,
 				Revoked: x.Revoked, Purged: x.Purged, IsRead: x.IsRead, DelList: x.DelList, At: at}
 			if x.Purged {
@@ -232,26 +221,19 @@ func (r *runner) witnessConv(ctx context.Context, i int, id uint64, e convEntry)
 		}
 		head = max(head, h.MaxSeq)
 	}
-	sh.ConvHead(ledger.ConvHead{ConvID: id, MaxSeq: head, At: time.Since(r.start)})
+	sh.ConvHead(ledger.ConvHead{ConvID: id, MaxSeq: head, At: time.Since(w.env.Start)})
 	return slots, invalid, nil
 }
 
-// RetentionSum says what the retention log read.
-type RetentionSum struct {
-	Made      bool   `json:"made"`
-	Deletions int    `json:"deletions"`
-	Reason    string `json:"reason,omitempty"`
-}
-
-// retentionLog records the target's retention rules and the rows of this
-// run's users it deleted, on the ledger's time base (the target's clock
-// corrected by the offset measured before the run).
-func (r *runner) retentionLog(ctx context.Context, sum *Summary) {
-	rs := &RetentionSum{}
+// Retention records the target's retention rules and the rows of this
+// run's users (ours) it deleted, on the ledger's time base (the target's
+// clock corrected by the offset measured before the run).
+func (w *Witness) Retention(ctx context.Context, sum *summary.Summary, ours func(uid uint64) bool) {
+	rs := &summary.RetentionSum{}
 	sum.Evidence.Retention = rs
-	rr, ok := r.drv.(targets.RetentionReader)
+	rr, ok := w.env.Drv.(targets.RetentionReader)
 	if !ok {
-		rs.Reason = "the " + r.drv.Name() + " driver reads no retention log"
+		rs.Reason = "the " + w.env.Drv.Name() + " driver reads no retention log"
 		return
 	}
 	log, err := readRetry(ctx, maxLabTries, func() (targets.RetentionLog, error) { return rr.Retention(ctx) })
@@ -261,7 +243,7 @@ func (r *runner) retentionLog(ctx context.Context, sum *Summary) {
 		return
 	case err != nil:
 		rs.Reason = err.Error()
-		r.note(ledger.Note{Check: checkRetention, Reason: "reading the retention log: " + err.Error()})
+		w.Note(ledger.Note{Check: checkRetention, Reason: "reading the retention log: " + err.Error()})
 		return
 	case !log.Active:
 		rs.Reason = "the target runs no retention"
@@ -271,11 +253,11 @@ func (r *runner) retentionLog(ctx context.Context, sum *Summary) {
 	if c := sum.Split.Clock; c != nil {
 		offset = c.Offset
 	}
-	on := func(t time.Time) time.Duration { return t.Add(-offset).Sub(r.start) }
-	sh := r.led.Shard(0)
+	on := func(t time.Time) time.Duration { return t.Add(-offset).Sub(w.env.Start) }
+	sh := w.env.Ledger.Shard(0)
 	sh.Retention(ledger.RetentionSettings{MaxAge: log.MaxAge, PulledMinAge: log.PulledMinAge, Interval: log.Interval})
 	for _, x := range log.Rows {
-		if r.byUID[x.UID] == nil {
+		if !ours(x.UID) {
 			continue // another run's user
 		}
 		reason := ledger.RetentionExpired
@@ -290,5 +272,5 @@ func (r *runner) retentionLog(ctx context.Context, sum *Summary) {
 		n.Reason = "the target's retention log was truncated: not every deletion is known"
 	}
 	rs.Made, rs.Reason = n.Made, n.Reason
-	r.note(n)
+	w.Note(n)
 }

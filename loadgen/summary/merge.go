@@ -1,4 +1,4 @@
-package loadgen
+package summary
 
 import (
 	"context"
@@ -55,7 +55,7 @@ func PlanMerge(dirs []string, partial bool) (*MergePlan, error) {
 	bySeg := map[int]string{}
 	var first *Summary
 	for _, d := range dirs {
-		s, err := ReadSummary(d)
+		s, err := Read(d)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, d, err)
 		}
@@ -129,9 +129,9 @@ func WaitForSummaries(ctx context.Context, dirs []string, wait, poll time.Durati
 	err := pollUntil(ctx, wait, poll, func() (bool, error) {
 		missing = missing[:0]
 		for _, d := range dirs {
-			if _, err := os.Stat(filepath.Join(d, SummaryFile)); err != nil {
+			if _, err := os.Stat(filepath.Join(d, File)); err != nil {
 				if !errors.Is(err, os.ErrNotExist) {
-					return false, fmt.Errorf("loadgen: %s: %w", d, err)
+					return false, fmt.Errorf("summary: %s: %w", d, err)
 				}
 				missing = append(missing, d)
 			}
@@ -151,16 +151,16 @@ func WaitForSummaries(ctx context.Context, dirs []string, wait, poll time.Durati
 func SegmentDirs(ctx context.Context, root string, wait, poll time.Duration) ([]string, error) {
 	var dirs []string
 	err := pollUntil(ctx, wait, poll, func() (bool, error) {
-		sums, err := filepath.Glob(filepath.Join(root, "*", SummaryFile))
+		sums, err := filepath.Glob(filepath.Join(root, "*", File))
 		if err != nil {
-			return false, fmt.Errorf("loadgen: %w", err)
+			return false, fmt.Errorf("summary: %w", err)
 		}
 		dirs = dirs[:0]
 		want := 0
 		for _, p := range sums {
 			d := filepath.Dir(p)
 			dirs = append(dirs, d)
-			if s, err := ReadSummary(d); err == nil && want == 0 {
+			if s, err := Read(d); err == nil && want == 0 {
 				want = max(s.Split.Segment.Count, 1)
 			}
 		}
@@ -170,7 +170,7 @@ func SegmentDirs(ctx context.Context, root string, wait, poll time.Duration) ([]
 	case err != nil && ctx.Err() == nil:
 		return nil, err
 	case err == nil && len(dirs) == 0:
-		return nil, fmt.Errorf("%w: no run directory with a %s below %s", ErrInvalid, SummaryFile, root)
+		return nil, fmt.Errorf("%w: no run directory with a %s below %s", ErrInvalid, File, root)
 	}
 	return dirs, err
 }

@@ -1,6 +1,15 @@
-package loadgen
+// Package clientmix owns the client mix: what a load run's devices do
+// besides sending, pulling their inbox and receiving pushes (enter a
+// conversation, read a history page, revoke, delete for oneself, clear,
+// mark read), as probabilities: its validation, the target actions it
+// needs, its presets and flags, and its yaml keys.
+//
+// It must not do anything: the devices (loadgen/device) carry the mix out,
+// and it must not import other loadgen packages.
+package clientmix
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/pflag"
@@ -23,7 +32,7 @@ import (
 // missing seqs from the server and loads the latest page of history (20
 // by default) and marks the conversation read; Tinode's web and mobile
 // clients attach to the topic ({sub} with {get data} of the latest page,
-// 24 messages) and send {note read} for the newest seq. DefaultMix follows
+// 24 messages) and send {note read} for the newest seq. Default follows
 // them: a device coming online enters about half of the conversations its
 // catch-up brought news of (the rest stay unread in the list), a push
 // lands in a conversation the device has open one time in ten, a history
@@ -53,12 +62,15 @@ type Mix struct {
 	Read float64 `yaml:"read" json:"read"`
 }
 
+// ErrInvalid marks a bad mix, or one the target cannot carry out.
+var ErrInvalid = errors.New("clientmix: invalid")
+
 // MaxHistoryPage bounds Mix.HistoryPage (the reference's default history
 // range).
 const MaxHistoryPage = 100
 
-// DefaultMix is the realistic mix the type's doc explains.
-func DefaultMix() Mix {
+// Default is the realistic mix the type's doc explains.
+func Default() Mix {
 	return Mix{EnterOnOnline: 0.5, OpenOnPush: 0.1, HistoryPage: 20, Revoke: 0.005, Delete: 0.01, Clear: 0.002, Read: 0.8}
 }
 
@@ -140,8 +152,8 @@ func (m Mix) Offered(c targets.Capabilities) error {
 
 // Mix presets (the --mix flag).
 const (
-	MixOff     = "off"
-	MixDefault = "default"
+	PresetOff     = "off"
+	PresetDefault = "default"
 )
 
 // mixPreset is the --mix flag: it sets every key at once.
@@ -154,12 +166,12 @@ func (p *mixPreset) String() string { return p.name }
 func (p *mixPreset) Type() string   { return "preset" }
 func (p *mixPreset) Set(v string) error {
 	switch v {
-	case MixOff:
+	case PresetOff:
 		*p.m = Mix{}
-	case MixDefault:
-		*p.m = DefaultMix()
+	case PresetDefault:
+		*p.m = Default()
 	default:
-		return fmt.Errorf("%w: mix preset %q: want %s or %s", ErrInvalid, v, MixOff, MixDefault)
+		return fmt.Errorf("%w: mix preset %q: want %s or %s", ErrInvalid, v, PresetOff, PresetDefault)
 	}
 	p.name = v
 	return nil
@@ -170,14 +182,14 @@ func (p *mixPreset) Set(v string) error {
 // key (--mix-enter-on-online, ...) on f, defaulting to m's values,
 // writing into m.
 func (m *Mix) RegisterFlags(f *pflag.FlagSet) {
-	preset := MixOff
+	preset := PresetOff
 	if m.On() {
 		preset = "custom"
-		if *m == DefaultMix() {
-			preset = MixDefault
+		if *m == Default() {
+			preset = PresetDefault
 		}
 	}
-	f.Var(&mixPreset{m: m, name: preset}, "mix", fmt.Sprintf("client mix preset: %s (devices only send, pull and receive pushes) or %s (%+v: what IM clients do on opening a conversation); --mix-* flags after it override one key each", MixOff, MixDefault, DefaultMix()))
+	f.Var(&mixPreset{m: m, name: preset}, "mix", fmt.Sprintf("client mix preset: %s (devices only send, pull and receive pushes) or %s (%+v: what IM clients do on opening a conversation); --mix-* flags after it override one key each", PresetOff, PresetDefault, Default()))
 	f.Float64Var(&m.EnterOnOnline, "mix-enter-on-online", m.EnterOnOnline, "client mix: probability that a device coming online enters a conversation its catch-up brought news of (conversation pull, history page)")
 	f.Float64Var(&m.OpenOnPush, "mix-open-on-push", m.OpenOnPush, "client mix: probability that a push is for a conversation the device has open (it enters it)")
 	f.IntVar(&m.HistoryPage, "mix-history-page", m.HistoryPage, fmt.Sprintf("client mix: conv_seqs of the history page read on entering a conversation (0..%d; 0: none)", MaxHistoryPage))

@@ -1,4 +1,4 @@
-package loadgen
+package summary
 
 import (
 	"context"
@@ -21,7 +21,7 @@ func TestWaitForSummariesAndSegmentDirs(t *testing.T) {
 		}
 	}
 	seg := func(i int) *Summary { return &Summary{Split: SegmentSummary{Segment: Segment{Index: i, Count: 2}}} }
-	if err := writeSummary(a, seg(1)); err != nil {
+	if err := Write(a, seg(1)); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
@@ -34,7 +34,7 @@ func TestWaitForSummariesAndSegmentDirs(t *testing.T) {
 	if err != nil || !slices.Equal(dirs, []string{a}) {
 		t.Fatalf("one of two segments: %v, %v", dirs, err)
 	}
-	if err := writeSummary(b, seg(2)); err != nil {
+	if err := Write(b, seg(2)); err != nil {
 		t.Fatal(err)
 	}
 	began = time.Now()

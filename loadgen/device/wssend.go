@@ -1,4 +1,4 @@
-package loadgen
+package device
 
 import (
 	"context"
@@ -12,11 +12,11 @@ import (
 // carry sends with --send-via ws: connection k of a uid is SenderDID-k.
 const SenderDID = "imlab-sender"
 
-// wsSenders holds WSConnsPerUser sending WebSockets per uid (a server
+// WSSenders holds WSConnsPerUser sending WebSockets per uid (a server
 // answers one connection's send frames in order, one at a time), dialled on
 // first use and again after the connection ends. It owns the connections (and, through
 // targets.Sender, their reader goroutines) and closes them all in Close.
-type wsSenders struct {
+type WSSenders struct {
 	ctx   context.Context
 	drv   targets.Driver
 	mu    sync.Mutex
@@ -34,12 +34,13 @@ type senderSlot struct {
 	s    targets.Sender
 }
 
-func newWSSenders(ctx context.Context, drv targets.Driver) *wsSenders {
-	return &wsSenders{ctx: ctx, drv: drv, slots: map[senderKey]*senderSlot{}}
+// NewWSSenders dials through drv; ctx bounds every connection.
+func NewWSSenders(ctx context.Context, drv targets.Driver) *WSSenders {
+	return &WSSenders{ctx: ctx, drv: drv, slots: map[senderKey]*senderSlot{}}
 }
 
-// get returns uid's live sender k, dialling when there is none.
-func (w *wsSenders) get(uid uint64, k int) (targets.Sender, error) {
+// Get returns uid's live sender k, dialling when there is none.
+func (w *WSSenders) Get(uid uint64, k int) (targets.Sender, error) {
 	w.mu.Lock()
 	key := senderKey{uid, k}
 	sl := w.slots[key]
@@ -75,7 +76,7 @@ func (w *wsSenders) get(uid uint64, k int) (targets.Sender, error) {
 }
 
 // Close closes every connection.
-func (w *wsSenders) Close() {
+func (w *WSSenders) Close() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, sl := range w.slots {

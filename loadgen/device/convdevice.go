@@ -1,9 +1,8 @@
-package loadgen
+package device
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"imlab/ledger"
@@ -15,15 +14,7 @@ import (
 // cursor, no inbox witness. A device is a push connection whose driver
 // hands out first what the device missed (its conversations' history
 // above what it was handed before), then the pushes; the conversation log
-// is read whole at the end by the driver (convWitness).
-
-// convWitness is a driver that reads its target's conversations whole
-// through the target's protocol at the end of a run, into the history
-// witness records (slots, heads, delete ranges, the history-witness
-// notes).
-type convWitness interface {
-	WriteConvWitness(ctx context.Context, sh *ledger.Shard, now func() time.Duration) (read, failed int, err error)
-}
+// is read whole at the end by the driver (the witness's ConvLog).
 
 // convRun runs a device of a target without an inbox: an online device
 // stays connected (reconnecting after a close); the others connect every
@@ -31,17 +22,17 @@ type convWitness interface {
 // take what they missed at the drain. A crashy device behaves as an
 // offline one: without a cursor there is no acknowledgement to crash
 // around.
-func (d *device) convRun(ctx context.Context, drain <-chan struct{}) {
-	if d.kind == ledger.Online {
+func (d *Device) convRun(ctx context.Context, drain <-chan struct{}) {
+	if d.Kind == ledger.Online {
 		d.convOnline(ctx, drain)
 		return
 	}
-	every := d.r.cfg.Pop.ComeBackEvery
+	every := d.f.env.ComeBackEvery
 	next := d.phase
 	for {
 		var wake <-chan time.Time
 		if every > 0 {
-			wake = time.After(time.Until(d.r.start.Add(next)))
+			wake = time.After(time.Until(d.f.start.Add(next)))
 		}
 		select {
 		case <-wake:
@@ -58,15 +49,12 @@ func (d *device) convRun(ctx context.Context, drain <-chan struct{}) {
 }
 
 // convStore records a message the device was handed (Seq 0: no inbox).
-func (d *device) convStore(m *targets.Msg, via ledger.Via) {
-	tick, intended, ours := d.r.parseContent(m.Content)
+func (d *Device) convStore(m *targets.Msg, via ledger.Via) {
+	tick, intended, ours := d.f.env.Parse(m.Content)
 	at := d.now()
-	if ours {
-		d.r.e2e.stored(d.r.m.lane(int(d.idx)), tick, at-intended)
-	}
 	d.saw(m)
-	d.shard().Delivery(ledger.Delivery{Dev: d.idx, Via: via, MsgID: m.MsgID, ConvID: m.ConvID, ConvSeq: m.ConvSeq, Tick: tick, At: at})
-	d.r.m.deliv.Add(1)
+	d.shard().Delivery(ledger.Delivery{Dev: d.Idx, Via: via, MsgID: m.MsgID, ConvID: m.ConvID, ConvSeq: m.ConvSeq, Tick: tick, At: at})
+	d.f.env.Delivered(d.Idx, tick, at-intended, ours)
 }
 
 // maxFinalVisits bounds the tries of a device's final catch-up on a target
@@ -77,7 +65,7 @@ const maxFinalVisits = 10
 // final visit is tried again after a failure (a server slow to answer the
 // logins of every device at once): a device that misses its final
 // catch-up leaves messages it never got.
-func (d *device) convVisit(ctx context.Context, final bool) {
+func (d *Device) convVisit(ctx context.Context, final bool) {
 	backoff := 50 * time.Millisecond
 	for try := 1; ; try++ {
 		err := d.convVisitOnce(ctx)
@@ -86,9 +74,9 @@ func (d *device) convVisit(ctx context.Context, final bool) {
 		}
 		if !final || try == maxFinalVisits {
 			if final {
-				d.r.finalMissed.Add(1)
+				d.f.finalMissed.Add(1)
 			}
-			d.r.fail("device %d catch-up (final %v, try %d): %v", d.idx, final, try, err)
+			d.f.env.Fail("device %d catch-up (final %v, try %d): %v", d.Idx, final, try, err)
 			return
 		}
 		select {
@@ -100,8 +88,8 @@ func (d *device) convVisit(ctx context.Context, final bool) {
 	}
 }
 
-func (d *device) convVisitOnce(ctx context.Context) error {
-	c, err := d.sess.Connect(ctx)
+func (d *Device) convVisitOnce(ctx context.Context) error {
+	c, err := d.Sess.Connect(ctx)
 	if err != nil {
 		return err
 	}
@@ -112,7 +100,7 @@ func (d *device) convVisitOnce(ctx context.Context) error {
 // convTake stores what c holds now: Recv with a deadline already past
 // hands out what the driver queued (all that was missed, after Connect)
 // and then its deadline error.
-func (d *device) convTake(c targets.Conn) error {
+func (d *Device) convTake(c targets.Conn) error {
 	for {
 		p, err := c.Recv(time.Now())
 		if errors.Is(err, context.DeadlineExceeded) {
@@ -130,7 +118,7 @@ func (d *device) convTake(c targets.Conn) error {
 // convOnline keeps a connection open, storing every message it hands
 // out, reconnecting after a close (the driver then hands out what was
 // missed first), and on drain takes what a new connection has missed.
-func (d *device) convOnline(ctx context.Context, drain <-chan struct{}) {
+func (d *Device) convOnline(ctx context.Context, drain <-chan struct{}) {
 	backoff := 10 * time.Millisecond
 	for ctx.Err() == nil {
 		select {
@@ -139,7 +127,7 @@ func (d *device) convOnline(ctx context.Context, drain <-chan struct{}) {
 			return
 		default:
 		}
-		c, err := d.sess.Connect(ctx)
+		c, err := d.Sess.Connect(ctx)
 		if err != nil {
 			select {
 			case <-time.After(backoff):
@@ -150,7 +138,7 @@ func (d *device) convOnline(ctx context.Context, drain <-chan struct{}) {
 			continue
 		}
 		backoff = 10 * time.Millisecond
-		if d.r.cfg.Mix.EnterOnOnline > 0 {
+		if d.f.env.Mix.EnterOnOnline > 0 {
 			// What the connection queued first is what the device missed:
 			// the device takes it, then enters some of the conversations
 			// it brought news of (the client mix).
@@ -204,57 +192,4 @@ func (d *device) convOnline(ctx context.Context, drain <-chan struct{}) {
 			return
 		}
 	}
-}
-
-// convEnd is the evidence of a target without an inbox: the inbox
-// witnesses are not made (with the reason), the conversations are read
-// whole by the driver.
-func (r *runner) convEnd(ctx context.Context, sum *Summary) {
-	if n := r.finalMissed.Load(); n > 0 {
-		sum.Drain.Complete = false
-		r.fail("final drain: %d devices could not take what they missed", n)
-	}
-	why := fmt.Sprintf("the target (driver %s) keeps no per-user inbox", r.drv.Name())
-	r.note(ledger.Note{Check: "pull-witness", Reason: why})
-	r.note(ledger.Note{Check: "store-witness", Reason: why})
-	sum.Evidence.StoreWitness = StoreSum{Reason: why}
-	cw, ok := r.drv.(convWitness)
-	if !ok {
-		r.note(ledger.Note{Check: "history-witness", Reason: fmt.Sprintf("the %s driver reads no conversation log", r.drv.Name())})
-		return
-	}
-	read, failed, err := cw.WriteConvWitness(ctx, r.led.Shard(0), func() time.Duration { return time.Since(r.start) })
-	if err != nil {
-		r.fail("history witness: %v", err)
-	}
-	if failed > 0 {
-		r.fail("history witness: %d conversations could not be read (%d read)", failed, read)
-	}
-}
-
-// checkCaps takes what the target offers and refuses what this run asks
-// of it that it lacks.
-func (r *runner) checkCaps() error {
-	r.caps = r.drv.Capabilities()
-	if r.caps.Inbox {
-		return nil
-	}
-	switch {
-	case r.cfg.SendVia == ViaWS:
-		return fmt.Errorf("%w: send via ws: the %s driver sends over sessions of its own (use http, its default path)", ErrInvalid, r.drv.Name())
-	case !r.cfg.Segment.Whole():
-		return fmt.Errorf("%w: segment %s: the %s driver provisions the population in one process (its accounts and topics are the server's, not derived from the run)", ErrInvalid, r.cfg.Segment, r.drv.Name())
-	}
-	return nil
-}
-
-// ledgerOptions states the target in the ledger's header (nothing for the
-// reference server, whose contract is the default).
-func (r *runner) ledgerOptions() ledger.Options {
-	o := ledger.Options{RunID: r.runID, Start: r.start, Shards: r.cfg.Shards}
-	if r.caps.Driver != "" && r.caps.Driver != targets.DriverRef {
-		caps := r.caps
-		o.Target = &caps
-	}
-	return o
 }

@@ -1,7 +1,18 @@
-package loadgen
+// Package summary owns the record of one generator's run, summary.json:
+// the Summary and its parts (the sends and their outcome, OVERLOADED or
+// within load, the latencies, the timeline, the drain, the evidence, the
+// client mix's counts, the lab's CPU share), which segment of a run it
+// covers (Segment), writing and reading it, its text, and the segments of
+// a split run taken together: the plan that merges their directories
+// (PlanMerge) and their summaries summed (MergeSummaries).
+//
+// It must not run load, talk to a target or read a ledger, and must not
+// import the generator (loadgen) or its devices and witnesses.
+package summary
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +20,19 @@ import (
 
 	"imlab/loadgen/schedule"
 )
+
+// ErrInvalid marks a summary or a set of run directories that cannot be
+// read or merged.
+var ErrInvalid = errors.New("summary: invalid")
+
+// File is the summary's name in the run directory.
+const File = "summary.json"
+
+// Format names the layout of summary.json; a change that a reader
+// could misread gets a new one. A summary without the field was written
+// before it existed, in the layout of format 1 less the fields added
+// since (readers treat those as not recorded).
+const Format = "imlab-load-summary/1"
 
 // Ceiling is the generator's own limit, measured on a no-op endpoint.
 type Ceiling struct {
@@ -44,7 +68,7 @@ type GeneratorSummary struct {
 // sends and whether they make the run OVERLOADED (Outcomes with
 // OverloadFraction).
 type Summary struct {
-	// Format is SummaryFormat: ReadSummary refuses another.
+	// Format is Format: Read refuses another.
 	Format string `json:"format"`
 	RunID  string `json:"run_id"`
 	// Split: the segment of the run this process drove (1/1: the whole run).
@@ -135,34 +159,34 @@ type DrainSummary struct {
 	InboxBehind string `json:"inbox_behind,omitempty"`
 }
 
-// writeSummary writes s as RUN_DIR/summary.json, in SummaryFormat.
-func writeSummary(dir string, s *Summary) error {
-	s.Format = SummaryFormat
+// Write writes s as RUN_DIR/summary.json, in Format.
+func Write(dir string, s *Summary) error {
+	s.Format = Format
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
-		return fmt.Errorf("loadgen: summary: %w", err)
+		return fmt.Errorf("summary: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, SummaryFile), append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("loadgen: summary: %w", err)
+	if err := os.WriteFile(filepath.Join(dir, File), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("summary: %w", err)
 	}
 	return nil
 }
 
-// ReadSummary reads RUN_DIR/summary.json.
-func ReadSummary(dir string) (*Summary, error) {
-	b, err := os.ReadFile(filepath.Join(dir, SummaryFile))
+// Read reads RUN_DIR/summary.json.
+func Read(dir string) (*Summary, error) {
+	b, err := os.ReadFile(filepath.Join(dir, File))
 	if err != nil {
-		return nil, fmt.Errorf("loadgen: %w", err)
+		return nil, fmt.Errorf("summary: %w", err)
 	}
-	path := filepath.Join(dir, SummaryFile)
+	path := filepath.Join(dir, File)
 	var head struct {
 		Format *string `json:"format"`
 	}
 	if err := json.Unmarshal(b, &head); err != nil {
 		return nil, fmt.Errorf("%w: %s: not a load summary: %v", ErrInvalid, path, err)
 	}
-	if head.Format != nil && *head.Format != SummaryFormat {
-		return nil, fmt.Errorf("%w: %s: format %q, this imlab reads %q", ErrInvalid, path, *head.Format, SummaryFormat)
+	if head.Format != nil && *head.Format != Format {
+		return nil, fmt.Errorf("%w: %s: format %q, this imlab reads %q", ErrInvalid, path, *head.Format, Format)
 	}
 	var s Summary
 	if err := json.Unmarshal(b, &s); err != nil {

@@ -1,4 +1,4 @@
-package loadgen
+package witness
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"imlab/ledger"
+	"imlab/loadgen/summary"
 	"imlab/targets"
 )
 
@@ -20,9 +21,6 @@ import (
 
 // Named limits of the evidence.
 const (
-	// MaxProbeRecipients bounds the recipients a probe reads besides the
-	// sender (a group's are chosen by the tick).
-	MaxProbeRecipients = 16
 	// maxStoreFailNotes bounds the per-uid notes of a store witness that
 	// failed for some uids; past it the whole witness is marked not made.
 	maxStoreFailNotes = 100
@@ -34,35 +32,6 @@ const (
 	maxReadTries  = 1000
 	maxProbeTries = 3
 )
-
-// EvidenceSummary says what evidence beyond the devices' deliveries the
-// run gathered.
-type EvidenceSummary struct {
-	// Policy is the server's ack policy as its lab route reported it.
-	Policy       string   `json:"policy,omitempty"`
-	StoreWitness StoreSum `json:"store_witness"`
-	ReadAfterAck ProbeSum `json:"read_after_ack"`
-	// History and Retention: the history witness and the retention log
-	// (nil: not read, the client mix was off).
-	History   *HistorySum   `json:"history_witness,omitempty"`
-	Retention *RetentionSum `json:"retention,omitempty"`
-}
-
-// StoreSum is the store witness's outcome.
-type StoreSum struct {
-	Made   bool   `json:"made"`
-	UIDs   int    `json:"uids"`
-	Errors int    `json:"errors"`
-	Reason string `json:"reason,omitempty"`
-}
-
-// ProbeSum is the read-after-ACK probes' outcome.
-type ProbeSum struct {
-	Made   bool   `json:"made"`
-	Probes uint64 `json:"probes"` // reads answered
-	Errors uint64 `json:"errors"` // reads that failed
-	Reason string `json:"reason,omitempty"`
-}
 
 // errNoLab marks a server without the lab routes (404).
 // errNotImplemented: the lab route exists but the target has nothing
@@ -132,68 +101,31 @@ func labRead[T any](ctx context.Context, tries int, f func() (T, error)) (T, err
 	return v, err
 }
 
-// probeChosen says whether tick's ACK is probed (ProbeFraction, by the
-// tick's own hash so that a run is reproducible).
-func (r *runner) probeChosen(tick uint64) bool {
-	f := r.cfg.ProbeFraction
-	if f <= 0 || r.ev.noLab.Load() {
-		return false
-	}
-	h := splitmix64(r.cfg.Seed ^ tick*0x9e3779b97f4a7c15 ^ 0x70b3)
-	return float64(h>>11)/(1<<53) < f
-}
-
-// probeUIDs lists the uids a probe reads: the sender, then up to
-// ProbeRecipients other recipients.
-func (r *runner) probeUIDs(tick uint64, sender uint64, convType uint8, target uint64) []uint64 {
-	out := []uint64{sender}
-	if convType == 1 {
-		if r.cfg.ProbeRecipients > 0 {
-			out = append(out, target)
-		}
-		return out
-	}
-	var members []uint64
-	for _, g := range r.groups {
-		if g.id == target {
-			members = g.members
-			break
-		}
-	}
-	n := len(members)
-	for i := 0; i < n && len(out) <= r.cfg.ProbeRecipients; i++ {
-		m := members[(int(tick%uint64(n))+i)%n]
-		if m != sender {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-// probe reads the store for each uid of an ACKed send right after its ACK
-// and records what it found.
-func (r *runner) probe(shard *ledger.Shard, a *ledger.Attempt, sender *device) {
-	r.ev.touched.Add(1)
-	for _, uid := range r.probeUIDs(a.Tick, sender.uid, a.ConvType, a.Target) {
+// Probe reads the store for each of uids (the sender and some recipients
+// of an ACKed send) right after its ACK and records what it found in
+// shard.
+func (w *Witness) Probe(shard *ledger.Shard, a *ledger.Attempt, uids []uint64) {
+	w.ev.touched.Add(1)
+	for _, uid := range uids {
 		p := ledger.Probe{Tick: a.Tick, MsgID: a.MsgID, UID: uid}
 		var m targets.StoredMsg
-		ls, err := r.labSession(context.Background(), uid)
+		ls, err := w.labSession(context.Background(), uid)
 		if err == nil {
 			m, err = labRead(context.Background(), maxProbeTries, func() (targets.StoredMsg, error) { return ls.Stored(context.Background(), a.MsgID) })
 		}
-		p.At = time.Since(r.start)
+		p.At = time.Since(w.env.Start)
 		if errors.Is(err, errNoLab) {
-			r.ev.noLab.Store(true)
+			w.ev.noLab.Store(true)
 			return
 		}
 		if err != nil {
 			p.Status = ledger.ProbeFailed
 			p.HTTP = uint16(targets.StatusOf(err))
-			r.ev.failed.Add(1)
+			w.ev.failed.Add(1)
 			shard.Probe(p)
 			continue
 		}
-		r.ev.setPolicy(m.Policy)
+		w.ev.setPolicy(m.Policy)
 		p.Status = ledger.ProbeRead
 		if m.Inbox {
 			p.Found |= ledger.FoundInbox
@@ -204,20 +136,21 @@ func (r *runner) probe(shard *ledger.Shard, a *ledger.Attempt, sender *device) {
 		if m.Outbox != "" && m.Outbox != "none" {
 			p.Found |= ledger.FoundOutbox
 		}
-		r.ev.probes.Add(1)
+		w.ev.probes.Add(1)
 		shard.Probe(p)
 	}
 }
 
-// probeNote sums the probes up in the ledger and the summary.
-func (r *runner) probeNote(sum *Summary) {
-	ps := ProbeSum{Probes: r.ev.probes.Load(), Errors: r.ev.failed.Load()}
+// ProbeNote sums the probes up in the ledger and the summary (fraction:
+// the fraction of ACKs the run probed).
+func (w *Witness) ProbeNote(sum *summary.Summary, fraction float64) {
+	ps := summary.ProbeSum{Probes: w.ev.probes.Load(), Errors: w.ev.failed.Load()}
 	switch {
-	case r.cfg.ProbeFraction <= 0:
+	case fraction <= 0:
 		ps.Reason = "read-after-ACK probes were off (probe fraction 0)"
-	case r.ev.noLab.Load():
+	case w.ev.noLab.Load():
 		ps.Reason = errNoLab.Error()
-	case r.ev.touched.Load() == 0:
+	case w.ev.touched.Load() == 0:
 		ps.Reason = "no ACKed send was chosen for a probe"
 	case ps.Probes == 0:
 		ps.Reason = fmt.Sprintf("every probe read failed (%d)", ps.Errors)
@@ -225,34 +158,44 @@ func (r *runner) probeNote(sum *Summary) {
 		ps.Made = true
 	}
 	sum.Evidence.ReadAfterAck = ps
-	r.note(ledger.Note{Check: "read-after-ack", Made: ps.Made, Reason: ps.Reason, Policy: r.ev.policyName(),
+	w.Note(ledger.Note{Check: "read-after-ack", Made: ps.Made, Reason: ps.Reason, Policy: w.ev.policyName(),
 		Probes: int(ps.Probes), Errors: int(ps.Errors)})
 }
 
-func (r *runner) note(n ledger.Note) {
-	if err := r.led.Shard(0).Note(n); err != nil {
-		r.fail("%v", err)
+// Note writes n into the ledger (shard 0).
+func (w *Witness) Note(n ledger.Note) {
+	if err := w.env.Ledger.Shard(0).Note(n); err != nil {
+		w.env.Fail("%v", err)
 	}
 }
 
-// storeWitness reads every uid of this segment (all of them for a whole
-// run) from the store of record through the lab route (bounded pages by
-// seq, never OFFSET) and records it.
-func (r *runner) storeWitness(ctx context.Context, sum *Summary) {
-	ss := StoreSum{}
+// NoLab tells whether the target turned out to have no lab view: no
+// probe is worth making then.
+func (w *Witness) NoLab() bool { return w.ev.noLab.Load() }
+
+// Policy is the target's ack policy as its lab view reported it ("":
+// not reported).
+func (w *Witness) Policy() string { return w.ev.policyName() }
+
+// Stores is the store witness: it reads every uid of mine (this
+// segment's, all of them for a whole run) from the store of record
+// through the lab route (bounded pages by seq, never OFFSET) and records
+// it.
+func (w *Witness) Stores(ctx context.Context, sum *summary.Summary, mine []uint64) {
+	ss := summary.StoreSum{}
 	var mu sync.Mutex
 	var failed []ledger.Note
-	_ = r.forEach(ctx, len(r.mine), func(i int) error {
-		if r.ev.noLab.Load() {
+	_ = ForEach(ctx, len(mine), func(i int) error {
+		if w.ev.noLab.Load() {
 			return nil
 		}
-		uid := r.mine[i]
-		err := r.storeOne(ctx, i, uid)
+		uid := mine[i]
+		err := w.storeOne(ctx, i, uid)
 		mu.Lock()
 		defer mu.Unlock()
 		switch {
 		case errors.Is(err, errNoLab):
-			r.ev.noLab.Store(true)
+			w.ev.noLab.Store(true)
 		case err != nil:
 			ss.Errors++
 			failed = append(failed, ledger.Note{Check: "store-witness", UID: uid, Reason: err.Error()})
@@ -262,7 +205,7 @@ func (r *runner) storeWitness(ctx context.Context, sum *Summary) {
 		return nil
 	})
 	switch {
-	case r.ev.noLab.Load():
+	case w.ev.noLab.Load():
 		ss.Reason = errNoLab.Error()
 	case ctx.Err() != nil:
 		ss.Reason = "the run was cancelled before the store witness"
@@ -273,29 +216,29 @@ func (r *runner) storeWitness(ctx context.Context, sum *Summary) {
 	}
 	if ss.Made {
 		for _, n := range failed {
-			r.note(n)
-			r.fail("store witness uid %d: %s", n.UID, n.Reason)
+			w.Note(n)
+			w.env.Fail("store witness uid %d: %s", n.UID, n.Reason)
 		}
 	}
 	sum.Evidence.StoreWitness = ss
-	r.note(ledger.Note{Check: "store-witness", Made: ss.Made, Reason: ss.Reason, Policy: r.ev.policyName(), UIDs: ss.UIDs, Errors: ss.Errors})
+	w.Note(ledger.Note{Check: "store-witness", Made: ss.Made, Reason: ss.Reason, Policy: w.ev.policyName(), UIDs: ss.UIDs, Errors: ss.Errors})
 }
 
-func (r *runner) storeOne(ctx context.Context, i int, uid uint64) error {
-	ls, err := r.labSession(ctx, uid)
+func (w *Witness) storeOne(ctx context.Context, i int, uid uint64) error {
+	ls, err := w.labSession(ctx, uid)
 	if err != nil {
 		return err
 	}
-	sh := r.led.Shard(i)
+	sh := w.env.Ledger.Shard(i)
 	var after uint64
 	for range maxStorePages {
 		p, err := labRead(ctx, maxReadTries, func() (targets.StoredPage, error) { return ls.StoredInbox(ctx, after, targets.MaxPullLimit) })
 		if err != nil {
 			return err
 		}
-		r.ev.setPolicy(p.Policy)
+		w.ev.setPolicy(p.Policy)
 		for _, m := range p.Msgs {
-			tick, _, _ := r.parseContent(m.Content)
+			tick, _, _ := w.env.Parse(m.Content)
 			sh.Stored(ledger.Witness{UID: uid, Seq: m.Seq, MsgID: m.MsgID, ConvID: m.ConvID, ConvSeq: m.ConvSeq, Tick: tick})
 		}
 		if !p.HasMore {
@@ -311,14 +254,14 @@ func (r *runner) storeOne(ctx context.Context, i int, uid uint64) error {
 
 // labSession is uid's witness device's lab view of the target, or errNoLab
 // when the driver offers none.
-func (r *runner) labSession(ctx context.Context, uid uint64) (targets.LabSession, error) {
-	s, err := r.drv.Session(ctx, uid, WitnessDID)
+func (w *Witness) labSession(ctx context.Context, uid uint64) (targets.LabSession, error) {
+	s, err := w.env.Drv.Session(ctx, uid, DID)
 	if err != nil {
 		return nil, err
 	}
 	ls, ok := s.(targets.LabSession)
 	if !ok {
-		return nil, fmt.Errorf("%w: the %s driver reads no store", errNoLab, r.drv.Name())
+		return nil, fmt.Errorf("%w: the %s driver reads no store", errNoLab, w.env.Drv.Name())
 	}
 	return ls, nil
 }
