@@ -8,7 +8,7 @@ import (
 )
 
 // rooms are the lab's packages this measure holds to the targets.
-var rooms = []string{"scenario", "scenarios", "runner", "expect", "result", "report", "selftest", "faults", "recovery", "compose", "loadgen"}
+var rooms = []string{"scenario", "scenarios", "runner", "expect", "result", "report", "selftest", "faults", "recovery", "compose", "loadgen", "checker"}
 
 // TestHouse prints the tree's shape (run with -v) and holds the rooms to
 // the targets: no package over 2,500 lines, no file over 700; and every
