@@ -207,6 +207,7 @@ func TestExitStatuses(t *testing.T) {
 		{"ref: no secret", []string{"ref", "--mysql-dsn", "root@tcp(127.0.0.1:1)/x", "--redis-addr", "127.0.0.1:1"}, 2, ""},
 		{"migrate: no database", []string{"migrate"}, 2, ""},
 		{"reconcile: no database", []string{"reconcile"}, 2, ""},
+		{"reconcile: no time to run", []string{"reconcile", "--mysql-dsn", "root@tcp(127.0.0.1:1)/x", "--redis-addr", "127.0.0.1:1", "--timeout", "0s"}, 2, "must be positive"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

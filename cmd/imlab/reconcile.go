@@ -54,6 +54,9 @@ func newReconcileCmd() *cobra.Command {
 				return fmt.Errorf("%w: no Redis: set --redis-addr or %s (the hot cache, and the redis allocator, live there)", model.ErrInvalid, envRedisAddr)
 			}
 			timeout, _ := f.GetDuration("timeout")
+			if timeout <= 0 {
+				return fmt.Errorf("%w: --timeout %s: the bound on the whole run must be positive", model.ErrInvalid, timeout)
+			}
 			log, err := newLogger(cmd)
 			if err != nil {
 				return err
