@@ -82,6 +82,14 @@ type load struct {
 // quick is the load of most runs: 70 sends/s for 2 s (140 sends).
 var quick = load{perSec: 70, d: 2 * time.Second}
 
+// slowAck is 20 sends/s for 8 s with online devices acknowledging every
+// 10 s: an online device, counted by the server from its connection on,
+// stays behind its uid's offline device (which acknowledges at each visit
+// every 1.5 s) for longer than the run, and the drain comes over
+// AckInFlight (5 s) after the first rows are old enough to go early (see
+// mixDefects).
+var slowAck = load{perSec: 20, d: 8 * time.Second, ackEvery: 10 * time.Second}
+
 // mixRun drives target for a run of ld with mix from uid base base (8
 // users with 2 devices each, one group of 4 that gets three sends in four,
 // so that its conversation passes a history bucket of 100) and returns the
@@ -176,6 +184,31 @@ func TestMixDefaultValid(t *testing.T) {
 	}
 }
 
+// The unmodified reference server is VALID under slowAck, the load that
+// exposes deletion by the most advanced device: the devices left behind
+// there hold their uid's rows back, and retention still deletes what every
+// device of a uid acknowledged.
+func TestMixSlowAckValid(t *testing.T) {
+	if raceBuild && os.Getenv("IMLAB_MIX_ALL_DEFECTS") != "1" {
+		t.Skip("under the race detector it runs with IMLAB_MIX_ALL_DEFECTS=1, as the defect it is the control of")
+	}
+	f := startFullBackends(t)
+	target := f.start(t, time.Hour, time.Second)
+	mix := defectMix
+	sum, v := mixRun(t, target, 9000, mix, slowAck)
+	t.Logf("retention %+v\n%s", sum.Evidence.Retention, verdictTable(v))
+	if !v.Valid {
+		t.Fatalf("the unmodified server is not valid under slowAck")
+	}
+	if r := sum.Evidence.Retention; r == nil || !r.Made || r.Deletions == 0 {
+		t.Fatalf("retention deleted nothing to judge: %+v", r)
+	}
+}
+
+// defectMix is the client mix of TestMixCatchesDefects and of its control
+// TestMixSlowAckValid.
+var defectMix = clientmix.Mix{EnterOnOnline: 1, OpenOnPush: 0.3, HistoryPage: 20, Revoke: 0.1, Delete: 0.1, Clear: 0.01, Read: 0.3}
+
 // mixDefects are the shipped defects of the history, the conversation
 // pull and retention, each with the finding that must catch it.
 var mixDefects = []struct {
@@ -202,14 +235,14 @@ var mixDefects = []struct {
 	// every 1.5 s and the drain (every device pulls and acknowledges) comes
 	// 2.5 s after the first send, before the first deletion's 5 s are
 	// over; only a slowed build (-race) let acknowledgements lag past them.
-	// So here online devices (connected, so counted, from the start)
-	// acknowledge only every 10 s, longer than the run, while the offline
-	// device of their uid acknowledges at each visit; and the run lasts
-	// 8 s, so the drain comes over 5 s after the first rows
+	// So it runs slowAck: online devices (connected, so counted, from the
+	// start) acknowledge only every 10 s, longer than the run, while the
+	// offline device of their uid acknowledges at each visit; and the run
+	// lasts 8 s, so the drain comes over 5 s after the first rows
 	// (PulledMinAge 1 s, passes every 0.5 s) were deleted. The unmodified
-	// server deletes none of those rows: the online device's cursor holds
-	// them back.
-	{defect.RetentionMostAdvancedDevice, checker.RetentionUnpulled, load{perSec: 20, d: 8 * time.Second, ackEvery: 10 * time.Second}},
+	// server deletes none of those rows, the online device's cursor holds
+	// them back (TestMixSlowAckValid).
+	{defect.RetentionMostAdvancedDevice, checker.RetentionUnpulled, slowAck},
 	{defect.RetentionExpiryFromPulledAge, checker.RetentionEarly, quick},
 }
 
@@ -231,7 +264,7 @@ var underRace = map[string]bool{
 // into the reference server, is caught by the client mix through its own
 // finding (one process and backends per defect).
 func TestMixCatchesDefects(t *testing.T) {
-	mix := clientmix.Mix{EnterOnOnline: 1, OpenOnPush: 0.3, HistoryPage: 20, Revoke: 0.1, Delete: 0.1, Clear: 0.01, Read: 0.3}
+	mix := defectMix
 	all := !raceBuild || os.Getenv("IMLAB_MIX_ALL_DEFECTS") == "1"
 	for i, c := range mixDefects {
 		t.Run(c.defect, func(t *testing.T) {
