@@ -526,6 +526,11 @@ func marginal(procs []Proc, steps []*Step) []Marginal {
 		slope, icept, r2, ok := fit(xs, ys)
 		if !ok {
 			m.Note = "fewer than 3 steps at distinct rates: no fit"
+		} else if slope < 0 {
+			// A cost per message below zero is not a cost: the line says
+			// only that the process's CPU did not grow with the rate.
+			m.R2 = ptr(r2)
+			m.Note = fmt.Sprintf("no marginal cost: the fit's slope is negative (%.1f CPU-µs per msg/s, R² %.2f): the process's CPU did not grow with the rate (other load on it, or a fixed cost)", slope*1e6, r2)
 		} else {
 			m.USPerMsg, m.IdleCores, m.R2 = ptr(slope*1e6), ptr(icept), ptr(r2)
 			if r2 < 0.5 {
