@@ -27,25 +27,7 @@ func (d *Device) convRun(ctx context.Context, drain <-chan struct{}) {
 		d.convOnline(ctx, drain)
 		return
 	}
-	every := d.f.env.ComeBackEvery
-	next := d.phase
-	for {
-		var wake <-chan time.Time
-		if every > 0 {
-			wake = time.After(time.Until(d.f.start.Add(next)))
-		}
-		select {
-		case <-wake:
-			d.convVisit(ctx, false)
-			d.cameOnline(ctx)
-			next += every
-		case <-drain:
-			d.convVisit(ctx, true)
-			return
-		case <-ctx.Done():
-			return
-		}
-	}
+	d.comeBack(ctx, drain, d.convVisit)
 }
 
 // convStore records a message the device was handed (Seq 0: no inbox).

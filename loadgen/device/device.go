@@ -232,6 +232,13 @@ func (d *Device) Final(ctx context.Context) {
 // puller comes back every ComeBackEvery (from its own phase) and at the
 // drain, and pulls to the end from its stored cursor.
 func (d *Device) puller(ctx context.Context, drain <-chan struct{}) {
+	d.comeBack(ctx, drain, d.visit)
+}
+
+// comeBack is an offline device's life: a visit every ComeBackEvery (from
+// its own phase), each followed by what a device coming online does, and
+// a last one at the drain.
+func (d *Device) comeBack(ctx context.Context, drain <-chan struct{}, visit func(ctx context.Context, final bool)) {
 	every := d.f.env.ComeBackEvery
 	next := d.phase
 	for {
@@ -241,11 +248,11 @@ func (d *Device) puller(ctx context.Context, drain <-chan struct{}) {
 		}
 		select {
 		case <-wake:
-			d.visit(ctx, false)
+			visit(ctx, false)
 			d.cameOnline(ctx)
 			next += every
 		case <-drain:
-			d.visit(ctx, true)
+			visit(ctx, true)
 			return
 		case <-ctx.Done():
 			return
