@@ -35,4 +35,11 @@ func TestAckedByIntended(t *testing.T) {
 	if fmt.Sprint(m.AckedByIntended) != "[7 1 1]" {
 		t.Fatalf("merged %v, want [7 1 1]", m.AckedByIntended)
 	}
+	// Nothing ACKed is a measured 0, not an empty list that summary.json
+	// leaves out and its readers take for "not recorded".
+	none := newMetrics(1)
+	none.sizeIntended(4 * time.Second)
+	if got := none.ackedByIntended(); fmt.Sprint(got) != "[0]" {
+		t.Fatalf("a run that ACKed nothing: %v, want [0]", got)
+	}
 }

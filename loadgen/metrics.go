@@ -103,14 +103,16 @@ func (m *metrics) failedByIntended() []summary.IntendedFailures {
 
 // ackedByIntended is the ACKed sends per second of their intended time
 // (index i: intended from i seconds after the start), whenever the ACK
-// came.
+// came. Trailing empty seconds are cut, but never the first: a run that
+// ACKed nothing says 0, which is measured, not "not recorded" (an empty
+// list is left out of summary.json).
 func (m *metrics) ackedByIntended() []uint64 {
 	const perSec = int(time.Second / summary.IntendedBin)
 	out := make([]uint64, (len(m.byIntended)+perSec-1)/perSec)
 	for i := range m.byIntended {
 		out[i/perSec] += m.byIntended[i].ok.Load()
 	}
-	for len(out) > 0 && out[len(out)-1] == 0 {
+	for len(out) > 1 && out[len(out)-1] == 0 {
 		out = out[:len(out)-1]
 	}
 	return out
