@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"imlab/checker"
+	"imlab/ledger"
 	"imlab/loadgen/summary"
 )
 
@@ -223,7 +224,7 @@ func scenarioLoad(dir string) (load string, segmented, ok bool) {
 
 // hasLedger tells whether dir holds ledger shards.
 func hasLedger(dir string) bool {
-	fs, _ := filepath.Glob(filepath.Join(dir, "ledger-*.bin"))
+	fs, _ := ledger.Files(dir)
 	return len(fs) > 0
 }
 
