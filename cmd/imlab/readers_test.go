@@ -79,6 +79,23 @@ func TestReadersOfRealRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The throughput chart's seconds as the real producer writes them:
+	// every ACK counted once in its send's intended second, the same
+	// total as by the second the answers came.
+	cleanRes, err := result.ReadRun(clean)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var byAnswer, byIntended uint64
+	for _, s := range cleanRes.Sends {
+		if s.IntendedOK == nil {
+			t.Fatalf("second %g has no intended_ok: the chart would fall back to the answer's second", s.T)
+		}
+		byAnswer, byIntended = byAnswer+s.OK, byIntended+*s.IntendedOK
+	}
+	if byAnswer == 0 || byIntended != byAnswer {
+		t.Fatalf("ACKs by intended second %d, by answer second %d: want the same, above 0", byIntended, byAnswer)
+	}
 	var lost result.FindingSummary
 	for _, f := range lossyRes.Findings {
 		if f.Name == "lost" {
