@@ -41,6 +41,20 @@ func TestCheckReportsLoadBesideTheVerdict(t *testing.T) {
 	if _, err := loadgen.Run(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
+	// The run's own pacer lateness is the machine's (a loaded CI runner
+	// starts sends late and the run is honestly OVERLOADED): the first
+	// check is about the lines, so it reads the producer's summary with
+	// the late count set to none.
+	p := filepath.Join(dir, summary.File)
+	s, err := summary.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Pacer.Late = 0
+	b, _ := json.Marshal(s)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	check := func() (string, error) {
 		root := &cobra.Command{Use: "imlab", SilenceUsage: true, SilenceErrors: true}
 		root.AddCommand(newCheckCmd())
@@ -72,13 +86,8 @@ func TestCheckReportsLoadBesideTheVerdict(t *testing.T) {
 	}
 
 	// The same ledger, with a summary saying 40 of 240 sends stayed unknown.
-	p := filepath.Join(dir, summary.File)
-	s, err := summary.Read(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	s.Unknown = s.OK / 5
-	b, _ := json.Marshal(s)
+	b, _ = json.Marshal(s)
 	if err := os.WriteFile(p, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
