@@ -106,9 +106,10 @@ func newEvidence() *evidence {
 
 // ingest takes one record (the Record is reused by the reader: copy what
 // is kept); the conversation's are package conv's, retention's package
-// retention's.
+// retention's (which sees every record first: it notes when a device was
+// known from records it leaves to the others).
 func (ev *evidence) ingest(r *ledger.Record) {
-	if ev.cv.Ingest(r) || ev.rt.Ingest(r) {
+	if ev.rt.Ingest(r) || ev.cv.Ingest(r) {
 		return
 	}
 	switch r.Kind {
