@@ -466,7 +466,8 @@ func TestRetention(t *testing.T) {
 // contact, delivery, accepted acknowledgement or answered conversation
 // pull), not before: the server waits only for the devices it has heard
 // of, so a device first heard of after a deletion does not make it
-// unpulled, and one heard of before it does.
+// unpulled, nor its miss of the row lost or skipped; one heard of before
+// it does.
 func TestRetentionKnownDevices(t *testing.T) {
 	c := convValid()
 	// Uid 1's seq 4 (106) deleted at 50 ms: device 0 acknowledged it at
@@ -489,18 +490,24 @@ func TestRetentionKnownDevices(t *testing.T) {
 		}
 	}
 	expect(t, c.check(t), true, want{"recovered": {104}})
+	// Nor is 106 lost or skipped on device 1 if it never got it, the row
+	// gone before its first visit (its acknowledgement past seq 4 then,
+	// later than an acknowledgement in flight at the deletion).
+	c.deliveries = slices.DeleteFunc(c.deliveries, func(d ledger.Delivery) bool { return d.Dev == 1 && d.MsgID == 106 })
+	c.cursors = append(c.cursors, ledger.Cursor{Dev: 1, Seq: 4, Status: ledger.Accepted, At: ms(51) + retention.AckInFlight})
+	expect(t, c.check(t), true, want{"recovered": {104}})
 	// Known at the deletion's very time, or before it by a first contact
 	// (the registering pull before the load): counted.
 	c.contacts = []ledger.Contact{{Dev: 1, At: ms(50)}}
-	expect(t, c.check(t), false, want{"recovered": {104}, RetentionUnpulled: {106}})
+	expect(t, c.check(t), false, want{"recovered": {104}, RetentionUnpulled: {106}, Lost: {106}, Skipped: {106}})
 	c.contacts = []ledger.Contact{{Dev: 1, At: -ms(100)}}
-	expect(t, c.check(t), false, want{"recovered": {104}, RetentionUnpulled: {106}})
+	expect(t, c.check(t), false, want{"recovered": {104}, RetentionUnpulled: {106}, Lost: {106}, Skipped: {106}})
 	// Nor does a contact after the deletion count.
 	c.contacts = []ledger.Contact{{Dev: 1, At: ms(52)}}
 	expect(t, c.check(t), true, want{"recovered": {104}})
 	// An answered conversation pull before it does.
 	c.pulls = append(c.pulls, ledger.ConvPull{Act: act(1, c12, 30, 31, ledger.OK), Cursor: 4, Limit: 50, NextCursor: 4})
-	expect(t, c.check(t), false, want{"recovered": {104}, RetentionUnpulled: {106}})
+	expect(t, c.check(t), false, want{"recovered": {104}, RetentionUnpulled: {106}, Lost: {106}, Skipped: {106}})
 }
 
 // TestLostInStoreRetained: a row the server's retention deleted is not

@@ -99,6 +99,7 @@ type Model struct {
 	// with the highest seq so far.
 	deleted    map[[2]uint64]time.Duration
 	deletedMsg map[[2]uint64]bool
+	deletedAt  map[[2]uint64]time.Duration // (uid, msg_id) -> its earliest deletion
 	claimIndex map[uint32][]ledger.Cursor
 }
 
@@ -230,6 +231,25 @@ func (m *Model) RetainedMsgBy(uid, msg uint64, t time.Duration) bool {
 		}
 	}
 	return false
+}
+
+// GoneBeforeKnown says retention deleted uid's inbox row of msg before
+// the ledger shows device dev known to the target (Evidence.KnownBy): a
+// correct server keeps a row for no device it has not heard of, so such a
+// device may never get the message (not lost, not skipped), and the
+// deletion is no retention-unpulled either.
+func (m *Model) GoneBeforeKnown(uid, msg uint64, dev uint32) bool {
+	if m.deletedAt == nil {
+		m.deletedAt = map[[2]uint64]time.Duration{}
+		for _, d := range m.ev.Deletions {
+			k := [2]uint64{d.UID, d.MsgID}
+			if at, ok := m.deletedAt[k]; !ok || d.DeletedAt < at {
+				m.deletedAt[k] = d.DeletedAt
+			}
+		}
+	}
+	at, ok := m.deletedAt[[2]uint64{uid, msg}]
+	return ok && !m.ev.KnownBy(dev, at)
 }
 
 // RetainedMsg says retention deleted uid's inbox row of msg (at any time).
