@@ -77,6 +77,8 @@ type load struct {
 	perSec   int
 	d        time.Duration
 	ackEvery time.Duration
+	// tune, when set, adjusts the run's config last.
+	tune func(*loadgen.Config)
 }
 
 // quick is the load of most runs: 70 sends/s for 2 s (140 sends).
@@ -114,6 +116,9 @@ func mixRun(t *testing.T, target string, base uint64, mix clientmix.Mix, ld load
 	lc.Conns, lc.Timeout = 32, 10*time.Second
 	lc.Settle, lc.DrainTimeout = 500*time.Millisecond, 45*time.Second
 	lc.CeilingFor, lc.Shards, lc.ProbeFraction = 0, 4, 0
+	if ld.tune != nil {
+		ld.tune(&lc)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	sum, err := loadgen.Run(ctx, lc)
