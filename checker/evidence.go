@@ -106,8 +106,7 @@ func newEvidence() *evidence {
 
 // ingest takes one record (the Record is reused by the reader: copy what
 // is kept); the conversation's are package conv's, retention's package
-// retention's (which sees every record first: it notes when a device was
-// known from records it leaves to the others).
+// retention's (first: it also notes devices known from others' records).
 func (ev *evidence) ingest(r *ledger.Record) {
 	if ev.rt.Ingest(r) || ev.cv.Ingest(r) {
 		return

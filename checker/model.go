@@ -514,9 +514,6 @@ func (m *model) inboxOrder(src string, uid uint64, es []entry) {
 // devices that never stored it, and counts the ACKed ones every recipient
 // device stored (ok).
 //
-// A message whose inbox row retention deleted before the ledger shows a
-// device known is not missing on that device (retention.GoneBeforeKnown).
-//
 // On a target with a delete log a message deleted for a user (revoked, or
 // deleted or cleared by that user) is absent from what the user's devices
 // read afterwards: a device may never store it if the delete was sent
@@ -529,10 +526,7 @@ func (m *model) deliveredTo() {
 		for _, u := range m.ev.recipients(s) {
 			for _, dv := range m.ev.uidDevs[u] {
 				if _, ok := m.devs[dv].got[msg]; !ok {
-					if m.rt.GoneBeforeKnown(u, msg, dv) {
-						continue // deleted before the server heard of the device
-					}
-					if hideable && m.cv.HiddenFrom(at.conv, u, at.convSeq, m.readBy(dv, at.conv, at.convSeq)) {
+					if m.rt.GoneBeforeKnown(u, msg, dv) || hideable && m.cv.HiddenFrom(at.conv, u, at.convSeq, m.readBy(dv, at.conv, at.convSeq)) {
 						continue
 					}
 					complete = false

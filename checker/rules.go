@@ -180,8 +180,7 @@ func validateLost(m *model, f *marker) {
 }
 
 // validateSkipped: a claimed cursor past an inbox entry the device never
-// stored (but one retention deleted before the device was known: see
-// retention.GoneBeforeKnown).
+// stored (not one retention.GoneBeforeKnown).
 func validateSkipped(m *model, f *marker) {
 	for _, id := range slices.Sorted(maps.Keys(m.ev.claims)) {
 		claim, ds := m.ev.claims[id], m.devs[id]
