@@ -1,6 +1,7 @@
 package mixe2e_test
 
 import (
+	"os"
 	"testing"
 	"time"
 
@@ -107,6 +108,11 @@ func TestMixLateFirstVisitValid(t *testing.T) {
 	for i, unregistered := range []bool{true, false} {
 		name := map[bool]string{true: "unregistered", false: "registered"}[unregistered]
 		t.Run(name, func(t *testing.T) {
+			if raceBuild && !unregistered && os.Getenv("IMLAB_MIX_ALL_DEFECTS") != "1" {
+				// 78 s under -race on a loaded machine (2026-12-04), most of
+				// it the wait for a starved history witness it does not need.
+				t.Skip("under the race detector the reproduction runs, its control with IMLAB_MIX_ALL_DEFECTS=1")
+			}
 			var dir string
 			sum, v := mixRun(t, target, 12_000+uint64(i)*100, lateMix, lateVisit(unregistered, &dir))
 			rl := readRun(t, dir)
