@@ -28,6 +28,7 @@ type cw struct {
 	dels     []ledger.Deletion
 	settings []ledger.RetentionSettings
 	ranges   []ledger.DelRange
+	contacts []ledger.Contact
 }
 
 func act(dev uint32, conv uint64, start, end int, o ledger.Outcome) ledger.Act {
@@ -120,6 +121,9 @@ func (c *cw) write(t *testing.T, l *ledger.Ledger) {
 	}
 	for i, x := range c.ranges {
 		l.Shard(i).DelRange(x)
+	}
+	for i, x := range c.contacts {
+		l.Shard(i).Contact(x)
 	}
 }
 
@@ -455,6 +459,55 @@ func TestRetention(t *testing.T) {
 	if ch := checkOf(t, v, CheckRetention); ch.Made || ch.Unexercised || v.Findings[RetentionEarly].NotMade == "" {
 		t.Fatalf("no settings: %+v", ch)
 	}
+}
+
+// TestRetentionKnownDevices: retention-unpulled counts a device from the
+// first time the ledger shows the target had heard of it (its first
+// contact, delivery, accepted acknowledgement or answered conversation
+// pull), not before: the server waits only for the devices it has heard
+// of, so a device first heard of after a deletion does not make it
+// unpulled, nor its miss of the row lost or skipped; one heard of before
+// it does.
+func TestRetentionKnownDevices(t *testing.T) {
+	c := convValid()
+	// Uid 1's seq 4 (106) deleted at 50 ms: device 0 acknowledged it at
+	// 45 ms; device 1 acknowledged nothing, and got 106 at 15 ms (known).
+	c.dels = append(c.dels, ledger.Deletion{UID: 1, Seq: 4, MsgID: 106, CreatedAt: ms(6), DeletedAt: ms(50), Reason: ledger.RetentionPulled})
+	c.cursors = append(c.cursors, ledger.Cursor{Dev: 0, Seq: 4, Status: ledger.Accepted, At: ms(45)})
+	v := c.check(t)
+	expect(t, v, false, want{"recovered": {104}, RetentionUnpulled: {106}})
+	findingHas(t, v, RetentionUnpulled, "deleted while device 1 had acknowledged only up to 0")
+	if f := v.Findings[RetentionUnpulled]; f.Pairs != 1 {
+		t.Fatalf("pairs %d, want device 1's only", f.Pairs)
+	}
+	// Device 1 first heard of after the deletion (its first visit came
+	// late: every delivery 45 ms later, from 56 ms on): not counted; its
+	// refused acknowledgement at 20 ms (valid's) does not show it known,
+	// the server may refuse a device it does not know.
+	for i := range c.deliveries {
+		if c.deliveries[i].Dev == 1 {
+			c.deliveries[i].At += ms(45)
+		}
+	}
+	expect(t, c.check(t), true, want{"recovered": {104}})
+	// Nor is 106 lost or skipped on device 1 if it never got it, the row
+	// gone before its first visit (its acknowledgement past seq 4 then,
+	// later than an acknowledgement in flight at the deletion).
+	c.deliveries = slices.DeleteFunc(c.deliveries, func(d ledger.Delivery) bool { return d.Dev == 1 && d.MsgID == 106 })
+	c.cursors = append(c.cursors, ledger.Cursor{Dev: 1, Seq: 4, Status: ledger.Accepted, At: ms(51) + retention.AckInFlight})
+	expect(t, c.check(t), true, want{"recovered": {104}})
+	// Known at the deletion's very time, or before it by a first contact
+	// (the registering pull before the load): counted.
+	c.contacts = []ledger.Contact{{Dev: 1, At: ms(50)}}
+	expect(t, c.check(t), false, want{"recovered": {104}, RetentionUnpulled: {106}, Lost: {106}, Skipped: {106}})
+	c.contacts = []ledger.Contact{{Dev: 1, At: -ms(100)}}
+	expect(t, c.check(t), false, want{"recovered": {104}, RetentionUnpulled: {106}, Lost: {106}, Skipped: {106}})
+	// Nor does a contact after the deletion count.
+	c.contacts = []ledger.Contact{{Dev: 1, At: ms(52)}}
+	expect(t, c.check(t), true, want{"recovered": {104}})
+	// An answered conversation pull before it does.
+	c.pulls = append(c.pulls, ledger.ConvPull{Act: act(1, c12, 30, 31, ledger.OK), Cursor: 4, Limit: 50, NextCursor: 4})
+	expect(t, c.check(t), false, want{"recovered": {104}, RetentionUnpulled: {106}, Lost: {106}, Skipped: {106}})
 }
 
 // TestLostInStoreRetained: a row the server's retention deleted is not

@@ -112,13 +112,13 @@
 //     it, and any delete of the run excuses). A delete sent after that read
 //     leaves the message lost, and a range of the delete log alone excuses
 //     nothing: it says the conv_seq was deleted by the end of the run, not
-//     when. (ok, beside the findings, counts the ACKed messages every
-//     recipient device stored at least once.)
+//     when. Nor is a miss of a row retention deleted before the device
+//     was known (GoneBeforeKnown). (ok: ACKed messages all devices stored.)
 //   - skipped: a device claimed cursor C (an ack the server accepted, or an
 //     ack frame sent on the WebSocket) while the uid's inbox holds a message
 //     at seq ≤ C that this device never stored. The inbox is known from the
 //     inbox log, so an entry overwritten after some device saw it still
-//     counts.
+//     counts; one retention deleted before the device was known does not.
 //   - lost-in-store: an ACKed (or recovered) message missing from the stored
 //     inbox of one of its recipient uids, whatever devices got by push or
 //     from a cache. Listed per message; (message, uid) pairs counted. Judged

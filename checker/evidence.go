@@ -106,9 +106,9 @@ func newEvidence() *evidence {
 
 // ingest takes one record (the Record is reused by the reader: copy what
 // is kept); the conversation's are package conv's, retention's package
-// retention's.
+// retention's (first: it also notes devices known from others' records).
 func (ev *evidence) ingest(r *ledger.Record) {
-	if ev.cv.Ingest(r) || ev.rt.Ingest(r) {
+	if ev.rt.Ingest(r) || ev.cv.Ingest(r) {
 		return
 	}
 	switch r.Kind {

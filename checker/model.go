@@ -526,7 +526,7 @@ func (m *model) deliveredTo() {
 		for _, u := range m.ev.recipients(s) {
 			for _, dv := range m.ev.uidDevs[u] {
 				if _, ok := m.devs[dv].got[msg]; !ok {
-					if hideable && m.cv.HiddenFrom(at.conv, u, at.convSeq, m.readBy(dv, at.conv, at.convSeq)) {
+					if m.rt.GoneBeforeKnown(u, msg, dv) || hideable && m.cv.HiddenFrom(at.conv, u, at.convSeq, m.readBy(dv, at.conv, at.convSeq)) {
 						continue
 					}
 					complete = false

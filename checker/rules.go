@@ -180,7 +180,7 @@ func validateLost(m *model, f *marker) {
 }
 
 // validateSkipped: a claimed cursor past an inbox entry the device never
-// stored.
+// stored (not one retention.GoneBeforeKnown).
 func validateSkipped(m *model, f *marker) {
 	for _, id := range slices.Sorted(maps.Keys(m.ev.claims)) {
 		claim, ds := m.ev.claims[id], m.devs[id]
@@ -189,7 +189,7 @@ func validateSkipped(m *model, f *marker) {
 			continue
 		}
 		for msg, seq := range ib.seqOf {
-			if _, ok := ds.got[msg]; seq <= claim && !ok {
+			if _, ok := ds.got[msg]; seq <= claim && !ok && !m.rt.GoneBeforeKnown(ds.uid, msg, id) {
 				f.Pair()
 				f.Mark(msg, 0, "device %d acked cursor %d but never stored msg_id %d at seq %d", id, claim, msg, seq)
 			}

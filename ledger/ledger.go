@@ -48,7 +48,11 @@
 //     and the retention settings in force;
 //   - extended records (kind 15, then the extended kind and the payload's
 //     length, so a reader skips a kind it does not know): the delete ranges
-//     of a target's delete log (KindDelRange, 16).
+//     of a target's delete log (KindDelRange, 16); a device's first
+//     contact with the target (KindContact, 17: the generator makes every
+//     device known before the load, as a real client registers before it
+//     goes offline, and the checker counts a device for retention only
+//     from its first contact).
 //
 // A ledger of an older version reads as before and simply has none of the
 // newer records. Every time in a record is an offset from its shard's start
@@ -340,7 +344,7 @@ const InboxTierCheck = "inbox-tier"
 // KindAction, Action says which of ConvPull, History, MsgAction, Clear and
 // Read; for KindHistory, HistoryPart which of Slot, Watermark and Head;
 // for KindRetention, IsSettings which of Settings and Deletion; for
-// KindDelRange, DelRange).
+// KindDelRange, DelRange; for KindContact, Contact).
 type Record struct {
 	Kind     Kind
 	Device   Device
@@ -367,6 +371,7 @@ type Record struct {
 	Deletion    Deletion
 	Settings    RetentionSettings
 	DelRange    DelRange
+	Contact     Contact // KindContact
 }
 
 // HistoryPart says which record of the history witness a KindHistory

@@ -125,6 +125,9 @@ func sampleV3(r *rand.Rand, msg, conv uint64) Record {
 		return Record{Kind: KindRetention, Deletion: Deletion{UID: uint64(r.IntN(1 << 31)), Seq: seq(), MsgID: msg, CreatedAt: at() - 30*time.Minute,
 			DeletedAt: at(), Reason: RetentionReason(r.IntN(2) + 1)}}
 	}
+	if r.IntN(2) == 0 {
+		return Record{Kind: KindContact, Contact: Contact{Dev: uint32(r.IntN(1000)), At: at() - 30*time.Minute}}
+	}
 	return Record{Kind: KindDelRange, DelRange: DelRange{ConvID: conv, From: seq(), To: seq(), UID: uint64(r.IntN(3)), At: at()}}
 }
 
@@ -169,6 +172,8 @@ func write(t *testing.T, s *Shard, rec Record) {
 		}
 	case KindDelRange:
 		s.DelRange(rec.DelRange)
+	case KindContact:
+		s.Contact(rec.Contact)
 	case KindDevice:
 		s.Device(rec.Device)
 	case KindGroup:

@@ -461,6 +461,8 @@ func (d *decoder) ext(r *Record, e *errs) (skip bool, err error) {
 		x := &r.DelRange
 		x.ConvID, x.From, x.To, x.UID = p.u(), p.u(), p.u(), p.u()
 		x.At = time.Duration(unzz(p.u())) * time.Microsecond
+	case KindContact:
+		r.contact(p)
 	default:
 		return true, nil
 	}

@@ -46,6 +46,8 @@ func (r *Record) Shift(d time.Duration) {
 		r.Deletion.DeletedAt += d
 	case KindDelRange:
 		r.DelRange.At += d
+	case KindContact:
+		r.Contact.At += d
 	}
 }
 

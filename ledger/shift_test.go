@@ -29,6 +29,7 @@ func TestShiftMovesEveryTime(t *testing.T) {
 		"Deletion":  func(r *Record) { r.Kind = KindRetention },
 		"Settings":  func(r *Record) { r.Kind, r.IsSettings = KindRetention, true },
 		"DelRange":  func(r *Record) { r.Kind = KindDelRange },
+		"Contact":   func(r *Record) { r.Kind = KindContact },
 	}
 	// Settings' durations other than At are lengths, not times.
 	lengths := map[string]bool{"Settings.MaxAge": true, "Settings.PulledMinAge": true, "Settings.Interval": true}

@@ -216,6 +216,13 @@ type Config struct {
 	// fall inside the load starts from it. It must return quickly. Not
 	// part of the config a segment child is handed (json "-").
 	OnStart func(time.Time) `json:"-"`
+	// Unregistered: the devices make no contact with the target before
+	// the load (device.Fleet.Register is skipped), so an offline device is
+	// first heard of at its first visit, as with generators that did not
+	// register devices. Tests reproduce with it what such a device does to
+	// the judgement. Not part of the config a segment child is handed
+	// (json "-"): every segment registers.
+	Unregistered bool `json:"-"`
 }
 
 // DefaultConfig returns a small, valid run against target.

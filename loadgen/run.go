@@ -148,7 +148,8 @@ func newRunner(cfg Config, drv targets.Driver) (*runner, error) {
 
 // prepare makes everything the load needs before it starts: the
 // population and groups, the summary's head, the generator's ceiling
-// (when asked), a warm target, the start time and the ledger.
+// (when asked), a warm target, every device registered, the start time
+// and the ledger.
 func (r *runner) prepare(ctx context.Context) (*summary.Summary, error) {
 	cfg := r.cfg
 	if err := r.population(ctx); err != nil {
@@ -187,6 +188,12 @@ func (r *runner) prepare(ctx context.Context) (*summary.Summary, error) {
 	// for it (they would start late only because the pool was cold).
 	if err := r.drv.Warm(ctx); err != nil {
 		return nil, fmt.Errorf("loadgen: target not answering: %w", err)
+	}
+	// Every device known to the target before the load, as a real
+	// client's is before it goes offline (its first contact goes into the
+	// ledger when the devices start).
+	if !cfg.Unregistered {
+		r.fleet.Register(ctx, r.devs, cfg.Conns)
 	}
 	r.estimateClock(ctx, sum)
 	r.start = time.Now().Add(100 * time.Millisecond)

@@ -16,23 +16,64 @@ import (
 // flight.
 const AckInFlight = 5 * time.Second
 
-// Evidence is the retention records of the ledger, as they said them.
+// Evidence is the retention records of the ledger, as they said them, and
+// when the ledger shows each device first heard of by the target.
 type Evidence struct {
 	Deletions []ledger.Deletion
 	Settings  []ledger.RetentionSettings
+	// Known is, per device, the earliest time a record shows the target
+	// had heard of it (see Ingest); a device without an entry was never
+	// shown known.
+	Known map[uint32]time.Duration
 }
 
-// Ingest takes one record if it is retention's and says whether it was.
+// Ingest takes one record if it is retention's (a deletion, the settings,
+// a device's first contact) and says whether it was. Of the other records
+// it notes, without taking them, those that show the target knew a device
+// by their time: a delivery (the answer to a pull, or a frame on a
+// WebSocket the target accepted), an acknowledgement accepted or sent on
+// a WebSocket, a conversation pull answered ok. The target makes a device
+// known before it answers any of them (ref/pull's Register).
 func (ev *Evidence) Ingest(r *ledger.Record) bool {
-	if r.Kind != ledger.KindRetention {
-		return false
+	switch r.Kind {
+	case ledger.KindRetention:
+		if r.IsSettings {
+			ev.Settings = append(ev.Settings, r.Settings)
+		} else {
+			ev.Deletions = append(ev.Deletions, r.Deletion)
+		}
+		return true
+	case ledger.KindContact:
+		ev.known(r.Contact.Dev, r.Contact.At)
+		return true
+	case ledger.KindDelivery:
+		ev.known(r.Delivery.Dev, r.Delivery.At)
+	case ledger.KindCursor:
+		if r.Cursor.Status == ledger.Accepted || r.Cursor.Status == ledger.Sent {
+			ev.known(r.Cursor.Dev, r.Cursor.At)
+		}
+	case ledger.KindAction:
+		if r.Action == ledger.ActConvPull && r.ConvPull.Outcome == ledger.OK {
+			ev.known(r.ConvPull.Dev, r.ConvPull.Ended)
+		}
 	}
-	if r.IsSettings {
-		ev.Settings = append(ev.Settings, r.Settings)
-	} else {
-		ev.Deletions = append(ev.Deletions, r.Deletion)
+	return false
+}
+
+// known notes that the target knew dev by at.
+func (ev *Evidence) known(dev uint32, at time.Duration) {
+	if ev.Known == nil {
+		ev.Known = map[uint32]time.Duration{}
 	}
-	return true
+	if k, ok := ev.Known[dev]; !ok || at < k {
+		ev.Known[dev] = at
+	}
+}
+
+// KnownBy says the ledger shows the target had heard of dev by t.
+func (ev *Evidence) KnownBy(dev uint32, t time.Duration) bool {
+	k, ok := ev.Known[dev]
+	return ok && k <= t
 }
 
 // Marker is how a rule marks its finding: package checker gives each rule
@@ -58,6 +99,7 @@ type Model struct {
 	// with the highest seq so far.
 	deleted    map[[2]uint64]time.Duration
 	deletedMsg map[[2]uint64]bool
+	deletedAt  map[[2]uint64]time.Duration // (uid, msg_id) -> its earliest deletion
 	claimIndex map[uint32][]ledger.Cursor
 }
 
@@ -106,8 +148,12 @@ func ValidateRetentionEarly(m *Model, f Marker) {
 }
 
 // ValidateRetentionUnpulled: a row retention deleted, younger than MaxAge,
-// while some device of its uid had not pulled and acknowledged it (its
-// claimed cursor below the row's seq; see AckInFlight).
+// while some device of its uid that the target had heard of had not
+// pulled and acknowledged it (its claimed cursor below the row's seq; see
+// AckInFlight). A device counts only from the first time the ledger shows
+// it known (Evidence.KnownBy): the server cannot wait for a device it
+// never heard of, and one first heard of after the deletion (an offline
+// device whose first visit came late) is no defect of the server's.
 func ValidateRetentionUnpulled(m *Model, f Marker) {
 	if m.retention == nil {
 		return
@@ -117,6 +163,9 @@ func ValidateRetentionUnpulled(m *Model, f Marker) {
 			continue
 		}
 		for _, dev := range m.uidDevs[d.UID] {
+			if !m.ev.KnownBy(dev, d.DeletedAt) {
+				continue
+			}
 			if c := m.claimedBy(dev, d.DeletedAt+AckInFlight); c < d.Seq {
 				f.Pair()
 				f.Mark(d.MsgID, d.UID, "uid %d seq %d (msg_id %d) deleted while device %d had acknowledged only up to %d", d.UID, d.Seq, d.MsgID, dev, c)
@@ -182,6 +231,25 @@ func (m *Model) RetainedMsgBy(uid, msg uint64, t time.Duration) bool {
 		}
 	}
 	return false
+}
+
+// GoneBeforeKnown says retention deleted uid's inbox row of msg before
+// the ledger shows device dev known to the target (Evidence.KnownBy): a
+// correct server keeps a row for no device it has not heard of, so such a
+// device may never get the message (not lost, not skipped), and the
+// deletion is no retention-unpulled either.
+func (m *Model) GoneBeforeKnown(uid, msg uint64, dev uint32) bool {
+	if m.deletedAt == nil {
+		m.deletedAt = map[[2]uint64]time.Duration{}
+		for _, d := range m.ev.Deletions {
+			k := [2]uint64{d.UID, d.MsgID}
+			if at, ok := m.deletedAt[k]; !ok || d.DeletedAt < at {
+				m.deletedAt[k] = d.DeletedAt
+			}
+		}
+	}
+	at, ok := m.deletedAt[[2]uint64{uid, msg}]
+	return ok && !m.ev.KnownBy(dev, at)
 }
 
 // RetainedMsg says retention deleted uid's inbox row of msg (at any time).

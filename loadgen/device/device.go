@@ -4,8 +4,10 @@
 // back; on a target without an inbox a push connection that takes what it
 // missed first; the acker of the online devices; the client mix's actions
 // (conversation pull, history page, revoke, delete, clear, mark read) and
-// the senders' revokes; the WebSocket connections that carry sends.
-// Every delivery, cursor and action goes into the run's ledger.
+// the senders' revokes; the WebSocket connections that carry sends; the
+// registration that makes every device known to a target with an inbox
+// before the load (Register). Every first contact, delivery, cursor and
+// action goes into the run's ledger.
 //
 // It must not choose what is sent or when (the generator's schedule), read
 // a witness, or judge; it must not import the generator (loadgen).
@@ -39,6 +41,7 @@ type Device struct {
 	acked    uint64
 	pages    int
 	crashes  int
+	contact  time.Time // when Register's pull was answered (zero: not registered)
 
 	// The client mix: the device's own random choices and what it knows
 	// of its conversations.

@@ -79,11 +79,12 @@ func (f *Fleet) New(idx uint32, uid uint64, did string, kind ledger.DeviceKind, 
 
 // Start runs each of devs on a goroutine of its own until it has drained
 // (once drain closes) or ctx ends; wg counts them, and each calls done as
-// it returns. When the mix revokes, it starts the revokers too
+// it returns. It first writes the contacts Register made. When the mix revokes, it starts the revokers too
 // (StopRevoker ends them). It records into led, from start, and is called
 // once, before the first send.
 func (f *Fleet) Start(ctx context.Context, drain <-chan struct{}, led *ledger.Ledger, start time.Time, devs []*Device, wg *sync.WaitGroup, done func()) {
 	f.led, f.start = led, start
+	f.writeContacts(devs)
 	for _, d := range devs {
 		if d.Kind == ledger.Online {
 			f.online = append(f.online, d)
