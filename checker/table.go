@@ -79,6 +79,9 @@ func (v *Verdict) WriteTable(w io.Writer) {
 			list = fmt.Sprintf("(%d extra copies of %d msg_ids) %s", f.Count, len(f.MsgIDs), list)
 		}
 		fmt.Fprintf(w, "%-22s %9s %9s  %s\n", name, count, pairs, list)
+		if n == Duplicated && f.Count > 0 && !f.Decides {
+			fmt.Fprintf(w, "%-22s %9s %9s    %s\n", "", "", "", DuplicatedAllowed)
+		}
 		for _, e := range f.Examples {
 			fmt.Fprintf(w, "%-22s %9s %9s    e.g. %s\n", "", "", "", e)
 		}
@@ -94,6 +97,10 @@ func (v *Verdict) WriteTable(w io.Writer) {
 		fmt.Fprintf(w, "warning: %s\n", s)
 	}
 }
+
+// DuplicatedAllowed is what the duplicated row says beside a non-zero
+// count, in the table as on the report's findings table: it is tolerated.
+const DuplicatedAllowed = "allowed: does not decide the verdict (the same message stored again, recognisable by its msg_id)"
 
 // FindingsLegend defines the columns of the findings rows: count is in each
 // finding's own unit, msg_ids lists distinct messages, so the two differ
