@@ -52,7 +52,9 @@
 // Cost: at the window's start and end it reads utime+stime of every
 // watched process from /proc/PID/stat (the generator itself always, and
 // the pids or process names it is given: mariadbd, redis-server, the
-// reference server's processes) and divides the CPU time by the ACKed
+// reference server's processes; of a name, those that descend from a
+// watched process where there are, else every match marked found by name)
+// and divides the CPU time by the ACKed
 // sends of the same seconds, and by the inbox rows they made (rows per
 // message from the checker's witness pulls). The figures describe one
 // shared machine: every process competes for the same cores.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,7 +24,16 @@ const MaxProcs = 64
 type Proc struct {
 	Name string `json:"name"`
 	PID  int    `json:"pid"`
+	// Found is FoundByName for a process found by its command name alone,
+	// none of them the target's (FindProcs): it may be another client's.
+	Found string `json:"found,omitempty"`
 }
+
+// FoundByName marks a process found by its command name alone.
+const FoundByName = "by name"
+
+// ByNameNote says what a process found by name alone is worth.
+const ByNameNote = "found by name, may not be the target's: its CPU may be another client's (give --pid NAME=PID, or run the target under imlab up, whose private servers are its own)"
 
 // cpuTime is the CPU time (user + system) a process has used so far.
 func cpuTime(pid int) (time.Duration, error) {
@@ -61,9 +71,13 @@ func procStat(pid int) (time.Duration, uint64, error) {
 }
 
 // FindProcs lists the processes whose command name (/proc/PID/comm) is
-// one of names, each named name:PID when a name matches several, the
-// generator's own pid left out (it is watched as "generator").
-func FindProcs(names []string) ([]Proc, error) {
+// one of names, the generator's own pid left out (it is watched as
+// "generator"). Where some of a name's processes descend from one of
+// owners (the target's processes: imlab up's private mariadbd is its
+// child), only those are listed: the others are the machine's, shared.
+// Else every match is listed, marked found by name (Proc.Found, and
+// "(by name)" in its name). A name matching several is named name:PID.
+func FindProcs(names []string, owners []int) ([]Proc, error) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, fmt.Errorf("capacity: %w", err)
@@ -91,18 +105,62 @@ func FindProcs(names []string) ([]Proc, error) {
 	for _, n := range names {
 		pids := byName[n]
 		sort.Ints(pids)
+		own := slices.DeleteFunc(slices.Clone(pids), func(p int) bool { return !descends(p, owners) })
+		found := ""
+		if len(own) > 0 {
+			pids = own
+		} else {
+			found = FoundByName
+		}
 		for _, p := range pids {
 			name := n
 			if len(pids) > 1 {
 				name = fmt.Sprintf("%s:%d", n, p)
 			}
-			out = append(out, Proc{Name: name, PID: p})
+			if found != "" {
+				name += " (" + found + ")"
+			}
+			out = append(out, Proc{Name: name, PID: p, Found: found})
 		}
 	}
 	if len(out) > MaxProcs {
 		return nil, fmt.Errorf("%w: %d processes match %v: at most %d", ErrInvalid, len(out), names, MaxProcs)
 	}
 	return out, nil
+}
+
+// descends tells whether pid is a descendant of one of owners, by its
+// parents in /proc (a process that cannot be read is nobody's).
+func descends(pid int, owners []int) bool {
+	for range 64 { // bounded: a chain is short, and pids may be reused
+		ppid, err := parentOf(pid)
+		if err != nil || ppid <= 1 {
+			return false
+		}
+		if slices.Contains(owners, ppid) {
+			return true
+		}
+		pid = ppid
+	}
+	return false
+}
+
+// parentOf reads a process's parent pid (field 4 of /proc/PID/stat).
+func parentOf(pid int) (int, error) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, err
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("capacity: pid %d: unreadable stat", pid)
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 {
+		return 0, fmt.Errorf("capacity: pid %d: short stat", pid)
+	}
+	return strconv.Atoi(f[1])
 }
 
 // ParsePIDs reads 'ref=1234,consumer=1240'.

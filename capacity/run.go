@@ -48,12 +48,12 @@ func Run(ctx context.Context, c Config, w Watch, out, warn io.Writer) (*Result, 
 		c.Procs = append(c.Procs, tp...)
 	}
 	if len(w.Names) > 0 {
-		found, err := FindProcs(w.Names)
+		found, notes, err := findNamed(w.Names, c.Procs)
 		if err != nil {
 			return nil, err
 		}
-		if len(found) == 0 {
-			c.Notes = append(c.Notes, "no process named "+strings.Join(w.Names, ",")+" on this machine")
+		for _, n := range notes {
+			note(n)
 		}
 		c.Procs = append(c.Procs, found...)
 	}
@@ -69,4 +69,32 @@ func Run(ctx context.Context, c Config, w Watch, out, warn io.Writer) (*Result, 
 		fmt.Fprintf(out, "wrote %s and %s\n", filepath.Join(c.OutDir, ResultFile), filepath.Join(c.OutDir, ReportFile))
 	}
 	return res, err
+}
+
+// findNamed finds the processes of names (FindProcs), the target's own
+// preferred: those that descend from a process already watched (the
+// target's, or one given by pid). The notes say what was not found and
+// which were found by name alone.
+func findNamed(names []string, watched []Proc) ([]Proc, []string, error) {
+	owners := make([]int, 0, len(watched))
+	for _, p := range watched {
+		owners = append(owners, p.PID)
+	}
+	found, err := FindProcs(names, owners)
+	if err != nil {
+		return nil, nil, err
+	}
+	var notes, byName []string
+	if len(found) == 0 {
+		notes = append(notes, "no process named "+strings.Join(names, ",")+" on this machine")
+	}
+	for _, p := range found {
+		if p.Found == FoundByName {
+			byName = append(byName, fmt.Sprintf("%s pid %d", p.Name, p.PID))
+		}
+	}
+	if len(byName) > 0 {
+		notes = append(notes, strings.Join(byName, ", ")+": "+ByNameNote)
+	}
+	return found, notes, nil
 }

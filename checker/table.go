@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,11 +18,7 @@ func (v *Verdict) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "verdict: %s  (valid iff every deciding finding (*) is within its allowance, 0 unless named)\n", verdict)
 	fmt.Fprintf(w, "population: %d users, %d devices, %d groups; attempts ok %d, fail %d, unknown %d; deliveries %d; witnessed %d; stored %d; probes %d\n",
 		v.Users, v.Devices, v.Groups, v.Attempts["ok"], v.Attempts["fail"], v.Attempts["unknown"], v.Deliveries, v.Witnessed, v.Stored, v.Probes)
-	pol := v.Policy
-	if pol == "" {
-		pol = "unknown"
-	}
-	fmt.Fprintf(w, "ledger version %d; server ack policy %s", v.LedgerVersion, pol)
+	fmt.Fprintf(w, "ledger version %d; server ack policy %s", v.LedgerVersion, cmp.Or(v.Policy, "unknown"))
 	if v.Target != "" {
 		fmt.Fprintf(w, "; target %s", v.Target)
 	}
@@ -79,6 +76,9 @@ func (v *Verdict) WriteTable(w io.Writer) {
 			list = fmt.Sprintf("(%d extra copies of %d msg_ids) %s", f.Count, len(f.MsgIDs), list)
 		}
 		fmt.Fprintf(w, "%-22s %9s %9s  %s\n", name, count, pairs, list)
+		if n == Duplicated && f.Count > 0 { // as the report's findings table says it
+			fmt.Fprintf(w, "%-22s %9s %9s    %s\n", "", "", "", "allowed: does not decide the verdict (the same message stored again, recognisable by its msg_id)")
+		}
 		for _, e := range f.Examples {
 			fmt.Fprintf(w, "%-22s %9s %9s    e.g. %s\n", "", "", "", e)
 		}

@@ -21,7 +21,8 @@
 //     rows), and error 1062 naming its key.
 //   - auto: per part, external if an address is given, else local if the
 //     binary is on PATH, else embedded; a local server that fails to start
-//     falls back to embedded, with a warning.
+//     falls back to embedded, with a warning and its cause in one line
+//     (Backends.Fallbacks, said by Backends.Summary).
 //
 // Kafka and MongoDB have no local mode: unless an address is given they run
 // in-process (franz-go's kfake cluster, FerretDB v1 with its SQLite handler),
@@ -320,6 +321,11 @@ type Backends struct {
 	// compose does not log them: the caller prints each one once.
 	Warnings []string
 
+	// Fallbacks are the parts (auto mode) served embedded because their
+	// local server was not found or did not start, each with the cause in
+	// one line; Summary shows them.
+	Fallbacks map[string]string
+
 	// Embedded lists the parts served by in-process stand-ins.
 	Embedded []string
 
@@ -328,11 +334,14 @@ type Backends struct {
 	// anything else has none.
 	PIDs map[string]int
 
-	root string // temporary directory of this run ("" when none)
+	root             string   // temporary directory of this run ("" when none)
+	fallbackWarnings []string // the Warnings that say a part fell back
 }
 
 // Summary is a one-line description of the backends, to print beside every
-// figure: "mysql=local mariadbd 10.11.19-MariaDB redis=...".
+// figure: "mysql=local mariadbd 10.11.19-MariaDB; redis=..."; a part that
+// fell back to embedded says so with its cause: "mysql=embedded
+// go-mysql-server v0.20.0 (fallback: CAUSE)".
 func (b *Backends) Summary() string {
 	parts := make([]string, 0, len(b.Kinds))
 	for k := range b.Kinds {
@@ -348,6 +357,9 @@ func (b *Backends) Summary() string {
 		sb.WriteString(p)
 		sb.WriteString("=")
 		sb.WriteString(b.Kinds[p])
+		if c, ok := b.Fallbacks[p]; ok {
+			sb.WriteString(" (fallback: " + c + ")")
+		}
 	}
 	return sb.String()
 }
@@ -437,7 +449,7 @@ func Start(ctx context.Context, cfg Config) (b *Backends, stop func(context.Cont
 	case ModeLocal:
 		err = r.localMySQL(ctx)
 		if err != nil && cfg.Mode == ModeAuto && ctx.Err() == nil {
-			r.warn("local MySQL failed, falling back to embedded go-mysql-server: " + firstLine(err))
+			r.fallBack(PartMySQL, "local MySQL did not start; MySQL", "go-mysql-server", fallbackCause(err))
 			mysqlMode = ModeEmbedded
 			err = r.embeddedMySQL(ctx)
 		}
@@ -453,7 +465,7 @@ func Start(ctx context.Context, cfg Config) (b *Backends, stop func(context.Cont
 	case ModeLocal:
 		err = r.localRedis(ctx)
 		if err != nil && cfg.Mode == ModeAuto && ctx.Err() == nil {
-			r.warn("local Redis failed, falling back to embedded miniredis: " + firstLine(err))
+			r.fallBack(PartRedis, "local Redis did not start; Redis", "miniredis", fallbackCause(err))
 			redisMode = ModeEmbedded
 			err = r.embeddedRedis(ctx)
 		}
@@ -531,7 +543,7 @@ func (r *run) resolveMySQL() string {
 	if _, err := findMySQLServer(); err == nil {
 		return ModeLocal
 	}
-	r.warn("no mariadbd/mysqld found on PATH: MySQL falls back to embedded go-mysql-server")
+	r.fallBack(PartMySQL, "MySQL", "go-mysql-server", "no mariadbd or mysqld on PATH")
 	return ModeEmbedded
 }
 
@@ -547,7 +559,7 @@ func (r *run) resolveRedis() string {
 	if _, err := lookBinary("redis-server"); err == nil {
 		return ModeLocal
 	}
-	r.warn("no redis-server found on PATH: Redis falls back to embedded miniredis")
+	r.fallBack(PartRedis, "Redis", "miniredis", "no redis-server on PATH")
 	return ModeEmbedded
 }
 

@@ -592,8 +592,11 @@ func TestAutoFallsBackWhenLocalFails(t *testing.T) {
 		t.Fatalf("Mode %s Kinds %v", b.Mode, b.Kinds)
 	}
 	w := strings.Join(b.Warnings, "\n")
-	if !strings.Contains(w, "local MySQL failed") || !strings.Contains(w, "local Redis failed") {
+	if !strings.Contains(w, "local MySQL did not start") || !strings.Contains(w, "local Redis did not start") {
 		t.Fatalf("warnings %q", w)
+	}
+	if len(b.Fallbacks) != 2 || !strings.Contains(b.Summary(), "(fallback: ") {
+		t.Fatalf("fallbacks %q, summary %q", b.Fallbacks, b.Summary())
 	}
 	pingSQL(t, b.MySQLDSN, false)
 	pingRedis(t, b.RedisAddr, "")

@@ -207,7 +207,8 @@ func initMySQLDataDir(ctx context.Context, s mysqlServer, dataDir, logPath strin
 	cmd := exec.CommandContext(ctx, bin, args...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("%s: %w: %s", filepath.Base(bin), err, lastLines(string(out), 15))
+		name := filepath.Base(bin)
+		return failedStart(fmt.Errorf("%s: %w: %s", name, err, lastLines(string(out), 15)), string(out), fmt.Sprintf("%s: %v", name, err))
 	}
 	return nil
 }
@@ -240,13 +241,20 @@ func (r *run) localMySQL(ctx context.Context) error {
 	logPath := filepath.Join(dir, "server.log")
 	ictx, cancel := context.WithTimeout(ctx, r.cfg.StartTimeout)
 	err = initMySQLDataDir(ictx, s, dataDir, logPath)
+	timedOut := ictx.Err() != nil && ctx.Err() == nil
 	cancel()
 	if err != nil {
-		return fmt.Errorf("%w: local MySQL: init data dir: %v", ErrUnavailable, err)
+		err = fmt.Errorf("%w: local MySQL: init data dir: %w", ErrUnavailable, err)
+		if timedOut {
+			// Killed: what it printed so far is progress, not a cause.
+			return &startError{Cause: fmt.Sprintf("the data directory's installer did not finish within %s", r.cfg.StartTimeout), Err: err}
+		}
+		return err
 	}
 	r.log.Info("compose: starting local MySQL", "bin", s.bin, "dir", dir)
 
 	var lastErr error
+	var lastTail string
 	for try := 0; try < maxPortTries; try++ {
 		port, err := freePort()
 		if err != nil {
@@ -289,7 +297,7 @@ func (r *run) localMySQL(ctx context.Context) error {
 			return nil
 		}
 		tail := tailFile(logPath, 2048)
-		lastErr = fmt.Errorf("%v\n%s", err, lastLines(tail, 10))
+		lastErr, lastTail = fmt.Errorf("%v\n%s", err, lastLines(tail, 10)), tail
 		if !strings.Contains(tail, "already in use") && !strings.Contains(tail, "Bind on TCP/IP port") {
 			// Not a port race: stop this attempt now (auto mode may fall
 			// back to embedded) and give up.
@@ -303,7 +311,7 @@ func (r *run) localMySQL(ctx context.Context) error {
 			return fmt.Errorf("%w: local MySQL: %v", ErrUnavailable, serr)
 		}
 	}
-	return fmt.Errorf("%w: local MySQL (%s): %v", ErrUnavailable, s.bin, lastErr)
+	return failedStart(fmt.Errorf("%w: local MySQL (%s): %v", ErrUnavailable, s.bin, lastErr), lastTail, firstLine(lastErr))
 }
 
 // moduleVersion is the version of a dependency compiled in, or "".

@@ -68,6 +68,7 @@ func (r *run) localRedis(ctx context.Context) error {
 	logPath := filepath.Join(dir, "server.log")
 	r.log.Info("compose: starting local Redis", "bin", bin, "dir", dir)
 	var lastErr error
+	var lastTail string
 	for try := 0; try < maxPortTries; try++ {
 		port, err := freePort()
 		if err != nil {
@@ -102,7 +103,7 @@ func (r *run) localRedis(ctx context.Context) error {
 			return nil
 		}
 		tail := p.logTail()
-		lastErr = fmt.Errorf("%v\n%s", err, lastLines(tail, 10))
+		lastErr, lastTail = fmt.Errorf("%v\n%s", err, lastLines(tail, 10)), tail
 		if !strings.Contains(tail, "already in use") {
 			// Not a port race: stop this attempt now (auto mode may fall
 			// back to embedded) and give up.
@@ -115,7 +116,7 @@ func (r *run) localRedis(ctx context.Context) error {
 			return fmt.Errorf("%w: local Redis: %v", ErrUnavailable, serr)
 		}
 	}
-	return fmt.Errorf("%w: local Redis (%s): %v", ErrUnavailable, bin, lastErr)
+	return failedStart(fmt.Errorf("%w: local Redis (%s): %v", ErrUnavailable, bin, lastErr), lastTail, firstLine(lastErr))
 }
 
 const embeddedRedisWarning = "Redis is embedded miniredis: single-threaded stand-in, several times slower " +

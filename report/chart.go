@@ -527,9 +527,26 @@ func gapBand(ax axis, xn xNames, from, to float64, gaps []float64, color string)
 func drawMarkers(ax axis, xn xNames, markers []Marker) ([]markerLine, []markerNote) {
 	layout := newMarkerLayout(len(markers))
 	full := make([]string, len(markers))
+	rides := shortFaults(ax, markers)
+	healed := make([]string, len(markers)) // what a short fault's inject says of its heal
+	for j, i := range rides {
+		if i >= 0 {
+			healed[i] = healedSuffix(markers[i], markers[j])
+		}
+	}
+	markers = slices.Clone(markers) // its title and footnote say it too
+	for i := range markers {
+		markers[i].Label += healed[i]
+	}
 	for i, m := range markers {
 		x := xPos(ax, m.T)
-		short := shorten(m.Label, MaxMarkerLabelRunes)
+		if rides[i] >= 0 {
+			layout.ride(x, rides[i])
+			continue
+		}
+		// A cut label keeps how long a short fault lasted.
+		own := strings.TrimSuffix(m.Label, healed[i])
+		short := shorten(own, MaxMarkerLabelRunes-utf8.RuneCountInString(healed[i])) + healed[i]
 		if short == "" {
 			short = m.Kind
 		}
@@ -544,7 +561,7 @@ func drawMarkers(ax axis, xn xNames, markers []Marker) ([]markerLine, []markerNo
 		stroke, dash, width := markerStyle(m.Kind)
 		textY := float64(plotTop) - 6 - float64(markerLabelRows-1-s.row)*markerRowHeight
 		top := textY - 9
-		if s.text == textShared {
+		if s.text == textShared || s.text == textRides {
 			top = plotTop // no text of its own: a tag above names it
 		}
 		ml := markerLine{

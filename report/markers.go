@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -18,6 +19,7 @@ const (
 	textKind                     // the marker kind alone
 	textTag                      // a numbered tag ("[2]") that the chart's footnote resolves
 	textShared                   // no text: a neighbour's tag names it in the footnote too
+	textRides                    // no text: the heal of a short fault, whose inject's text says both (shortFaults)
 )
 
 // markerCharWidth estimates one character's width of a marker label (font
@@ -139,7 +141,7 @@ func (l *markerLayout) crosses(i, row int, lo, hi float64) bool {
 	for j := range i {
 		o := &l.slots[j]
 		switch {
-		case o.text == textShared:
+		case o.text == textShared || o.text == textRides:
 			// No text; its line starts at the plot (drawMarkers).
 		case o.row < row && o.x > lo+lineClear && o.x < hi-lineClear:
 			return true // o's line through this text
@@ -158,6 +160,12 @@ func (l *markerLayout) put(i, row int, t markerText) {
 	_, hi := l.extent(i, t)
 	l.slots[i].row, l.slots[i].text = row, t
 	l.rows[row] = labelRow{used: true, end: hi, last: i}
+}
+
+// ride adds the line of a marker at x that has no text of its own: the
+// text of slot with (placed before it) says it too.
+func (l *markerLayout) ride(x float64, with int) {
+	l.slots = append(l.slots, markerSlot{x: x, flip: l.slots[with].flip, text: textRides, shares: with})
 }
 
 // crowd gives slot i, which has no room even for a tag, the tag of the
@@ -194,7 +202,7 @@ func (l *markerLayout) widen(full []string, lo, hi float64) {
 	for row := range markerLabelRows {
 		var in []int // the row's drawn texts, left to right
 		for i := range l.slots {
-			if s := &l.slots[i]; s.row == row && s.text != textShared {
+			if s := &l.slots[i]; s.row == row && s.text != textShared && s.text != textRides {
 				in = append(in, i)
 			}
 		}
@@ -224,7 +232,7 @@ func (l *markerLayout) widen(full []string, lo, hi float64) {
 			// shortened label crosses none: crosses).
 			for j := range l.slots {
 				o := &l.slots[j]
-				if fits && j != i && o.text != textShared && o.row < row && o.x > wlo+lineClear && o.x < whi-lineClear {
+				if fits && j != i && o.text != textShared && o.text != textRides && o.row < row && o.x > wlo+lineClear && o.x < whi-lineClear {
 					fits = false
 				}
 			}
@@ -285,4 +293,50 @@ func markerName(xn xNames, m Marker) string {
 	default:
 		return t + m.Kind + ": " + label
 	}
+}
+
+// shortFaultGap is how close (user units) a heal's line may come to its
+// inject's before the two are drawn as one fault: closer, two texts would
+// sit on one line, the heal's above the inject's.
+const shortFaultGap = 12
+
+// shortFaults pairs each inject with the heal of the same fault (Marker.Fault)
+// that follows it when their lines are closer than shortFaultGap: rides[j] = i
+// when heal j is drawn without text beside inject i, whose label then says
+// both (healedLabel); -1 elsewhere.
+func shortFaults(ax axis, markers []Marker) (rides []int) {
+	rides = make([]int, len(markers))
+	for i := range rides {
+		rides[i] = -1
+	}
+	for i, m := range markers {
+		if m.Kind != KindInject || m.Fault == "" {
+			continue
+		}
+		for j := i + 1; j < len(markers); j++ {
+			h := markers[j]
+			if h.Fault != m.Fault {
+				continue
+			}
+			// The fault's next marker: its heal, or not (an error, injected
+			// again) and this inject stands alone.
+			if h.Kind == KindHeal && rides[j] < 0 && h.T >= m.T && xPos(ax, h.T)-xPos(ax, m.T) < shortFaultGap {
+				rides[j] = i
+			}
+			break
+		}
+	}
+	return rides
+}
+
+// healedSuffix is what an inject's label gains when its heal rides on it:
+// how long the fault lasted.
+func healedSuffix(inject, heal Marker) string {
+	d := time.Duration((heal.T - inject.T) * float64(time.Second))
+	if d >= time.Millisecond {
+		d = d.Round(time.Millisecond)
+	} else {
+		d = d.Round(time.Microsecond)
+	}
+	return ", healed " + d.String() + " later"
 }

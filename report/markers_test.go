@@ -396,3 +396,46 @@ func TestScheduleLabelsStayReadable(t *testing.T) {
 	lineCrossings(t, svg)
 	checkEveryMarkerNamed(t, doc, ms)
 }
+
+// TestShortFaultRidesOnItsInject: a heal 10 ms after its inject (one line
+// on a 16 s chart) has no text of its own; the inject's says how long the
+// fault lasted, its cut label keeping that; no two texts overlap.
+func TestShortFaultRidesOnItsInject(t *testing.T) {
+	r := &Report{Title: "t", Charts: []Chart{{Title: "c", Series: []Series{{Name: "a", Points: []Point{{T: 0, V: 1}, {T: 16, V: 2}}}}}}}
+	r.Markers = []Marker{{T: 1, Label: "inject latency(redis,50ms,jitter=10ms)", Kind: KindInject, Fault: "latency(redis,50ms,jitter=10ms)"},
+		{T: 1.01, Label: "heal latency(redis,50ms,jitter=10ms)", Kind: KindHeal, Fault: "latency(redis,50ms,jitter=10ms)"},
+		{T: 5, Label: "inject down(kafka)", Kind: KindInject, Fault: "down(kafka)"}, {T: 9, Label: "heal down(kafka)", Kind: KindHeal, Fault: "down(kafka)"}}
+	shown := func() []string {
+		_, doc := render(t, r)
+		svg := findAll(doc, elem("svg"))[0]
+		checkNoLabelOverlap(t, svg)
+		var shown []string
+		for _, tx := range findAll(svg, elem("text", "marker-label")) {
+			if s := ownText(tx); s != "" {
+				shown = append(shown, s)
+			}
+		}
+		return shown
+	}
+	// The next fault 4 s later leaves room for the label cut, not for the
+	// whole one.
+	if got := shown(); len(got) != 3 || got[0] != "inject laten…, healed 10ms later" || got[1] != "inject down(kafka)" || got[2] != "heal down(kafka)" {
+		t.Fatalf("marker texts %q", got)
+	}
+	r.Markers[2].T, r.Markers[3].T = 12, 14
+	if got := shown(); len(got) != 3 || got[0] != "inject latency(redis,50ms,jitter=10ms), healed 10ms later" {
+		t.Fatalf("marker texts %q", got)
+	}
+}
+
+// ownText is an element's own text, without its children's (a marker
+// label's title).
+func ownText(n *html.Node) string {
+	var b strings.Builder
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type == html.TextNode {
+			b.WriteString(c.Data)
+		}
+	}
+	return b.String()
+}

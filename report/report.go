@@ -128,6 +128,10 @@ type Marker struct {
 	T     float64 `json:"t"`
 	Label string  `json:"label"` // "inject latency(redis,50ms)"
 	Kind  string  `json:"kind"`  // "inject" | "heal" | "error"
+	// Fault names the fault an inject and its heal act on ("" when not
+	// known): a heal closer to its inject than a few pixels is drawn
+	// without text, the inject's text saying how long it lasted.
+	Fault string `json:"fault,omitempty"`
 }
 
 // Check is one assertion of the scenario.

@@ -924,9 +924,9 @@ func TestThresholdOffScale(t *testing.T) {
 
 func TestMarkerLabelsDoNotOverlap(t *testing.T) {
 	r := &Report{Title: "t", Charts: []Chart{{Title: "c", Series: []Series{{Name: "a", Points: []Point{{T: 0, V: 1}, {T: 16, V: 2}}}}}}}
-	for _, m := range []Marker{{1, "inject latency(redis,50ms,jitter=10ms)", KindInject}, {3, "heal latency(redis,50ms,jitter=10ms)", KindHeal},
-		{3.5, "inject reset_peer(mysql)", KindInject}, {4.5, "heal reset_peer(mysql)", KindHeal}, {5, "inject down(kafka)", KindInject},
-		{5.01, "heal down(kafka)", KindHeal}, {7, "heal kill(consumer)", KindHeal}} {
+	for _, m := range []Marker{{T: 1, Label: "inject latency(redis,50ms,jitter=10ms)", Kind: KindInject}, {T: 3, Label: "heal latency(redis,50ms,jitter=10ms)", Kind: KindHeal},
+		{T: 3.5, Label: "inject reset_peer(mysql)", Kind: KindInject}, {T: 4.5, Label: "heal reset_peer(mysql)", Kind: KindHeal}, {T: 5, Label: "inject down(kafka)", Kind: KindInject},
+		{T: 5.01, Label: "heal down(kafka)", Kind: KindHeal}, {T: 7, Label: "heal kill(consumer)", Kind: KindHeal}} {
 		r.Markers = append(r.Markers, m)
 	}
 	_, doc := render(t, r)

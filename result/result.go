@@ -5,8 +5,10 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -209,6 +211,10 @@ type Result struct {
 	Settings []Setting `json:"settings"`
 	// Backends says what the backends were (compose's summary).
 	Backends string `json:"backends"`
+	// Fallbacks are the backends (by part: "mysql", "redis") that ran
+	// embedded because their local server was not found or did not start,
+	// each with the cause (Backends says it too).
+	Fallbacks map[string]string `json:"fallbacks,omitempty"`
 	// RateScale is set when the run's rate was not the file's.
 	RateScale *RateScale `json:"rate_scale,omitempty"`
 	// LoadAverage is the machine's load when the run started and ended
@@ -435,6 +441,18 @@ func WriteFile(path string, fn func(io.Writer) error) (err error) {
 // the run's set-up (e.g. an embedded backend's speed), not an error of the
 // run.
 const WarningPrefix = "warning: "
+
+// FallbackLines say, one line per part in name order, which backends ran
+// embedded because their local server was not found or did not start, and
+// why (Result.Fallbacks).
+func FallbackLines(fallbacks map[string]string) []string {
+	parts := slices.Sorted(maps.Keys(fallbacks))
+	lines := make([]string, 0, len(parts))
+	for _, p := range parts {
+		lines = append(lines, fmt.Sprintf("fallback: %s runs embedded in place of a local server: %s", p, fallbacks[p]))
+	}
+	return lines
+}
 
 // ErrorLine is an entry of Result.Errors as shown: a warning as it is,
 // anything else after "error: ".

@@ -41,10 +41,20 @@ func (r *run) startBackends(ctx context.Context) error {
 	}
 	r.onStop(func(ctx context.Context) error { return stop(ctx) })
 	r.cb = cb
+	r.res.Fallbacks = cb.Fallbacks
 	for _, w := range cb.Warnings {
 		// A warning about the backends (e.g. the embedded MongoDB's
-		// speed), not an error of the run: said as such where shown.
-		r.res.Errors = append(r.res.Errors, result.WarningPrefix+w)
+		// speed), not an error of the run: said as such where shown. A
+		// fallback is said where the run starts and in its summary
+		// (Result.Fallbacks), not among these.
+		if !cb.IsFallback(w) {
+			r.res.Errors = append(r.res.Errors, result.WarningPrefix+w)
+		}
+	}
+	if r.cfg.Progress != nil {
+		for _, l := range result.FallbackLines(cb.Fallbacks) {
+			fmt.Fprintln(r.cfg.Progress, l)
+		}
 	}
 
 	dsn := cb.MySQLDSN

@@ -108,7 +108,7 @@ sustainable rate marked) and OUT/steps/*/summary.json; prints the table.`,
 	f.String("secret", "", "token signing secret (default $"+envSecret+")")
 	f.StringVar(&slo, "slo", capacity.DefaultSLO, "what a step must hold: ack_p50, ack_p99, lag (durations), errors (failed + unknown, % of sends)")
 	f.StringVar(&pids, "pid", "", "processes to read CPU from: NAME=PID,... (e.g. ref=1234)")
-	f.StringVar(&procNames, "proc", "mariadbd,redis-server", "processes to read CPU from by command name (every match but this process; empty: none)")
+	f.StringVar(&procNames, "proc", "mariadbd,redis-server", "processes to read CPU from by command name: those that descend from the target's process (imlab up's private servers) where there are, else every match but this process, marked found by name (empty: none)")
 	f.BoolVar(&noTargetProcs, "no-target-procs", false, "do not ask the target for its pid ("+capacity.ProcsPath+")")
 	f.StringVar(&out, "out", "", "output directory (default runs/capacity-<UTC time>)")
 	f.BoolVar(&noCheck, "no-check", false, "do not run the checker on each step (a step then holds on the SLO alone)")

@@ -2,6 +2,8 @@ package runpage
 
 import (
 	"bytes"
+	"html"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -27,5 +29,40 @@ func TestDuplicatedSaysWhatItCounts(t *testing.T) {
 	}
 	if strings.Count(b.String(), "4275 extra copies of 3869 msg_ids") != 2 {
 		t.Fatal("the page's findings line and table do not both say what the duplicated count counts")
+	}
+}
+
+// TestDuplicatedAllowedInTextAndPage: a verdict with duplicated copies, as
+// the checker prints it (imlab check) and as the run's page draws it, says
+// beside duplicated, in the same words, that it does not decide the verdict.
+func TestDuplicatedAllowedInTextAndPage(t *testing.T) {
+	v := &checker.Verdict{Valid: true, Findings: map[string]*checker.Finding{
+		checker.Duplicated: {Name: checker.Duplicated, Count: 3, MsgIDs: []uint64{101}},
+		checker.Lost:       {Name: checker.Lost, Decides: true},
+	}}
+	var text bytes.Buffer
+	v.WriteTable(&text)
+	lines := strings.Split(text.String(), "\n")
+	at := -1
+	for i, l := range lines {
+		if strings.HasPrefix(l, checker.Duplicated+" ") {
+			at = i
+		}
+	}
+	if at < 0 || at+1 >= len(lines) || !strings.Contains(lines[at+1], "allowed: does not decide the verdict") {
+		t.Fatalf("the text's duplicated row does not say it is allowed:\n%s", text.String())
+	}
+	if strings.Count(text.String(), "allowed:") != 1 {
+		t.Errorf("only the duplicated row is allowed:\n%s", text.String())
+	}
+	res := sampleResult()
+	res.Findings = expect.Findings(v)
+	var page bytes.Buffer
+	if err := report.WriteHTML(&page, HTMLReport(res)); err != nil {
+		t.Fatal(err)
+	}
+	said := regexp.MustCompile(`allowed: does not decide the verdict[^<]*`).FindString(page.String())
+	if said == "" || !strings.Contains(lines[at+1], html.UnescapeString(said)) {
+		t.Errorf("the page says %q, the text %q", said, lines[at+1])
 	}
 }

@@ -246,7 +246,7 @@ func eventMarkers(res *result.Result) []report.Marker {
 		if e.Err != "" {
 			kind, label = "error", label+": "+e.Err
 		}
-		out = append(out, report.Marker{T: e.At, Label: label, Kind: kind})
+		out = append(out, report.Marker{T: e.At, Label: label, Kind: kind, Fault: e.Fault})
 	}
 	return out
 }

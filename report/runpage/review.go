@@ -232,7 +232,7 @@ func reviewFaults(runs []*result.Result, labels []string) []report.Marker {
 			if e.Err != "" {
 				kind, label = report.KindError, label+": "+e.Err
 			}
-			out = append(out, report.Marker{T: e.At - at, Label: label, Kind: kind})
+			out = append(out, report.Marker{T: e.At - at, Label: label, Kind: kind, Fault: labels[i] + ": " + e.Fault})
 		}
 	}
 	return out

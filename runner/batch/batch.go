@@ -108,6 +108,9 @@ func PrintResult(w io.Writer, r *result.Result, dir string) {
 		status = "SKIPPED"
 	}
 	fmt.Fprintf(w, "--- scenario %s: %s in %.1fs (%s)\n", r.Scenario, status, r.Seconds, r.Backends)
+	for _, l := range result.FallbackLines(r.Fallbacks) {
+		fmt.Fprintf(w, "    %s\n", l)
+	}
 	if r.Skipped != "" {
 		fmt.Fprintf(w, "    skipped on these backends: %s\n", r.Skipped)
 	}
