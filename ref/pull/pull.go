@@ -361,7 +361,8 @@ const fenceUnknown = ^uint64(0)
 // begin is a pull's rate limit and where it starts: the given cursor, or
 // the device's. Each takes one Redis round trip for the limit and the first
 // read: with a cursor the ZSet's span (pre, spanDone; pre nil when the read
-// failed), without one the cursor cache (a miss reads MySQL).
+// failed), without one the cursor cache and, when it hits, the span after
+// it (a miss reads MySQL, and the span is read apart).
 func (s *Service) begin(ctx context.Context, uid uint64, did string, cursor *uint64, limit int) (cur uint64, pre *hotcache.Span, spanDone bool, err error) {
 	now := time.Now()
 	var rl *redis.Cmd
@@ -376,6 +377,21 @@ func (s *Service) begin(ctx context.Context, uid uint64, did string, cursor *uin
 			pre = &sp
 		}
 		return cur, pre, true, nil
+	case cursor == nil && s.cache != nil && !s.cache.ShortPageDefect():
+		// The cursor cache and, when it hits, the span after it: one
+		// round trip with the limit.
+		cs, cerr := s.cache.CursorSpanAlong(ctx, uid, did, limit+1, s.limiter.queue(uid, now, &rl))
+		if err := s.limiter.result(ctx, uid, now, rl); err != nil {
+			return 0, nil, false, err
+		}
+		if cerr == nil && cs.Found {
+			if cs.SpanErr == nil {
+				pre = &cs.Span
+			}
+			return cs.Cursor, pre, true, nil
+		}
+		cur, err = s.storedCursor(ctx, uid, did)
+		return cur, nil, false, err
 	case cursor == nil && s.cache != nil:
 		v, ok, cerr := s.cache.GetCursorAlong(ctx, uid, did, s.limiter.queue(uid, now, &rl))
 		if err := s.limiter.result(ctx, uid, now, rl); err != nil {
