@@ -77,8 +77,16 @@ func (p *Poller) Run(ctx context.Context) error {
 			case n == 0:
 				return false // wait in the runtime's poller for the next event
 			}
+			more := n == len(events)
 			for i := range events[:n] {
-				p.ready(events[i].Fd)
+				more = p.ready(events[i].Fd) || more
+			}
+			if !more {
+				// Every ready socket was read short of the buffer's room, so
+				// each was empty when read: new bytes on any of them are a new
+				// event, which wakes the runtime's poller waiting for the epoll
+				// descriptor. No epoll_wait that would find nothing.
+				return false
 			}
 		}
 		return true
@@ -94,14 +102,13 @@ func (p *Poller) Run(ctx context.Context) error {
 	return nil
 }
 
-// ready reads the connection of fd once.
-func (p *Poller) ready(fd int32) {
+// ready reads the connection of fd once; true when the read filled the
+// room it had (the socket may hold more).
+func (p *Poller) ready(fd int32) bool {
 	p.mu.Lock()
 	c := p.conns[fd]
 	p.mu.Unlock()
-	if c != nil {
-		c.readable()
-	}
+	return c != nil && c.readable()
 }
 
 // shut ends every connection and closes the epoll descriptor.
@@ -182,29 +189,34 @@ func takeFD(tc *net.TCPConn) (int, error) {
 }
 
 // readable reads what the socket holds (once) and hands out the whole
-// messages.
-func (c *Conn) readable() {
+// messages; true when the read filled its room (more may wait).
+func (c *Conn) readable() bool {
 	r := &c.r
 	if cap(r.buf)-len(r.buf) < readSize/2 {
 		nb := make([]byte, len(r.buf), max(readSize, 2*cap(r.buf)))
 		copy(nb, r.buf)
 		r.buf = nb
 	}
+	room := cap(r.buf) - len(r.buf)
 	n, err := unix.Read(c.fd, r.buf[len(r.buf):cap(r.buf)])
 	switch {
-	case err == unix.EAGAIN || err == unix.EINTR:
-		return
+	case err == unix.EAGAIN:
+		return false
+	case err == unix.EINTR:
+		return true
 	case err != nil:
 		c.end(fmt.Errorf("wspoll: read: %w", err))
-		return
+		return false
 	case n == 0:
 		c.end(io.EOF)
-		return
+		return false
 	}
 	r.buf = r.buf[:len(r.buf)+n]
 	if err := c.consume(); err != nil {
 		c.end(err)
+		return false
 	}
+	return n == room
 }
 
 // consume hands out every whole message in the read buffer and answers
