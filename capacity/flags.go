@@ -52,7 +52,6 @@ var loadFlags = []struct{ name, usage string }{
 	{"conns", "HTTP connections"},
 	{"timeout", "timeout of one HTTP exchange"},
 	{"send-via", "send transport: http or ws"},
-	{"ws-reads", "who reads the online devices' WebSockets: poller (one epoll goroutine) or goroutine (each device its own)"},
 	{"max-workers", "send workers at most"},
 	{"drain-timeout", "bound on each step's final drain"},
 	{"mix", "client mix of every step: off (send-only) or default (clientmix.Default); --mix-* flags after it override one key each (the same keys as imlab load and a scenario's load.mix)"},

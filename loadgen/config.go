@@ -31,7 +31,6 @@ import (
 	"imlab/loadgen/summary"
 	"imlab/targets"
 	"imlab/targets/drivers"
-	"imlab/targets/wspoll"
 )
 
 // ErrInvalid marks a bad configuration.
@@ -83,17 +82,6 @@ const (
 	ViaHTTP = "http" // POST /v1/msg/send on the fasthttp pool
 	ViaWS   = "ws"   // send frames on one WebSocket per sending uid
 )
-
-// Who reads the online devices' WebSockets (Config.WSReads).
-const (
-	ReadsPoller    = "poller"    // one epoll goroutine for all of them (Linux; a driver offering targets.PollSession)
-	ReadsGoroutine = "goroutine" // each device's goroutine reads its own
-)
-
-// DefaultWSReads is each device's goroutine: the poller cuts the reads by
-// a quarter but not the generator's CPU per message (RESULTS.md, "Issue
-// 26, fifth round").
-func DefaultWSReads() string { return ReadsGoroutine }
 
 // SizeWeight is one bucket of the group size distribution.
 type SizeWeight struct {
@@ -191,13 +179,9 @@ type Config struct {
 	// in flight per user.
 	WSConnsPerUser int
 	// ContentSize pads message bodies to at least this many bytes.
-	ContentSize int
-	PullLimit   int
-	AckEvery    time.Duration // how often an online device acknowledges its chain
-	// WSReads: who reads the online devices' WebSockets, ReadsPoller or
-	// ReadsGoroutine (a driver without the poller's connections, such as
-	// Tinode's, always uses goroutines).
-	WSReads      string
+	ContentSize  int
+	PullLimit    int
+	AckEvery     time.Duration // how often an online device acknowledges its chain
 	Settle       time.Duration // wait after the last send before the final drain
 	DrainTimeout time.Duration
 	Shards       int // ledger shards
@@ -265,7 +249,6 @@ func DefaultConfig(target, secret, runDir string) Config {
 		ContentSize:     64,
 		PullLimit:       200,
 		AckEvery:        100 * time.Millisecond,
-		WSReads:         DefaultWSReads(),
 		Settle:          2 * time.Second,
 		DrainTimeout:    60 * time.Second,
 		Shards:          8,
@@ -330,10 +313,6 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: pull limit must be in 1..%d", ErrInvalid, targets.MaxPullLimit)
 	case c.AckEvery <= 0 || c.Settle < 0 || c.DrainTimeout <= 0 || c.CeilingFor < 0:
 		return fmt.Errorf("%w: ack-every and drain timeout must be > 0, settle and ceiling >= 0", ErrInvalid)
-	case c.WSReads != ReadsPoller && c.WSReads != ReadsGoroutine:
-		return fmt.Errorf("%w: ws-reads %q must be %s or %s", ErrInvalid, c.WSReads, ReadsPoller, ReadsGoroutine)
-	case c.WSReads == ReadsPoller && !wspoll.Supported:
-		return fmt.Errorf("%w: ws-reads %s needs Linux (epoll): use %s", ErrInvalid, ReadsPoller, ReadsGoroutine)
 	case c.RunDir == "":
 		return fmt.Errorf("%w: no run directory", ErrInvalid)
 	case len(c.RunID) > MaxRunIDLen || strings.ContainsAny(c.RunID, ": \t\n\"\\"):

@@ -15,7 +15,6 @@ import (
 	"imlab/loadgen/faketarget"
 	"imlab/loadgen/schedule"
 	"imlab/loadgen/summary"
-	"imlab/targets/wspoll"
 )
 
 const testSecret = "imlab-test-secret-0123456789"
@@ -415,23 +414,5 @@ func TestLateSendsOverload(t *testing.T) {
 	sum.WriteText(&b)
 	if !strings.Contains(b.String(), "late starts above their bound: more than 5.0% of sends late") {
 		t.Fatalf("summary text does not give the late limit:\n%s", b.String())
-	}
-}
-
-// TestPolledReadsJudgedAlike: with the online devices' reads on one poller
-// (--ws-reads poller) the correct fake is valid with every push delivered,
-// and a reused seq is still caught.
-func TestPolledReadsJudgedAlike(t *testing.T) {
-	if !wspoll.Supported {
-		t.Skip("no poller here")
-	}
-	poll := func(c *Config) { c.WSReads = ReadsPoller }
-	sum, v, c, buf, _ := runFake(t, faketarget.Faults{}, 1000, time.Second, poll)
-	if !v.Valid || v.OK != int(sum.OK) || v.Findings["reordered"].Count != 0 || v.Findings["recovered"].Count != 0 || sum.Deliveries == 0 {
-		t.Fatalf("correct server with polled reads judged invalid or imperfect: %+v\n%s", v.Findings, buf)
-	}
-	_, v, c, _, _ = runFake(t, faketarget.Faults{ReuseSeqEvery: 50}, 1000, time.Second, poll)
-	if c.Reused == 0 || v.Valid || v.Findings["lost"].Count == 0 || v.Findings[checker.SeqConflict].Count == 0 {
-		t.Fatalf("reused seq with polled reads: the fake reused %d, findings %+v", c.Reused, v.Findings)
 	}
 }

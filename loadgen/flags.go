@@ -83,8 +83,6 @@ func Settings() setting.Table[Config] {
 			Doc: "pull page size"},
 		{Flag: "ack-every", Field: func(c *Config) any { return &c.AckEvery },
 			Doc: "online devices acknowledge their chain this often"},
-		{Flag: "ws-reads", Field: func(c *Config) any { return &c.WSReads },
-			Doc: "who reads the online devices' WebSockets: goroutine (each device its own) or poller (one epoll goroutine for all, Linux)"},
 		{Key: "settle", Flag: "settle", Field: func(c *Config) any { return &c.Settle },
 			Doc: "wait after the last send before the final drain"},
 		{Key: "drain_timeout", Flag: "drain-timeout", Field: func(c *Config) any { return &c.DrainTimeout },

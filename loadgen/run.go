@@ -140,7 +140,7 @@ func newRunner(cfg Config, drv targets.Driver) (*runner, error) {
 		r.convs = witness.NewConvBook()
 	}
 	r.fleet = device.NewFleet(device.Env{PullLimit: cfg.PullLimit, ComeBackEvery: cfg.Pop.ComeBackEvery, CrashEvery: cfg.Pop.CrashEvery,
-		AckEvery: cfg.AckEvery, PollReads: cfg.WSReads == ReadsPoller, Timeout: cfg.Timeout, Mix: cfg.Mix, Caps: r.caps, Parse: r.parseContent, Delivered: r.delivered,
+		AckEvery: cfg.AckEvery, Timeout: cfg.Timeout, Mix: cfg.Mix, Caps: r.caps, Parse: r.parseContent, Delivered: r.delivered,
 		Pull: witness.Pull, Fail: r.fail})
 	r.m.sizeIntended(cfg.Duration)
 	return r, nil

@@ -48,7 +48,6 @@ import (
 	"time"
 
 	"imlab/ledger"
-	"imlab/targets/wspoll"
 )
 
 // Capabilities say what a target offers (the ledger's header records them).
@@ -260,31 +259,6 @@ type Conn interface {
 	Recv(deadline time.Time) (Push, error)
 	// Ack acknowledges the inbox cursor up to seq over the connection
 	// (no answer comes back).
-	Ack(seq uint64) error
-	Close() error
-}
-
-// PollSession is a Session whose push connections one poller reads for
-// many devices (wspoll: one epoll, no goroutine per connection) instead of
-// a Recv per connection.
-type PollSession interface {
-	// ConnectPolled opens a push connection on p; h is given its pushes.
-	ConnectPolled(ctx context.Context, p *wspoll.Poller, h PushHandler) (PolledConn, error)
-}
-
-// PushHandler takes a polled connection's pushes, one at a time and in
-// order, on the poller's goroutine (those that came with the connection's
-// opening on ConnectPolled's). It must not block.
-type PushHandler interface {
-	// Push is one push; p is valid only during the call.
-	Push(p *Push)
-	// Ended is called once, last, with why the connection ended.
-	Ended(err error)
-}
-
-// PolledConn is a push connection a poller reads: Ack and Close may be
-// called from any goroutine; Close ends it (Ended follows).
-type PolledConn interface {
 	Ack(seq uint64) error
 	Close() error
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"imlab/ledger"
+	"imlab/targets"
 )
 
 // An online device of a target with an inbox is one goroutine: it reads
@@ -21,20 +22,12 @@ import (
 // wsState is what an online device shares with the acker, under mu.
 type wsState struct {
 	mu      sync.Mutex
-	conn    wsConn  // the connection in use; nil while there is none
-	stopped bool    // drained or ended: no connection may be used
-	busy    bool    // handling a frame: an acknowledgement waits for it
-	due     bool    // the acknowledgement came due while busy
-	armed   bool    // queued in the acker
-	chain   uint64  // the chain as far as the device has recorded it
-	in      *pollIn // a polled connection's pushes (poll.go); nil otherwise
-	parked  bool    // the device's goroutine waits for in: its state is the poller's
-}
-
-// wsConn is what the device and the acker use of a push connection.
-type wsConn interface {
-	Ack(seq uint64) error
-	Close() error
+	conn    targets.Conn // the connection in use; nil while there is none
+	stopped bool         // drained or ended: no connection may be used
+	busy    bool         // handling a frame: an acknowledgement waits for it
+	due     bool         // the acknowledgement came due while busy
+	armed   bool         // queued in the acker
+	chain   uint64       // the chain as far as the device has recorded it
 }
 
 // ackDue is a device whose acknowledgement comes due at at.
@@ -172,7 +165,7 @@ func (d *Device) ackWS() error {
 
 // attach makes c the device's connection, busy until idle is called;
 // false when the run has drained or ended (c is then closed).
-func (d *Device) attach(c wsConn) bool {
+func (d *Device) attach(c targets.Conn) bool {
 	s := &d.ws
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -189,7 +182,7 @@ func (d *Device) detach() {
 	s := &d.ws
 	s.mu.Lock()
 	c := s.conn
-	s.conn, s.busy, s.due, s.in = nil, false, false, nil
+	s.conn, s.busy, s.due = nil, false, false
 	s.mu.Unlock()
 	if c != nil {
 		c.Close()

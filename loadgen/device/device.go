@@ -150,7 +150,7 @@ func (d *Device) online(ctx context.Context, drain <-chan struct{}) {
 			return
 		default:
 		}
-		ws, in, err := d.connect(ctx)
+		ws, err := d.Sess.Connect(ctx)
 		if err != nil {
 			select {
 			case <-time.After(backoff):
@@ -162,11 +162,7 @@ func (d *Device) online(ctx context.Context, drain <-chan struct{}) {
 		}
 		backoff = 10 * time.Millisecond
 		if d.attach(ws) {
-			if in != nil {
-				d.polled(ctx, in, a)
-			} else {
-				d.connected(ctx, ws.(targets.Conn), a)
-			}
+			d.connected(ctx, ws, a)
 			d.detach()
 		}
 	}
@@ -180,7 +176,14 @@ var errStopped = errors.New("device: stopped")
 // or by the acker at the drain or the end of the run). The device is busy
 // (attach) until the catch-up is done.
 func (d *Device) connected(ctx context.Context, ws targets.Conn, a *acker) {
-	if !d.caughtUp(ctx, a) {
+	if err := d.catchUp(ctx, 0); err != nil {
+		if ctx.Err() == nil {
+			d.f.env.Fail("device %d catch-up: %v", d.Idx, err)
+		}
+		return
+	}
+	d.cameOnline(ctx)
+	if d.idle(a) != nil {
 		return
 	}
 	for {
@@ -196,29 +199,6 @@ func (d *Device) connected(ctx context.Context, ws targets.Conn, a *acker) {
 			return
 		}
 	}
-}
-
-// connect opens the device's push connection: on the fleet's poller
-// (in non-nil) when it runs one, else one the device's goroutine reads.
-func (d *Device) connect(ctx context.Context) (wsConn, *pollIn, error) {
-	if ps, ok := d.Sess.(targets.PollSession); ok && d.f.poller != nil {
-		return d.connectPolled(ctx, ps)
-	}
-	c, err := d.Sess.Connect(ctx)
-	return c, nil, err
-}
-
-// caughtUp is a new connection's start: catch up by pulling, what a device
-// coming online does, then idle; false when the connection is done.
-func (d *Device) caughtUp(ctx context.Context, a *acker) bool {
-	if err := d.catchUp(ctx, 0); err != nil {
-		if ctx.Err() == nil {
-			d.f.env.Fail("device %d catch-up: %v", d.Idx, err)
-		}
-		return false
-	}
-	d.cameOnline(ctx)
-	return d.idle(a) == nil
 }
 
 // frame stores a pushed message in chain order, filling a gap by pulling

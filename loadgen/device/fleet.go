@@ -11,7 +11,6 @@ import (
 	"imlab/loadgen/clientmix"
 	"imlab/loadgen/summary"
 	"imlab/targets"
-	"imlab/targets/wspoll"
 )
 
 // Env is what the devices of a run are given: the run's settings and the
@@ -27,10 +26,6 @@ type Env struct {
 	// AckEvery: an online device acknowledges its chain this long after
 	// it first grew past the last acknowledgement.
 	AckEvery time.Duration
-	// PollReads: the online devices' WebSockets are read by one poller
-	// goroutine of the fleet (poll.go) when the driver offers it and the
-	// system has it (Linux), instead of each device's goroutine.
-	PollReads bool
 	// Timeout bounds one request; one action of the mix (all its tries)
 	// may take twice that.
 	Timeout time.Duration
@@ -69,12 +64,6 @@ type Fleet struct {
 	ackOnce sync.Once
 	acks    *acker
 	rev     *revoker // nil unless StartRevoker ran
-	// poller reads the online devices' WebSockets (poll.go; nil: each
-	// device reads its own); pollStop ends it once onlineLeft, the online
-	// devices' goroutines still running, falls to 0.
-	poller     *wspoll.Poller
-	pollStop   context.CancelFunc
-	onlineLeft atomic.Int64
 }
 
 // NewFleet is a fleet of no device yet.
@@ -104,17 +93,9 @@ func (f *Fleet) Start(ctx context.Context, drain <-chan struct{}, led *ledger.Le
 	if f.env.Mix.Revoke > 0 {
 		f.startRevoker(ctx)
 	}
-	f.startPoller(ctx, wg)
 	for _, d := range devs {
 		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			d.run(ctx, drain)
-			if d.Kind == ledger.Online {
-				f.onlineDone()
-			}
-			done()
-		}()
+		go func() { defer wg.Done(); d.run(ctx, drain); done() }()
 	}
 }
 

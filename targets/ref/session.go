@@ -7,7 +7,6 @@ import (
 
 	"imlab/targets"
 	"imlab/targets/ref/client"
-	"imlab/targets/wspoll"
 )
 
 // Session is one device: its lab token. Every method is one exchange
@@ -70,19 +69,6 @@ func (s *Session) Connect(ctx context.Context) (targets.Conn, error) {
 		return nil, wrap(err)
 	}
 	return &conn{ws: ws}, nil
-}
-
-// ConnectPolled opens /v1/ws on p: its frames are parsed on the poller's
-// goroutine and handed to h as pushes.
-func (s *Session) ConnectPolled(ctx context.Context, p *wspoll.Poller, h targets.PushHandler) (targets.PolledConn, error) {
-	on := func(f *client.Frame) {
-		h.Push(&targets.Push{Type: f.Type, PrevSeq: f.PrevSeq, Msg: targets.Msg(f.Msg)})
-	}
-	w, err := s.d.cl.DialPolled(ctx, s.token, p, on, h.Ended)
-	if err != nil {
-		return nil, wrap(err)
-	}
-	return w, nil
 }
 
 // DialSender opens /v1/ws for sends.
@@ -195,9 +181,8 @@ func (x *sender) Done() <-chan struct{} { return x.s.Done() }
 func (x *sender) Close() error { return x.s.Close() }
 
 var (
-	_ targets.Session     = (*Session)(nil)
-	_ targets.LabSession  = (*Session)(nil)
-	_ targets.PollSession = (*Session)(nil)
+	_ targets.Session    = (*Session)(nil)
+	_ targets.LabSession = (*Session)(nil)
 )
 
 // LabHistory reads GET /v1/lab/history.
