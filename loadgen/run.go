@@ -42,7 +42,7 @@ type runner struct {
 	mine   []uint64
 	groups []group
 	errMu  sync.Mutex
-	errs   []string
+	errs   summary.ErrorKinds
 }
 
 type group struct {
@@ -314,7 +314,7 @@ func (r *runner) finish(ctx context.Context, sum *summary.Summary, st schedule.S
 		}
 	}
 	r.errMu.Lock()
-	sum.Errors = append(sum.Errors, r.errs...)
+	sum.Errors = append(sum.Errors, r.errs.Lines()...)
 	r.errMu.Unlock()
 	if err := summary.Write(cfg.RunDir, sum); err != nil {
 		return sum, err
@@ -339,13 +339,13 @@ func (r *runner) delivered(dev uint32, tick uint64, late time.Duration, e2e bool
 	r.m.deliv.Add(1)
 }
 
-// fail keeps a bounded list of run errors for the summary.
+// fail counts a run error for the summary, by kind (summary.ErrorKinds:
+// a hundred device timeouts make one line with a count and examples).
 func (r *runner) fail(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
 	r.errMu.Lock()
 	defer r.errMu.Unlock()
-	if len(r.errs) < 100 {
-		r.errs = append(r.errs, fmt.Sprintf(format, args...))
-	}
+	r.errs.Add(msg)
 }
 
 // maxDrainRounds bounds the drain rounds (DrainTimeout bounds their time).

@@ -1,0 +1,61 @@
+package summary_test
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"imlab/loadgen/summary"
+)
+
+// TestErrorKindsManyTimeouts: a hundred device timeouts of the final drain
+// (what a busy machine gives) make one line with their count and the first
+// three as examples, on the terminal and so in the report's Notes; an
+// error alone of its kind stays as it was.
+func TestErrorKindsManyTimeouts(t *testing.T) {
+	var k summary.ErrorKinds
+	for i := range 100 {
+		k.Add(fmt.Sprintf("device %d ack %d: unknown: fasthttp: timeout", 180+i, 20+i%7))
+	}
+	k.Add("final drain timed out after 30s")
+	k.Add("device 7 register: status 503")
+	k.Add("device 8 register: status 503")
+	got := k.Lines()
+	want := []string{
+		"100 × device N ack N: unknown: fasthttp: timeout (e.g. device 180 ack 20; device 181 ack 21; device 182 ack 22)",
+		"final drain timed out after 30s",
+		"2 × device N register: status N (e.g. device 7 register: status 503; device 8 register: status 503)",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	var b bytes.Buffer
+	s := &summary.Summary{Errors: got}
+	s.WriteText(&b)
+	if n := strings.Count(b.String(), "error: "); n != 3 {
+		t.Fatalf("%d error lines in the text, want 3:\n%s", n, b.String())
+	}
+}
+
+// TestErrorKindsBounded: beyond the kinds kept apart, errors are counted
+// together in one last line; identical errors without a number give no
+// examples.
+func TestErrorKindsBounded(t *testing.T) {
+	var k summary.ErrorKinds
+	for i := range 30 {
+		k.Add(fmt.Sprintf("kind %c failed at %d", 'a'+i, i))
+	}
+	k.Add("no number")
+	k.Add("no number")
+	got := k.Lines()
+	if len(got) != 21 || got[20] != "12 more errors of other kinds (only the first 20 kinds are kept apart)" {
+		t.Fatalf("lines (%d): %q", len(got), got)
+	}
+	var k2 summary.ErrorKinds
+	k2.Add("no number")
+	k2.Add("no number")
+	if got := k2.Lines(); len(got) != 1 || got[0] != "2 × no number" {
+		t.Fatalf("lines: %q", got)
+	}
+}
