@@ -92,6 +92,9 @@ func (r *Result) WriteTable(w io.Writer) error {
 		if st.GeneratorOverHalf {
 			fmt.Fprintf(&b, "  step %d: %s\n", st.Index, GeneratorShareLine(st.GeneratorCPUShare))
 		}
+		if st.Busy != "" {
+			fmt.Fprintf(&b, "  step %d: %s\n", st.Index, st.Busy)
+		}
 		for _, e := range st.Errors {
 			fmt.Fprintf(&b, "  step %d error: %s\n", st.Index, e)
 		}
@@ -117,6 +120,10 @@ func (r *Result) WriteTable(w io.Writer) error {
 			fv(m.R2, "%.2f"), m.Steps, noteSuffix(m.Note))
 	}
 	fmt.Fprintf(&b, "machine: %d CPUs; %s\n", r.Machine.CPUs, r.Machine.Note)
+	fmt.Fprintf(&b, "load average: %s\n", r.LoadAverage)
+	if r.Machine.Busy != "" {
+		fmt.Fprintf(&b, "%s\n", r.Machine.Busy)
+	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "note: %s\n", n)
 	}
@@ -203,7 +210,7 @@ var page = template.Must(template.New("capacity").Parse(`<!DOCTYPE html>
 <p>SLO <code>{{.R.SLO}}</code>; rates {{printf "%.0f" .R.From}}..{{printf "%.0f" .R.To}}/s; each step {{.R.WarmUpS}}s warm-up (not counted) + {{.R.StepS}}s measured; {{len .R.Steps}} steps in {{printf "%.0f" .R.Seconds}}s.
 {{with .R.Ceiling}}Generator ceiling (no-op endpoint, same client): {{printf "%.0f" .PerSec}} sends/s.{{end}}
 {{with .Knee}}Knee: {{.}}/s.{{end}}</p>
-<p class="description">Machine: {{.R.Machine.CPUs}} CPUs; {{.R.Machine.Note}}.</p>
+<p class="description">Machine: {{.R.Machine.CPUs}} CPUs; {{.R.Machine.Note}}. Load average {{.R.LoadAverage}}.</p>
 <section id="charts">
 <h2>Charts</h2>
 {{range .Charts}}{{.}}{{end}}
@@ -226,7 +233,7 @@ var page = template.Must(template.New("capacity").Parse(`<!DOCTYPE html>
 func (r *Result) header() *report.Report {
 	rep := &report.Report{Title: "Capacity of " + r.Target, Description: r.Answer, Passed: r.Sustainable != nil,
 		StartedAt: r.StartedAt, Duration: time.Duration(r.Seconds * float64(time.Second)), DurationLabel: "Search time",
-		Verdict: r.Answer, VerdictLabel: "Answer", Backends: r.backendsLine()}
+		Verdict: r.Answer, VerdictLabel: "Answer", Backends: r.backendsLine(), Machine: r.Machine.Busy}
 	return rep
 }
 
