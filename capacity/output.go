@@ -10,6 +10,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"imlab/report"
 )
@@ -217,7 +219,7 @@ var page = template.Must(template.New("capacity").Parse(`<!DOCTYPE html>
 {{with .Undrawn}}<p class="empty">Not drawn (no figure: unknown, never 0; a gap in its line): {{.}}.</p>{{end}}
 {{range .ChartNotes}}<p class="empty">{{.}}</p>{{end}}
 </section>
-<p class="description">Marginal cost: least squares of each process's cores against ACKed/s over every step that ran its whole window: the slope is CPU-µs per additional message, the intercept the cores it uses with no load. Cost per message: CPU-µs per ACKed send and per inbox row, from /proc/PID/stat over each step's measured window. {{.R.Machine.Note}}.</p>
+<p class="description">Marginal cost: least squares of each process's cores against ACKed/s over every step that ran its whole window: the slope is CPU-µs per additional message, the intercept the cores it uses with no load. Cost per message: CPU-µs per ACKed send and per inbox row, from /proc/PID/stat over each step's measured window.{{with .NoteAlone}} {{.}}.{{end}}</p>
 {{range .Pieces.Tables}}{{.}}{{end}}
 {{if or .R.Notes .R.Errors}}<section id="notes">
 <h2>Notes</h2>
@@ -315,7 +317,9 @@ func (r *Result) WriteHTML(w io.Writer) error {
 		Charts     []template.HTML
 		ChartNotes []string
 		Undrawn    string
-	}{R: r, Knee: fv(r.Knee, "%.0f"), Style: report.PageStyle(), Pieces: pieces, Charts: charts, ChartNotes: chartNotes, Undrawn: undrawn(r)}
+		NoteAlone  string
+	}{R: r, Knee: fv(r.Knee, "%.0f"), Style: report.PageStyle(), Pieces: pieces, Charts: charts, ChartNotes: chartNotes, Undrawn: undrawn(r),
+		NoteAlone: sentence(r.Machine.Note)}
 	if r.Knee == nil {
 		d.Knee = ""
 	}
@@ -323,6 +327,16 @@ func (r *Result) WriteHTML(w io.Writer) error {
 		return fmt.Errorf("capacity: report: %w", err)
 	}
 	return nil
+}
+
+// sentence is s begun with a capital letter, to stand as a sentence of
+// its own after a full stop.
+func sentence(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	if n == 0 {
+		return s
+	}
+	return string(unicode.ToUpper(r)) + s[n:]
 }
 
 // undrawn names the steps and figures the charts leave out.

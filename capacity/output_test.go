@@ -200,3 +200,36 @@ func TestBusyMachineSaidEverywhere(t *testing.T) {
 		t.Errorf("a load of 1.5 on 2 CPUs is not busy: %q", n)
 	}
 }
+
+// The page's prose: every sentence of the cost text starts with a capital
+// letter; a search where no step broke does not explain open points.
+func TestPageProseAndLegend(t *testing.T) {
+	r := pageResult()
+	var page bytes.Buffer
+	if err := r.WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := html.Parse(&page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range findAll(doc, "p", "description") {
+		txt := textOf(p)
+		for i := strings.Index(txt, ". "); i >= 0; i = strings.Index(txt, ". ") {
+			if next := txt[i+2:]; next != "" && strings.ToLower(next[:1]) == next[:1] && strings.ToUpper(next[:1]) != next[:1] {
+				t.Errorf("a sentence starts in lowercase: %q", txt[max(0, i-20):min(len(txt), i+30)])
+			}
+			txt = txt[i+2:]
+		}
+	}
+	for _, st := range r.Steps {
+		st.Held = true
+	}
+	page.Reset()
+	if err := r.WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(page.String(), "open point:") {
+		t.Error("no step broke, yet the page explains open points")
+	}
+}
