@@ -155,6 +155,16 @@ func TestSearchFindsAKnownCapacity(t *testing.T) {
 	if err := json.Unmarshal(raw, &back); err != nil || len(back.Steps) != len(res.Steps) {
 		t.Fatalf("result.json: %v", err)
 	}
+	// The load average at the search's and every step's start and end:
+	// what else the machine ran, in result.json and for compare.
+	if back.LoadAverage == nil || back.LoadAverage.End == [3]float64{} || run.Env.Load1 == nil {
+		t.Fatalf("result.json has no load average of the search: %+v (compare read %v)", back.LoadAverage, run.Env.Load1)
+	}
+	for _, st := range back.Steps {
+		if st.LoadAverage == nil || st.LoadAverage.End == [3]float64{} {
+			t.Fatalf("step %d has no load average", st.Index)
+		}
+	}
 	for _, st := range back.Steps {
 		cores := st.CPU[0].Cores
 		switch {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"imlab/report"
 )
@@ -92,6 +94,9 @@ func (r *Result) WriteTable(w io.Writer) error {
 		if st.GeneratorOverHalf {
 			fmt.Fprintf(&b, "  step %d: %s\n", st.Index, GeneratorShareLine(st.GeneratorCPUShare))
 		}
+		if st.Busy != "" {
+			fmt.Fprintf(&b, "  step %d: %s\n", st.Index, st.Busy)
+		}
 		for _, e := range st.Errors {
 			fmt.Fprintf(&b, "  step %d error: %s\n", st.Index, e)
 		}
@@ -117,6 +122,10 @@ func (r *Result) WriteTable(w io.Writer) error {
 			fv(m.R2, "%.2f"), m.Steps, noteSuffix(m.Note))
 	}
 	fmt.Fprintf(&b, "machine: %d CPUs; %s\n", r.Machine.CPUs, r.Machine.Note)
+	fmt.Fprintf(&b, "load average: %s\n", r.LoadAverage)
+	if r.Machine.Busy != "" {
+		fmt.Fprintf(&b, "%s\n", r.Machine.Busy)
+	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "note: %s\n", n)
 	}
@@ -203,14 +212,14 @@ var page = template.Must(template.New("capacity").Parse(`<!DOCTYPE html>
 <p>SLO <code>{{.R.SLO}}</code>; rates {{printf "%.0f" .R.From}}..{{printf "%.0f" .R.To}}/s; each step {{.R.WarmUpS}}s warm-up (not counted) + {{.R.StepS}}s measured; {{len .R.Steps}} steps in {{printf "%.0f" .R.Seconds}}s.
 {{with .R.Ceiling}}Generator ceiling (no-op endpoint, same client): {{printf "%.0f" .PerSec}} sends/s.{{end}}
 {{with .Knee}}Knee: {{.}}/s.{{end}}</p>
-<p class="description">Machine: {{.R.Machine.CPUs}} CPUs; {{.R.Machine.Note}}.</p>
+<p class="description">Machine: {{.R.Machine.CPUs}} CPUs; {{.R.Machine.Note}}. Load average {{.R.LoadAverage}}.</p>
 <section id="charts">
 <h2>Charts</h2>
 {{range .Charts}}{{.}}{{end}}
 {{with .Undrawn}}<p class="empty">Not drawn (no figure: unknown, never 0; a gap in its line): {{.}}.</p>{{end}}
 {{range .ChartNotes}}<p class="empty">{{.}}</p>{{end}}
 </section>
-<p class="description">Marginal cost: least squares of each process's cores against ACKed/s over every step that ran its whole window: the slope is CPU-µs per additional message, the intercept the cores it uses with no load. Cost per message: CPU-µs per ACKed send and per inbox row, from /proc/PID/stat over each step's measured window. {{.R.Machine.Note}}.</p>
+<p class="description">Marginal cost: least squares of each process's cores against ACKed/s over every step that ran its whole window: the slope is CPU-µs per additional message, the intercept the cores it uses with no load. Cost per message: CPU-µs per ACKed send and per inbox row, from /proc/PID/stat over each step's measured window.{{with .NoteAlone}} {{.}}.{{end}}</p>
 {{range .Pieces.Tables}}{{.}}{{end}}
 {{if or .R.Notes .R.Errors}}<section id="notes">
 <h2>Notes</h2>
@@ -226,7 +235,7 @@ var page = template.Must(template.New("capacity").Parse(`<!DOCTYPE html>
 func (r *Result) header() *report.Report {
 	rep := &report.Report{Title: "Capacity of " + r.Target, Description: r.Answer, Passed: r.Sustainable != nil,
 		StartedAt: r.StartedAt, Duration: time.Duration(r.Seconds * float64(time.Second)), DurationLabel: "Search time",
-		Verdict: r.Answer, VerdictLabel: "Answer", Backends: r.backendsLine()}
+		Verdict: r.Answer, VerdictLabel: "Answer", Backends: r.backendsLine(), Machine: r.Machine.Busy}
 	return rep
 }
 
@@ -308,7 +317,9 @@ func (r *Result) WriteHTML(w io.Writer) error {
 		Charts     []template.HTML
 		ChartNotes []string
 		Undrawn    string
-	}{R: r, Knee: fv(r.Knee, "%.0f"), Style: report.PageStyle(), Pieces: pieces, Charts: charts, ChartNotes: chartNotes, Undrawn: undrawn(r)}
+		NoteAlone  string
+	}{R: r, Knee: fv(r.Knee, "%.0f"), Style: report.PageStyle(), Pieces: pieces, Charts: charts, ChartNotes: chartNotes, Undrawn: undrawn(r),
+		NoteAlone: sentence(r.Machine.Note)}
 	if r.Knee == nil {
 		d.Knee = ""
 	}
@@ -316,6 +327,16 @@ func (r *Result) WriteHTML(w io.Writer) error {
 		return fmt.Errorf("capacity: report: %w", err)
 	}
 	return nil
+}
+
+// sentence is s begun with a capital letter, to stand as a sentence of
+// its own after a full stop.
+func sentence(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	if n == 0 {
+		return s
+	}
+	return string(unicode.ToUpper(r)) + s[n:]
 }
 
 // undrawn names the steps and figures the charts leave out.

@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -153,4 +154,82 @@ func lessCoord(a, b string) bool {
 		return false
 	}
 	return x < y
+}
+
+// A search that began on a busy machine says so, with the scenario pages'
+// word and threshold, in the table, result.json and report.html.
+func TestBusyMachineSaidEverywhere(t *testing.T) {
+	r := pageResult()
+	r.LoadAverage = &LoadAverage{Start: [3]float64{5.19, 7.39, 16.71}, End: [3]float64{6, 7, 15}}
+	r.Machine.Busy = busyNote(r.LoadAverage, r.Machine.CPUs, "the search")
+	r.Steps[0].LoadAverage = &LoadAverage{Start: [3]float64{4, 4, 4}}
+	r.Steps[0].Busy = busyNote(r.Steps[0].LoadAverage, 2, "the step")
+	var txt, page bytes.Buffer
+	if err := r.WriteTable(&txt); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"load average: at start 5.19/7.39/16.71, at end 6.00/7.00/15.00", "BUSY: the 1-minute load average was 5.19 on 2 CPUs when the search started",
+		"step 4: BUSY: the 1-minute load average was 4.00 on 2 CPUs when the step started"} {
+		if !strings.Contains(txt.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, txt.String())
+		}
+	}
+	if !strings.Contains(string(raw), `"load_average":{"start":[5.19,7.39,16.71]`) || !strings.Contains(string(raw), `"busy":"BUSY: `) {
+		t.Errorf("result.json lacks the load average or the BUSY flag: %s", raw)
+	}
+	doc, err := html.Parse(&page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows := findAll(doc, "tr", "warn", "machine"); len(rows) != 1 || !strings.Contains(textOf(rows[0]), "BUSY: the 1-minute load average was 5.19") {
+		t.Errorf("report.html has no BUSY row in its header")
+	}
+	if !strings.Contains(textOf(doc), "Load average at start 5.19/7.39/16.71") {
+		t.Errorf("report.html does not give the load average")
+	}
+	quiet := pageResult()
+	quiet.LoadAverage = &LoadAverage{Start: [3]float64{1.5, 1, 1}}
+	if n := busyNote(quiet.LoadAverage, 2, "the search"); n != "" {
+		t.Errorf("a load of 1.5 on 2 CPUs is not busy: %q", n)
+	}
+}
+
+// The page's prose: every sentence of the cost text starts with a capital
+// letter; a search where no step broke does not explain open points.
+func TestPageProseAndLegend(t *testing.T) {
+	r := pageResult()
+	var page bytes.Buffer
+	if err := r.WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := html.Parse(&page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range findAll(doc, "p", "description") {
+		txt := textOf(p)
+		for i := strings.Index(txt, ". "); i >= 0; i = strings.Index(txt, ". ") {
+			if next := txt[i+2:]; next != "" && strings.ToLower(next[:1]) == next[:1] && strings.ToUpper(next[:1]) != next[:1] {
+				t.Errorf("a sentence starts in lowercase: %q", txt[max(0, i-20):min(len(txt), i+30)])
+			}
+			txt = txt[i+2:]
+		}
+	}
+	for _, st := range r.Steps {
+		st.Held = true
+	}
+	page.Reset()
+	if err := r.WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(page.String(), "open point:") {
+		t.Error("no step broke, yet the page explains open points")
+	}
 }

@@ -167,12 +167,15 @@ type Result struct {
 	Marginal []Marginal `json:"marginal"`
 	Procs    []Proc     `json:"processes"`
 	// Backends is Config.Backends ("": not known to the search).
-	Backends  string   `json:"backends,omitempty"`
-	Machine   Machine  `json:"machine"`
-	Steps     []*Step  `json:"steps"`
-	Notes     []string `json:"notes,omitempty"`
-	Errors    []string `json:"errors,omitempty"`
-	Cancelled bool     `json:"cancelled,omitempty"`
+	Backends string  `json:"backends,omitempty"`
+	Machine  Machine `json:"machine"`
+	// LoadAverage is the machine's at the search's start and end (nil:
+	// not readable here); Machine.Busy flags a busy start.
+	LoadAverage *LoadAverage `json:"load_average,omitempty"`
+	Steps       []*Step      `json:"steps"`
+	Notes       []string     `json:"notes,omitempty"`
+	Errors      []string     `json:"errors,omitempty"`
+	Cancelled   bool         `json:"cancelled,omitempty"`
 }
 
 // Machine says where the figures were measured.
@@ -180,6 +183,9 @@ type Machine struct {
 	CPUs     int    `json:"cpus"`
 	Hostname string `json:"hostname"`
 	Note     string `json:"note"`
+	// Busy is the BUSY warning when the 1-minute load average was above
+	// the CPU count as the search started ("": it was not, or unknown).
+	Busy string `json:"busy,omitempty"`
 }
 
 // MachineNote is printed beside every cost figure.
@@ -210,8 +216,11 @@ func Search(ctx context.Context, cfg Config) (*Result, error) {
 	s.res = &Result{Kind: "imlab-capacity", Format: ResultFormat, Target: cfg.Load.Target, SLO: cfg.SLO.String(), StartedAt: time.Now().UTC(),
 		From: cfg.From, To: cfg.To, WarmUpS: cfg.WarmUp.Seconds(), StepS: cfg.Step.Seconds(), Mix: cfg.Load.Mix, Procs: s.procs,
 		Backends: cfg.Backends, Machine: Machine{CPUs: runtime.NumCPU(), Hostname: host, Note: MachineNote}, Steps: []*Step{}, Notes: slices.Clone(cfg.Notes)}
+	s.res.LoadAverage = loadStart()
+	s.res.Machine.Busy = busyNote(s.res.LoadAverage, s.res.Machine.CPUs, "the search")
 	began := time.Now()
 	err := s.run(ctx)
+	s.res.LoadAverage.finish()
 	if errors.Is(err, errOutOfSteps) {
 		// Not a failure of the search: the answer is what the steps show,
 		// and says that the search was cut short.

@@ -119,8 +119,12 @@ type Step struct {
 	Limit        string   `json:"limit,omitempty"`
 	StoppedEarly string   `json:"stopped_early,omitempty"`
 	Seconds      float64  `json:"seconds"`
-	RunDir       string   `json:"run_dir"`
-	Errors       []string `json:"errors,omitempty"`
+	// LoadAverage is the machine's at the step's start and end; Busy the
+	// BUSY warning when the machine was busy as the step began.
+	LoadAverage *LoadAverage `json:"load_average,omitempty"`
+	Busy        string       `json:"busy,omitempty"`
+	RunDir      string       `json:"run_dir"`
+	Errors      []string     `json:"errors,omitempty"`
 }
 
 // Early-stop thresholds (see the package doc).
@@ -199,8 +203,12 @@ func (s *search) runStep(ctx context.Context, phase string, rate float64) *Step 
 	idx := len(s.res.Steps)
 	st := &Step{Index: idx, Phase: phase, OfferedPerSec: rate,
 		RunDir: filepath.Join(c.OutDir, "steps", fmt.Sprintf("%02d-%s-%.0f", idx, phase, rate))}
-	began := time.Now()
-	defer func() { st.Seconds = time.Since(began).Seconds() }()
+	began, la := time.Now(), loadStart()
+	defer func() {
+		st.Seconds = time.Since(began).Seconds()
+		la.finish()
+		st.LoadAverage, st.Busy = la, busyNote(la, s.res.Machine.CPUs, "the step")
+	}()
 
 	lc := c.Load
 	lc.Shape = schedule.Constant{PerSec: rate}

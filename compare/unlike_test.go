@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"imlab/capacity"
 	"imlab/checker"
 	"imlab/compare"
 	"imlab/loadgen/summary"
@@ -129,5 +130,47 @@ func TestNoQueueIsNotAFailedPoll(t *testing.T) {
 	notes := strings.Join(r.Notes, "\n")
 	if !strings.Contains(notes, "lag: no queue in this topology") || strings.Contains(notes, "no lag poll answered") {
 		t.Fatalf("notes:\n%s", notes)
+	}
+}
+
+// capacityRun is a capacity search's result.json (capacity.Result as the
+// search writes it) with this sustainable rate, on 2 CPUs, and this
+// 1-minute load average at the search's start.
+func capacityRun(t *testing.T, name string, load1, sustainable float64) *compare.Run {
+	t.Helper()
+	res := &capacity.Result{Kind: compare.CapacityKind, Format: capacity.ResultFormat, Target: "http://127.0.0.1:1", SLO: "ack_p99<=2000ms", WarmUpS: 2, StepS: 6,
+		Sustainable: &sustainable, Machine: capacity.Machine{CPUs: 2, Hostname: "lab"},
+		LoadAverage: &capacity.LoadAverage{Start: [3]float64{load1, load1, load1}, End: [3]float64{load1, load1, load1}}}
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := compare.Parse(name+"/"+capacity.ResultFile, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestCapacityLoadsUnlike: two capacity searches, one begun on a quiet
+// machine and one on a busy one, are compared as unlike sides, and the
+// sustainable rate's fall is labelled so.
+func TestCapacityLoadsUnlike(t *testing.T) {
+	rep, err := compare.Compare([]*compare.Run{capacityRun(t, "quiet", 0.4, 400)}, []*compare.Run{capacityRun(t, "busy", 5.2, 250)}, compare.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "machine load differs: 1-minute load average per CPU at the start 0.20–0.20 in the base, 2.60–2.60 in the new runs"
+	if len(rep.Unlike) != 1 || !strings.HasPrefix(rep.Unlike[0], want) {
+		t.Fatalf("unlike %q, want %q", rep.Unlike, want)
+	}
+	for _, r := range rep.Rows {
+		if r.Metric == compare.MSustainable && (r.Verdict != compare.VUnlike || !strings.Contains(r.Note, "not a like-for-like comparison")) {
+			t.Errorf("sustainable rate row %+v: want REGRESSED (unlike sides)", r)
+		}
+	}
+	alike, err := compare.Compare([]*compare.Run{capacityRun(t, "quiet", 0.4, 400)}, []*compare.Run{capacityRun(t, "quiet2", 0.6, 400)}, compare.Options{})
+	if err != nil || len(alike.Unlike) != 0 {
+		t.Fatalf("alike loads: unlike %q (%v)", alike.Unlike, err)
 	}
 }

@@ -3,15 +3,18 @@ package loadgen_test
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"imlab/checker"
+	"imlab/checker/judge"
 	"imlab/internal/testenv"
 	"imlab/internal/testenv/refproc"
 	"imlab/loadgen"
 	"imlab/loadgen/schedule"
+	"imlab/loadgen/summary"
 	"imlab/ref/server"
 )
 
@@ -73,8 +76,24 @@ func TestRealServerNoLossNoSkip(t *testing.T) {
 			if g := sum.Generator; g.GOMAXPROCS < 1 || g.Conns != lc.Conns || g.Pipeline != lc.Pipeline || g.MaxWorkers != lc.Pacer.MaxWorkers {
 				t.Fatalf("generator summary %+v does not say how it ran", g)
 			}
-			if q := sum.QueueLag; q == nil || !strings.Contains(q.Unknown, "no queue") || len(q.Groups) != 0 {
+			// A server without a queue has no lag to measure: "none", not
+			// "unknown" (that is for a measurement that failed), in
+			// summary.json and in the verdict's text.
+			if q := sum.QueueLag; q == nil || !q.NoQueue || q.Unknown != "" || len(q.Groups) != 0 || q.String() != summary.NoQueueLine {
 				t.Fatalf("queue lag at the end of a run on a server without a queue: %+v", q)
+			}
+			rep, err := judge.Dirs(ctx, judge.Options{Dirs: []string{lc.RunDir}, Out: filepath.Join(t.TempDir(), "verdict.json")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var check, checkJSON bytes.Buffer
+			rep.WriteText(&check)
+			if err := rep.WriteJSON(&checkJSON); err != nil {
+				t.Fatal(err)
+			}
+			if want := "queue lag at the end: " + summary.NoQueueLine; !strings.Contains(check.String(), want) || !strings.Contains(checkJSON.String(), want) ||
+				strings.Contains(check.String(), "queue lag at the end: unknown") {
+				t.Fatalf("imlab check's text or JSON lacks %q:\n%s", want, check.String())
 			}
 			if !sum.Drain.Complete || sum.Drain.WitnessErrors != 0 || sum.Drain.WitnessUIDs != lc.Pop.Users {
 				t.Fatalf("drain: %+v", sum.Drain)

@@ -279,15 +279,15 @@ func decimate(pts []Point, limit int) []Point {
 // threshold, one polyline per non-empty series, the threshold line and one
 // vertical line per marker.
 //
-// A chart with its own x axis is laid out on it instead, from 0 (or below)
-// to its last point, gap or mark, with its marks for markers.
+// A chart with its own x axis is laid out on it instead, over its points,
+// gaps and marks (ownSpan: near the smallest, not from 0), with its marks
+// for markers.
 func drawChart(ci int, c cleanChart, markers []Marker, tmin, tmax float64, timeAxis string) (chartView, []markerNote, error) {
 	xn := xNames{own: c.xaxis, time: timeAxis}
 	if c.xaxis != nil {
-		tmin, tmax = c.span(0, 0)
+		tmin, tmax = c.ownSpan()
 		markers = make([]Marker, 0, len(c.marks))
 		for _, m := range c.marks {
-			tmin, tmax = math.Min(tmin, m.X), math.Max(tmax, m.X)
 			markers = append(markers, Marker{T: m.X, Label: m.Label, Kind: kindMark})
 		}
 	}
@@ -333,7 +333,7 @@ func drawChart(ci int, c cleanChart, markers []Marker, tmin, tmax float64, timeA
 		MidY:       coord((plotTop + plotBottom) / 2),
 		CaptionY:   coord(plotBottom + 32),
 		XCaption:   xn.caption(),
-		Hollow:     c.hollow,
+		Hollow:     c.hollowShown(),
 		XTickTextY: coord(plotBottom + 16),
 		YTickTextX: coord(plotLeft - 6),
 		TickEnd:    coord(plotBottom + 4),
@@ -355,6 +355,19 @@ func drawChart(ci int, c cleanChart, markers []Marker, tmin, tmax float64, timeA
 		cv.MarkNotes, notes = notes, nil // the chart's own, not the page's
 	}
 	return cv, notes, nil
+}
+
+// hollowShown is what an open point means, said under the legend only
+// when the chart has an open point ("" otherwise).
+func (c cleanChart) hollowShown() string {
+	for _, s := range c.series {
+		for _, p := range s.points {
+			if p.Hollow {
+				return c.hollow
+			}
+		}
+	}
+	return ""
 }
 
 // drawLegend draws the chart's series: one legend entry each (its max and
@@ -409,6 +422,10 @@ func drawPoints(ax, ay axis, xn xNames, name, color string, s cleanSeries, c cle
 	return out
 }
 
+// offScaleLabelDrop is how far under the plot's top line the baseline of
+// an off-scale threshold's label lies: its 11-unit glyphs clear the line.
+const offScaleLabelDrop = 14
+
 // drawThreshold draws the chart's threshold line, or, when it lies far
 // above the data (offScale), a short stub at the top edge saying so.
 func drawThreshold(ay axis, c cleanChart, offScale bool, vmax float64) *thresholdView {
@@ -433,9 +450,11 @@ func drawThreshold(ay axis, c cleanChart, offScale bool, vmax float64) *threshol
 	if offScale {
 		// A short stub at the top right, not a line across the plot that
 		// would read as a threshold at the axis' top value.
+		// Its label goes under the frame's top line, inside the plot,
+		// where the frame does not strike it through.
 		tv.X1 = coord(plotRight - 24)
-		tv.TextX = coord(plotRight - 28)
-		tv.TextY = coord(float64(plotTop) + 4)
+		tv.TextX = coord(plotRight - 4)
+		tv.TextY = coord(float64(plotTop) + offScaleLabelDrop)
 	} else if y-4 > plotTop+12 {
 		tv.TextY = coord(y - 4)
 	}

@@ -284,6 +284,26 @@ func (c cleanChart) span(lo, hi float64) (float64, float64) {
 	return lo, hi
 }
 
+// ownSpan is the range of a chart's own x axis: its points, gaps and marks,
+// widened by a twentieth of their span each side (never below 0 when all
+// are at or above it), so the axis starts near the smallest x rather than
+// at 0: rates of 200 to 400 fill the plot, not its right half. A chart
+// with nothing on it spans [0, 0].
+func (c cleanChart) ownSpan() (lo, hi float64) {
+	lo, hi = c.span(math.Inf(1), math.Inf(-1))
+	for _, m := range c.marks {
+		lo, hi = math.Min(lo, m.X), math.Max(hi, m.X)
+	}
+	if lo > hi {
+		return 0, 0
+	}
+	pad := (hi - lo) / 20
+	if lo >= 0 {
+		return max(lo-pad, 0), hi + pad
+	}
+	return lo - pad, hi + pad
+}
+
 // loadViewOf is the header's load verdict (nil: none).
 func loadViewOf(l *LoadVerdict) *loadView {
 	if l == nil {

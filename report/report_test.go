@@ -913,6 +913,11 @@ func TestThresholdOffScale(t *testing.T) {
 	if got := text(findAll(g, elem("text"))[0]); !strings.Contains(got, "off scale") || !strings.Contains(got, "5000 ms") {
 		t.Errorf("off-scale threshold label %q", got)
 	}
+	// Its label (11-unit glyphs, baseline at y) is clear of the frame's top
+	// line: the line does not strike it through.
+	if y, _ := strconv.ParseFloat(attr(findAll(g, elem("text"))[0], "y"), 64); y-9 <= plotTop && plotTop <= y+3 {
+		t.Errorf("off-scale label's baseline at y %v: the frame's top line at %v runs through its glyphs", y, plotTop)
+	}
 	// Within OffScaleFactor the threshold stays to scale.
 	r.Charts[0].Threshold = 400
 	_, doc = render(t, r)

@@ -40,7 +40,7 @@ func TestOwnXAxisChart(t *testing.T) {
 	if len(pts) != 3 {
 		t.Fatalf("%d points, want 3", len(pts))
 	}
-	ax, err := niceAxis(0, 40, xTickTarget)
+	ax, err := niceAxis(8.5, 41.5, xTickTarget) // 10..40, a twentieth of the span each side
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,6 +125,35 @@ func TestFigures(t *testing.T) {
 	}
 	if !strings.Contains(string(FigureStyle()), "figure.chart") {
 		t.Errorf("FigureStyle lacks the figure's CSS")
+	}
+}
+
+// Rates of 200 to 400 fill the plot: the own x axis starts near the
+// smallest rate, not at 0; and a chart without an open point does not say
+// what an open point means.
+func TestOwnXAxisStartsNearTheData(t *testing.T) {
+	c := rateChart()
+	c.Marks = []Mark{{X: 300, Label: "sustainable 300/s"}}
+	c.Series[0].Gaps = nil
+	c.Series[0].Points = []Point{{T: 200, V: 20}, {T: 300, V: 40}, {T: 400, V: 90}}
+	figs, _, err := Figures([]Chart{c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := html.Parse(strings.NewReader(string(figs[0])))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ticks := findAll(findAll(doc, elem("g", "xaxis"))[0], elem("text"))
+	if first, _ := strconv.ParseFloat(text(ticks[0]), 64); first < 150 {
+		t.Errorf("x axis starts at %v for rates 200..400: want near 200", first)
+	}
+	pts := findAll(doc, elem("circle", "point"))
+	if x, _ := strconv.ParseFloat(attr(pts[0], "cx"), 64); x > plotLeft+0.3*(plotRight-plotLeft) {
+		t.Errorf("the smallest rate drawn at x %v, past the plot's first third", x)
+	}
+	if strings.Contains(text(doc), "open point") {
+		t.Errorf("no step broke, yet the chart explains open points")
 	}
 }
 

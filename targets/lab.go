@@ -2,6 +2,7 @@ package targets
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -49,6 +50,11 @@ type StoredMsg struct {
 	Seq     uint64
 	Outbox  string
 }
+
+// ErrNoQueue is what LabDriver.QueueLag wraps when the target says it has
+// no queue (its topology has none): no lag to measure, which is not a
+// failed measurement.
+var ErrNoQueue = errors.New("targets: the target has no queue")
 
 // QueueLag is the target's queue lag: per consumer group, records behind
 // and the age of the oldest unprocessed message.

@@ -144,11 +144,20 @@ type QueueLagEnd struct {
 	// Unknown says why the lag could not be read (e.g. a server without
 	// the lab route); then Groups is empty.
 	Unknown string `json:"unknown,omitempty"`
+	// NoQueue: the target said it has no queue, so there is no lag to
+	// measure (not a failed measurement: Unknown stays empty).
+	NoQueue bool `json:"no_queue,omitempty"`
 }
+
+// NoQueueLine is how a queue lag of a target without a queue reads.
+const NoQueueLine = "none: the target has no queue"
 
 func (q *QueueLagEnd) String() string {
 	if q == nil {
 		return "not read"
+	}
+	if q.NoQueue {
+		return NoQueueLine
 	}
 	if q.Unknown != "" {
 		return "unknown (" + q.Unknown + ")"

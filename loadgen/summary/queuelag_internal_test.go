@@ -24,6 +24,9 @@ func TestQueueLagEndString(t *testing.T) {
 	if s := (&QueueLagEnd{Unknown: "the target serves no /v1/lab/lag"}).String(); !strings.HasPrefix(s, "unknown (") {
 		t.Errorf("unreadable lag printed as %q", s)
 	}
+	if s := (&QueueLagEnd{NoQueue: true}).String(); s != "none: the target has no queue" {
+		t.Errorf("a target without a queue: %q, want none, not unknown", s)
+	}
 	if s := (*QueueLagEnd)(nil).String(); s != "not read" {
 		t.Errorf("nil: %q", s)
 	}

@@ -25,6 +25,9 @@ func (w *Witness) QueueLagAtEnd(ctx context.Context, sum *summary.Summary) {
 	q, err := w.env.Lab.QueueLag(ctx)
 	var te *targets.Error
 	switch {
+	case errors.Is(err, targets.ErrNoQueue):
+		end.NoQueue = true
+		return
 	case errors.As(err, &te) && te.Status == 404:
 		end.Unknown = "the queue lag route answered 404"
 		if te.Message != "" {

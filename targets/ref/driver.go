@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -151,6 +152,9 @@ func (d *Driver) Close() error {
 // QueueLag reads GET /v1/lab/lag/now (or /v1/lab/lag).
 func (d *Driver) QueueLag(context.Context) (targets.QueueLag, error) {
 	q, err := d.cl.QueueLag()
+	if ce := (*client.Error)(nil); errors.As(err, &ce) && ce.Status == 404 && strings.Contains(ce.Message, client.NoQueueSays) {
+		return targets.QueueLag{}, fmt.Errorf("%w: %s", targets.ErrNoQueue, ce.Message)
+	}
 	if err != nil {
 		return targets.QueueLag{}, wrap(err)
 	}

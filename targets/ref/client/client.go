@@ -599,6 +599,11 @@ const LagPath = "/v1/lab/lag"
 // server's latest snapshot, up to its interval old).
 const LagNowPath = "/v1/lab/lag/now"
 
+// NoQueueSays is what the reference server's lag routes say in their 404
+// when the process has no queue (no Kafka brokers configured), as opposed
+// to a server without the routes ("no such route").
+const NoQueueSays = "has no queue"
+
 // QueueLag is the part of GET /v1/lab/lag the generator reports.
 type QueueLag struct {
 	MaxAgeSeconds map[string]float64 `json:"max_age_seconds"`

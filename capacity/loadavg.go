@@ -1,0 +1,82 @@
+package capacity
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// LoadAverage is the machine's load average (1, 5 and 15 minutes, as
+// /proc/loadavg has it) at the start and the end of a step or of the
+// search, in the layout of a scenario's result.json: a capacity depends on
+// what else the machine ran, and the result says so.
+type LoadAverage struct {
+	Start [3]float64 `json:"start"`
+	End   [3]float64 `json:"end"`
+}
+
+// Busy tells whether the 1-minute load average was above cpus at the
+// start (the threshold the scenario pages flag as BUSY).
+func (l *LoadAverage) Busy(cpus int) bool { return l != nil && l.Start[0] > float64(cpus) }
+
+// String is "at start 2.10/1.50/0.90, at end 6.80/3.20/1.40 (1/5/15 min)".
+func (l *LoadAverage) String() string {
+	if l == nil {
+		return "not recorded"
+	}
+	f := func(v [3]float64) string { return fmt.Sprintf("%.2f/%.2f/%.2f", v[0], v[1], v[2]) }
+	return fmt.Sprintf("at start %s, at end %s (1/5/15 min)", f(l.Start), f(l.End))
+}
+
+// busyNote is the BUSY warning for a search or step whose load average
+// at its start was above cpus ("" when it was not, or not recorded).
+func busyNote(l *LoadAverage, cpus int, what string) string {
+	if !l.Busy(cpus) {
+		return ""
+	}
+	return fmt.Sprintf("BUSY: the 1-minute load average was %.2f on %d CPUs when %s started (%.2f at its end): other work held the cores, so its rates, latencies and costs describe a shared machine, not the target alone",
+		l.Start[0], cpus, what, l.End[0])
+}
+
+// loadAvgFile is where Linux publishes the load average.
+const loadAvgFile = "/proc/loadavg"
+
+// readLoadAvg reads the load average; ok is false where there is none.
+func readLoadAvg() (v [3]float64, ok bool) {
+	b, err := os.ReadFile(loadAvgFile)
+	if err != nil {
+		return v, false
+	}
+	fs := strings.Fields(string(b))
+	if len(fs) < 3 {
+		return v, false
+	}
+	for i := range v {
+		x, err := strconv.ParseFloat(fs[i], 64)
+		if err != nil || x < 0 {
+			return [3]float64{}, false
+		}
+		v[i] = x
+	}
+	return v, true
+}
+
+// loadStart begins a load average record (nil: none readable).
+func loadStart() *LoadAverage {
+	v, ok := readLoadAvg()
+	if !ok {
+		return nil
+	}
+	return &LoadAverage{Start: v}
+}
+
+// finish records the end of l (nothing when l is nil).
+func (l *LoadAverage) finish() {
+	if l == nil {
+		return
+	}
+	if v, ok := readLoadAvg(); ok {
+		l.End = v
+	}
+}
