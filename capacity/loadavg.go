@@ -2,9 +2,8 @@ package capacity
 
 import (
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
+
+	"imlab/internal/loadavg"
 )
 
 // LoadAverage is the machine's load average (1, 5 and 15 minutes, as
@@ -39,32 +38,9 @@ func busyNote(l *LoadAverage, cpus int, what string) string {
 		l.Start[0], cpus, what, l.End[0])
 }
 
-// loadAvgFile is where Linux publishes the load average.
-const loadAvgFile = "/proc/loadavg"
-
-// readLoadAvg reads the load average; ok is false where there is none.
-func readLoadAvg() (v [3]float64, ok bool) {
-	b, err := os.ReadFile(loadAvgFile)
-	if err != nil {
-		return v, false
-	}
-	fs := strings.Fields(string(b))
-	if len(fs) < 3 {
-		return v, false
-	}
-	for i := range v {
-		x, err := strconv.ParseFloat(fs[i], 64)
-		if err != nil || x < 0 {
-			return [3]float64{}, false
-		}
-		v[i] = x
-	}
-	return v, true
-}
-
 // loadStart begins a load average record (nil: none readable).
 func loadStart() *LoadAverage {
-	v, ok := readLoadAvg()
+	v, ok := loadavg.Read()
 	if !ok {
 		return nil
 	}
@@ -76,7 +52,7 @@ func (l *LoadAverage) finish() {
 	if l == nil {
 		return
 	}
-	if v, ok := readLoadAvg(); ok {
+	if v, ok := loadavg.Read(); ok {
 		l.End = v
 	}
 }

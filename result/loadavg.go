@@ -2,10 +2,7 @@ package result
 
 import (
 	"fmt"
-	"os"
 	"runtime"
-	"strconv"
-	"strings"
 )
 
 // LoadAverage is the machine's load average (1, 5 and 15 minutes, as
@@ -52,32 +49,3 @@ func (r *Result) BusyNote() string {
 // started (other work, or the run before it, held the cores): the run's
 // own load is not in that figure yet.
 func (l LoadAverage) Busy(cpus int) bool { return l.Start[0] > float64(cpus) }
-
-// loadAvgFile is where Linux publishes the load average.
-const loadAvgFile = "/proc/loadavg"
-
-// readLoadAvg reads the load average; ok is false where there is none (not
-// Linux) or it cannot be read.
-func ReadLoadAvg() (v [3]float64, ok bool) {
-	b, err := os.ReadFile(loadAvgFile)
-	if err != nil {
-		return v, false
-	}
-	return parseLoadAvg(string(b))
-}
-
-// parseLoadAvg reads the first three fields of /proc/loadavg.
-func parseLoadAvg(s string) (v [3]float64, ok bool) {
-	fs := strings.Fields(s)
-	if len(fs) < 3 {
-		return v, false
-	}
-	for i := range v {
-		x, err := strconv.ParseFloat(fs[i], 64)
-		if err != nil || x < 0 {
-			return [3]float64{}, false
-		}
-		v[i] = x
-	}
-	return v, true
-}

@@ -19,6 +19,7 @@ import (
 	"imlab/compare"
 	"imlab/compose"
 	"imlab/expect"
+	"imlab/internal/loadavg"
 	"imlab/loadgen"
 	"imlab/loadgen/summary"
 	"imlab/ref/server"
@@ -235,7 +236,7 @@ func Run(ctx context.Context, cfg Config, f *scenario.File) (*result.Result, err
 		Findings: []result.FindingSummary{}, Checks: []result.Check{}, Events: []result.FaultEvent{}, Sends: []result.SendSecond{}, Lag: []result.LagSample{},
 		Processes: []result.ProcessRun{}}
 	began := time.Now()
-	la, laOK := result.ReadLoadAvg()
+	la, laOK := loadavg.Read()
 
 	bound := f.Load.Config.Duration + f.Load.Config.Settle + f.Load.Config.DrainTimeout + RunMargin
 	if f.Kind == scenario.KindCapacity {
@@ -263,7 +264,7 @@ func Run(ctx context.Context, cfg Config, f *scenario.File) (*result.Result, err
 		r.res.Errors = append([]string{runErr.Error()}, r.res.Errors...)
 	}
 	r.res.Seconds = time.Since(began).Seconds()
-	if end, ok := result.ReadLoadAvg(); ok && laOK {
+	if end, ok := loadavg.Read(); ok && laOK {
 		r.res.LoadAverage = &result.LoadAverage{Start: la, End: end}
 	}
 	if !r.res.Incomplete && r.res.Skipped == "" {
