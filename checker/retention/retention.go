@@ -211,13 +211,7 @@ func (m *Model) claimedBy(dev uint32, t time.Duration) uint64 {
 // after that cannot show it.
 func (m *Model) Retained(uid, seq uint64, t time.Duration) bool {
 	if m.deleted == nil {
-		m.deleted = map[[2]uint64]time.Duration{}
-		for _, d := range m.ev.Deletions {
-			k := [2]uint64{d.UID, d.Seq}
-			if at, ok := m.deleted[k]; !ok || d.DeletedAt < at {
-				m.deleted[k] = d.DeletedAt
-			}
-		}
+		m.deleted = earliestDeletions(m.ev.Deletions, func(d ledger.Deletion) [2]uint64 { return [2]uint64{d.UID, d.Seq} })
 	}
 	at, ok := m.deleted[[2]uint64{uid, seq}]
 	return ok && at <= t
@@ -240,16 +234,23 @@ func (m *Model) RetainedMsgBy(uid, msg uint64, t time.Duration) bool {
 // deletion is no retention-unpulled either.
 func (m *Model) GoneBeforeKnown(uid, msg uint64, dev uint32) bool {
 	if m.deletedAt == nil {
-		m.deletedAt = map[[2]uint64]time.Duration{}
-		for _, d := range m.ev.Deletions {
-			k := [2]uint64{d.UID, d.MsgID}
-			if at, ok := m.deletedAt[k]; !ok || d.DeletedAt < at {
-				m.deletedAt[k] = d.DeletedAt
-			}
-		}
+		m.deletedAt = earliestDeletions(m.ev.Deletions, func(d ledger.Deletion) [2]uint64 { return [2]uint64{d.UID, d.MsgID} })
 	}
 	at, ok := m.deletedAt[[2]uint64{uid, msg}]
 	return ok && !m.ev.KnownBy(dev, at)
+}
+
+// earliestDeletions is, for each key of the deletions, when the first of
+// them deleted it.
+func earliestDeletions(ds []ledger.Deletion, key func(ledger.Deletion) [2]uint64) map[[2]uint64]time.Duration {
+	first := make(map[[2]uint64]time.Duration, len(ds))
+	for _, d := range ds {
+		k := key(d)
+		if at, ok := first[k]; !ok || d.DeletedAt < at {
+			first[k] = d.DeletedAt
+		}
+	}
+	return first
 }
 
 // RetainedMsg says retention deleted uid's inbox row of msg (at any time).
