@@ -278,7 +278,7 @@ func loadVerdict(res *result.Result) *report.LoadVerdict {
 	if !ok {
 		return nil
 	}
-	return &report.LoadVerdict{Label: res.LoadLabel(), Overloaded: o.Overloaded, Detail: o.String() + " (" + over + ")", Cause: res.LoadCause()}
+	return &report.LoadVerdict{Label: res.LoadLabel(), Overloaded: o.Overloaded, Detail: o.Figures() + " (" + over + ")", Cause: res.LoadCause()}
 }
 
 // ackLatency is a run's whole ACK latency for a page's header, from the
