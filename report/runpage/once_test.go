@@ -24,3 +24,19 @@ func TestLoadRowSaysLateOnce(t *testing.T) {
 		t.Errorf("the figures lost the late fraction: %s", lv.Detail)
 	}
 }
+
+// TestAckChartSaysItsSecond: when the throughput chart counts by intended
+// second, the ACK latency chart (which counts by the second the ACK came)
+// says so in its title, so a "no ACK" gap beside ACKed sends is explained.
+func TestAckChartSaysItsSecond(t *testing.T) {
+	one, zero := uint64(1), uint64(0)
+	res := &result.Result{Spec: &scenario.File{}, Sends: []result.SendSecond{{T: 1, Started: 1, IntendedOK: &one, IntendedFailed: &zero},
+		{T: 2, Started: 0, OK: 1, AckP50: new(float64), AckP99: new(float64), IntendedOK: &zero, IntendedFailed: &zero}}}
+	charts, _ := sendCharts(res)
+	if len(charts) != 2 || !strings.Contains(charts[0].Title, "intended") {
+		t.Fatalf("want the throughput chart by intended second and the ACK latency chart: %+v", charts)
+	}
+	if title := charts[1].Title; !strings.Contains(title, "by the second each ACK came") || !strings.Contains(title, "not by the intended second") {
+		t.Errorf("the ACK latency chart does not say which second it counts by: %q", title)
+	}
+}
