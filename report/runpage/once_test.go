@@ -40,3 +40,18 @@ func TestAckChartSaysItsSecond(t *testing.T) {
 		t.Errorf("the ACK latency chart does not say which second it counts by: %q", title)
 	}
 }
+
+// TestVerdictLineSaysPassedOverloaded: a scenario that PASSED with its
+// load OVERLOADED says, beside the verdict, that its expect allowed it.
+func TestVerdictLineSaysPassedOverloaded(t *testing.T) {
+	retried := uint64(0)
+	res := &result.Result{Spec: &scenario.File{}, Passed: true, RetriedSends: &retried,
+		Sends: []result.SendSecond{{T: 1, Started: 100, OK: 41, Unknown: 59}}}
+	if v := verdictLine(res); !strings.Contains(v, "scenario PASSED: its expect allowed a load that was OVERLOADED") {
+		t.Errorf("verdict line: %q", v)
+	}
+	res.Sends = []result.SendSecond{{T: 1, Started: 100, OK: 100}}
+	if v := verdictLine(res); !strings.HasSuffix(v, "(scenario PASSED)") {
+		t.Errorf("within load: %q", v)
+	}
+}
