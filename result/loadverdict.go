@@ -208,7 +208,9 @@ func (r *Result) LoadCause() string {
 		parts = append(parts, r.failuresCause())
 	}
 	if o.LateOver() {
-		parts = append(parts, r.lateCause(o))
+		// The label says the late fraction already unless the burst or
+		// the faults explain it: said once.
+		parts = append(parts, r.lateCause(o, r.LoadLabel() != o.Label()))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -231,11 +233,15 @@ func (r *Result) failuresCause() string {
 	}
 }
 
-// lateCause says how many sends started late and in which seconds.
-func (r *Result) lateCause(o summary.Outcome) string {
+// lateCause says how many sends started late and in which seconds, after
+// the late fraction and start delay (summary.LateReason) when withReason.
+func (r *Result) lateCause(o summary.Outcome, withReason bool) string {
 	inBurst, inFaults, outside := r.LateSplit()
-	s := fmt.Sprintf("%s: %d sends started more than %g ms after their intended time, waiting for the pacer or a free sender (%d in the burst's seconds, %d in a fault window's, ±1 s, %d outside)",
-		summary.LateReason(o.LateFrac, o.StartDelayP99Ms), o.Late, r.LateAfterMs, inBurst, inFaults, outside)
+	s := fmt.Sprintf("%d sends started more than %g ms after their intended time, waiting for the pacer or a free sender (%d in the burst's seconds, %d in a fault window's, ±1 s, %d outside)",
+		o.Late, r.LateAfterMs, inBurst, inFaults, outside)
+	if withReason {
+		s = summary.LateReason(o.LateFrac, o.StartDelayP99Ms) + ": " + s
+	}
 	if ok, by := r.lateExplained(o); ok {
 		s += "; outside them the late sends stay within the " + fmt.Sprintf("%.0f%%", 100*o.LateLimit) + " limit: caused by " + strings.Join(by, " and ")
 	}

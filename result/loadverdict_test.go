@@ -96,3 +96,22 @@ func TestLateSendsLabel(t *testing.T) {
 		t.Errorf("late not recorded: %q", over)
 	}
 }
+
+// TestLateReasonSaidOnce: an OVERLOADED run's late fraction is said once
+// between its label and its cause (the terminal's load line is the label
+// then the cause): in the label when nothing explains it, in the cause when
+// the label names what does (the burst).
+func TestLateReasonSaidOnce(t *testing.T) {
+	retried, late := uint64(0), uint64(100)
+	r := &Result{Spec: &scenario.File{}, RetriedSends: &retried, LateSends: &late, LateAfterMs: 1,
+		Sends: []SendSecond{{T: 1, Started: 100, OK: 100}, {T: 2, Started: 100, OK: 100, Late: 20}, {T: 3, Started: 100, OK: 100, Late: 40},
+			{T: 4, Started: 100, OK: 100, Late: 40}}}
+	const reason = "of sends started late"
+	if l, c := r.LoadLabel(), r.LoadCause(); strings.Count(l+": "+c, reason) != 1 || !strings.Contains(l, reason) {
+		t.Errorf("late, no burst: said %d times: %q: %q", strings.Count(l+": "+c, reason), l, c)
+	}
+	r.Burst = &BurstFigures{From: 3, To: 4}
+	if l, c := r.LoadLabel(), r.LoadCause(); strings.Count(l+": "+c, reason) != 1 || !strings.Contains(c, reason) {
+		t.Errorf("late in the burst: said %d times: %q: %q", strings.Count(l+": "+c, reason), l, c)
+	}
+}

@@ -95,6 +95,21 @@ func withAddr(dsn, addr string) (string, error) {
 	return c.FormatDSN(), nil
 }
 
+// databaseSetting says which MySQL database a run used: its own (name)
+// in place of the DSN's when fresh, said as a replacement of the DSN's
+// database so that no one looks for the run's rows under the DSN's name;
+// the DSN's own otherwise.
+func databaseSetting(dsn string, fresh bool, name string) string {
+	given := "none"
+	if c, err := mysql.ParseDSN(dsn); err == nil && c.DBName != "" {
+		given = c.DBName
+	}
+	if !fresh {
+		return given + " (the DSN's own)"
+	}
+	return fmt.Sprintf("%s (one per run, in place of the DSN's database %s)", name, given)
+}
+
 // freshDatabase creates a database of its own for the run next to the
 // DSN's and returns its DSN and a drop function.
 func freshDatabase(ctx context.Context, dsn, name string) (string, func(context.Context) error, error) {

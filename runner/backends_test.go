@@ -49,6 +49,9 @@ func TestFreshDatabaseLeavesTheDSNsAlone(t *testing.T) {
 	if !exists(own) {
 		t.Fatalf("the run's own database %s was not created", own)
 	}
+	if want := own + " (one per run, in place of the DSN's database " + name + ")"; r.database != want {
+		t.Errorf("the run says its database is %q, want %q", r.database, want)
+	}
 	if err := r.stopAll(); err != nil {
 		t.Fatal(err)
 	}
@@ -57,5 +60,17 @@ func TestFreshDatabaseLeavesTheDSNsAlone(t *testing.T) {
 	}
 	if exists(own) {
 		t.Errorf("the run's database %s was not dropped", own)
+	}
+}
+
+// TestDatabaseSetting: the settings say which database a run used, and
+// that it replaced the DSN's.
+func TestDatabaseSetting(t *testing.T) {
+	dsn := "root@tcp(127.0.0.1:3306)/imlab"
+	if got, want := databaseSetting(dsn, true, "imlab_scn_x"), "imlab_scn_x (one per run, in place of the DSN's database imlab)"; got != want {
+		t.Errorf("fresh: %q, want %q", got, want)
+	}
+	if got, want := databaseSetting(dsn, false, "imlab_scn_x"), "imlab (the DSN's own)"; got != want {
+		t.Errorf("not fresh: %q, want %q", got, want)
 	}
 }

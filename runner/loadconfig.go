@@ -196,6 +196,9 @@ func (r *run) recordSettings(lc loadgen.Config) {
 	} else {
 		r.setting("retention", fmt.Sprintf("window %s, early deletion after %s, a pass every %s (nothing of the run is deleted)", rc.MaxAge, rc.PulledMinAge, rc.Interval))
 	}
+	if r.database != "" {
+		r.setting("mysql_database", r.database)
+	}
 	r.setting("redis_prefix", r.prefix)
 	if len(r.cfg.Defects) > 0 {
 		r.setting("defects", strings.Join(r.cfg.Defects, ",")+" (shipped defects: a negative control)")

@@ -186,12 +186,15 @@ type run struct {
 	// direct addresses for the lab's own clients
 	redisAddr string
 	prefix    string
-	kafka     *proxiedKafka
-	px        *chaos.Proxies
-	procs     []*proc.Slot
-	ext       *proc.External // an external target's process (scenario.TargetSpec)
-	topic     string
-	reached   []*reach // one per fault of the file, in file order
+	// database is the MySQL database the run used, as its settings say
+	// it (databaseSetting).
+	database string
+	kafka    *proxiedKafka
+	px       *chaos.Proxies
+	procs    []*proc.Slot
+	ext      *proc.External // an external target's process (scenario.TargetSpec)
+	topic    string
+	reached  []*reach // one per fault of the file, in file order
 	// rowsDB reads the inbox row count for the recovery figures (the
 	// run's database, directly, not through the proxy); nil without
 	// Kafka.

@@ -58,6 +58,7 @@ func (r *run) startBackends(ctx context.Context) error {
 	}
 
 	dsn := cb.MySQLDSN
+	r.database = databaseSetting(dsn, r.cfg.FreshDatabase, proc.DatabaseOf(r.id))
 	if r.cfg.FreshDatabase {
 		name := proc.DatabaseOf(r.id)
 		fresh, drop, err := freshDatabase(ctx, dsn, name)
@@ -74,6 +75,9 @@ func (r *run) startBackends(ctx context.Context) error {
 		r.prefix = "imlab:scn:" + r.id + ":"
 	}
 	r.redisAddr = cb.RedisAddr
+	if r.cfg.Progress != nil {
+		fmt.Fprintf(r.cfg.Progress, "mysql database %s; redis prefix %s\n", r.database, r.prefix)
+	}
 	if !r.cfg.KeepData {
 		addr, prefix := cb.RedisAddr, r.prefix
 		r.onStop(func(ctx context.Context) error { return deletePrefix(ctx, addr, prefix) })

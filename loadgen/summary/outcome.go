@@ -165,14 +165,30 @@ func (o Outcome) Label() string {
 // String is one line for a summary: the achieved (ACKed) rate, the
 // fractions beside it, and the label with the limits it was judged by.
 func (o Outcome) String() string {
+	return o.line(": " + o.Label() + " (")
+}
+
+// Figures is String without the label, for a page that shows the label
+// (and why) beside it already.
+func (o Outcome) Figures() string {
+	return o.line("; ")
+}
+
+// line is the achieved rate and fractions, then sep, then the limits they
+// were judged by (closed by ")" when sep opened one).
+func (o Outcome) line(sep string) string {
 	delay := "unknown"
 	if o.StartDelayP99Ms != nil {
 		delay = fmt.Sprintf("%.1f ms", *o.StartDelayP99Ms)
 	}
-	return fmt.Sprintf("achieved %.0f ACKed sends/s; of %d sends ok %s, unknown %s, failed %s, retried %s, started late %s (start delay p99 %s): %s (unknown + failed %s %s, retried %s %s, late starts %s their bound: more than %s of sends late with a start delay p99 above %g ms)",
-		o.AckedPerSec, o.Sends, pct(o.OKFrac), pct(o.UnknownFrac), pct(o.FailFrac), pct(o.RetriedFrac), pct(o.LateFrac), delay, o.Label(),
+	closing := ""
+	if strings.HasSuffix(sep, "(") {
+		closing = ")"
+	}
+	return fmt.Sprintf("achieved %.0f ACKed sends/s; of %d sends ok %s, unknown %s, failed %s, retried %s, started late %s (start delay p99 %s)%sunknown + failed %s %s, retried %s %s, late starts %s their bound: more than %s of sends late with a start delay p99 above %g ms%s",
+		o.AckedPerSec, o.Sends, pct(o.OKFrac), pct(o.UnknownFrac), pct(o.FailFrac), pct(o.RetriedFrac), pct(o.LateFrac), delay, sep,
 		cmpWord(o.FailFrac+o.UnknownFrac > o.Limit), pct(o.Limit), cmpWord(o.RetriedFrac > o.Limit), pct(o.Limit),
-		cmpWord(o.LateOver()), pct(o.LateLimit), o.LateDelayMs)
+		cmpWord(o.LateOver()), pct(o.LateLimit), o.LateDelayMs, closing)
 }
 
 func cmpWord(above bool) string {

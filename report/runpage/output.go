@@ -120,9 +120,27 @@ func verdictLine(res *result.Result) string {
 		v += "; dead letters: " + d.AccountLine()
 	}
 	if res.Passed {
+		if o, _, ok := res.LoadOutcome(); ok && o.Overloaded && res.Skipped == "" {
+			// PASSED is the file's expect, not the server keeping up.
+			return v + " (scenario PASSED: its expect allowed a load that was OVERLOADED, see Load)"
+		}
 		return v + " (scenario PASSED)"
 	}
 	return v + " (scenario FAILED)"
+}
+
+// ackChartTitle is the ACK latency chart's title. Its points are by the
+// second each ACK came (the result has no latency by intended second), so
+// when the throughput chart counts by intended second the title says the
+// two differ: a "no ACK" gap can sit under sends ACKed later.
+func ackChartTitle(byIntended bool) string {
+	by := "by the second each ACK came"
+	if byIntended {
+		by += ", not by the intended second the throughput chart counts: a second without an ACK (a shaded gap) may hold sends ACKed later, drawn where their ACK came"
+	} else {
+		by += ", a second without an ACK is a shaded gap"
+	}
+	return "ACK latency per second (" + by + "; intended send to ACK, the second's ACKed sends; the whole run's percentiles are in the header)"
 }
 
 // sendCharts are the throughput and ACK latency charts of the run's
@@ -160,7 +178,7 @@ func sendCharts(res *result.Result) ([]report.Chart, []string) {
 	}
 	switch {
 	case len(res.Sends) > 0:
-		lat := report.Chart{Title: "ACK latency per second (intended send to ACK, the second's ACKed sends; a second without an ACK is a shaded gap; the whole run's percentiles are in the header)", Unit: "ms", Series: []report.Series{p50, p99}}
+		lat := report.Chart{Title: ackChartTitle(byIntended), Unit: "ms", Series: []report.Series{p50, p99}}
 		if e := res.SpecOrEmpty().Expect.MaxAckP99; e != nil {
 			lat.Threshold, lat.ThresholdLabel = float64(e.D())/float64(time.Millisecond), "max ACK p99"
 		}
@@ -278,7 +296,7 @@ func loadVerdict(res *result.Result) *report.LoadVerdict {
 	if !ok {
 		return nil
 	}
-	return &report.LoadVerdict{Label: res.LoadLabel(), Overloaded: o.Overloaded, Detail: o.String() + " (" + over + ")", Cause: res.LoadCause()}
+	return &report.LoadVerdict{Label: res.LoadLabel(), Overloaded: o.Overloaded, Detail: o.Figures() + " (" + over + ")", Cause: res.LoadCause()}
 }
 
 // ackLatency is a run's whole ACK latency for a page's header, from the

@@ -401,7 +401,7 @@ func reviewCharts(runs []*result.Result, labels []string) []report.Chart {
 	behind := report.Chart{Title: "Records behind (sum over groups)", Unit: "records"}
 	tput := report.Chart{Title: "Throughput (sends ACKed per second)", Unit: "msg/s"}
 	failed := report.Chart{Title: "Sends failed or of unknown outcome per second (by the second the outcome came)", Unit: "msg/s"}
-	ack := report.Chart{Title: "ACK latency p99 (from the intended send time; a second without an ACK is a gap)", Unit: "ms"}
+	ack := report.Chart{Title: "ACK latency p99 (by the second each ACK came, from the intended send time; a second without an ACK is a gap)", Unit: "ms"}
 	lagged := false
 	for i, r := range runs {
 		at, _ := alignAt(r)

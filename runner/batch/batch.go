@@ -189,12 +189,12 @@ func PrintResult(w io.Writer, r *result.Result, dir string) {
 // verdictRow is one line of the verdict table printed after a set of
 // scenarios.
 type verdictRow struct {
-	name, expect, verdict, result, lost, report string
-	seconds                                     float64
+	name, expect, verdict, load, result, lost, report string
+	seconds                                           float64
 }
 
 func newVerdictRow(f *scenario.File, res *result.Result, err error, dir string) verdictRow {
-	r := verdictRow{name: f.Name, expect: f.Expect.VerdictOr(), verdict: "-", result: "NOT CARRIED OUT", lost: "-", report: "-"}
+	r := verdictRow{name: f.Name, expect: f.Expect.VerdictOr(), verdict: "-", load: "-", result: "NOT CARRIED OUT", lost: "-", report: "-"}
 	if res == nil {
 		return r
 	}
@@ -219,20 +219,64 @@ func newVerdictRow(f *scenario.File, res *result.Result, err error, dir string) 
 	default:
 		r.result = "FAILED"
 	}
+	r.load = loadCell(f, res)
 	if p := filepath.Join(dir, result.ReportFile); fileExists(p) {
 		r.report = p
 	}
 	return r
 }
 
+// loadCell is the verdict table's load column: "within load", or
+// OVERLOADED with the limits the run went above in short ("unknown 59%",
+// "late 68%", "retried 98%"), and, when the scenario passed all the same,
+// that its file allowed it: a PASSED beside it does not say the server kept
+// up. "-" when the result has no load.
+func loadCell(f *scenario.File, res *result.Result) string {
+	o, _, ok := res.LoadOutcome()
+	switch {
+	case !ok:
+		return "-"
+	case !o.Overloaded:
+		return "within load"
+	}
+	var why []string
+	if o.LateOver() {
+		why = append(why, fmt.Sprintf("late %.0f%%", 100*o.LateFrac))
+	}
+	if o.FailFrac+o.UnknownFrac > o.Limit {
+		if o.UnknownFrac > 0 {
+			why = append(why, fmt.Sprintf("unknown %.0f%%", 100*o.UnknownFrac))
+		}
+		if o.FailFrac > 0 {
+			why = append(why, fmt.Sprintf("failed %.0f%%", 100*o.FailFrac))
+		}
+	}
+	if o.RetriedFrac > o.Limit {
+		why = append(why, fmt.Sprintf("retried %.0f%%", 100*o.RetriedFrac))
+	}
+	cell := "OVERLOADED: " + strings.Join(why, ", ")
+	if label := res.LoadLabel(); strings.HasPrefix(label, "OVERLOADED by ") {
+		cell += " (" + strings.TrimPrefix(label, "OVERLOADED ") + ")"
+	}
+	if res.Passed && res.Skipped == "" && !res.Incomplete {
+		allowed := "the file's expect allowed it"
+		if m := f.Expect.MaxSendFailRatio; m != nil && o.FailFrac+o.UnknownFrac > o.Limit {
+			allowed += fmt.Sprintf(": max_send_fail_ratio %g", *m)
+		}
+		cell += "; " + allowed
+	}
+	return cell
+}
+
 // printVerdictTable prints one line per scenario: what the checker found
 // against what the scenario expects, and where its report is.
 func printVerdictTable(w io.Writer, rows []verdictRow) {
-	fmt.Fprintln(w, "\nverdicts (a scenario passes when the checker's verdict and every expectation match the file; expect invalid: a negative control)")
+	fmt.Fprintln(w, "\nverdicts (a scenario passes when the checker's verdict and every expectation match the file; expect invalid: a negative control;"+
+		" load: whether the target kept up with the offered rate, within load or OVERLOADED, which a PASSED does not say)")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "scenario\texpect\tverdict\tlost\tresult\ttime\treport")
+	fmt.Fprintln(tw, "scenario\texpect\tverdict\tload\tlost\tresult\ttime\treport")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.0fs\t%s\n", r.name, r.expect, r.verdict, r.lost, r.result, r.seconds, r.report)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.0fs\t%s\n", r.name, r.expect, r.verdict, r.load, r.lost, r.result, r.seconds, r.report)
 	}
 	tw.Flush()
 }

@@ -5,7 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"imlab/checker"
 	"imlab/result"
+	"imlab/scenario"
 )
 
 // TestPrintResultSaysFallbackFirst: a run whose MySQL fell back to the
@@ -20,5 +22,28 @@ func TestPrintResultSaysFallbackFirst(t *testing.T) {
 	lines := strings.Split(b.String(), "\n")
 	if len(lines) < 2 || lines[1] != "    fallback: mysql runs embedded in place of a local server: no mariadbd or mysqld on PATH" {
 		t.Fatalf("the line under the status is not the fallback:\n%s", b.String())
+	}
+}
+
+// TestVerdictTableSaysOverloaded: a scenario that PASSED with 59% of its
+// sends unknown (its file allows up to 0.6) says OVERLOADED, why, and that
+// the file allowed it, in the verdict table's load column, not only
+// "VALID PASSED"; a run within load says so.
+func TestVerdictTableSaysOverloaded(t *testing.T) {
+	ratio := 0.6
+	f := &scenario.File{Name: "strict-mysql"}
+	f.Expect.MaxSendFailRatio = &ratio
+	retried := uint64(0)
+	over := &result.Result{Scenario: "strict-mysql", Passed: true, Verdict: &checker.Verdict{Valid: true}, RetriedSends: &retried,
+		Sends: []result.SendSecond{{T: 0, Started: 100, OK: 41, Unknown: 59}}}
+	within := &result.Result{Scenario: "calm", Passed: true, Verdict: &checker.Verdict{Valid: true}, RetriedSends: &retried,
+		Sends: []result.SendSecond{{T: 0, Started: 100, OK: 100}}}
+	var b bytes.Buffer
+	printVerdictTable(&b, []verdictRow{newVerdictRow(f, over, nil, t.TempDir()), newVerdictRow(&scenario.File{Name: "calm"}, within, nil, t.TempDir())})
+	out := b.String()
+	for _, want := range []string{"load", "OVERLOADED: unknown 59%; the file's expect allowed it: max_send_fail_ratio 0.6", "within load"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the verdict table does not say %q:\n%s", want, out)
+		}
 	}
 }
