@@ -34,8 +34,11 @@ func runQueued(ctx context.Context, cfg Config, it *Iter, start time.Time, live 
 		go func() { // owned by Run: ends when q is closed and drained
 			defer wg.Done()
 			for x := range q {
-				<-slots
+				// Counted out of the queue before its slot is given back,
+				// so Queued never exceeds the slots held (the pacer counts
+				// a send in after it took a slot): QueuePeak <= MaxQueued.
 				live.Queued.Add(-1)
+				<-slots
 				if ctx.Err() != nil {
 					// Cancelled: a send still queued is never made, so it
 					// was not started after all (missed), and the run ends
