@@ -382,36 +382,25 @@ func (r *run) loadPhase(ctx context.Context, lc loadgen.Config, steps []chaos.St
 	schedCh := make(chan schedOut, 1)
 	schedCtx, stopSched := context.WithCancel(ctx)
 	defer stopSched()
-	// The faults' times count from the load's start, as the file's
-	// `at` means: the generator's set-up (population, warm-up, every
-	// device registered) takes longer with more devices, and a fault
-	// fired during it would miss the load it is meant for. A split run's
-	// segments start each on their own: its faults keep the phase's base.
+	// Faults count from the load's start, after the generator's set-up
+	// (a split run's segments start each on their own: the phase's base).
 	started := make(chan time.Time, 1)
 	if r.f.Load.Segments > 1 {
 		started <- base
 	} else {
-		prev := lc.OnStart
-		lc.OnStart = func(t time.Time) {
-			if prev != nil {
-				prev(t)
-			}
-			started <- t
-		}
+		lc.OnStart = func(t time.Time) { started <- t }
 	}
 	go func() { // owned by loadPhase, which waits for schedCh below
-		var at time.Time
 		select {
-		case at = <-started:
+		case at := <-started:
+			ev, err := chaos.RunSchedule(schedCtx, at, steps)
+			for i := range ev { // on the phase's time base, as every timeline
+				ev[i].At += at.Sub(base)
+			}
+			schedCh <- schedOut{ev, err}
 		case <-schedCtx.Done():
 			schedCh <- schedOut{}
-			return
 		}
-		ev, err := chaos.RunSchedule(schedCtx, at, steps)
-		for i := range ev { // on the phase's time base, as every timeline
-			ev[i].At += at.Sub(base)
-		}
-		schedCh <- schedOut{ev, err}
 	}()
 
 	ph := phase{srcs: []checker.Source{{Dir: lc.RunDir}}}
