@@ -94,21 +94,7 @@ func BenchmarkPull(b *testing.B) {
 		b.SetParallelism(8)
 		start := time.Now()
 		b.ResetTimer()
-		b.RunParallel(func(pb *testing.PB) {
-			rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
-			for pb.Next() {
-				uid := 1 + uint64(rng.IntN(benchUsers))
-				res, err := svc.Pull(ctx, uid, "bench", ptr(cursor), 100, false)
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				if res.Source != wantSource || len(res.Msgs) != wantLen {
-					b.Errorf("source %s len %d, want %s %d", res.Source, len(res.Msgs), wantSource, wantLen)
-					return
-				}
-			}
-		})
+		pullParallel(b, svc, "bench", ptr(cursor), wantSource, wantLen)
 		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "ops/s")
 	}
 	b.Run("cache/page100", func(b *testing.B) { run(b, withCache, 250, pull.SourceCache, 100) })
@@ -215,5 +201,26 @@ func BenchmarkPull(b *testing.B) {
 	b.Run("raw_sql/limit100", func(b *testing.B) {
 		raw(b, `SELECT seq, msg_id, conv_id, conv_type, sender_uid, created_at FROM offline_msg
 			WHERE uid = ? AND seq > ? ORDER BY seq LIMIT 100`, 250, 100)
+	})
+}
+
+// pullParallel pulls pages of 100 for random uids of the seed on b's
+// parallel goroutines, each answer checked for its source and length.
+func pullParallel(b *testing.B, svc *pull.Service, did string, cursor *uint64, wantSource string, wantLen int) {
+	ctx := context.Background()
+	b.RunParallel(func(pb *testing.PB) {
+		rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+		for pb.Next() {
+			uid := 1 + uint64(rng.IntN(benchUsers))
+			res, err := svc.Pull(ctx, uid, did, cursor, 100, false)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			if res.Source != wantSource || len(res.Msgs) != wantLen {
+				b.Errorf("source %s len %d, want %s %d", res.Source, len(res.Msgs), wantSource, wantLen)
+				return
+			}
+		}
 	})
 }

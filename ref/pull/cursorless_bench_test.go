@@ -3,7 +3,6 @@ package pull_test
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"syscall"
 	"testing"
 	"time"
@@ -55,21 +54,7 @@ func BenchmarkCursorlessPull(b *testing.B) {
 		cpu0 := cpuTime(b)
 		start := time.Now()
 		b.ResetTimer()
-		b.RunParallel(func(pb *testing.PB) {
-			rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 5))
-			for pb.Next() {
-				uid := 1 + uint64(rng.IntN(benchUsers))
-				res, err := svc.Pull(ctx, uid, did, nil, 100, false)
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				if res.Source != pull.SourceCache || len(res.Msgs) != wantLen {
-					b.Errorf("source %s len %d, want cache %d", res.Source, len(res.Msgs), wantLen)
-					return
-				}
-			}
-		})
+		pullParallel(b, svc, did, nil, pull.SourceCache, wantLen)
 		b.StopTimer()
 		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "ops/s")
 		b.ReportMetric(float64((cpuTime(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
