@@ -175,12 +175,19 @@ func TestSearchFindsAKnownCapacity(t *testing.T) {
 			t.Fatalf("step %d: generator cores %v of %d CPUs, share %v over half %v", st.Index, *cores, back.Machine.CPUs, st.GeneratorCPUShare, st.GeneratorOverHalf)
 		}
 	}
+	// How the generator ran: its processors and its pacer (the search's
+	// own: the runtime's timers, late past 2 ms), in result.json, the
+	// table and the page.
+	if g := back.Generator; g.GOMAXPROCS < 1 || g.SpinMs != 0 || g.LateAfterMs != 2 {
+		t.Fatalf("result.json's generator: %+v", g)
+	}
 	var tb bytes.Buffer
-	if err := back.WriteTable(&tb); err != nil || !strings.Contains(tb.String(), "generator %cpu") {
-		t.Fatalf("the table lacks the generator's share: %v\n%s", err, tb.String())
+	if err := back.WriteTable(&tb); err != nil || !strings.Contains(tb.String(), "generator %cpu") ||
+		!strings.Contains(tb.String(), "pacing on the runtime's timers") {
+		t.Fatalf("the table lacks the generator's share or its pacing: %v\n%s", err, tb.String())
 	}
 	text := html.UnescapeString(string(page))
-	for _, want := range []string{"rate vs ACK latency", "rate vs CPU", "sustainable", "generator (cores)", "shares this machine", "generator % of the machine's CPU"} {
+	for _, want := range []string{"rate vs ACK latency", "rate vs CPU", "sustainable", "generator (cores)", "shares this machine", "generator % of the machine's CPU", "late: started more than 2 ms"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("report.html lacks %q", want)
 		}

@@ -53,6 +53,8 @@ var loadFlags = []struct{ name, usage string }{
 	{"timeout", "timeout of one HTTP exchange"},
 	{"send-via", "send transport: http or ws"},
 	{"max-workers", "send workers at most"},
+	{"spin", "pacer: sleep in the kernel this long before each send (precise to about 10 µs, a thread wake-up per send); 0: wait on the runtime's timers only (about 1 ms), the search's default"},
+	{"late-after", "pacer: a send that starts this long after its intended time counts late (the search's default is above the runtime timers' jitter)"},
 	{"drain-timeout", "bound on each step's final drain"},
 	{"mix", "client mix of every step: off (send-only) or default (clientmix.Default); --mix-* flags after it override one key each (the same keys as imlab load and a scenario's load.mix)"},
 }

@@ -61,6 +61,9 @@ func GeneratorShareLine(share *float64) string {
 func (r *Result) WriteTable(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "capacity of %s within %s (warm-up %gs not counted, %gs measured per step)\n", r.Target, r.SLO, r.WarmUpS, r.StepS)
+	if r.Generator.GOMAXPROCS > 0 {
+		fmt.Fprintln(&b, r.Generator)
+	}
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	hdr := "step\tphase\toffered/s\tacked/s\tack p50 ms\tack p99 ms\tservice p99 ms\tlate %\terrors %\tunknown %\tlag s\tvalid\tgenerator %cpu\t"
 	for _, p := range r.Procs {
@@ -212,7 +215,7 @@ var page = template.Must(template.New("capacity").Parse(`<!DOCTYPE html>
 <p>SLO <code>{{.R.SLO}}</code>; rates {{printf "%.0f" .R.From}}..{{printf "%.0f" .R.To}}/s; each step {{.R.WarmUpS}}s warm-up (not counted) + {{.R.StepS}}s measured; {{len .R.Steps}} steps in {{printf "%.0f" .R.Seconds}}s.
 {{with .R.Ceiling}}Generator ceiling (no-op endpoint, same client): {{printf "%.0f" .PerSec}} sends/s.{{end}}
 {{with .Knee}}Knee: {{.}}/s.{{end}}</p>
-<p class="description">Machine: {{.R.Machine.CPUs}} CPUs; {{.R.Machine.Note}}. Load average {{.R.LoadAverage}}.</p>
+<p class="description">Machine: {{.R.Machine.CPUs}} CPUs; {{.R.Machine.Note}}. Load average {{.R.LoadAverage}}.{{if .R.Generator.GOMAXPROCS}} {{.R.Generator}}.{{end}}</p>
 <section id="charts">
 <h2>Charts</h2>
 {{range .Charts}}{{.}}{{end}}

@@ -83,12 +83,35 @@ type Config struct {
 // generatorProc names this process among the watched ones.
 const generatorProc = "generator"
 
+// The pacer of a search's steps, unlike imlab load's: it waits for each
+// send on the runtime's timers (DefaultSpin 0, no sleep in the kernel
+// before each send), so a send starts up to about a millisecond after its
+// intended time, and a send counts late past DefaultLateAfter, beyond that
+// jitter. A step is judged on an ACK p99 of tens of milliseconds and up;
+// the kernel sleep's precision (about 10 µs) cost a wake-up of a thread
+// per send and, with the generator's GOMAXPROCS at twice the CPUs, a
+// fifth of the generator's CPU per ACKed message (RESULTS.md, "the
+// pacer's cost in a capacity step"). --spin and --late-after set both.
+const (
+	DefaultSpin      = 0
+	DefaultLateAfter = 2 * time.Millisecond
+)
+
+// DefaultProcs is the generator's GOMAXPROCS in a search: one per CPU.
+// imlab load's twice the CPUs (loadgen.DefaultProcs) keeps the pacer's
+// thread close to a core on a loaded machine; in a capacity step the
+// extra processors cost wake-ups of idle threads (futex) for every
+// goroutine made ready, about a tenth of the generator's CPU per ACKed
+// message at 2,400 sends/s (RESULTS.md).
+func DefaultProcs() int { return runtime.NumCPU() }
+
 // DefaultConfig is a search of 200..20000 sends/s against target.
 func DefaultConfig(target, secret, outDir string) Config {
 	lc := loadgen.DefaultConfig(target, secret, "")
 	lc.Pop.Users, lc.Pop.DevicesPerUser, lc.Pop.Groups, lc.Pop.GroupShare = 500, 1, 0, 0
 	lc.Pop.Online, lc.Pop.Crashy = 0.5, 0
 	lc.Settle, lc.DrainTimeout = time.Second, 20*time.Second
+	lc.Pacer.SpinWindow, lc.Pacer.LateAfter = DefaultSpin, DefaultLateAfter
 	slo, _ := ParseSLO(DefaultSLO)
 	return Config{Load: lc, SLO: slo, From: 200, To: 20000, Growth: 2, Resolution: 0.1,
 		WarmUp: 3 * time.Second, Step: 10 * time.Second, MaxSteps: 16, CoolDown: 3 * time.Second,
@@ -169,6 +192,8 @@ type Result struct {
 	// Backends is Config.Backends ("": not known to the search).
 	Backends string  `json:"backends,omitempty"`
 	Machine  Machine `json:"machine"`
+	// Generator is how the generator ran: its GOMAXPROCS and its pacer.
+	Generator Generator `json:"generator"`
 	// LoadAverage is the machine's at the search's start and end (nil:
 	// not readable here); Machine.Busy flags a busy start.
 	LoadAverage *LoadAverage `json:"load_average,omitempty"`
@@ -176,6 +201,24 @@ type Result struct {
 	Notes       []string     `json:"notes,omitempty"`
 	Errors      []string     `json:"errors,omitempty"`
 	Cancelled   bool         `json:"cancelled,omitempty"`
+}
+
+// Generator is how the generator's process and pacer ran the steps.
+type Generator struct {
+	GOMAXPROCS int `json:"gomaxprocs"`
+	// SpinMs is the pacer's kernel sleep before each send (0: the
+	// runtime's timers only), LateAfterMs how late a send counts late.
+	SpinMs      float64 `json:"spin_ms"`
+	LateAfterMs float64 `json:"late_after_ms"`
+}
+
+// String says it in one line.
+func (g Generator) String() string {
+	pacer := "the runtime's timers (a send starts up to about 1 ms after its intended time)"
+	if g.SpinMs > 0 {
+		pacer = fmt.Sprintf("a kernel sleep for the last %g ms before each send", g.SpinMs)
+	}
+	return fmt.Sprintf("generator: GOMAXPROCS %d, pacing on %s; late: started more than %g ms after the intended time", g.GOMAXPROCS, pacer, g.LateAfterMs)
 }
 
 // Machine says where the figures were measured.
@@ -215,7 +258,8 @@ func Search(ctx context.Context, cfg Config) (*Result, error) {
 	s.watch = newProcWatch(s.procs)
 	s.res = &Result{Kind: "imlab-capacity", Format: ResultFormat, Target: cfg.Load.Target, SLO: cfg.SLO.String(), StartedAt: time.Now().UTC(),
 		From: cfg.From, To: cfg.To, WarmUpS: cfg.WarmUp.Seconds(), StepS: cfg.Step.Seconds(), Mix: cfg.Load.Mix, Procs: s.procs,
-		Backends: cfg.Backends, Machine: Machine{CPUs: runtime.NumCPU(), Hostname: host, Note: MachineNote}, Steps: []*Step{}, Notes: slices.Clone(cfg.Notes)}
+		Backends: cfg.Backends, Machine: Machine{CPUs: runtime.NumCPU(), Hostname: host, Note: MachineNote},
+		Generator: Generator{GOMAXPROCS: runtime.GOMAXPROCS(0), SpinMs: ms(cfg.Load.Pacer.SpinWindow), LateAfterMs: ms(cfg.Load.Pacer.LateAfter)}, Steps: []*Step{}, Notes: slices.Clone(cfg.Notes)}
 	s.res.LoadAverage = loadStart()
 	s.res.Machine.Busy = busyNote(s.res.LoadAverage, s.res.Machine.CPUs, "the search")
 	began := time.Now()
@@ -577,3 +621,6 @@ func fit(xs, ys []float64) (a, b, r2 float64, ok bool) {
 	}
 	return a, b, r2, true
 }
+
+// ms is d in milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
