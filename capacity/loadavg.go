@@ -34,8 +34,12 @@ func busyNote(l *LoadAverage, cpus int, what string) string {
 	if !l.Busy(cpus) {
 		return ""
 	}
-	return fmt.Sprintf("BUSY: the 1-minute load average was %.2f on %d CPUs when %s started (%.2f at its end): other work held the cores, so its rates, latencies and costs describe a shared machine, not the target alone",
-		l.Start[0], cpus, what, l.End[0])
+	end := "unknown at its end" // not read (yet): never 0
+	if l.End != [3]float64{} {
+		end = fmt.Sprintf("%.2f at its end", l.End[0])
+	}
+	return fmt.Sprintf("BUSY: the 1-minute load average was %.2f on %d CPUs when %s started (%s): other work held the cores, so its rates, latencies and costs describe a shared machine, not the target alone",
+		l.Start[0], cpus, what, end)
 }
 
 // loadStart begins a load average record (nil: none readable).

@@ -65,7 +65,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 		fmt.Fprintln(&b, r.Generator)
 	}
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	hdr := "step\tphase\toffered/s\tacked/s\tack p50 ms\tack p99 ms\tservice p99 ms\tlate %\terrors %\tunknown %\tlag s\tvalid\tgenerator %cpu\t"
+	hdr := "step\tphase\toffered/s\tacked/s\tack p50 ms\tack p99 ms\tservice p99 ms\tlate %\tsend delay p99 ms\terrors %\tunknown %\tlag s\tvalid\tgenerator %cpu\t"
 	for _, p := range r.Procs {
 		hdr += p.Name + " cores\t" + p.Name + " µs/msg\t"
 	}
@@ -75,8 +75,8 @@ func (r *Result) WriteTable(w io.Writer) error {
 		if st.Valid != nil {
 			valid = fmt.Sprint(*st.Valid)
 		}
-		line := fmt.Sprintf("%d\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t", st.Index, st.Phase, st.OfferedPerSec, fv(st.AckedPerSec, "%.0f"),
-			fv(st.AckP50Ms, "%.1f"), fv(st.AckP99Ms, "%.1f"), fv(st.ServiceP99Ms, "%.1f"), fv(pct(st.LateFraction), "%.2f"), fv(pct(st.ErrorRate), "%.3f"),
+		line := fmt.Sprintf("%d\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t", st.Index, st.Phase, st.OfferedPerSec, fv(st.AckedPerSec, "%.0f"),
+			fv(st.AckP50Ms, "%.1f"), fv(st.AckP99Ms, "%.1f"), fv(st.ServiceP99Ms, "%.1f"), fv(pct(st.LateFraction), "%.2f"), fv(st.SendDelayP99Ms, "%.1f"), fv(pct(st.ErrorRate), "%.3f"),
 			fv(pct(st.UnknownRate), "%.3f"), fv(st.LagS, "%.2f"), valid, fv(pct(st.GeneratorCPUShare), "%.0f"))
 		for _, pc := range st.CPU {
 			line += fv(pc.Cores, "%.2f") + "\t" + fv(pc.USPerMsg, "%.0f") + "\t"
@@ -215,7 +215,8 @@ var page = template.Must(template.New("capacity").Parse(`<!DOCTYPE html>
 <p>SLO <code>{{.R.SLO}}</code>; rates {{printf "%.0f" .R.From}}..{{printf "%.0f" .R.To}}/s; each step {{.R.WarmUpS}}s warm-up (not counted) + {{.R.StepS}}s measured; {{len .R.Steps}} steps in {{printf "%.0f" .R.Seconds}}s.
 {{with .R.Ceiling}}Generator ceiling (no-op endpoint, same client): {{printf "%.0f" .PerSec}} sends/s.{{end}}
 {{with .Knee}}Knee: {{.}}/s.{{end}}</p>
-<p class="description">Machine: {{.R.Machine.CPUs}} CPUs; {{.R.Machine.Note}}. Load average {{.R.LoadAverage}}.{{if .R.Generator.GOMAXPROCS}} {{.R.Generator}}.{{end}}</p>
+<p class="description">Machine: {{.R.Machine.CPUs}} CPUs; {{.R.Machine.Note}}. Load average {{.R.LoadAverage}}.</p>
+{{if .R.Generator.GOMAXPROCS}}<p class="description">{{.R.Generator}}.</p>{{end}}
 <section id="charts">
 <h2>Charts</h2>
 {{range .Charts}}{{.}}{{end}}
@@ -266,7 +267,7 @@ func (r *Result) backendsLine() string {
 // tables are the page's steps, marginal cost and cost per step, as
 // report tables.
 func (r *Result) tables() []report.Table {
-	steps := report.Table{Title: "Steps", Header: []string{"#", "phase", "offered/s", "acked/s", "ack p50 ms", "ack p99 ms", "service p99 ms", "errors %", "unknown %", "lag s", "valid", "generator % of the machine's CPU", "verdict"}}
+	steps := report.Table{Title: "Steps", Header: []string{"#", "phase", "offered/s", "acked/s", "ack p50 ms", "ack p99 ms", "service p99 ms", "late %", "send delay p99 ms", "errors %", "unknown %", "lag s", "valid", "generator % of the machine's CPU", "verdict"}}
 	costs := report.Table{Title: "Cost per message at each step (CPU-µs per ACKed send and per inbox row)",
 		Header: []string{"#", "offered/s", "process", "pid", "cores", "µs/msg", "µs/row", "note"}}
 	for _, st := range r.Steps {
@@ -283,8 +284,8 @@ func (r *Result) tables() []report.Table {
 			gen += " (more than half: the target had less than half of the machine)"
 		}
 		steps.Rows = append(steps.Rows, []string{fmt.Sprint(st.Index), st.Phase, fmt.Sprintf("%.0f", st.OfferedPerSec), fv(st.AckedPerSec, "%.0f"),
-			fv(st.AckP50Ms, "%.1f"), fv(st.AckP99Ms, "%.1f"), fv(st.ServiceP99Ms, "%.1f"), fv(pct(st.ErrorRate), "%.3f"),
-			fv(pct(st.UnknownRate), "%.3f"), fv(st.LagS, "%.2f"), valid, gen, v})
+			fv(st.AckP50Ms, "%.1f"), fv(st.AckP99Ms, "%.1f"), fv(st.ServiceP99Ms, "%.1f"), fv(pct(st.LateFraction), "%.2f"), fv(st.SendDelayP99Ms, "%.1f"),
+			fv(pct(st.ErrorRate), "%.3f"), fv(pct(st.UnknownRate), "%.3f"), fv(st.LagS, "%.2f"), valid, gen, v})
 		for _, pc := range st.CPU {
 			costs.Rows = append(costs.Rows, []string{fmt.Sprint(st.Index), fmt.Sprintf("%.0f", st.OfferedPerSec), pc.Name, fmt.Sprint(pc.PID),
 				fv(pc.Cores, "%.2f"), fv(pc.USPerMsg, "%.0f"), fv(pc.USPerRow, "%.0f"), pc.Err})

@@ -194,6 +194,10 @@ func TestBusyMachineSaidEverywhere(t *testing.T) {
 	if !strings.Contains(textOf(doc), "Load average at start 5.19/7.39/16.71") {
 		t.Errorf("report.html does not give the load average")
 	}
+	// An end not read is unknown, never 0.00.
+	if n := busyNote(&LoadAverage{Start: [3]float64{8.8, 5, 4}}, 2, "the search"); !strings.Contains(n, "8.80 on 2 CPUs") || !strings.Contains(n, "unknown at its end") || strings.Contains(n, "0.00") {
+		t.Errorf("a busy start whose end was not read: %q", n)
+	}
 	quiet := pageResult()
 	quiet.LoadAverage = &LoadAverage{Start: [3]float64{1.5, 1, 1}}
 	if n := busyNote(quiet.LoadAverage, 2, "the search"); n != "" {

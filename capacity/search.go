@@ -214,11 +214,11 @@ type Generator struct {
 
 // String says it in one line.
 func (g Generator) String() string {
-	pacer := "the runtime's timers (a send starts up to about 1 ms after its intended time)"
+	pacer := "the runtime's timers (a send starts about 1 ms after its intended time at most on an idle machine, later on a busy one: see late % and the send delay p99)"
 	if g.SpinMs > 0 {
 		pacer = fmt.Sprintf("a kernel sleep for the last %g ms before each send", g.SpinMs)
 	}
-	return fmt.Sprintf("generator: GOMAXPROCS %d, pacing on %s; late: started more than %g ms after the intended time", g.GOMAXPROCS, pacer, g.LateAfterMs)
+	return fmt.Sprintf("Generator: GOMAXPROCS %d, pacing on %s; late: started more than %g ms after the intended time", g.GOMAXPROCS, pacer, g.LateAfterMs)
 }
 
 // Machine says where the figures were measured.
@@ -261,10 +261,10 @@ func Search(ctx context.Context, cfg Config) (*Result, error) {
 		Backends: cfg.Backends, Machine: Machine{CPUs: runtime.NumCPU(), Hostname: host, Note: MachineNote},
 		Generator: Generator{GOMAXPROCS: runtime.GOMAXPROCS(0), SpinMs: ms(cfg.Load.Pacer.SpinWindow), LateAfterMs: ms(cfg.Load.Pacer.LateAfter)}, Steps: []*Step{}, Notes: slices.Clone(cfg.Notes)}
 	s.res.LoadAverage = loadStart()
-	s.res.Machine.Busy = busyNote(s.res.LoadAverage, s.res.Machine.CPUs, "the search")
 	began := time.Now()
 	err := s.run(ctx)
 	s.res.LoadAverage.finish()
+	s.res.Machine.Busy = busyNote(s.res.LoadAverage, s.res.Machine.CPUs, "the search")
 	if errors.Is(err, errOutOfSteps) {
 		// Not a failure of the search: the answer is what the steps show,
 		// and says that the search was cut short.

@@ -2,6 +2,7 @@ package result
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -237,8 +238,19 @@ func (r *Result) failuresCause() string {
 // the late fraction and start delay (summary.LateReason) when withReason.
 func (r *Result) lateCause(o summary.Outcome, withReason bool) string {
 	inBurst, inFaults, outside := r.LateSplit()
-	s := fmt.Sprintf("%d sends started more than %g ms after their intended time, waiting for the pacer or a free sender (%d in the burst's seconds, %d in a fault window's, ±1 s, %d outside)",
-		o.Late, r.LateAfterMs, inBurst, inFaults, outside)
+	var where []string // only what the run had: a burst, fault windows
+	if r.Burst != nil {
+		where = append(where, fmt.Sprintf("%d in the burst's seconds", inBurst))
+	}
+	if len(faultWindows(r.Events, math.Inf(1))) > 0 {
+		where = append(where, fmt.Sprintf("%d in a fault window's, ±1 s", inFaults))
+	}
+	split := ""
+	if len(where) > 0 {
+		split = fmt.Sprintf(" (%s, %d outside)", strings.Join(where, ", "), outside)
+	}
+	s := fmt.Sprintf("%d sends started more than %g ms after their intended time, waiting for the pacer or a free sender%s",
+		o.Late, r.LateAfterMs, split)
 	if withReason {
 		s = summary.LateReason(o.LateFrac, o.StartDelayP99Ms) + ": " + s
 	}

@@ -71,17 +71,20 @@ func TestLateSendsLabel(t *testing.T) {
 		Sends: []SendSecond{{T: 1, Started: 100, OK: 100}, {T: 2, Started: 100, OK: 100, Late: 20}, {T: 3, Started: 100, OK: 100, Late: 40},
 			{T: 4, Started: 100, OK: 100, Late: 40}}}
 	want := "OVERLOADED: 25.0% of sends started late (the target did not keep up with the offered rate)"
-	if l, c := r.LoadLabel(), r.LoadCause(); l != want || !strings.Contains(c, "100 sends started more than 1 ms after their intended time") || !strings.Contains(c, "100 outside") {
+	// No burst and no fault: no split into seconds the run did not have.
+	if l, c := r.LoadLabel(), r.LoadCause(); l != want || !strings.Contains(c, "100 sends started more than 1 ms after their intended time") ||
+		strings.Contains(c, "burst") || strings.Contains(c, "fault") {
 		t.Errorf("late, no burst: %q, %q", l, c)
 	}
 	r.Burst = &BurstFigures{From: 3, To: 4}
-	if l, c := r.LoadLabel(), r.LoadCause(); l != "OVERLOADED by the burst" || !strings.Contains(c, "100 in the burst's seconds") {
+	if l, c := r.LoadLabel(), r.LoadCause(); l != "OVERLOADED by the burst" || !strings.Contains(c, "100 in the burst's seconds") ||
+		!strings.Contains(c, "0 outside") || strings.Contains(c, "fault window") {
 		t.Errorf("late in the burst: %q, %q", l, c)
 	}
 	r.Burst = &BurstFigures{From: 4.5, To: 5} // seconds 3.. and 4..: 80 late, 20 outside (5%)
 	r.Events = []FaultEvent{{At: 1, Fault: "down(mysql)", Action: "inject"}, {At: 1.5, Fault: "down(mysql)", Action: "heal"}}
-	if l := r.LoadLabel(); l != "OVERLOADED by the burst and the faults" {
-		t.Errorf("late in the burst and the faults: %q", l)
+	if l, c := r.LoadLabel(), r.LoadCause(); l != "OVERLOADED by the burst and the faults" || !strings.Contains(c, "in the burst's seconds") || !strings.Contains(c, "in a fault window's") {
+		t.Errorf("late in the burst and the faults: %q, %q", l, c)
 	}
 	jitter := 4.0 // ms: a busy machine's timers, not a queue
 	r.StartDelayP99Ms = &jitter
