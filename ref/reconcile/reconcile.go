@@ -442,46 +442,34 @@ type inboxRef struct {
 	missing                 bool
 }
 
-// scanFirst and scanNext are scanInbox's first page and the pages after
-// a row (created_at, uid, seq): a range of idx_created.
-const (
-	scanCols = `SELECT o.uid, o.seq, o.msg_id, o.conv_id, o.created_at, c.msg_id IS NULL
-		FROM offline_msg o LEFT JOIN msg_content c ON c.msg_id = o.msg_id `
-	scanFirst = scanCols + `WHERE o.created_at >= ? AND o.created_at < ?
-		ORDER BY o.created_at, o.uid, o.seq LIMIT ?`
-	scanNext = scanCols + `WHERE o.created_at >= ? AND o.created_at < ?
-		AND (o.created_at > ? OR (o.created_at = ? AND (o.uid > ? OR (o.uid = ? AND o.seq > ?))))
-		ORDER BY o.created_at, o.uid, o.seq LIMIT ?`
-)
-
-// scanInbox pages offline_msg's rows written in [since, until) in
-// (created_at, uid, seq) order along idx_created (migration 007), calling
-// fn with each page; hasContent adds whether msg_content has the row. A
-// run costs what its window holds, not the table: before the index it
-// walked every row by the primary key.
+// scanInbox pages offline_msg by its primary key (uid, seq), calling fn
+// with each page's rows written in [since, until) (offline_msg has no
+// created_at index: a full key-order walk in bounded pages, no long
+// transaction). hasContent adds whether msg_content has the row.
 func (r *Reconciler) scanInbox(ctx context.Context, since, until time.Time, fn func([]inboxRef) error) (int64, error) {
-	var last inboxRef
+	var lastUID, lastSeq uint64
 	var scanned int64
-	for first := true; ; first = false {
-		var rows *sql.Rows
-		var err error
-		if first {
-			rows, err = r.db.QueryContext(ctx, scanFirst, since, until, r.cfg.PageSize)
-		} else {
-			rows, err = r.db.QueryContext(ctx, scanNext,
-				last.createdAt, until, last.createdAt, last.createdAt, last.uid, last.uid, last.seq, r.cfg.PageSize)
-		}
+	for {
+		rows, err := r.db.QueryContext(ctx, `SELECT o.uid, o.seq, o.msg_id, o.conv_id, o.created_at, c.msg_id IS NULL
+			FROM offline_msg o LEFT JOIN msg_content c ON c.msg_id = o.msg_id
+			WHERE o.uid > ? OR (o.uid = ? AND o.seq > ?) ORDER BY o.uid, o.seq LIMIT ?`,
+			lastUID, lastUID, lastSeq, r.cfg.PageSize)
 		if err != nil {
 			return scanned, fmt.Errorf("reconcile: scan offline_msg: %w", err)
 		}
 		var page []inboxRef
+		n := 0
 		for rows.Next() {
 			var x inboxRef
 			if err := rows.Scan(&x.uid, &x.seq, &x.msgID, &x.convID, &x.createdAt, &x.missing); err != nil {
 				rows.Close()
 				return scanned, fmt.Errorf("reconcile: scan offline_msg row: %w", err)
 			}
-			page = append(page, x)
+			n++
+			lastUID, lastSeq = x.uid, x.seq
+			if !x.createdAt.Before(since) && x.createdAt.Before(until) {
+				page = append(page, x)
+			}
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
@@ -489,12 +477,11 @@ func (r *Reconciler) scanInbox(ctx context.Context, since, until time.Time, fn f
 		}
 		scanned += int64(len(page))
 		if len(page) > 0 {
-			last = page[len(page)-1]
 			if err := fn(page); err != nil {
 				return scanned, err
 			}
 		}
-		if len(page) < r.cfg.PageSize {
+		if n < r.cfg.PageSize {
 			return scanned, nil
 		}
 	}
