@@ -89,9 +89,9 @@ const generatorProc = "generator"
 // intended time, and a send counts late past DefaultLateAfter, beyond that
 // jitter. A step is judged on an ACK p99 of tens of milliseconds and up;
 // the kernel sleep's precision (about 10 µs) cost a wake-up of a thread
-// per send and, with the generator's GOMAXPROCS at twice the CPUs, a
-// fifth of the generator's CPU per ACKed message (RESULTS.md, "the
-// pacer's cost in a capacity step"). --spin and --late-after set both.
+// per send: about a tenth of the generator's CPU per ACKed message, and
+// with DefaultProcs a seventh together (RESULTS.md, "The pacer's cost in
+// a capacity step"). --spin and --late-after set both.
 const (
 	DefaultSpin      = 0
 	DefaultLateAfter = 2 * time.Millisecond
