@@ -469,7 +469,7 @@ func (s *search) generatorLimited(st *Step) bool {
 	if s.res.Ceiling != nil && st.OfferedPerSec >= 0.9*s.res.Ceiling.PerSec {
 		return true
 	}
-	lim := float64(c.SLO.ackLimit()) / float64(time.Millisecond)
+	lim := ms(c.SLO.ackLimit())
 	late := st.Missed > 0 || (st.LateFraction != nil && *st.LateFraction >= lateShare) ||
 		(lim > 0 && st.SendDelayP99Ms != nil && *st.SendDelayP99Ms > lim/2)
 	svc := st.ServiceP99Ms
@@ -495,7 +495,7 @@ func growing(st *Step, limit time.Duration) string {
 	if a == nil || b == nil || limit <= 0 {
 		return ""
 	}
-	floor := growthFloor * float64(limit) / float64(time.Millisecond)
+	floor := growthFloor * ms(limit)
 	if *b > growthFactor**a && *b > floor {
 		return fmt.Sprintf("not stable: ACK p50 grew from %.1fms to %.1fms through the window (a growing queue)", *a, *b)
 	}

@@ -2,7 +2,6 @@ package result
 
 import (
 	"fmt"
-	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -242,7 +241,7 @@ func (r *Result) lateCause(o summary.Outcome, withReason bool) string {
 	if r.Burst != nil {
 		where = append(where, fmt.Sprintf("%d in the burst's seconds", inBurst))
 	}
-	if len(faultWindows(r.Events, math.Inf(1))) > 0 {
+	if slices.ContainsFunc(r.Events, func(e FaultEvent) bool { return e.Action == "inject" }) { // a fault window (faultWindows)
 		where = append(where, fmt.Sprintf("%d in a fault window's, ±1 s", inFaults))
 	}
 	split := ""

@@ -150,7 +150,7 @@ func (c *CapacitySpec) validate(f *File) error {
 	if f.Load.Rate != "" || f.Load.Config.Duration != 0 || f.Load.Segments > 1 {
 		return Bad("load", "kind capacity: the search sets each step's rate and length: leave out load.rate, load.duration and load.segments")
 	}
-	if f.Load.Config.Pacer.SpinWindow != loadgen.DefaultConfig("", "", "").Pacer.SpinWindow {
+	if f.Load.Config.Pacer.SpinWindow != schedule.DefaultConfig().SpinWindow {
 		return Bad("load.spin_window", "kind capacity: the search paces on the runtime's timers, late past %s: leave load.spin_window out (imlab capacity --spin sets it for a search run by hand)", capacity.DefaultLateAfter)
 	}
 	if total := c.Bound(f.Load); total > MaxScenarioDuration {
