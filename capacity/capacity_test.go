@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -139,6 +140,11 @@ func TestSearchFindsAKnownCapacity(t *testing.T) {
 	run, err := compare.Read(c.OutDir)
 	if err != nil || run.Kind != compare.KindCapacity || run.Metrics[compare.MSustainable] != *res.Sustainable {
 		t.Fatalf("compare.Read: %v %+v", err, run)
+	}
+	// compare reads how the generator ran, so that a search paced another
+	// way is an unlike side.
+	if want := fmt.Sprintf("GOMAXPROCS %d, pacer spin 0 ms, late after 2 ms", runtime.GOMAXPROCS(0)); run.Env.Generator != want {
+		t.Fatalf("compare read the generator as %q, want %q", run.Env.Generator, want)
 	}
 	page, err := os.ReadFile(filepath.Join(c.OutDir, ReportFile))
 	if err != nil {

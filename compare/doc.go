@@ -25,7 +25,8 @@
 //     measurement is unknown, never zero, and an unknown does not pass.
 //   - Unlike sides: when the base and new runs were measured on different
 //     backends (a scenario result's backends: embedded or external, their
-//     versions), machines (CPU count, host) or under machine loads more
+//     versions), machines (CPU count, host), generators (GOMAXPROCS; a
+//     capacity search's pacer) or under machine loads more
 //     than LoadGap per CPU apart (the 1-minute load average at each run's
 //     start), every report form says so at the top (text, Markdown, the
 //     JSON's unlike_sides, JUnit's output), and each measured row (latency,

@@ -145,7 +145,8 @@ func Parse(path string, b []byte) (*Run, error) {
 
 // envOf reads where a run was measured from any of the three files: a
 // scenario's backends, load average and the generator's CPU count, a
-// capacity search's machine, a load summary's CPU count and host.
+// capacity search's machine and generator (GOMAXPROCS, pacer), a load
+// summary's CPU count, host and generator's GOMAXPROCS.
 func envOf(b []byte) Env {
 	var f struct {
 		Backends string `json:"backends"`
@@ -162,6 +163,11 @@ func envOf(b []byte) Env {
 		Split *struct {
 			Host string `json:"host"`
 		} `json:"split"`
+		Generator *struct {
+			GOMAXPROCS  int      `json:"gomaxprocs"`
+			SpinMs      *float64 `json:"spin_ms"`
+			LateAfterMs *float64 `json:"late_after_ms"`
+		} `json:"generator"`
 	}
 	if json.Unmarshal(b, &f) != nil {
 		return Env{}
@@ -179,6 +185,12 @@ func envOf(b []byte) Env {
 	}
 	if f.Split != nil {
 		e.Host = f.Split.Host
+	}
+	if g := f.Generator; g != nil && g.GOMAXPROCS > 0 {
+		e.Generator = fmt.Sprintf("GOMAXPROCS %d", g.GOMAXPROCS)
+		if g.SpinMs != nil && g.LateAfterMs != nil {
+			e.Generator += fmt.Sprintf(", pacer spin %g ms, late after %g ms", *g.SpinMs, *g.LateAfterMs)
+		}
 	}
 	return e
 }

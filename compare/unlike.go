@@ -19,6 +19,9 @@ type Env struct {
 	// Load1 is the 1-minute load average when the run started (nil: not
 	// recorded).
 	Load1 *float64 `json:"load1_at_start,omitempty"`
+	// Generator is how the generator ran, where the file says: its
+	// GOMAXPROCS (capacity, load) and its pacer (capacity).
+	Generator string `json:"generator,omitempty"`
 }
 
 // LoadGap is how far apart the sides' 1-minute load averages at their
@@ -27,9 +30,9 @@ type Env struct {
 // latencies by more than most tolerances.
 const LoadGap = 0.5
 
-// unlikeSides says how the base and new runs differ in where they were
-// measured: backends, CPU count, host, load average (nil: alike, as far as
-// the files say).
+// unlikeSides says how the base and new runs differ in where and how they
+// were measured: backends, CPU count, host, the generator's set-up, load
+// average (nil: alike, as far as the files say).
 func unlikeSides(base, nw []*Run) []string {
 	var out []string
 	side := func(rs []*Run, f func(Env) string) []string {
@@ -61,6 +64,7 @@ func unlikeSides(base, nw []*Run) []string {
 		return fmt.Sprint(e.CPUs)
 	})
 	differ("hosts", func(e Env) string { return e.Host })
+	differ("generators", func(e Env) string { return e.Generator })
 	if s := loadGap(base, nw); s != "" {
 		out = append(out, s)
 	}

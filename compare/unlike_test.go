@@ -135,11 +135,18 @@ func TestNoQueueIsNotAFailedPoll(t *testing.T) {
 
 // capacityRun is a capacity search's result.json (capacity.Result as the
 // search writes it) with this sustainable rate, on 2 CPUs, and this
-// 1-minute load average at the search's start.
+// 1-minute load average at the search's start, its generator as a
+// search's default.
 func capacityRun(t *testing.T, name string, load1, sustainable float64) *compare.Run {
 	t.Helper()
+	return capacityRunOf(t, name, load1, sustainable, capacity.Generator{GOMAXPROCS: 2, SpinMs: 0, LateAfterMs: 2})
+}
+
+// capacityRunOf is capacityRun with this generator.
+func capacityRunOf(t *testing.T, name string, load1, sustainable float64, gen capacity.Generator) *compare.Run {
+	t.Helper()
 	res := &capacity.Result{Kind: compare.CapacityKind, Format: capacity.ResultFormat, Target: "http://127.0.0.1:1", SLO: "ack_p99<=2000ms", WarmUpS: 2, StepS: 6,
-		Sustainable: &sustainable, Machine: capacity.Machine{CPUs: 2, Hostname: "lab"},
+		Sustainable: &sustainable, Machine: capacity.Machine{CPUs: 2, Hostname: "lab"}, Generator: gen,
 		LoadAverage: &capacity.LoadAverage{Start: [3]float64{load1, load1, load1}, End: [3]float64{load1, load1, load1}}}
 	b, err := json.Marshal(res)
 	if err != nil {
@@ -172,5 +179,21 @@ func TestCapacityLoadsUnlike(t *testing.T) {
 	alike, err := compare.Compare([]*compare.Run{capacityRun(t, "quiet", 0.4, 400)}, []*compare.Run{capacityRun(t, "quiet2", 0.6, 400)}, compare.Options{})
 	if err != nil || len(alike.Unlike) != 0 {
 		t.Fatalf("alike loads: unlike %q (%v)", alike.Unlike, err)
+	}
+}
+
+// TestCapacityGeneratorsUnlike: two searches whose generators ran
+// differently (imlab load's pacer and GOMAXPROCS against the search's) are
+// unlike sides, whatever else they share: the generator's CPU per message
+// and the latencies depend on it.
+func TestCapacityGeneratorsUnlike(t *testing.T) {
+	rep, err := compare.Compare([]*compare.Run{capacityRunOf(t, "old", 0.4, 400, capacity.Generator{GOMAXPROCS: 4, SpinMs: 2, LateAfterMs: 1})},
+		[]*compare.Run{capacityRun(t, "new", 0.4, 400)}, compare.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "generators differ: base GOMAXPROCS 4, pacer spin 2 ms, late after 1 ms, new GOMAXPROCS 2, pacer spin 0 ms, late after 2 ms"
+	if len(rep.Unlike) != 1 || rep.Unlike[0] != want {
+		t.Fatalf("unlike %q, want %q", rep.Unlike, want)
 	}
 }

@@ -167,6 +167,11 @@ func TestReadersOfRealRuns(t *testing.T) {
 		if row := regexp.MustCompile(`(?m)^lost +0 +[1-9]\d* .*REGRESSED`).FindString(stdout); code != 1 || row == "" {
 			t.Fatalf("compare of the load runs: exit %d, no lost row REGRESSED\n%s\n%s", code, stdout, stderr)
 		}
+		// The load summary says how its generator ran (GOMAXPROCS), which
+		// compare reads as part of where it was measured.
+		if r, err := compare.Read(filepath.Join(clean, result.LoadDir)); err != nil || !strings.HasPrefix(r.Env.Generator, "GOMAXPROCS ") {
+			t.Fatalf("compare.Read of the load run: generator %q (%v)", r.Env.Generator, err)
+		}
 	})
 
 	t.Run("formats", func(t *testing.T) {
