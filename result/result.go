@@ -97,7 +97,8 @@ type LagSample struct {
 	DLQRecords      int64              `json:"dlq_records"`
 	// Consumed is each group's position summed over the partitions (the
 	// records it has consumed); InboxRows the inbox table's row count, read
-	// by the lab from MySQL directly (nil: not read).
+	// by the lab from MySQL directly (nil: not read at this sample: the
+	// count is spaced out, lagpoll.RowCountDuty, or it failed).
 	Consumed  map[string]int64 `json:"consumed,omitempty"`
 	InboxRows *int64           `json:"inbox_rows,omitempty"`
 	// Err says why the sample is not a complete measurement (the poll

@@ -112,7 +112,9 @@
 // For a file that uses Kafka the lag poller also reads each group's
 // consumed position (from the lag answer's partitions) and the inbox row
 // count (SELECT COUNT(*) FROM offline_msg on the run's database, directly,
-// not through the proxy), and result.json's "recovery" holds the figures
+// not through the proxy; a count walks the whole table, so it is taken at
+// most about 1/lagpoll.RowCountDuty of the time and the samples between have
+// none), and result.json's "recovery" holds the figures
 // of imlab/recovery: peak lag age and records per group, the
 // backlog peak, the recovery time from the end of the burst or the heal of
 // the last fault (whichever is later; without either, the end of the load)
@@ -168,7 +170,7 @@
 // deleted) fails the faults_reached check, unless its file entry says
 // may_miss: true. A lag sample that is not a complete measurement of now
 // (the poll failed, the server's monitor reported errors or partitions of
-// unknown age, its snapshot is older than LagStale) is unknown, never 0:
+// unknown age, its snapshot is older than lagpoll.Stale) is unknown, never 0:
 // any unknown sample fails max_lag_age.
 //
 // The checker's verdict is re-judged with the file's allowances

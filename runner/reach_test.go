@@ -77,24 +77,3 @@ func TestFaultReach(t *testing.T) {
 		t.Error("reach does not pass Affected/Validate through")
 	}
 }
-
-// TestLagAnswerUnknown: the runner reads the monitor's errors, unknown
-// partitions and the age of its snapshot.
-func TestLagAnswerUnknown(t *testing.T) {
-	now := time.Now()
-	for _, c := range []struct {
-		a    lagAnswer
-		want string
-	}{
-		{lagAnswer{At: now}, ""},
-		{lagAnswer{}, "not measured yet"},
-		{lagAnswer{At: now.Add(-time.Minute)}, "old"},
-		{lagAnswer{At: now, UnknownAge: map[string]int{"imlab-inbox": 2}}, "imlab-inbox: age of 2 partitions unknown"},
-		{lagAnswer{At: now, Errors: []string{"fanout: list end offsets: timeout"}}, "list end offsets"},
-	} {
-		got := c.a.unknownReason(now)
-		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
-			t.Errorf("%+v: %q, want %q", c.a, got, c.want)
-		}
-	}
-}

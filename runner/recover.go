@@ -6,18 +6,19 @@ import (
 
 	"imlab/expect"
 	"imlab/recovery"
+	"imlab/runner/lagpoll"
 )
 
 // awaitRecovery keeps the lag poller running after the load until every
 // group has recovered (and held) or the deadline has passed, so that a
 // run never ends before its recovery can be judged and never waits past
 // the drain timeout for it.
-func (r *run) awaitRecovery(ctx context.Context, base time.Time, cfg recovery.Config, lag *lagLog) {
-	tk := time.NewTicker(LagInterval)
+func (r *run) awaitRecovery(ctx context.Context, base time.Time, cfg recovery.Config, lag *lagpoll.Log) {
+	tk := time.NewTicker(lagpoll.Interval)
 	defer tk.Stop()
 	for {
-		f, err := recovery.Compute(cfg, expect.RecoverySamples(lag.snapshot()))
-		if err != nil || f.Status == recovery.Recovered || time.Since(base).Seconds() > cfg.Deadline+cfg.Hold+LagInterval.Seconds() {
+		f, err := recovery.Compute(cfg, expect.RecoverySamples(lag.Snapshot()))
+		if err != nil || f.Status == recovery.Recovered || time.Since(base).Seconds() > cfg.Deadline+cfg.Hold+lagpoll.Interval.Seconds() {
 			return
 		}
 		select {
@@ -26,4 +27,22 @@ func (r *run) awaitRecovery(ctx context.Context, base time.Time, cfg recovery.Co
 		case <-tk.C:
 		}
 	}
+}
+
+// pollLag runs the lag poller for a file that uses Kafka (lagpoll.Poll:
+// the first live process's lag endpoint, the run's inbox rows) until ctx
+// ends; for one that does not it only waits.
+func (r *run) pollLag(ctx context.Context, base time.Time, out *lagpoll.Log) {
+	if !r.f.UsesKafka() {
+		<-ctx.Done()
+		return
+	}
+	lagpoll.Poll(ctx, lagpoll.Config{Base: base, DB: r.rowsDB, Progress: r.cfg.Progress, Addr: func() string {
+		for _, p := range r.procs {
+			if a := p.Addr(); a != "" {
+				return a
+			}
+		}
+		return ""
+	}}, out)
 }

@@ -14,6 +14,7 @@ import (
 	"imlab/internal/testenv"
 	"imlab/loadgen/summary"
 	"imlab/result"
+	"imlab/runner/lagpoll"
 	"imlab/runner/proc"
 	"imlab/scenario"
 )
@@ -47,7 +48,7 @@ func runFile(t *testing.T, cfg Config, f *scenario.File) *result.Result {
 	}
 	if !res.Passed {
 		for _, s := range res.Lag {
-			t.Logf("%s: %s", f.Name, lagLine(s))
+			t.Logf("%s: %s", f.Name, lagpoll.Line(s))
 		}
 	}
 	checkOutputs(t, cfg.OutDir, res)

@@ -24,6 +24,7 @@ import (
 	"imlab/loadgen/summary"
 	"imlab/ref/server"
 	"imlab/result"
+	"imlab/runner/lagpoll"
 	"imlab/runner/proc"
 	"imlab/scenario"
 )
@@ -33,12 +34,6 @@ const (
 	// RunMargin is added to duration + settle + drain timeout to bound a
 	// run (start-up, checking, stopping).
 	RunMargin = 2 * time.Minute
-	// LagInterval is the lag poll period.
-	LagInterval = time.Second
-	// lagTimeout bounds one lag poll.
-	lagTimeout = 2 * time.Second
-	// MaxLagSamples bounds the lag timeline.
-	MaxLagSamples = 4 * 3600
 	// VerdictFile is the checker's whole verdict in the output directory.
 	VerdictFile = "verdict.json"
 )
@@ -376,9 +371,9 @@ func (r *run) loadPhase(ctx context.Context, lc loadgen.Config, steps []chaos.St
 	base := time.Now()
 	r.res.TimeBase = base.UTC()
 	pollCtx, stopPoll := context.WithCancel(ctx)
-	lagLog := &lagLog{}
+	lagLog := &lagpoll.Log{}
 	pollDone := make(chan struct{})
-	go func() { defer close(pollDone); r.pollLag(pollCtx, base, r.rowsDB, lagLog) }()
+	go func() { defer close(pollDone); r.pollLag(pollCtx, base, lagLog) }()
 	schedCh := make(chan schedOut, 1)
 	schedCtx, stopSched := context.WithCancel(ctx)
 	defer stopSched()
@@ -426,7 +421,7 @@ func (r *run) loadPhase(ctx context.Context, lc loadgen.Config, steps []chaos.St
 	}
 	stopPoll()
 	<-pollDone
-	ph.lag = lagLog.snapshot()
+	ph.lag = lagLog.Snapshot()
 	r.res.Lag = ph.lag
 	if r.f.UsesKafka() {
 		fig, err := expect.RecoveryFigures(rcfg, since, ph.lag)

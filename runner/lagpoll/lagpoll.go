@@ -1,0 +1,240 @@
+// Package lagpoll owns a scenario run's lag timeline: it polls the
+// server's lag endpoint (server.LagNowPath: each consumer group's lag age
+// and records, the outbox backlog, the dead letters) once a second and
+// counts the inbox rows in the run's database directly (not through a
+// proxy, so that a MySQL fault does not blind it), spacing the counts by
+// their own cost (RowCountDuty). A failed measurement is an unknown sample
+// (its Err says why), never 0. It must not start or stop processes, nor
+// judge the samples (imlab/recovery and imlab/expect do).
+package lagpoll
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"imlab/ref/server"
+	"imlab/result"
+	"imlab/runner/proc"
+)
+
+// Named limits of a poller.
+const (
+	// Interval is the lag poll period.
+	Interval = time.Second
+	// timeout bounds one lag poll and one row count.
+	timeout = 2 * time.Second
+	// MaxSamples bounds the lag timeline.
+	MaxSamples = 4 * 3600
+	// RowCountDuty bounds the lab's inbox row count to about 1/RowCountDuty
+	// of the time: SELECT COUNT(*) walks the whole inbox table (InnoDB keeps
+	// no row count), so once a count takes d the next one waits until
+	// d*RowCountDuty after it started (at least Interval). Counted every
+	// second, it took 21.7 s of MariaDB's time in one 60 s burst-50k run, at
+	// 0.1-0.3 s a count, beside the server it measures.
+	RowCountDuty = 20
+)
+
+// answer is the part of GET /v1/lab/lag the runner reads.
+type answer struct {
+	At         time.Time `json:"at"`
+	Partitions []struct {
+		Group   string `json:"group"`
+		End     int64  `json:"end"`
+		Records int64  `json:"records"`
+	} `json:"partitions"`
+	MaxAgeSeconds          map[string]float64 `json:"max_age_seconds"`
+	UnknownAge             map[string]int     `json:"unknown_age"`
+	Records                map[string]int64   `json:"records"`
+	OutboxBacklog          int64              `json:"outbox_backlog"`
+	OutboxOldestAgeSeconds float64            `json:"outbox_oldest_age_seconds"`
+	DLQRecords             int64              `json:"dlq_records"`
+	Errors                 []string           `json:"errors"`
+}
+
+// consumed is each group's position summed over the partitions (end
+// offset minus records behind): the records it has consumed.
+func (a *answer) consumed() map[string]int64 {
+	out := map[string]int64{}
+	for _, p := range a.Partitions {
+		out[p.Group] += p.End - p.Records
+	}
+	return out
+}
+
+// Log is the lag timeline, appended by the poller and read by the run
+// while it waits for recovery.
+type Log struct {
+	mu      sync.Mutex
+	samples []result.LagSample
+}
+
+func (l *Log) Add(s result.LagSample) {
+	l.mu.Lock()
+	l.samples = append(l.samples, s)
+	l.mu.Unlock()
+}
+
+// Snapshot is a copy of the samples so far.
+func (l *Log) Snapshot() []result.LagSample {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]result.LagSample(nil), l.samples...)
+}
+
+func (l *Log) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.samples)
+}
+
+// rowCounter reads the inbox row count for the lag samples, directly from
+// MySQL (not through the proxy, so that a MySQL fault does not blind it),
+// at most once per RowCountDuty times the last count's duration (see
+// RowCountDuty): a sample between two counts has no row count.
+type rowCounter struct {
+	db   *sql.DB
+	next time.Time // no count before this
+}
+
+// count is the inbox row count now; nil when it is not due yet or could
+// not be read.
+func (c *rowCounter) count(ctx context.Context) *int64 {
+	if c.db == nil || time.Now().Before(c.next) {
+		return nil
+	}
+	t0 := time.Now()
+	n := countRows(ctx, c.db)
+	c.next = t0.Add(time.Since(t0) * RowCountDuty)
+	return n
+}
+
+// countRows is the inbox row count; nil when it could not be read.
+func countRows(ctx context.Context, db *sql.DB) *int64 {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var n int64
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM offline_msg").Scan(&n); err != nil {
+		return nil
+	}
+	return &n
+}
+
+// Stale is how old the server's latest measurement may be when the
+// runner reads it: an older one (the monitor is stuck, e.g. on a broker
+// that does not answer) is an unknown sample, not a current one.
+const Stale = 10 * time.Second
+
+// unknownReason says why an answer is not a measurement of now ("" when
+// it is one): the monitor's own errors, partitions whose age it could not
+// read, a snapshot never taken or too old. A failed measurement is
+// unknown, never 0.
+func (a *answer) unknownReason(now time.Time) string {
+	var why []string
+	switch {
+	case a.At.IsZero():
+		why = append(why, "not measured yet")
+	case now.Sub(a.At) > Stale:
+		why = append(why, fmt.Sprintf("the latest measurement is %s old", now.Sub(a.At).Round(time.Second)))
+	}
+	groups := make([]string, 0, len(a.UnknownAge))
+	for g := range a.UnknownAge {
+		groups = append(groups, g)
+	}
+	sort.Strings(groups)
+	for _, g := range groups {
+		why = append(why, fmt.Sprintf("%s: age of %d partitions unknown", g, a.UnknownAge[g]))
+	}
+	why = append(why, a.Errors...)
+	return strings.Join(why, "; ")
+}
+
+// Config is what a poller reads: the run's time base, the server's
+// address (empty while no process runs), the run's database for the row
+// count (nil: none) and where the lines go (nil: nowhere).
+type Config struct {
+	Base     time.Time
+	Addr     func() string
+	DB       *sql.DB
+	Progress io.Writer
+}
+
+// Poll polls the lag endpoint every Interval until ctx ends, appending
+// the samples (T relative to cfg.Base) to out, at most MaxSamples; with a
+// database it also counts the inbox rows (at most as often as
+// RowCountDuty allows). It asks for a measurement of the moment
+// (server.LagNowPath): the monitor's own snapshot is up to its interval
+// old, which had put every sample, and the peak and recovery times read
+// from them, about half a second late. It prints one line per sample to
+// cfg.Progress.
+func Poll(ctx context.Context, cfg Config, out *Log) {
+	hc := &http.Client{Timeout: timeout}
+	defer hc.CloseIdleConnections()
+	tk := time.NewTicker(Interval)
+	defer tk.Stop()
+	rows := rowCounter{db: cfg.DB}
+	for out.Len() < MaxSamples {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tk.C:
+		}
+		s := result.LagSample{T: time.Since(cfg.Base).Seconds()}
+		if addr := cfg.Addr(); addr == "" {
+			s.Err = "no process running"
+		} else if a, err := fetch(ctx, hc, "http://"+addr+server.LagNowPath); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			s.Err = err.Error()
+		} else {
+			s.Err = a.unknownReason(time.Now())
+			s.MaxAge, s.Records, s.Consumed = a.MaxAgeSeconds, a.Records, a.consumed()
+			s.OutboxBacklog, s.OutboxOldestAge, s.DLQRecords = a.OutboxBacklog, a.OutboxOldestAgeSeconds, a.DLQRecords
+		}
+		s.InboxRows = rows.count(ctx)
+		out.Add(s)
+		if cfg.Progress != nil {
+			fmt.Fprintln(cfg.Progress, Line(s))
+		}
+	}
+	<-ctx.Done()
+}
+
+func fetch(ctx context.Context, hc *http.Client, url string) (*answer, error) {
+	var a answer
+	if err := proc.GetJSON(ctx, hc, url, &a); err != nil {
+		return nil, fmt.Errorf("lag: %w", err)
+	}
+	return &a, nil
+}
+
+func Line(s result.LagSample) string {
+	if s.Err != "" && s.MaxAge == nil {
+		return fmt.Sprintf("t=%5.1fs lag: unknown: %s", s.T, s.Err)
+	}
+	groups := make([]string, 0, len(s.MaxAge))
+	for g := range s.MaxAge {
+		groups = append(groups, g)
+	}
+	sort.Strings(groups)
+	var b strings.Builder
+	fmt.Fprintf(&b, "t=%5.1fs lag:", s.T)
+	for _, g := range groups {
+		fmt.Fprintf(&b, " %s age=%.2fs records=%d", g, s.MaxAge[g], s.Records[g])
+	}
+	fmt.Fprintf(&b, " outbox=%d (oldest %.2fs) dlq=%d", s.OutboxBacklog, s.OutboxOldestAge, s.DLQRecords)
+	if s.InboxRows != nil {
+		fmt.Fprintf(&b, " inbox_rows=%d", *s.InboxRows)
+	}
+	if s.Err != "" {
+		fmt.Fprintf(&b, " (unknown: %s)", s.Err)
+	}
+	return b.String()
+}
