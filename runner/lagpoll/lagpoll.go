@@ -75,6 +75,7 @@ type Log struct {
 	samples []result.LagSample
 }
 
+// Add appends a sample.
 func (l *Log) Add(s result.LagSample) {
 	l.mu.Lock()
 	l.samples = append(l.samples, s)
@@ -88,6 +89,7 @@ func (l *Log) Snapshot() []result.LagSample {
 	return append([]result.LagSample(nil), l.samples...)
 }
 
+// Len is the number of samples so far.
 func (l *Log) Len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
