@@ -58,8 +58,10 @@ func RecoveryConfig(e scenario.ExpectSpec, since float64, drain time.Duration) r
 func RecoverySamples(lag []result.LagSample) []recovery.Sample {
 	out := make([]recovery.Sample, 0, len(lag))
 	for _, s := range lag {
-		rs := recovery.Sample{T: s.T, Known: s.Err == "", OutboxBacklog: s.OutboxBacklog,
-			OutboxAge: s.OutboxOldestAge, InboxRows: -1, Groups: map[string]recovery.Group{}}
+		rs := recovery.Sample{T: s.T, Known: s.Err == "", OutboxAge: -1, InboxRows: -1, Groups: map[string]recovery.Group{}}
+		if s.OutboxBacklog != nil && s.OutboxOldestAge != nil {
+			rs.OutboxBacklog, rs.OutboxAge = *s.OutboxBacklog, *s.OutboxOldestAge
+		}
 		if s.InboxRows != nil {
 			rs.InboxRows = *s.InboxRows
 		}

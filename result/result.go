@@ -90,11 +90,15 @@ type LagSample struct {
 	T float64 `json:"t_s"`
 	// MaxAge is the largest lag age (seconds) over the partitions of each
 	// consumer group; Records the records behind.
-	MaxAge          map[string]float64 `json:"max_age_s,omitempty"`
-	Records         map[string]int64   `json:"records,omitempty"`
-	OutboxBacklog   int64              `json:"outbox_backlog"`
-	OutboxOldestAge float64            `json:"outbox_oldest_age_s"`
-	DLQRecords      int64              `json:"dlq_records"`
+	MaxAge  map[string]float64 `json:"max_age_s,omitempty"`
+	Records map[string]int64   `json:"records,omitempty"`
+	// OutboxBacklog, OutboxOldestAge and DLQRecords are nil when the
+	// server could not measure them at this sample (or the poll failed):
+	// unknown, never 0. A stored run from before they were pointers holds
+	// 0 and an age of -1 there; a negative age is unknown too.
+	OutboxBacklog   *int64   `json:"outbox_backlog,omitempty"`
+	OutboxOldestAge *float64 `json:"outbox_oldest_age_s,omitempty"`
+	DLQRecords      *int64   `json:"dlq_records,omitempty"`
 	// Consumed is each group's position summed over the partitions (the
 	// records it has consumed); InboxRows the inbox table's row count, read
 	// by the lab from MySQL directly (nil: not read at this sample: the

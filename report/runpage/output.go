@@ -208,7 +208,7 @@ func lagCharts(res *result.Result) ([]report.Chart, []string) {
 	backlog.Name, oldest.Name = "outbox backlog", "outbox oldest age"
 	var unknown []float64 // polls that measured nothing: gaps in every lag line
 	for _, s := range res.Lag {
-		if s.Err != "" {
+		if s.Err != "" && !outboxOnly(s.Err) {
 			unknown = append(unknown, s.T)
 			continue
 		}
@@ -218,8 +218,10 @@ func lagCharts(res *result.Result) ([]report.Chart, []string) {
 			}
 			groups[g].Points = append(groups[g].Points, report.Point{T: s.T, V: a})
 		}
-		backlog.Points = append(backlog.Points, report.Point{T: s.T, V: float64(s.OutboxBacklog)})
-		oldest.Points = append(oldest.Points, report.Point{T: s.T, V: max(s.OutboxOldestAge, 0)})
+		if s.OutboxBacklog != nil && s.OutboxOldestAge != nil && *s.OutboxOldestAge >= 0 {
+			backlog.Points = append(backlog.Points, report.Point{T: s.T, V: float64(*s.OutboxBacklog)})
+			oldest.Points = append(oldest.Points, report.Point{T: s.T, V: *s.OutboxOldestAge})
+		}
 	}
 	backlog.Gaps = unknown
 	names := make([]string, 0, len(groups))
@@ -240,8 +242,11 @@ func lagCharts(res *result.Result) ([]report.Chart, []string) {
 	if len(lagChart.Series) > 0 {
 		charts = append(charts, lagChart)
 	}
-	if failed := len(res.Lag) - len(backlog.Points); failed > 0 {
+	if failed := len(unknown); failed > 0 {
 		notes = append(notes, fmt.Sprintf("%d of %d lag polls failed: those seconds are unknown, shaded gaps in the lag and outbox charts (result.json has each error).", failed, len(res.Lag)))
+	}
+	if blind := len(res.Lag) - len(unknown) - len(backlog.Points); blind > 0 && spec.Server.PolicyOr() == "outbox" {
+		notes = append(notes, fmt.Sprintf("%d lag polls measured the consumer lag but not the outbox (its query failed): the outbox chart has no point there.", blind))
 	}
 	if spec.Server.PolicyOr() == "outbox" || anyAbove(backlog.Points, 0) {
 		charts = append(charts, report.Chart{Title: "Outbox backlog", Unit: "records", Series: []report.Series{backlog}})
@@ -249,6 +254,18 @@ func lagCharts(res *result.Result) ([]report.Chart, []string) {
 		notes = append(notes, fmt.Sprintf("No outbox chart: policy %s writes no outbox (every poll read a backlog of 0).", spec.Server.PolicyOr()))
 	}
 	return charts, notes
+}
+
+// outboxOnly says whether every reason a lag sample is incomplete is the
+// outbox's (the server measured the consumer lag, not the outbox backlog):
+// its lag ages are measurements.
+func outboxOnly(err string) bool {
+	for _, part := range strings.Split(err, "; ") {
+		if !strings.Contains(part, "outbox") {
+			return false
+		}
+	}
+	return true
 }
 
 // eventMarkers are the fault schedule's events as chart markers, each

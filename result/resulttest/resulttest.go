@@ -13,7 +13,7 @@ import "imlab/result"
 func LagTimeline(ages ...float64) []result.LagSample {
 	var out []result.LagSample
 	for i, a := range ages {
-		s := result.LagSample{T: float64(i), OutboxOldestAge: -1}
+		s := result.LagSample{T: float64(i)}
 		if a < 0 {
 			s.Err = "lag: connection refused"
 		} else {

@@ -58,6 +58,24 @@ type answer struct {
 	Errors                 []string           `json:"errors"`
 }
 
+// outboxInto copies the outbox backlog, its oldest age and the dead
+// letters into s when the server measured them: the outbox when its age
+// is not negative (-1: no database, or its query failed), the dead
+// letters when no error other than the outbox's came with the answer.
+func (a *answer) outboxInto(s *result.LagSample) {
+	if a.OutboxOldestAgeSeconds >= 0 {
+		n, age := a.OutboxBacklog, a.OutboxOldestAgeSeconds
+		s.OutboxBacklog, s.OutboxOldestAge = &n, &age
+	}
+	for _, e := range a.Errors {
+		if !strings.Contains(e, "outbox") {
+			return
+		}
+	}
+	d := a.DLQRecords
+	s.DLQRecords = &d
+}
+
 // consumed is each group's position summed over the partitions (end
 // offset minus records behind): the records it has consumed.
 func (a *answer) consumed() map[string]int64 {
@@ -198,7 +216,7 @@ func Poll(ctx context.Context, cfg Config, out *Log) {
 		} else {
 			s.Err = a.unknownReason(time.Now())
 			s.MaxAge, s.Records, s.Consumed = a.MaxAgeSeconds, a.Records, a.consumed()
-			s.OutboxBacklog, s.OutboxOldestAge, s.DLQRecords = a.OutboxBacklog, a.OutboxOldestAgeSeconds, a.DLQRecords
+			a.outboxInto(&s)
 		}
 		s.InboxRows = rows.count(ctx)
 		out.Add(s)
@@ -231,7 +249,16 @@ func Line(s result.LagSample) string {
 	for _, g := range groups {
 		fmt.Fprintf(&b, " %s age=%.2fs records=%d", g, s.MaxAge[g], s.Records[g])
 	}
-	fmt.Fprintf(&b, " outbox=%d (oldest %.2fs) dlq=%d", s.OutboxBacklog, s.OutboxOldestAge, s.DLQRecords)
+	if s.OutboxBacklog != nil && s.OutboxOldestAge != nil {
+		fmt.Fprintf(&b, " outbox=%d (oldest %.2fs)", *s.OutboxBacklog, *s.OutboxOldestAge)
+	} else {
+		b.WriteString(" outbox=unknown")
+	}
+	if s.DLQRecords != nil {
+		fmt.Fprintf(&b, " dlq=%d", *s.DLQRecords)
+	} else {
+		b.WriteString(" dlq=unknown")
+	}
 	if s.InboxRows != nil {
 		fmt.Fprintf(&b, " inbox_rows=%d", *s.InboxRows)
 	}
