@@ -2,6 +2,7 @@ package runpage
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -160,13 +161,24 @@ func sendCharts(res *result.Result) ([]report.Chart, []string) {
 	if byIntended {
 		throughput = "Throughput (by the second each send was intended, as the offered rate counts: ACKed, or failed or unknown, whenever the answer came)"
 	}
+	lastIntended := math.Inf(-1) // the last second any send was intended in
+	for _, s := range res.Sends {
+		if byIntended && *s.IntendedOK+*s.IntendedFailed > 0 {
+			lastIntended = s.T
+		}
+	}
 	for _, s := range res.Sends {
 		okN, failN := s.OK, s.Fail+s.Unknown
 		if byIntended {
 			okN, failN = *s.IntendedOK, *s.IntendedFailed
 		}
-		ok.Points = append(ok.Points, report.Point{T: s.T, V: float64(okN)})
-		fail.Points = append(fail.Points, report.Point{T: s.T, V: float64(failN)})
+		// By intended second nothing is intended after the sending phase:
+		// its zeros would draw the end of the load as a collapse (and make
+		// the legend's last value 0).
+		if !byIntended || s.T <= lastIntended {
+			ok.Points = append(ok.Points, report.Point{T: s.T, V: float64(okN)})
+			fail.Points = append(fail.Points, report.Point{T: s.T, V: float64(failN)})
+		}
 		if v50, v99, measured := s.AckMs(); measured {
 			p50.Points = append(p50.Points, report.Point{T: s.T, V: v50})
 			p99.Points = append(p99.Points, report.Point{T: s.T, V: v99})
