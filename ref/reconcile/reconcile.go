@@ -312,10 +312,10 @@ func (r *Reconciler) Forward(ctx context.Context, since, until time.Time) (Forwa
 			since, rep.Horizon = h, &h
 		}
 	}
-	lastAt, lastID := since.UTC(), uint64(0)
+	lastAt, lastID := onGrid(since), uint64(0)
 	first := true
 	for {
-		ms, err := r.page(ctx, lastAt, lastID, first, until.UTC())
+		ms, err := r.page(ctx, lastAt, lastID, first, onGrid(until))
 		if err != nil {
 			return rep, err
 		}
