@@ -8,6 +8,18 @@
 // new to do and writes nothing twice; each run reports what it found and
 // what it repaired.
 //
+// Run covers a range given whole. The timer (RunTimer, Timer.Run) covers
+// the window [now-Window, now-Grace) in a full run every FullInterval (30
+// minutes) and, in the runs between (every Interval, a minute), only what
+// was written since the previous run, less Overlap (15 s): forward reads
+// msg_content along idx_created, reverse and push read offline_msg along
+// idx_created_msg (created_at, msg_id, conv_id; migration 008), so such a
+// run costs the rows written since the last one, not the table. A message
+// or row is looked at by the first run after it passed now-Grace (push:
+// now-PushAfter); what only goes wrong later (a body or an inbox row that
+// vanished after its row was looked at, a row written long after its
+// created_at) waits for the next full run while it is in the window.
+//
 // Forward repair appends: a repaired row can land behind a later message
 // of its conversation that already reached the recipient; such rows are
 // counted (ForwardReport.Reordered, see Forward for the exact guarantee).
@@ -55,12 +67,30 @@ type Config struct {
 	// PushAfter is N of "unpulled for N minutes".
 	PushAfter time.Duration
 	// Grace keeps timer runs away from messages the consumers are still
-	// fanning out: a timer run covers [now-Window, now-Grace).
+	// fanning out: no timer run looks at rows written after now-Grace.
 	Grace time.Duration
-	// Window is how far back a timer run looks.
+	// Window is how far back a timer run looks: a full run covers
+	// [now-Window, now-Grace), an incremental one no more than that.
 	Window time.Duration
 	// Interval between timer runs.
 	Interval time.Duration
+	// Overlap: an incremental timer run starts this far before the end of
+	// the previous run's range (each pass its own), so that a row whose
+	// created_at was taken before a commit that the previous run did not
+	// see yet (a send transaction lasts at most send.Config.TxTimeout, 5
+	// s; ref/server refuses an overlap not above it), or a writer's clock
+	// a little behind this one's, is still looked at.
+	Overlap time.Duration
+	// FullInterval: a timer run covers the whole window when this long
+	// has passed since the last full run (and always first, and after the
+	// clock went back); the runs between cover only what was written since
+	// the previous run (see RunTimer). The full run finds what the
+	// incremental ones cannot: a body or an inbox row that vanished after
+	// its row was looked at, a row written long after its created_at (an
+	// inbox tier lagging more than Grace+Overlap, or PushAfter for push).
+	// Equal to Interval: every run is a full one (the cost of the window
+	// every Interval).
+	FullInterval time.Duration
 	// Horizon: the forward pass does not write a row for a message created
 	// more than Horizon before the pass (retention.Config.Horizon: its row
 	// may have been deleted without a tombstone); 0: no limit (no
@@ -69,11 +99,24 @@ type Config struct {
 	Logger  *slog.Logger
 }
 
+// DefaultOverlap is Config.Overlap's default: three times the send
+// path's transaction bound (a message's created_at is taken inside its
+// transaction), a quarter more rows read than a minute's.
+const DefaultOverlap = 15 * time.Second
+
+// DefaultFullInterval is Config.FullInterval's default: a timer run over
+// the whole window every 30 minutes, so a row is in at least one full run
+// while it is in the one-hour window; the minute's runs between read only
+// the rows written since the run before (and Overlap).
+const DefaultFullInterval = 30 * time.Minute
+
 // DefaultConfig: pages of 1000, 100k repairs per run, push after 10
-// minutes, timer runs every minute over [now-1h, now-30s).
+// minutes, timer runs every minute over [now-1h, now-30s), incremental
+// ones (DefaultOverlap) between full ones every DefaultFullInterval.
 func DefaultConfig() Config {
 	return Config{PageSize: 1000, MaxRepairs: 100_000, PushAfter: 10 * time.Minute,
-		Grace: 30 * time.Second, Window: time.Hour, Interval: time.Minute}
+		Grace: 30 * time.Second, Window: time.Hour, Interval: time.Minute,
+		Overlap: DefaultOverlap, FullInterval: DefaultFullInterval}
 }
 
 // Validate checks the configuration.
@@ -91,6 +134,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: reconcile interval below 1s", model.ErrInvalid)
 	case c.Horizon < 0:
 		return fmt.Errorf("%w: reconcile horizon negative", model.ErrInvalid)
+	case c.Overlap <= 0 || c.Overlap > c.Window:
+		return fmt.Errorf("%w: reconcile overlap out of (0, window]: an incremental run must reach back before the previous one's end", model.ErrInvalid)
+	case c.FullInterval < c.Interval:
+		return fmt.Errorf("%w: reconcile full interval below the interval", model.ErrInvalid)
 	}
 	return nil
 }
@@ -176,23 +223,42 @@ type ReverseReport struct {
 
 // PushReport: unpulled rows turned into offline-push records.
 type PushReport struct {
+	Rows     int64 `json:"rows"`     // inbox rows read in range (written before now - PushAfter)
 	Unpulled int64 `json:"unpulled"` // rows no device pulled after PushAfter
 	Recorded int64 `json:"recorded"` // new offline_push records
 }
 
 // Report is one run.
 type Report struct {
-	Since    time.Time     `json:"since"`
-	Until    time.Time     `json:"until"`
+	Since time.Time `json:"since"`
+	Until time.Time `json:"until"`
+	// Timer says what a timer run covered: TimerFull (the window) or
+	// TimerIncremental (from the previous run's end less Overlap); empty
+	// for Run over a range given.
+	Timer string `json:"timer,omitempty"`
+	// PushSince is where the push pass began when not at Since (an
+	// incremental run: its own previous end less Overlap).
+	PushSince time.Time `json:"push_since,omitzero"`
+
 	Forward  ForwardReport `json:"forward"`
 	Reverse  ReverseReport `json:"reverse"`
 	Push     PushReport    `json:"push"`
 	Duration time.Duration `json:"duration_ns"`
 }
 
-// Run runs forward, reverse and push over [since, until).
+// Run runs forward, reverse and push over [since, until), the whole range
+// whatever the timer runs covered.
 func (r *Reconciler) Run(ctx context.Context, since, until time.Time) (Report, error) {
+	return r.run(ctx, since, until, since, time.Time{})
+}
+
+// run runs forward and reverse over [since, until) and push over
+// [pushSince, until) up to now-PushAfter (now zero: the time push starts).
+func (r *Reconciler) run(ctx context.Context, since, until, pushSince, now time.Time) (Report, error) {
 	rep := Report{Since: since.UTC(), Until: until.UTC()}
+	if !pushSince.Equal(since) {
+		rep.PushSince = pushSince.UTC()
+	}
 	if !since.Before(until) {
 		return rep, fmt.Errorf("%w: reconcile --since must be before --until", model.ErrInvalid)
 	}
@@ -204,36 +270,14 @@ func (r *Reconciler) Run(ctx context.Context, since, until time.Time) (Report, e
 	if rep.Reverse, err = r.Reverse(ctx, since, until); err != nil {
 		return rep, err
 	}
-	if rep.Push, err = r.Push(ctx, since, until, time.Now()); err != nil {
+	if now.IsZero() {
+		now = time.Now()
+	}
+	if rep.Push, err = r.Push(ctx, pushSince, until, now); err != nil {
 		return rep, err
 	}
 	rep.Duration = time.Since(t0)
 	return rep, nil
-}
-
-// RunTimer runs over [now-Window, now-Grace) every Interval until ctx is
-// done (the reconciler role). Each report goes to onReport (may be nil).
-func (r *Reconciler) RunTimer(ctx context.Context, onReport func(Report)) error {
-	t := time.NewTicker(r.cfg.Interval)
-	defer t.Stop()
-	for {
-		now := time.Now()
-		rep, err := r.Run(ctx, now.Add(-r.cfg.Window), now.Add(-r.cfg.Grace))
-		if err != nil && ctx.Err() == nil {
-			r.log.Warn("reconciliation run failed", "err", err)
-		} else if err == nil {
-			r.log.Info("reconciliation run", "forward_missing", rep.Forward.MissingRows, "forward_repaired", rep.Forward.Repaired,
-				"reverse_missing", rep.Reverse.Missing, "reverse_repaired", rep.Reverse.Repaired, "push_recorded", rep.Push.Recorded)
-			if onReport != nil {
-				onReport(rep)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
 }
 
 type pair struct{ uid, msgID uint64 }
@@ -268,10 +312,10 @@ func (r *Reconciler) Forward(ctx context.Context, since, until time.Time) (Forwa
 			since, rep.Horizon = h, &h
 		}
 	}
-	lastAt, lastID := since.UTC(), uint64(0)
+	lastAt, lastID := onGrid(since), uint64(0)
 	first := true
 	for {
-		ms, err := r.page(ctx, lastAt, lastID, first, until.UTC())
+		ms, err := r.page(ctx, lastAt, lastID, first, onGrid(until))
 		if err != nil {
 			return rep, err
 		}
@@ -436,63 +480,12 @@ func (r *Reconciler) page(ctx context.Context, afterAt time.Time, afterID uint64
 	return out, rows.Err()
 }
 
-type inboxRef struct {
-	uid, seq, msgID, convID uint64
-	createdAt               time.Time
-	missing                 bool
-}
-
-// scanInbox pages offline_msg by its primary key (uid, seq), calling fn
-// with each page's rows written in [since, until) (offline_msg has no
-// created_at index: a full key-order walk in bounded pages, no long
-// transaction). hasContent adds whether msg_content has the row.
-func (r *Reconciler) scanInbox(ctx context.Context, since, until time.Time, fn func([]inboxRef) error) (int64, error) {
-	var lastUID, lastSeq uint64
-	var scanned int64
-	for {
-		rows, err := r.db.QueryContext(ctx, `SELECT o.uid, o.seq, o.msg_id, o.conv_id, o.created_at, c.msg_id IS NULL
-			FROM offline_msg o LEFT JOIN msg_content c ON c.msg_id = o.msg_id
-			WHERE o.uid > ? OR (o.uid = ? AND o.seq > ?) ORDER BY o.uid, o.seq LIMIT ?`,
-			lastUID, lastUID, lastSeq, r.cfg.PageSize)
-		if err != nil {
-			return scanned, fmt.Errorf("reconcile: scan offline_msg: %w", err)
-		}
-		var page []inboxRef
-		n := 0
-		for rows.Next() {
-			var x inboxRef
-			if err := rows.Scan(&x.uid, &x.seq, &x.msgID, &x.convID, &x.createdAt, &x.missing); err != nil {
-				rows.Close()
-				return scanned, fmt.Errorf("reconcile: scan offline_msg row: %w", err)
-			}
-			n++
-			lastUID, lastSeq = x.uid, x.seq
-			if !x.createdAt.Before(since) && x.createdAt.Before(until) {
-				page = append(page, x)
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return scanned, fmt.Errorf("reconcile: offline_msg rows: %w", err)
-		}
-		scanned += int64(len(page))
-		if len(page) > 0 {
-			if err := fn(page); err != nil {
-				return scanned, err
-			}
-		}
-		if n < r.cfg.PageSize {
-			return scanned, nil
-		}
-	}
-}
-
 // Reverse reports inbox rows in range whose body is missing and restores
 // the body from history when the history source finds it.
 func (r *Reconciler) Reverse(ctx context.Context, since, until time.Time) (ReverseReport, error) {
 	var rep ReverseReport
 	tried := map[uint64]bool{} // msg_ids looked up in history, found or not
-	n, err := r.scanInbox(ctx, since.UTC(), until.UTC(), func(page []inboxRef) error {
+	n, err := r.scanInbox(ctx, since.UTC(), until.UTC(), true, func(page []inboxRef) error {
 		for _, x := range page {
 			if !x.missing {
 				continue
@@ -537,7 +530,7 @@ func (r *Reconciler) Push(ctx context.Context, since, until, now time.Time) (Pus
 	if !since.Before(until) {
 		return rep, nil
 	}
-	_, err := r.scanInbox(ctx, since.UTC(), until.UTC(), func(page []inboxRef) error {
+	n, err := r.scanInbox(ctx, since.UTC(), until.UTC(), false, func(page []inboxRef) error {
 		uids := map[uint64]bool{}
 		for _, x := range page {
 			uids[x.uid] = true
@@ -575,6 +568,7 @@ func (r *Reconciler) Push(ctx context.Context, since, until, now time.Time) (Pus
 		r.m.add("push", added)
 		return nil
 	})
+	rep.Rows = n
 	return rep, err
 }
 

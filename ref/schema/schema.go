@@ -10,11 +10,14 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 //go:embed migrations/*.sql
@@ -75,8 +78,10 @@ func Statements(src string) []string {
 }
 
 // Migrate applies every migration not yet recorded. It is safe to run
-// concurrently from several processes (statements are idempotent) and to
-// re-run. It returns the versions it applied.
+// concurrently from several processes (statements are idempotent: CREATE
+// ... IF NOT EXISTS, and an ADD KEY whose "Duplicate key name" says that
+// another process added it first) and to re-run. It returns the versions
+// it applied.
 func Migrate(ctx context.Context, db *sql.DB) ([]string, error) {
 	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
   version    VARCHAR(128) NOT NULL,
@@ -99,7 +104,7 @@ func Migrate(ctx context.Context, db *sql.DB) ([]string, error) {
 			continue
 		}
 		for i, stmt := range Statements(m.SQL) {
-			if _, err := db.ExecContext(ctx, stmt); err != nil {
+			if _, err := db.ExecContext(ctx, stmt); err != nil && !duplicateKeyName(err) {
 				return applied, fmt.Errorf("schema: %s statement %d: %w", m.Version, i+1, err)
 			}
 		}
@@ -110,4 +115,15 @@ func Migrate(ctx context.Context, db *sql.DB) ([]string, error) {
 		applied = append(applied, m.Version)
 	}
 	return applied, nil
+}
+
+// duplicateKeyName reports MySQL's error 1061 (ER_DUP_KEYNAME), or the
+// embedded engine's message for it (go-mysql-server sends it as 1105): an
+// index another process added first.
+func duplicateKeyName(err error) bool {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) && me.Number == 1061 {
+		return true
+	}
+	return strings.Contains(err.Error(), "Duplicate key name")
 }

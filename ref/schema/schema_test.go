@@ -37,7 +37,7 @@ func TestMigrateIdempotentWithSeedKeys(t *testing.T) {
 		t.Fatalf("second migrate applied %v (%v)", again, err)
 	}
 	want := map[string][]string{
-		"offline_msg": {"PRIMARY", "uk_uid_msg", "idx_uid_conv"},
+		"offline_msg": {"PRIMARY", "uk_uid_msg", "idx_uid_conv", "idx_created_msg"},
 		"sync_cursor": {"PRIMARY"},
 		"mq_outbox":   {"PRIMARY", "idx_status_id"},
 		"mq_dedup":    {"PRIMARY"},
@@ -63,5 +63,37 @@ func TestMigrateIdempotentWithSeedKeys(t *testing.T) {
 				t.Errorf("%s lacks key %s (has %v)", table, k, have)
 			}
 		}
+	}
+}
+
+// TestMigrateConcurrentAddKey: processes migrating one database at once
+// (a scenario's api and consumer) all succeed, although MySQL has no ADD
+// KEY IF NOT EXISTS: the one that finds the index added takes it as done.
+func TestMigrateConcurrentAddKey(t *testing.T) {
+	m := testenv.NewMySQL(t)
+	ctx := context.Background()
+	const version = "008_offline_msg_by_time"
+	if _, err := m.DB.ExecContext(ctx, "DELETE FROM schema_migrations WHERE version = ?", version); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			_, err := schema.Migrate(ctx, m.DB)
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatalf("a concurrent migrate failed: %v", err)
+		}
+	}
+	var n int
+	if err := m.DB.QueryRowContext(ctx, "SELECT COUNT(*) FROM schema_migrations WHERE version = ?", version).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("%s recorded %d times (%v)", version, n, err)
+	}
+	// The server still refuses the index twice; Migrate alone takes it as done.
+	if _, err := m.DB.ExecContext(ctx, "ALTER TABLE offline_msg ADD KEY idx_created_msg (created_at, msg_id, conv_id)"); err == nil {
+		t.Fatal("adding the index twice must be refused by the server")
 	}
 }

@@ -260,6 +260,10 @@ func (c Config) Validate() error {
 			return fmt.Errorf("server: %s config: %w", name, err)
 		}
 	}
+	if c.Reconcile.Overlap <= c.Send.TxTimeout {
+		return bad("reconcile overlap %s not above the send transaction timeout %s (a message committed late would be missed by the runs between full ones)",
+			c.Reconcile.Overlap, c.Send.TxTimeout)
+	}
 	if h := c.Retention.Horizon(); c.Reconcile.Horizon > h {
 		return bad("reconcile horizon %s beyond retention's %s (a row deleted earlier leaves no tombstone: the repair would write it again)",
 			c.Reconcile.Horizon, h)

@@ -37,6 +37,7 @@ func TestConfigValidate(t *testing.T) {
 		"segment size":   func(c *Config) { c.Segment.Size = 0 },
 		"hotcache keep":  func(c *Config) { c.HotCache.InboxKeep = 0 },
 		"inbox maxitems": func(c *Config) { c.Inbox.MaxItems = 0 },
+		"reconcile overlap within a send transaction": func(c *Config) { c.Reconcile.Overlap = c.Send.TxTimeout },
 	} {
 		c := ok
 		mut(&c)

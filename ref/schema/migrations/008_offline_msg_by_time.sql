@@ -1,0 +1,12 @@
+-- 008_offline_msg_by_time: the inbox by its write time, covering what the
+-- reconciler's reverse and push passes read of a row (created_at, msg_id,
+-- conv_id; InnoDB adds the primary key uid, seq to every secondary entry).
+-- Their timer runs read the rows written since the previous run along it,
+-- index only, instead of walking the whole table by its primary key every
+-- minute, a cost that grew with the table (RESULTS.md). One more index entry
+-- per inbox row on the write path, appended at the index's end (rows are
+-- written in time order). 007 was an index on created_at alone, reverted:
+-- the passes then read every row of their window through the primary key.
+-- Not "IF NOT EXISTS" (MySQL 8 has none for ADD KEY): Migrate takes a
+-- "Duplicate key name" from a concurrent process as already applied.
+ALTER TABLE offline_msg ADD KEY idx_created_msg (created_at, msg_id, conv_id);
