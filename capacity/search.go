@@ -15,6 +15,7 @@ import (
 	"sort"
 	"time"
 
+	"imlab/capacity/lablag"
 	"imlab/loadgen"
 	"imlab/loadgen/clientmix"
 	"imlab/loadgen/summary"
@@ -286,8 +287,8 @@ func Search(ctx context.Context, cfg Config) (*Result, error) {
 func (s *search) run(ctx context.Context) error {
 	c := s.cfg
 	if c.SLO.Lag != nil {
-		if _, ok := lagOnce(ctx, &http.Client{Timeout: 2 * time.Second}, c.Load.Target); !ok {
-			return fmt.Errorf("%w: the SLO has a lag term but %s%s gave no complete answer: lag cannot be measured", ErrInvalid, c.Load.Target, lagPath)
+		if _, ok := lablag.Once(ctx, &http.Client{Timeout: 2 * time.Second}, c.Load.Target); !ok {
+			return fmt.Errorf("%w: the SLO has a lag term but %s%s gave no complete answer: lag cannot be measured", ErrInvalid, c.Load.Target, lablag.Path)
 		}
 	}
 	if c.CeilingFor > 0 {

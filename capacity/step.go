@@ -2,10 +2,7 @@ package capacity
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,6 +13,7 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
+	"imlab/capacity/lablag"
 	"imlab/checker"
 	"imlab/ledger"
 	"imlab/loadgen"
@@ -229,8 +227,8 @@ func (s *search) runStep(ctx context.Context, phase string, rate float64) *Step 
 	lc.OnSecond = w.second
 
 	lagCtx, stopLag := context.WithCancel(sctx)
-	lagDone := make(chan lagResult, 1)
-	go func() { lagDone <- pollLag(lagCtx, c.Load.Target, w.inWindow.Load) }()
+	lagDone := make(chan lablag.Result, 1)
+	go func() { lagDone <- lablag.Poll(lagCtx, c.Load.Target, w.inWindow.Load) }()
 
 	sum, runErr := loadgen.Run(sctx, lc)
 	stopLag()
@@ -256,9 +254,9 @@ func (s *search) runStep(ctx context.Context, phase string, rate float64) *Step 
 	if err := s.window(st); err != nil {
 		st.Errors = append(st.Errors, err.Error())
 	}
-	if lag.polls > 0 {
-		st.LagS, st.LagPolls = ptr(lag.max), lag.polls
-		st.LagGroups = lag.groups()
+	if lag.Polls > 0 {
+		st.LagS, st.LagPolls = ptr(lag.Max), lag.Polls
+		st.LagGroups = lagGroups(lag)
 	}
 	if st.StoppedEarly == "" && runErr == nil && c.Check {
 		s.check(st)
@@ -510,21 +508,15 @@ type GroupLag struct {
 	EndS   float64 `json:"end_s"`
 }
 
-type lagResult struct {
-	polls       int
-	max         float64
-	first, last map[string]float64
-}
-
-// groups is the per-group lag at the window's first and last poll, sorted
-// by group (nil with fewer than two polls).
-func (l lagResult) groups() []GroupLag {
-	if l.polls < 2 {
+// lagGroups is the per-group lag at the window's first and last poll,
+// sorted by group (nil with fewer than two polls).
+func lagGroups(l lablag.Result) []GroupLag {
+	if l.Polls < 2 {
 		return nil
 	}
 	var out []GroupLag
-	for g, end := range l.last {
-		start, ok := l.first[g]
+	for g, end := range l.Last {
+		start, ok := l.First[g]
 		if !ok {
 			continue
 		}
@@ -559,72 +551,6 @@ func falling(st *Step, window time.Duration) string {
 		return ""
 	}
 	return "the pipeline fell behind: " + strings.Join(why, ", ") + " through the window (its consumers do not keep up at this rate)"
-}
-
-// lagAnswer is the part of GET /v1/lab/lag read: the largest age per
-// consumer group, partitions of unknown age, the monitor's errors.
-type lagAnswer struct {
-	At         time.Time          `json:"at"`
-	MaxAge     map[string]float64 `json:"max_age_seconds"`
-	UnknownAge map[string]int     `json:"unknown_age"`
-	Errors     []string           `json:"errors"`
-}
-
-// lagPath is the contract's lab lag route.
-const lagPath = "/v1/lab/lag"
-
-// pollLag polls the lag route once a second while inWindow says the
-// measured window runs, until ctx ends; a poll that fails, or whose
-// answer is incomplete or stale, is not counted.
-func pollLag(ctx context.Context, target string, inWindow func() bool) lagResult {
-	var res lagResult
-	hc := &http.Client{Timeout: time.Second}
-	defer hc.CloseIdleConnections()
-	tk := time.NewTicker(time.Second)
-	defer tk.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return res
-		case <-tk.C:
-			if !inWindow() {
-				continue
-			}
-			if a, ok := lagOnce(ctx, hc, target); ok {
-				res.polls++
-				if res.first == nil {
-					res.first = a.MaxAge
-				}
-				res.last = a.MaxAge
-				for _, v := range a.MaxAge {
-					res.max = max(res.max, v)
-				}
-			}
-		}
-	}
-}
-
-func lagOnce(ctx context.Context, hc *http.Client, target string) (lagAnswer, bool) {
-	var a lagAnswer
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(target, "/")+lagPath, nil)
-	if err != nil {
-		return a, false
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return a, false
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return a, false
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&a); err != nil {
-		return a, false
-	}
-	if a.At.IsZero() || time.Since(a.At) > 5*time.Second || len(a.UnknownAge) > 0 || len(a.Errors) > 0 {
-		return a, false
-	}
-	return a, true
 }
 
 func ptr[T any](v T) *T { return &v }
