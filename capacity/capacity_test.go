@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/net/html"
 
+	"imlab/capacity/costfit"
 	"imlab/compare"
 	"imlab/loadgen/faketarget"
 )
@@ -223,6 +224,9 @@ func TestSearchFindsAKnownCapacity(t *testing.T) {
 	if n := len(findAll(lat, "circle", "point")); n != measured || len(findAll(lat, "g", "threshold")) != 1 || len(findAll(lat, "g", "mark")) == 0 {
 		t.Errorf("latency chart: %d points (want %d), %d limit lines, %d marks", n, measured, len(findAll(lat, "g", "threshold")), len(findAll(lat, "g", "mark")))
 	}
+	if res.Knee != nil && (res.KneeRule == "" || !strings.Contains(text, fmt.Sprintf("Knee: %.0f/s (%s)", *res.Knee, res.KneeRule))) {
+		t.Errorf("the knee %.0f/s without its rule on the page: %q", *res.Knee, res.KneeRule)
+	}
 	if _, err := os.Stat(filepath.Join(last.RunDir, "ledger-0.bin")); !os.IsNotExist(err) {
 		t.Errorf("the step ledgers should be removed: %v", err)
 	}
@@ -283,6 +287,15 @@ func TestSearchStalledServer(t *testing.T) {
 	}
 	if res.Steps[0].AckedPerSec != nil {
 		t.Fatal("a stopped step has no ACKed rate")
+	}
+	// The sends the stop left unstarted are no lateness of the generator's:
+	// the step is the server's, and its line says so without calling the
+	// generator behind, nor the error figure clean.
+	st := res.Steps[0]
+	line := stepLine(st)
+	if st.NotStarted == 0 || st.Limit != LimitServer || st.GeneratorBehind || strings.Contains(strings.Join(st.Broken, ";"), "fell behind") ||
+		!strings.Contains(line, "as it was stopped early") || strings.Contains(line, "errors 0.000%,") {
+		t.Fatalf("stopped step: not started %d, missed %d, limit %q, behind %v: %s", st.NotStarted, st.Missed, st.Limit, st.GeneratorBehind, line)
 	}
 	b, _ := json.Marshal(res)
 	if !bytes.Contains(b, []byte(`"sustainable_per_sec":null`)) {
@@ -389,21 +402,34 @@ func TestKnee(t *testing.T) {
 	st := func(rate, p99 float64) *Step { return &Step{OfferedPerSec: rate, AckP99Ms: ptr(p99), Held: true} }
 	// Noise at low rates (10ms -> 30ms, under a quarter of 200ms) is no knee.
 	steps := []*Step{st(100, 10), st(200, 30), st(400, 40), st(800, 180), st(600, 45)}
-	if k := knee(steps, 200*time.Millisecond); k == nil || *k != 600 {
+	if k, _ := knee(steps, 200*time.Millisecond); k == nil || *k != 600 {
 		t.Fatalf("knee %v, want 600", k)
 	}
-	if k := knee(steps[:3], 200*time.Millisecond); k != nil {
+	if k, _ := knee(steps[:3], 200*time.Millisecond); k != nil {
 		t.Fatalf("no knee expected, got %v", *k)
 	}
 	// The knee is a rate that held: 600 broke, so the knee is 400; and a
 	// step the checker judged INVALID marks nothing.
 	steps[4].Held = false
-	if k := knee(steps, 200*time.Millisecond); k == nil || *k != 400 {
+	if k, _ := knee(steps, 200*time.Millisecond); k == nil || *k != 400 {
 		t.Fatalf("knee %v, want 400 (600 broke)", k)
 	}
 	steps[4].Held, steps[3].Valid = true, ptr(false)
-	if k := knee(steps, 200*time.Millisecond); k != nil {
+	if k, _ := knee(steps, 200*time.Millisecond); k != nil {
 		t.Fatalf("knee %v, want none (800, the only rate whose p99 doubled, was INVALID: it does not count)", *k)
+	}
+	// A newcomer's steps: the p99 never doubled from one step to the next
+	// (69.8 -> 102.1 -> 172 ms), but 102.1 ms at 800/s is more than twice
+	// the lowest rate's and above a quarter of 200 ms: the rule says so.
+	steps = []*Step{st(200, 41.3), st(400, 69.8), st(800, 102.1), st(1600, 172)}
+	k, rule := knee(steps, 200*time.Millisecond)
+	want := "the highest rate that held below 800/s, the first rate whose ACK p99 (102.1 ms) was more than twice the lowest rate's (41.3 ms at 200/s) and above a quarter of the ACK limit (50 ms)"
+	if k == nil || *k != 400 || rule != want {
+		t.Fatalf("knee %v: %q, want 400: %q", k, rule, want)
+	}
+	var b bytes.Buffer
+	if err := (&Result{Knee: k, KneeRule: rule}).WriteTable(&b); err != nil || !strings.Contains(b.String(), "knee: 400 sends/s ("+want+")") || strings.Contains(b.String(), "doubled above it") {
+		t.Fatalf("the table's knee: %v\n%s", err, b.String())
 	}
 }
 
@@ -425,14 +451,14 @@ func TestFit(t *testing.T) {
 	for i, x := range xs {
 		ys[i] = 0.1 + 200e-6*x
 	}
-	a, b, r2, ok := fit(xs, ys)
+	a, b, r2, ok := costfit.Fit(xs, ys)
 	if !ok || math.Abs(a*1e6-200) > 1e-6 || math.Abs(b-0.1) > 1e-9 || r2 < 0.999 {
 		t.Fatalf("fit %v %v %v %v", a, b, r2, ok)
 	}
-	if _, _, _, ok := fit(xs[:2], ys[:2]); ok {
+	if _, _, _, ok := costfit.Fit(xs[:2], ys[:2]); ok {
 		t.Fatal("two points are no fit")
 	}
-	if _, _, _, ok := fit([]float64{5, 5, 5}, []float64{1, 2, 3}); ok {
+	if _, _, _, ok := costfit.Fit([]float64{5, 5, 5}, []float64{1, 2, 3}); ok {
 		t.Fatal("no spread in x is no fit")
 	}
 }
@@ -494,6 +520,16 @@ func TestBehindScheduleDoesNotHold(t *testing.T) {
 	s.judge(st)
 	if st.Held {
 		t.Fatal("sends that never started: the step did not offer its rate")
+	}
+	// Sends never started while the server answered past the ACK limit:
+	// both broke the step, and its verdict says both.
+	s.cfg.SLO, _ = ParseSLO("ack_p99<=200ms,errors<=1%")
+	st = ok()
+	st.Missed, st.AckP99Ms, st.ServiceP99Ms = 3, ptr(900.0), ptr(900.0)
+	s.judge(st)
+	if st.Held || st.Limit != LimitServer || !st.GeneratorBehind || verdict(st, false) != "broke (server, and the generator fell behind)" ||
+		errorsCell(st) != "0.000 of started" {
+		t.Fatalf("server slow and generator behind: limit %q behind %v: %q, errors %q", st.Limit, st.GeneratorBehind, verdict(st, true), errorsCell(st))
 	}
 }
 
@@ -593,5 +629,77 @@ func TestGeneratorShareOverHalfLabelled(t *testing.T) {
 	if !strings.Contains(out, "step 0: generator used 70% of the machine's CPU during the measured window: more than half") ||
 		strings.Contains(out, "step 1: generator used") || strings.Contains(out, "step 2: generator") {
 		t.Fatalf("table:\n%s", out)
+	}
+}
+
+// TestSearchOutOfSteps: a fake with no limit and a budget of two steps:
+// the ramp's 40 and 60/s hold, and the search runs out of steps before
+// any rate is repeated. That is no rate confirmed, not no rate held: the
+// answer (result.json, the table, the page) names the budget and its
+// flag, and the highest rate that held once.
+func TestSearchOutOfSteps(t *testing.T) {
+	t.Parallel()
+	srv := fake(t, faketarget.Capacity{})
+	c := quick(t, srv.URL(), "errors<=2%")
+	c.From, c.To, c.Growth = 40, 800, 1.5
+	c.MaxSteps = 2
+	res := run(t, c)
+	if len(res.Steps) > 0 && !res.Steps[0].Held {
+		// The search ended at its first step: a machine so busy that 40/s
+		// broke says nothing about the budget.
+		t.Skipf("the first step broke on this machine just now: %s", res.Answer)
+	}
+	if !res.OutOfSteps || res.Sustainable != nil || res.MaxSteps != 2 || len(res.Steps) != 2 {
+		t.Fatalf("out of steps %v, sustainable %v, max steps %d, %d steps", res.OutOfSteps, res.Sustainable, res.MaxSteps, len(res.Steps))
+	}
+	held := 0.0
+	for _, st := range res.Steps {
+		if st.Held {
+			held = max(held, st.OfferedPerSec)
+		}
+	}
+	for _, want := range []string{NotConfirmed, "ran out of its 2 steps", "--max-steps", fmt.Sprintf("the highest rate that held once, %.0f/s, was not repeated", held)} {
+		if !strings.Contains(res.Answer, want) {
+			t.Errorf("the answer lacks %q: %s", want, res.Answer)
+		}
+	}
+	if strings.Contains(res.Answer, "no rate from") {
+		t.Errorf("an exhausted budget is not that no rate held: %s", res.Answer)
+	}
+	raw, err := os.ReadFile(filepath.Join(c.OutDir, ResultFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Result
+	if err := json.Unmarshal(raw, &back); err != nil || !back.OutOfSteps || back.Answer != res.Answer {
+		t.Fatalf("result.json: %v out of steps %v answer %q", err, back.OutOfSteps, back.Answer)
+	}
+	page, err := os.ReadFile(filepath.Join(c.OutDir, ReportFile))
+	if err != nil || !strings.Contains(html.UnescapeString(string(page)), NotConfirmed+": the search ran out of its 2 steps") {
+		t.Fatalf("report.html does not give the answer: %v", err)
+	}
+}
+
+// TestUnconfirmedAnswer: the steps of a search that ran out of its 16
+// steps stepping down (the rates a newcomer's busy machine gave): the
+// highest rate that held once broke on its repeat, and the rate that
+// held last was not repeated.
+func TestUnconfirmedAnswer(t *testing.T) {
+	var steps []*Step
+	for _, s := range []struct {
+		phase string
+		rate  float64
+		held  bool
+	}{{PhaseRamp, 200, true}, {PhaseRamp, 400, true}, {PhaseRamp, 800, true}, {PhaseRamp, 1600, true}, {PhaseRamp, 3200, false},
+		{PhaseBisect, 2400, false}, {PhaseBisect, 2000, true}, {PhaseBisect, 2200, false}, {PhaseRepeat, 2000, false}, {PhaseStepDown, 1800, false},
+		{PhaseStepDown, 1620, true}, {PhaseRepeat, 1620, false}, {PhaseStepDown, 1458, false}, {PhaseStepDown, 1312, true}} {
+		steps = append(steps, &Step{Index: len(steps), Phase: s.phase, OfferedPerSec: s.rate, Held: s.held})
+	}
+	r := &Result{SLO: "ack_p99<=200ms,errors<=0.1%", From: 200, MaxSteps: 16, OutOfSteps: true, Steps: steps}
+	got := unconfirmed(r)
+	want := NotConfirmed + ": the search ran out of its 16 steps (raise --max-steps) before any rate held the SLO (ack_p99<=200ms,errors<=0.1%) twice; " +
+		"the highest rate that held once, 2000/s, broke on 1 of its 1 repeat(s); 1312/s held last and was not repeated"
+	if got != want {
+		t.Fatalf("answer\n%s\nwant\n%s", got, want)
 	}
 }

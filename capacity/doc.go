@@ -12,8 +12,8 @@
 //  4. repeat: the highest rate that held is run once more; only a rate
 //     that held twice is the sustainable rate. A repeat that breaks steps
 //     down by Resolution until a rate holds, and repeats that one (within
-//     MaxSteps; running out of steps is noted, and leaves no answer
-//     unless some rate held twice).
+//     MaxSteps; running out of steps is noted, and without a rate held
+//     twice the answer says that none was confirmed, not that none held).
 //
 // A step is a fresh population (its own uid range) sending at one rate
 // for WarmUp + Step. Only sends whose intended time falls in the measured

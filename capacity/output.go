@@ -23,18 +23,50 @@ func fv(p *float64, format string) string {
 	return fmt.Sprintf(format, *p)
 }
 
+// verdict is a step's verdict: held, or BROKE with whose limit it was
+// (both when the server's figures broke it and the generator fell behind
+// its schedule) and, when long, why.
+func verdict(st *Step, long bool) string {
+	if st.Held {
+		return "held"
+	}
+	v := "BROKE (" + st.Limit
+	if st.GeneratorBehind {
+		v += ", and the generator fell behind"
+	}
+	v += ")"
+	if !long {
+		return strings.ToLower(v[:5]) + v[5:]
+	}
+	return v + ": " + strings.Join(st.Broken, "; ")
+}
+
+// errorsCell is the step's error percentage, said to be of the sends
+// that started when some never did (those have no outcome).
+func errorsCell(st *Step) string {
+	e := fv(pct(st.ErrorRate), "%.3f")
+	if st.ErrorRate != nil && st.Missed+st.NotStarted > 0 {
+		e += " of started"
+	}
+	return e
+}
+
 func stepLine(st *Step) string {
-	verdict := "held"
-	if !st.Held {
-		verdict = "BROKE (" + st.Limit + "): " + strings.Join(st.Broken, "; ")
+	errs := fv(pct(st.ErrorRate), "%.3f") + "%"
+	if n := st.Missed + st.NotStarted; n > 0 && st.ErrorRate != nil {
+		errs += fmt.Sprintf(" of the %d sends started in the window (%d of the step never started", st.Attempts, n)
+		if st.NotStarted > 0 {
+			errs += fmt.Sprintf(", %d of them as it was stopped early", st.NotStarted)
+		}
+		errs += ")"
 	}
 	started := ""
 	if st.BacklogAtStartS != nil {
 		started = fmt.Sprintf(" (started behind a backlog: group %s %.1fs)", st.BacklogGroup, *st.BacklogAtStartS)
 	}
-	return fmt.Sprintf("step %d %-6s offered %.0f/s%s: acked %s/s, ack p50 %s ms p99 %s ms, errors %s%%, lag %s s: %s",
+	return fmt.Sprintf("step %d %-6s offered %.0f/s%s: acked %s/s, ack p50 %s ms p99 %s ms, errors %s, lag %s s: %s",
 		st.Index, st.Phase, st.OfferedPerSec, started, fv(st.AckedPerSec, "%.0f"), fv(st.AckP50Ms, "%.1f"), fv(st.AckP99Ms, "%.1f"),
-		fv(pct(st.ErrorRate), "%.3f"), fv(st.LagS, "%.2f"), verdict)
+		errs, fv(st.LagS, "%.2f"), verdict(st, true))
 }
 
 func pct(p *float64) *float64 {
@@ -76,16 +108,12 @@ func (r *Result) WriteTable(w io.Writer) error {
 			valid = fmt.Sprint(*st.Valid)
 		}
 		line := fmt.Sprintf("%d\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t", st.Index, st.Phase, st.OfferedPerSec, fv(st.AckedPerSec, "%.0f"),
-			fv(st.AckP50Ms, "%.1f"), fv(st.AckP99Ms, "%.1f"), fv(st.ServiceP99Ms, "%.1f"), fv(pct(st.LateFraction), "%.2f"), fv(st.SendDelayP99Ms, "%.1f"), fv(pct(st.ErrorRate), "%.3f"),
+			fv(st.AckP50Ms, "%.1f"), fv(st.AckP99Ms, "%.1f"), fv(st.ServiceP99Ms, "%.1f"), fv(pct(st.LateFraction), "%.2f"), fv(st.SendDelayP99Ms, "%.1f"), errorsCell(st),
 			fv(pct(st.UnknownRate), "%.3f"), fv(st.LagS, "%.2f"), valid, fv(pct(st.GeneratorCPUShare), "%.0f"))
 		for _, pc := range st.CPU {
 			line += fv(pc.Cores, "%.2f") + "\t" + fv(pc.USPerMsg, "%.0f") + "\t"
 		}
-		v := "held"
-		if !st.Held {
-			v = "broke (" + st.Limit + ")"
-		}
-		fmt.Fprintln(tw, line+v+"\t")
+		fmt.Fprintln(tw, line+verdict(st, false)+"\t")
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -106,7 +134,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "answer: %s\n", r.Answer)
 	if r.Knee != nil {
-		fmt.Fprintf(&b, "knee: %.0f sends/s (the ACK p99 more than doubled above it)\n", *r.Knee)
+		fmt.Fprintf(&b, "knee: %.0f sends/s (%s)\n", *r.Knee, cmp.Or(r.KneeRule, kneeRule))
 	}
 	if len(r.Cost) > 0 {
 		names := make([]string, 0, len(r.Cost))
@@ -138,6 +166,10 @@ func (r *Result) WriteTable(w io.Writer) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// kneeRule says the knee's rule for a result written before its
+// knee_rule.
+const kneeRule = "the highest rate that held below the first rate whose ACK p99 was more than twice the lowest rate's and above a quarter of the ACK limit"
 
 // maxChartPoints bounds the steps a chart draws (in rate order).
 const maxChartPoints = 200
@@ -214,7 +246,7 @@ var page = template.Must(template.New("capacity").Parse(`<!DOCTYPE html>
 {{.Pieces.Header}}
 <p>SLO <code>{{.R.SLO}}</code>; rates {{printf "%.0f" .R.From}}..{{printf "%.0f" .R.To}}/s; each step {{.R.WarmUpS}}s warm-up (not counted) + {{.R.StepS}}s measured; {{len .R.Steps}} steps in {{printf "%.0f" .R.Seconds}}s.
 {{with .R.Ceiling}}Generator ceiling (no-op endpoint, same client): {{printf "%.0f" .PerSec}} sends/s.{{end}}
-{{with .Knee}}Knee: {{.}}/s.{{end}}</p>
+{{with .Knee}}Knee: {{.}}/s ({{$.KneeRule}}).{{end}}</p>
 <p class="description">Machine: {{.R.Machine.CPUs}} CPUs; {{.R.Machine.Note}}. Load average {{.R.LoadAverage}}.</p>
 {{if .R.Generator.GOMAXPROCS}}<p class="description">{{.R.Generator}}.</p>{{end}}
 <section id="charts">
@@ -275,17 +307,14 @@ func (r *Result) tables() []report.Table {
 		if st.Valid != nil {
 			valid = fmt.Sprint(*st.Valid)
 		}
-		v := "held"
-		if !st.Held {
-			v = "BROKE (" + st.Limit + "): " + strings.Join(st.Broken, "; ")
-		}
+		v := verdict(st, true)
 		gen := fv(pct(st.GeneratorCPUShare), "%.0f")
 		if st.GeneratorOverHalf {
 			gen += " (more than half: the target had less than half of the machine)"
 		}
 		steps.Rows = append(steps.Rows, []string{fmt.Sprint(st.Index), st.Phase, fmt.Sprintf("%.0f", st.OfferedPerSec), fv(st.AckedPerSec, "%.0f"),
 			fv(st.AckP50Ms, "%.1f"), fv(st.AckP99Ms, "%.1f"), fv(st.ServiceP99Ms, "%.1f"), fv(pct(st.LateFraction), "%.2f"), fv(st.SendDelayP99Ms, "%.1f"),
-			fv(pct(st.ErrorRate), "%.3f"), fv(pct(st.UnknownRate), "%.3f"), fv(st.LagS, "%.2f"), valid, gen, v})
+			errorsCell(st), fv(pct(st.UnknownRate), "%.3f"), fv(st.LagS, "%.2f"), valid, gen, v})
 		for _, pc := range st.CPU {
 			costs.Rows = append(costs.Rows, []string{fmt.Sprint(st.Index), fmt.Sprintf("%.0f", st.OfferedPerSec), pc.Name, fmt.Sprint(pc.PID),
 				fv(pc.Cores, "%.2f"), fv(pc.USPerMsg, "%.0f"), fv(pc.USPerRow, "%.0f"), pc.Err})
@@ -316,13 +345,14 @@ func (r *Result) WriteHTML(w io.Writer) error {
 	d := struct {
 		R          *Result
 		Knee       string
+		KneeRule   string
 		Style      template.CSS
 		Pieces     *report.Pieces
 		Charts     []template.HTML
 		ChartNotes []string
 		Undrawn    string
 		NoteAlone  string
-	}{R: r, Knee: fv(r.Knee, "%.0f"), Style: report.PageStyle(), Pieces: pieces, Charts: charts, ChartNotes: chartNotes, Undrawn: undrawn(r),
+	}{R: r, Knee: fv(r.Knee, "%.0f"), KneeRule: cmp.Or(r.KneeRule, kneeRule), Style: report.PageStyle(), Pieces: pieces, Charts: charts, ChartNotes: chartNotes, Undrawn: undrawn(r),
 		NoteAlone: sentence(r.Machine.Note)}
 	if r.Knee == nil {
 		d.Knee = ""

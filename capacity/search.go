@@ -12,9 +12,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"sort"
 	"time"
 
+	"imlab/capacity/costfit"
+	"imlab/capacity/lablag"
 	"imlab/loadgen"
 	"imlab/loadgen/clientmix"
 	"imlab/loadgen/summary"
@@ -176,13 +177,20 @@ type Result struct {
 	Broke *float64 `json:"broke_per_sec"`
 	// Knee is the highest rate before the ACK p99 first exceeded twice
 	// the p99 of the lowest rate tried and a quarter of the SLO's ACK
-	// limit (nil: no knee within the steps).
-	Knee *float64 `json:"knee_per_sec"`
+	// limit (nil: no knee within the steps); KneeRule says it with the
+	// figures it rests on.
+	Knee     *float64 `json:"knee_per_sec"`
+	KneeRule string   `json:"knee_rule,omitempty"`
 	// Limit says what bounded the answer: server, generator, or "to" (the
 	// search's upper bound held).
 	Limit string `json:"limit"`
 	// Answer says it in words.
 	Answer string `json:"answer"`
+	// MaxSteps is the search's step budget (--max-steps); OutOfSteps says
+	// that it ran out before the search ended: without a sustainable rate
+	// the search then confirmed none, which is not that none held.
+	MaxSteps   int  `json:"max_steps"`
+	OutOfSteps bool `json:"out_of_steps,omitempty"`
 	// Cost at the sustainable rate, CPU-µs per ACKed message per process.
 	Cost map[string]float64 `json:"cpu_us_per_msg_at_sustainable,omitempty"`
 	// Marginal is each process's CPU against the ACKed rate over the
@@ -257,7 +265,7 @@ func Search(ctx context.Context, cfg Config) (*Result, error) {
 	s := &search{cfg: cfg, procs: append([]Proc{{Name: generatorProc, PID: os.Getpid()}}, cfg.Procs...)}
 	s.watch = newProcWatch(s.procs)
 	s.res = &Result{Kind: "imlab-capacity", Format: ResultFormat, Target: cfg.Load.Target, SLO: cfg.SLO.String(), StartedAt: time.Now().UTC(),
-		From: cfg.From, To: cfg.To, WarmUpS: cfg.WarmUp.Seconds(), StepS: cfg.Step.Seconds(), Mix: cfg.Load.Mix, Procs: s.procs,
+		From: cfg.From, To: cfg.To, MaxSteps: cfg.MaxSteps, WarmUpS: cfg.WarmUp.Seconds(), StepS: cfg.Step.Seconds(), Mix: cfg.Load.Mix, Procs: s.procs,
 		Backends: cfg.Backends, Machine: Machine{CPUs: runtime.NumCPU(), Hostname: host, Note: MachineNote},
 		Generator: Generator{GOMAXPROCS: runtime.GOMAXPROCS(0), SpinMs: ms(cfg.Load.Pacer.SpinWindow), LateAfterMs: ms(cfg.Load.Pacer.LateAfter)}, Steps: []*Step{}, Notes: slices.Clone(cfg.Notes)}
 	s.res.LoadAverage = loadStart()
@@ -269,7 +277,7 @@ func Search(ctx context.Context, cfg Config) (*Result, error) {
 		// Not a failure of the search: the answer is what the steps show,
 		// and says that the search was cut short.
 		s.res.Notes = append(s.res.Notes, err.Error())
-		err = nil
+		s.res.OutOfSteps, err = true, nil
 	}
 	s.res.Seconds = time.Since(began).Seconds()
 	if err != nil {
@@ -286,8 +294,8 @@ func Search(ctx context.Context, cfg Config) (*Result, error) {
 func (s *search) run(ctx context.Context) error {
 	c := s.cfg
 	if c.SLO.Lag != nil {
-		if _, ok := lagOnce(ctx, &http.Client{Timeout: 2 * time.Second}, c.Load.Target); !ok {
-			return fmt.Errorf("%w: the SLO has a lag term but %s%s gave no complete answer: lag cannot be measured", ErrInvalid, c.Load.Target, lagPath)
+		if _, ok := lablag.Once(ctx, &http.Client{Timeout: 2 * time.Second}, c.Load.Target); !ok {
+			return fmt.Errorf("%w: the SLO has a lag term but %s%s gave no complete answer: lag cannot be measured", ErrInvalid, c.Load.Target, lablag.Path)
 		}
 	}
 	if c.CeilingFor > 0 {
@@ -441,7 +449,7 @@ func (s *search) conclude() {
 			}
 		}
 	}
-	r.Knee = knee(r.Steps, s.cfg.SLO.ackLimit())
+	r.Knee, r.KneeRule = knee(r.Steps, s.cfg.SLO.ackLimit())
 	r.Marginal = marginal(r.Procs, r.Steps)
 	switch {
 	case broke != nil:
@@ -458,6 +466,8 @@ func answer(r *Result, broke *Step) string {
 	switch {
 	case r.Sustainable == nil && len(r.Steps) == 0:
 		return "no step ran"
+	case r.Sustainable == nil && r.OutOfSteps:
+		a = unconfirmed(r)
 	case r.Sustainable == nil:
 		a = fmt.Sprintf("no rate from %.0f/s held the SLO (%s) on a repeat", r.From, r.SLO)
 	default:
@@ -491,38 +501,6 @@ func joinShort(s []string) string {
 	return out
 }
 
-// knee is the highest rate that held below the first rate (in rate
-// order) whose ACK p99 exceeded twice the p99 of the lowest rate and a
-// quarter of the SLO's ACK limit (so that noise at low rates is no knee).
-// Only steps that count are read: measured over their whole window and
-// not judged INVALID by the checker (a rate at which messages were lost
-// marks nothing); the knee itself is a rate that held (nil: none).
-func knee(steps []*Step, limit time.Duration) *float64 {
-	var ms []*Step
-	for _, st := range steps {
-		if st.AckP99Ms != nil && st.StoppedEarly == "" && (st.Valid == nil || *st.Valid) {
-			ms = append(ms, st)
-		}
-	}
-	if len(ms) < 2 {
-		return nil
-	}
-	sort.SliceStable(ms, func(i, j int) bool { return ms[i].OfferedPerSec < ms[j].OfferedPerSec })
-	base := *ms[0].AckP99Ms
-	floor := 0.25 * float64(limit) / float64(time.Millisecond)
-	for i := 1; i < len(ms); i++ {
-		if p := *ms[i].AckP99Ms; p > 2*base && p > floor {
-			for j := i - 1; j >= 0; j-- {
-				if ms[j].Held && ms[j].OfferedPerSec < ms[i].OfferedPerSec {
-					return ptr(ms[j].OfferedPerSec)
-				}
-			}
-			return nil
-		}
-	}
-	return nil
-}
-
 func (s *search) write() error {
 	b, err := json.MarshalIndent(s.res, "", "  ")
 	if err != nil {
@@ -553,16 +531,8 @@ const (
 const ResultFormat = "imlab-capacity-result/1"
 
 // Marginal is a least-squares line of one process's cores against the
-// ACKed rate: USPerMsg is its slope in CPU-µs per message, IdleCores its
-// intercept.
-type Marginal struct {
-	Name      string   `json:"name"`
-	USPerMsg  *float64 `json:"cpu_us_per_extra_msg"`
-	IdleCores *float64 `json:"idle_cores"`
-	R2        *float64 `json:"r2"`
-	Steps     int      `json:"steps"`
-	Note      string   `json:"note,omitempty"`
-}
+// ACKed rate (costfit.Marginal).
+type Marginal = costfit.Marginal
 
 // marginal fits every process over the steps that ran their whole window.
 func marginal(procs []Proc, steps []*Step) []Marginal {
@@ -575,51 +545,9 @@ func marginal(procs []Proc, steps []*Step) []Marginal {
 			}
 			xs, ys = append(xs, *st.AckedPerSec), append(ys, *st.CPU[i].Cores)
 		}
-		m := Marginal{Name: p.Name, Steps: len(xs)}
-		slope, icept, r2, ok := fit(xs, ys)
-		if !ok {
-			m.Note = "fewer than 3 steps at distinct rates: no fit"
-		} else if slope < 0 {
-			// A cost per message below zero is not a cost: the line says
-			// only that the process's CPU did not grow with the rate.
-			m.R2 = ptr(r2)
-			m.Note = fmt.Sprintf("no marginal cost: the fit's slope is negative (%.1f CPU-µs per msg/s, R² %.2f): the process's CPU did not grow with the rate (other load on it, or a fixed cost)", slope*1e6, r2)
-		} else {
-			m.USPerMsg, m.IdleCores, m.R2 = ptr(slope*1e6), ptr(icept), ptr(r2)
-			if r2 < 0.5 {
-				m.Note = "a poor fit: the process's CPU hardly follows the rate (other load on it, or a fixed cost)"
-			}
-		}
-		out = append(out, m)
+		out = append(out, costfit.Line(p.Name, xs, ys))
 	}
 	return out
-}
-
-// fit is ordinary least squares y = a x + b with R²; ok is false with
-// fewer than 3 points or no spread in x.
-func fit(xs, ys []float64) (a, b, r2 float64, ok bool) {
-	n := float64(len(xs))
-	if len(xs) < 3 {
-		return 0, 0, 0, false
-	}
-	var sx, sy, sxx, sxy, syy float64
-	for i := range xs {
-		sx, sy = sx+xs[i], sy+ys[i]
-		sxx, sxy, syy = sxx+xs[i]*xs[i], sxy+xs[i]*ys[i], syy+ys[i]*ys[i]
-	}
-	vx := sxx - sx*sx/n
-	if vx <= 0 {
-		return 0, 0, 0, false
-	}
-	a = (sxy - sx*sy/n) / vx
-	b = (sy - a*sx) / n
-	vy := syy - sy*sy/n
-	if vy > 0 {
-		r2 = a * a * vx / vy
-	} else {
-		r2 = 1
-	}
-	return a, b, r2, true
 }
 
 // ms is d in milliseconds.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"time"
+
+	"imlab/capacity/lablag"
 )
 
 // Settle defaults and bound (Config.SettleMax, SettleLag).
@@ -33,7 +35,7 @@ func (s *search) settle(ctx context.Context) *backlog {
 	deadline := time.Now().Add(c.SettleMax)
 	said := false
 	for {
-		a, ok := lagOnce(ctx, hc, c.Load.Target)
+		a, ok := lablag.Once(ctx, hc, c.Load.Target)
 		if !ok {
 			return nil
 		}

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"imlab/capacity/lablag"
 )
 
 // A consumer group whose lag grew through the window by more than a
@@ -44,7 +46,7 @@ func lagServer(t *testing.T, ages func(n int) map[string]float64) *httptest.Serv
 	t.Helper()
 	var calls atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != lagPath {
+		if r.URL.Path != lablag.Path {
 			http.NotFound(w, r)
 			return
 		}

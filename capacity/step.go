@@ -2,10 +2,7 @@ package capacity
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,6 +13,7 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
+	"imlab/capacity/lablag"
 	"imlab/checker"
 	"imlab/ledger"
 	"imlab/loadgen"
@@ -82,8 +80,14 @@ type Step struct {
 	SendDelayP99Ms *float64    `json:"send_delay_p99_ms"`
 	// LateFraction: sends of the whole step that started more than the
 	// pacer's LateAfter after their intended time, or never (missed).
+	// Missed counts the sends the generator never started while the step
+	// ran; NotStarted the sends of its schedule's rest when it was stopped
+	// early (never started, and no lateness of the generator's). Either
+	// way they have no outcome: ErrorRate and UnknownRate are fractions
+	// of the window's sends that started (Attempts).
 	LateFraction *float64 `json:"late_fraction"`
 	Missed       uint64   `json:"missed"`
+	NotStarted   uint64   `json:"not_started,omitempty"`
 	ErrorRate    *float64 `json:"error_rate"`
 	UnknownRate  *float64 `json:"unknown_rate"`
 	// LagS is the largest consumer lag age over LagPolls complete polls.
@@ -115,10 +119,13 @@ type Step struct {
 	Valid *bool `json:"valid"`
 	Held  bool  `json:"held"`
 	// Broken lists why the step did not hold; Limit whose limit it was.
-	Broken       []string `json:"broken,omitempty"`
-	Limit        string   `json:"limit,omitempty"`
-	StoppedEarly string   `json:"stopped_early,omitempty"`
-	Seconds      float64  `json:"seconds"`
+	// GeneratorBehind: the generator fell behind its schedule in a step
+	// put down to the server (both broke it; the verdict says so).
+	Broken          []string `json:"broken,omitempty"`
+	Limit           string   `json:"limit,omitempty"`
+	GeneratorBehind bool     `json:"generator_behind,omitempty"`
+	StoppedEarly    string   `json:"stopped_early,omitempty"`
+	Seconds         float64  `json:"seconds"`
 	// LoadAverage is the machine's at the step's start and end; Busy the
 	// BUSY warning when the machine was busy as the step began.
 	LoadAverage *LoadAverage `json:"load_average,omitempty"`
@@ -147,6 +154,7 @@ type watcher struct {
 	procs             *procWatch
 	cpu0, cpu1        *cpuSample
 	windowOK          uint64
+	missed            uint64 // sends missed in the rows before the step was stopped
 	streak            int
 	stopped           string
 	cancel            context.CancelFunc
@@ -165,6 +173,9 @@ func (w *watcher) second(row summary.Second) {
 	}
 	if row.T > w.warm && row.T <= w.end {
 		w.windowOK += row.OK
+	}
+	if w.stopped == "" {
+		w.missed += row.Missed
 	}
 	if row.T == w.end {
 		s := w.procs.sample()
@@ -229,8 +240,8 @@ func (s *search) runStep(ctx context.Context, phase string, rate float64) *Step 
 	lc.OnSecond = w.second
 
 	lagCtx, stopLag := context.WithCancel(sctx)
-	lagDone := make(chan lagResult, 1)
-	go func() { lagDone <- pollLag(lagCtx, c.Load.Target, w.inWindow.Load) }()
+	lagDone := make(chan lablag.Result, 1)
+	go func() { lagDone <- lablag.Poll(lagCtx, c.Load.Target, w.inWindow.Load) }()
 
 	sum, runErr := loadgen.Run(sctx, lc)
 	stopLag()
@@ -238,7 +249,7 @@ func (s *search) runStep(ctx context.Context, phase string, rate float64) *Step 
 
 	w.mu.Lock()
 	st.StoppedEarly = w.stopped
-	cpu0, cpu1, windowOK := w.cpu0, w.cpu1, w.windowOK
+	cpu0, cpu1, windowOK, missed := w.cpu0, w.cpu1, w.windowOK, w.missed
 	w.mu.Unlock()
 	if runErr != nil && st.StoppedEarly == "" {
 		if sctx.Err() != nil && ctx.Err() == nil {
@@ -248,17 +259,24 @@ func (s *search) runStep(ctx context.Context, phase string, rate float64) *Step 
 	}
 	if sum != nil {
 		st.Errors = append(st.Errors, sum.Errors...)
-		if sum.Pacer.Scheduled > 0 {
-			st.LateFraction = ptr(float64(sum.Pacer.Late+sum.Pacer.Missed) / float64(sum.Pacer.Scheduled))
-			st.Missed = sum.Pacer.Missed
+		st.Missed = sum.Pacer.Missed
+		if st.StoppedEarly != "" && sum.Pacer.Canceled {
+			// A stopped step's pacer counts its schedule's rest missed: those
+			// sends were not started because the step was stopped, not
+			// because the generator fell behind.
+			st.Missed = min(missed, sum.Pacer.Missed)
+			st.NotStarted = sum.Pacer.Missed - st.Missed
+		}
+		if n := sum.Pacer.Started + st.Missed; n > 0 {
+			st.LateFraction = ptr(float64(sum.Pacer.Late+st.Missed) / float64(n))
 		}
 	}
 	if err := s.window(st); err != nil {
 		st.Errors = append(st.Errors, err.Error())
 	}
-	if lag.polls > 0 {
-		st.LagS, st.LagPolls = ptr(lag.max), lag.polls
-		st.LagGroups = lag.groups()
+	if lag.Polls > 0 {
+		st.LagS, st.LagPolls = ptr(lag.Max), lag.Polls
+		st.LagGroups = lagGroups(lag)
 	}
 	if st.StoppedEarly == "" && runErr == nil && c.Check {
 		s.check(st)
@@ -406,7 +424,8 @@ func (s *search) judge(st *Step) {
 	if st.Attempts == 0 {
 		st.Broken = append(st.Broken, "no send in the measured window")
 	}
-	if why := behind(st, c.Step); why != "" {
+	why := behind(st, c.Step)
+	if why != "" {
 		st.Broken = append(st.Broken, why)
 	}
 	if c.Check && st.StoppedEarly == "" {
@@ -425,6 +444,7 @@ func (s *search) judge(st *Step) {
 	if s.generatorLimited(st) {
 		st.Limit = LimitGenerator
 	}
+	st.GeneratorBehind = st.Limit == LimitServer && why != ""
 }
 
 // MaxSendDelay bounds the window's send delay p99 (intended to actual
@@ -460,7 +480,8 @@ func behind(st *Step, step time.Duration) string {
 const lateShare = 0.5
 
 // generatorLimited: the step offered 90% of the generator's ceiling or
-// more, or its sends started late while the server answered in time
+// more, or its sends started late (or it fell behind its schedule:
+// behind) while the server answered in time
 // (service time within the ACK limit, errors within the SLO). A step
 // stopped early may have no ACK of its window: the service time of the
 // whole step stands in.
@@ -471,7 +492,7 @@ func (s *search) generatorLimited(st *Step) bool {
 	}
 	lim := ms(c.SLO.ackLimit())
 	late := st.Missed > 0 || (st.LateFraction != nil && *st.LateFraction >= lateShare) ||
-		(lim > 0 && st.SendDelayP99Ms != nil && *st.SendDelayP99Ms > lim/2)
+		(lim > 0 && st.SendDelayP99Ms != nil && *st.SendDelayP99Ms > lim/2) || behind(st, c.Step) != ""
 	svc := st.ServiceP99Ms
 	if svc == nil {
 		svc = st.ServiceP99StepMs
@@ -510,21 +531,15 @@ type GroupLag struct {
 	EndS   float64 `json:"end_s"`
 }
 
-type lagResult struct {
-	polls       int
-	max         float64
-	first, last map[string]float64
-}
-
-// groups is the per-group lag at the window's first and last poll, sorted
-// by group (nil with fewer than two polls).
-func (l lagResult) groups() []GroupLag {
-	if l.polls < 2 {
+// lagGroups is the per-group lag at the window's first and last poll,
+// sorted by group (nil with fewer than two polls).
+func lagGroups(l lablag.Result) []GroupLag {
+	if l.Polls < 2 {
 		return nil
 	}
 	var out []GroupLag
-	for g, end := range l.last {
-		start, ok := l.first[g]
+	for g, end := range l.Last {
+		start, ok := l.First[g]
 		if !ok {
 			continue
 		}
@@ -559,72 +574,6 @@ func falling(st *Step, window time.Duration) string {
 		return ""
 	}
 	return "the pipeline fell behind: " + strings.Join(why, ", ") + " through the window (its consumers do not keep up at this rate)"
-}
-
-// lagAnswer is the part of GET /v1/lab/lag read: the largest age per
-// consumer group, partitions of unknown age, the monitor's errors.
-type lagAnswer struct {
-	At         time.Time          `json:"at"`
-	MaxAge     map[string]float64 `json:"max_age_seconds"`
-	UnknownAge map[string]int     `json:"unknown_age"`
-	Errors     []string           `json:"errors"`
-}
-
-// lagPath is the contract's lab lag route.
-const lagPath = "/v1/lab/lag"
-
-// pollLag polls the lag route once a second while inWindow says the
-// measured window runs, until ctx ends; a poll that fails, or whose
-// answer is incomplete or stale, is not counted.
-func pollLag(ctx context.Context, target string, inWindow func() bool) lagResult {
-	var res lagResult
-	hc := &http.Client{Timeout: time.Second}
-	defer hc.CloseIdleConnections()
-	tk := time.NewTicker(time.Second)
-	defer tk.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return res
-		case <-tk.C:
-			if !inWindow() {
-				continue
-			}
-			if a, ok := lagOnce(ctx, hc, target); ok {
-				res.polls++
-				if res.first == nil {
-					res.first = a.MaxAge
-				}
-				res.last = a.MaxAge
-				for _, v := range a.MaxAge {
-					res.max = max(res.max, v)
-				}
-			}
-		}
-	}
-}
-
-func lagOnce(ctx context.Context, hc *http.Client, target string) (lagAnswer, bool) {
-	var a lagAnswer
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(target, "/")+lagPath, nil)
-	if err != nil {
-		return a, false
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return a, false
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return a, false
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&a); err != nil {
-		return a, false
-	}
-	if a.At.IsZero() || time.Since(a.At) > 5*time.Second || len(a.UnknownAge) > 0 || len(a.Errors) > 0 {
-		return a, false
-	}
-	return a, true
 }
 
 func ptr[T any](v T) *T { return &v }

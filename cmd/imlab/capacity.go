@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"time"
@@ -14,7 +15,7 @@ import (
 
 // Exit statuses of imlab capacity.
 const (
-	capacityExitNone   = exitFailed   // the search ran, and no rate held the SLO on a repeat
+	capacityExitNone   = exitFailed   // the search ran and no rate held the SLO twice: none held, or it ran out of steps (--max-steps) before one was confirmed
 	capacityExitBroken = exitUnusable // bad flags, or the search could not be carried out
 )
 
@@ -33,7 +34,7 @@ func newCapacityCmd() *cobra.Command {
 	var regErr error
 	cmd := &cobra.Command{
 		Use:   "capacity",
-		Short: "Search the highest constant send rate that holds an SLO (ramp, bisect, repeat), with CPU-µs per message; exit 0 found, 1 none held, 2 could not run",
+		Short: "Search the highest constant send rate that holds an SLO (ramp, bisect, repeat), with CPU-µs per message; exit 0 found, 1 none held twice (none held, or out of steps), 2 could not run",
 		Long: `An open-loop search, one loadgen run per step (a fresh uid range each): the generator's
 own ceiling first, then a ramp from --from (x --growth) until a step breaks the SLO or --to holds,
 a bisection to --resolution, and a repeat of the highest rate that held; only a rate that held twice
@@ -94,6 +95,8 @@ sustainable rate marked) and OUT/steps/*/summary.json; prints the table.`,
 			switch {
 			case err != nil:
 				return broken(err)
+			case res.Sustainable == nil && res.OutOfSteps:
+				return &exitError{code: capacityExitNone, err: fmt.Errorf("no rate confirmed: the search ran out of its %d steps before a rate held the SLO twice (raise --max-steps)", res.MaxSteps)}
 			case res.Sustainable == nil:
 				return &exitError{code: capacityExitNone, err: errors.New("no rate held the SLO on a repeat")}
 			}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"imlab/capacity"
 	"imlab/loadgen"
 	"imlab/loadgen/faketarget"
 	"imlab/loadgen/schedule"
@@ -217,7 +218,7 @@ func TestExitStatuses(t *testing.T) {
 				t.Errorf("imlab %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(c.args, " "), code, c.want, tail(stdout), tail(stderr))
 			}
 			if c.says != "" && !strings.Contains(stderr, c.says) {
-				t.Errorf("imlab %s: stderr does not name %s:\n%s", strings.Join(c.args, " "), c.says, tail(stderr))
+				t.Errorf("imlab %s: stderr does not name %s:\n%s\nstdout: %s", strings.Join(c.args, " "), c.says, tail(stderr), tail(stdout))
 			}
 		})
 	}
@@ -368,4 +369,32 @@ func freeLoopbackAddr(t *testing.T) string {
 	addr := ln.Addr().String()
 	ln.Close()
 	return addr
+}
+
+// TestCapacityOutOfStepsExit: a search that runs out of --max-steps before
+// a rate held twice exits 1 and says that no rate was confirmed, naming
+// the budget, not that none held. Its two steps must hold for that: on a
+// machine so busy that the first one broke, the search ended there, and
+// the test says so and skips.
+func TestCapacityOutOfStepsExit(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "cap")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	code, stdout, stderr := runImlab(t, ctx, "capacity", "--secret", exitTestSecret, "--target", fakeTarget(t, faketarget.Faults{}).URL(), "--no-target-procs",
+		"--proc", "", "--max-steps", "2", "--from", "20", "--to", "800", "--growth", "1.5", "--warm-up", "1s", "--step", "2s", "--ceiling", "0",
+		"--cool-down", "0s", "--settle-max", "0s", "--slo", "ack_p99<=10s", "--no-check", "--users", "10", "--out", out)
+	raw, err := os.ReadFile(filepath.Join(out, capacity.ResultFile))
+	if err != nil {
+		t.Fatalf("exit %d, no result.json: %v\n%s", code, err, tail(stderr))
+	}
+	var res capacity.Result
+	if err := json.Unmarshal(raw, &res); err != nil || len(res.Steps) == 0 {
+		t.Fatalf("result.json: %v", err)
+	}
+	if !res.Steps[0].Held {
+		t.Skipf("the first step broke on this machine just now: %s", res.Answer)
+	}
+	if code != capacityExitNone || !strings.Contains(stderr, "ran out of its 2 steps") || !strings.Contains(stdout, "answer: "+capacity.NotConfirmed) {
+		t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, capacityExitNone, tail(stdout), tail(stderr))
+	}
 }
