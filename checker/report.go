@@ -107,7 +107,7 @@ func judge(m *model) *Verdict {
 	v := &Verdict{
 		Format: VerdictFormat, LedgerVersion: m.version(), Policy: m.policy(),
 		Devices: len(m.devs), Users: len(ev.uidDevs), Groups: len(ev.groups), Attempts: ev.attempts,
-		Deliveries: ev.deliveries.len(), Witnessed: ev.witnessN, Stored: ev.storedN, OK: m.okCount,
+		Deliveries: ev.deliveries.Len(), Witnessed: ev.witnessN, Stored: ev.storedN, OK: m.okCount,
 		Findings: findings, Checks: checks, Latency: map[string]Latency{},
 	}
 	for _, p := range ev.probes {
