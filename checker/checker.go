@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"imlab/checker/conv"
@@ -154,6 +155,9 @@ type Verdict struct {
 	Latency    map[string]Latency  `json:"latency"`
 	Shards     []ShardNote         `json:"shards"`
 	Warnings   []string            `json:"warnings,omitempty"`
+	// JudgedPartly: each finding a check made only in part feeds (its
+	// count covers only what was read), with those checks.
+	JudgedPartly map[string][]string `json:"judged_partly,omitempty"`
 	// Followed is what became of the messages Options.Follow named (nil
 	// when none were named).
 	Followed *Fate `json:"followed,omitempty"`
@@ -261,6 +265,18 @@ func (v *Verdict) Judge(allow map[string]int) error {
 		return fmt.Errorf("checker: allowances for %v: not deciding findings (or negative)", bad)
 	}
 	return nil
+}
+
+// Partly is, in Names order, each finding judged on partial evidence and
+// the partial checks that feed it ("unstored-at-ack (read-after-ack)").
+func (v *Verdict) Partly() []string {
+	var out []string
+	for _, n := range Names {
+		if cs := v.JudgedPartly[n]; len(cs) > 0 {
+			out = append(out, n+" ("+strings.Join(cs, ", ")+")")
+		}
+	}
+	return out
 }
 
 // Unmade names the checks that could not be made (Made false) although

@@ -195,6 +195,6 @@
 // (the target does not offer it, the run did none of it, the ledger
 // predates its records) says so (Unexercised) and is no gap in the evidence
 // (Unmade leaves it out); a finding no made check feeds says why in its
-// NotMade and its count of 0 says nothing. An older ledger is judged with
-// what it has.
+// NotMade and its count of 0 says nothing; one a partly made check feeds
+// is in JudgedPartly. An older ledger is judged with what it has.
 package checker

@@ -9,6 +9,7 @@ import (
 
 	"imlab/checker/conv"
 	"imlab/checker/retention"
+	"imlab/internal/chunked"
 	"imlab/ledger"
 )
 
@@ -30,9 +31,9 @@ type evidence struct {
 	ackedTwice []ackedTwice      // ACK records naming one msg_id for two sends
 	attempts   map[string]int    // ok / fail / unknown
 	// Observations, in ledger order.
-	deliveries chunked[ledger.Delivery]
-	entries    chunked[inboxEntry] // pull and store witness entries
-	claims     map[uint32]uint64   // device -> highest cursor it claimed
+	deliveries chunked.List[ledger.Delivery]
+	entries    chunked.List[inboxEntry] // pull and store witness entries
+	claims     map[uint32]uint64        // device -> highest cursor it claimed
 	probes     []ledger.Probe
 	notes      []ledger.Note
 	witnessN   int // pull witness entries
@@ -120,7 +121,7 @@ func (ev *evidence) ingest(r *ledger.Record) {
 	case ledger.KindAttempt:
 		ev.attempt(r.Attempt)
 	case ledger.KindDelivery:
-		ev.deliveries.add(r.Delivery)
+		ev.deliveries.Add(r.Delivery)
 	case ledger.KindCursor:
 		ev.cursors[r.Cursor.Dev] = append(ev.cursors[r.Cursor.Dev], r.Cursor)
 		if r.Cursor.Status == ledger.Accepted || r.Cursor.Status == ledger.Sent {
@@ -130,10 +131,10 @@ func (ev *evidence) ingest(r *ledger.Record) {
 		}
 	case ledger.KindWitness:
 		ev.witnessN++
-		ev.entries.add(inboxEntry{w: r.Witness})
+		ev.entries.Add(inboxEntry{w: r.Witness})
 	case ledger.KindStored:
 		ev.storedN++
-		ev.entries.add(inboxEntry{w: r.Witness, stored: true})
+		ev.entries.Add(inboxEntry{w: r.Witness, stored: true})
 	case ledger.KindProbe:
 		ev.probes = append(ev.probes, r.Probe)
 	case ledger.KindNote:

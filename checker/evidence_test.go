@@ -286,3 +286,34 @@ func TestNotesOfSegments(t *testing.T) {
 		t.Fatalf("read-after-ack of two segments, one made: %+v", c)
 	}
 }
+
+// TestPartlyJudged: read-after-ACK made with some probes failed is made in
+// part, and the verdict names unstored-at-ack as judged on partial
+// evidence: in verdict.json, in a warning and on the table's verdict line.
+func TestPartlyJudged(t *testing.T) {
+	w := withStore()
+	w.probes = []ledger.Probe{probe(101, 1, ledger.FoundInbox|ledger.FoundContent),
+		{Tick: 1, MsgID: 101, UID: 2, Status: ledger.ProbeFailed, HTTP: 503}}
+	v := check(t, w)
+	if c := checkOf(t, v, CheckReadAfterAck); !c.Made || !c.Partial {
+		t.Fatalf("read-after-ack %+v", c)
+	}
+	if !v.Valid || !slices.Equal(v.JudgedPartly[UnstoredAtAck], []string{CheckReadAfterAck}) || len(v.JudgedPartly) != 1 {
+		t.Fatalf("valid %v, judged partly %v", v.Valid, v.JudgedPartly)
+	}
+	var tab bytes.Buffer
+	v.WriteTable(&tab)
+	line, _, _ := strings.Cut(tab.String(), "\n")
+	if !strings.HasPrefix(line, "verdict: VALID") || !strings.HasSuffix(line, "; judged on partial evidence: unstored-at-ack (read-after-ack)") {
+		t.Fatalf("verdict line %q", line)
+	}
+	if !slices.ContainsFunc(v.Warnings, func(s string) bool { return strings.HasPrefix(s, "partly checked: read-after-ack (") }) {
+		t.Fatalf("warnings %q", v.Warnings)
+	}
+	// Every probe read: nothing judged in part.
+	w = withStore()
+	w.probes = []ledger.Probe{probe(101, 1, ledger.FoundInbox|ledger.FoundContent)}
+	if v := check(t, w); v.JudgedPartly != nil || len(v.Partly()) != 0 {
+		t.Fatalf("whole evidence judged partly: %v", v.JudgedPartly)
+	}
+}

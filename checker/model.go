@@ -235,9 +235,9 @@ func buildModel(ev *evidence) *model {
 	for _, a := range ev.ackedTwice {
 		m.unexpected = append(m.unexpected, unexplained{msg: a.msg, why: whyAckedTwice, tick: a.first, other: a.second})
 	}
-	ev.entries.drain(m.witnessEntry)
+	ev.entries.Drain(m.witnessEntry)
 	m.recover()
-	ev.deliveries.drain(m.delivery)
+	ev.deliveries.Drain(m.delivery)
 	for _, msg := range slices.Sorted(maps.Keys(m.witnessed)) {
 		m.explainWitnessed(msg, m.witnessed[msg])
 	}
@@ -391,7 +391,7 @@ func (m *model) recover() {
 			m.recTick[tick], m.recovered[msg] = msg, tick
 		}
 	}
-	m.ev.deliveries.each(func(d *ledger.Delivery) { take(d.MsgID, d.Tick) })
+	m.ev.deliveries.Each(func(d *ledger.Delivery) { take(d.MsgID, d.Tick) })
 	for _, msg := range slices.Sorted(maps.Keys(m.witnessed)) {
 		take(msg, m.witnessed[msg].tick)
 	}

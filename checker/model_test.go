@@ -30,31 +30,6 @@ func TestInboxLogPut(t *testing.T) {
 	}
 }
 
-// TestChunked: items come back in order across blocks, and drain lets
-// the blocks go.
-func TestChunked(t *testing.T) {
-	var c chunked[int]
-	n := 3*chunkLen + 7
-	for i := range n {
-		c.add(i)
-	}
-	var got []int
-	c.each(func(v *int) { got = append(got, *v) })
-	if len(got) != n || c.len() != n || got[chunkLen] != chunkLen || got[n-1] != n-1 {
-		t.Fatalf("each: %d items, len %d", len(got), c.len())
-	}
-	i := 0
-	c.drain(func(v *int) {
-		if *v != i {
-			t.Fatalf("drain: item %d is %d", i, *v)
-		}
-		i++
-	})
-	if i != n || c.blocks != nil || c.len() != n {
-		t.Fatalf("drain saw %d, blocks %v, len %d", i, c.blocks != nil, c.len())
-	}
-}
-
 // TestRulesCoverFindings: every finding has exactly one rule, and the
 // rules run in the order the package doc lists the findings.
 func TestRulesCoverFindings(t *testing.T) {

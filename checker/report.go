@@ -107,7 +107,7 @@ func judge(m *model) *Verdict {
 	v := &Verdict{
 		Format: VerdictFormat, LedgerVersion: m.version(), Policy: m.policy(),
 		Devices: len(m.devs), Users: len(ev.uidDevs), Groups: len(ev.groups), Attempts: ev.attempts,
-		Deliveries: ev.deliveries.len(), Witnessed: ev.witnessN, Stored: ev.storedN, OK: m.okCount,
+		Deliveries: ev.deliveries.Len(), Witnessed: ev.witnessN, Stored: ev.storedN, OK: m.okCount,
 		Findings: findings, Checks: checks, Latency: map[string]Latency{},
 	}
 	for _, p := range ev.probes {
@@ -132,14 +132,38 @@ func judge(m *model) *Verdict {
 		if !ch.Made && !ch.Unexercised {
 			v.Warnings = append(v.Warnings, fmt.Sprintf("not checked: %s (%s): %v judged without it", ch.Name, ch.Detail, ch.Findings))
 		}
+		if ch.Made && ch.Partial {
+			v.Warnings = append(v.Warnings, fmt.Sprintf("partly checked: %s (%s): %v judged on partial evidence", ch.Name, ch.Detail, ch.Findings))
+		}
 	}
+	v.JudgedPartly = judgedPartly(checks)
 	return v
 }
 
-// judgedAnyway are findings that evidence every run has feeds in part (the
-// devices' deliveries feed skipped, the ACKs the conversation logs), so
-// that no check left unmade leaves them unjudged.
-var judgedAnyway = map[string]bool{Skipped: true, HistoryOverwritten: true, HistoryDuplicated: true}
+// judgedPartly maps each finding a partly made check feeds to those
+// checks (nil: none).
+func judgedPartly(checks []CheckResult) (out map[string][]string) {
+	for _, ch := range checks {
+		for _, n := range ch.Findings {
+			if ch.Made && ch.Partial && out == nil {
+				out = map[string][]string{}
+			}
+			if ch.Made && ch.Partial {
+				out[n] = append(out[n], ch.Name)
+			}
+		}
+	}
+	return out
+}
+
+// judgedAnyway are findings the deliveries every run has feed (skipped),
+// so that no check left unmade leaves them unjudged.
+var judgedAnyway = map[string]bool{Skipped: true}
+
+// seenAnyway are findings the ACKs can show but not rule out (two ACKs at
+// one conv_seq; no ACK shows a store overwriting or copying a message):
+// above 0 they stand, at 0 with no feeding check made they are not made.
+var seenAnyway = map[string]bool{HistoryOverwritten: true, HistoryDuplicated: true}
 
 // notMade names, on each finding whose every feeding check was not made,
 // why: its count then says nothing.
@@ -156,7 +180,7 @@ func notMade(findings map[string]*Finding, checks []CheckResult) {
 		}
 	}
 	for n, w := range why {
-		if f := findings[n]; f != nil && !made[n] && !judgedAnyway[n] {
+		if f := findings[n]; f != nil && !made[n] && !judgedAnyway[n] && !(seenAnyway[n] && f.Count > 0) {
 			f.NotMade = strings.Join(w, "; ")
 		}
 	}

@@ -15,7 +15,11 @@ func (v *Verdict) WriteTable(w io.Writer) {
 	if !v.Valid {
 		verdict = "INVALID"
 	}
-	fmt.Fprintf(w, "verdict: %s  (valid iff every deciding finding (*) is within its allowance, 0 unless named)\n", verdict)
+	fmt.Fprintf(w, "verdict: %s  (valid iff every deciding finding (*) is within its allowance, 0 unless named)", verdict)
+	if p := v.Partly(); len(p) > 0 {
+		fmt.Fprintf(w, "; judged on partial evidence: %s", strings.Join(p, "; "))
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "population: %d users, %d devices, %d groups; attempts ok %d, fail %d, unknown %d; deliveries %d; witnessed %d; stored %d; probes %d\n",
 		v.Users, v.Devices, v.Groups, v.Attempts["ok"], v.Attempts["fail"], v.Attempts["unknown"], v.Deliveries, v.Witnessed, v.Stored, v.Probes)
 	fmt.Fprintf(w, "ledger version %d; server ack policy %s", v.LedgerVersion, cmp.Or(v.Policy, "unknown"))

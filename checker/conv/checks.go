@@ -162,11 +162,17 @@ func (m *Model) historyPagesCheck(r Run) Check {
 	return m.actionsCheck(r, HistoryPages, ledger.ActHistory, os, FindHistoryView, FindHistoryOverwritten, FindHistoryDuplicated)
 }
 
-// convPullsCheck makes conv-pull over the conversation pulls answered.
+// convPullsCheck makes conv-pull over the conversation pulls answered; on
+// a target without an inbox their entries go into the conversation logs
+// (Build), so they feed history-overwritten and history-duplicated too.
 func (m *Model) convPullsCheck(r Run) Check {
 	var os []ledger.Outcome
 	for _, p := range m.ev.Pulls {
 		os = append(os, p.Outcome)
 	}
-	return m.actionsCheck(r, ConvPulls, ledger.ActConvPull, os, FindConvPull)
+	findings := []string{FindConvPull}
+	if !m.target.Inbox {
+		findings = append(findings, FindHistoryOverwritten, FindHistoryDuplicated)
+	}
+	return m.actionsCheck(r, ConvPulls, ledger.ActConvPull, os, findings...)
 }

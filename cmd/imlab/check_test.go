@@ -8,16 +8,22 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"imlab/checker"
+	"imlab/expect"
 	"imlab/loadgen"
 	"imlab/loadgen/faketarget"
 	"imlab/loadgen/schedule"
 	"imlab/loadgen/summary"
+	"imlab/report"
+	"imlab/report/runpage"
+	"imlab/result"
 )
 
 // TestCheckReportsLoadBesideTheVerdict: imlab check prints latencies as
@@ -84,6 +90,7 @@ func TestCheckReportsLoadBesideTheVerdict(t *testing.T) {
 	if strings.Contains(out, "note: the load summary's end_to_end") {
 		t.Fatalf("summary and check count end_to_end differently:\n%s", out)
 	}
+	checkHistoryNotMade(t, dir, out)
 
 	// The same ledger, with a summary saying 40 of 240 sends stayed unknown.
 	s.Unknown = s.OK / 5
@@ -114,5 +121,41 @@ func TestCheckReportsLoadBesideTheVerdict(t *testing.T) {
 	}
 	if !strings.Contains(out, "result: VALID but OVERLOADED") || !strings.Contains(out, "retried") {
 		t.Fatalf("retried run output:\n%s", out)
+	}
+}
+
+// checkHistoryNotMade: a run with no history witness, no history page and
+// no conversation pull on a target with an inbox (the fake's) made no
+// check that feeds history-overwritten or history-duplicated, so the
+// table, verdict.json and the report page say NOT MADE, never 0 (the ACKs
+// alone put messages into the conversation logs but cannot show a store
+// that overwrote or copied one).
+func checkHistoryNotMade(t *testing.T, dir, out string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "verdict.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v *checker.Verdict
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{checker.HistoryOverwritten, checker.HistoryDuplicated} {
+		if !regexp.MustCompile(`(?m)^` + n + ` \* +NOT MADE`).MatchString(out) {
+			t.Errorf("%s is not NOT MADE in the table:\n%s", n, out)
+		}
+		f := v.Findings[n]
+		if f == nil || !strings.Contains(f.NotMade, checker.CheckHistoryWitness) || !strings.Contains(f.NotMade, checker.CheckHistoryPages) {
+			t.Errorf("verdict.json's %s: %+v", n, f)
+		}
+	}
+	rep := runpage.HTMLReport(&result.Result{Scenario: "check", Verdict: v, Findings: expect.Findings(v)})
+	for _, f := range rep.Findings {
+		if (f.Name == checker.HistoryOverwritten || f.Name == checker.HistoryDuplicated) && !f.NotMade {
+			t.Errorf("the report page shows %s as a count: %+v", f.Name, f)
+		}
+	}
+	if !slices.ContainsFunc(rep.Findings, func(f report.Finding) bool { return f.Name == checker.HistoryDuplicated }) {
+		t.Errorf("no history-duplicated on the page: %+v", rep.Findings)
 	}
 }

@@ -114,6 +114,11 @@ func verdictLine(res *result.Result) string {
 	default:
 		v = "invalid: see the findings"
 	}
+	if res.Verdict != nil {
+		if p := res.Verdict.Partly(); len(p) > 0 {
+			v += "; judged on partial evidence: " + strings.Join(p, "; ")
+		}
+	}
 	if line := res.Repairs.FateLine(); line != "" && res.Verdict != nil {
 		v += "; " + line
 	}
