@@ -2,7 +2,6 @@ package compose
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"imlab/ref/model"
 	"imlab/ref/reconcile"
 	"imlab/ref/rkeys"
-	"imlab/ref/schema"
 	"imlab/ref/seqalloc"
 )
 
@@ -24,25 +22,7 @@ import (
 // recipient's row missing (repaired) and unpulled rows among them, and
 // not reading the rows of the first run again.
 func TestEmbeddedReconcileTimer(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.Mode = ModeEmbedded
-	cfg.DataDir = t.TempDir()
-	cfg.WithKafka, cfg.WithMongo = false, false
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	be, stop, err := Start(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop(context.Background())
-	db, err := sql.Open("mysql", be.MySQLDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := schema.Migrate(ctx, db); err != nil {
-		t.Fatal(err)
-	}
+	ctx, be, db := embeddedMigrated(t)
 	rc := redis.NewClient(&redis.Options{Addr: be.RedisAddr})
 	defer rc.Close()
 	T := time.Now().UTC().Truncate(time.Millisecond)
