@@ -23,12 +23,14 @@ type Observed struct {
 	AckP99 time.Duration
 	// AchievedPerSec and TargetPerSec (the shape's mean) give the rate ratio.
 	AchievedPerSec, TargetPerSec float64
-	// LagSamples is how many lag polls gave a complete measurement;
-	// MaxLagAge the largest consumer lag age they saw (any group, any
-	// partition). LagUnknown counts the polls that did not (the poll
-	// failed, the monitor reported an error or a partition of unknown age,
-	// its measurement was stale) and LagUnknownWhy is the first reason: an
-	// unknown lag is never read as 0, so it fails max_lag_age.
+	// LagSamples is how many lag polls measured the consumer lag
+	// (LagSample.LagKnown: an outbox that was not measured does not make
+	// the consumer lag unknown); MaxLagAge the largest consumer lag age
+	// they saw (any group, any partition). LagUnknown counts the polls
+	// that did not (the poll failed, the monitor reported an error other
+	// than the outbox's or a partition of unknown age, its measurement was
+	// stale) and LagUnknownWhy is the first reason: an unknown lag is
+	// never read as 0, so it fails max_lag_age.
 	LagSamples    int
 	MaxLagAge     time.Duration
 	LagUnknown    int

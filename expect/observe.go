@@ -68,7 +68,7 @@ func Observe(v *checker.Verdict, sum *summary.Summary, lag []result.LagSample, t
 	o.Failed = sum.Fail + sum.Unknown
 	o.DrainComplete = sum.Drain.Complete
 	for _, s := range lag {
-		if s.Err != "" {
+		if !s.LagKnown() {
 			if o.LagUnknown == 0 {
 				o.LagUnknownWhy = fmt.Sprintf("t=%.1fs: %s", s.T, s.Err)
 			}

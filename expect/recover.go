@@ -53,14 +53,19 @@ func RecoveryConfig(e scenario.ExpectSpec, since float64, drain time.Duration) r
 		Deadline: since + drain.Seconds()}
 }
 
-// recoverySamples converts the lag timeline: a failed poll, or one whose
-// monitor reported measurement errors, is unknown.
+// RecoverySamples converts the lag timeline part by part, as the run
+// page draws it: a sample is known for the groups when its consumer lag
+// was measured (LagSample.LagKnown: the poll answered and no error but
+// the outbox's came with it), and its outbox is measured only when
+// LagSample.Outbox says so. A sample whose outbox query alone failed
+// therefore counts for the groups' recovery and is unknown for the
+// outbox's drain.
 func RecoverySamples(lag []result.LagSample) []recovery.Sample {
 	out := make([]recovery.Sample, 0, len(lag))
 	for _, s := range lag {
-		rs := recovery.Sample{T: s.T, Known: s.Err == "", OutboxAge: -1, InboxRows: -1, Groups: map[string]recovery.Group{}}
-		if s.OutboxBacklog != nil && s.OutboxOldestAge != nil {
-			rs.OutboxBacklog, rs.OutboxAge = *s.OutboxBacklog, *s.OutboxOldestAge
+		rs := recovery.Sample{T: s.T, Known: s.LagKnown(), OutboxAge: -1, InboxRows: -1, Groups: map[string]recovery.Group{}}
+		if n, age, ok := s.Outbox(); ok {
+			rs.OutboxBacklog, rs.OutboxAge = n, age
 		}
 		if s.InboxRows != nil {
 			rs.InboxRows = *s.InboxRows

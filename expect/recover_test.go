@@ -7,6 +7,7 @@ import (
 
 	"imlab/loadgen/schedule"
 	"imlab/loadgen/summary"
+	"imlab/recovery"
 	"imlab/result"
 	"imlab/result/resulttest"
 	"imlab/scenario"
@@ -143,5 +144,58 @@ func TestBurstFigures(t *testing.T) {
 	}
 	if cs := byName(Evaluate(scenario.ExpectSpec{}, Observed{})); cs["generator_kept_up"].Name != "" {
 		t.Fatalf("checked without a burst: %+v", cs)
+	}
+}
+
+// TestRecoveryOutboxOnlyGaps: the groups' recovery is judged on the
+// consumer lag alone, so seconds whose outbox query alone failed count
+// for it (a known consumer lag under the bound); the outbox's drain stays
+// unknown over those seconds. A sample whose consumer lag was not
+// measured is unknown for both, whatever outbox figures it holds.
+func TestRecoveryOutboxOnlyGaps(t *testing.T) {
+	// Lag back under the bound (1s) from t=3; the outbox above it until
+	// t=3, then not measured (its query failed) from t=4 to the end.
+	lag := resulttest.WithOutbox(resulttest.LagTimeline(3, 3, 3, 0.5, 0.5, 0.5, 0.5), 3, 3, 3, 3, -1, -1, -1)
+	cfg := RecoveryConfig(scenario.ExpectSpec{}, 2, 10*time.Second)
+	cfg.Outbox = true
+	fig, err := RecoveryFigures(cfg, "end of the burst", lag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Counted: good from t=3, held over t=4..6 (2s hold): recovered at 3.
+	// Had those seconds been unknown for the group, the run of good
+	// samples would have broken at t=4 before the hold and never held.
+	if fig.Status != recovery.Recovered || *fig.RecoveredAt != 3 || fig.UnknownSamples != 0 {
+		t.Fatalf("groups: %s (%s) at %v, %d unknown samples; want recovered at t=3, none unknown", fig.Status, fig.Reason, fig.RecoveredAt, fig.UnknownSamples)
+	}
+	if o := fig.Outbox; o == nil || o.Status != recovery.Unknown || o.DrainedAt != nil || !strings.Contains(o.Reason, "not measured since t=4.0s") {
+		t.Fatalf("outbox: %+v; want unknown since t=4", o)
+	}
+	checks := recoveryChecks(scenario.ExpectSpec{MaxRecovery: dur(2 * time.Second)}, Observed{UsesKafka: true, Recovery: fig})
+	for _, c := range checks {
+		if !c.OK {
+			t.Errorf("%s: %s, want pass", c.Name, c.Got)
+		}
+	}
+
+	// The same seconds with the consumer lag unknown too: the group's
+	// recovery breaks at t=4 and is not held by the end.
+	for i := 4; i < 7; i++ {
+		lag[i].Err = "group imlab-inbox: timeout"
+	}
+	fig, err = RecoveryFigures(cfg, "end of the burst", lag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fig.Status == recovery.Recovered || fig.UnknownSamples != 3 {
+		t.Fatalf("consumer lag unknown from t=4: %s (%s), %d unknown samples; want not recovered, 3 unknown", fig.Status, fig.Reason, fig.UnknownSamples)
+	}
+
+	// A sample that holds outbox figures but no consumer lag measurement
+	// (an error other than the outbox's) measured the outbox for nothing
+	// here: unknown for it too, never under the bound.
+	rs := RecoverySamples(resulttest.WithOutbox([]result.LagSample{{T: 1, Err: "the latest measurement is 12s old"}}, 0))
+	if rs[0].Known || rs[0].OutboxAge >= 0 {
+		t.Fatalf("stale sample: %+v; want unknown for the groups and the outbox", rs[0])
 	}
 }

@@ -17,6 +17,19 @@
 // missing from it, or it reported a measurement error). Only samples at or
 // after From are classified.
 //
+// Each part is judged on what was measured for it, and only on that. The
+// groups' recovery, the run's status and recovery time (what lag_recovered
+// and max_recovery judge) read the consumer lag alone: the outbox is not
+// part of it. A sample whose consumer lag was measured but whose outbox
+// was not (its query failed: Known true, OutboxAge < 0) is therefore known
+// for every group, and unknown for the outbox's drain, which reads only
+// samples that measured the outbox. A sample that is not Known is unknown
+// for every part, the outbox too. Nothing unmeasured counts as passing: an
+// unknown sample is never good for the part it did not measure. The run
+// page draws the same split: consumer lag where Known, outbox points
+// where the outbox was measured, a gap in each line where its part is
+// unknown.
+//
 // A group has recovered at R when the sample at R is good and no later
 // sample is bad. An unknown sample breaks a run of good samples that has
 // not yet lasted Hold (nothing says the lag stayed under the bound across
@@ -42,7 +55,10 @@
 // topic re-created) gives no rate.
 //
 // The outbox is drained when its oldest pending row's age is <= Bound and
-// stays so (the same rule as a group); its drain time counts from From.
+// stays so (the same rule as a group, over the samples that are Known and
+// measured the outbox; the others are unknown for it); its drain time
+// counts from From. Its figures are reported beside the groups', not part
+// of the run's status.
 //
 // Resolution: every figure is as fine as the samples (the lab polls once a
 // second).
@@ -77,14 +93,16 @@ type Group struct {
 type Sample struct {
 	// T is seconds since the run's time base.
 	T float64
-	// Known: the poll answered without a measurement error. An unknown
-	// sample is unknown for every group.
+	// Known: the poll answered and measured the consumer lag (no
+	// measurement error but, possibly, the outbox's). An unknown sample is
+	// unknown for every group and for the outbox.
 	Known bool
 	// Groups present in the sample; a group absent from a known sample is
 	// unknown in it.
 	Groups map[string]Group
 	// OutboxBacklog (rows pending) and OutboxAge (oldest pending row's age,
-	// seconds); OutboxAge < 0: not measured (no outbox).
+	// seconds); OutboxAge < 0: not measured (no outbox, or its query
+	// failed), unknown for the outbox only when Known.
 	OutboxBacklog int64
 	OutboxAge     float64
 	// InboxRows is the inbox table's row count; negative: not measured.

@@ -105,11 +105,40 @@ type LagSample struct {
 	// count is spaced out, lagpoll.RowCountDuty, or it failed).
 	Consumed  map[string]int64 `json:"consumed,omitempty"`
 	InboxRows *int64           `json:"inbox_rows,omitempty"`
-	// Err says why the sample is not a complete measurement (the poll
-	// failed, the monitor reported errors or partitions of unknown age,
-	// its snapshot was stale): such a sample is unknown, and any figures
-	// it carries are lower bounds. "" for a measurement.
-	Err string `json:"error,omitempty"`
+	// Err says why the sample's consumer lag is not a complete
+	// measurement (the poll failed, the monitor reported errors other
+	// than the outbox's or partitions of unknown age, its snapshot was
+	// stale): such a sample is unknown for every part, and any figures it
+	// carries are lower bounds. "" when the consumer lag was measured.
+	// OutboxErr is the outbox query's error alone: with Err "" such a
+	// sample measured the consumer lag and not the outbox (LagKnown true,
+	// Outbox not ok).
+	//
+	// Results written before OutboxErr was recorded have the outbox's
+	// error in Err, joined to the others by "; ": read with these
+	// methods, such a sample is unknown for every part, as the recovery
+	// figures stored with it were computed; nothing splits the text.
+	Err       string `json:"error,omitempty"`
+	OutboxErr string `json:"outbox_error,omitempty"`
+}
+
+// LagKnown tells whether the sample measured every consumer group's lag
+// it names (MaxAge, Records): what the consumer lag's rules and its chart
+// read. The outbox may still be unknown in it (Outbox).
+func (s LagSample) LagKnown() bool {
+	return s.Err == ""
+}
+
+// Outbox is the sample's outbox backlog and oldest pending row's age
+// (seconds); ok false when they were not measured: the poll or its
+// consumer lag part failed (Err), the outbox query failed (OutboxErr), or
+// the figures are absent or, in a run stored before they were pointers,
+// an age of -1.
+func (s LagSample) Outbox() (backlog int64, age float64, ok bool) {
+	if s.Err != "" || s.OutboxErr != "" || s.OutboxBacklog == nil || s.OutboxOldestAge == nil || *s.OutboxOldestAge < 0 {
+		return 0, 0, false
+	}
+	return *s.OutboxBacklog, *s.OutboxOldestAge, true
 }
 
 // ProcessRun is one incarnation of a server process: from a start to a

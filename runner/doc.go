@@ -126,7 +126,8 @@
 // by default with Kafka; expect.lag_recovered: false turns it off) fails
 // with the reason when it did not, and max_recovery and min_drain_rate
 // bound the figures. A poll that failed or whose monitor reported an error
-// is unknown: it never counts as caught up.
+// is unknown: it never counts as caught up (an error of the outbox query
+// alone leaves it unknown for the outbox only).
 //
 // For a burst shape, result.json's "burst" compares the sends the
 // generator intended around the burst with those it started, and the
@@ -171,7 +172,10 @@
 // may_miss: true. A lag sample that is not a complete measurement of now
 // (the poll failed, the server's monitor reported errors or partitions of
 // unknown age, its snapshot is older than lagpoll.Stale) is unknown, never 0:
-// any unknown sample fails max_lag_age.
+// any unknown sample fails max_lag_age. A sample whose outbox query alone
+// failed (its outbox_error, apart from its error) measured the consumer
+// lag: it counts for max_lag_age and the groups' recovery, and its outbox
+// is unknown (package recovery states the rule).
 //
 // The checker's verdict is re-judged with the file's allowances
 // (Verdict.Judge): max_reordered is the order judgement the verdict uses.

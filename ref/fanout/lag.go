@@ -66,6 +66,11 @@ type LagSnapshot struct {
 	// Errors are the parts of the measurement that failed. A snapshot with
 	// errors is not a complete measurement (Complete).
 	Errors []string `json:"errors,omitempty"`
+	// OutboxError is the outbox query's error, which is also one of
+	// Errors: a reader that needs the consumer lag alone can tell the
+	// outbox's failure from the others' without reading the text. ""
+	// when the outbox was measured or there is none.
+	OutboxError string `json:"outbox_error,omitempty"`
 }
 
 // Complete tells whether every part of the measurement succeeded: no
@@ -365,7 +370,8 @@ func (mo *Monitor) measure(ctx context.Context) (LagSnapshot, error) {
 
 	if mo.db != nil {
 		if err := mo.outbox(ctx, now, &s); err != nil {
-			s.Errors = append(s.Errors, err.Error())
+			s.OutboxError = err.Error()
+			s.Errors = append(s.Errors, s.OutboxError)
 		}
 	}
 

@@ -2,6 +2,7 @@ package fanout
 
 import (
 	"context"
+	"database/sql"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -240,5 +241,34 @@ func TestLagFreshMeasuresOnceForConcurrentCallers(t *testing.T) {
 	}
 	if len(seen) != 1 {
 		t.Fatalf("%d concurrent callers of a stale monitor took %d measurements, want 1", callers, len(seen))
+	}
+}
+
+// TestLagOutboxErrorApart: when the outbox query fails and Kafka answers,
+// the snapshot names the outbox's error in OutboxError (and among Errors,
+// so it is incomplete), measures the consumer lag all the same, and leaves
+// the outbox's age unknown (-1), never 0.
+func TestLagOutboxErrorApart(t *testing.T) {
+	_, mo, group, _ := lagFixture(t, 5*time.Second)
+	db, err := sql.Open("mysql", "root@tcp(127.0.0.1:1)/none?timeout=500ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	mo.db = db
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := mo.Poll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.OutboxError == "" || !slices.Contains(s.Errors, s.OutboxError) || len(s.Errors) != 1 || s.Complete() {
+		t.Fatalf("outbox error %q, errors %q, complete %v: want the outbox's error apart and among the errors", s.OutboxError, s.Errors, s.Complete())
+	}
+	if s.OutboxOldestAgeSeconds >= 0 {
+		t.Fatalf("outbox oldest age %v with its query failed: want unknown (-1)", s.OutboxOldestAgeSeconds)
+	}
+	if s.MaxAgeSeconds[group] < 29 || len(s.UnknownAge) != 0 {
+		t.Fatalf("consumer lag %v (unknown %v): want it measured (about 30s)", s.MaxAgeSeconds, s.UnknownAge)
 	}
 }

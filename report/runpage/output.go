@@ -223,10 +223,14 @@ func lagCharts(res *result.Result) ([]report.Chart, []string) {
 	groups := map[string]*report.Series{}
 	var backlog, oldest report.Series
 	backlog.Name, oldest.Name = "outbox backlog", "outbox oldest age"
-	var unknown []float64 // polls that measured nothing: gaps in every lag line
+	// Each part is drawn where it was measured, as recovery judges it
+	// (expect.RecoverySamples): the consumer lag where the sample's lag is
+	// known, the outbox where its outbox was measured too.
+	var unknown []float64    // polls that did not measure the consumer lag: gaps in every line
+	var outboxGaps []float64 // those and the polls that did not measure the outbox
 	for _, s := range res.Lag {
-		if s.Err != "" && !outboxOnly(s.Err) {
-			unknown = append(unknown, s.T)
+		if !s.LagKnown() {
+			unknown, outboxGaps = append(unknown, s.T), append(outboxGaps, s.T)
 			continue
 		}
 		for g, a := range s.MaxAge {
@@ -235,12 +239,14 @@ func lagCharts(res *result.Result) ([]report.Chart, []string) {
 			}
 			groups[g].Points = append(groups[g].Points, report.Point{T: s.T, V: a})
 		}
-		if s.OutboxBacklog != nil && s.OutboxOldestAge != nil && *s.OutboxOldestAge >= 0 {
-			backlog.Points = append(backlog.Points, report.Point{T: s.T, V: float64(*s.OutboxBacklog)})
-			oldest.Points = append(oldest.Points, report.Point{T: s.T, V: *s.OutboxOldestAge})
+		if n, age, ok := s.Outbox(); ok {
+			backlog.Points = append(backlog.Points, report.Point{T: s.T, V: float64(n)})
+			oldest.Points = append(oldest.Points, report.Point{T: s.T, V: age})
+		} else {
+			outboxGaps = append(outboxGaps, s.T)
 		}
 	}
-	backlog.Gaps = unknown
+	backlog.Gaps = outboxGaps
 	names := make([]string, 0, len(groups))
 	for g := range groups {
 		groups[g].Gaps = unknown
@@ -263,7 +269,7 @@ func lagCharts(res *result.Result) ([]report.Chart, []string) {
 		notes = append(notes, fmt.Sprintf("%d of %d lag polls failed: those seconds are unknown, shaded gaps in the lag and outbox charts (result.json has each error).", failed, len(res.Lag)))
 	}
 	if blind := len(res.Lag) - len(unknown) - len(backlog.Points); blind > 0 && spec.Server.PolicyOr() == "outbox" {
-		notes = append(notes, fmt.Sprintf("%d lag polls measured the consumer lag but not the outbox (its query failed): the outbox chart has no point there.", blind))
+		notes = append(notes, fmt.Sprintf("%d lag polls measured the consumer lag but not the outbox (its query failed): their consumer lag is drawn and counts for the groups' recovery; the outbox is unknown there, shaded gaps in the outbox chart, as for the outbox's drain in the recovery table.", blind))
 	}
 	if spec.Server.PolicyOr() == "outbox" || anyAbove(backlog.Points, 0) {
 		charts = append(charts, report.Chart{Title: "Outbox backlog", Unit: "records", Series: []report.Series{backlog}})
@@ -271,18 +277,6 @@ func lagCharts(res *result.Result) ([]report.Chart, []string) {
 		notes = append(notes, fmt.Sprintf("No outbox chart: policy %s writes no outbox (every poll read a backlog of 0).", spec.Server.PolicyOr()))
 	}
 	return charts, notes
-}
-
-// outboxOnly says whether every reason a lag sample is incomplete is the
-// outbox's (the server measured the consumer lag, not the outbox backlog):
-// its lag ages are measurements.
-func outboxOnly(err string) bool {
-	for _, part := range strings.Split(err, "; ") {
-		if !strings.Contains(part, "outbox") {
-			return false
-		}
-	}
-	return true
 }
 
 // eventMarkers are the fault schedule's events as chart markers, each

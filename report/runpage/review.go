@@ -407,7 +407,7 @@ func reviewCharts(runs []*result.Result, labels []string) []report.Chart {
 		at, _ := alignAt(r)
 		ls, bs := report.Series{Name: labels[i]}, report.Series{Name: labels[i]}
 		for _, s := range r.Lag {
-			if s.Err != "" {
+			if !s.LagKnown() {
 				ls.Gaps, bs.Gaps = append(ls.Gaps, s.T-at), append(bs.Gaps, s.T-at) // unknown: a gap, never a 0
 				continue
 			}

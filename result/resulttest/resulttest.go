@@ -25,3 +25,24 @@ func LagTimeline(ages ...float64) []result.LagSample {
 	}
 	return out
 }
+
+// OutboxErr is the outbox query's error WithOutbox gives a sample whose
+// outbox was not measured.
+const OutboxErr = "fanout: outbox backlog: invalid connection"
+
+// WithOutbox gives lag's samples, in order, an outbox of the given oldest
+// ages (a backlog of ten rows a second of age); an age below 0 is an
+// outbox query that failed (OutboxErr, no figures) while the rest of the
+// sample stands as it was.
+func WithOutbox(lag []result.LagSample, ages ...float64) []result.LagSample {
+	out := append([]result.LagSample(nil), lag...)
+	for i, a := range ages {
+		if a < 0 {
+			out[i].OutboxErr = OutboxErr
+			continue
+		}
+		n, age := int64(a*10), a
+		out[i].OutboxBacklog, out[i].OutboxOldestAge = &n, &age
+	}
+	return out
+}

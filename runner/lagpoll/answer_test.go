@@ -31,17 +31,18 @@ func TestLagAnswerUnknown(t *testing.T) {
 }
 
 // TestOutboxUnknownNeverZero: an answer whose outbox query failed (age -1,
-// the error named) leaves the sample's outbox unknown, printed so, and a
-// measured one is copied; the dead letters are unknown only when another
-// error came with the answer.
+// the error named apart) leaves the sample's outbox unknown with that
+// error in OutboxErr, printed so, and a measured one is copied; the dead
+// letters are unknown only when another error came with the answer.
 func TestOutboxUnknownNeverZero(t *testing.T) {
 	var s result.LagSample
-	a := answer{At: time.Now(), OutboxOldestAgeSeconds: -1, DLQRecords: 3, Errors: []string{"fanout: outbox backlog: invalid connection"}}
+	oe := "fanout: outbox backlog: invalid connection"
+	a := answer{At: time.Now(), OutboxOldestAgeSeconds: -1, DLQRecords: 3, Errors: []string{oe}, OutboxError: oe}
 	a.outboxInto(&s)
-	if s.OutboxBacklog != nil || s.OutboxOldestAge != nil || s.DLQRecords == nil || *s.DLQRecords != 3 {
-		t.Fatalf("failed outbox: backlog %v age %v dlq %v", s.OutboxBacklog, s.OutboxOldestAge, s.DLQRecords)
+	if s.OutboxBacklog != nil || s.OutboxOldestAge != nil || s.DLQRecords == nil || *s.DLQRecords != 3 || s.OutboxErr != oe {
+		t.Fatalf("failed outbox: backlog %v age %v dlq %v error %q", s.OutboxBacklog, s.OutboxOldestAge, s.DLQRecords, s.OutboxErr)
 	}
-	if l := Line(s); !strings.Contains(l, "outbox=unknown") || strings.Contains(l, "outbox=0") {
+	if l := Line(s); !strings.Contains(l, "outbox=unknown ("+oe+")") || strings.Contains(l, "outbox=0") {
 		t.Fatalf("line %q", l)
 	}
 	b, _ := json.Marshal(s)
@@ -56,5 +57,43 @@ func TestOutboxUnknownNeverZero(t *testing.T) {
 	}
 	if l := Line(s); !strings.Contains(l, "outbox=7 (oldest 1.50s)") || !strings.Contains(l, "dlq=unknown") {
 		t.Fatalf("line %q", l)
+	}
+}
+
+// TestOutboxErrorApart: the outbox's error, named apart by the server,
+// stays out of the sample's Err (its consumer lag is a measurement) and
+// goes to OutboxErr; any other error still makes the whole sample unknown;
+// an answer whose outbox error is not named apart (OutboxError "") counts
+// it against the whole sample, as before the server named it, and leaves
+// the dead letters unknown.
+func TestOutboxErrorApart(t *testing.T) {
+	now := time.Now()
+	oe := "fanout: outbox backlog: invalid connection"
+	for _, c := range []struct {
+		name     string
+		a        answer
+		err      string // in Err ("": Err empty)
+		outbox   string
+		dlqKnown bool
+	}{
+		{"outbox only", answer{At: now, OutboxOldestAgeSeconds: -1, Errors: []string{oe}, OutboxError: oe}, "", oe, true},
+		{"outbox and a group", answer{At: now, OutboxOldestAgeSeconds: -1, Errors: []string{"group g: timeout", oe}, OutboxError: oe}, "group g: timeout", oe, false},
+		{"not named apart", answer{At: now, OutboxOldestAgeSeconds: -1, Errors: []string{oe}}, oe, "", false},
+		{"outbox backlog read, then its unconfirmed count failed", answer{At: now, OutboxBacklog: 4, OutboxOldestAgeSeconds: 2, Errors: []string{"fanout: outbox unconfirmed: x"}, OutboxError: "fanout: outbox unconfirmed: x"}, "", "fanout: outbox unconfirmed: x", true},
+	} {
+		s := result.LagSample{Err: c.a.unknownReason(now)}
+		c.a.outboxInto(&s)
+		if (c.err == "") != (s.Err == "") || !strings.Contains(s.Err, c.err) || strings.Contains(s.Err, "outbox") && c.outbox != "" {
+			t.Errorf("%s: Err %q, want %q", c.name, s.Err, c.err)
+		}
+		if _, _, ok := s.Outbox(); s.OutboxErr != c.outbox || ok || s.OutboxBacklog != nil {
+			t.Errorf("%s: outbox error %q (want %q), outbox known %v, backlog %v: want unknown", c.name, s.OutboxErr, c.outbox, ok, s.OutboxBacklog)
+		}
+		if (s.DLQRecords != nil) != c.dlqKnown {
+			t.Errorf("%s: dead letters %v, want known %v", c.name, s.DLQRecords, c.dlqKnown)
+		}
+		if s.LagKnown() != (c.err == "") {
+			t.Errorf("%s: lag known %v", c.name, s.LagKnown())
+		}
 	}
 }

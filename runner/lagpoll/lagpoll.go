@@ -4,8 +4,11 @@
 // counts the inbox rows in the run's database directly (not through a
 // proxy, so that a MySQL fault does not blind it), spacing the counts by
 // their own cost (RowCountDuty). A failed measurement is an unknown sample
-// (its Err says why), never 0. It must not start or stop processes, nor
-// judge the samples (imlab/recovery and imlab/expect do).
+// (its Err says why), never 0; when only the outbox query failed (the
+// server names that error apart, outbox_error) the sample keeps its
+// consumer lag, with Err "" and the outbox's error in OutboxErr, and has
+// no outbox figures. It must not start or stop processes, nor judge the
+// samples (imlab/recovery and imlab/expect do).
 package lagpoll
 
 import (
@@ -56,24 +59,42 @@ type answer struct {
 	OutboxOldestAgeSeconds float64            `json:"outbox_oldest_age_seconds"`
 	DLQRecords             int64              `json:"dlq_records"`
 	Errors                 []string           `json:"errors"`
+	// OutboxError is the outbox query's error, also one of Errors (a
+	// server that does not name it apart leaves it "": its outbox error
+	// then counts against the whole sample).
+	OutboxError string `json:"outbox_error"`
 }
 
-// outboxInto copies the outbox backlog, its oldest age and the dead
-// letters into s when the server measured them: the outbox when its age
-// is not negative (-1: no database, or its query failed), the dead
-// letters when no error other than the outbox's came with the answer.
+// otherErrors are the answer's errors but the outbox's (the one entry
+// equal to OutboxError).
+func (a *answer) otherErrors() []string {
+	out := make([]string, 0, len(a.Errors))
+	skipped := a.OutboxError == ""
+	for _, e := range a.Errors {
+		if !skipped && e == a.OutboxError {
+			skipped = true
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// outboxInto copies the outbox's error, backlog and oldest age and the
+// dead letters into s: the outbox figures when the server measured them
+// (its age is not negative, -1: no database or its query failed, and no
+// outbox error came with the answer), the dead letters when no error
+// other than the outbox's did.
 func (a *answer) outboxInto(s *result.LagSample) {
-	if a.OutboxOldestAgeSeconds >= 0 {
+	s.OutboxErr = a.OutboxError
+	if a.OutboxOldestAgeSeconds >= 0 && a.OutboxError == "" {
 		n, age := a.OutboxBacklog, a.OutboxOldestAgeSeconds
 		s.OutboxBacklog, s.OutboxOldestAge = &n, &age
 	}
-	for _, e := range a.Errors {
-		if !strings.Contains(e, "outbox") {
-			return
-		}
+	if len(a.otherErrors()) == 0 {
+		d := a.DLQRecords
+		s.DLQRecords = &d
 	}
-	d := a.DLQRecords
-	s.DLQRecords = &d
 }
 
 // consumed is each group's position summed over the partitions (end
@@ -151,8 +172,9 @@ func countRows(ctx context.Context, db *sql.DB) *int64 {
 // that does not answer) is an unknown sample, not a current one.
 const Stale = 10 * time.Second
 
-// unknownReason says why an answer is not a measurement of now ("" when
-// it is one): the monitor's own errors, partitions whose age it could not
+// unknownReason says why an answer is not a measurement of the consumer
+// lag now ("" when it is one): the monitor's own errors but the outbox's
+// (outboxInto records that one apart), partitions whose age it could not
 // read, a snapshot never taken or too old. A failed measurement is
 // unknown, never 0.
 func (a *answer) unknownReason(now time.Time) string {
@@ -171,7 +193,7 @@ func (a *answer) unknownReason(now time.Time) string {
 	for _, g := range groups {
 		why = append(why, fmt.Sprintf("%s: age of %d partitions unknown", g, a.UnknownAge[g]))
 	}
-	why = append(why, a.Errors...)
+	why = append(why, a.otherErrors()...)
 	return strings.Join(why, "; ")
 }
 
@@ -235,6 +257,9 @@ func fetch(ctx context.Context, hc *http.Client, url string) (*answer, error) {
 	return &a, nil
 }
 
+// Line is the live line of one sample: each group's lag, the outbox (or
+// why it is unknown), the dead letters, the inbox rows, and why the
+// sample is unknown.
 func Line(s result.LagSample) string {
 	if s.Err != "" && s.MaxAge == nil {
 		return fmt.Sprintf("t=%5.1fs lag: unknown: %s", s.T, s.Err)
@@ -249,9 +274,12 @@ func Line(s result.LagSample) string {
 	for _, g := range groups {
 		fmt.Fprintf(&b, " %s age=%.2fs records=%d", g, s.MaxAge[g], s.Records[g])
 	}
-	if s.OutboxBacklog != nil && s.OutboxOldestAge != nil {
+	switch {
+	case s.OutboxErr != "":
+		fmt.Fprintf(&b, " outbox=unknown (%s)", s.OutboxErr)
+	case s.OutboxBacklog != nil && s.OutboxOldestAge != nil:
 		fmt.Fprintf(&b, " outbox=%d (oldest %.2fs)", *s.OutboxBacklog, *s.OutboxOldestAge)
-	} else {
+	default:
 		b.WriteString(" outbox=unknown")
 	}
 	if s.DLQRecords != nil {
