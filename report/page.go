@@ -251,9 +251,24 @@ func findingViewOf(f Finding) findingView {
 		fv.MsgIDs = append(fv.MsgIDs, strconv.FormatUint(id, 10))
 	}
 	if n := uint64(len(fv.MsgIDs)); len(f.MsgIDs) > 0 {
-		fv.MoreIDs = max(f.Count, uint64(len(f.MsgIDs))) - n
+		fv.MoreIDs = moreIDs(f) - n
 	}
 	return fv
+}
+
+// moreIDs is how many msg_ids a finding concerns, listed or not: its
+// Messages when recorded; else its Count where that counts messages, but
+// never a count of copies (duplicated), for which only the listed ones are
+// known.
+func moreIDs(f Finding) uint64 {
+	listed := uint64(len(f.MsgIDs))
+	switch {
+	case f.Messages > 0:
+		return max(f.Messages, listed)
+	case lastWord(f.Name) == "duplicated":
+		return listed
+	}
+	return max(f.Count, listed)
 }
 
 // timeSpan is the one time axis of every chart drawn on it (not those

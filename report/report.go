@@ -151,6 +151,10 @@ type Finding struct {
 	// MsgIDs are the messages concerned (possibly only the first of
 	// them); the first MaxExamples are listed after the examples.
 	MsgIDs []uint64 `json:"msg_ids,omitempty"`
+	// Messages is how many distinct msg_ids the finding concerns, when
+	// known (0: not recorded). Count is not always that: duplicated counts
+	// extra copies.
+	Messages uint64 `json:"messages,omitempty"`
 	// Counted, when set, is shown instead of the bare Count: the count
 	// with what it counts where that is not messages ("4275 extra copies
 	// of 3869 msg_ids").

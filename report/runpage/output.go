@@ -42,7 +42,7 @@ func HTMLReport(res *result.Result) *report.Report {
 		if f.NotMade != "" { // a count of 0 that says nothing
 			ex = append([]string{"NOT MADE: " + f.NotMade}, ex...)
 		}
-		rep.Findings = append(rep.Findings, report.Finding{Name: f.Name, Count: f.Count, Counted: f.CountText(), Examples: ex, MsgIDs: f.MsgIDs, NotMade: f.NotMade != ""})
+		rep.Findings = append(rep.Findings, report.Finding{Name: f.Name, Count: f.Count, Counted: f.CountText(), Examples: ex, MsgIDs: f.MsgIDs, Messages: f.Messages, NotMade: f.NotMade != ""})
 	}
 	for _, c := range res.Checks {
 		rep.Checks = append(rep.Checks, report.Check{Name: c.Name, Want: c.Want, Got: c.Got, OK: c.OK})

@@ -164,7 +164,7 @@ func reviewFindings(r *result.Result, label string) []report.Finding {
 		if f.NotMade != "" { // a count of 0 that says nothing
 			ex = append([]string{"NOT MADE: " + f.NotMade}, ex...)
 		}
-		out = append(out, report.Finding{Name: label + ": " + f.Name, Count: f.Count, Counted: f.CountText(), Examples: ex, MsgIDs: f.MsgIDs, NotMade: f.NotMade != ""})
+		out = append(out, report.Finding{Name: label + ": " + f.Name, Count: f.Count, Counted: f.CountText(), Examples: ex, MsgIDs: f.MsgIDs, Messages: f.Messages, NotMade: f.NotMade != ""})
 	}
 	return out
 }
