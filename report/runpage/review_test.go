@@ -151,8 +151,8 @@ func TestReviewPage(t *testing.T) {
 	page = reviewPage(t, a, c)
 	// each run's faults, on the common axis: c is aligned at its first
 	// fault (t=2), so its heal is 3 s after the alignment point.
-	if !strings.Contains(page, `<td class="num">3 s</td><td>heal</td><td>#2 consumer-kill: heal kill(consumer)</td>`) ||
-		!strings.Contains(page, `<td class="num">0 s</td><td>inject</td><td>#2 consumer-kill: inject kill(consumer)</td>`) {
+	if !strings.Contains(page, `<td class="num">3.000 s</td><td>heal</td><td>#2 consumer-kill: heal kill(consumer)</td>`) ||
+		!strings.Contains(page, `<td class="num">0.000 s</td><td>inject</td><td>#2 consumer-kill: inject kill(consumer)</td>`) {
 		t.Errorf("the runs' faults are not in the fault schedule:\n%s", page[strings.Index(page, "Fault schedule"):][:800])
 	}
 	if !strings.Contains(page, "2 different scenarios (burst-50k, consumer-kill)") {
