@@ -128,7 +128,7 @@ func verdictLine(res *result.Result) string {
 	if res.Passed {
 		if o, _, ok := res.LoadOutcome(); ok && o.Overloaded && res.Skipped == "" {
 			// PASSED is the file's expect, not the server keeping up.
-			return v + " (scenario PASSED: its expect allowed a load that was OVERLOADED, see Load)"
+			return v + " (scenario PASSED on its checks, though its load was OVERLOADED: see Load for what no expectation limits)"
 		}
 		return v + " (scenario PASSED)"
 	}
