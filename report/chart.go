@@ -396,10 +396,26 @@ func drawLegend(ax, ay axis, xn xNames, c cleanChart) ([]legendView, []lineView)
 		line := drawSeries(ax, ay, xn, name, color, s)
 		if s.dots {
 			line.Points = drawPoints(ax, ay, xn, name, color, s, c)
+		} else {
+			line.Points = drawPoints(ax, ay, xn, name, color, openOnly(s), c)
 		}
 		lines = append(lines, line)
 	}
 	return legend, lines
+}
+
+// openOnly is the series with only its open (Hollow) points: a line
+// without dots still marks those (e.g. a second whose percentiles rest
+// on a handful of ACKs).
+func openOnly(s cleanSeries) cleanSeries {
+	out := s
+	out.points = nil
+	for _, p := range s.points {
+		if p.Hollow {
+			out.points = append(out.points, p)
+		}
+	}
+	return out
 }
 
 // drawPoints draws every point of a series that shows its points: a

@@ -66,8 +66,9 @@ var ErrInvalid = errors.New("invalid report")
 // Point is one sample of a series.
 type Point struct {
 	T, V float64 // T: seconds since the run's start, or the value on the chart's own XAxis
-	// Hollow draws the point as an open circle (Series.Dots only), e.g. a
-	// step that broke the SLO; Chart.Hollow says what it means.
+	// Hollow draws the point as an open circle, e.g. a step that broke
+	// the SLO; Chart.Hollow says what it means. A series without Dots
+	// draws a circle at its open points only.
 	Hollow bool `json:"hollow,omitempty"`
 }
 
@@ -82,7 +83,7 @@ type Series struct {
 	// are dropped.
 	Gaps []float64 `json:"gaps,omitempty"`
 	// Dots draws every point as a circle (filled, or open when Hollow)
-	// besides the line through them.
+	// besides the line through them; without it only open points are.
 	Dots bool `json:"dots,omitempty"`
 }
 
@@ -150,6 +151,10 @@ type Finding struct {
 	// MsgIDs are the messages concerned (possibly only the first of
 	// them); the first MaxExamples are listed after the examples.
 	MsgIDs []uint64 `json:"msg_ids,omitempty"`
+	// Messages is how many distinct msg_ids the finding concerns, when
+	// known (0: not recorded). Count is not always that: duplicated counts
+	// extra copies.
+	Messages uint64 `json:"messages,omitempty"`
 	// Counted, when set, is shown instead of the bare Count: the count
 	// with what it counts where that is not messages ("4275 extra copies
 	// of 3869 msg_ids").

@@ -869,14 +869,15 @@ func TestFindingsListMsgIDs(t *testing.T) {
 	for i := range ids {
 		ids[i] = uint64(1000 + i)
 	}
-	r.Findings = []Finding{{Name: "duplicated", Count: 40, MsgIDs: ids}, {Name: "recovered", Count: 2, MsgIDs: ids[:2]}}
+	r.Findings = []Finding{{Name: "duplicated", Count: 55, Messages: 40, MsgIDs: ids}, {Name: "recovered", Count: 2, MsgIDs: ids[:2]}}
 	_, doc := render(t, r)
 	rows := findAll(findAll(doc, elem("table", "findings"))[0], elem("tr"))[1:]
 	ids0 := findAll(rows[0], elem("div", "ids"))
 	if len(ids0) != 1 || len(findAll(ids0[0], elem("code"))) != MaxExamples || !strings.Contains(text(ids0[0]), "1000") {
 		t.Fatalf("duplicated row: want %d msg_ids listed, got %q", MaxExamples, text(rows[0]))
 	}
-	// 40 counted, 20 listed: the rest are summarised.
+	// 40 msg_ids (of 55 copies), 20 listed: the rest of the msg_ids are
+	// summarised.
 	if more := findAll(ids0[0], elem("span", "more")); len(more) != 1 || text(more[0]) != "+20 more" {
 		t.Errorf("duplicated row: want +20 more, got %q", text(ids0[0]))
 	}

@@ -18,7 +18,12 @@ func WriteJSON(w io.Writer, v any) error {
 	return nil
 }
 
-// ackMs is the second's ACK p50 and p99 (ms), and whether they were
+// Mid is where a chart draws the second: its middle. T is the second's
+// end (its figures count [T-1, T)), and a point drawn at T would sit a
+// second after what it counts, beside the next second's faults.
+func (s SendSecond) Mid() float64 { return s.T - 0.5 }
+
+// AckMs is the second's ACK p50 and p99 (ms), and whether they were
 // measured: a second without an ACK has none.
 func (s SendSecond) AckMs() (p50, p99 float64, ok bool) {
 	if s.OK == 0 || s.AckP50 == nil || s.AckP99 == nil {

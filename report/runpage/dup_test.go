@@ -30,6 +30,25 @@ func TestDuplicatedSaysWhatItCounts(t *testing.T) {
 	if strings.Count(b.String(), "4275 extra copies of 3869 msg_ids") != 2 {
 		t.Fatal("the page's findings line and table do not both say what the duplicated count counts")
 	}
+	// 20 msg_ids are listed; the rest of the 3869 (not of the 4275 copies)
+	// are "+3849 more".
+	if !strings.Contains(b.String(), "+3849 more") || strings.Contains(b.String(), "+4255 more") {
+		t.Fatal("the msg_ids not listed are not counted as msg_ids (want +3849 more)")
+	}
+	// A result from before the distinct count was recorded: only the
+	// listed ids are known, never the copies taken for msg_ids.
+	old := sampleResult()
+	old.Findings = expect.Findings(&checker.Verdict{Valid: true, Findings: map[string]*checker.Finding{checker.Duplicated: {Name: checker.Duplicated, Count: 245, MsgIDs: ids[:173]}}})
+	for i := range old.Findings {
+		old.Findings[i].Messages = 0
+	}
+	b.Reset()
+	if err := report.WriteHTML(&b, HTMLReport(old)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "+153 more") || strings.Contains(b.String(), "+225 more") {
+		t.Fatal("an older result's duplicated msg_ids not listed are not counted from the ids (want +153 more)")
+	}
 }
 
 // TestDuplicatedAllowedInTextAndPage: a verdict with duplicated copies, as

@@ -42,7 +42,7 @@ func HTMLReport(res *result.Result) *report.Report {
 		if f.NotMade != "" { // a count of 0 that says nothing
 			ex = append([]string{"NOT MADE: " + f.NotMade}, ex...)
 		}
-		rep.Findings = append(rep.Findings, report.Finding{Name: f.Name, Count: f.Count, Counted: f.CountText(), Examples: ex, MsgIDs: f.MsgIDs, NotMade: f.NotMade != ""})
+		rep.Findings = append(rep.Findings, report.Finding{Name: f.Name, Count: f.Count, Counted: f.CountText(), Examples: ex, MsgIDs: f.MsgIDs, Messages: f.Messages, NotMade: f.NotMade != ""})
 	}
 	for _, c := range res.Checks {
 		rep.Checks = append(rep.Checks, report.Check{Name: c.Name, Want: c.Want, Got: c.Got, OK: c.OK})
@@ -128,7 +128,7 @@ func verdictLine(res *result.Result) string {
 	if res.Passed {
 		if o, _, ok := res.LoadOutcome(); ok && o.Overloaded && res.Skipped == "" {
 			// PASSED is the file's expect, not the server keeping up.
-			return v + " (scenario PASSED: its expect allowed a load that was OVERLOADED, see Load)"
+			return v + " (scenario PASSED on its checks, though its load was OVERLOADED: see Load for what no expectation limits)"
 		}
 		return v + " (scenario PASSED)"
 	}
@@ -146,8 +146,14 @@ func ackChartTitle(byIntended bool) string {
 	} else {
 		by += ", a second without an ACK is a shaded gap"
 	}
-	return "ACK latency per second (" + by + "; intended send to ACK, the second's ACKed sends; the whole run's percentiles are in the header)"
+	return "ACK latency per second (" + by + "; intended send to ACK, the second's ACKed sends, each second drawn at its middle; the whole run's percentiles are in the header)"
 }
+
+// FewACKs: a second with fewer ACKed sends than this has its ACK
+// percentiles drawn as open points: a p99 of a dozen sends is their
+// slowest, and a second cut short by a fault holds only the sends ACKed
+// before it.
+const FewACKs = 20
 
 // sendCharts are the throughput and ACK latency charts of the run's
 // sends, or the notes that say why there are none.
@@ -162,9 +168,9 @@ func sendCharts(res *result.Result) ([]report.Chart, []string) {
 	for _, s := range res.Sends {
 		byIntended = byIntended && s.IntendedOK != nil && s.IntendedFailed != nil
 	}
-	throughput := "Throughput (by the second each send's outcome came: ACKed, or failed or unknown)"
+	throughput := "Throughput (by the second each send's outcome came: ACKed, or failed or unknown; each second drawn at its middle)"
 	if byIntended {
-		throughput = "Throughput (by the second each send was intended, as the offered rate counts: ACKed, or failed or unknown, whenever the answer came)"
+		throughput = "Throughput (by the second each send was intended, as the offered rate counts: ACKed, or failed or unknown, whenever the answer came; each second drawn at its middle)"
 	}
 	lastIntended := math.Inf(-1) // the last second any send was intended in
 	for _, s := range res.Sends {
@@ -181,21 +187,23 @@ func sendCharts(res *result.Result) ([]report.Chart, []string) {
 		// its zeros would draw the end of the load as a collapse (and make
 		// the legend's last value 0).
 		if !byIntended || s.T <= lastIntended {
-			ok.Points = append(ok.Points, report.Point{T: s.T, V: float64(okN)})
-			fail.Points = append(fail.Points, report.Point{T: s.T, V: float64(failN)})
+			ok.Points = append(ok.Points, report.Point{T: s.Mid(), V: float64(okN)})
+			fail.Points = append(fail.Points, report.Point{T: s.Mid(), V: float64(failN)})
 		}
 		if v50, v99, measured := s.AckMs(); measured {
-			p50.Points = append(p50.Points, report.Point{T: s.T, V: v50})
-			p99.Points = append(p99.Points, report.Point{T: s.T, V: v99})
+			few := s.OK < FewACKs
+			p50.Points = append(p50.Points, report.Point{T: s.Mid(), V: v50, Hollow: few})
+			p99.Points = append(p99.Points, report.Point{T: s.Mid(), V: v99, Hollow: few})
 		} else if s.T-res.LoadOffset <= sending {
 			// A second of the sending phase without an ACK has no ACK
 			// latency: a gap, not a line drawn through it.
-			p50.Gaps, p99.Gaps = append(p50.Gaps, s.T), append(p99.Gaps, s.T)
+			p50.Gaps, p99.Gaps = append(p50.Gaps, s.Mid()), append(p99.Gaps, s.Mid())
 		}
 	}
 	switch {
 	case len(res.Sends) > 0:
-		lat := report.Chart{Title: ackChartTitle(byIntended), Unit: "ms", Series: []report.Series{p50, p99}}
+		lat := report.Chart{Title: ackChartTitle(byIntended), Unit: "ms", Series: []report.Series{p50, p99},
+			Hollow: fmt.Sprintf("a second with fewer than %d ACKs: its percentiles rest on those few sends", FewACKs)}
 		if e := res.SpecOrEmpty().Expect.MaxAckP99; e != nil {
 			lat.Threshold, lat.ThresholdLabel = float64(e.D())/float64(time.Millisecond), "max ACK p99"
 		}

@@ -2,6 +2,7 @@ package runpage
 
 import (
 	"bytes"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -58,8 +59,8 @@ func TestHTMLReport(t *testing.T) {
 	down.Sends = append(down.Sends[:1], result.SendSecond{T: 2.1, Started: 100, Unknown: 100}, result.SendSecond{T: 3.1, Started: 100, OK: 100, AckP50: result.AckMs(100, 900), AckP99: result.AckMs(100, 1000)})
 	lat := HTMLReport(down).Charts[1]
 	for _, se := range lat.Series {
-		if len(se.Points) != 2 || len(se.Gaps) != 1 || se.Gaps[0] != 2.1 {
-			t.Fatalf("%s: points %v gaps %v, want t=2.1 as a gap", se.Name, se.Points, se.Gaps)
+		if len(se.Points) != 2 || len(se.Gaps) != 1 || math.Abs(se.Gaps[0]-1.6) > 1e-9 {
+			t.Fatalf("%s: points %v gaps %v, want the second ending at t=2.1 as a gap at its middle, 1.6", se.Name, se.Points, se.Gaps)
 		}
 	}
 	outbox := sampleResult()
@@ -278,5 +279,43 @@ func TestThroughputByIntendedSecond(t *testing.T) {
 	th = HTMLReport(res).Charts[0]
 	if !strings.Contains(th.Title, "by the second each send's outcome came") || th.Series[0].Points[1].V != 200 {
 		t.Fatalf("older result: title %q, second 2 %v", th.Title, th.Series[0].Points[1].V)
+	}
+}
+
+// TestSecondsAtTheirMiddle: each second of sends is drawn at the middle
+// of what it counts, so a fault injected inside a second is not drawn
+// against the second before it; a second cut short by a fault (13 fast
+// ACKs, the rest held up by the fault) is an open point, said under the
+// chart, never a plain dip in the latency line.
+func TestSecondsAtTheirMiddle(t *testing.T) {
+	res := sampleResult()
+	res.Events = []result.FaultEvent{{At: 2.09, Fault: "mysql_latency", Kind: "latency", Action: "inject"}, {At: 3.84, Fault: "mysql_latency", Kind: "latency", Action: "heal"}}
+	res.Sends = []result.SendSecond{
+		{T: 2.0, Started: 150, OK: 150, AckP50: result.AckMs(150, 4000), AckP99: result.AckMs(150, 6000)},
+		{T: 3.0, Started: 150, OK: 13, Unknown: 0, AckP50: result.AckMs(13, 4800), AckP99: result.AckMs(13, 6600)},
+		{T: 4.0, Started: 150, OK: 287, AckP50: result.AckMs(287, 900000), AckP99: result.AckMs(287, 1607000)},
+	}
+	charts, _ := sendCharts(res)
+	if len(charts) != 2 {
+		t.Fatalf("%d send charts", len(charts))
+	}
+	tput, lat := charts[0], charts[1]
+	if p := tput.Series[0].Points; len(p) != 3 || p[0].T != 1.5 || p[1].T != 2.5 || p[2].T != 3.5 {
+		t.Fatalf("throughput points %+v, want the seconds at 1.5, 2.5, 3.5", p)
+	}
+	p99 := lat.Series[1].Points
+	if len(p99) != 3 || p99[1].T != 2.5 || !p99[1].Hollow || p99[0].Hollow || p99[2].Hollow {
+		t.Fatalf("p99 points %+v, want the second of 13 ACKs open at 2.5 and the others filled", p99)
+	}
+	if !strings.Contains(lat.Hollow, "fewer than 20 ACKs") {
+		t.Fatalf("open point meaning %q", lat.Hollow)
+	}
+	var buf bytes.Buffer
+	if err := report.WriteHTML(&buf, HTMLReport(res)); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	if !strings.Contains(page, `class="point hollow"`) || !strings.Contains(page, "open point: a second with fewer than 20 ACKs") {
+		t.Error("the page draws no open point for the second of 13 ACKs, or does not say what it means")
 	}
 }

@@ -164,7 +164,7 @@ func reviewFindings(r *result.Result, label string) []report.Finding {
 		if f.NotMade != "" { // a count of 0 that says nothing
 			ex = append([]string{"NOT MADE: " + f.NotMade}, ex...)
 		}
-		out = append(out, report.Finding{Name: label + ": " + f.Name, Count: f.Count, Counted: f.CountText(), Examples: ex, MsgIDs: f.MsgIDs, NotMade: f.NotMade != ""})
+		out = append(out, report.Finding{Name: label + ": " + f.Name, Count: f.Count, Counted: f.CountText(), Examples: ex, MsgIDs: f.MsgIDs, Messages: f.Messages, NotMade: f.NotMade != ""})
 	}
 	return out
 }
@@ -399,9 +399,10 @@ func reviewBurst(runs []*result.Result, labels []string) report.Table {
 func reviewCharts(runs []*result.Result, labels []string) []report.Chart {
 	lag := report.Chart{Title: "Consumer lag age (max over groups and partitions)", Unit: "s"}
 	behind := report.Chart{Title: "Records behind (sum over groups)", Unit: "records"}
-	tput := report.Chart{Title: "Throughput (sends ACKed per second)", Unit: "msg/s"}
+	tput := report.Chart{Title: "Throughput (sends ACKed per second, each second drawn at its middle)", Unit: "msg/s"}
 	failed := report.Chart{Title: "Sends failed or of unknown outcome per second (by the second the outcome came)", Unit: "msg/s"}
-	ack := report.Chart{Title: "ACK latency p99 (by the second each ACK came, from the intended send time; a second without an ACK is a gap)", Unit: "ms"}
+	ack := report.Chart{Title: "ACK latency p99 (by the second each ACK came, from the intended send time; a second without an ACK is a gap)", Unit: "ms",
+		Hollow: fmt.Sprintf("a second with fewer than %d ACKs: its p99 rests on those few sends", FewACKs)}
 	lagged := false
 	for i, r := range runs {
 		at, _ := alignAt(r)
@@ -425,12 +426,12 @@ func reviewCharts(runs []*result.Result, labels []string) []report.Chart {
 		ts, fs, ps := report.Series{Name: labels[i]}, report.Series{Name: labels[i]}, report.Series{Name: labels[i]}
 		sending := result.SendingSeconds(r)
 		for _, s := range r.Sends {
-			ts.Points = append(ts.Points, report.Point{T: s.T - at, V: float64(s.OK)})
-			fs.Points = append(fs.Points, report.Point{T: s.T - at, V: float64(s.Fail + s.Unknown)})
+			ts.Points = append(ts.Points, report.Point{T: s.Mid() - at, V: float64(s.OK)})
+			fs.Points = append(fs.Points, report.Point{T: s.Mid() - at, V: float64(s.Fail + s.Unknown)})
 			if s.OK > 0 && s.AckP99 != nil {
-				ps.Points = append(ps.Points, report.Point{T: s.T - at, V: *s.AckP99})
+				ps.Points = append(ps.Points, report.Point{T: s.Mid() - at, V: *s.AckP99, Hollow: s.OK < FewACKs})
 			} else if s.T-r.LoadOffset <= sending {
-				ps.Gaps = append(ps.Gaps, s.T-at)
+				ps.Gaps = append(ps.Gaps, s.Mid()-at)
 			}
 		}
 		lag.Series, behind.Series = append(lag.Series, ls), append(behind.Series, bs)

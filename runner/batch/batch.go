@@ -18,6 +18,7 @@ import (
 	"text/tabwriter"
 
 	"imlab/expect"
+	"imlab/loadgen/summary"
 	"imlab/result"
 	"imlab/runner"
 	"imlab/runner/proc"
@@ -220,22 +221,47 @@ func newVerdictRow(f *scenario.File, res *result.Result, err error, dir string) 
 		r.result = "FAILED"
 	}
 	r.load = loadCell(f, res)
+	if c := res.Capacity; c != nil {
+		r.verdict, r.load, r.lost = capacityCells(c)
+	} else if res.Verdict == nil {
+		r.verdict, r.lost = "not checked", "not checked"
+	}
 	if p := filepath.Join(dir, result.ReportFile); fileExists(p) {
 		r.report = p
 	}
 	return r
 }
 
+// capacityCells are a capacity search's verdict, load and lost cells: its
+// steps' verdicts counted, its answer's rate, and where each step's lost
+// count is (a search has no whole-run verdict or load of its own).
+func capacityCells(c *result.CapacitySummary) (verdict, load, lost string) {
+	switch {
+	case c.Checked == 0:
+		verdict = fmt.Sprintf("no step checked (of %d)", c.Steps)
+	case c.Invalid == 0:
+		verdict = fmt.Sprintf("VALID in %d of %d steps", c.Checked, c.Steps)
+	default:
+		verdict = fmt.Sprintf("INVALID in %d of %d checked steps", c.Invalid, c.Checked)
+	}
+	load = "capacity search: no sustainable rate (its answer says why)"
+	if c.Sustainable != nil {
+		load = fmt.Sprintf("capacity search: %g/s held the SLO", *c.Sustainable)
+	}
+	return verdict, load, "per step, in its report"
+}
+
 // loadCell is the verdict table's load column: "within load", or
 // OVERLOADED with the limits the run went above in short ("unknown 59%",
 // "late 68%", "retried 98%"), and, when the scenario passed all the same,
-// that its file allowed it: a PASSED beside it does not say the server kept
-// up. "-" when the result has no load.
+// what its file allowed of it and what no expectation limits: a PASSED
+// beside it does not say the server kept up. "no sends recorded" when the
+// result has no load.
 func loadCell(f *scenario.File, res *result.Result) string {
 	o, _, ok := res.LoadOutcome()
 	switch {
 	case !ok:
-		return "-"
+		return "no sends recorded"
 	case !o.Overloaded:
 		return "within load"
 	}
@@ -259,13 +285,35 @@ func loadCell(f *scenario.File, res *result.Result) string {
 		cell += " (" + strings.TrimPrefix(label, "OVERLOADED ") + ")"
 	}
 	if res.Passed && res.Skipped == "" && !res.Incomplete {
-		allowed := "the file's expect allowed it"
-		if m := f.Expect.MaxSendFailRatio; m != nil && o.FailFrac+o.UnknownFrac > o.Limit {
-			allowed += fmt.Sprintf(": max_send_fail_ratio %g", *m)
-		}
-		cell += "; " + allowed
+		cell += "; " + passedAnyway(f, o)
 	}
 	return cell
+}
+
+// passedAnyway says, for a run that PASSED though OVERLOADED, which of
+// its overload the file's expect allowed and which no expectation limits:
+// a max_send_fail_ratio bounds failed and unknown sends, nothing bounds
+// late or retried ones.
+func passedAnyway(f *scenario.File, o summary.Outcome) string {
+	var said []string
+	if o.FailFrac+o.UnknownFrac > o.Limit {
+		if m := f.Expect.MaxSendFailRatio; m != nil {
+			said = append(said, fmt.Sprintf("the file's max_send_fail_ratio %g allowed the failed and unknown", *m))
+		} else {
+			said = append(said, "no expectation of the file limits failed or unknown sends")
+		}
+	}
+	var free []string
+	if o.LateOver() {
+		free = append(free, "late")
+	}
+	if o.RetriedFrac > o.Limit {
+		free = append(free, "retried")
+	}
+	if len(free) > 0 {
+		said = append(said, "no expectation limits "+strings.Join(free, " or ")+" sends")
+	}
+	return "passed on its checks: " + strings.Join(said, "; ")
 }
 
 // printVerdictTable prints one line per scenario: what the checker found

@@ -41,9 +41,28 @@ func TestVerdictTableSaysOverloaded(t *testing.T) {
 	var b bytes.Buffer
 	printVerdictTable(&b, []verdictRow{newVerdictRow(f, over, nil, t.TempDir()), newVerdictRow(&scenario.File{Name: "calm"}, within, nil, t.TempDir())})
 	out := b.String()
-	for _, want := range []string{"load", "OVERLOADED: unknown 59%; the file's expect allowed it: max_send_fail_ratio 0.6", "within load"} {
+	for _, want := range []string{"load", "OVERLOADED: unknown 59%; passed on its checks: the file's max_send_fail_ratio 0.6 allowed the failed and unknown", "within load"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the verdict table does not say %q:\n%s", want, out)
 		}
+	}
+	// Retried sends are limited by no expectation: the line says so, and
+	// does not credit the file with allowing them.
+	many := uint64(39)
+	retry := &result.Result{Scenario: "strict-mysql", Passed: true, Verdict: &checker.Verdict{Valid: true}, RetriedSends: &many,
+		Sends: []result.SendSecond{{T: 0, Started: 100, OK: 72, Unknown: 28}}}
+	if cell := newVerdictRow(f, retry, nil, t.TempDir()).load; cell != "OVERLOADED: unknown 28%, retried 39%; passed on its checks: the file's max_send_fail_ratio 0.6 allowed the failed and unknown; no expectation limits retried sends" {
+		t.Errorf("retried load cell %q", cell)
+	}
+	// A capacity search: its steps' verdicts and its answer, not dashes.
+	held := 160.0
+	capRow := newVerdictRow(&scenario.File{Name: "capacity-smoke"}, &result.Result{Scenario: "capacity-smoke", Passed: true,
+		Capacity: &result.CapacitySummary{Steps: 5, Checked: 5, Sustainable: &held}}, nil, t.TempDir())
+	if capRow.verdict != "VALID in 5 of 5 steps" || capRow.load != "capacity search: 160/s held the SLO" || capRow.lost != "per step, in its report" {
+		t.Errorf("capacity row %+v", capRow)
+	}
+	// No verdict: said, not a dash.
+	if r := newVerdictRow(&scenario.File{Name: "calm"}, &result.Result{Scenario: "calm", Passed: true}, nil, t.TempDir()); r.verdict != "not checked" || r.lost != "not checked" {
+		t.Errorf("unchecked row %+v", r)
 	}
 }
