@@ -150,10 +150,12 @@ func handlerReads(ctx context.Context, t *testing.T, db *sql.DB) (conn, reads in
 }
 
 // TestPassReadsOnlyOldRows (real MariaDB): a pass over 5,000 young rows and
-// 3 expired ones, on one connection whose Handler_read_* counters are read
-// before and after, reads the expired rows and none of the young ones (a
-// walk of the table by its primary key reads all 5,003). Its cut-offs and
-// the trims' carry sub-millisecond digits, as the clock's do.
+// 3 expired ones, and as many young and old tombstones, on one connection
+// whose Handler_read_* counters are read before and after, reads the old
+// rows and tombstones and none of the young ones (a walk of the table by
+// its primary key reads all 5,003 rows; a bound with more fractional
+// digits than created_at's reads the whole index or table). Its cut-offs
+// and the trims' carry sub-millisecond digits, as the clock's do.
 func TestPassReadsOnlyOldRows(t *testing.T) {
 	m := testenv.NewMySQL(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -170,6 +172,27 @@ func TestPassReadsOnlyOldRows(t *testing.T) {
 		}
 		return now.Add(-time.Duration(i) * time.Millisecond)
 	})
+	// As many young tombstones and 3 past TombstoneAge: the trim reads a
+	// range of idx_created, the 3.
+	for start := 0; start < young+3; start += 1000 {
+		var sb strings.Builder
+		sb.WriteString("INSERT INTO offline_tombstone (uid, msg_id, seq, created_at, deleted_at) VALUES ")
+		var args []any
+		for i := start; i < min(start+1000, young+3); i++ {
+			if i > start {
+				sb.WriteByte(',')
+			}
+			at := now.Add(-time.Duration(i) * time.Millisecond)
+			if i >= young {
+				at = now.Add(-DefaultTombstoneAge - time.Hour)
+			}
+			sb.WriteString("(?,?,?,?,?)")
+			args = append(args, 1, i+1, i+1, at, now)
+		}
+		if _, err := m.DB.ExecContext(ctx, sb.String(), args...); err != nil {
+			t.Fatal(err)
+		}
+	}
 	db, err := sql.Open("mysql", m.DSN)
 	if err != nil {
 		t.Fatal(err)
@@ -193,10 +216,10 @@ func TestPassReadsOnlyOldRows(t *testing.T) {
 		t.Fatalf("connection %d, then %d: the counters are not one connection's", conn, conn2)
 	}
 	t.Logf("report %+v, Handler_read_* %d", rep, after-before)
-	if rep.Scanned != 3 || rep.DeletedAged != 3 {
-		t.Fatalf("report %+v, want 3 rows read and deleted", rep)
+	if rep.Scanned != 3 || rep.DeletedAged != 3 || rep.TombstonesTrimmed != 3 {
+		t.Fatalf("report %+v, want 3 rows read and deleted, 3 tombstones trimmed", rep)
 	}
 	if got := after - before; got > 100 {
-		t.Fatalf("a pass read %d rows or index entries over %d young rows and 3 old ones, want under 100", got, young)
+		t.Fatalf("a pass read %d rows or index entries over %d young rows and tombstones and 3 old ones of each, want under 100", got, young)
 	}
 }
