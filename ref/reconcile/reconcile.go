@@ -51,6 +51,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"imlab/ref/dbtime"
 	"imlab/ref/fanout"
 	"imlab/ref/inbox"
 	"imlab/ref/model"
@@ -312,10 +313,10 @@ func (r *Reconciler) Forward(ctx context.Context, since, until time.Time) (Forwa
 			since, rep.Horizon = h, &h
 		}
 	}
-	lastAt, lastID := onGrid(since), uint64(0)
+	lastAt, lastID := dbtime.Ceil(since), uint64(0)
 	first := true
 	for {
-		ms, err := r.page(ctx, lastAt, lastID, first, onGrid(until))
+		ms, err := r.page(ctx, lastAt, lastID, first, dbtime.Ceil(until))
 		if err != nil {
 			return rep, err
 		}

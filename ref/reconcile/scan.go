@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"time"
+
+	"imlab/ref/dbtime"
 )
 
 // inboxRef is one offline_msg row as the reverse and push passes read it.
@@ -40,7 +42,7 @@ const (
 // scan costs the rows of its range, not the table: before the index it
 // walked every row by the primary key to keep those of its range.
 func (r *Reconciler) scanInbox(ctx context.Context, since, until time.Time, withBody bool, fn func([]inboxRef) error) (int64, error) {
-	since, until = onGrid(since), onGrid(until)
+	since, until = dbtime.Ceil(since), dbtime.Ceil(until)
 	from := scanNoBody
 	if withBody {
 		from = scanWithBody
@@ -92,19 +94,4 @@ func scanRows(rows *sql.Rows) ([]inboxRef, error) {
 		return nil, fmt.Errorf("reconcile: offline_msg rows: %w", err)
 	}
 	return page, nil
-}
-
-// onGrid rounds t up to created_at's millisecond (DATETIME(3)): a stored
-// value is in [since, until) exactly when it is in [onGrid(since),
-// onGrid(until)). The bounds go into the statement's text (the pools
-// interpolate parameters, a time.Time with its nanoseconds), and MariaDB
-// reads a comparison with a literal of more fractional digits than the
-// column's along the whole index instead of a range of it: every pass
-// then read its whole table, whatever its range.
-func onGrid(t time.Time) time.Time {
-	t = t.UTC().Round(0)
-	if f := t.Truncate(time.Millisecond); !f.Equal(t) {
-		return f.Add(time.Millisecond)
-	}
-	return t
 }

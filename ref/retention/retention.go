@@ -25,6 +25,18 @@
 // again in the deleting transaction, on the rows it locks, so a device that
 // appears or falls behind between the two holds its rows back.
 //
+// # What a pass reads
+//
+// Both kinds of rows that may go are older than the later of the two
+// cut-offs (now less PulledMinAge, since PulledMinAge is at most MaxAge):
+// a pass reads only those, along idx_created_msg (created_at, msg_id,
+// conv_id; migration 008) from its start, a page at a time after the last
+// entry read, index only. A pass over a table of young rows reads none of
+// them, instead of walking every row by the primary key. The bounds are
+// rounded to created_at's millisecond (ref/dbtime), so MariaDB reads a
+// range of the index, not the whole of it; the tombstone trim reads a
+// range of offline_tombstone's idx_created likewise.
+//
 // # What was deleted
 //
 // Every deleted row is handed to the Sinks given to New (uid, seq, msg_id,
@@ -57,6 +69,7 @@ import (
 	"strings"
 	"time"
 
+	"imlab/ref/dbtime"
 	"imlab/ref/defect"
 	"imlab/ref/model"
 )
@@ -163,7 +176,7 @@ func (c Config) Validate() error {
 
 // Report is one run.
 type Report struct {
-	Scanned           int64 `json:"scanned"`
+	Scanned           int64 `json:"scanned"`        // inbox rows read: those created before the later cut-off
 	DeletedAged       int64 `json:"deleted_aged"`   // past MaxAge
 	DeletedPulled     int64 `json:"deleted_pulled"` // every device pulled past
 	Tombstones        int64 `json:"tombstones"`     // tombstones written (rows deleted younger than TombstoneAge)
@@ -263,37 +276,52 @@ func (r *Retention) floorAgg() string {
 	return "MIN(COALESCE(c.pull_seq, 0))"
 }
 
-// cutoffs are the two age limits of a pass at now: rows created before
-// expired go whatever the cursors say; rows created at or before pulled may
-// go early.
-func (r *Retention) cutoffs(now time.Time) (expired, pulled time.Time) {
+// bounds are the two age limits of a pass, both exclusive and on
+// created_at's grid (dbtime.Ceil: a stored value compares with them as
+// with the exact limits): rows created before expired (now less MaxAge) go
+// whatever the cursors say; rows created before pulled (at or before now
+// less PulledMinAge) may go early.
+type bounds struct{ expired, pulled time.Time }
+
+// until is the end of a pass's scan: every row that may go was created
+// before it.
+func (b bounds) until() time.Time {
+	if b.expired.After(b.pulled) {
+		return b.expired
+	}
+	return b.pulled
+}
+
+// cutoffs are the bounds of a pass at now.
+func (r *Retention) cutoffs(now time.Time) bounds {
 	expiry := r.cfg.MaxAge
 	if r.cfg.Defects.Has(defect.RetentionExpiryFromPulledAge) {
 		expiry = r.cfg.PulledMinAge // the defect: the early grace taken for the window
 	}
-	return now.Add(-expiry).UTC(), now.Add(-r.cfg.PulledMinAge).UTC()
+	return bounds{expired: dbtime.Ceil(now.Add(-expiry)), pulled: dbtime.Ceil(now.Add(-r.cfg.PulledMinAge).Add(time.Nanosecond))}
 }
 
-// Run walks offline_msg in (uid, seq) order and deletes what may go as of now.
+// Run reads the rows of offline_msg old enough to go (see "What a pass
+// reads") and deletes what may go as of now.
 func (r *Retention) Run(ctx context.Context, now time.Time) (rep Report, err error) {
 	defer func() {
 		for _, s := range r.sinks {
 			s.Passed(rep, err)
 		}
 	}()
-	expired, pulled := r.cutoffs(now)
-	var lastUID, lastSeq uint64
+	b := r.cutoffs(now)
+	var after *entry
 	for {
-		page, err := r.scan(ctx, lastUID, lastSeq, expired, pulled)
+		page, err := r.scan(ctx, after, b)
 		if err != nil {
 			return rep, err
 		}
 		if page.n == 0 {
 			break
 		}
-		lastUID, lastSeq = page.last.uid, page.last.seq
+		after = &page.last
 		rep.Scanned += int64(page.n)
-		if err := r.delete(ctx, page.candidates, expired, pulled, now.UTC(), &rep); err != nil {
+		if err := r.delete(ctx, page.candidates, b, now.UTC(), &rep); err != nil {
 			return rep, err
 		}
 		if page.n < r.cfg.ScanPage {
@@ -308,61 +336,6 @@ func (r *Retention) Run(ctx context.Context, now time.Time) (rep Report, err err
 	n, err = r.trimBefore(ctx, "mq_dedup", now.Add(-r.cfg.DedupMaxAge), &rep)
 	rep.DedupDeleted = n
 	return rep, err
-}
-
-type scanPage struct {
-	n          int
-	last       key
-	candidates []key
-}
-
-// scan reads one key-order page after (uid, seq) and picks the rows that
-// may go: expired, or old enough and at or below their uid's floor.
-func (r *Retention) scan(ctx context.Context, uid, seq uint64, expired, pulled time.Time) (scanPage, error) {
-	var p scanPage
-	rows, err := r.db.QueryContext(ctx, `SELECT uid, seq, created_at FROM offline_msg
-		WHERE uid > ? OR (uid = ? AND seq > ?) ORDER BY uid, seq LIMIT ?`, uid, uid, seq, r.cfg.ScanPage)
-	if err != nil {
-		return p, fmt.Errorf("retention: scan: %w", err)
-	}
-	type row struct {
-		key
-		at time.Time
-	}
-	var page []row
-	for rows.Next() {
-		var x row
-		if err := rows.Scan(&x.uid, &x.seq, &x.at); err != nil {
-			rows.Close()
-			return p, fmt.Errorf("retention: scan row: %w", err)
-		}
-		page = append(page, x)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return p, fmt.Errorf("retention: rows: %w", err)
-	}
-	if p.n = len(page); p.n == 0 {
-		return p, nil
-	}
-	p.last = page[len(page)-1].key
-	var early []uint64 // uids with a row old enough to go early
-	for _, x := range page {
-		if !x.at.Before(expired) && !x.at.After(pulled) && (len(early) == 0 || early[len(early)-1] != x.uid) {
-			early = append(early, x.uid)
-		}
-	}
-	floor, err := r.floors(ctx, early)
-	if err != nil {
-		return p, err
-	}
-	for _, x := range page {
-		f, ok := floor[x.uid]
-		if x.at.Before(expired) || (!x.at.After(pulled) && ok && x.seq <= f) {
-			p.candidates = append(p.candidates, x.key)
-		}
-	}
-	return p, nil
 }
 
 // floors reads the floor of each uid that has a device.
@@ -395,10 +368,10 @@ func (r *Retention) floors(ctx context.Context, uids []uint64) (map[uint64]uint6
 // transaction that locks the rows still meeting the rule (checked again:
 // a device may have appeared or fallen behind since the scan), deletes
 // exactly those and tells the sinks.
-func (r *Retention) delete(ctx context.Context, keys []key, expired, pulled, now time.Time, rep *Report) error {
+func (r *Retention) delete(ctx context.Context, keys []key, b bounds, now time.Time, rep *Report) error {
 	for start := 0; start < len(keys); start += r.cfg.DeleteBatch {
 		end := min(start+r.cfg.DeleteBatch, len(keys))
-		gone, tombs, err := r.deleteBatch(ctx, keys[start:end], expired, pulled, now)
+		gone, tombs, err := r.deleteBatch(ctx, keys[start:end], b, now)
 		if err != nil {
 			return err
 		}
@@ -435,7 +408,7 @@ func (r *Retention) delete(ctx context.Context, keys []key, expired, pulled, now
 // deleteBatch deletes the rows of keys that still meet the rule, leaves
 // the tombstones of those younger than TombstoneAge in the same
 // transaction, and returns the rows deleted and the tombstones written.
-func (r *Retention) deleteBatch(ctx context.Context, keys []key, expired, pulled, now time.Time) (gone []Deletion, tombs int64, err error) {
+func (r *Retention) deleteBatch(ctx context.Context, keys []key, b bounds, now time.Time) (gone []Deletion, tombs int64, err error) {
 	tx, err := r.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
 		return nil, 0, fmt.Errorf("retention: begin: %w", err)
@@ -446,15 +419,15 @@ func (r *Retention) deleteBatch(ctx context.Context, keys []key, expired, pulled
 		}
 	}()
 	args := make([]any, 0, 3+2*len(keys))
-	args = append(args, expired)
+	args = append(args, b.expired)
 	args = appendKeys(args, keys)
-	args = append(args, expired, pulled)
+	args = append(args, b.expired, b.pulled)
 	// The floor's subquery is a plain read (a locking clause does not
 	// reach into subqueries): under READ COMMITTED it sees every device
 	// committed before this statement, and takes no lock on the cursors.
 	rows, err := tx.QueryContext(ctx, `SELECT o.uid, o.seq, o.msg_id, o.conv_id, o.created_at, o.created_at < ?
 		FROM offline_msg o WHERE (o.uid, o.seq) IN (`+pairs(len(keys))+`)
-		AND (o.created_at < ? OR (o.created_at <= ? AND o.seq <= (SELECT `+r.floorAgg()+` `+devicesOf+` WHERE d.uid = o.uid))) FOR UPDATE`, args...)
+		AND (o.created_at < ? OR (o.created_at < ? AND o.seq <= (SELECT `+r.floorAgg()+` `+devicesOf+` WHERE d.uid = o.uid))) FOR UPDATE`, args...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("retention: lock rows: %w", err)
 	}
@@ -533,9 +506,12 @@ func appendKeys(args []any, keys []key) []any {
 }
 
 // trimBefore deletes the rows of table (mq_dedup, offline_tombstone)
-// created before cutoff, DeleteBatch at a time.
+// created before cutoff, DeleteBatch at a time. The cutoff is rounded to
+// created_at's grid (ref/dbtime): offline_tombstone's trim reads a range
+// of idx_created, not the whole table (mq_dedup has no index on
+// created_at: its trim walks the table whatever the bound).
 func (r *Retention) trimBefore(ctx context.Context, table string, cutoff time.Time, rep *Report) (int64, error) {
-	cutoff = cutoff.UTC()
+	cutoff = dbtime.Ceil(cutoff)
 	var total int64
 	for i := 0; i < 10_000; i++ {
 		res, err := r.db.ExecContext(ctx, "DELETE FROM "+table+" WHERE created_at < ? LIMIT ?", cutoff, r.cfg.DeleteBatch)
