@@ -209,6 +209,10 @@ type Report struct {
 	Findings []Finding
 	Checks   []Check
 	Charts   []Chart
+	// NoCharts is what the Charts section says when there is no chart:
+	// what the run measured instead and where it is drawn ("": "no
+	// charts").
+	NoCharts string
 	Markers  []Marker
 	Notes    []string // free text lines (warnings, e.g. "embedded MySQL: figures are not capacity figures")
 	// Tables are extra tables shown after the fault schedule (e.g. the

@@ -19,7 +19,7 @@ const pageTemplate = `<!DOCTYPE html>
 <section id="charts">
 <h2>Charts</h2>
 {{if .MarkerNotes}}<ul class="marker-notes"><li class="lead">Markers on every chart with no room for a label, by tag:</li>{{range .MarkerNotes}}<li><b class="tag mk-{{.Kind}}">{{.Tag}}</b> {{range $i, $e := .Items}}{{if $i}}; {{end}}<span class="mk-{{.Kind}}">{{.Text}}</span>{{end}}</li>{{end}}</ul>
-{{end}}{{range .Charts}}{{template "chart" .}}{{else}}<p class="empty">no charts</p>{{end}}
+{{end}}{{range .Charts}}{{template "chart" .}}{{else}}<p class="empty">{{.NoCharts}}</p>{{end}}
 </section>
 
 <section id="checks">
