@@ -52,7 +52,7 @@ func errorsCell(st *Step) string {
 }
 
 func stepLine(st *Step) string {
-	errs := fv(pct(st.ErrorRate), "%.3f") + "%"
+	errs := known(pct(st.ErrorRate), "%.3f%%")
 	if n := st.Missed + st.NotStarted; n > 0 && st.ErrorRate != nil {
 		errs += fmt.Sprintf(" of the %d sends started in the window (%d of the step never started", st.Attempts, n)
 		if st.NotStarted > 0 {
@@ -64,9 +64,22 @@ func stepLine(st *Step) string {
 	if st.BacklogAtStartS != nil {
 		started = fmt.Sprintf(" (started behind a backlog: group %s %.1fs)", st.BacklogGroup, *st.BacklogAtStartS)
 	}
-	return fmt.Sprintf("step %d %-6s offered %.0f/s%s: acked %s/s, ack p50 %s ms p99 %s ms, errors %s, lag %s s: %s",
-		st.Index, st.Phase, st.OfferedPerSec, started, fv(st.AckedPerSec, "%.0f"), fv(st.AckP50Ms, "%.1f"), fv(st.AckP99Ms, "%.1f"),
-		errs, fv(st.LagS, "%.2f"), verdict(st, true))
+	lag := "unknown (no complete lag poll: no queue to poll, or every poll failed)"
+	if st.LagS != nil {
+		lag = fmt.Sprintf("%.2f s", *st.LagS)
+	}
+	return fmt.Sprintf("step %d %-6s offered %.0f/s%s: acked %s, ack p50 %s p99 %s, errors %s, lag %s: %s",
+		st.Index, st.Phase, st.OfferedPerSec, started, known(st.AckedPerSec, "%.0f/s"), known(st.AckP50Ms, "%.1f ms"), known(st.AckP99Ms, "%.1f ms"),
+		errs, lag, verdict(st, true))
+}
+
+// known is a step line's figure, or "unknown" when it was not measured
+// (never a bare "-" or 0).
+func known(p *float64, format string) string {
+	if p == nil {
+		return "unknown"
+	}
+	return fmt.Sprintf(format, *p)
 }
 
 func pct(p *float64) *float64 {

@@ -107,3 +107,19 @@ func TestStepsTableFitsThePage(t *testing.T) {
 	}
 	t.Error("no verdict cell gives the broken step's reasons")
 }
+
+// A step's live line says a figure it did not measure is unknown (the
+// lag of a set-up without a queue, the latency of a step without an
+// ACK), never a bare "-".
+func TestStepLineSaysUnknown(t *testing.T) {
+	st := &Step{Index: 3, Phase: "ramp", OfferedPerSec: 160, AckedPerSec: ptr(160.0), AckP50Ms: ptr(5.4), AckP99Ms: ptr(56.0), ErrorRate: ptr(0.0), Held: true}
+	l := stepLine(st)
+	if strings.Contains(l, " - ") || !strings.Contains(l, "lag unknown (no complete lag poll") || !strings.Contains(l, "ack p50 5.4 ms p99 56.0 ms") {
+		t.Errorf("step line %q", l)
+	}
+	st = &Step{Index: 4, Phase: "bisect", OfferedPerSec: 300, LagS: ptr(0.25), StoppedEarly: "stalled", Limit: "server", Broken: []string{"stopped early"}}
+	l = stepLine(st)
+	if strings.Contains(l, " - ") || !strings.Contains(l, "acked unknown, ack p50 unknown p99 unknown, errors unknown") || !strings.Contains(l, "lag 0.25 s") {
+		t.Errorf("step line %q", l)
+	}
+}
