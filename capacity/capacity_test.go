@@ -194,13 +194,13 @@ func TestSearchFindsAKnownCapacity(t *testing.T) {
 		t.Fatalf("the table lacks the generator's share or its pacing: %v\n%s", err, tb.String())
 	}
 	text := html.UnescapeString(string(page))
-	for _, want := range []string{"rate vs ACK latency", "rate vs CPU", "sustainable", "generator (cores)", "shares this machine", "generator % of the machine's CPU", "late: started more than 2 ms"} {
+	for _, want := range []string{"rate vs ACK latency", "rate vs CPU", "sustainable", "generator (cores)", "shares this machine", "gen CPU = the generator's share of the machine's CPU", "late: started more than 2 ms"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("report.html lacks %q", want)
 		}
 	}
 	// The header and tables are report's own, as on every page of the lab.
-	for _, want := range []string{`<table class="meta">`, "<th>Answer</th>", `<section class="extra">`, "<h2>Steps</h2>", `<thead><tr><th>#</th><th>phase</th>`} {
+	for _, want := range []string{`<table class="meta">`, "<th>Answer</th>", `<section class="extra">`, "<h2>Steps</h2>", `<thead><tr><th>step</th><th>offered · acked /s</th>`} {
 		if !bytes.Contains(page, []byte(want)) {
 			t.Errorf("report.html lacks report's %q", want)
 		}

@@ -52,7 +52,7 @@ func errorsCell(st *Step) string {
 }
 
 func stepLine(st *Step) string {
-	errs := fv(pct(st.ErrorRate), "%.3f") + "%"
+	errs := known(pct(st.ErrorRate), "%.3f%%")
 	if n := st.Missed + st.NotStarted; n > 0 && st.ErrorRate != nil {
 		errs += fmt.Sprintf(" of the %d sends started in the window (%d of the step never started", st.Attempts, n)
 		if st.NotStarted > 0 {
@@ -64,9 +64,22 @@ func stepLine(st *Step) string {
 	if st.BacklogAtStartS != nil {
 		started = fmt.Sprintf(" (started behind a backlog: group %s %.1fs)", st.BacklogGroup, *st.BacklogAtStartS)
 	}
-	return fmt.Sprintf("step %d %-6s offered %.0f/s%s: acked %s/s, ack p50 %s ms p99 %s ms, errors %s, lag %s s: %s",
-		st.Index, st.Phase, st.OfferedPerSec, started, fv(st.AckedPerSec, "%.0f"), fv(st.AckP50Ms, "%.1f"), fv(st.AckP99Ms, "%.1f"),
-		errs, fv(st.LagS, "%.2f"), verdict(st, true))
+	lag := "unknown (no complete lag poll: no queue to poll, or every poll failed)"
+	if st.LagS != nil {
+		lag = fmt.Sprintf("%.2f s", *st.LagS)
+	}
+	return fmt.Sprintf("step %d %-6s offered %.0f/s%s: acked %s, ack p50 %s p99 %s, errors %s, lag %s: %s",
+		st.Index, st.Phase, st.OfferedPerSec, started, known(st.AckedPerSec, "%.0f/s"), known(st.AckP50Ms, "%.1f ms"), known(st.AckP99Ms, "%.1f ms"),
+		errs, lag, verdict(st, true))
+}
+
+// known is a step line's figure, or "unknown" when it was not measured
+// (never a bare "-" or 0).
+func known(p *float64, format string) string {
+	if p == nil {
+		return "unknown"
+	}
+	return fmt.Sprintf(format, *p)
 }
 
 func pct(p *float64) *float64 {
@@ -256,7 +269,7 @@ var page = template.Must(template.New("capacity").Parse(`<!DOCTYPE html>
 {{range .ChartNotes}}<p class="empty">{{.}}</p>{{end}}
 </section>
 <p class="description">Marginal cost: least squares of each process's cores against ACKed/s over every step that ran its whole window: the slope is CPU-µs per additional message, the intercept the cores it uses with no load. Cost per message: CPU-µs per ACKed send and per inbox row, from /proc/PID/stat over each step's measured window.{{with .NoteAlone}} {{.}}.{{end}}</p>
-{{range .Pieces.Tables}}{{.}}{{end}}
+{{range $i, $t := .Pieces.Tables}}{{$t}}{{if eq $i 0}}<p class="description steps-legend">{{$.StepsLegend}}</p>{{end}}{{end}}
 {{if or .R.Notes .R.Errors}}<section id="notes">
 <h2>Notes</h2>
 <ul class="notes">{{range .R.Notes}}<li>note: {{.}}</li>{{end}}{{range .R.Errors}}<li class="bad">error: {{.}}</li>{{end}}</ul>
@@ -296,25 +309,47 @@ func (r *Result) backendsLine() string {
 	return strings.Join(parts, "; ")
 }
 
+// stepsHeader is the page's steps table header: short, so that the table
+// fits the page with its verdict in sight (its columns were wider than
+// the page, the verdict behind a scrollbar); stepsLegend spells it out.
+var stepsHeader = []string{"step", "offered · acked /s", "ACK p50 · p99 ms", "svc p99 ms", "late %", "delay p99 ms", "err · unk %", "lag s", "valid", "gen CPU %", "verdict"}
+
+// stepsLegend explains the steps table's short headers, under it.
+const stepsLegend = "Steps table: step = its index and phase; offered · acked /s = the rate offered and the ACKed sends per second of the measured window; " +
+	"ACK p50 · p99 = ACK latency from the intended send time; svc p99 = service time, from the actual send to its ACK; " +
+	"late = sends of the step started late or never; delay p99 = intended to actual send (the generator's own lateness); " +
+	"err · unk = failed and unknown outcomes, of the sends started when some never started; lag = largest consumer lag age over the window's polls; " +
+	"valid = the checker's verdict on the step's ledger; gen CPU = the generator's share of the machine's CPU (over half: the target had less than half of the machine). " +
+	"A \"-\" is a figure not measured (unknown, never 0): a lag where no lag poll answered (a set-up without a queue has no lag to poll), a verdict where the step's ledger was not checked."
+
+// stepRow is one step's row of the page's steps table (stepsHeader).
+func stepRow(st *Step) []string {
+	valid := "-"
+	if st.Valid != nil {
+		valid = fmt.Sprint(*st.Valid)
+	}
+	gen := fv(pct(st.GeneratorCPUShare), "%.0f")
+	if st.GeneratorOverHalf {
+		gen += " (over half)"
+	}
+	unk := fv(pct(st.UnknownRate), "%.3f")
+	errs := fv(pct(st.ErrorRate), "%.3f") + " · " + unk
+	if st.ErrorRate != nil && st.Missed+st.NotStarted > 0 {
+		errs += " of started"
+	}
+	return []string{fmt.Sprint(st.Index) + " " + st.Phase, fmt.Sprintf("%.0f", st.OfferedPerSec) + " · " + fv(st.AckedPerSec, "%.0f"),
+		fv(st.AckP50Ms, "%.1f") + " · " + fv(st.AckP99Ms, "%.1f"), fv(st.ServiceP99Ms, "%.1f"), fv(pct(st.LateFraction), "%.2f"),
+		fv(st.SendDelayP99Ms, "%.1f"), errs, fv(st.LagS, "%.2f"), valid, gen, verdict(st, true)}
+}
+
 // tables are the page's steps, marginal cost and cost per step, as
 // report tables.
 func (r *Result) tables() []report.Table {
-	steps := report.Table{Title: "Steps", Header: []string{"#", "phase", "offered/s", "acked/s", "ack p50 ms", "ack p99 ms", "service p99 ms", "late %", "send delay p99 ms", "errors %", "unknown %", "lag s", "valid", "generator % of the machine's CPU", "verdict"}}
+	steps := report.Table{Title: "Steps", Header: stepsHeader}
 	costs := report.Table{Title: "Cost per message at each step (CPU-µs per ACKed send and per inbox row)",
 		Header: []string{"#", "offered/s", "process", "pid", "cores", "µs/msg", "µs/row", "note"}}
 	for _, st := range r.Steps {
-		valid := "-"
-		if st.Valid != nil {
-			valid = fmt.Sprint(*st.Valid)
-		}
-		v := verdict(st, true)
-		gen := fv(pct(st.GeneratorCPUShare), "%.0f")
-		if st.GeneratorOverHalf {
-			gen += " (more than half: the target had less than half of the machine)"
-		}
-		steps.Rows = append(steps.Rows, []string{fmt.Sprint(st.Index), st.Phase, fmt.Sprintf("%.0f", st.OfferedPerSec), fv(st.AckedPerSec, "%.0f"),
-			fv(st.AckP50Ms, "%.1f"), fv(st.AckP99Ms, "%.1f"), fv(st.ServiceP99Ms, "%.1f"), fv(pct(st.LateFraction), "%.2f"), fv(st.SendDelayP99Ms, "%.1f"),
-			errorsCell(st), fv(pct(st.UnknownRate), "%.3f"), fv(st.LagS, "%.2f"), valid, gen, v})
+		steps.Rows = append(steps.Rows, stepRow(st))
 		for _, pc := range st.CPU {
 			costs.Rows = append(costs.Rows, []string{fmt.Sprint(st.Index), fmt.Sprintf("%.0f", st.OfferedPerSec), pc.Name, fmt.Sprint(pc.PID),
 				fv(pc.Cores, "%.2f"), fv(pc.USPerMsg, "%.0f"), fv(pc.USPerRow, "%.0f"), pc.Err})
@@ -343,16 +378,17 @@ func (r *Result) WriteHTML(w io.Writer) error {
 		return fmt.Errorf("capacity: report: %w", err)
 	}
 	d := struct {
-		R          *Result
-		Knee       string
-		KneeRule   string
-		Style      template.CSS
-		Pieces     *report.Pieces
-		Charts     []template.HTML
-		ChartNotes []string
-		Undrawn    string
-		NoteAlone  string
-	}{R: r, Knee: fv(r.Knee, "%.0f"), KneeRule: cmp.Or(r.KneeRule, kneeRule), Style: report.PageStyle(), Pieces: pieces, Charts: charts, ChartNotes: chartNotes, Undrawn: undrawn(r),
+		R           *Result
+		Knee        string
+		KneeRule    string
+		Style       template.CSS
+		Pieces      *report.Pieces
+		Charts      []template.HTML
+		ChartNotes  []string
+		Undrawn     string
+		NoteAlone   string
+		StepsLegend string
+	}{StepsLegend: stepsLegend, R: r, Knee: fv(r.Knee, "%.0f"), KneeRule: cmp.Or(r.KneeRule, kneeRule), Style: report.PageStyle(), Pieces: pieces, Charts: charts, ChartNotes: chartNotes, Undrawn: undrawn(r),
 		NoteAlone: sentence(r.Machine.Note)}
 	if r.Knee == nil {
 		d.Knee = ""

@@ -99,6 +99,10 @@ type thresholdView struct {
 	Label     string
 	Title     string
 	OffScale  bool
+	// Note says, under the plot, what an off-scale threshold's stub
+	// stands for: its label drawn inside the plot lay over the data's
+	// top points.
+	Note string
 }
 
 type markerLine struct {
@@ -438,40 +442,31 @@ func drawPoints(ax, ay axis, xn xNames, name, color string, s cleanSeries, c cle
 	return out
 }
 
-// offScaleLabelDrop is how far under the plot's top line the baseline of
-// an off-scale threshold's label lies: its 11-unit glyphs clear the line.
-const offScaleLabelDrop = 14
-
 // drawThreshold draws the chart's threshold line, or, when it lies far
-// above the data (offScale), a short stub at the top edge saying so.
+// above the data (offScale), a short stub at the top edge with no text:
+// its label and value go in a note under the plot (Note), since any
+// place inside the plot can hold the data's top points and the top
+// margin holds the marks' labels.
 func drawThreshold(ay axis, c cleanChart, offScale bool, vmax float64) *thresholdView {
 	label := c.thLabel
 	if strings.TrimSpace(label) == "" {
 		label = "threshold"
 	}
 	label += " (" + withUnit(c.threshold, c.unit) + ")"
-	title := label
 	y := yPos(ay, c.threshold)
-	if offScale {
-		// Above the axis: a marker at the top edge, not to scale.
-		y = plotTop
-		label = "↑ " + label + ", off scale"
-		title = label + ": the axis is scaled to the data, whose largest point is " + withUnit(vmax, c.unit)
-	}
 	tv := &thresholdView{
 		X1: coord(plotLeft), X2: coord(plotRight), Y: coord(y),
 		TextX: coord(plotRight - 4), TextY: coord(y + 12),
-		Label: label, Title: title, OffScale: offScale,
+		Label: label, Title: label,
 	}
-	if offScale {
+	switch {
+	case offScale:
 		// A short stub at the top right, not a line across the plot that
 		// would read as a threshold at the axis' top value.
-		// Its label goes under the frame's top line, inside the plot,
-		// where the frame does not strike it through.
-		tv.X1 = coord(plotRight - 24)
-		tv.TextX = coord(plotRight - 4)
-		tv.TextY = coord(float64(plotTop) + offScaleLabelDrop)
-	} else if y-4 > plotTop+12 {
+		note := "↑ " + label + " is off scale: above the value axis, which is scaled to the data, whose largest point is " + withUnit(vmax, c.unit)
+		tv.X1, tv.Y = coord(plotRight-24), coord(plotTop)
+		tv.Label, tv.Title, tv.Note, tv.OffScale = "", note, note, true
+	case y-4 > plotTop+12:
 		tv.TextY = coord(y - 4)
 	}
 	return tv

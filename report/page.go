@@ -38,6 +38,7 @@ type page struct {
 	Findings      []findingView
 	Markers       []markerRow
 	Charts        []chartView
+	NoCharts      string
 	Tables        []tableView
 	Notes         []string
 	Latencies     []latencyView
@@ -128,6 +129,7 @@ func buildPage(r *Report) (*page, error) {
 		Tables:       tables,
 		Notes:        append(slices.Clone(r.Notes), notes...),
 		Latencies:    latencies,
+		NoCharts:     cmp.Or(r.NoCharts, "no charts"),
 	}
 	p.Glossary = glossary(r)
 	if !r.StartedAt.IsZero() {

@@ -94,7 +94,8 @@ type Chart struct {
 	Series []Series `json:"series"`
 	// Threshold, when > 0, is drawn as a dashed horizontal line labelled ThresholdLabel (e.g. the scenario's limit).
 	// The value axis is scaled to the data: a threshold more than OffScaleFactor times above every point is not
-	// drawn to scale but marked at the plot's top edge as off scale, so it never flattens the curves.
+	// drawn to scale but marked by a short stub at the plot's top edge, so it never flattens the curves; its label and
+	// value go in a note under the plot, where no point of the data can lie under them.
 	Threshold      float64 `json:"threshold,omitempty"`
 	ThresholdLabel string  `json:"threshold_label,omitempty"`
 	// XAxis, when set, gives the chart its own numeric x axis (a rate, a
@@ -208,6 +209,10 @@ type Report struct {
 	Findings []Finding
 	Checks   []Check
 	Charts   []Chart
+	// NoCharts is what the Charts section says when there is no chart:
+	// what the run measured instead and where it is drawn ("": "no
+	// charts").
+	NoCharts string
 	Markers  []Marker
 	Notes    []string // free text lines (warnings, e.g. "embedded MySQL: figures are not capacity figures")
 	// Tables are extra tables shown after the fault schedule (e.g. the

@@ -19,7 +19,7 @@ const pageTemplate = `<!DOCTYPE html>
 <section id="charts">
 <h2>Charts</h2>
 {{if .MarkerNotes}}<ul class="marker-notes"><li class="lead">Markers on every chart with no room for a label, by tag:</li>{{range .MarkerNotes}}<li><b class="tag mk-{{.Kind}}">{{.Tag}}</b> {{range $i, $e := .Items}}{{if $i}}; {{end}}<span class="mk-{{.Kind}}">{{.Text}}</span>{{end}}</li>{{end}}</ul>
-{{end}}{{range .Charts}}{{template "chart" .}}{{else}}<p class="empty">no charts</p>{{end}}
+{{end}}{{range .Charts}}{{template "chart" .}}{{else}}<p class="empty">{{.NoCharts}}</p>{{end}}
 </section>
 
 <section id="checks">
@@ -100,7 +100,7 @@ const chartTemplate = `<figure class="chart" id="{{.ID}}">
 <text class="unit" transform="translate(14 {{.MidY}}) rotate(-90)" text-anchor="middle">{{.Unit}}</text>
 <text class="caption" x="{{.Right}}" y="{{.CaptionY}}" text-anchor="end" fill="#666666">{{.XCaption}}</text>
 {{range .Lines}}{{range .Gaps}}<rect class="gap" x="{{.X}}" y="{{.Y}}" width="{{.W}}" height="{{.H}}" fill="{{.Color}}" fill-opacity="0.10"><title>{{.Title}}</title></rect>{{end}}{{end}}
-{{with .Threshold}}<g class="threshold"><title>{{.Title}}</title><line class="threshold-line" x1="{{.X1}}" y1="{{.Y}}" x2="{{.X2}}" y2="{{.Y}}" stroke="#555555" stroke-width="1.5" stroke-dasharray="{{if .OffScale}}2 3{{else}}6 4{{end}}"/><text x="{{.TextX}}" y="{{.TextY}}" text-anchor="end" fill="#555555" stroke="#ffffff" stroke-width="3" stroke-linejoin="round" paint-order="stroke">{{.Label}}</text></g>{{end}}
+{{with .Threshold}}<g class="threshold"><title>{{.Title}}</title><line class="threshold-line" x1="{{.X1}}" y1="{{.Y}}" x2="{{.X2}}" y2="{{.Y}}" stroke="#555555" stroke-width="1.5" stroke-dasharray="{{if .OffScale}}2 3{{else}}6 4{{end}}"/>{{if .Label}}<text x="{{.TextX}}" y="{{.TextY}}" text-anchor="end" fill="#555555" stroke="#ffffff" stroke-width="3" stroke-linejoin="round" paint-order="stroke">{{.Label}}</text>{{end}}</g>{{end}}
 {{range .Lines}}{{$l := .}}{{range .Segments}}<polyline class="series" points="{{.}}" fill="none" stroke="{{$l.Color}}" stroke-width="1.5" stroke-linejoin="round"><title>{{$l.Name}}</title></polyline>{{end}}{{range .Dots}}<circle class="dot" cx="{{.CX}}" cy="{{.CY}}" r="3" fill="{{.Color}}"><title>{{$l.Name}}</title></circle>{{end}}{{range .Ends}}<circle class="gap-end" cx="{{.CX}}" cy="{{.CY}}" r="4" fill="none" stroke="{{.Color}}" stroke-width="1.2"/>{{end}}{{range .Points}}<circle class="point{{if .Hollow}} hollow{{end}}" cx="{{.CX}}" cy="{{.CY}}" r="3.5" fill="{{.Fill}}" stroke="{{.Color}}" stroke-width="1.5"><title>{{.Title}}</title></circle>{{end}}
 {{end}}{{range .Markers}}<g class="marker {{.Kind}}"><title>{{.Title}}</title><line class="marker-line" x1="{{.X}}" y1="{{.Y1}}" x2="{{.X}}" y2="{{.Y2}}" stroke="{{.Stroke}}" stroke-width="{{.Width}}"{{if .Dash}} stroke-dasharray="{{.Dash}}"{{end}}/><line class="marker-hit" x1="{{.X}}" y1="{{.Y1}}" x2="{{.X}}" y2="{{.Y2}}" stroke="#000000" stroke-opacity="0" stroke-width="8"/></g>
 {{end}}<g class="marker-labels">{{range .Markers}}{{if .BoxW}}<rect class="marker-box" x="{{.BoxX}}" y="{{.BoxY}}" width="{{.BoxW}}" height="{{.BoxH}}" fill="#ffffff"/>{{end}}<text class="marker-label {{.Kind}}" x="{{.TextX}}" y="{{.TextY}}" text-anchor="{{.Anchor}}" fill="{{.Stroke}}" stroke="#ffffff" stroke-width="3" stroke-linejoin="round" paint-order="stroke"><title>{{.Title}}</title>{{.Short}}</text>{{end}}</g>
@@ -109,7 +109,8 @@ const chartTemplate = `<figure class="chart" id="{{.ID}}">
 <ul class="legend">{{range .Legend}}<li{{if .Empty}} class="empty"{{end}}><span class="sw" style="{{.Swatch}}"></span>{{.Name}} <small>{{.Summary}}</small></li>{{end}}</ul>
 {{if .MarkNotes}}<ul class="marker-notes"><li class="lead">Marks with no room for a label, by tag:</li>{{range .MarkNotes}}<li><b class="tag mk-{{.Kind}}">{{.Tag}}</b> {{range $i, $e := .Items}}{{if $i}}; {{end}}<span class="mk-{{.Kind}}">{{.Text}}</span>{{end}}</li>{{end}}</ul>
 {{end}}{{if .Hollow}}<p class="gap-note">open point: {{.Hollow}}</p>
-{{end}}</figure>
+{{end}}{{with .Threshold}}{{if .Note}}<p class="gap-note threshold-note">{{.Note}}</p>
+{{end}}{{end}}</figure>
 `
 
 // pageStyle is the CSS of a page's header, sections and tables (the

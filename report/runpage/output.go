@@ -3,13 +3,11 @@ package runpage
 import (
 	"fmt"
 	"math"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
-	"imlab/capacity"
 	"imlab/checker"
 	"imlab/faults"
 	"imlab/recovery"
@@ -69,7 +67,10 @@ func HTMLReport(res *result.Result) *report.Report {
 			rep.Markers = append(rep.Markers, report.Marker{T: *at, Label: "every group recovered", Kind: report.KindAlign})
 		}
 	}
-	if res.Capacity == nil { // a search's steps are judged one by one, in its own report
+	if c := res.Capacity; c != nil { // a search's steps are judged one by one, in its own report
+		rep.NoCharts = capacityNoCharts(c)
+		rep.Tables = append(rep.Tables, capacityTable(c))
+	} else {
 		rep.Tables = append(rep.Tables, repairsTable(res))
 	}
 	if len(res.Processes) > 0 {
@@ -211,9 +212,9 @@ func sendCharts(res *result.Result) ([]report.Chart, []string) {
 		}
 		return []report.Chart{{Title: throughput, Unit: "msg/s", Series: []report.Series{ok, fail}}, lat}, nil
 	case res.Capacity != nil:
-		// Nothing to draw here: no empty charts at the top of the page.
-		return nil, []string{"No throughput or ACK latency chart: this run is a capacity search, whose steps' figures and charts are in its own report, " +
-			filepath.Join(filepath.Dir(res.Capacity.Result), capacity.ReportFile) + "."}
+		// Nothing to draw here: no empty charts at the top of the page;
+		// the Charts section says why (capacityNoCharts).
+		return nil, nil
 	}
 	return nil, []string{"No throughput or ACK latency chart: the load did not run."}
 }

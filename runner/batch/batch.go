@@ -195,7 +195,9 @@ type verdictRow struct {
 }
 
 func newVerdictRow(f *scenario.File, res *result.Result, err error, dir string) verdictRow {
-	r := verdictRow{name: f.Name, expect: f.Expect.VerdictOr(), verdict: "-", load: "-", result: "NOT CARRIED OUT", lost: "-", report: "-"}
+	// A cell with no figure says why: never a bare "-".
+	r := verdictRow{name: f.Name, expect: f.Expect.VerdictOr(), verdict: "none (no result)", load: "not run", result: "NOT CARRIED OUT",
+		lost: "not run", report: "none written"}
 	if res == nil {
 		return r
 	}

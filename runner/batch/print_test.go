@@ -66,3 +66,33 @@ func TestVerdictTableSaysOverloaded(t *testing.T) {
 		t.Errorf("unchecked row %+v", r)
 	}
 }
+
+// TestVerdictTableCellsSayWhy: no cell of the verdict table is a bare
+// "-": a capacity search (the result.json capacity-smoke wrote) is judged
+// step by step, a skipped scenario was not checked, a scenario that could
+// not be carried out has no result, a run without a page says so.
+func TestVerdictTableCellsSayWhy(t *testing.T) {
+	capRes, err := result.ReadResult("../../report/runpage/testdata/capacity-smoke.result.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	skipped := &result.Result{Scenario: "skipped", Passed: true, Skipped: "backends.skip_embedded: not for the embedded topology"}
+	rows := []verdictRow{
+		newVerdictRow(&scenario.File{Name: "capacity-smoke"}, capRes, nil, t.TempDir()),
+		newVerdictRow(&scenario.File{Name: "skipped"}, skipped, nil, t.TempDir()),
+		newVerdictRow(&scenario.File{Name: "broken"}, nil, nil, t.TempDir()),
+	}
+	for _, r := range rows {
+		for name, cell := range map[string]string{"verdict": r.verdict, "load": r.load, "lost": r.lost, "report": r.report} {
+			if strings.TrimSpace(cell) == "-" || cell == "" {
+				t.Errorf("%s: %s cell %q says nothing of why", r.name, name, cell)
+			}
+		}
+	}
+	if v := rows[0].verdict; !strings.Contains(v, "VALID in 5 of 5 steps") {
+		t.Errorf("capacity verdict cell %q: want its steps' verdicts", v)
+	}
+	var b bytes.Buffer
+	printVerdictTable(&b, rows)
+	t.Log("\n" + b.String())
+}

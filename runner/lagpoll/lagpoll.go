@@ -16,6 +16,7 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"sort"
 	"strings"
@@ -208,26 +209,31 @@ type Config struct {
 }
 
 // Poll polls the lag endpoint every Interval until ctx ends, appending
-// the samples (T relative to cfg.Base) to out, at most MaxSamples; with a
-// database it also counts the inbox rows (at most as often as
-// RowCountDuty allows). It asks for a measurement of the moment
-// (server.LagNowPath): the monitor's own snapshot is up to its interval
-// old, which had put every sample, and the peak and recovery times read
-// from them, about half a second late. It prints one line per sample to
-// cfg.Progress.
+// the samples (T relative to cfg.Base: when each was asked) to out, at
+// most MaxSamples; with a database it also counts the inbox rows (at most
+// as often as RowCountDuty allows). It asks for a measurement of the
+// moment (server.LagNowPath): the monitor's own snapshot is up to its
+// interval old, which had put every sample, and the peak and recovery
+// times read from them, about half a second late. It prints one line per
+// sample to cfg.Progress when the sample is complete (LiveLine): in time
+// order with the load's live lines even when a poll takes longer than an
+// interval, and saying which polls a slow one cost.
 func Poll(ctx context.Context, cfg Config, out *Log) {
 	hc := &http.Client{Timeout: timeout}
 	defer hc.CloseIdleConnections()
 	tk := time.NewTicker(Interval)
 	defer tk.Stop()
+	ticks := clock{start: time.Now()}
 	rows := rowCounter{db: cfg.DB}
+	prev := -1 // the previous sample's tick (none yet)
 	for out.Len() < MaxSamples {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tk.C:
 		}
-		s := result.LagSample{T: time.Since(cfg.Base).Seconds()}
+		asked := time.Now()
+		s := result.LagSample{T: asked.Sub(cfg.Base).Seconds()}
 		if addr := cfg.Addr(); addr == "" {
 			s.Err = "no process running"
 		} else if a, err := fetch(ctx, hc, "http://"+addr+server.LagNowPath); err != nil {
@@ -242,11 +248,55 @@ func Poll(ctx context.Context, cfg Config, out *Log) {
 		}
 		s.InboxRows = rows.count(ctx)
 		out.Add(s)
+		tick := ticks.slot(asked)
 		if cfg.Progress != nil {
-			fmt.Fprintln(cfg.Progress, Line(s))
+			skipped := 0
+			if prev >= 0 {
+				skipped = max(0, tick-prev-1)
+			}
+			fmt.Fprintln(cfg.Progress, LiveLine(s, time.Since(cfg.Base).Seconds(), skipped))
 		}
+		prev = tick
 	}
 	<-ctx.Done()
+}
+
+// clock numbers the poller's ticks: a slow poll makes the ticker drop
+// the ticks that came while it ran, and the gap in the tick numbers is
+// the polls it cost.
+type clock struct{ start time.Time }
+
+// slot is the number of the last tick due at t.
+func (c clock) slot(t time.Time) int { return int(t.Sub(c.start) / Interval) }
+
+// LiveLine is a sample's live line, printed when the sample is complete
+// (now, seconds on the run's time base): its t is now in whole seconds,
+// as the load's live line counts them (a sample asked at t=5.0s whose
+// answer took 1.5 s had been printed after the load's t=6s line), and it
+// says when the sample was asked when that is not this second; skipped
+// says how many polls were not made because the poll before took too
+// long (the timeline has no sample there).
+func LiveLine(s result.LagSample, now float64, skipped int) string {
+	sec := math.Floor(now)
+	head := fmt.Sprintf("t=%3.0fs lag", sec)
+	var notes []string
+	if s.T < sec {
+		notes = append(notes, fmt.Sprintf("asked at t=%.1fs, complete %.1fs later", s.T, now-s.T))
+	}
+	if skipped > 0 {
+		notes = append(notes, fmt.Sprintf("%d %s skipped before it: the poll before took more than %s", skipped, plural(skipped, "poll", "polls"), Interval))
+	}
+	if len(notes) > 0 {
+		head += " (" + strings.Join(notes, "; ") + ")"
+	}
+	return head + ":" + body(s)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 func fetch(ctx context.Context, hc *http.Client, url string) (*answer, error) {
@@ -257,12 +307,19 @@ func fetch(ctx context.Context, hc *http.Client, url string) (*answer, error) {
 	return &a, nil
 }
 
-// Line is the live line of one sample: each group's lag, the outbox (or
-// why it is unknown), the dead letters, the inbox rows, and why the
-// sample is unknown.
+// Line is a sample's line, stamped with the time it was asked: each
+// group's lag, the outbox (or why it is unknown), the dead letters, the
+// inbox rows, and why the sample is unknown.
 func Line(s result.LagSample) string {
+	return fmt.Sprintf("t=%5.1fs lag:", s.T) + body(s)
+}
+
+// body is a sample's figures after its line's t: each group's lag age and
+// records, the outbox, the dead letters and the inbox rows, or why the
+// sample is unknown.
+func body(s result.LagSample) string {
 	if s.Err != "" && s.MaxAge == nil {
-		return fmt.Sprintf("t=%5.1fs lag: unknown: %s", s.T, s.Err)
+		return " unknown: " + s.Err
 	}
 	groups := make([]string, 0, len(s.MaxAge))
 	for g := range s.MaxAge {
@@ -270,7 +327,6 @@ func Line(s result.LagSample) string {
 	}
 	sort.Strings(groups)
 	var b strings.Builder
-	fmt.Fprintf(&b, "t=%5.1fs lag:", s.T)
 	for _, g := range groups {
 		fmt.Fprintf(&b, " %s age=%.2fs records=%d", g, s.MaxAge[g], s.Records[g])
 	}

@@ -1,0 +1,127 @@
+package runpage
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"golang.org/x/net/html"
+
+	"imlab/report"
+	"imlab/result"
+)
+
+// capacitySmoke is the result.json an `imlab scenario run
+// scenarios/capacity-smoke.yaml` wrote (its machine's paths made
+// relative to the run's directory): a search, no sends or lag of its own.
+func capacitySmoke(t *testing.T) *result.Result {
+	t.Helper()
+	res, err := result.ReadResult("testdata/capacity-smoke.result.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Capacity == nil {
+		t.Fatal("the capacity-smoke result has no capacity summary")
+	}
+	return res
+}
+
+// findAll is every element under n with tag and, when given, class
+// among its classes.
+func findAll(n *html.Node, tag, class string) []*html.Node {
+	var out []*html.Node
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode && n.Data == tag && (class == "" || hasClass(n, class)) {
+			out = append(out, n)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(n)
+	return out
+}
+
+func hasClass(n *html.Node, class string) bool {
+	return strings.Contains(" "+attr(n, "class")+" ", " "+class+" ")
+}
+
+func attr(n *html.Node, key string) string {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val
+		}
+	}
+	return ""
+}
+
+func text(n *html.Node) string {
+	var b strings.Builder
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.TextNode {
+			b.WriteString(n.Data)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(n)
+	return b.String()
+}
+
+// A capacity run's page says what the search measured where its charts
+// would be (not "no charts"), gives the answer figure by figure, and no
+// cell of its tables is a bare dash: a figure not found says why.
+func TestCapacityRunPageSaysWhatWasMeasured(t *testing.T) {
+	res := capacitySmoke(t)
+	var b bytes.Buffer
+	if err := report.WriteHTML(&b, HTMLReport(res)); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := html.Parse(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var charts *html.Node
+	for _, s := range findAll(doc, "section", "") {
+		if attr(s, "id") == "charts" {
+			charts = s
+		}
+	}
+	if charts == nil {
+		t.Fatal("no Charts section")
+	}
+	got := text(charts)
+	if strings.Contains(got, "no charts") {
+		t.Errorf("the Charts section says only %q", got)
+	}
+	for _, want := range []string{"capacity search measures step by step", "5 steps (5 checked, 0 INVALID)", "run/capacity/report.html"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the Charts section does not say %q: %q", want, got)
+		}
+	}
+	var table *html.Node
+	for _, s := range findAll(doc, "section", "extra") {
+		if strings.HasPrefix(text(findAll(s, "h2", "")[0]), "Capacity search") {
+			table = s
+		}
+	}
+	if table == nil {
+		t.Fatal("no Capacity search table")
+	}
+	row := text(findAll(table, "tbody", "")[0])
+	cost := fmt.Sprintf("api[api] %.0f, generator %.0f", res.Capacity.Cost["api[api]"], res.Capacity.Cost["generator"])
+	for _, want := range []string{"ack_p99<=2s,errors<=1%", "160 sends/s", "none broke (the search's upper bound held)", "no step met the knee rule", cost} {
+		if !strings.Contains(row, want) {
+			t.Errorf("capacity row %q lacks %q", row, want)
+		}
+	}
+	for _, td := range findAll(doc, "td", "") {
+		if c := strings.TrimSpace(text(td)); c == "-" || c == "" {
+			t.Errorf("a table cell is %q, saying nothing of why", c)
+		}
+	}
+}
