@@ -18,6 +18,7 @@ package cpuline
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"time"
@@ -126,12 +127,12 @@ func (s *sampler) tick(now, base time.Time, targets []Target, record bool) {
 		next[tg.PID] = reading{cpu, start}
 		s.proc(tg)
 		if prev, ok := s.last[tg.PID]; ok && prev.start == start && elapsed > 0 {
-			sec.Cores[tg.Name] += (cpu - prev.cpu).Seconds() / elapsed.Seconds()
+			sec.Cores[tg.Name] = cores(cpu-prev.cpu, elapsed)
 		}
 	}
 	m, err := proccpu.ReadMachine()
 	if err == nil && s.machine != nil && elapsed > 0 {
-		busy := (m.Busy - s.machine.Busy).Seconds() / elapsed.Seconds()
+		busy := cores(m.Busy-s.machine.Busy, elapsed)
 		sec.Machine = &busy
 	}
 	s.machine = nil
@@ -142,6 +143,12 @@ func (s *sampler) tick(now, base time.Time, targets []Target, record bool) {
 	if record {
 		s.line.Seconds = append(s.line.Seconds, sec)
 	}
+}
+
+// cores is CPU time over a wall-clock span in cores, to a thousandth (the
+// kernel counts CPU time in 10 ms ticks: finer digits are noise).
+func cores(cpu, over time.Duration) float64 {
+	return math.Round(cpu.Seconds()/over.Seconds()*1000) / 1000
 }
 
 // proc records a target's line (its name once, each of its pids).
