@@ -2,20 +2,14 @@ package capacity
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-)
 
-// clockTick is USER_HZ, the unit of utime and stime in /proc/PID/stat:
-// 100 on every Linux architecture Go supports (the kernel fixes it for
-// user space whatever CONFIG_HZ is).
-const clockTick = 10 * time.Millisecond
+	"imlab/internal/proccpu"
+)
 
 // MaxProcs bounds the watched processes.
 const MaxProcs = 64
@@ -44,30 +38,11 @@ func cpuTime(pid int) (time.Duration, error) {
 // procStat reads a process's CPU time and its start time (clock ticks
 // since boot: a pid reused by another process has another start time).
 func procStat(pid int) (time.Duration, uint64, error) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	d, start, err := proccpu.Stat(pid)
 	if err != nil {
-		return 0, 0, fmt.Errorf("capacity: pid %d: %w", pid, err)
+		return 0, 0, fmt.Errorf("capacity: %w", err)
 	}
-	// The command name (field 2) is in parentheses and may hold spaces:
-	// the fields that follow start after the last ')'.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, 0, fmt.Errorf("capacity: pid %d: unreadable stat", pid)
-	}
-	f := strings.Fields(s[i+1:])
-	// After ')': state is field 3, so utime (14) and stime (15) are at
-	// indexes 11 and 12, starttime (22) at 19.
-	if len(f) < 20 {
-		return 0, 0, fmt.Errorf("capacity: pid %d: short stat", pid)
-	}
-	ut, err1 := strconv.ParseUint(f[11], 10, 64)
-	st, err2 := strconv.ParseUint(f[12], 10, 64)
-	start, err3 := strconv.ParseUint(f[19], 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil {
-		return 0, 0, fmt.Errorf("capacity: pid %d: bad utime/stime/starttime", pid)
-	}
-	return time.Duration(ut+st) * clockTick, start, nil
+	return d, start, nil
 }
 
 // FindProcs lists the processes whose command name (/proc/PID/comm) is
@@ -78,34 +53,14 @@ func procStat(pid int) (time.Duration, uint64, error) {
 // Else every match is listed, marked found by name (Proc.Found, and
 // "(by name)" in its name). A name matching several is named name:PID.
 func FindProcs(names []string, owners []int) ([]Proc, error) {
-	ents, err := os.ReadDir("/proc")
+	byName, err := proccpu.ByComm(names)
 	if err != nil {
 		return nil, fmt.Errorf("capacity: %w", err)
-	}
-	want := map[string]bool{}
-	for _, n := range names {
-		want[n] = true
-	}
-	byName := map[string][]int{}
-	self := os.Getpid()
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
-		if err != nil {
-			continue
-		}
-		if c := strings.TrimSpace(string(b)); want[c] {
-			byName[c] = append(byName[c], pid)
-		}
 	}
 	var out []Proc
 	for _, n := range names {
 		pids := byName[n]
-		sort.Ints(pids)
-		own := slices.DeleteFunc(slices.Clone(pids), func(p int) bool { return !descends(p, owners) })
+		own := slices.DeleteFunc(slices.Clone(pids), func(p int) bool { return !proccpu.Descends(p, owners) })
 		found := ""
 		if len(own) > 0 {
 			pids = own
@@ -127,40 +82,6 @@ func FindProcs(names []string, owners []int) ([]Proc, error) {
 		return nil, fmt.Errorf("%w: %d processes match %v: at most %d", ErrInvalid, len(out), names, MaxProcs)
 	}
 	return out, nil
-}
-
-// descends tells whether pid is a descendant of one of owners, by its
-// parents in /proc (a process that cannot be read is nobody's).
-func descends(pid int, owners []int) bool {
-	for range 64 { // bounded: a chain is short, and pids may be reused
-		ppid, err := parentOf(pid)
-		if err != nil || ppid <= 1 {
-			return false
-		}
-		if slices.Contains(owners, ppid) {
-			return true
-		}
-		pid = ppid
-	}
-	return false
-}
-
-// parentOf reads a process's parent pid (field 4 of /proc/PID/stat).
-func parentOf(pid int) (int, error) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return 0, err
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("capacity: pid %d: unreadable stat", pid)
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 2 {
-		return 0, fmt.Errorf("capacity: pid %d: short stat", pid)
-	}
-	return strconv.Atoi(f[1])
 }
 
 // ParsePIDs reads 'ref=1234,consumer=1240'.

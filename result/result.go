@@ -258,6 +258,10 @@ type Result struct {
 	// and the proxies and in-process Kafka beside it) used while the load
 	// sent (nil: not measured, or a load split in segments).
 	LabCPU *summary.LabCPU `json:"lab_cpu,omitempty"`
+	// CPU is the run's CPU by process, second by second, over the load and
+	// the recovery after it (nil: not recorded, e.g. a capacity search,
+	// whose steps have their own figures).
+	CPU *CPULine `json:"cpu,omitempty"`
 	// LoadOffset is how long after the run's time base the load started
 	// (loadgen's own setup); fault events and lag samples use the run's
 	// base, the send timeline is shifted by it.

@@ -101,6 +101,7 @@ func checkOutputs(t *testing.T, dir string, res *result.Result) {
 	if !bytes.Contains(html, []byte("of the machine&#39;s CPU during the measured window")) && !bytes.Contains(html, []byte("of the machine's CPU during the measured window")) {
 		t.Fatal("report.html does not say the generator's share of the machine")
 	}
+	checkCPULine(t, back, html)
 	if _, err := os.Stat(filepath.Join(dir, result.LoadDir, "summary.json")); err != nil {
 		if _, serr := os.Stat(filepath.Join(dir, result.LoadDir, "seg-1", "summary.json")); serr != nil {
 			t.Fatalf("load directory: %v", err)
@@ -118,6 +119,37 @@ func checkOutputs(t *testing.T, dir string, res *result.Result) {
 		if back.LateSends == nil || *back.LateSends != sum.Pacer.Late || perSec > sum.Pacer.Late || back.LateAfterMs <= 0 {
 			t.Fatalf("result.json late_sends %v (%d in the timeline, bound %g ms), the load summary's pacer %+v", back.LateSends, perSec, back.LateAfterMs, sum.Pacer)
 		}
+	}
+}
+
+// checkCPULine: the CPU timeline as result.json holds it, read back: the
+// runner's own line (this test process) measured in the run's seconds,
+// every figure a real number of cores, and the page's chart of it.
+func checkCPULine(t *testing.T, back *result.Result, html []byte) {
+	t.Helper()
+	line := back.CPU
+	if line == nil || line.CPUs < 1 || len(line.Seconds) == 0 || len(line.Procs) == 0 {
+		t.Fatalf("result.json cpu %+v", line)
+	}
+	self := line.Procs[0]
+	if !strings.HasPrefix(self.Name, "runner (generator") || len(self.PIDs) != 1 || self.PIDs[0] != os.Getpid() {
+		t.Fatalf("the runner's line %+v: want this process's pid %d first", self, os.Getpid())
+	}
+	measured := 0
+	for _, s := range line.Seconds {
+		c, ok := s.Cores[self.Name]
+		if ok {
+			measured++
+		}
+		if c < 0 || c > float64(4*line.CPUs) || (s.Machine != nil && (*s.Machine < 0 || *s.Machine > float64(2*line.CPUs))) {
+			t.Fatalf("second %+v: a figure out of range", s)
+		}
+	}
+	if measured < len(line.Seconds)-1 {
+		t.Fatalf("the runner measured in %d of %d seconds", measured, len(line.Seconds))
+	}
+	if !bytes.Contains(html, []byte("CPU by process (cores of the machine")) {
+		t.Fatal("report.html has no CPU chart")
 	}
 }
 
@@ -333,6 +365,13 @@ func TestRunConsumerKill(t *testing.T) {
 	}
 	if gap := next.StartedAt.Sub(dead.EndedAt); gap < time.Second {
 		t.Fatalf("the consumer was down %s: want about the fault's for", gap)
+	}
+	// The CPU timeline follows the consumer through its kill: one line,
+	// both incarnations' pids.
+	for _, p := range res.CPU.Procs {
+		if strings.HasPrefix(p.Name, "consumer[") && (len(p.PIDs) != 2 || p.PIDs[0] != dead.PID || p.PIDs[1] != next.PID) {
+			t.Fatalf("the consumer's CPU line %+v: want pids %d then %d", p, dead.PID, next.PID)
+		}
 	}
 	b, err := os.ReadFile(dead.Log)
 	if err != nil || !bytes.Contains(b, []byte("child ready")) {

@@ -374,6 +374,7 @@ func (r *run) loadPhase(ctx context.Context, lc loadgen.Config, steps []chaos.St
 	lagLog := &lagpoll.Log{}
 	pollDone := make(chan struct{})
 	go func() { defer close(pollDone); r.pollLag(pollCtx, base, lagLog) }()
+	stopCPU := r.cpuWatch(ctx, base)
 	schedCh := make(chan schedOut, 1)
 	schedCtx, stopSched := context.WithCancel(ctx)
 	defer stopSched()
@@ -421,6 +422,7 @@ func (r *run) loadPhase(ctx context.Context, lc loadgen.Config, steps []chaos.St
 	}
 	stopPoll()
 	<-pollDone
+	r.res.CPU = stopCPU()
 	ph.lag = lagLog.Snapshot()
 	r.res.Lag = ph.lag
 	if r.f.UsesKafka() {

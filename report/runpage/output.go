@@ -49,6 +49,8 @@ func HTMLReport(res *result.Result) *report.Report {
 	rep.Charts, chartNotes = sendCharts(res)
 	lagCharts, lagNotes := lagCharts(res)
 	rep.Charts, chartNotes = append(rep.Charts, lagCharts...), append(chartNotes, lagNotes...)
+	cpuCharts, cpuNotes := cpuChart(res)
+	rep.Charts, chartNotes = append(rep.Charts, cpuCharts...), append(chartNotes, cpuNotes...)
 	rep.Markers = eventMarkers(res)
 	if b := res.Burst; b != nil {
 		rep.Tables = append(rep.Tables, report.Table{Title: fmt.Sprintf("Generator during the burst (t=%.1fs..%.1fs)", b.From, b.To),

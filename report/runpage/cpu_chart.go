@@ -1,0 +1,51 @@
+package runpage
+
+import (
+	"fmt"
+
+	"imlab/report"
+	"imlab/result"
+)
+
+// cpuChart is the run's CPU by process, second by second (result.CPULine):
+// a line per process, one for the rest of the machine, and the machine's
+// CPU count as the threshold, so each figure of the run can be read beside
+// who had the cores. A second a process was not measured in is a gap in
+// its line, never 0. No chart (a note) for a run that did not record one.
+func cpuChart(res *result.Result) ([]report.Chart, []string) {
+	line := res.CPU
+	if line == nil {
+		if res.Capacity == nil && len(res.Sends) > 0 {
+			return nil, []string{"No CPU chart: this run did not record its CPU by process (a result written before the timeline was recorded)."}
+		}
+		return nil, nil
+	}
+	if len(line.Seconds) == 0 {
+		return nil, []string{"No CPU chart: the run ended before a second of its CPU was sampled."}
+	}
+	ch := report.Chart{
+		Title: fmt.Sprintf("CPU by process (cores of the machine's %d, over each second, drawn at its middle; user + system time from /proc; the rest of the machine: other processes and the kernel)", line.CPUs),
+		Unit:  "cores", Threshold: float64(line.CPUs), ThresholdLabel: "the machine's CPUs",
+	}
+	for _, p := range line.Procs {
+		se := report.Series{Name: p.Name}
+		for _, s := range line.Seconds {
+			if c, ok := s.Cores[p.Name]; ok {
+				se.Points = append(se.Points, report.Point{T: s.Mid(), V: c})
+			} else {
+				se.Gaps = append(se.Gaps, s.Mid())
+			}
+		}
+		ch.Series = append(ch.Series, se)
+	}
+	rest := report.Series{Name: "rest of the machine"}
+	for _, s := range line.Seconds {
+		if v, ok := s.Rest(); ok {
+			rest.Points = append(rest.Points, report.Point{T: s.Mid(), V: v})
+		} else {
+			rest.Gaps = append(rest.Gaps, s.Mid())
+		}
+	}
+	ch.Series = append(ch.Series, rest)
+	return []report.Chart{ch}, line.Notes
+}

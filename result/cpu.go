@@ -1,0 +1,69 @@
+package result
+
+// CPULine is a run's CPU by process, second by second: what each process
+// of the run, and the whole machine, used in each second of the load and
+// the recovery after it, so that every figure of the run can be read
+// beside who had the machine's CPU at that moment (on one machine the lab,
+// the server and its databases share the cores).
+type CPULine struct {
+	// CPUs is the machine's CPU count: the cores every figure is out of.
+	CPUs int `json:"cpus"`
+	// Procs are the processes read, in the order they are charted.
+	Procs []CPUProc `json:"procs"`
+	// Seconds are the samples, one per second (at most MaxCPUSeconds).
+	Seconds []CPUSecond `json:"seconds"`
+	// Notes say what was not read, and what a line holds besides its
+	// process (the runner's line holds the generator and every part of
+	// the run inside the runner).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// MaxCPUSeconds bounds a CPU timeline: past it the sampler stops and says
+// so in the timeline's notes.
+const MaxCPUSeconds = 3600
+
+// CPUProc is one line of the timeline: a process of the run (each
+// incarnation of a restarted one under the same name).
+type CPUProc struct {
+	Name string `json:"name"`
+	// PIDs are its pids, one per incarnation seen.
+	PIDs []int `json:"pids"`
+	// Found says how it was found when that was not by its pid: "by name"
+	// (a shared server's CPU may be other clients' too).
+	Found string `json:"found,omitempty"`
+}
+
+// CPUSecond is one second of the timeline.
+type CPUSecond struct {
+	// T is the end of the second (seconds since the run's time base).
+	T float64 `json:"t_s"`
+	// Cores is the CPU each process used over the second, in cores (CPU
+	// seconds per second). A process missing was not measured in that
+	// second (not running, unreadable, or first seen in it): unknown, not
+	// idle.
+	Cores map[string]float64 `json:"cores"`
+	// Machine is the machine's busy cores over the second (every
+	// process's, the run's and others'); nil when /proc/stat could not be
+	// read.
+	Machine *float64 `json:"machine_cores,omitempty"`
+}
+
+// Mid is where a chart draws the second: its middle.
+func (s CPUSecond) Mid() float64 { return s.T - 0.5 }
+
+// Rest is the machine's busy cores that the processes measured in the
+// second do not account for: other processes, the kernel's own work, and a
+// process of the run in a second it was not measured in (the second a
+// restarted process first appeared). ok is false when the machine's
+// figure was not read. Sampling the two a few microseconds apart can make
+// it slightly negative: it is floored at 0.
+func (s CPUSecond) Rest() (float64, bool) {
+	if s.Machine == nil {
+		return 0, false
+	}
+	rest := *s.Machine
+	for _, c := range s.Cores {
+		rest -= c
+	}
+	return max(rest, 0), true
+}

@@ -1,0 +1,121 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"imlab/compose"
+	"imlab/internal/proccpu"
+	"imlab/result"
+	"imlab/runner/cpuline"
+)
+
+// sharedServers are the command names of a database server the run may
+// share with other clients (external backends): read by name, and said so.
+func sharedServers() []string { return []string{"mariadbd", "mysqld", "redis-server"} }
+
+// cpuWatch starts the run's CPU timeline (runner/cpuline) on its own
+// goroutine, owned by the load phase: stop ends it and returns the
+// timeline (nil when it could not run; why goes to the run's notes).
+func (r *run) cpuWatch(ctx context.Context, base time.Time) (stop func() *result.CPULine) {
+	shared, notes := r.cpuShared()
+	self := r.runnerLine() // named once: its line keeps its name through faults
+	cfg := cpuline.Config{Targets: func() []cpuline.Target { return r.cpuTargets(self, shared) }, Notes: notes}
+	cctx, cancel := context.WithCancel(ctx)
+	type out struct {
+		line *result.CPULine
+		err  error
+	}
+	done := make(chan out, 1)
+	go func() {
+		line, err := cpuline.Run(cctx, cfg, base)
+		done <- out{line, err}
+	}()
+	return func() *result.CPULine {
+		cancel()
+		o := <-done
+		if o.err != nil {
+			r.res.Errors = append(r.res.Errors, fmt.Sprintf("CPU timeline not recorded: %v", o.err))
+		}
+		return o.line
+	}
+}
+
+// runnerLine names the runner's own line: the generator and every part of
+// the run inside the runner.
+func (r *run) runnerLine() string {
+	in := []string{"generator"}
+	for _, s := range r.procs {
+		if inc := s.Current(); inc == nil || inc.Pid() <= 0 {
+			in = append(in, s.Name)
+		}
+	}
+	if r.cb != nil {
+		for _, part := range r.cb.Embedded {
+			in = append(in, "embedded "+part)
+		}
+	}
+	return "runner (" + strings.Join(in, ", ") + ")"
+}
+
+// cpuTargets are the processes read at a tick: the runner, each exec
+// process's current incarnation, the run's private database servers and
+// the shared ones found by name at the start.
+func (r *run) cpuTargets(self string, shared []cpuline.Target) []cpuline.Target {
+	ts := []cpuline.Target{{Name: self, PID: os.Getpid()}}
+	for _, s := range r.procs {
+		if inc := s.Current(); inc != nil && inc.Pid() > 0 {
+			ts = append(ts, cpuline.Target{Name: s.Name + "[" + strings.Join(s.Roles(), ",") + "]", PID: inc.Pid()})
+		}
+	}
+	if r.cb != nil {
+		for _, part := range []string{compose.PartMySQL, compose.PartRedis} {
+			if pid := r.cb.PIDs[part]; pid > 0 {
+				ts = append(ts, cpuline.Target{Name: part + " (private)", PID: pid})
+			}
+		}
+	}
+	return append(ts, shared...)
+}
+
+// cpuShared finds, once, the database servers of the machine that are not
+// the run's own (external backends): read by name, their CPU may be other
+// clients' too; the notes say so, and what is not read.
+func (r *run) cpuShared() ([]cpuline.Target, []string) {
+	private := 0
+	if r.cb != nil {
+		for _, part := range []string{compose.PartMySQL, compose.PartRedis} {
+			if r.cb.PIDs[part] > 0 {
+				private++
+			}
+		}
+	}
+	notes := []string{"the runner's line holds the generator and every part of the run inside the runner (in-process server processes, embedded backends)"}
+	if private == 2 {
+		return nil, notes
+	}
+	found, err := proccpu.ByComm(sharedServers())
+	if err != nil {
+		return nil, append(notes, fmt.Sprintf("shared database servers not read: %v", err))
+	}
+	var ts []cpuline.Target
+	for _, name := range sharedServers() {
+		for _, pid := range found[name] {
+			if r.cb != nil && (pid == r.cb.PIDs[compose.PartMySQL] || pid == r.cb.PIDs[compose.PartRedis]) {
+				continue
+			}
+			n := name
+			if len(found[name]) > 1 {
+				n = fmt.Sprintf("%s:%d", name, pid)
+			}
+			ts = append(ts, cpuline.Target{Name: n + " (by name)", PID: pid, Found: "by name"})
+		}
+	}
+	if len(ts) > 0 {
+		notes = append(notes, "a line marked (by name) is a server found by its command name, not started by the run: its CPU may be other clients' too")
+	}
+	return ts, notes
+}
