@@ -150,16 +150,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 		fmt.Fprintf(&b, "knee: %.0f sends/s (%s)\n", *r.Knee, cmp.Or(r.KneeRule, kneeRule))
 	}
 	if len(r.Cost) > 0 {
-		names := make([]string, 0, len(r.Cost))
-		for n := range r.Cost {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		var parts []string
-		for _, n := range names {
-			parts = append(parts, fmt.Sprintf("%s %.0f", n, r.Cost[n]))
-		}
-		fmt.Fprintf(&b, "CPU-µs per ACKed message at the sustainable rate: %s\n", strings.Join(parts, ", "))
+		fmt.Fprintf(&b, "CPU-µs per ACKed message at the sustainable rate: %s\n", CostText(r.Cost))
 	}
 	for _, m := range r.Marginal {
 		fmt.Fprintf(&b, "marginal cost %s: %s CPU-µs per extra msg/s, %s cores idle (R² %s over %d steps)%s\n", m.Name, fv(m.USPerMsg, "%.0f"), fv(m.IdleCores, "%.2f"),
@@ -438,4 +429,19 @@ func noteSuffix(n string) string {
 		return ""
 	}
 	return " (" + n + ")"
+}
+
+// CostText is CPU-µs per ACKed message by process, "name N, name N" in
+// the names' order: how the text output and a run's page say Result.Cost.
+func CostText(cost map[string]float64) string {
+	names := make([]string, 0, len(cost))
+	for n := range cost {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s %.0f", n, cost[n]))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -3,8 +3,6 @@ package runpage
 import (
 	"fmt"
 	"path/filepath"
-	"sort"
-	"strings"
 
 	"imlab/capacity"
 	"imlab/report"
@@ -49,16 +47,7 @@ func capacityTable(c *result.CapacitySummary) report.Table {
 	}
 	cost := "not measured: no sustainable rate, or no process's CPU read"
 	if len(c.Cost) > 0 {
-		names := make([]string, 0, len(c.Cost))
-		for n := range c.Cost {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		var parts []string
-		for _, n := range names {
-			parts = append(parts, fmt.Sprintf("%s %.0f", n, c.Cost[n]))
-		}
-		cost = strings.Join(parts, ", ")
+		cost = capacity.CostText(c.Cost)
 	}
 	return report.Table{Title: "Capacity search (its steps and curves: " + capacityReport(c) + ")",
 		Header: []string{"SLO", "sustainable", "first rate that broke", "what bounded it", "knee", "steps (checked, INVALID)", "CPU-µs per ACKed message at the sustainable rate"},
