@@ -125,7 +125,7 @@ func TestScanSharedCreatedAt(t *testing.T) {
 
 // handlerReads is the sum of the Handler_read_* counters of the one
 // connection of db: the rows and index entries its statements read.
-func handlerReads(ctx context.Context, t *testing.T, db *sql.DB) (conn, reads int64) {
+func handlerReads(ctx context.Context, t testing.TB, db *sql.DB) (conn, reads int64) {
 	t.Helper()
 	if err := db.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&conn); err != nil {
 		t.Fatal(err)
