@@ -51,6 +51,43 @@ type CPUSecond struct {
 // Mid is where a chart draws the second: its middle.
 func (s CPUSecond) Mid() float64 { return s.T - 0.5 }
 
+// OthersBusyShare: a run in which the rest of the machine (processes
+// outside the run, the kernel's own work) used at least this share of the
+// machine's CPU on average is BUSY: its figures describe a target that
+// shared the cores with other work.
+const OthersBusyShare = 0.25
+
+// Others is the rest of the machine over the timeline's seconds (Rest):
+// its mean and peak in cores, over n seconds with the machine's figure,
+// and how many seconds had the processes' sum above the machine's (floored
+// at 0 there: the two are read a few microseconds apart).
+func (l *CPULine) Others() (mean, peak float64, n, floored int) {
+	if l == nil {
+		return 0, 0, 0, 0
+	}
+	var sum float64
+	for _, s := range l.Seconds {
+		r, ok := s.Rest()
+		if !ok {
+			continue
+		}
+		if s.Machine != nil {
+			var procs float64
+			for _, c := range s.Cores {
+				procs += c
+			}
+			if procs > *s.Machine+0.02 {
+				floored++
+			}
+		}
+		sum, peak, n = sum+r, max(peak, r), n+1
+	}
+	if n == 0 {
+		return 0, 0, 0, 0
+	}
+	return sum / float64(n), peak, n, floored
+}
+
 // Rest is the machine's busy cores that the processes measured in the
 // second do not account for: other processes, the kernel's own work, and a
 // process of the run in a second it was not measured in (the second a

@@ -2,7 +2,6 @@ package result
 
 import (
 	"fmt"
-	"runtime"
 	"slices"
 	"strings"
 
@@ -256,8 +255,8 @@ func (r *Result) lateCause(o summary.Outcome, withReason bool) string {
 	if ok, by := r.lateExplained(o); ok {
 		s += "; outside them the late sends stay within the " + fmt.Sprintf("%.0f%%", 100*o.LateLimit) + " limit: caused by " + strings.Join(by, " and ")
 	}
-	if la := r.LoadAverage; la != nil && la.Busy(runtime.NumCPU()) {
-		s += fmt.Sprintf("; the machine was BUSY (1-minute load %.2f on %d CPUs at the start): the generator's own pacing waited for a CPU too, so part of the lateness is the machine's", la.Start[0], runtime.NumCPU())
+	if busy, _ := r.Busy(); busy {
+		s += "; the machine was BUSY (" + r.BusyWhy() + "): the generator's own pacing waited for a CPU too, so part of the lateness is the machine's"
 	}
 	return s
 }
@@ -304,4 +303,16 @@ func windowList(ws []FaultWindow) string {
 		return "none"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// BusyWhy is the short reason a run was BUSY: the rest of the machine's
+// mean, or the load average at the start.
+func (r *Result) BusyWhy() string {
+	if mean, _, n, _ := r.CPU.Others(); n > 0 {
+		return fmt.Sprintf("other processes used %.2f of %d cores on average", mean, r.CPU.CPUs)
+	}
+	if la := r.LoadAverage; la != nil {
+		return fmt.Sprintf("1-minute load %.2f on %d CPUs at the start", la.Start[0], r.CPUs())
+	}
+	return "not recorded"
 }

@@ -27,7 +27,9 @@ func cpuChart(res *result.Result) ([]report.Chart, []string) {
 		Title: fmt.Sprintf("CPU by process (cores of the machine's %d, over each second, drawn at its middle; user + system time from /proc; the rest of the machine: other processes and the kernel)", line.CPUs),
 		Unit:  "cores", Threshold: float64(line.CPUs), ThresholdLabel: "the machine's CPUs",
 	}
+	byName := false
 	for _, p := range line.Procs {
+		byName = byName || p.Found != ""
 		se := report.Series{Name: p.Name}
 		for _, s := range line.Seconds {
 			if c, ok := s.Cores[p.Name]; ok {
@@ -47,5 +49,14 @@ func cpuChart(res *result.Result) ([]report.Chart, []string) {
 		}
 	}
 	ch.Series = append(ch.Series, rest)
-	return []report.Chart{ch}, line.Notes
+	if byName {
+		// Said at the chart, not only in the notes: such a line is read
+		// as the run's cost.
+		ch.Title += "; a line marked (by name) is a server the run shares, found by its command name: its CPU includes any other client's work"
+	}
+	notes := line.Notes
+	if _, _, _, floored := line.Others(); floored > 0 {
+		notes = append(notes, fmt.Sprintf("CPU chart: in %d of %d seconds the processes' sum came out above the machine's busy time (the two are read a few microseconds apart): the rest of the machine is drawn as 0 there", floored, len(line.Seconds)))
+	}
+	return []report.Chart{ch}, notes
 }

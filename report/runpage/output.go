@@ -93,6 +93,9 @@ func pageSettings(res *result.Result) [][2]string {
 	if la := res.LoadAverage; la != nil {
 		out = append([][2]string{{"machine_load_average", la.String()}}, out...)
 	}
+	if line := res.OthersLine(); line != "" {
+		out = append([][2]string{{"machine_others_cpu", line}}, out...)
+	}
 	if res.Verdict != nil || res.LabCPU != nil { // a run that sent: say how much of the machine the lab took
 		out = append([][2]string{{"generator_cpu", res.LabCPU.String()}}, out...)
 	}

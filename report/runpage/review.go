@@ -206,14 +206,14 @@ func reviewLoad(runs []*result.Result, labels []string) *report.LoadVerdict {
 func reviewBusy(runs []*result.Result, labels []string) string {
 	var busy []string
 	for i, r := range runs {
-		if la := r.LoadAverage; la != nil && la.Busy(r.CPUs()) {
-			busy = append(busy, fmt.Sprintf("%s (1-minute load %.2f on %d CPUs at its start)", labels[i], la.Start[0], r.CPUs()))
+		if b, _ := r.Busy(); b {
+			busy = append(busy, fmt.Sprintf("%s (%s)", labels[i], r.BusyWhy()))
 		}
 	}
 	if len(busy) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("BUSY: %d of %d runs started on a machine busy with other work: %s; their latency and rate figures describe a shared machine, and set beside the others they do not compare like for like",
+	return fmt.Sprintf("BUSY: %d of %d runs shared the machine with other work: %s; their latency and rate figures describe a shared machine, and set beside the others they do not compare like for like",
 		len(busy), len(runs), strings.Join(busy, ", "))
 }
 
