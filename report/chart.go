@@ -138,6 +138,7 @@ type cleanChart struct {
 type cleanSeries struct {
 	name   string
 	dots   bool
+	slot   int
 	points []Point   // at most MaxPoints
 	gaps   []float64 // sorted, finite, at most MaxPoints
 	max    float64   // over every finite point, before decimation
@@ -170,7 +171,7 @@ func cleanChartOf(ci int, c *Chart) (cleanChart, []string, error) {
 		sw := fmt.Sprintf("%s, series %d %q", where, si+1, s.Name)
 		pts := make([]Point, 0, len(s.Points))
 		dropped, lastIdx := 0, -1
-		cs := cleanSeries{name: s.Name, dots: s.Dots, max: math.Inf(-1)}
+		cs := cleanSeries{name: s.Name, dots: s.Dots, slot: s.Slot, max: math.Inf(-1)}
 		for i, pt := range s.Points {
 			if !finite(pt.T) || !finite(pt.V) {
 				dropped++
@@ -385,6 +386,9 @@ func drawLegend(ax, ay axis, xn xNames, c cleanChart) ([]legendView, []lineView)
 			name = "series " + strconv.Itoa(si+1)
 		}
 		color := seriesColor(si)
+		if s.slot > 0 {
+			color = seriesColor(s.slot - 1)
+		}
 		lv := legendView{Name: name, Swatch: template.CSS("background-color:" + color)}
 		gapNote := ""
 		if n := len(s.gaps); n > 0 {

@@ -85,6 +85,10 @@ type Series struct {
 	// Dots draws every point as a circle (filled, or open when Hollow)
 	// besides the line through them; without it only open points are.
 	Dots bool `json:"dots,omitempty"`
+	// Slot, when > 0, picks the series' colour (the palette's Slot-th)
+	// instead of its position's, so that one thing keeps one colour on
+	// every page whatever else a chart holds.
+	Slot int `json:"slot,omitempty"`
 }
 
 // Chart is one plot of the report.

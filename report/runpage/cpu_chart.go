@@ -2,6 +2,7 @@ package runpage
 
 import (
 	"fmt"
+	"strings"
 
 	"imlab/report"
 	"imlab/result"
@@ -30,7 +31,7 @@ func cpuChart(res *result.Result) ([]report.Chart, []string) {
 	byName := false
 	for _, p := range line.Procs {
 		byName = byName || p.Found != ""
-		se := report.Series{Name: p.Name}
+		se := report.Series{Name: p.Name, Slot: cpuSlot(p.Name)}
 		for _, s := range line.Seconds {
 			if c, ok := s.Cores[p.Name]; ok {
 				se.Points = append(se.Points, report.Point{T: s.Mid(), V: c})
@@ -40,7 +41,7 @@ func cpuChart(res *result.Result) ([]report.Chart, []string) {
 		}
 		ch.Series = append(ch.Series, se)
 	}
-	rest := report.Series{Name: "rest of the machine"}
+	rest := report.Series{Name: "rest of the machine", Slot: 8}
 	for _, s := range line.Seconds {
 		if v, ok := s.Rest(); ok {
 			rest.Points = append(rest.Points, report.Point{T: s.Mid(), V: v})
@@ -59,4 +60,19 @@ func cpuChart(res *result.Result) ([]report.Chart, []string) {
 		notes = append(notes, fmt.Sprintf("CPU chart: in %d of %d seconds the processes' sum came out above the machine's busy time (the two are read a few microseconds apart): the rest of the machine is drawn as 0 there", floored, len(line.Seconds)))
 	}
 	return []report.Chart{ch}, notes
+}
+
+// cpuSlot keeps one colour per kind of process on every page (the
+// runner, the api, the consumer, MySQL, Redis; the rest of the machine
+// grey): the lines a chart holds differ from run to run.
+func cpuSlot(name string) int {
+	for _, k := range []struct {
+		prefix string
+		slot   int
+	}{{"runner", 1}, {"api", 2}, {"mysql", 3}, {"mariadbd", 3}, {"redis", 4}, {"consumer", 6}, {"all", 2}} {
+		if strings.HasPrefix(name, k.prefix) {
+			return k.slot
+		}
+	}
+	return 0
 }

@@ -32,6 +32,9 @@ func TestCPUChart(t *testing.T) {
 	if rest.Name != "rest of the machine" || len(rest.Points) != 3 || rest.Points[0].V < 0.29 || rest.Points[0].V > 0.31 || rest.Points[2].V != 0 {
 		t.Errorf("rest %+v", rest)
 	}
+	if ch.Series[0].Slot != 1 || db.Slot != 3 || rest.Slot != 8 {
+		t.Errorf("colour slots %d, %d, %d: want the runner, MySQL and the rest in their own colours on every page", ch.Series[0].Slot, db.Slot, rest.Slot)
+	}
 	if ch.Threshold != 2 || !strings.Contains(ch.Title, "(by name) is a server the run shares") {
 		t.Errorf("threshold %g, title %q", ch.Threshold, ch.Title)
 	}
