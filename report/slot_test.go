@@ -1,0 +1,24 @@
+package report
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestSeriesSlotPicksItsColour: a series with a Slot is drawn in that
+// palette colour whatever its position; one without keeps its position's.
+func TestSeriesSlotPicksItsColour(t *testing.T) {
+	r := sample()
+	r.Charts = []Chart{{Title: "cpu", Unit: "cores", Series: []Series{
+		{Name: "first", Points: []Point{{T: 0, V: 1}, {T: 1, V: 2}}},
+		{Name: "grey one", Slot: 8, Points: []Point{{T: 0, V: 1}, {T: 1, V: 1}}},
+	}}}
+	var b strings.Builder
+	if err := WriteHTML(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	if !strings.Contains(page, `stroke="`+seriesColor(7)+`"`) || !strings.Contains(page, `stroke="`+seriesColor(0)+`"`) || strings.Contains(page, `stroke="`+seriesColor(1)+`"`) {
+		t.Error("the slotted series is not in its slot's colour, or the other left its position's")
+	}
+}
