@@ -193,8 +193,11 @@ func (r *Result) charts() ([]template.HTML, []string, error) {
 		marks = append(marks, report.Mark{X: *r.Sustainable, Label: fmt.Sprintf("sustainable %.0f/s", *r.Sustainable)})
 	}
 	const broke = "the step broke the SLO"
+	// A repeat step measures a rate again: its points are series of their
+	// own, so that no line joins two steps at one rate (a vertical stroke
+	// that read as a jump) and each legend's last value is one phase's.
 	lat := report.Chart{Title: "rate vs ACK latency: ACK latency from the intended send time", Unit: "ms", XAxis: rate, Marks: marks, Hollow: broke,
-		Series: []report.Series{{Name: "ACK p50", Dots: true}, {Name: "ACK p99", Dots: true}}}
+		Series: []report.Series{{Name: "ACK p50", Dots: true}, {Name: "ACK p99", Dots: true}, {Name: "ACK p50, repeat steps", Dots: true}, {Name: "ACK p99, repeat steps", Dots: true}}}
 	if slo := r.sloAck(); slo > 0 {
 		lat.Threshold, lat.ThresholdLabel = slo, "SLO ack_p99"
 	}
@@ -204,7 +207,7 @@ func (r *Result) charts() ([]template.HTML, []string, error) {
 	for _, pc := range r.Procs {
 		if _, ok := idx[pc.Name]; !ok {
 			idx[pc.Name] = len(cpu.Series)
-			cpu.Series = append(cpu.Series, report.Series{Name: pc.Name + " (cores)", Dots: true})
+			cpu.Series = append(cpu.Series, report.Series{Name: pc.Name + " (cores)", Dots: true}, report.Series{Name: pc.Name + " (cores, repeat steps)", Dots: true})
 		}
 	}
 	steps := slices.Clone(r.Steps)
@@ -220,19 +223,33 @@ func (r *Result) charts() ([]template.HTML, []string, error) {
 		s.Points = append(s.Points, report.Point{T: st.OfferedPerSec, V: *v, Hollow: !st.Held})
 	}
 	for _, st := range steps {
-		add(&lat.Series[0], st, st.AckP50Ms)
-		add(&lat.Series[1], st, st.AckP99Ms)
+		twin := 0 // the series' repeat twin: the next (CPU) or two on (latency)
+		if st.Phase == PhaseRepeat {
+			twin = 1
+		}
+		add(&lat.Series[2*twin], st, st.AckP50Ms)
+		add(&lat.Series[1+2*twin], st, st.AckP99Ms)
 		for _, pc := range st.CPU {
 			if si, ok := idx[pc.Name]; ok {
-				add(&cpu.Series[si], st, pc.Cores)
+				add(&cpu.Series[si+twin], st, pc.Cores)
 			}
 		}
 	}
+	lat.Series, cpu.Series = withPoints(lat.Series), withPoints(cpu.Series)
 	figs, notes, err := report.Figures([]report.Chart{lat, cpu})
 	if err != nil {
 		return nil, nil, fmt.Errorf("capacity: charts: %w", err)
 	}
 	return figs, notes, nil
+}
+
+// withPoints drops the repeat series that have neither a point nor a gap
+// (a search without a repeat step draws none); every other series stays,
+// empty or not, so the legend says what was not measured.
+func withPoints(ss []report.Series) []report.Series {
+	return slices.DeleteFunc(ss, func(s report.Series) bool {
+		return len(s.Points) == 0 && len(s.Gaps) == 0 && strings.Contains(s.Name, "repeat steps")
+	})
 }
 
 // sloAck is the SLO's ack_p99 limit in ms (0: none).

@@ -237,3 +237,29 @@ func TestPageProseAndLegend(t *testing.T) {
 		t.Error("no step broke, yet the page explains open points")
 	}
 }
+
+// TestRepeatStepsAreSeriesOfTheirOwn: a repeat step at a rate the ramp
+// measured is drawn in a repeat series, so no line joins the two steps at
+// one rate; a search without a repeat draws no repeat series.
+func TestRepeatStepsAreSeriesOfTheirOwn(t *testing.T) {
+	r := pageResult()
+	r.Steps = append(r.Steps, &Step{Index: 5, Phase: PhaseRepeat, OfferedPerSec: 200, AckP50Ms: ptr(7.0), AckP99Ms: ptr(30.0), Held: true,
+		CPU: []ProcCost{{Name: "generator", PID: 1, Cores: ptr(0.41)}, {Name: "server", PID: 2, Cores: ptr(0.5)}}})
+	var buf bytes.Buffer
+	if err := r.WriteHTML(&buf); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	for _, want := range []string{"ACK p99, repeat steps", "generator (cores, repeat steps)"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("no %q series", want)
+		}
+	}
+	buf.Reset()
+	if err := pageResult().WriteHTML(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), "repeat steps") {
+		t.Error("a search without a repeat step draws repeat series")
+	}
+}
