@@ -313,6 +313,11 @@ func drawChart(ci int, c cleanChart, markers []Marker, tmin, tmax float64, timeA
 	if err != nil {
 		return chartView{}, nil, fmt.Errorf("%s: x axis (%s): %w", where, xn.caption(), err)
 	}
+	if countUnit(c.unit) && vmin >= 0 {
+		// A count has no half: a small one gets whole ticks (0..5), not 0.5
+		// records.
+		vmax = math.Max(vmax, yTickTarget)
+	}
 	ay, err := niceAxis(vmin, vmax, yTickTarget)
 	if err != nil {
 		return chartView{}, nil, fmt.Errorf("%s: value axis: %w", where, err)
@@ -642,4 +647,14 @@ func shorten(s string, n int) string {
 	}
 	runes := []rune(s)
 	return string(runes[:n-1]) + "…"
+}
+
+// countUnit tells whether a chart's values are counts of things (records,
+// rows, messages a second), whose axis has no fractional ticks.
+func countUnit(unit string) bool {
+	switch unit {
+	case "records", "rows", "msg/s", "messages":
+		return true
+	}
+	return false
 }

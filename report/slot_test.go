@@ -22,3 +22,23 @@ func TestSeriesSlotPicksItsColour(t *testing.T) {
 		t.Error("the slotted series is not in its slot's colour, or the other left its position's")
 	}
 }
+
+// TestCountAxisHasWholeTicks: a chart of counts whose values are all 0 (an
+// empty outbox) has whole ticks, not 0.5 records; a chart of seconds keeps
+// its fractional ones.
+func TestCountAxisHasWholeTicks(t *testing.T) {
+	for _, c := range []struct {
+		unit string
+		half bool
+	}{{"records", false}, {"s", true}} {
+		r := sample()
+		r.Charts = []Chart{{Title: "backlog", Unit: c.unit, Series: []Series{{Name: "outbox", Points: []Point{{T: 0, V: 0}, {T: 1, V: 0}}}}}}
+		var b strings.Builder
+		if err := WriteHTML(&b, r); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(b.String(), ">0.5<") || strings.Contains(b.String(), ">0.2<"); got != c.half {
+			t.Errorf("%s: fractional ticks %v, want %v", c.unit, got, c.half)
+		}
+	}
+}
