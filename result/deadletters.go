@@ -60,6 +60,24 @@ type DeadLetterSummary struct {
 	Queued      int      `json:"queued"`
 	Unaccounted []uint64 `json:"unaccounted,omitempty"`
 	NeverQueued int      `json:"never_queued"`
+	// UnaccountedLost counts the Unaccounted the checker found lost (the
+	// rest were repaired).
+	UnaccountedLost int `json:"unaccounted_lost,omitempty"`
+	// RemovedBy are the run's faults that removed records from the fan-out
+	// topic (kafka_record_loss, kafka_topic_recreate), each with the
+	// records it removed, consumed ones too: what took a NeverQueued
+	// message's record out of the topic, unless its publish failed.
+	RemovedBy []FaultEvent `json:"removed_by,omitempty"`
+	// ReconcileGraceS is the reconciler's grace (s; 0: not judged) and
+	// InboxPeakAgeS the inbox group's largest lag age over the run's
+	// samples (s; -1: never measured). InboxBehind says the age came
+	// within one sample interval of the grace (or was never measured):
+	// reconciliation could then repair messages whose records the
+	// consumer had not reached yet, which the lab cannot tell from
+	// records the consumer skipped.
+	ReconcileGraceS float64 `json:"reconcile_grace_s,omitempty"`
+	InboxPeakAgeS   float64 `json:"inbox_peak_age_s,omitempty"`
+	InboxBehind     bool    `json:"inbox_behind,omitempty"`
 }
 
 // DeadLetterRef names one letter.
@@ -103,6 +121,14 @@ type DeadLetterInput struct {
 	Repaired []uint64
 	Lost     []uint64
 	Ledger   bool
+	// Events are the run's fault events (those that removed fan-out
+	// records are named in the account); Lag its lag samples and
+	// ReconcileGraceS the reconciler's grace in seconds (0: no judgement
+	// of the consumer's lag, a queued message repaired or lost is said
+	// skipped).
+	Events          []FaultEvent
+	Lag             []LagSample
+	ReconcileGraceS float64
 }
 
 // Dead-letter classes and tiers as the reference server names them.
@@ -128,6 +154,7 @@ func AccountDeadLetters(in DeadLetterInput) DeadLetterSummary {
 	}
 	s.Queued = len(in.Queued)
 	s.Records = in.TopicRecords
+	s.RemovedBy = recordRemovals(in.Events)
 	inboxGroup := ""
 	if r := in.Route; r != nil {
 		s.Topic, s.Listed, s.WindowMS, s.LabShortWindow, inboxGroup = r.Topic, len(r.Letters), r.TransientWindowMS, r.LabShortWindow, r.InboxGroup
@@ -196,6 +223,9 @@ func AccountDeadLetters(in DeadLetterInput) DeadLetterSummary {
 			case in.QueuedErr != "":
 			case in.Queued[id]:
 				s.Unaccounted = append(s.Unaccounted, id)
+				if lost[id] {
+					s.UnaccountedLost++
+				}
 			default:
 				s.NeverQueued++
 			}
@@ -203,6 +233,10 @@ func AccountDeadLetters(in DeadLetterInput) DeadLetterSummary {
 	}
 	sortIDs(s.LostIDs)
 	sortIDs(s.Unaccounted)
+	if in.ReconcileGraceS > 0 {
+		s.ReconcileGraceS = in.ReconcileGraceS
+		s.InboxPeakAgeS, s.InboxBehind = inboxBehind(in.Lag, inboxGroup, in.ReconcileGraceS)
+	}
 	return s
 }
 
@@ -261,12 +295,7 @@ func (s DeadLetterSummary) AccountLine() string {
 	line := fmt.Sprintf("%d in the dead-letter topic (inbox tier %d, history tier %d; transient %d, permanent %d, undecodable %d)",
 		s.Records, s.Inbox, s.History, s.Transient, s.Permanent, s.Undecodable)
 	line += fmt.Sprintf("; of the inbox tier's %d messages %d repaired later, %d still lost", len(s.MsgIDs), s.Repaired, len(s.LostIDs))
-	if n := len(s.Unaccounted); n > 0 {
-		line += fmt.Sprintf("; %d queued messages the consumer skipped (neither delivered nor dead-lettered; each repaired later or counted lost above)", n)
-	}
-	if s.NeverQueued > 0 {
-		line += fmt.Sprintf("; %d repaired or lost were not in the fan-out topic at the end (never published, or removed by a fault)", s.NeverQueued)
-	}
+	line += s.unaccountedText() + s.neverQueuedText()
 	if n := len(s.Early); n > 0 {
 		line += fmt.Sprintf("; %d given up before their transient window", n)
 	}

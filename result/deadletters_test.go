@@ -25,7 +25,7 @@ func TestAccountDeadLetters(t *testing.T) {
 	s := AccountDeadLetters(in)
 	want := DeadLetterSummary{Known: true, Topic: "dlq", Records: 3, Listed: 3, Inbox: 2, History: 1, Transient: 2, Permanent: 1,
 		WindowMS: 1500, LabShortWindow: true, Early: []DeadLetterRef{{Partition: 0, Offset: 1, MsgID: 11, RetriedMS: 700, WindowMS: 1500}},
-		MsgIDs: []uint64{10, 11}, Repaired: 1, LostIDs: []uint64{11}, Queued: 5, Unaccounted: []uint64{20, 21}, NeverQueued: 1}
+		MsgIDs: []uint64{10, 11}, Repaired: 1, LostIDs: []uint64{11}, Queued: 5, Unaccounted: []uint64{20, 21}, NeverQueued: 1, UnaccountedLost: 1}
 	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("summary\n got %+v\nwant %+v", s, want)
 	}

@@ -8,6 +8,7 @@ import (
 	"imlab/ref/server"
 	"imlab/result"
 	"imlab/runner/topics"
+	"imlab/scenario"
 )
 
 // deadLetterTimeout bounds the end-of-run reads of the dead letters (the
@@ -24,7 +25,14 @@ func (r *run) deadLetters(ctx context.Context, rep result.RepairSummary, v *chec
 	}
 	ctx, cancel := context.WithTimeout(ctx, deadLetterTimeout)
 	defer cancel()
-	in := result.DeadLetterInput{Repaired: rep.MsgIDs, Ledger: v != nil}
+	in := result.DeadLetterInput{Repaired: rep.MsgIDs, Ledger: v != nil, Events: r.res.Events, Lag: r.res.Lag}
+	// The grace the processes' reconciler was given (runner/proc): only
+	// a message older than it is repaired.
+	grace := scenario.DefaultReconcileGrace
+	if g := r.f.Server.ReconcileGrace.D(); g > 0 {
+		grace = g
+	}
+	in.ReconcileGraceS = grace.Seconds()
 	if v != nil {
 		for _, f := range v.Findings {
 			if f.Name == checker.Lost {
