@@ -92,7 +92,7 @@ func probeFraction(sends uint64) float64 {
 // loadConfig is loadgen's config for the file: the load section's
 // settings (scenario.LoadDefaults with what the file set) with the run's
 // target, directory, rate shape (scaled when the run says so), group
-// sizes and probe fraction.
+// sizes and probe fraction, and what runs inside the runner beside it.
 func (r *run) loadConfig() (loadgen.Config, error) {
 	l := r.f.Load
 	lc := l.Config
@@ -118,7 +118,8 @@ func (r *run) loadConfig() (loadgen.Config, error) {
 		return lc, fmt.Errorf("%w: load.group_sizes: %w", scenario.ErrInvalid, err)
 	}
 	lc.ProbeFraction = probeFraction(schedule.Count(lc.Shape, lc.Duration)) // short runs: probe more ACKs than a load run does
-	lc.Progress = r.cfg.Progress
+	// What shares the generator's process: its CPU figure says so.
+	lc.Progress, lc.InProcess = r.cfg.Progress, r.inRunner()
 	if err := lc.Validate(); err != nil {
 		return lc, fmt.Errorf("%w: load: %w", scenario.ErrInvalid, err)
 	}
