@@ -157,16 +157,18 @@ func checkCPULine(t *testing.T, back *result.Result, html []byte) {
 
 // checkInProcess: the lab's CPU figure is the runner's whole process, and
 // says so when anything of the run runs inside it: result.json's lab_cpu
-// names the same parts as the CPU timeline's runner line, and the page
-// says the generator's own share is not separable (plain wording when the
-// generator is alone).
+// names the same parts as the CPU timeline's runner line (a load segment's
+// generator runs alone in its own process: none), and the page says the
+// generator's own share is not separable (plain wording when the generator
+// is alone).
 func checkInProcess(t *testing.T, back *result.Result, html []byte) {
 	t.Helper()
 	l := back.LabCPU
 	if l == nil {
 		return
 	}
-	if want := "runner (" + strings.Join(append([]string{"generator"}, l.InProcess...), ", ") + ")"; back.CPU.Procs[0].Name != want {
+	want := "runner (" + strings.Join(append([]string{"generator"}, l.InProcess...), ", ") + ")"
+	if segs := back.SpecOrEmpty().Load.Segments; (segs > 1 && len(l.InProcess) > 0) || (segs <= 1 && back.CPU.Procs[0].Name != want) {
 		t.Fatalf("lab_cpu in_process %q, the CPU timeline's runner line %q", l.InProcess, back.CPU.Procs[0].Name)
 	}
 	shared := bytes.Contains(html, []byte("the generator&#39;s own share is not separable"))
