@@ -221,12 +221,15 @@ type Generator struct {
 }
 
 // String says it in one line.
-func (g Generator) String() string {
+func (g Generator) String() string { return "Generator: " + g.Text() }
+
+// Text is the line without its name: GOMAXPROCS, the pacer, late after.
+func (g Generator) Text() string {
 	pacer := "the runtime's timers (a send starts about 1 ms after its intended time at most on an idle machine, later on a busy one: see late % and the send delay p99)"
 	if g.SpinMs > 0 {
 		pacer = fmt.Sprintf("a kernel sleep for the last %g ms before each send", g.SpinMs)
 	}
-	return fmt.Sprintf("Generator: GOMAXPROCS %d, pacing on %s; late: started more than %g ms after the intended time", g.GOMAXPROCS, pacer, g.LateAfterMs)
+	return fmt.Sprintf("GOMAXPROCS %d, pacing on %s; late: started more than %g ms after the intended time", g.GOMAXPROCS, pacer, g.LateAfterMs)
 }
 
 // Machine says where the figures were measured.

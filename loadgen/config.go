@@ -201,6 +201,13 @@ type Config struct {
 	CeilingFor time.Duration
 	// Progress receives a line per second (nil: none).
 	Progress io.Writer
+	// InProcess names what else of the run runs inside this process beside
+	// the generator (a scenario run's in-process server processes, embedded
+	// backends, Kafka, fault proxies): the summary's LabCPU says its figure
+	// is the whole process's. Empty: the generator is alone (imlab load). Not
+	// part of the config a segment child is handed (json "-"): the child
+	// runs alone.
+	InProcess []string `json:"-"`
 	// Mix is what devices do besides sending and pulling their inbox (the
 	// zero Mix: nothing else, as before it existed).
 	Mix clientmix.Mix

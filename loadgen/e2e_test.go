@@ -259,6 +259,7 @@ func TestRetriesResendTheSameClientMsgID(t *testing.T) {
 func TestQueuedModeIsValid(t *testing.T) {
 	sum, v, c, _, cfg := runFake(t, faketarget.Faults{}, 1000, time.Second, func(c *Config) {
 		c.Pacer.Senders, c.Pacer.MaxQueued = 4, 10_000
+		c.InProcess = []string{"fake target"} // it runs inside this process
 	})
 	want := schedule.Count(schedule.Constant{PerSec: 1000}, time.Second)
 	if !v.Valid || sum.OK != want || uint64(c.Sends) != want || sum.Pacer.Started != want || sum.Pacer.Missed != 0 {
@@ -283,6 +284,10 @@ func TestQueuedModeIsValid(t *testing.T) {
 	}
 	if !strings.Contains(l.String(), "of the machine's CPU during the measured window") {
 		t.Fatalf("lab cpu line: %s", l)
+	}
+	// What shares the process is in summary.json, and its line says so.
+	if !slices.Equal(l.InProcess, cfg.InProcess) || !strings.HasPrefix(l.String(), "the runner process (the generator and, inside it, fake target) used") {
+		t.Fatalf("lab cpu in_process %q (the config's %q): %s", l.InProcess, cfg.InProcess, l)
 	}
 }
 

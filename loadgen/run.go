@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -96,7 +97,9 @@ func Run(ctx context.Context, cfg Config) (*summary.Summary, error) {
 
 	cpu0 := summary.MarkCPU()
 	st, err := schedule.Run(ctx, cfg.Pacer, r.ticks(), r.start, &live, r.send)
-	sum.LabCPU = summary.CPUShare(cpu0, summary.MarkCPU())
+	if sum.LabCPU = summary.CPUShare(cpu0, summary.MarkCPU()); sum.LabCPU != nil {
+		sum.LabCPU.InProcess = slices.Clone(cfg.InProcess)
+	}
 	r.fleet.StopRevoker()
 	if err != nil {
 		close(repStop)

@@ -254,9 +254,11 @@ type Result struct {
 	// LoadAverage is the machine's load when the run started and ended
 	// (nil where the system does not publish it).
 	LoadAverage *LoadAverage `json:"load_average,omitempty"`
-	// LabCPU is how much of the machine's CPU this process (the generator,
-	// and the proxies and in-process Kafka beside it) used while the load
-	// sent (nil: not measured, or a load split in segments).
+	// LabCPU is how much of the machine's CPU the runner's process used
+	// while the load sent: the generator and every part of the run inside
+	// the runner (in-process server processes, embedded backends, Kafka,
+	// fault proxies), which its in_process names and its text says (nil:
+	// not measured, or a load split in segments).
 	LabCPU *summary.LabCPU `json:"lab_cpu,omitempty"`
 	// CPU is the run's CPU by process, second by second, over the load and
 	// the recovery after it (nil: not recorded, e.g. a capacity search,

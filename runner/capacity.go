@@ -78,6 +78,11 @@ func (r *run) executeCapacity(ctx context.Context, lc loadgen.Config) error {
 	}
 	r.res.Errors = append(r.res.Errors, res.Errors...)
 	r.res.Errors = append(r.res.Errors, res.Notes...)
+	for i := range r.res.Settings { // what the steps really ran with, not the load section's pacer
+		if r.res.Settings[i].Name == "generator" {
+			r.res.Settings[i].Value = generatorSetting(cfg.Load, true, &res.Generator)
+		}
+	}
 	sum := &result.CapacitySummary{Result: filepath.Join(out, capacity.ResultFile), Answer: res.Answer, SLO: res.SLO,
 		Sustainable: res.Sustainable, Broke: res.Broke, Knee: res.Knee, Limit: res.Limit, Steps: len(res.Steps), Cost: res.Cost}
 	for _, st := range res.Steps {

@@ -66,6 +66,11 @@ func TestRunCapacitySmoke(t *testing.T) {
 			t.Fatalf("the api's CPU per message is missing without a reason: %+v", st.CPU[api])
 		}
 	}
+	// The run's generator setting is what the search's steps ran with (its
+	// own pacer, as its result.json records), not the load section's spin.
+	if got := settingOf(res.Settings, "generator"); strings.Contains(got, "pacer spin") || !strings.Contains(got, "the capacity search's steps: "+cr.Generator.Text()) {
+		t.Fatalf("generator setting %q, the search's generator %+v", got, cr.Generator)
+	}
 	// The run's backends, as compose named them, are the search's and its
 	// page's: the page says what served the target beside what it watched.
 	if cr.Backends == "" || !strings.Contains(cr.Backends, "mysql=") || cr.Backends != res.Backends {

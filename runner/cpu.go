@@ -47,10 +47,18 @@ func (r *run) cpuWatch(ctx context.Context, base time.Time) (stop func() *result
 // runnerLine names the runner's own line: the generator and every part of
 // the run inside the runner.
 func (r *run) runnerLine() string {
-	in := []string{"generator"}
+	return "runner (" + strings.Join(append([]string{"generator"}, r.inRunner()...), ", ") + ")"
+}
+
+// inRunner names the parts of the run inside the runner's process beside
+// the generator: the in-process server processes, the embedded backends,
+// the in-process Kafka and the fault proxies (none: the generator is alone
+// in its process).
+func (r *run) inRunner() []string {
+	var in []string
 	for _, s := range r.procs {
 		if inc := s.Current(); inc == nil || inc.Pid() <= 0 {
-			in = append(in, s.Name)
+			in = append(in, s.Name+"["+strings.Join(s.Roles(), ",")+"]") // as an exec process's line is named
 		}
 	}
 	if r.cb != nil {
@@ -58,7 +66,13 @@ func (r *run) runnerLine() string {
 			in = append(in, "embedded "+part)
 		}
 	}
-	return "runner (" + strings.Join(in, ", ") + ")"
+	if r.kafka != nil {
+		in = append(in, "in-process kafka")
+	}
+	if r.px != nil && len(r.px.Names()) > 0 {
+		in = append(in, "fault proxies")
+	}
+	return in
 }
 
 // cpuTargets are the processes read at a tick: the runner, each exec

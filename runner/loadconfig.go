@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"imlab/capacity"
 	"imlab/chaos"
 	"imlab/compose"
 	"imlab/faults"
@@ -92,7 +93,7 @@ func probeFraction(sends uint64) float64 {
 // loadConfig is loadgen's config for the file: the load section's
 // settings (scenario.LoadDefaults with what the file set) with the run's
 // target, directory, rate shape (scaled when the run says so), group
-// sizes and probe fraction.
+// sizes and probe fraction, and what runs inside the runner beside it.
 func (r *run) loadConfig() (loadgen.Config, error) {
 	l := r.f.Load
 	lc := l.Config
@@ -118,7 +119,8 @@ func (r *run) loadConfig() (loadgen.Config, error) {
 		return lc, fmt.Errorf("%w: load.group_sizes: %w", scenario.ErrInvalid, err)
 	}
 	lc.ProbeFraction = probeFraction(schedule.Count(lc.Shape, lc.Duration)) // short runs: probe more ACKs than a load run does
-	lc.Progress = r.cfg.Progress
+	// What shares the generator's process: its CPU figure says so.
+	lc.Progress, lc.InProcess = r.cfg.Progress, r.inRunner()
 	if err := lc.Validate(); err != nil {
 		return lc, fmt.Errorf("%w: load: %w", scenario.ErrInvalid, err)
 	}
@@ -141,6 +143,26 @@ func (r *run) rateScale(sh schedule.Shape) *result.RateScale {
 		return nil
 	}
 	return rs
+}
+
+// generatorSetting is the "generator" setting: the load's connections,
+// pool and send timeout, and how it paced: the pacer's spin for a run's
+// load; for a capacity search, whose pacer is its own (CapacitySpec.Search),
+// what the search's result says its steps ran with (gen; nil before the
+// search ran: where its page says it).
+func generatorSetting(lc loadgen.Config, search bool, gen *capacity.Generator) string {
+	pool := fmt.Sprintf("max workers %d", lc.Pacer.MaxWorkers)
+	if lc.Pacer.Senders > 0 {
+		pool = fmt.Sprintf("queued: %d senders, at most %d sends queued", lc.Pacer.Senders, lc.Pacer.MaxQueued)
+	}
+	head := fmt.Sprintf("conns %d, pipeline %d on %d conns, %s", lc.Conns, lc.Pipeline, lc.PipelineConns, pool)
+	switch {
+	case gen != nil:
+		return fmt.Sprintf("%s, send timeout %s; the capacity search's steps: %s (%s, generator)", head, lc.Timeout, gen.Text(), filepath.Join(CapacityDir, capacity.ResultFile))
+	case search:
+		return fmt.Sprintf("%s, send timeout %s; the capacity search paces on its own: its page says how (%s)", head, lc.Timeout, filepath.Join(CapacityDir, capacity.ReportFile))
+	}
+	return fmt.Sprintf("%s, pacer spin %s, send timeout %s", head, lc.Pacer.SpinWindow, lc.Timeout)
 }
 
 func (r *run) recordSettings(lc loadgen.Config) {
@@ -176,12 +198,7 @@ func (r *run) recordSettings(lc loadgen.Config) {
 	r.populationSettings(lc.Pop)
 	r.setting("come_back_every", lc.Pop.ComeBackEvery)
 	r.setting("settle", lc.Settle)
-	pool := fmt.Sprintf("max workers %d", lc.Pacer.MaxWorkers)
-	if lc.Pacer.Senders > 0 {
-		pool = fmt.Sprintf("queued: %d senders, at most %d sends queued", lc.Pacer.Senders, lc.Pacer.MaxQueued)
-	}
-	pool += fmt.Sprintf(", pacer spin %s", lc.Pacer.SpinWindow)
-	r.setting("generator", fmt.Sprintf("conns %d, pipeline %d on %d conns, %s, send timeout %s", lc.Conns, lc.Pipeline, lc.PipelineConns, pool, lc.Timeout))
+	r.setting("generator", generatorSetting(lc, r.f.Kind == scenario.KindCapacity, nil))
 	r.setting("retries", lc.Retries)
 	r.setting("unread_threshold", r.procs[0].Cfg.Pull.UnreadThreshold)
 	r.setting("reconcile_interval", r.procs[0].Cfg.Reconcile.Interval)

@@ -6,6 +6,7 @@ import (
 	"encoding/xml"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -102,6 +103,7 @@ func checkOutputs(t *testing.T, dir string, res *result.Result) {
 		t.Fatal("report.html does not say the generator's share of the machine")
 	}
 	checkCPULine(t, back, html)
+	checkInProcess(t, back, html)
 	if _, err := os.Stat(filepath.Join(dir, result.LoadDir, "summary.json")); err != nil {
 		if _, serr := os.Stat(filepath.Join(dir, result.LoadDir, "seg-1", "summary.json")); serr != nil {
 			t.Fatalf("load directory: %v", err)
@@ -153,6 +155,28 @@ func checkCPULine(t *testing.T, back *result.Result, html []byte) {
 	}
 }
 
+// checkInProcess: the lab's CPU figure is the runner's whole process, and
+// says so when anything of the run runs inside it: result.json's lab_cpu
+// names the same parts as the CPU timeline's runner line (a load segment's
+// generator runs alone in its own process: none), and the page says the
+// generator's own share is not separable (plain wording when the generator
+// is alone).
+func checkInProcess(t *testing.T, back *result.Result, html []byte) {
+	t.Helper()
+	l := back.LabCPU
+	if l == nil {
+		return
+	}
+	want := "runner (" + strings.Join(append([]string{"generator"}, l.InProcess...), ", ") + ")"
+	if segs := back.SpecOrEmpty().Load.Segments; (segs > 1 && len(l.InProcess) > 0) || (segs <= 1 && back.CPU.Procs[0].Name != want) {
+		t.Fatalf("lab_cpu in_process %q, the CPU timeline's runner line %q", l.InProcess, back.CPU.Procs[0].Name)
+	}
+	shared := bytes.Contains(html, []byte("the generator&#39;s own share is not separable"))
+	if shared != (len(l.InProcess) > 0) || (shared && !bytes.Contains(html, []byte("the runner process (the generator and, inside it, "+strings.Join(l.InProcess, ", ")+") used"))) {
+		t.Fatalf("lab_cpu in_process %q: the page's generator_cpu does not say so (or says it of a generator alone)", l.InProcess)
+	}
+}
+
 // settingOf is the value of the named setting ("" without it).
 func settingOf(settings []result.Setting, name string) string {
 	for _, s := range settings {
@@ -192,6 +216,11 @@ func TestRunShipped(t *testing.T) {
 			case "redis-wipe":
 				if len(res.Events) != 2 || res.Events[0].Err != "" || res.Events[0].Affected == 0 {
 					t.Fatalf("wipe events %+v", res.Events)
+				}
+				// Its server process "all" runs inside the runner: the
+				// lab's CPU figure is not the generator's alone.
+				if res.LabCPU == nil || !slices.Contains(res.LabCPU.InProcess, "all[all]") {
+					t.Fatalf("lab_cpu %+v: want the in-process server process named", res.LabCPU)
 				}
 			case "queue-loss-unsafe":
 				// The negative control: the loss is caught and named.

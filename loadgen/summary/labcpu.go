@@ -3,6 +3,7 @@ package summary
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -11,9 +12,8 @@ import (
 // while it sent (the measured window: from the schedule's start to its
 // last send), from getrusage(2) of this process: user + system time of
 // every thread (the generator's devices, ledger and live line included;
-// in a scenario run also the proxies and an in-process Kafka, which live in
-// the same process). A figure the lab could not read is absent (nil),
-// never 0.
+// in a scenario run also whatever else runs inside the runner: InProcess
+// names it). A figure the lab could not read is absent (nil), never 0.
 type LabCPU struct {
 	// CPUSeconds: this process's CPU time in the window.
 	CPUSeconds float64 `json:"cpu_s"`
@@ -27,16 +27,31 @@ type LabCPU struct {
 	// OverHalf: the generator took more than half of the machine's CPU:
 	// the target had less than half of the machine.
 	OverHalf bool `json:"over_half,omitempty"`
+	// InProcess names the other parts of the run inside the generator's
+	// process (a scenario run's in-process server processes, embedded
+	// backends, in-process Kafka, fault proxies; loadgen.Config.InProcess): the
+	// figure is theirs too, and the generator's own share is not
+	// separable from it. Empty: the generator was alone in its process.
+	InProcess []string `json:"in_process,omitempty"`
 }
 
 // String is "generator used N% of the machine's CPU during the measured
-// window", labelled when over half.
+// window", labelled when over half. When other parts of the run shared
+// the process (InProcess) it says the figure is the whole process's:
+// "the runner process (the generator and, inside it, ...) used N%".
 func (l *LabCPU) String() string {
 	if l == nil {
 		return "generator's share of the machine's CPU during the measured window: unknown"
 	}
-	s := fmt.Sprintf("generator used %.0f%% of the machine's CPU during the measured window (%.2f CPU-s in %.1f s on %d CPUs)",
-		l.Share*100, l.CPUSeconds, l.WindowSeconds, l.CPUs)
+	who := "generator"
+	if len(l.InProcess) > 0 {
+		who = "the runner process (the generator and, inside it, " + strings.Join(l.InProcess, ", ") + ")"
+	}
+	s := fmt.Sprintf("%s used %.0f%% of the machine's CPU during the measured window (%.2f CPU-s in %.1f s on %d CPUs)",
+		who, l.Share*100, l.CPUSeconds, l.WindowSeconds, l.CPUs)
+	if len(l.InProcess) > 0 {
+		s += ": the generator's own share is not separable"
+	}
 	if l.OverHalf {
 		s += ": MORE THAN HALF, the target had less than half of the machine"
 	}

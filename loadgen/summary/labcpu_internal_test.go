@@ -33,3 +33,22 @@ func TestLabCPUShare(t *testing.T) {
 		t.Fatalf("this process's CPU: %+v", m)
 	}
 }
+
+// A figure of a process the generator shared with other parts of a run
+// says it is the whole process's, names them, and keeps the over-half
+// label; alone (imlab load) the generator's wording is unchanged.
+func TestLabCPUInProcess(t *testing.T) {
+	l := &LabCPU{CPUSeconds: 3.61, WindowSeconds: 6.1, CPUs: 2, Share: 0.3, InProcess: []string{"api", "in-process kafka"}}
+	want := "the runner process (the generator and, inside it, api, in-process kafka) used 30% of the machine's CPU during the measured window (3.61 CPU-s in 6.1 s on 2 CPUs): the generator's own share is not separable"
+	if got := l.String(); got != want {
+		t.Fatalf("shared:\n got %s\nwant %s", got, want)
+	}
+	l.Share, l.OverHalf = 0.6, true
+	if got := l.String(); !strings.HasPrefix(got, "the runner process (") || !strings.HasSuffix(got, "not separable: MORE THAN HALF, the target had less than half of the machine") {
+		t.Fatalf("shared, over half: %s", got)
+	}
+	l.InProcess, l.Share, l.OverHalf = nil, 0.3, false
+	if got := l.String(); got != "generator used 30% of the machine's CPU during the measured window (3.61 CPU-s in 6.1 s on 2 CPUs)" {
+		t.Fatalf("alone: %s", got)
+	}
+}

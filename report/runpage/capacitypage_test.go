@@ -3,6 +3,7 @@ package runpage
 import (
 	"bytes"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,8 +14,8 @@ import (
 )
 
 // capacitySmoke is the result.json an `imlab scenario run
-// scenarios/capacity-smoke.yaml` wrote (its machine's paths made
-// relative to the run's directory): a search, no sends or lag of its own.
+// scenarios/capacity-smoke.yaml --out /tmp/gs-cap` wrote (its paths left
+// as they were): a search, no sends or lag of its own.
 func capacitySmoke(t *testing.T) *result.Result {
 	t.Helper()
 	res, err := result.ReadResult("testdata/capacity-smoke.result.json")
@@ -98,7 +99,7 @@ func TestCapacityRunPageSaysWhatWasMeasured(t *testing.T) {
 	if strings.Contains(got, "no charts") {
 		t.Errorf("the Charts section says only %q", got)
 	}
-	for _, want := range []string{"capacity search measures step by step", "5 steps (5 checked, 0 INVALID)", "run/capacity/report.html"} {
+	for _, want := range []string{"capacity search measures step by step", "5 steps (5 checked, 0 INVALID)", filepath.Join(filepath.Dir(res.Capacity.Result), "report.html")} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the Charts section does not say %q: %q", want, got)
 		}
@@ -123,5 +124,18 @@ func TestCapacityRunPageSaysWhatWasMeasured(t *testing.T) {
 		if c := strings.TrimSpace(text(td)); c == "-" || c == "" {
 			t.Errorf("a table cell is %q, saying nothing of why", c)
 		}
+	}
+}
+
+// A capacity run's page states the generator settings its search's steps
+// ran with (the search's own pacer: the runtime's timers, spin 0, as its
+// capacity/result.json records), not the load section's pacer spin that
+// no step used.
+func TestCapacityRunPageGeneratorSettings(t *testing.T) {
+	res := capacitySmoke(t)
+	got := settingRow(HTMLReport(res).Settings, "generator")
+	if strings.Contains(got, "pacer spin") || !strings.Contains(got, "the capacity search's steps: GOMAXPROCS 2, pacing on the runtime's timers") ||
+		!strings.Contains(got, "late: started more than 2 ms after the intended time (capacity/result.json, generator)") {
+		t.Fatalf("generator setting %q", got)
 	}
 }
