@@ -197,7 +197,8 @@ func (r *Result) charts() ([]template.HTML, []string, error) {
 	// own, so that no line joins two steps at one rate (a vertical stroke
 	// that read as a jump) and each legend's last value is one phase's.
 	lat := report.Chart{Title: "rate vs ACK latency: ACK latency from the intended send time", Unit: "ms", XAxis: rate, Marks: marks, Hollow: broke,
-		Series: []report.Series{{Name: "ACK p50", Dots: true}, {Name: "ACK p99", Dots: true}, {Name: "ACK p50, repeat steps", Dots: true}, {Name: "ACK p99, repeat steps", Dots: true}}}
+		Series: []report.Series{{Name: "ACK p50", Dots: true, Slot: 1}, {Name: "ACK p99", Dots: true, Slot: 2},
+			{Name: "ACK p50, repeat steps", Dots: true, Slot: 1}, {Name: "ACK p99, repeat steps", Dots: true, Slot: 2}}}
 	if slo := r.sloAck(); slo > 0 {
 		lat.Threshold, lat.ThresholdLabel = slo, "SLO ack_p99"
 	}
@@ -207,7 +208,9 @@ func (r *Result) charts() ([]template.HTML, []string, error) {
 	for _, pc := range r.Procs {
 		if _, ok := idx[pc.Name]; !ok {
 			idx[pc.Name] = len(cpu.Series)
-			cpu.Series = append(cpu.Series, report.Series{Name: pc.Name + " (cores)", Dots: true}, report.Series{Name: pc.Name + " (cores, repeat steps)", Dots: true})
+			slot := len(idx) // a process's repeat points in its own colour
+			cpu.Series = append(cpu.Series, report.Series{Name: pc.Name + " (cores)", Dots: true, Slot: slot},
+				report.Series{Name: pc.Name + " (cores, repeat steps)", Dots: true, Slot: slot})
 		}
 	}
 	steps := slices.Clone(r.Steps)

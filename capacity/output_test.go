@@ -255,6 +255,13 @@ func TestRepeatStepsAreSeriesOfTheirOwn(t *testing.T) {
 			t.Errorf("no %q series", want)
 		}
 	}
+	// A repeat series is drawn in its measure's colour: two measures, two
+	// colours (the first two of the palette), whatever the series' count.
+	for _, c := range []string{"#9467bd", "#8c564b"} {
+		if strings.Contains(page, `stroke="`+c+`"`) {
+			t.Errorf("a repeat series took a colour of its own (%s)", c)
+		}
+	}
 	buf.Reset()
 	if err := pageResult().WriteHTML(&buf); err != nil {
 		t.Fatal(err)
