@@ -2,6 +2,7 @@ package retention
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"testing"
@@ -21,21 +22,7 @@ func BenchmarkRetentionPass(b *testing.B) {
 	const uids, perUID = 2000, 100
 	at := time.Now().UTC().Add(-24*time.Hour - time.Minute)
 	for u := 1; u <= uids; u += 100 {
-		var sb strings.Builder
-		sb.WriteString("INSERT INTO offline_msg (uid, seq, msg_id, conv_id, conv_type, sender_uid, created_at) VALUES ")
-		args := []any{}
-		for x := u; x < u+100; x++ {
-			for s := 1; s <= perUID; s++ {
-				if len(args) > 0 {
-					sb.WriteByte(',')
-				}
-				sb.WriteString("(?,?,?,7,2,1,?)")
-				args = append(args, x, s, x*1000+s, at)
-			}
-		}
-		if _, err := db.ExecContext(ctx, sb.String(), args...); err != nil {
-			b.Fatal(err)
-		}
+		insertInbox(ctx, b, db, u, u+100, perUID, func(int, int) time.Time { return at })
 		for x := u; x < u+100; x++ {
 			for _, q := range []string{
 				fmt.Sprintf("INSERT INTO sync_served (uid, device_id, served_seq, updated_at) VALUES (%d,'a',%d,NOW()),(%d,'b',%d,NOW())", x, perUID, x, perUID/2),
@@ -78,21 +65,7 @@ func BenchmarkRetentionPassYoung(b *testing.B) {
 	const uids, perUID = 3000, 100
 	now := time.Now().UTC()
 	for u := 1; u <= uids; u += 100 {
-		var sb strings.Builder
-		sb.WriteString("INSERT INTO offline_msg (uid, seq, msg_id, conv_id, conv_type, sender_uid, created_at) VALUES ")
-		args := []any{}
-		for x := u; x < u+100; x++ {
-			for s := 1; s <= perUID; s++ {
-				if len(args) > 0 {
-					sb.WriteByte(',')
-				}
-				sb.WriteString("(?,?,?,7,2,1,?)")
-				args = append(args, x, s, x*1000+s, now.Add(-time.Duration(x*perUID+s)*time.Millisecond))
-			}
-		}
-		if _, err := m.DB.ExecContext(ctx, sb.String(), args...); err != nil {
-			b.Fatal(err)
-		}
+		insertInbox(ctx, b, m.DB, u, u+100, perUID, func(x, s int) time.Time { return now.Add(-time.Duration(x*perUID+s) * time.Millisecond) })
 	}
 	if _, err := m.DB.ExecContext(ctx, "ANALYZE TABLE offline_msg"); err != nil {
 		b.Fatal(err)
@@ -119,4 +92,25 @@ func BenchmarkRetentionPassYoung(b *testing.B) {
 	}
 	b.ReportMetric(float64(scanned)/float64(b.N), "rows/pass")
 	b.ReportMetric(float64(reads)/float64(b.N), "handler_reads/pass")
+}
+
+// insertInbox writes perUID inbox rows (seq 1..perUID) for each uid in
+// [from, to) in one statement, each created at at(uid, seq).
+func insertInbox(ctx context.Context, b *testing.B, db *sql.DB, from, to, perUID int, at func(uid, seq int) time.Time) {
+	b.Helper()
+	var sb strings.Builder
+	sb.WriteString("INSERT INTO offline_msg (uid, seq, msg_id, conv_id, conv_type, sender_uid, created_at) VALUES ")
+	args := []any{}
+	for x := from; x < to; x++ {
+		for s := 1; s <= perUID; s++ {
+			if len(args) > 0 {
+				sb.WriteByte(',')
+			}
+			sb.WriteString("(?,?,?,7,2,1,?)")
+			args = append(args, x, s, x*1000+s, at(x, s))
+		}
+	}
+	if _, err := db.ExecContext(ctx, sb.String(), args...); err != nil {
+		b.Fatal(err)
+	}
 }
