@@ -67,19 +67,14 @@ func (l *CPULine) Others() (mean, peak float64, n, floored int) {
 	}
 	var sum float64
 	for _, s := range l.Seconds {
-		r, ok := s.Rest()
+		raw, ok := s.rest()
 		if !ok {
 			continue
 		}
-		if s.Machine != nil {
-			var procs float64
-			for _, c := range s.Cores {
-				procs += c
-			}
-			if procs > *s.Machine+0.02 {
-				floored++
-			}
+		if raw < -flooredBy {
+			floored++
 		}
+		r := max(raw, 0)
 		sum, peak, n = sum+r, max(peak, r), n+1
 	}
 	if n == 0 {
@@ -95,6 +90,17 @@ func (l *CPULine) Others() (mean, peak float64, n, floored int) {
 // figure was not read. Sampling the two a few microseconds apart can make
 // it slightly negative: it is floored at 0.
 func (s CPUSecond) Rest() (float64, bool) {
+	rest, ok := s.rest()
+	return max(rest, 0), ok
+}
+
+// flooredBy is how far under 0 the rest of the machine must come out for
+// a second to count as floored (Others): less is the kernel's 10 ms tick.
+const flooredBy = 0.02
+
+// rest is the machine's busy cores less the measured processes', not
+// floored.
+func (s CPUSecond) rest() (float64, bool) {
 	if s.Machine == nil {
 		return 0, false
 	}
@@ -102,5 +108,5 @@ func (s CPUSecond) Rest() (float64, bool) {
 	for _, c := range s.Cores {
 		rest -= c
 	}
-	return max(rest, 0), true
+	return rest, true
 }
