@@ -28,7 +28,7 @@ func (r *run) watched() ([]capacity.Proc, []string) {
 	var in []string
 	for _, s := range r.procs {
 		if pid := s.Current().Pid(); pid > 0 {
-			ps = append(ps, capacity.Proc{Name: s.Name + "[" + strings.Join(s.Roles(), ",") + "]", PID: pid})
+			ps = append(ps, capacity.Proc{Name: procLine(s), PID: pid})
 		} else {
 			in = append(in, s.Name)
 		}

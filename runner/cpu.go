@@ -11,6 +11,7 @@ import (
 	"imlab/internal/proccpu"
 	"imlab/result"
 	"imlab/runner/cpuline"
+	"imlab/runner/proc"
 )
 
 // sharedServers are the command names of a database server the run may
@@ -44,6 +45,13 @@ func (r *run) cpuWatch(ctx context.Context, base time.Time) (stop func() *result
 	}
 }
 
+// procLine names a server process of the run wherever its CPU is said
+// (the CPU timeline, a capacity search's watched processes, the runner's
+// line): its name and roles, "api[api,reconciler]".
+func procLine(s *proc.Slot) string {
+	return s.Name + "[" + strings.Join(s.Roles(), ",") + "]"
+}
+
 // runnerLine names the runner's own line: the generator and every part of
 // the run inside the runner.
 func (r *run) runnerLine() string {
@@ -58,7 +66,7 @@ func (r *run) inRunner() []string {
 	var in []string
 	for _, s := range r.procs {
 		if inc := s.Current(); inc == nil || inc.Pid() <= 0 {
-			in = append(in, s.Name+"["+strings.Join(s.Roles(), ",")+"]") // as an exec process's line is named
+			in = append(in, procLine(s)) // as an exec process's line is named
 		}
 	}
 	if r.cb != nil {
@@ -82,7 +90,7 @@ func (r *run) cpuTargets(self string, shared []cpuline.Target) []cpuline.Target 
 	ts := []cpuline.Target{{Name: self, PID: os.Getpid()}}
 	for _, s := range r.procs {
 		if inc := s.Current(); inc != nil && inc.Pid() > 0 {
-			ts = append(ts, cpuline.Target{Name: s.Name + "[" + strings.Join(s.Roles(), ",") + "]", PID: inc.Pid()})
+			ts = append(ts, cpuline.Target{Name: procLine(s), PID: inc.Pid()})
 		}
 	}
 	if r.cb != nil {
