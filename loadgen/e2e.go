@@ -8,6 +8,12 @@ import (
 // e2eShards is the number of independently locked shards of the tracker.
 const e2eShards = 16
 
+// e2eDenseTicks bounds the ticks the tracker keeps in its bit sets (a
+// schedule numbers its sends from 0, so a run's ticks are dense below
+// it); a tick at or past it is kept in a map. 1<<32 ticks cost at most
+// 2 × 32 MiB of bits per shard, reached only by a run of 4 billion sends.
+const e2eDenseTicks = 1 << 32
+
 // e2eTracker makes the end_to_end histogram count what the checker's does:
 // the first copy a recipient device stores of an ACKed send, from the
 // send's intended time. A device may store a message before its sender has
@@ -16,23 +22,65 @@ const e2eShards = 16
 // stays unknown (the checker counts those as recovered, not in end_to_end).
 //
 // Every send goroutine and every device goroutine calls it; the shard
-// mutexes serialise them. Memory: one map entry per send of the run, plus
-// the samples of sends still without an outcome.
+// mutexes serialise them. Memory: two bits per send of the run (a map
+// with an entry per send cost a hash lookup with its cache misses per
+// send and per stored copy, and rehashed as it grew), plus the samples
+// of sends still without an outcome.
 type e2eTracker struct {
-	shards [e2eShards]struct {
-		mu    sync.Mutex
-		state map[uint64]bool            // tick -> ACKed (present: outcome known)
-		wait  map[uint64][]time.Duration // tick -> samples before the outcome
-	}
+	shards [e2eShards]e2eShard
+}
+
+// e2eShard holds the ticks t with t % e2eShards == its index, at bit
+// t / e2eShards.
+type e2eShard struct {
+	mu     sync.Mutex
+	known  []uint64                   // outcome known
+	acked  []uint64                   // ... and ACKed
+	sparse map[uint64]bool            // ticks past e2eDenseTicks: tick -> ACKed
+	wait   map[uint64][]time.Duration // tick -> samples before the outcome
 }
 
 func newE2ETracker() *e2eTracker {
 	t := &e2eTracker{}
 	for i := range t.shards {
-		t.shards[i].state = map[uint64]bool{}
+		t.shards[i].sparse = map[uint64]bool{}
 		t.shards[i].wait = map[uint64][]time.Duration{}
 	}
 	return t
+}
+
+// state returns whether tick's outcome is known and whether it was ACKed.
+// Callers hold s.mu.
+func (s *e2eShard) state(tick uint64) (acked, known bool) {
+	if tick >= e2eDenseTicks {
+		acked, known = s.sparse[tick]
+		return acked, known
+	}
+	i := tick / e2eShards
+	w, b := i/64, uint64(1)<<(i%64)
+	if w >= uint64(len(s.known)) {
+		return false, false
+	}
+	return s.acked[w]&b != 0, s.known[w]&b != 0
+}
+
+// settle records tick's outcome. Callers hold s.mu.
+func (s *e2eShard) settle(tick uint64, ok bool) {
+	if tick >= e2eDenseTicks {
+		s.sparse[tick] = ok
+		return
+	}
+	i := tick / e2eShards
+	w, b := i/64, uint64(1)<<(i%64)
+	if n := w + 1; n > uint64(len(s.known)) {
+		n = max(n, 2*uint64(len(s.known)))
+		s.known = append(s.known, make([]uint64, n-uint64(len(s.known)))...)
+		s.acked = append(s.acked, make([]uint64, n-uint64(len(s.acked)))...)
+	}
+	s.known[w] |= b
+	if ok {
+		s.acked[w] |= b
+	}
 }
 
 // stored is a device's first copy of send tick, d after its intended time:
@@ -41,7 +89,7 @@ func newE2ETracker() *e2eTracker {
 func (t *e2eTracker) stored(l *lane, tick uint64, d time.Duration) {
 	s := &t.shards[tick%e2eShards]
 	s.mu.Lock()
-	acked, known := s.state[tick]
+	acked, known := s.state(tick)
 	if !known {
 		s.wait[tick] = append(s.wait[tick], d)
 	}
@@ -56,9 +104,11 @@ func (t *e2eTracker) stored(l *lane, tick uint64, d time.Duration) {
 func (t *e2eTracker) outcome(l *lane, tick uint64, ok bool) {
 	s := &t.shards[tick%e2eShards]
 	s.mu.Lock()
-	s.state[tick] = ok
-	waiting := s.wait[tick]
-	delete(s.wait, tick)
+	s.settle(tick, ok)
+	waiting, had := s.wait[tick]
+	if had {
+		delete(s.wait, tick)
+	}
 	s.mu.Unlock()
 	if ok {
 		for _, d := range waiting {

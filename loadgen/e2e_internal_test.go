@@ -32,6 +32,36 @@ func TestE2ETrackerCountsACKedSendsOnly(t *testing.T) {
 	}
 }
 
+// TestE2ETrackerDenseAndSparseTicks: ticks far apart in the bit sets
+// (growing them) and past e2eDenseTicks (the map) settle independently.
+func TestE2ETrackerDenseAndSparseTicks(t *testing.T) {
+	m := newMetrics(1)
+	l := m.lane(0)
+	tr := newE2ETracker()
+	ticks := []uint64{0, 63, 64 * e2eShards, 1_000_003, e2eDenseTicks - 1, e2eDenseTicks, e2eDenseTicks + 17}
+	for i, tick := range ticks {
+		tr.outcome(l, tick, i%2 == 0)
+	}
+	for i, tick := range ticks {
+		s := &tr.shards[tick%e2eShards]
+		acked, known := s.state(tick)
+		if !known || acked != (i%2 == 0) {
+			t.Fatalf("tick %d: acked %v known %v, want acked %v known", tick, acked, known, i%2 == 0)
+		}
+	}
+	for _, tick := range []uint64{1, 62, 65 * e2eShards, 1_000_004, e2eDenseTicks + 1} {
+		if _, known := tr.shards[tick%e2eShards].state(tick); known {
+			t.Fatalf("tick %d: known without an outcome", tick)
+		}
+	}
+	for _, tick := range ticks {
+		tr.stored(l, tick, time.Millisecond)
+	}
+	if n := m.swap()[hE2E].TotalCount(); n != 4 {
+		t.Fatalf("end_to_end: %d samples, want the 4 ACKed ticks'", n)
+	}
+}
+
 // TestProgressLineNamesThePhase: the live line says which phase the run is
 // in and how far it has come.
 func TestProgressLineNamesThePhase(t *testing.T) {
