@@ -87,3 +87,52 @@ func TestWSReadFramesInOrder(t *testing.T) {
 		t.Fatalf("the read past its deadline took %s", d)
 	}
 }
+
+// A write to a peer that stops reading ends with an error within the
+// client's Timeout (the write deadline is moved only when less than half
+// of it is left), and writes before the buffers fill go through.
+func TestWSWriteToAStalledPeerEnds(t *testing.T) {
+	up := websocket.Upgrader{}
+	hold := make(chan struct{})
+	defer close(hold)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		<-hold // never reads
+	}))
+	defer srv.Close()
+	cfg := client.DefaultConfig()
+	cfg.Target, cfg.Secret, cfg.Timeout = srv.URL, secret, 400*time.Millisecond
+	c, err := client.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ws, err := c.DialWS(context.Background(), "tok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	req := &client.SendReq{ClientMsgID: "c1", ConvType: 1, ToUID: 2, Content: strings.Repeat("x", 256<<10)}
+	start := time.Now()
+	var sent int
+	for ; sent < 10_000; sent++ {
+		t0 := time.Now()
+		if err = ws.Send(req); err != nil {
+			if d := time.Since(t0); d > cfg.Timeout+200*time.Millisecond {
+				t.Fatalf("the blocked write ended after %v, want within the timeout %v", d, cfg.Timeout)
+			}
+			break
+		}
+	}
+	if err == nil {
+		t.Fatalf("%d frames of 256 KiB to a peer that never reads all went through in %v", sent, time.Since(start))
+	}
+	if sent == 0 {
+		t.Fatalf("the first write failed: %v", err)
+	}
+	t.Logf("%d frames went through, then: %v", sent, err)
+}
