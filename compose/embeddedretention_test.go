@@ -13,7 +13,9 @@ import (
 // idx_created_msg, in pages of 2 that split rows of one created_at and
 // msg_id, deletes the expired rows and those every device of their uid
 // pulled (rechecked under FOR UPDATE), leaves a uid without a device and
-// the young rows alone, and trims the tombstones past their age.
+// the young rows alone, and trims the tombstones and the mq_dedup rows
+// past their age (mq_dedup along idx_created, migration 009), two at a
+// time.
 func TestEmbeddedRetention(t *testing.T) {
 	ctx, _, db := embeddedMigrated(t)
 	now := time.Now().UTC()
@@ -47,6 +49,11 @@ func TestEmbeddedRetention(t *testing.T) {
 		now.Add(-3*time.Hour), now, now, now); err != nil {
 		t.Fatal(err)
 	}
+	// mq_dedup: three rows past the dedup age, one just inside it.
+	if _, err := db.ExecContext(ctx, `INSERT INTO mq_dedup (msg_id, uid, created_at) VALUES (1,1,?),(1,2,?),(2,1,?),(3,1,?)`,
+		now.Add(-72*time.Hour), now.Add(-49*time.Hour), now.Add(-48*time.Hour-time.Millisecond), now.Add(-47*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
 	cfg := retention.DefaultConfig()
 	cfg.ScanPage, cfg.DeleteBatch, cfg.Pause = 2, 2, 0
 	r, err := retention.New(cfg, db)
@@ -54,8 +61,12 @@ func TestEmbeddedRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, err := r.Run(ctx, now)
-	if err != nil || rep.Scanned != 18 || rep.DeletedAged != 6 || rep.DeletedPulled != 6 || rep.TombstonesTrimmed != 1 {
-		t.Fatalf("pass: %+v, %v; want 18 rows read, 6 expired and 6 pulled deleted, 1 tombstone trimmed", rep, err)
+	if err != nil || rep.Scanned != 18 || rep.DeletedAged != 6 || rep.DeletedPulled != 6 || rep.TombstonesTrimmed != 1 || rep.DedupDeleted != 3 {
+		t.Fatalf("pass: %+v, %v; want 18 rows read, 6 expired and 6 pulled deleted, 1 tombstone and 3 dedup rows trimmed", rep, err)
+	}
+	var dedupLeft uint64
+	if err := db.QueryRowContext(ctx, "SELECT msg_id FROM mq_dedup").Scan(&dedupLeft); err != nil || dedupLeft != 3 {
+		t.Errorf("mq_dedup: msg_id %d left (%v), want the young row 3 alone", dedupLeft, err)
 	}
 	want := map[uint64][]uint64{1: {7, 8}, 2: {5, 6, 7, 8}, 3: {3, 4, 5, 6, 7, 8}}
 	for uid, seqs := range want {

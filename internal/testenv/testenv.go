@@ -91,6 +91,14 @@ type MySQL struct {
 // and drops it when the test ends.
 func NewMySQL(t testing.TB) *MySQL {
 	t.Helper()
+	return NewMySQLNamed(t, "imlab_t_")
+}
+
+// NewMySQLNamed is NewMySQL with the database named prefix + 12 random hex
+// characters, so that the databases of one group of tests are told apart
+// on a shared server (a leftover one says which tests left it).
+func NewMySQLNamed(t testing.TB, prefix string) *MySQL {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	adminDSN, err := DSN(MySQLBaseDSN(), "")
@@ -106,7 +114,7 @@ func NewMySQL(t testing.TB) *MySQL {
 		unavailable(t, "mysql", err)
 		return nil
 	}
-	name := RandomName("imlab_t_")
+	name := RandomName(prefix)
 	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name+" CHARACTER SET utf8mb4"); err != nil {
 		admin.Close()
 		t.Fatalf("testenv: create database: %v", err)

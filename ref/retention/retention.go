@@ -34,8 +34,9 @@
 // entry read, index only. A pass over a table of young rows reads none of
 // them, instead of walking every row by the primary key. The bounds are
 // rounded to created_at's millisecond (ref/dbtime), so MariaDB reads a
-// range of the index, not the whole of it; the tombstone trim reads a
-// range of offline_tombstone's idx_created likewise.
+// range of the index, not the whole of it; the trims read a range of
+// offline_tombstone's and mq_dedup's idx_created (migrations 006 and 009)
+// likewise.
 //
 // # What was deleted
 //
@@ -506,10 +507,11 @@ func appendKeys(args []any, keys []key) []any {
 }
 
 // trimBefore deletes the rows of table (mq_dedup, offline_tombstone)
-// created before cutoff, DeleteBatch at a time. The cutoff is rounded to
-// created_at's grid (ref/dbtime): offline_tombstone's trim reads a range
-// of idx_created, not the whole table (mq_dedup has no index on
-// created_at: its trim walks the table whatever the bound).
+// created before cutoff, DeleteBatch at a time. Both tables have
+// idx_created (created_at), so each batch reads the range of the index
+// from its start to the cutoff, the expired entries only; the cutoff is
+// rounded to created_at's grid (ref/dbtime), or MariaDB reads the whole
+// index or table instead.
 func (r *Retention) trimBefore(ctx context.Context, table string, cutoff time.Time, rep *Report) (int64, error) {
 	cutoff = dbtime.Ceil(cutoff)
 	var total int64

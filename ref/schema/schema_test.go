@@ -40,7 +40,7 @@ func TestMigrateIdempotentWithSeedKeys(t *testing.T) {
 		"offline_msg": {"PRIMARY", "uk_uid_msg", "idx_uid_conv", "idx_created_msg"},
 		"sync_cursor": {"PRIMARY"},
 		"mq_outbox":   {"PRIMARY", "idx_status_id"},
-		"mq_dedup":    {"PRIMARY"},
+		"mq_dedup":    {"PRIMARY", "idx_created"},
 		"msg_content": {"PRIMARY", "uk_sender_client", "uk_conv_seq"},
 		"seq_fence":   {"PRIMARY"},
 	}
