@@ -68,7 +68,6 @@ type WS struct {
 	wmu  sync.Mutex
 	wbuf []byte
 	wto  time.Duration
-	wdl  time.Time // write's: the write deadline last set
 }
 
 // DialWS opens /v1/ws with token.
@@ -119,19 +118,8 @@ func (w *WS) Read(deadline time.Time) (Frame, error) {
 // maxKeptFrame bounds the read buffer a WS keeps between frames.
 const maxKeptFrame = 64 << 10
 
-// write sends b as a text frame; callers hold wmu. The write deadline is
-// moved to wto from now only when less than half of wto is left of the
-// one set before, so a write that blocks ends within wto/2..wto, and a
-// device acknowledging ten times a second resets a runtime timer about
-// once per wto/2, not once per frame (the send and acknowledgement
-// deadlines together were 1.7% of the generator's CPU in a capacity step).
 func (w *WS) write(b []byte) error {
-	if now := time.Now(); w.wdl.Sub(now) < w.wto/2 {
-		w.wdl = now.Add(w.wto)
-		if err := w.conn.SetWriteDeadline(w.wdl); err != nil {
-			return fmt.Errorf("ws write deadline: %w", err)
-		}
-	}
+	w.conn.SetWriteDeadline(time.Now().Add(w.wto))
 	return w.conn.WriteMessage(websocket.TextMessage, b)
 }
 

@@ -89,8 +89,8 @@ func TestWSReadFramesInOrder(t *testing.T) {
 }
 
 // A write to a peer that stops reading ends with an error within the
-// client's Timeout (the write deadline is moved only when less than half
-// of it is left), and writes before the buffers fill go through.
+// client's Timeout (each frame's write deadline), and writes before the
+// buffers fill go through.
 func TestWSWriteToAStalledPeerEnds(t *testing.T) {
 	up := websocket.Upgrader{}
 	hold := make(chan struct{})
