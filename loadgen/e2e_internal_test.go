@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -91,4 +92,27 @@ func TestProgressLineNamesThePhase(t *testing.T) {
 	if got := p.line(&cfg); !strings.HasPrefix(got, "witness: 1/20 users") {
 		t.Fatalf("witness: %q", got)
 	}
+}
+
+// BenchmarkE2ETrackerSettle settles a run's sends in tick order, as the
+// send workers do, and reports what the tracker holds per send once they
+// are all settled (heap_B/send), and the CPU per settled send (ns/op).
+func BenchmarkE2ETrackerSettle(b *testing.B) {
+	const sends = 1 << 20
+	m := newMetrics(1)
+	l := m.lane(0)
+	for range b.N {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		tr := newE2ETracker()
+		for tick := range uint64(sends) {
+			tr.outcome(l, tick, tick%100 != 0)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/sends, "heap_B/send")
+		runtime.KeepAlive(tr)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*sends), "ns/send")
 }
