@@ -98,13 +98,18 @@ const (
 	DefaultLateAfter = 2 * time.Millisecond
 )
 
-// DefaultProcs is the generator's GOMAXPROCS in a search: one per CPU.
+// DefaultProcs is the generator's GOMAXPROCS in a search: half the CPUs,
+// at least one; the other half is the target's on a shared machine.
 // imlab load's twice the CPUs (loadgen.DefaultProcs) keeps the pacer's
-// thread close to a core on a loaded machine; in a capacity step the
-// extra processors cost wake-ups of idle threads (futex) for every
-// goroutine made ready, about a tenth of the generator's CPU per ACKed
-// message at 2,400 sends/s (RESULTS.md).
-func DefaultProcs() int { return runtime.NumCPU() }
+// thread close to a core on a loaded machine; in a capacity step every
+// processor beyond what the generator keeps busy costs wake-ups of idle
+// threads (futex, the scheduler's search for work) for every goroutine
+// made ready. At 2,400 sends/s on 2 CPUs one processor against two took
+// the generator from 122-123 to 102-108 CPU-µs per ACKed message, the
+// server's cost the same (RESULTS.md, "One processor for the
+// generator"); the step's generator ceiling (--ceiling) and its late
+// sends say when a rate needs more (--procs).
+func DefaultProcs() int { return max(1, runtime.NumCPU()/2) }
 
 // DefaultConfig is a search of 200..20000 sends/s against target.
 func DefaultConfig(target, secret, outDir string) Config {
@@ -402,6 +407,10 @@ func (s *search) step(ctx context.Context, phase string, rate float64) (*Step, e
 		}
 	}
 	s.progress("%s", stepLine(st))
+	if st.refused != nil {
+		// Not the server's limit: the search cannot measure it at all.
+		return st, fmt.Errorf("capacity: step at %.0f sends/s: %w", rate, st.refused)
+	}
 	if !st.Held && s.cfg.CoolDown > 0 {
 		select {
 		case <-time.After(s.cfg.CoolDown):
@@ -469,6 +478,8 @@ func answer(r *Result, broke *Step) string {
 	switch {
 	case r.Sustainable == nil && len(r.Steps) == 0:
 		return "no step ran"
+	case r.Sustainable == nil && r.Limit == LimitCredentials:
+		return fmt.Sprintf("nothing measured: at %.0f/s the target refused the lab's credentials (answers 401/403, no send ACKed)", broke.OfferedPerSec)
 	case r.Sustainable == nil && r.OutOfSteps:
 		a = unconfirmed(r)
 	case r.Sustainable == nil:
@@ -481,6 +492,8 @@ func answer(r *Result, broke *Step) string {
 		a += fmt.Sprintf("; %.0f/s broke it, and that was the GENERATOR's limit, not the server's: the answer is a lower bound of the server's capacity", broke.OfferedPerSec)
 	case LimitServer:
 		a += fmt.Sprintf("; %.0f/s broke it (%s): the server's limit", broke.OfferedPerSec, joinShort(broke.Broken))
+	case LimitCredentials:
+		a += fmt.Sprintf("; at %.0f/s the target refused the lab's credentials (answers 401/403, no send ACKed): the search ended there", broke.OfferedPerSec)
 	case "to":
 		a += "; the search's upper bound (--to) held: the capacity is at least that"
 	}

@@ -114,7 +114,7 @@ sustainable rate marked) and OUT/steps/*/summary.json; prints the table.`,
 	f.BoolVar(&noTargetProcs, "no-target-procs", false, "do not ask the target for its pid ("+capacity.ProcsPath+")")
 	f.StringVar(&out, "out", "", "output directory (default runs/capacity-<UTC time>)")
 	f.BoolVar(&noCheck, "no-check", false, "do not run the checker on each step (a step then holds on the SLO alone)")
-	f.IntVar(&procs, "procs", capacity.DefaultProcs(), "GOMAXPROCS of the generator (default: the CPUs, not imlab load's twice: fewer threads to wake per send); ignored when $GOMAXPROCS is set")
+	f.IntVar(&procs, "procs", capacity.DefaultProcs(), "GOMAXPROCS of the generator (default: half the CPUs, at least 1, not imlab load's twice: fewer threads to wake per send, the rest for the target); ignored when $GOMAXPROCS is set")
 	f.DurationVar(&ready, "wait-ready", defaultWaitReady, "before the search, wait up to this long for the target's GET /healthz to answer 200 (a server still starting, e.g. imlab up started just before), saying so; 0: do not wait")
 	f.StringVar(&cpuProf, "cpuprofile", "", "write a CPU profile of the generator over the whole search to this file (go tool pprof FILE)")
 	f.IntVar(&gogc, "gogc", defaultLoadGOGC, "garbage collector target percentage of the generator")
