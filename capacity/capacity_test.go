@@ -23,6 +23,7 @@ import (
 	"imlab/capacity/costfit"
 	"imlab/compare"
 	"imlab/loadgen/faketarget"
+	"imlab/loadgen/summary"
 )
 
 const testSecret = "imlab-capacity-test-secret-0123"
@@ -701,5 +702,33 @@ func TestUnconfirmedAnswer(t *testing.T) {
 		"the highest rate that held once, 2000/s, broke on 1 of its 1 repeat(s); 1312/s held last and was not repeated"
 	if got != want {
 		t.Fatalf("answer\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestSearchStopsOnRefusedCredentials: a target that refuses the lab's
+// token (another secret) answers every request 401. That is not the
+// server's limit: the search stops at its first step with an error that
+// says so, the step's limit is "credentials", and the answer says that
+// nothing was measured.
+func TestSearchStopsOnRefusedCredentials(t *testing.T) {
+	t.Parallel()
+	srv := fake(t, faketarget.Capacity{})
+	c := quick(t, srv.URL(), "ack_p99<=500ms,errors<=1%")
+	c.Load.Secret = "not-the-target-secret-0123456789"
+	c.From, c.To, c.Growth = 40, 80, 2
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := Search(ctx, c)
+	if !errors.Is(err, summary.ErrCredentials) {
+		t.Fatalf("search error %v, want one saying the credentials were refused", err)
+	}
+	if len(res.Steps) != 1 || res.Steps[0].Limit != LimitCredentials || res.Limit != LimitCredentials {
+		t.Fatalf("%d steps, limit %q (search %q), want one step put down to the credentials", len(res.Steps), res.Steps[0].Limit, res.Limit)
+	}
+	if res.Sustainable != nil || !strings.HasPrefix(res.Answer, "nothing measured: at 40/s the target refused the lab's credentials") {
+		t.Fatalf("answer %q (sustainable %v)", res.Answer, res.Sustainable)
+	}
+	if !strings.Contains(strings.Join(res.Errors, "\n"), "answered 401 or 403 and no send was ACKed") {
+		t.Fatalf("errors %q, want the refusal named", res.Errors)
 	}
 }

@@ -35,6 +35,10 @@ const (
 const (
 	LimitServer    = "server"
 	LimitGenerator = "generator"
+	// LimitCredentials: the target refused the lab's credentials and
+	// ACKed nothing (summary.CredentialsRefused): nothing of the server
+	// was measured, and the search ends.
+	LimitCredentials = "credentials"
 )
 
 // ProcCost is one watched process's CPU over a step's measured window.
@@ -125,7 +129,10 @@ type Step struct {
 	Limit           string   `json:"limit,omitempty"`
 	GeneratorBehind bool     `json:"generator_behind,omitempty"`
 	StoppedEarly    string   `json:"stopped_early,omitempty"`
-	Seconds         float64  `json:"seconds"`
+	// refused: the step's load had no ACK and answers 401/403
+	// (summary.CredentialsRefused); it ends the search.
+	refused error
+	Seconds float64 `json:"seconds"`
 	// LoadAverage is the machine's at the step's start and end; Busy the
 	// BUSY warning when the machine was busy as the step began.
 	LoadAverage *LoadAverage `json:"load_average,omitempty"`
@@ -259,6 +266,7 @@ func (s *search) runStep(ctx context.Context, phase string, rate float64) *Step 
 	}
 	if sum != nil {
 		st.Errors = append(st.Errors, sum.Errors...)
+		st.refused = sum.CredentialsRefused()
 		st.Missed = sum.Pacer.Missed
 		if st.StoppedEarly != "" && sum.Pacer.Canceled {
 			// A stopped step's pacer counts its schedule's rest missed: those
@@ -441,6 +449,10 @@ func (s *search) judge(st *Step) {
 		return
 	}
 	st.Limit = LimitServer
+	if st.refused != nil {
+		st.Limit = LimitCredentials
+		return
+	}
 	if s.generatorLimited(st) {
 		st.Limit = LimitGenerator
 	}

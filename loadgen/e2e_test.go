@@ -3,6 +3,8 @@ package loadgen
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"math"
 	"runtime"
 	"slices"
@@ -419,5 +421,45 @@ func TestLateSendsOverload(t *testing.T) {
 	sum.WriteText(&b)
 	if !strings.Contains(b.String(), "late starts above their bound: more than 5.0% of sends late") {
 		t.Fatalf("summary text does not give the late limit:\n%s", b.String())
+	}
+}
+
+// TestRefusedCredentialsAreCounted: a load with another secret than the
+// target's gets 401 for every send and every device request; the summary
+// counts them (refused), says it in its text, and CredentialsRefused
+// names it. A load with the target's secret has none.
+func TestRefusedCredentialsAreCounted(t *testing.T) {
+	srv, err := faketarget.Start(faketarget.DefaultConfig(testSecret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), testBound)
+	defer cancel()
+	cfg := testConfig(t, srv.URL(), 50, time.Second)
+	cfg.Secret = "not-the-target-secret-0123456789"
+	cfg.Pop.Groups, cfg.Pop.GroupShare = 0, 0 // creating one would end the run at once (401)
+	cfg.DrainTimeout = 2 * time.Second
+	sum, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.OK != 0 || sum.Refused < sum.Fail || sum.Fail == 0 {
+		t.Fatalf("ok %d fail %d refused %d: want every send failed and refused", sum.OK, sum.Fail, sum.Refused)
+	}
+	if err := sum.CredentialsRefused(); !errors.Is(err, summary.ErrCredentials) {
+		t.Fatalf("CredentialsRefused: %v", err)
+	}
+	var b bytes.Buffer
+	sum.WriteText(&b)
+	if !strings.Contains(b.String(), fmt.Sprintf("refused: %d requests answered 401 or 403", sum.Refused)) {
+		t.Fatalf("the summary text does not name the refusals:\n%s", b.String())
+	}
+	good, err := Run(ctx, testConfig(t, srv.URL(), 50, time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if good.Refused != 0 || good.CredentialsRefused() != nil || good.OK == 0 {
+		t.Fatalf("with the target's secret: ok %d refused %d", good.OK, good.Refused)
 	}
 }

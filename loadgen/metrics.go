@@ -60,6 +60,7 @@ type metrics struct {
 	lastStart atomic.Int64
 	lastAck   atomic.Int64
 	deliv     atomic.Uint64
+	refused   atomic.Uint64         // answers 401 or 403 (Summary.Refused)
 	total     [nHist]*hdr.Histogram // owned by the reporter
 	second    [nHist]*hdr.Histogram // owned by the reporter: the last second merged
 	// byIntended counts, per IntendedBin of intended send time (index i:

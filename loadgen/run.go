@@ -290,6 +290,7 @@ func (r *runner) witnesses(ctx context.Context, sum *summary.Summary) {
 func (r *runner) finish(ctx context.Context, sum *summary.Summary, st schedule.Stats, loadEnd time.Duration) (*summary.Summary, error) {
 	cfg := r.cfg
 	sum.OK, sum.Fail, sum.Unknown = r.m.ok.Load(), r.m.fail.Load(), r.m.unknown.Load()
+	sum.Refused = r.m.refused.Load()
 	sum.Retries, sum.Deliveries, sum.NotSent = r.m.retries.Load(), r.m.deliv.Load(), r.m.notSent.Load()
 	sum.RetriedSends = r.m.retried.Load()
 	sum.FailedByIntended = r.m.failedByIntended()
@@ -345,6 +346,11 @@ func (r *runner) delivered(dev uint32, tick uint64, late time.Duration, e2e bool
 // fail counts a run error for the summary, by kind (summary.ErrorKinds:
 // a hundred device timeouts make one line with a count and examples).
 func (r *runner) fail(format string, args ...any) {
+	for _, a := range args {
+		if err, ok := a.(error); ok && refusal(err) {
+			r.m.refused.Add(1)
+		}
+	}
 	msg := fmt.Sprintf(format, args...)
 	r.errMu.Lock()
 	defer r.errMu.Unlock()

@@ -77,6 +77,9 @@ func (r *runner) tries(sender *device.Device, req *targets.SendReq, a *ledger.At
 			return
 		}
 		a.Status = uint16(te.Status)
+		if refusal(err) {
+			r.m.refused.Add(1)
+		}
 		now := time.Since(r.start)
 		if te.Class == targets.Retryable && now+te.RetryAfter < deadline && a.Tries < 255 {
 			time.Sleep(max(te.RetryAfter, 10*time.Millisecond))
@@ -144,4 +147,11 @@ func (r *runner) sendOnce(sender *device.Device, tick uint64, req *targets.SendR
 		return targets.SendAck{}, err
 	}
 	return s.Send(context.Background(), req, r.cfg.Timeout)
+}
+
+// refusal says whether err is the target's answer 401 or 403: it did not
+// take the lab's credentials (Summary.Refused).
+func refusal(err error) bool {
+	var te *targets.Error
+	return errors.As(err, &te) && (te.Status == 401 || te.Status == 403)
 }

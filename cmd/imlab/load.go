@@ -152,6 +152,9 @@ func (o *loadOpts) run(cmd *cobra.Command, cfg loadgen.Config) error {
 	if sum != nil {
 		sum.WriteText(out)
 	}
+	if err == nil {
+		err = sum.CredentialsRefused()
+	}
 	if err != nil {
 		return err
 	}

@@ -91,6 +91,11 @@ type Summary struct {
 	Fail    uint64         `json:"fail"`
 	Unknown uint64         `json:"unknown"`
 	Retries uint64         `json:"retries"`
+	// Refused: requests the target answered 401 or 403 (not
+	// authenticated, not allowed): sends' tries and the devices'
+	// registrations, pulls and acknowledgements. Any at all usually means
+	// the lab's secret is not the target's (see CredentialsRefused).
+	Refused uint64 `json:"refused,omitempty"`
 	// RetriedSends: sends that needed more than one try (a timeout or
 	// other unknown outcome resent, a 429): whatever their final outcome,
 	// the server did not answer them at the first try.

@@ -28,6 +28,9 @@ func (s *Summary) WriteText(w io.Writer) {
 		g.GOMAXPROCS, g.CPUs, g.GOGC, g.Conns, g.Pipeline, g.PipelineConns, g.Workers, g.MaxWorkers)
 	fmt.Fprintf(w, "sends: scheduled %d, started %d (%.0f/s), late %d, missed %d; ok %d, fail %d, unknown %d, retries %d\n",
 		s.Pacer.Scheduled, s.Pacer.Started, s.StartedPerSec, s.Pacer.Late, s.Pacer.Missed, s.OK, s.Fail, s.Unknown, s.Retries)
+	if s.Refused > 0 {
+		fmt.Fprintf(w, "refused: %d requests answered 401 or 403: the target did not take the lab's credentials for them\n", s.Refused)
+	}
 	if s.NotSent > 0 {
 		fmt.Fprintf(w, "not sent: %d of the failed sends waited in the generator's queue past the send timeout and were never transmitted: the server answered too slowly for the offered rate\n", s.NotSent)
 	}
