@@ -105,7 +105,7 @@ const (
 // processor beyond what the generator keeps busy costs wake-ups of idle
 // threads (futex, the scheduler's search for work) for every goroutine
 // made ready. At 2,400 sends/s on 2 CPUs one processor against two took
-// the generator from 122-123 to 102-108 CPU-µs per ACKed message, the
+// the generator from 107-115 to 95-103 CPU-µs per ACKed message, the
 // server's cost the same (RESULTS.md, "One processor for the
 // generator"); the step's generator ceiling (--ceiling) and its late
 // sends say when a rate needs more (--procs).
