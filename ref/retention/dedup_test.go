@@ -3,7 +3,6 @@ package retention
 import (
 	"context"
 	"database/sql"
-	"strings"
 	"testing"
 	"time"
 
@@ -20,21 +19,8 @@ type dedupRow struct {
 // 1000.
 func insertDedup(ctx context.Context, t testing.TB, db *sql.DB, rows []dedupRow) {
 	t.Helper()
-	for start := 0; start < len(rows); start += 1000 {
-		var sb strings.Builder
-		sb.WriteString("INSERT INTO mq_dedup (msg_id, uid, created_at) VALUES ")
-		var args []any
-		for i := start; i < min(start+1000, len(rows)); i++ {
-			if i > start {
-				sb.WriteByte(',')
-			}
-			sb.WriteString("(?,?,?)")
-			args = append(args, rows[i].msgID, rows[i].uid, rows[i].at)
-		}
-		if _, err := db.ExecContext(ctx, sb.String(), args...); err != nil {
-			t.Fatal(err)
-		}
-	}
+	insertBatched(ctx, t, db, "mq_dedup (msg_id, uid, created_at)", "(?,?,?)", len(rows),
+		func(i int) []any { return []any{rows[i].msgID, rows[i].uid, rows[i].at} })
 }
 
 // TestDedupTrimReadsOnlyExpiredRows (real MariaDB): a pass over 5,000
@@ -68,27 +54,13 @@ func TestDedupTrimReadsOnlyExpiredRows(t *testing.T) {
 		{1_000_003, 1, now.Add(-40 * 24 * time.Hour)},
 	}
 	insertDedup(ctx, t, m.DB, append(rows, expired...))
-	db, err := sql.Open("mysql", m.DSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	db.SetMaxIdleConns(1)
+	db := oneConnDB(t, m.DSN)
 	r, err := New(cfg, db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, before := handlerReads(ctx, t, db)
-	rep, err := r.Run(ctx, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn2, after := handlerReads(ctx, t, db)
-	if conn2 != conn {
-		t.Fatalf("connection %d, then %d: the counters are not one connection's", conn, conn2)
-	}
-	t.Logf("report %+v, Handler_read_* %d", rep, after-before)
+	rep, reads := passReads(ctx, t, db, r, now)
+	t.Logf("report %+v, Handler_read_* %d", rep, reads)
 	if rep.DedupDeleted != int64(len(expired)) {
 		t.Fatalf("report %+v, want %d dedup rows deleted", rep, len(expired))
 	}
@@ -116,7 +88,7 @@ func TestDedupTrimReadsOnlyExpiredRows(t *testing.T) {
 			t.Errorf("row (%d, %d) created %s deleted, younger than the cut-off", d.msgID, d.uid, d.at.Format(time.RFC3339Nano))
 		}
 	}
-	if got := after - before; got > 60 {
+	if got := reads; got > 60 {
 		t.Fatalf("a pass read %d rows or index entries over %d young mq_dedup rows and %d expired, want under 60", got, young+1, len(expired))
 	}
 }
@@ -136,28 +108,16 @@ func BenchmarkRetentionDedupTrim(b *testing.B) {
 		rows = append(rows, dedupRow{1 + i/10, 1 + i%10, now.Add(-time.Duration(n-i) * time.Millisecond)})
 	}
 	insertDedup(ctx, b, m.DB, rows)
-	if _, err := m.DB.ExecContext(ctx, "ANALYZE TABLE mq_dedup"); err != nil {
-		b.Fatal(err)
-	}
 	db := m.DB
-	db.SetMaxOpenConns(1) // one connection: its counters are the pass's
-	r, err := New(DefaultConfig(), db)
-	if err != nil {
-		b.Fatal(err)
-	}
+	r := analyzedOneConn(ctx, b, db, "mq_dedup")
 	var reads int64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		c1, before := handlerReads(ctx, b, db)
-		rep, err := r.Run(ctx, time.Now())
-		if err != nil || rep.DedupDeleted != 0 {
-			b.Fatalf("pass: %+v %v, want nothing deleted", rep, err)
+		rep, n := passReads(ctx, b, db, r, time.Now())
+		if rep.DedupDeleted != 0 {
+			b.Fatalf("pass: %+v, want nothing deleted", rep)
 		}
-		c2, after := handlerReads(ctx, b, db)
-		if c1 != c2 {
-			b.Fatalf("the pass's connection changed (%d, %d): its counters are not the pass's", c1, c2)
-		}
-		reads += after - before
+		reads += n
 	}
 	b.ReportMetric(float64(reads)/float64(b.N), "handler_reads/pass")
 }

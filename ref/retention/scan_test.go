@@ -15,21 +15,60 @@ import (
 // created_at) in multi-row statements of up to 1000.
 func insertRows(ctx context.Context, t *testing.T, db *sql.DB, rows [][3]uint64, at func(i int) time.Time) {
 	t.Helper()
-	for start := 0; start < len(rows); start += 1000 {
+	insertBatched(ctx, t, db, "offline_msg (uid, seq, msg_id, conv_id, conv_type, sender_uid, created_at)", "(?,?,?,7,2,1,?)",
+		len(rows), func(i int) []any { return []any{rows[i][0], rows[i][1], rows[i][2], at(i)} })
+}
+
+// insertBatched writes n rows with INSERT INTO into VALUES tuple, ... in
+// multi-row statements of up to 1000, row i's values args(i).
+func insertBatched(ctx context.Context, t testing.TB, db *sql.DB, into, tuple string, n int, args func(i int) []any) {
+	t.Helper()
+	for start := 0; start < n; start += 1000 {
 		var sb strings.Builder
-		sb.WriteString("INSERT INTO offline_msg (uid, seq, msg_id, conv_id, conv_type, sender_uid, created_at) VALUES ")
-		var args []any
-		for i := start; i < min(start+1000, len(rows)); i++ {
+		sb.WriteString("INSERT INTO " + into + " VALUES ")
+		var vals []any
+		for i := start; i < min(start+1000, n); i++ {
 			if i > start {
 				sb.WriteByte(',')
 			}
-			sb.WriteString("(?,?,?,7,2,1,?)")
-			args = append(args, rows[i][0], rows[i][1], rows[i][2], at(i))
+			sb.WriteString(tuple)
+			vals = append(vals, args(i)...)
 		}
-		if _, err := db.ExecContext(ctx, sb.String(), args...); err != nil {
+		if _, err := db.ExecContext(ctx, sb.String(), vals...); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+// oneConnDB opens a pool of one connection to dsn (the Handler_read_*
+// counters of its session are then everything its statements read),
+// closed at the test's end.
+func oneConnDB(t testing.TB, dsn string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	return db
+}
+
+// analyzedOneConn runs ANALYZE TABLE table on db, keeps db to one
+// connection (its counters are then a pass's) and answers a Retention of
+// the default config on it.
+func analyzedOneConn(ctx context.Context, t testing.TB, db *sql.DB, table string) *Retention {
+	t.Helper()
+	if _, err := db.ExecContext(ctx, "ANALYZE TABLE "+table); err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	r, err := New(DefaultConfig(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 // TestScanSharedCreatedAt (real MariaDB): 5 uids with rows 1..4 expired,
@@ -123,6 +162,23 @@ func TestScanSharedCreatedAt(t *testing.T) {
 	}
 }
 
+// passReads runs one pass of r at now on db, whose one connection the
+// pass uses, and answers its report and the Handler_read_* calls it made
+// (fatal when the pass fails or the connection changed under it).
+func passReads(ctx context.Context, t testing.TB, db *sql.DB, r *Retention, now time.Time) (Report, int64) {
+	t.Helper()
+	conn, before := handlerReads(ctx, t, db)
+	rep, err := r.Run(ctx, now)
+	if err != nil {
+		t.Fatalf("pass: %v", err)
+	}
+	conn2, after := handlerReads(ctx, t, db)
+	if conn2 != conn {
+		t.Fatalf("connection %d, then %d: the counters are not one connection's", conn, conn2)
+	}
+	return rep, after - before
+}
+
 // handlerReads is the sum of the Handler_read_* counters of the one
 // connection of db: the rows and index entries its statements read.
 func handlerReads(ctx context.Context, t testing.TB, db *sql.DB) (conn, reads int64) {
@@ -193,33 +249,19 @@ func TestPassReadsOnlyOldRows(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	db, err := sql.Open("mysql", m.DSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	db.SetMaxIdleConns(1)
+	db := oneConnDB(t, m.DSN)
 	cfg := DefaultConfig()
 	cfg.ScanPage, cfg.Pause = 100, 0
 	r, err := New(cfg, db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, before := handlerReads(ctx, t, db)
-	rep, err := r.Run(ctx, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn2, after := handlerReads(ctx, t, db)
-	if conn2 != conn {
-		t.Fatalf("connection %d, then %d: the counters are not one connection's", conn, conn2)
-	}
-	t.Logf("report %+v, Handler_read_* %d", rep, after-before)
+	rep, reads := passReads(ctx, t, db, r, now)
+	t.Logf("report %+v, Handler_read_* %d", rep, reads)
 	if rep.Scanned != 3 || rep.DeletedAged != 3 || rep.TombstonesTrimmed != 3 {
 		t.Fatalf("report %+v, want 3 rows read and deleted, 3 tombstones trimmed", rep)
 	}
-	if got := after - before; got > 100 {
+	if got := reads; got > 100 {
 		t.Fatalf("a pass read %d rows or index entries over %d young rows and tombstones and 3 old ones of each, want under 100", got, young)
 	}
 }

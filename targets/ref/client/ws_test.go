@@ -45,18 +45,7 @@ func TestWSReadFramesInOrder(t *testing.T) {
 		<-hold // then nothing more: the client's read times out
 	}))
 	defer srv.Close()
-	cfg := client.DefaultConfig()
-	cfg.Target, cfg.Secret = srv.URL, secret
-	c, err := client.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ws, err := c.DialWS(context.Background(), "tok")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.Close()
+	ws := dialWS(t, srv.URL, client.DefaultConfig().Timeout)
 	want := []struct {
 		typ       string
 		prev, seq uint64
@@ -104,26 +93,17 @@ func TestWSWriteToAStalledPeerEnds(t *testing.T) {
 		<-hold // never reads
 	}))
 	defer srv.Close()
-	cfg := client.DefaultConfig()
-	cfg.Target, cfg.Secret, cfg.Timeout = srv.URL, secret, 400*time.Millisecond
-	c, err := client.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ws, err := c.DialWS(context.Background(), "tok")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.Close()
+	timeout := 400 * time.Millisecond
+	ws := dialWS(t, srv.URL, timeout)
 	req := &client.SendReq{ClientMsgID: "c1", ConvType: 1, ToUID: 2, Content: strings.Repeat("x", 256<<10)}
 	start := time.Now()
 	var sent int
+	var err error
 	for ; sent < 10_000; sent++ {
 		t0 := time.Now()
 		if err = ws.Send(req); err != nil {
-			if d := time.Since(t0); d > cfg.Timeout+200*time.Millisecond {
-				t.Fatalf("the blocked write ended after %v, want within the timeout %v", d, cfg.Timeout)
+			if d := time.Since(t0); d > timeout+200*time.Millisecond {
+				t.Fatalf("the blocked write ended after %v, want within the timeout %v", d, timeout)
 			}
 			break
 		}
@@ -135,4 +115,23 @@ func TestWSWriteToAStalledPeerEnds(t *testing.T) {
 		t.Fatalf("the first write failed: %v", err)
 	}
 	t.Logf("%d frames went through, then: %v", sent, err)
+}
+
+// dialWS opens a WebSocket with token "tok" to the server at url through a
+// client with the given timeout; the test's end closes both.
+func dialWS(t *testing.T, url string, timeout time.Duration) *client.WS {
+	t.Helper()
+	cfg := client.DefaultConfig()
+	cfg.Target, cfg.Secret, cfg.Timeout = url, secret, timeout
+	c, err := client.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ws, err := c.DialWS(context.Background(), "tok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.Close() })
+	return ws
 }
