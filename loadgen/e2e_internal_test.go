@@ -96,7 +96,7 @@ func TestProgressLineNamesThePhase(t *testing.T) {
 
 // BenchmarkE2ETrackerSettle settles a run's sends in tick order, as the
 // send workers do, and reports what the tracker holds per send once they
-// are all settled (heap_B/send), and the CPU per settled send (ns/op).
+// are all settled (heap_B/send), and the time per settled send (ns/send).
 func BenchmarkE2ETrackerSettle(b *testing.B) {
 	const sends = 1 << 20
 	m := newMetrics(1)
