@@ -21,6 +21,7 @@ import (
 	"golang.org/x/net/html"
 
 	"imlab/capacity/costfit"
+	"imlab/capacity/cpuwatch"
 	"imlab/compare"
 	"imlab/loadgen/faketarget"
 	"imlab/loadgen/summary"
@@ -542,24 +543,28 @@ func TestGoneProcessStaysUnknown(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := cmd.Process.Pid
-	w := newProcWatch([]Proc{{Name: "self", PID: os.Getpid()}, {Name: "sleeper", PID: pid}})
-	c0 := w.sample()
-	if _, ok := c0.used[pid]; !ok {
-		t.Fatalf("a live process must be read: %v", c0.errs)
+	procs := []Proc{{Name: "self", PID: os.Getpid()}, {Name: "sleeper", PID: pid}}
+	w := cpuwatch.New([]int{os.Getpid(), pid})
+	c0 := w.Sample()
+	if _, ok := c0.Used[pid]; !ok {
+		t.Fatalf("a live process must be read: %v", c0.Errs)
 	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
-	c1 := w.sample()
-	got := costs(w.procs, &c0, &c1, 100, nil)
+	c1 := w.Sample()
+	got := costs(procs, &c0, &c1, 100, nil)
 	if got[1].Err == "" || got[1].CPUSeconds != nil || got[1].USPerMsg != nil || got[1].Cores != nil {
 		t.Fatalf("a gone process must be unknown: %+v", got[1])
 	}
 	if got[0].USPerMsg == nil {
 		t.Fatalf("the live process keeps its figure: %+v", got[0])
 	}
-	c2 := w.sample()
-	if _, ok := c2.used[pid]; ok || !strings.Contains(c2.errs[pid], "rest of the search") {
-		t.Fatalf("gone for the rest of the search: %v", c2.errs)
+	if _, ok := cpuwatch.Rest(&c0, &c1); ok {
+		t.Fatal("the rest of the machine with a watched process unknown must be unknown")
+	}
+	c2 := w.Sample()
+	if _, ok := c2.Used[pid]; ok || !strings.Contains(c2.Errs[pid], "rest of the search") {
+		t.Fatalf("gone for the rest of the search: %v", c2.Errs)
 	}
 }
 

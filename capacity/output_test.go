@@ -270,3 +270,39 @@ func TestRepeatStepsAreSeriesOfTheirOwn(t *testing.T) {
 		t.Error("a search without a repeat step draws repeat series")
 	}
 }
+
+// TestBusyFromTheRestOfTheMachine: a step's BUSY comes from the rest of
+// the machine in its window when that was measured, whatever the load
+// average at its start (which counts the search's own step before it);
+// from the load average only when it was not; the search's names the
+// busy steps.
+func TestBusyFromTheRestOfTheMachine(t *testing.T) {
+	high := &LoadAverage{Start: [3]float64{5, 5, 5}}
+	if b := stepBusy(ptr(0.3), high, 2); b != "" {
+		t.Fatalf("rest 0.3 of 2 CPUs, load average 5: %q, want not busy", b)
+	}
+	if b := stepBusy(ptr(0.6), nil, 2); !strings.Contains(b, "BUSY: the rest of the machine (beyond the watched processes) used 0.60 of 2 CPUs") {
+		t.Fatalf("rest 0.6 of 2 CPUs: %q", b)
+	}
+	if b := stepBusy(nil, high, 2); !strings.Contains(b, "the 1-minute load average was 5.00") {
+		t.Fatalf("rest unknown: %q, want the load average's note", b)
+	}
+	steps := []*Step{{Index: 0, RestCores: ptr(0.1)}, {Index: 1, RestCores: ptr(0.9)}, {Index: 2}}
+	for _, st := range steps {
+		st.Busy = stepBusy(st.RestCores, high, 2)
+	}
+	if b := searchBusy(steps, high, 2); !strings.HasPrefix(b, "BUSY: in step 1 the rest of the machine") {
+		t.Fatalf("search: %q, want step 1 named (step 2's load-average note is not a measurement of the rest)", b)
+	}
+	steps[0].RestCores, steps[0].Busy = ptr(0.7), stepBusy(ptr(0.7), nil, 2)
+	if b := searchBusy(steps, high, 2); !strings.HasPrefix(b, "BUSY: in steps 0, 1 the rest") {
+		t.Fatalf("search with two busy steps: %q", b)
+	}
+	steps[0].RestCores, steps[0].Busy = ptr(0.1), ""
+	if b := searchBusy(steps[:1], high, 2); b != "" {
+		t.Fatalf("search with a quiet measured step: %q", b)
+	}
+	if b := searchBusy([]*Step{{Index: 0}}, high, 2); !strings.Contains(b, "when the search started") {
+		t.Fatalf("search with nothing measured: %q, want the load average's note", b)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"imlab/internal/proccpu"
@@ -31,18 +30,11 @@ const ByNameNote = "found by name, may not be the target's: its CPU may be anoth
 
 // cpuTime is the CPU time (user + system) a process has used so far.
 func cpuTime(pid int) (time.Duration, error) {
-	d, _, err := procStat(pid)
-	return d, err
-}
-
-// procStat reads a process's CPU time and its start time (clock ticks
-// since boot: a pid reused by another process has another start time).
-func procStat(pid int) (time.Duration, uint64, error) {
-	d, start, err := proccpu.Stat(pid)
+	d, _, err := proccpu.Stat(pid)
 	if err != nil {
-		return 0, 0, fmt.Errorf("capacity: %w", err)
+		return 0, fmt.Errorf("capacity: %w", err)
 	}
-	return d, start, nil
+	return d, nil
 }
 
 // FindProcs lists the processes whose command name (/proc/PID/comm) is
@@ -99,54 +91,4 @@ func ParsePIDs(s string) ([]Proc, error) {
 		out = append(out, Proc{Name: n, PID: pid})
 	}
 	return out, nil
-}
-
-// cpuSample is the CPU time of each watched process at one instant (an
-// entry missing: the process could not be read).
-type cpuSample struct {
-	at   time.Time
-	used map[int]time.Duration
-	errs map[int]string
-}
-
-// procWatch follows the watched processes over the whole search: a
-// process that could not be read once, or whose pid now names another
-// process (another start time), is gone for the rest of the search, so
-// its figures stay unknown (never 0, never another process's). Owned by
-// the search; sample is called from loadgen's reporter goroutine, one
-// step at a time, under mu.
-type procWatch struct {
-	mu    sync.Mutex
-	procs []Proc
-	start map[int]uint64 // pid -> start time first seen
-	gone  map[int]string // pid -> why it is no longer read
-}
-
-func newProcWatch(ps []Proc) *procWatch {
-	return &procWatch{procs: ps, start: map[int]uint64{}, gone: map[int]string{}}
-}
-
-func (w *procWatch) sample() cpuSample {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	s := cpuSample{at: time.Now(), used: map[int]time.Duration{}, errs: map[int]string{}}
-	for _, p := range w.procs {
-		if why, ok := w.gone[p.PID]; ok {
-			s.errs[p.PID] = why
-			continue
-		}
-		d, start, err := procStat(p.PID)
-		switch first, seen := w.start[p.PID]; {
-		case err != nil:
-			w.gone[p.PID] = fmt.Sprintf("gone since %s (%v): unknown for the rest of the search", s.at.UTC().Format(time.TimeOnly), err)
-		case seen && first != start:
-			w.gone[p.PID] = fmt.Sprintf("pid %d names another process since %s: unknown for the rest of the search", p.PID, s.at.UTC().Format(time.TimeOnly))
-		default:
-			w.start[p.PID] = start
-			s.used[p.PID] = d
-			continue
-		}
-		s.errs[p.PID] = w.gone[p.PID]
-	}
-	return s
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"imlab/capacity/costfit"
+	"imlab/capacity/cpuwatch"
 	"imlab/capacity/lablag"
 	"imlab/loadgen"
 	"imlab/loadgen/clientmix"
@@ -256,7 +257,7 @@ var errOutOfSteps = errors.New("capacity: out of steps")
 type search struct {
 	cfg   Config
 	procs []Proc
-	watch *procWatch
+	watch *cpuwatch.Watch
 	res   *Result
 }
 
@@ -271,7 +272,11 @@ func Search(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	host, _ := os.Hostname()
 	s := &search{cfg: cfg, procs: append([]Proc{{Name: generatorProc, PID: os.Getpid()}}, cfg.Procs...)}
-	s.watch = newProcWatch(s.procs)
+	pids := make([]int, len(s.procs))
+	for i, p := range s.procs {
+		pids[i] = p.PID
+	}
+	s.watch = cpuwatch.New(pids)
 	s.res = &Result{Kind: "imlab-capacity", Format: ResultFormat, Target: cfg.Load.Target, SLO: cfg.SLO.String(), StartedAt: time.Now().UTC(),
 		From: cfg.From, To: cfg.To, MaxSteps: cfg.MaxSteps, WarmUpS: cfg.WarmUp.Seconds(), StepS: cfg.Step.Seconds(), Mix: cfg.Load.Mix, Procs: s.procs,
 		Backends: cfg.Backends, Machine: Machine{CPUs: runtime.NumCPU(), Hostname: host, Note: MachineNote},
@@ -280,7 +285,7 @@ func Search(ctx context.Context, cfg Config) (*Result, error) {
 	began := time.Now()
 	err := s.run(ctx)
 	s.res.LoadAverage.finish()
-	s.res.Machine.Busy = busyNote(s.res.LoadAverage, s.res.Machine.CPUs, "the search")
+	s.res.Machine.Busy = searchBusy(s.res.Steps, s.res.LoadAverage, s.res.Machine.CPUs)
 	if errors.Is(err, errOutOfSteps) {
 		// Not a failure of the search: the answer is what the steps show,
 		// and says that the search was cut short.

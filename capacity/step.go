@@ -13,6 +13,7 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
+	"imlab/capacity/cpuwatch"
 	"imlab/capacity/lablag"
 	"imlab/checker"
 	"imlab/ledger"
@@ -133,8 +134,11 @@ type Step struct {
 	// (summary.CredentialsRefused); it ends the search.
 	refused error
 	Seconds float64 `json:"seconds"`
+	// RestCores is the rest of the machine in the measured window: the
+	// cores busy beyond the watched processes (nil: not measured).
+	RestCores *float64 `json:"rest_cores,omitempty"`
 	// LoadAverage is the machine's at the step's start and end; Busy the
-	// BUSY warning when the machine was busy as the step began.
+	// BUSY warning (stepBusy).
 	LoadAverage *LoadAverage `json:"load_average,omitempty"`
 	Busy        string       `json:"busy,omitempty"`
 	RunDir      string       `json:"run_dir"`
@@ -158,8 +162,8 @@ type watcher struct {
 	mu                sync.Mutex
 	slo               SLO
 	warm, end         int // window rows are warm < T <= end
-	procs             *procWatch
-	cpu0, cpu1        *cpuSample
+	procs             *cpuwatch.Watch
+	cpu0, cpu1        *cpuwatch.Sample
 	windowOK          uint64
 	missed            uint64 // sends missed in the rows before the step was stopped
 	streak            int
@@ -174,7 +178,7 @@ func (w *watcher) second(row summary.Second) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if row.T == w.warm {
-		s := w.procs.sample()
+		s := w.procs.Sample()
 		w.cpu0 = &s
 		w.inWindow.Store(true)
 	}
@@ -185,7 +189,7 @@ func (w *watcher) second(row summary.Second) {
 		w.missed += row.Missed
 	}
 	if row.T == w.end {
-		s := w.procs.sample()
+		s := w.procs.Sample()
 		w.cpu1 = &s
 		w.inWindow.Store(false)
 	}
@@ -225,7 +229,7 @@ func (s *search) runStep(ctx context.Context, phase string, rate float64) *Step 
 	defer func() {
 		st.Seconds = time.Since(began).Seconds()
 		la.finish()
-		st.LoadAverage, st.Busy = la, busyNote(la, s.res.Machine.CPUs, "the step")
+		st.LoadAverage, st.Busy = la, stepBusy(st.RestCores, la, s.res.Machine.CPUs)
 	}()
 
 	lc := c.Load
@@ -290,6 +294,9 @@ func (s *search) runStep(ctx context.Context, phase string, rate float64) *Step 
 		s.check(st)
 	}
 	st.CPU = costs(s.procs, cpu0, cpu1, windowOK, st.RowsPerMsg)
+	if rest, ok := cpuwatch.Rest(cpu0, cpu1); ok {
+		st.RestCores = &rest
+	}
 	st.GeneratorCPUShare, st.GeneratorOverHalf = generatorShare(st.CPU, s.res.Machine.CPUs)
 	s.judge(st)
 	return st
@@ -375,18 +382,18 @@ func (s *search) check(st *Step) {
 }
 
 // costs turns the window's CPU samples into per-message figures.
-func costs(procs []Proc, c0, c1 *cpuSample, ok uint64, rowsPerMsg *float64) []ProcCost {
+func costs(procs []Proc, c0, c1 *cpuwatch.Sample, ok uint64, rowsPerMsg *float64) []ProcCost {
 	out := make([]ProcCost, 0, len(procs))
 	for _, p := range procs {
 		pc := ProcCost{Name: p.Name, PID: p.PID}
 		switch {
 		case c0 == nil || c1 == nil:
 			pc.Err = "the window did not complete: no CPU sample"
-		case c0.errs[p.PID] != "" || c1.errs[p.PID] != "":
-			pc.Err = c0.errs[p.PID] + c1.errs[p.PID]
+		case c0.Errs[p.PID] != "" || c1.Errs[p.PID] != "":
+			pc.Err = c0.Errs[p.PID] + c1.Errs[p.PID]
 		default:
-			used := c1.used[p.PID] - c0.used[p.PID]
-			wall := c1.at.Sub(c0.at)
+			used := c1.Used[p.PID] - c0.Used[p.PID]
+			wall := c1.At.Sub(c0.At)
 			pc.CPUSeconds = ptr(used.Seconds())
 			if wall > 0 {
 				pc.Cores = ptr(used.Seconds() / wall.Seconds())
