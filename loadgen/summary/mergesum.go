@@ -21,7 +21,8 @@ func MergeSummaries(sums []*Summary) *Summary {
 	m.AckedByIntended = nil
 	m.Errors = nil
 	m.OK, m.Fail, m.Unknown, m.Retries, m.Deliveries, m.AchievedPerSec = 0, 0, 0, 0, 0, 0
-	m.RetriedSends = 0
+	m.RetriedSends, m.Refused = 0, 0
+	m.LabCPU = mergeLabCPU(sums)
 	m.StartedPerSec, m.LoadSeconds, m.AckSeconds = 0, 0, 0
 	m.Pacer = schedule.Stats{}
 	m.Drain = DrainSummary{Complete: true}
@@ -34,6 +35,7 @@ func MergeSummaries(sums []*Summary) *Summary {
 		}
 		m.AddOutcomes(s)
 		m.Retries += s.Retries
+		m.Refused += s.Refused
 		m.Deliveries += s.Deliveries
 		m.StartedPerSec += s.StartedPerSec
 		m.Split.Users += s.Split.Users
@@ -74,6 +76,33 @@ func MergeSummaries(sums []*Summary) *Summary {
 		m.Timeline = append(m.Timeline, *byT[t])
 	}
 	m.Outcome = m.Outcomes(OverloadFraction)
+	return &m
+}
+
+// mergeLabCPU is the segments' generators together: they ran at once, each
+// in its own process, so their CPU seconds add up over the longest window
+// (nil when any segment's was not measured: unknown, never a part of it).
+func mergeLabCPU(sums []*Summary) *LabCPU {
+	var m LabCPU
+	for _, s := range sums {
+		l := s.LabCPU
+		if l == nil || l.CPUs <= 0 {
+			return nil
+		}
+		m.CPUSeconds += l.CPUSeconds
+		m.WindowSeconds = max(m.WindowSeconds, l.WindowSeconds)
+		m.CPUs = l.CPUs
+		for _, p := range l.InProcess {
+			if !slices.Contains(m.InProcess, p) {
+				m.InProcess = append(m.InProcess, p)
+			}
+		}
+	}
+	if m.WindowSeconds <= 0 {
+		return nil
+	}
+	m.Share = m.CPUSeconds / (float64(m.CPUs) * m.WindowSeconds)
+	m.OverHalf = m.Share > 0.5
 	return &m
 }
 
