@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -136,6 +137,24 @@ func TestReadersOfRealRuns(t *testing.T) {
 		}
 		if strings.Contains(html, "no findings") {
 			t.Error("the review page says no findings")
+		}
+		// BUSY as the runs' own CPU timelines decide it: each busy run
+		// named with its reason, none when neither was.
+		busy := 0
+		for _, r := range []*result.Result{cleanRes, lossyRes} {
+			b, known := r.Busy()
+			if _, _, n, _ := r.CPU.Others(); !known || n == 0 {
+				t.Errorf("%s: BUSY decided by its CPU timeline: known %v, %d seconds of the rest of the machine", r.Scenario, known, n)
+			}
+			if b {
+				busy++
+				if !strings.Contains(html, r.BusyWhy()) {
+					t.Errorf("review page lacks %s's BUSY reason %q", r.Scenario, r.BusyWhy())
+				}
+			}
+		}
+		if want := fmt.Sprintf("BUSY: %d of 2 runs", busy); busy > 0 != strings.Contains(html, want) || busy == 0 && strings.Contains(html, "BUSY:") {
+			t.Errorf("review page: %d runs busy by their timelines, page says BUSY %v", busy, strings.Contains(html, "BUSY:"))
 		}
 	})
 
