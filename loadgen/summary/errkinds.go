@@ -14,8 +14,10 @@ const (
 )
 
 // digits are the numbers that tell one error of a kind from another (a
-// device's index, a sequence, a uid).
-var digits = regexp.MustCompile(`[0-9]+`)
+// device's index, a sequence, a uid), each with the character before it
+// (group 1): a number that follows a letter is part of a word ("HS256",
+// "e2e", "ipv4") and stays.
+var digits = regexp.MustCompile(`(^|[^A-Za-z_0-9])[0-9]+`)
 
 // ErrorKinds counts a run's errors by kind: an error's kind is its text
 // with every number written N ("device N ack N: unknown: fasthttp:
@@ -36,7 +38,7 @@ type errorKind struct {
 
 // Add counts one error.
 func (k *ErrorKinds) Add(msg string) {
-	kind := digits.ReplaceAllString(msg, "N")
+	kind := digits.ReplaceAllString(msg, "${1}N")
 	i, ok := k.index[kind]
 	if !ok {
 		if len(k.kinds) >= maxErrorKinds {

@@ -59,3 +59,18 @@ func TestErrorKindsBounded(t *testing.T) {
 		t.Fatalf("lines: %q", got)
 	}
 }
+
+// TestErrorKindsKeepNumbersInWords: a number that is part of a word
+// ("HS256") is the error's text, not what tells one error from another:
+// it stays in the kind, and the examples are cut after the last number
+// that does (here the status), not inside the word.
+func TestErrorKindsKeepNumbersInWords(t *testing.T) {
+	var k summary.ErrorKinds
+	for _, dev := range []int{129, 130} {
+		k.Add(fmt.Sprintf("device %d register: failed: status 401 unauthenticated: bad signature or algorithm (HS256 required)", dev))
+	}
+	want := "2 × device N register: failed: status N unauthenticated: bad signature or algorithm (HS256 required) (e.g. device 129 register: failed: status 401; device 130 register: failed: status 401)"
+	if got := k.Lines(); len(got) != 1 || got[0] != want {
+		t.Fatalf("lines %q\nwant %q", got, want)
+	}
+}
