@@ -521,7 +521,7 @@ func drawSeries(ax, ay axis, xn xNames, name, color string, s cleanSeries) lineV
 		}
 	}
 	if leading {
-		line.Gaps = append(line.Gaps, gapBand(ax, xn, gaps[0], pts[0].T, gaps[:gi], color))
+		line.Gaps = append(line.Gaps, gapBand(ax, ay, xn, gaps[0], pts[0].T, gaps[:gi], color, pts[0].V))
 	}
 	for i := 1; i < len(pts); i++ {
 		j := gi
@@ -531,20 +531,33 @@ func drawSeries(ax, ay axis, xn xNames, name, color string, s cleanSeries) lineV
 		if j > gi && gaps[j-1] > pts[i-1].T {
 			// A gap between points i-1 and i: the line breaks.
 			flush(i, true)
-			line.Gaps = append(line.Gaps, gapBand(ax, xn, pts[i-1].T, pts[i].T, gaps[gi:j], color))
+			line.Gaps = append(line.Gaps, gapBand(ax, ay, xn, pts[i-1].T, pts[i].T, gaps[gi:j], color, pts[i-1].V, pts[i].V))
 			start = i
 		}
 		gi = j
 	}
 	flush(len(pts), false)
 	if gi < len(gaps) {
-		line.Gaps = append(line.Gaps, gapBand(ax, xn, pts[len(pts)-1].T, gaps[len(gaps)-1], gaps[gi:], color))
+		line.Gaps = append(line.Gaps, gapBand(ax, ay, xn, pts[len(pts)-1].T, gaps[len(gaps)-1], gaps[gi:], color, pts[len(pts)-1].V))
 	}
 	return line
 }
 
-// gapBand shades [from, to] on the time axis for the gaps in it.
-func gapBand(ax axis, xn xNames, from, to float64, gaps []float64, color string) gapView {
+// gapBandPad is how far (px) a gap's band reaches above and below the
+// values of the line on either side of it.
+const gapBandPad = 12
+
+// gapBand shades [from, to] on the time axis for the gaps in it, across
+// the height of the line's values on either side of the gap (near), with
+// gapBandPad beyond: on a chart of several lines one line's gap shades
+// where that line runs, not the others'.
+func gapBand(ax, ay axis, xn xNames, from, to float64, gaps []float64, color string, near ...float64) gapView {
+	y1, y2 := float64(plotBottom), float64(plotTop)
+	for _, v := range near {
+		y := yPos(ay, v)
+		y1, y2 = min(y1, y), max(y2, y)
+	}
+	y1, y2 = max(float64(plotTop), y1-gapBandPad), min(float64(plotBottom), y2+gapBandPad)
 	x1, x2 := xPos(ax, from), xPos(ax, to)
 	if x2-x1 < 3 {
 		x1, x2 = x1-1.5, x2+1.5
@@ -557,7 +570,7 @@ func gapBand(ax axis, xn xNames, from, to float64, gaps []float64, color string)
 	if len(gaps) > 8 {
 		title += " (+" + strconv.Itoa(len(gaps)-8) + " more)"
 	}
-	return gapView{X: coord(x1), W: coord(x2 - x1), Y: coord(plotTop), H: coord(plotBottom - plotTop), Color: color, Title: title}
+	return gapView{X: coord(x1), W: coord(x2 - x1), Y: coord(y1), H: coord(y2 - y1), Color: color, Title: title}
 }
 
 // drawMarkers draws one vertical line per marker with its text in the top

@@ -53,6 +53,37 @@ func TestGapsBreakTheLine(t *testing.T) {
 	}
 }
 
+// TestGapBandCoversItsLine: a gap's band spans the height of its line on
+// either side (with gapBandPad), not the whole plot: on a chart of two
+// lines, the low line's gap does not shade where the high one runs.
+func TestGapBandCoversItsLine(t *testing.T) {
+	r := sample()
+	r.Markers = nil
+	r.Charts = []Chart{{Title: "CPU", Unit: "cores", Series: []Series{
+		{Name: "high", Points: []Point{{T: 0, V: 1.8}, {T: 1, V: 1.9}, {T: 2, V: 1.8}, {T: 3, V: 1.9}}},
+		{Name: "low", Points: []Point{{T: 0, V: 0.1}, {T: 1, V: 0.2}, {T: 3, V: 0.1}}, Gaps: []float64{2}},
+	}}}
+	_, doc := render(t, r)
+	svg := findAll(doc, elem("svg"))[0]
+	bands := findAll(svg, elem("rect", "gap"))
+	if len(bands) != 1 {
+		t.Fatalf("%d gap bands, want 1", len(bands))
+	}
+	y, _ := strconv.ParseFloat(attr(bands[0], "y"), 64)
+	h, _ := strconv.ParseFloat(attr(bands[0], "height"), 64)
+	ay, err := niceAxis(0, 1.9, yTickTarget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, bottom := yPos(ay, 0.2)-gapBandPad, min(float64(plotBottom), yPos(ay, 0.1)+gapBandPad)
+	if y < roundCoord(top)-0.5 || y+h > roundCoord(bottom)+0.5 || y > yPos(ay, 0.2) || y+h < yPos(ay, 0.1) {
+		t.Errorf("band y %v..%v, want the low line's %v..%v (padded), not the plot's %d..%d", y, y+h, top, bottom, plotTop, plotBottom)
+	}
+	if y <= yPos(ay, 1.8) {
+		t.Errorf("the low line's gap band reaches up to the high line (y %v)", y)
+	}
+}
+
 func roundCoord(f float64) float64 {
 	v, _ := strconv.ParseFloat(coord(f), 64)
 	return v
