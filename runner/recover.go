@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"imlab/expect"
@@ -31,13 +32,14 @@ func (r *run) awaitRecovery(ctx context.Context, base time.Time, cfg recovery.Co
 
 // pollLag runs the lag poller for a file that uses Kafka (lagpoll.Poll:
 // the first live process's lag endpoint, the run's inbox rows) until ctx
-// ends; for one that does not it only waits.
-func (r *run) pollLag(ctx context.Context, base time.Time, out *lagpoll.Log) {
+// ends; for one that does not it only waits. Its live lines count from
+// the load's start once loadAt holds it (UnixNano), as the load's do.
+func (r *run) pollLag(ctx context.Context, base time.Time, loadAt *atomic.Int64, out *lagpoll.Log) {
 	if !r.f.UsesKafka() {
 		<-ctx.Done()
 		return
 	}
-	lagpoll.Poll(ctx, lagpoll.Config{Base: base, DB: r.rowsDB, Progress: r.cfg.Progress, Addr: func() string {
+	lagpoll.Poll(ctx, lagpoll.Config{Base: base, DB: r.rowsDB, Progress: r.cfg.Progress, LineBase: loadAt, Addr: func() string {
 		for _, p := range r.procs {
 			if a := p.Addr(); a != "" {
 				return a

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"imlab/chaos"
@@ -371,9 +372,9 @@ func (r *run) loadPhase(ctx context.Context, lc loadgen.Config, steps []chaos.St
 	base := time.Now()
 	r.res.TimeBase = base.UTC()
 	pollCtx, stopPoll := context.WithCancel(ctx)
-	lagLog := &lagpoll.Log{}
-	pollDone := make(chan struct{})
-	go func() { defer close(pollDone); r.pollLag(pollCtx, base, lagLog) }()
+	lagLog, pollDone := &lagpoll.Log{}, make(chan struct{})
+	var loadAt atomic.Int64 // the load's start, for the lag lines' clock
+	go func() { defer close(pollDone); r.pollLag(pollCtx, base, &loadAt, lagLog) }()
 	stopCPU := r.cpuWatch(ctx, base)
 	schedCh := make(chan schedOut, 1)
 	schedCtx, stopSched := context.WithCancel(ctx)
@@ -384,7 +385,7 @@ func (r *run) loadPhase(ctx context.Context, lc loadgen.Config, steps []chaos.St
 	if r.f.Load.Segments > 1 {
 		started <- base
 	} else {
-		lc.OnStart = func(t time.Time) { started <- t }
+		lc.OnStart = func(t time.Time) { loadAt.Store(t.UnixNano()); started <- t }
 	}
 	go func() { // owned by loadPhase, which waits for schedCh below
 		select {

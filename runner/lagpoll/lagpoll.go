@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"imlab/ref/server"
@@ -206,6 +207,11 @@ type Config struct {
 	Addr     func() string
 	DB       *sql.DB
 	Progress io.Writer
+	// LineBase, when set, is the clock of the live lines (UnixNano) once
+	// it is not 0: the load's start, from which its live line counts,
+	// after its set-up; until then, and without it, Base. The samples' T
+	// stay on Base.
+	LineBase *atomic.Int64
 }
 
 // Poll polls the lag endpoint every Interval until ctx ends, appending
@@ -254,7 +260,12 @@ func Poll(ctx context.Context, cfg Config, out *Log) {
 			if prev >= 0 {
 				skipped = max(0, tick-prev-1)
 			}
-			fmt.Fprintln(cfg.Progress, LiveLine(s, time.Since(cfg.Base).Seconds(), skipped))
+			ls, base := s, cfg.Base
+			if cfg.LineBase != nil && cfg.LineBase.Load() != 0 {
+				lb := time.Unix(0, cfg.LineBase.Load())
+				base, ls.T = lb, s.T-lb.Sub(cfg.Base).Seconds()
+			}
+			fmt.Fprintln(cfg.Progress, LiveLine(ls, time.Since(base).Seconds(), skipped))
 		}
 		prev = tick
 	}
@@ -270,7 +281,7 @@ type clock struct{ start time.Time }
 func (c clock) slot(t time.Time) int { return int(t.Sub(c.start) / Interval) }
 
 // LiveLine is a sample's live line, printed when the sample is complete
-// (now, seconds on the run's time base): its t is now in whole seconds,
+// (now and s.T, seconds on the live lines' clock: Config.LineBase): its t is now in whole seconds,
 // as the load's live line counts them (a sample asked at t=5.0s whose
 // answer took 1.5 s had been printed after the load's t=6s line), and it
 // says when the sample was asked when that is not this second; skipped

@@ -38,7 +38,17 @@ var lineT = regexp.MustCompile(`^t=\s*([0-9.]+)s`)
 // earlier than the lines printed before it: the slow sample's line is
 // stamped when it was printed and says when it was asked, and the poll
 // that its slowness cost is said to be skipped, not dropped silently.
-func TestLiveLinesInTimeOrder(t *testing.T) {
+func TestLiveLinesInTimeOrder(t *testing.T) { liveLinesInOrder(t, 350*time.Millisecond) }
+
+// TestLiveLinesOnTheLoadsClock: the load's set-up takes 1.6 s, so its
+// live line counts from 1.6 s after the run's time base; the lag lines,
+// told the load's start (LineBase), count from there too and stay in
+// order with it, while the samples keep the run's time base.
+func TestLiveLinesOnTheLoadsClock(t *testing.T) { liveLinesInOrder(t, 1600*time.Millisecond) }
+
+// liveLinesInOrder runs the poller beside a generator whose live line
+// starts setup after the base.
+func liveLinesInOrder(t *testing.T, setup time.Duration) {
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != server.LagNowPath {
@@ -54,13 +64,20 @@ func TestLiveLinesInTimeOrder(t *testing.T) {
 	defer srv.Close()
 	out := &lines{}
 	base := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 5600*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 5600*time.Millisecond+setup)
 	defer cancel()
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { // the generator's live line, its clock 0.35 s after the base
+	var loadAt atomic.Int64
+	go func() { // the generator's live line, its clock setup after the base
 		defer wg.Done()
-		start := base.Add(350 * time.Millisecond)
+		start := base.Add(setup)
+		select { // the runner learns the load's start when it starts
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Until(start)):
+		}
+		loadAt.Store(start.UnixNano())
 		for sec := 1; ; sec++ {
 			select {
 			case <-ctx.Done():
@@ -71,7 +88,7 @@ func TestLiveLinesInTimeOrder(t *testing.T) {
 		}
 	}()
 	log := &Log{}
-	Poll(ctx, Config{Base: base, Progress: out, Addr: func() string { return strings.TrimPrefix(srv.URL, "http://") }}, log)
+	Poll(ctx, Config{Base: base, Progress: out, LineBase: &loadAt, Addr: func() string { return strings.TrimPrefix(srv.URL, "http://") }}, log)
 	wg.Wait()
 
 	printed := strings.Split(strings.TrimSpace(out.buf.String()), "\n")
@@ -90,8 +107,14 @@ func TestLiveLinesInTimeOrder(t *testing.T) {
 	}
 	all := out.buf.String()
 	t.Log("\n" + all)
-	if !strings.Contains(all, "asked at t=1.0s") {
-		t.Errorf("the slow sample's line does not say when it was asked:\n%s", all)
+	samples := log.Snapshot()
+	if len(samples) == 0 {
+		t.Fatal("no samples")
+	}
+	// On the load's clock, as the line says it: the sample's T is on the
+	// run's time base.
+	if want := fmt.Sprintf("asked at t=%.1fs", samples[0].T-setup.Seconds()); !strings.Contains(all, want) {
+		t.Errorf("the slow sample's line does not say when it was asked (%q):\n%s", want, all)
 	}
 	if !strings.Contains(all, "1 poll skipped") {
 		t.Errorf("the poll the slow one cost is not said to be skipped:\n%s", all)
