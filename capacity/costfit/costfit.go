@@ -2,7 +2,18 @@
 // process's cores against the ACKed rate over the steps, by least squares.
 package costfit
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
+
+// DistinctRate is how far apart (relative) two steps' ACKed rates must be
+// to count as distinct rates for a fit: a repeat step at the same offered
+// rate ACKs within a few % of it, and adds no spread.
+const DistinctRate = 0.05
+
+// MinRates is the least number of distinct rates a fit needs.
+const MinRates = 3
 
 // Marginal is a least-squares line of one process's cores against the
 // ACKed rate: USPerMsg is its slope in CPU-µs per message, IdleCores its
@@ -17,11 +28,13 @@ type Marginal struct {
 }
 
 // Line fits one process's cores (ys) against the ACKed rate (xs) over
-// the steps that ran their whole window.
+// the steps that ran their whole window; with fewer than MinRates
+// distinct rates among them (DistinctRate) there is no fit: two rates
+// and a repeat make three points but a line through two.
 func Line(name string, xs, ys []float64) Marginal {
 	m := Marginal{Name: name, Steps: len(xs)}
 	slope, icept, r2, ok := Fit(xs, ys)
-	if !ok {
+	if !ok || distinctRates(xs) < MinRates {
 		m.Note = "fewer than 3 steps at distinct rates: no fit"
 	} else if slope < 0 {
 		// A cost per message below zero is not a cost: the line says
@@ -36,6 +49,19 @@ func Line(name string, xs, ys []float64) Marginal {
 		}
 	}
 	return m
+}
+
+// distinctRates counts the rates in xs at least DistinctRate apart.
+func distinctRates(xs []float64) int {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := 0
+	for i, x := range s {
+		if i == 0 || x > s[i-1]*(1+DistinctRate) {
+			n++
+		}
+	}
+	return n
 }
 
 // Fit is ordinary least squares y = a x + b with R²; ok is false with
