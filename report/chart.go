@@ -483,9 +483,13 @@ func drawThreshold(ay axis, c cleanChart, offScale bool, vmax float64) *threshol
 
 // drawSeries draws one series: its points split at its gaps into runs,
 // each a polyline (a dot when alone), an open circle where a run ends at
-// a gap, and a shaded band over each gap from the last point before it to
-// the first after it. A series that shows its points (dots) has neither
-// the lone dots nor the open circles: its points are drawn apart.
+// a gap, and a shaded band over each gap: from halfway between the last
+// point before it and its first unmeasured time to halfway between its
+// last and the first point after it (at an edge, as far beyond the gap as
+// that half): for per-second points drawn at the middle of their second,
+// exactly the seconds without a measurement. A series that shows its
+// points (dots) has neither the lone dots nor the open circles: its
+// points are drawn apart.
 func drawSeries(ax, ay axis, xn xNames, name, color string, s cleanSeries) lineView {
 	line := lineView{Name: name, Color: color}
 	dot := func(p Point) dotView {
@@ -521,7 +525,8 @@ func drawSeries(ax, ay axis, xn xNames, name, color string, s cleanSeries) lineV
 		}
 	}
 	if leading {
-		line.Gaps = append(line.Gaps, gapBand(ax, ay, xn, gaps[0], pts[0].T, gaps[:gi], color, pts[0].V))
+		half := (pts[0].T - gaps[gi-1]) / 2
+		line.Gaps = append(line.Gaps, gapBand(ax, ay, xn, gaps[0]-half, pts[0].T-half, gaps[:gi], color, pts[0].V))
 	}
 	for i := 1; i < len(pts); i++ {
 		j := gi
@@ -531,14 +536,17 @@ func drawSeries(ax, ay axis, xn xNames, name, color string, s cleanSeries) lineV
 		if j > gi && gaps[j-1] > pts[i-1].T {
 			// A gap between points i-1 and i: the line breaks.
 			flush(i, true)
-			line.Gaps = append(line.Gaps, gapBand(ax, ay, xn, pts[i-1].T, pts[i].T, gaps[gi:j], color, pts[i-1].V, pts[i].V))
+			from, to := (pts[i-1].T+gaps[gi])/2, (gaps[j-1]+pts[i].T)/2
+			line.Gaps = append(line.Gaps, gapBand(ax, ay, xn, from, to, gaps[gi:j], color, pts[i-1].V, pts[i].V))
 			start = i
 		}
 		gi = j
 	}
 	flush(len(pts), false)
 	if gi < len(gaps) {
-		line.Gaps = append(line.Gaps, gapBand(ax, ay, xn, pts[len(pts)-1].T, gaps[len(gaps)-1], gaps[gi:], color, pts[len(pts)-1].V))
+		last := pts[len(pts)-1]
+		half := (gaps[gi] - last.T) / 2
+		line.Gaps = append(line.Gaps, gapBand(ax, ay, xn, last.T+half, gaps[len(gaps)-1]+half, gaps[gi:], color, last.V))
 	}
 	return line
 }
@@ -558,7 +566,7 @@ func gapBand(ax, ay axis, xn xNames, from, to float64, gaps []float64, color str
 		y1, y2 = min(y1, y), max(y2, y)
 	}
 	y1, y2 = max(float64(plotTop), y1-gapBandPad), min(float64(plotBottom), y2+gapBandPad)
-	x1, x2 := xPos(ax, from), xPos(ax, to)
+	x1, x2 := max(float64(plotLeft), xPos(ax, from)), min(float64(plotRight), xPos(ax, to))
 	if x2-x1 < 3 {
 		x1, x2 = x1-1.5, x2+1.5
 	}

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -33,16 +35,17 @@ func TestGapsBreakTheLine(t *testing.T) {
 	if len(bands) != 2 || !strings.Contains(text(bands[0]), "t=2 s") || !strings.Contains(text(bands[1]), "t=4 s") {
 		t.Fatalf("gap bands %d: want two, titled with their times", len(bands))
 	}
-	// The first band runs from the last point before the gap (t=1) to the
-	// first after it (t=3).
+	// The first band covers the unmeasured time: from halfway between the
+	// last point before the gap (t=1) and the gap (t=2) to halfway between
+	// the gap and the first point after it (t=3).
 	x0, _ := strconv.ParseFloat(attr(bands[0], "x"), 64)
 	w0, _ := strconv.ParseFloat(attr(bands[0], "width"), 64)
 	ax, err := niceAxis(0, 6, xTickTarget)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if x0 != roundCoord(xPos(ax, 1)) || roundCoord(x0+w0) != roundCoord(xPos(ax, 3)) {
-		t.Errorf("band %v+%v, want %v..%v", x0, w0, xPos(ax, 1), xPos(ax, 3))
+	if x0 != roundCoord(xPos(ax, 1.5)) || roundCoord(x0+w0) != roundCoord(xPos(ax, 2.5)) {
+		t.Errorf("band %v+%v, want %v..%v", x0, w0, xPos(ax, 1.5), xPos(ax, 2.5))
 	}
 	if n := len(findAll(svg, elem("circle", "gap-end"))); n != 3 {
 		t.Errorf("%d circled ends, want 3 (1, the lone 3, 5)", n)
@@ -81,6 +84,40 @@ func TestGapBandCoversItsLine(t *testing.T) {
 	}
 	if y <= yPos(ay, 1.8) {
 		t.Errorf("the low line's gap band reaches up to the high line (y %v)", y)
+	}
+}
+
+// TestGapBandsAtTheEdges: per-second points at the middle of their
+// seconds, the first and the last second unmeasured: each band covers
+// exactly its second ([0, 1] and [3, 4]), not from the edge point on.
+func TestGapBandsAtTheEdges(t *testing.T) {
+	r := sample()
+	r.Markers = nil
+	r.Charts = []Chart{{Title: "CPU", Unit: "cores", Series: []Series{{Name: "api",
+		Points: []Point{{T: 1.5, V: 0.5}, {T: 2.5, V: 0.6}}, Gaps: []float64{0.5, 3.5}}}}}
+	_, doc := render(t, r)
+	bands := findAll(findAll(doc, elem("svg"))[0], elem("rect", "gap"))
+	if len(bands) != 2 {
+		t.Fatalf("%d gap bands, want 2", len(bands))
+	}
+	// The time axis from the line itself: its two points are at t=1.5 and
+	// t=2.5.
+	line := findAll(findAll(doc, elem("svg"))[0], elem("polyline", "series"))
+	if len(line) != 1 {
+		t.Fatalf("%d polylines, want 1", len(line))
+	}
+	var p1, p2, y float64
+	if _, err := fmt.Sscanf(attr(line[0], "points"), "%g,%g %g,%g", &p1, &y, &p2, &y); err != nil {
+		t.Fatalf("points %q: %v", attr(line[0], "points"), err)
+	}
+	at := func(t float64) float64 { return p1 + (t-1.5)*(p2-p1) }
+	for i, want := range [][2]float64{{0, 1}, {3, 4}} {
+		x, _ := strconv.ParseFloat(attr(bands[i], "x"), 64)
+		w, _ := strconv.ParseFloat(attr(bands[i], "width"), 64)
+		lo, hi := max(float64(plotLeft), at(want[0])), min(float64(plotRight), at(want[1]))
+		if math.Abs(x-lo) > 0.6 || math.Abs(x+w-hi) > 0.6 {
+			t.Errorf("band %d at %v..%v, want %v..%v (t=%v..%v)", i, x, x+w, lo, hi, want[0], want[1])
+		}
 	}
 }
 
