@@ -736,4 +736,18 @@ func TestSearchStopsOnRefusedCredentials(t *testing.T) {
 	if !strings.Contains(strings.Join(res.Errors, "\n"), "answered 401 or 403 and no send was ACKed") {
 		t.Fatalf("errors %q, want the refusal named", res.Errors)
 	}
+	// The page: neither PASS nor FAIL, and the charts say why they are
+	// empty.
+	page, err := os.ReadFile(filepath.Join(c.OutDir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`<span class="badge unmeasured">NOT MEASURED</span>`, "(the target refused the lab&#39;s credentials)", "1 step in "} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+	if strings.Contains(string(page), ">FAIL<") {
+		t.Error("report.html says FAIL of a search that measured nothing")
+	}
 }

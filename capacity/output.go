@@ -268,7 +268,7 @@ var page = template.Must(template.New("capacity").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>imlab capacity: {{.R.Target}}</title>
 <style>{{.Style}}</style></head><body><main>
 {{.Pieces.Header}}
-<p>SLO <code>{{.R.SLO}}</code>; rates {{printf "%.0f" .R.From}}..{{printf "%.0f" .R.To}}/s; each step {{.R.WarmUpS}}s warm-up (not counted) + {{.R.StepS}}s measured; {{len .R.Steps}} steps in {{printf "%.0f" .R.Seconds}}s.
+<p>SLO <code>{{.R.SLO}}</code>; rates {{printf "%.0f" .R.From}}..{{printf "%.0f" .R.To}}/s; each step {{.R.WarmUpS}}s warm-up (not counted) + {{.R.StepS}}s measured; {{len .R.Steps}} step{{if ne (len .R.Steps) 1}}s{{end}} in {{printf "%.0f" .R.Seconds}}s.
 {{with .R.Ceiling}}Generator ceiling (no-op endpoint, same client): {{printf "%.0f" .PerSec}} sends/s.{{end}}
 {{with .Knee}}Knee: {{.}}/s ({{$.KneeRule}}).{{end}}</p>
 <p class="description">Machine: {{.R.Machine.CPUs}} CPUs; {{.R.Machine.Note}}. Load average {{.R.LoadAverage}}.</p>
@@ -296,6 +296,9 @@ func (r *Result) header() *report.Report {
 	rep := &report.Report{Title: "Capacity of " + r.Target, Description: r.Answer, Passed: r.Sustainable != nil,
 		StartedAt: r.StartedAt, Duration: time.Duration(r.Seconds * float64(time.Second)), DurationLabel: "Search time",
 		Verdict: r.Answer, VerdictLabel: "Answer", Backends: r.backendsLine(), Machine: r.Machine.Busy}
+	if r.Limit == LimitCredentials && r.Sustainable == nil {
+		rep.Unmeasured = "NOT MEASURED"
+	}
 	return rep
 }
 
@@ -426,7 +429,10 @@ func undrawn(r *Result) string {
 	for _, st := range r.Steps {
 		if st.AckP99Ms == nil {
 			why := "no ACK measured"
-			if st.StoppedEarly != "" {
+			switch {
+			case st.Limit == LimitCredentials:
+				why = "the target refused the lab's credentials"
+			case st.StoppedEarly != "":
 				why = "stopped early"
 			}
 			out = append(out, fmt.Sprintf("step %d at %.0f/s latency (%s)", st.Index, st.OfferedPerSec, why))

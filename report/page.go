@@ -18,6 +18,7 @@ type page struct {
 	Scenario     string
 	Description  string
 	Passed       bool
+	Unmeasured   string
 	StartedAt    string
 	Duration     string
 	DurationName string
@@ -116,6 +117,7 @@ func buildPage(r *Report) (*page, error) {
 		Scenario:     r.Scenario,
 		Description:  r.Description,
 		Passed:       r.Passed,
+		Unmeasured:   r.Unmeasured,
 		Duration:     r.Duration.Round(time.Millisecond).String(),
 		DurationName: cmp.Or(r.DurationLabel, "Duration"),
 		Backends:     r.Backends,

@@ -189,8 +189,12 @@ type Report struct {
 	Scenario    string // scenario name
 	Description string
 	Passed      bool
-	StartedAt   time.Time
-	Duration    time.Duration
+	// Unmeasured, when set, replaces the PASS/FAIL badge: the run judged
+	// nothing (e.g. "NOT MEASURED": the target refused the lab's
+	// credentials), which is neither.
+	Unmeasured string
+	StartedAt  time.Time
+	Duration   time.Duration
 	// DurationLabel names Duration in the page's header ("": "Duration";
 	// a page of several runs says what its figure is).
 	DurationLabel string

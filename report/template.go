@@ -131,6 +131,7 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 .badge.pass{background:#2e7d32}
 .badge.fail{background:#c62828}
 .badge.within{background:#546e7a}
+.badge.unmeasured{background:#757575}
 .badge.overloaded{background:#b26a00}
 .load.overloaded{color:#8a5200}
 .findings-line.bad{color:#c62828}
@@ -159,7 +160,7 @@ p.glossary dfn{font-style:normal;font-weight:bold}
 // badges, description, the meta table (started, duration, verdict, the
 // machine's warning, findings, load, latencies, backends), glossary.
 const headerTemplate = `<header>
-<h1>{{.Title}} <span class="badge {{if .Passed}}pass{{else}}fail{{end}}">{{if .Passed}}PASS{{else}}FAIL{{end}}</span>{{with .Load}} <span class="badge {{.Class}}" title="the load verdict, beside the safety verdict">{{.Label}}</span>{{end}}</h1>
+<h1>{{.Title}} {{if .Unmeasured}}<span class="badge unmeasured">{{.Unmeasured}}</span>{{else}}<span class="badge {{if .Passed}}pass{{else}}fail{{end}}">{{if .Passed}}PASS{{else}}FAIL{{end}}</span>{{end}}{{with .Load}} <span class="badge {{.Class}}" title="the load verdict, beside the safety verdict">{{.Label}}</span>{{end}}</h1>
 {{if .Scenario}}<p class="scenario">Scenario <b>{{.Scenario}}</b></p>{{end}}
 {{if .Description}}<p class="description">{{.Description}}</p>{{end}}
 <table class="meta">
