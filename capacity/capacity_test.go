@@ -25,6 +25,8 @@ import (
 	"imlab/compare"
 	"imlab/loadgen/faketarget"
 	"imlab/loadgen/summary"
+
+	"imlab/internal/htmltest"
 )
 
 const testSecret = "imlab-capacity-test-secret-0123"
@@ -222,9 +224,9 @@ func TestSearchFindsAKnownCapacity(t *testing.T) {
 			measured++
 		}
 	}
-	lat := findAll(doc, "svg", "plot")[0]
-	if n := len(findAll(lat, "circle", "point")); n != measured || len(findAll(lat, "g", "threshold")) != 1 || len(findAll(lat, "g", "mark")) == 0 {
-		t.Errorf("latency chart: %d points (want %d), %d limit lines, %d marks", n, measured, len(findAll(lat, "g", "threshold")), len(findAll(lat, "g", "mark")))
+	lat := htmltest.FindAll(doc, "svg", "plot")[0]
+	if n := len(htmltest.FindAll(lat, "circle", "point")); n != measured || len(htmltest.FindAll(lat, "g", "threshold")) != 1 || len(htmltest.FindAll(lat, "g", "mark")) == 0 {
+		t.Errorf("latency chart: %d points (want %d), %d limit lines, %d marks", n, measured, len(htmltest.FindAll(lat, "g", "threshold")), len(htmltest.FindAll(lat, "g", "mark")))
 	}
 	if res.Knee != nil && (res.KneeRule == "" || !strings.Contains(text, fmt.Sprintf("Knee: %.0f/s (%s)", *res.Knee, res.KneeRule))) {
 		t.Errorf("the knee %.0f/s without its rule on the page: %q", *res.Knee, res.KneeRule)

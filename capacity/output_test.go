@@ -8,62 +8,9 @@ import (
 	"testing"
 
 	"golang.org/x/net/html"
+
+	"imlab/internal/htmltest"
 )
-
-// findAll returns the elements under n named tag with every class given.
-func findAll(n *html.Node, tag string, classes ...string) []*html.Node {
-	var out []*html.Node
-	var walk func(*html.Node)
-	walk = func(n *html.Node) {
-		if n.Type == html.ElementNode && n.Data == tag && hasClasses(n, classes) {
-			out = append(out, n)
-		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			walk(c)
-		}
-	}
-	walk(n)
-	return out
-}
-
-func hasClasses(n *html.Node, classes []string) bool {
-	for _, want := range classes {
-		found := false
-		for _, a := range n.Attr {
-			if a.Key == "class" && strings.Contains(" "+a.Val+" ", " "+want+" ") {
-				found = true
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
-}
-
-func textOf(n *html.Node) string {
-	var b strings.Builder
-	var walk func(*html.Node)
-	walk = func(n *html.Node) {
-		if n.Type == html.TextNode {
-			b.WriteString(n.Data)
-		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			walk(c)
-		}
-	}
-	walk(n)
-	return b.String()
-}
-
-func attrOf(n *html.Node, key string) string {
-	for _, a := range n.Attr {
-		if a.Key == key {
-			return a.Val
-		}
-	}
-	return ""
-}
 
 // pageResult: four steps, the third without latency (stopped early) and
 // the server's CPU unknown at the second; the last two broke the SLO.
@@ -90,7 +37,7 @@ func TestPageChartsHoldPointsLimitAndMarks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svgs := findAll(doc, "svg", "plot")
+	svgs := htmltest.FindAll(doc, "svg", "plot")
 	if len(svgs) != 2 {
 		t.Fatalf("%d charts, want 2", len(svgs))
 	}
@@ -106,41 +53,41 @@ func TestPageChartsHoldPointsLimitAndMarks(t *testing.T) {
 		// generator at every step, the server at three; open at 300, 400.
 		{cpu, 7, 4, "CPUs of the machine (2 cores)", "offered rate 200 sends/s", 1},
 	} {
-		title := attrOf(c.svg, "aria-label")
-		if n := len(findAll(c.svg, "circle", "point")); n != c.points {
+		title := htmltest.Attr(c.svg, "aria-label")
+		if n := len(htmltest.FindAll(c.svg, "circle", "point")); n != c.points {
 			t.Errorf("%s: %d points, want %d", title, n, c.points)
 		}
-		if n := len(findAll(c.svg, "circle", "point", "hollow")); n != c.open {
+		if n := len(htmltest.FindAll(c.svg, "circle", "point", "hollow")); n != c.open {
 			t.Errorf("%s: %d open points, want %d (the broken steps)", title, n, c.open)
 		}
-		th := findAll(c.svg, "g", "threshold")
-		if len(th) != 1 || !strings.Contains(textOf(th[0]), c.limit) || len(findAll(th[0], "line", "threshold-line")) != 1 {
+		th := htmltest.FindAll(c.svg, "g", "threshold")
+		if len(th) != 1 || !strings.Contains(htmltest.Text(th[0]), c.limit) || len(htmltest.FindAll(th[0], "line", "threshold-line")) != 1 {
 			t.Errorf("%s: want one limit line labelled %q", title, c.limit)
 		}
-		marks := findAll(c.svg, "g", "marker", "mark")
-		labels := textOf(findAll(c.svg, "g", "marker-labels")[0])
+		marks := htmltest.FindAll(c.svg, "g", "marker", "mark")
+		labels := htmltest.Text(htmltest.FindAll(c.svg, "g", "marker-labels")[0])
 		if len(marks) != 2 || !strings.Contains(labels, "knee 300/s") || !strings.Contains(labels, "sustainable 200/s") {
 			t.Errorf("%s: %d marks labelled %q, want the knee and the sustainable rate", title, len(marks), labels)
 		}
-		gaps := findAll(c.svg, "rect", "gap")
+		gaps := htmltest.FindAll(c.svg, "rect", "gap")
 		if len(gaps) != c.gaps {
 			t.Errorf("%s: %d gaps, want %d (one per series without a figure there)", title, len(gaps), c.gaps)
 		}
 		for _, g := range gaps {
-			if !strings.Contains(textOf(g), c.gap) {
-				t.Errorf("%s: gap %q, want it at %q", title, textOf(g), c.gap)
+			if !strings.Contains(htmltest.Text(g), c.gap) {
+				t.Errorf("%s: gap %q, want it at %q", title, htmltest.Text(g), c.gap)
 			}
 		}
-		if cap := textOf(findAll(c.svg, "text", "caption")[0]); cap != "offered rate (sends/s)" {
+		if cap := htmltest.Text(htmltest.FindAll(c.svg, "text", "caption")[0]); cap != "offered rate (sends/s)" {
 			t.Errorf("%s: x caption %q", title, cap)
 		}
 	}
 	// Points run in rate order whatever the steps' order.
-	pts := findAll(lat, "circle", "point")
-	if x0, x2 := attrOf(pts[0], "cx"), attrOf(pts[2], "cx"); !(len(x0) > 0 && lessCoord(x0, attrOf(pts[1], "cx")) && lessCoord(attrOf(pts[1], "cx"), x2)) {
-		t.Errorf("p50 points at x %s, %s, %s: want rising with the rate", x0, attrOf(pts[1], "cx"), x2)
+	pts := htmltest.FindAll(lat, "circle", "point")
+	if x0, x2 := htmltest.Attr(pts[0], "cx"), htmltest.Attr(pts[2], "cx"); !(len(x0) > 0 && lessCoord(x0, htmltest.Attr(pts[1], "cx")) && lessCoord(htmltest.Attr(pts[1], "cx"), x2)) {
+		t.Errorf("p50 points at x %s, %s, %s: want rising with the rate", x0, htmltest.Attr(pts[1], "cx"), x2)
 	}
-	if !strings.Contains(textOf(doc), "open point: the step broke the SLO") {
+	if !strings.Contains(htmltest.Text(doc), "open point: the step broke the SLO") {
 		t.Error("the page does not say what an open point means")
 	}
 }
@@ -188,10 +135,10 @@ func TestBusyMachineSaidEverywhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rows := findAll(doc, "tr", "warn", "machine"); len(rows) != 1 || !strings.Contains(textOf(rows[0]), "BUSY: the 1-minute load average was 5.19") {
+	if rows := htmltest.FindAll(doc, "tr", "warn", "machine"); len(rows) != 1 || !strings.Contains(htmltest.Text(rows[0]), "BUSY: the 1-minute load average was 5.19") {
 		t.Errorf("report.html has no BUSY row in its header")
 	}
-	if !strings.Contains(textOf(doc), "Load average at start 5.19/7.39/16.71") {
+	if !strings.Contains(htmltest.Text(doc), "Load average at start 5.19/7.39/16.71") {
 		t.Errorf("report.html does not give the load average")
 	}
 	// An end not read is unknown, never 0.00.
@@ -217,8 +164,8 @@ func TestPageProseAndLegend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range findAll(doc, "p", "description") {
-		txt := textOf(p)
+	for _, p := range htmltest.FindAll(doc, "p", "description") {
+		txt := htmltest.Text(p)
 		for i := strings.Index(txt, ". "); i >= 0; i = strings.Index(txt, ". ") {
 			if next := txt[i+2:]; next != "" && strings.ToLower(next[:1]) == next[:1] && strings.ToUpper(next[:1]) != next[:1] {
 				t.Errorf("a sentence starts in lowercase: %q", txt[max(0, i-20):min(len(txt), i+30)])

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"golang.org/x/net/html"
+
+	"imlab/internal/htmltest"
 )
 
 // Geometry of the page's tables, to estimate their narrowest width the
@@ -27,7 +29,7 @@ const (
 func minTableWidth(table *html.Node) (float64, []string) {
 	var widest []int
 	var words []string
-	for _, tr := range findAll(table, "tr") {
+	for _, tr := range htmltest.FindAll(table, "tr") {
 		col := 0
 		for c := tr.FirstChild; c != nil; c = c.NextSibling {
 			if c.Type != html.ElementNode || (c.Data != "td" && c.Data != "th") {
@@ -36,7 +38,7 @@ func minTableWidth(table *html.Node) (float64, []string) {
 			if col == len(widest) {
 				widest, words = append(widest, 0), append(words, "")
 			}
-			for _, w := range strings.Fields(textOf(c)) {
+			for _, w := range strings.Fields(htmltest.Text(c)) {
 				if n := len([]rune(w)); n > widest[col] {
 					widest[col], words[col] = n, w
 				}
@@ -83,25 +85,25 @@ func TestStepsTableFitsThePage(t *testing.T) {
 		t.Fatal(err)
 	}
 	var steps *html.Node
-	for _, s := range findAll(doc, "section", "extra") {
-		if h := findAll(s, "h2"); len(h) == 1 && textOf(h[0]) == "Steps" {
+	for _, s := range htmltest.FindAll(doc, "section", "extra") {
+		if h := htmltest.FindAll(s, "h2"); len(h) == 1 && htmltest.Text(h[0]) == "Steps" {
 			steps = s
 		}
 	}
 	if steps == nil {
 		t.Fatal("no Steps table")
 	}
-	table := findAll(steps, "table")[0]
+	table := htmltest.FindAll(steps, "table")[0]
 	px, words := minTableWidth(table)
 	if px > pageContentPx {
 		t.Errorf("steps table at least %.0fpx wide, the page holds %dpx: its last columns scroll out of sight (longest word per column %q)", px, pageContentPx, words)
 	}
-	ths := findAll(table, "th")
-	if len(ths) == 0 || textOf(ths[len(ths)-1]) != "verdict" {
+	ths := htmltest.FindAll(table, "th")
+	if len(ths) == 0 || htmltest.Text(ths[len(ths)-1]) != "verdict" {
 		t.Fatalf("the verdict is not the table's last column")
 	}
-	for _, td := range findAll(table, "td") {
-		if strings.Contains(textOf(td), "BROKE (server, and the generator fell behind): ack p99") {
+	for _, td := range htmltest.FindAll(table, "td") {
+		if strings.Contains(htmltest.Text(td), "BROKE (server, and the generator fell behind): ack p99") {
 			return
 		}
 	}

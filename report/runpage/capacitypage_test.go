@@ -11,6 +11,8 @@ import (
 
 	"imlab/report"
 	"imlab/result"
+
+	"imlab/internal/htmltest"
 )
 
 // capacitySmoke is the result.json an `imlab scenario run
@@ -28,51 +30,6 @@ func capacitySmoke(t *testing.T) *result.Result {
 	return res
 }
 
-// findAll is every element under n with tag and, when given, class
-// among its classes.
-func findAll(n *html.Node, tag, class string) []*html.Node {
-	var out []*html.Node
-	var walk func(*html.Node)
-	walk = func(n *html.Node) {
-		if n.Type == html.ElementNode && n.Data == tag && (class == "" || hasClass(n, class)) {
-			out = append(out, n)
-		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			walk(c)
-		}
-	}
-	walk(n)
-	return out
-}
-
-func hasClass(n *html.Node, class string) bool {
-	return strings.Contains(" "+attr(n, "class")+" ", " "+class+" ")
-}
-
-func attr(n *html.Node, key string) string {
-	for _, a := range n.Attr {
-		if a.Key == key {
-			return a.Val
-		}
-	}
-	return ""
-}
-
-func text(n *html.Node) string {
-	var b strings.Builder
-	var walk func(*html.Node)
-	walk = func(n *html.Node) {
-		if n.Type == html.TextNode {
-			b.WriteString(n.Data)
-		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			walk(c)
-		}
-	}
-	walk(n)
-	return b.String()
-}
-
 // A capacity run's page says what the search measured where its charts
 // would be (not "no charts"), gives the answer figure by figure, and no
 // cell of its tables is a bare dash: a figure not found says why.
@@ -87,15 +44,15 @@ func TestCapacityRunPageSaysWhatWasMeasured(t *testing.T) {
 		t.Fatal(err)
 	}
 	var charts *html.Node
-	for _, s := range findAll(doc, "section", "") {
-		if attr(s, "id") == "charts" {
+	for _, s := range htmltest.FindAll(doc, "section") {
+		if htmltest.Attr(s, "id") == "charts" {
 			charts = s
 		}
 	}
 	if charts == nil {
 		t.Fatal("no Charts section")
 	}
-	got := text(charts)
+	got := htmltest.Text(charts)
 	if strings.Contains(got, "no charts") {
 		t.Errorf("the Charts section says only %q", got)
 	}
@@ -105,23 +62,23 @@ func TestCapacityRunPageSaysWhatWasMeasured(t *testing.T) {
 		}
 	}
 	var table *html.Node
-	for _, s := range findAll(doc, "section", "extra") {
-		if strings.HasPrefix(text(findAll(s, "h2", "")[0]), "Capacity search") {
+	for _, s := range htmltest.FindAll(doc, "section", "extra") {
+		if strings.HasPrefix(htmltest.Text(htmltest.FindAll(s, "h2")[0]), "Capacity search") {
 			table = s
 		}
 	}
 	if table == nil {
 		t.Fatal("no Capacity search table")
 	}
-	row := text(findAll(table, "tbody", "")[0])
+	row := htmltest.Text(htmltest.FindAll(table, "tbody")[0])
 	cost := fmt.Sprintf("api[api] %.0f, generator %.0f", res.Capacity.Cost["api[api]"], res.Capacity.Cost["generator"])
 	for _, want := range []string{"ack_p99<=2s,errors<=1%", "160 sends/s", "none broke (the search's upper bound held)", "no step met the knee rule", cost} {
 		if !strings.Contains(row, want) {
 			t.Errorf("capacity row %q lacks %q", row, want)
 		}
 	}
-	for _, td := range findAll(doc, "td", "") {
-		if c := strings.TrimSpace(text(td)); c == "-" || c == "" {
+	for _, td := range htmltest.FindAll(doc, "td") {
+		if c := strings.TrimSpace(htmltest.Text(td)); c == "-" || c == "" {
 			t.Errorf("a table cell is %q, saying nothing of why", c)
 		}
 	}
