@@ -1,7 +1,6 @@
 package lagpoll
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -14,20 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"imlab/internal/testenv"
 	"imlab/ref/server"
 )
-
-// lines is a writer shared by two writers of live lines, as the runner's.
-type lines struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
 
 var lineT = regexp.MustCompile(`^t=\s*([0-9.]+)s`)
 
@@ -62,7 +50,7 @@ func liveLinesInOrder(t *testing.T, setup time.Duration) {
 			time.Now().UTC().Format(time.RFC3339Nano))
 	}))
 	defer srv.Close()
-	out := &lines{}
+	out := &testenv.LockedBuffer{} // shared by two writers of live lines, as the runner's
 	base := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 5600*time.Millisecond+setup)
 	defer cancel()
@@ -91,7 +79,7 @@ func liveLinesInOrder(t *testing.T, setup time.Duration) {
 	Poll(ctx, Config{Base: base, Progress: out, LineBase: &loadAt, Addr: func() string { return strings.TrimPrefix(srv.URL, "http://") }}, log)
 	wg.Wait()
 
-	printed := strings.Split(strings.TrimSpace(out.buf.String()), "\n")
+	printed := strings.Split(strings.TrimSpace(out.String()), "\n")
 	last, lastLine := -1.0, ""
 	for _, l := range printed {
 		m := lineT.FindStringSubmatch(l)
@@ -101,11 +89,11 @@ func liveLinesInOrder(t *testing.T, setup time.Duration) {
 		}
 		v, _ := strconv.ParseFloat(m[1], 64)
 		if v < last {
-			t.Errorf("out of time order: %q printed after %q\n%s", l, lastLine, out.buf.String())
+			t.Errorf("out of time order: %q printed after %q\n%s", l, lastLine, out.String())
 		}
 		last, lastLine = v, l
 	}
-	all := out.buf.String()
+	all := out.String()
 	t.Log("\n" + all)
 	samples := log.Snapshot()
 	if len(samples) == 0 {
