@@ -43,12 +43,15 @@ func verdict(st *Step, long bool) string {
 
 // errorsCell is the step's error percentage, said to be of the sends
 // that started when some never did (those have no outcome).
-func errorsCell(st *Step) string {
-	e := fv(pct(st.ErrorRate), "%.3f")
+func errorsCell(st *Step) string { return fv(pct(st.ErrorRate), "%.3f") + ofStarted(st) }
+
+// ofStarted is " of started" when the step's error rate is of the sends
+// started, some of its schedule never having started; "" otherwise.
+func ofStarted(st *Step) string {
 	if st.ErrorRate != nil && st.Missed+st.NotStarted > 0 {
-		e += " of started"
+		return " of started"
 	}
-	return e
+	return ""
 }
 
 func stepLine(st *Step) string {
@@ -347,10 +350,7 @@ func stepRow(st *Step) []string {
 		gen += " (over half)"
 	}
 	unk := fv(pct(st.UnknownRate), "%.3f")
-	errs := fv(pct(st.ErrorRate), "%.3f") + " · " + unk
-	if st.ErrorRate != nil && st.Missed+st.NotStarted > 0 {
-		errs += " of started"
-	}
+	errs := fv(pct(st.ErrorRate), "%.3f") + " · " + unk + ofStarted(st)
 	return []string{fmt.Sprint(st.Index) + " " + st.Phase, fmt.Sprintf("%.0f", st.OfferedPerSec) + " · " + fv(st.AckedPerSec, "%.0f"),
 		fv(st.AckP50Ms, "%.1f") + " · " + fv(st.AckP99Ms, "%.1f"), fv(st.ServiceP99Ms, "%.1f"), fv(pct(st.LateFraction), "%.2f"),
 		fv(st.SendDelayP99Ms, "%.1f"), errs, fv(st.LagS, "%.2f"), valid, gen, verdict(st, true)}
