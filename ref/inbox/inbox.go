@@ -1,6 +1,8 @@
 // Package inbox owns the fenced, idempotent writes of offline_msg rows: the
 // per-user seq fence (seq_fence), stale-seq detection, and telling a
-// (uid, seq) PRIMARY collision apart from a (uid, msg_id) duplicate.
+// (uid, seq) PRIMARY collision apart from a (uid, msg_id) duplicate; and
+// the order of its creation index (created.go) that reconciliation and
+// retention read the table along.
 //
 // Write algorithm (WriteTx, inside the caller's READ COMMITTED transaction):
 //  1. lock the seq_fence rows of the distinct uids (ascending) with SELECT

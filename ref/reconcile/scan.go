@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"imlab/ref/dbtime"
+	"imlab/ref/inbox"
 )
 
 // inboxRef is one offline_msg row as the reverse and push passes read it.
@@ -16,24 +17,17 @@ type inboxRef struct {
 	missing                 bool // msg_content has no row (read only when asked)
 }
 
-// The scan's statements: offline_msg's rows of [since, until) in the order
-// of idx_created_msg (created_at, msg_id, conv_id, then the primary key
-// uid, seq that InnoDB keeps in every secondary entry), a page at a time
-// after the last row read. The pass reads the index alone, and with the
-// body check one msg_content primary-key lookup per row. The after-row
-// condition is spelt out key part by key part (not a row comparison) so
-// that MySQL and MariaDB read it as ranges of the index, starting at the
-// row after the last one.
+// The scan's statements: offline_msg's rows of [since, until) along
+// idx_created_msg (inbox.CreatedOrder), a page at a time after the last
+// row read (inbox.CreatedAfter). The pass reads the index alone, and with
+// the body check one msg_content primary-key lookup per row.
 const (
 	scanCols     = `SELECT o.uid, o.seq, o.msg_id, o.conv_id, o.created_at, `
 	scanWithBody = scanCols + `c.msg_id IS NULL
 		FROM offline_msg o FORCE INDEX (idx_created_msg) LEFT JOIN msg_content c ON c.msg_id = o.msg_id `
 	scanNoBody = scanCols + `FALSE FROM offline_msg o FORCE INDEX (idx_created_msg) `
-	scanFirst  = `WHERE o.created_at >= ? AND o.created_at < ?
-		ORDER BY o.created_at, o.msg_id, o.conv_id, o.uid, o.seq LIMIT ?`
-	scanAfter = `WHERE o.created_at >= ? AND o.created_at < ? AND (o.created_at > ? OR (o.created_at = ? AND
-		(o.msg_id > ? OR (o.msg_id = ? AND (o.conv_id > ? OR (o.conv_id = ? AND (o.uid > ? OR (o.uid = ? AND o.seq > ?))))))))
-		ORDER BY o.created_at, o.msg_id, o.conv_id, o.uid, o.seq LIMIT ?`
+	scanFirst  = `WHERE o.created_at >= ? AND o.created_at < ?` + inbox.CreatedOrder + ` LIMIT ?`
+	scanAfter  = `WHERE o.created_at >= ? AND o.created_at < ? AND ` + inbox.CreatedAfter + inbox.CreatedOrder + ` LIMIT ?`
 )
 
 // scanInbox reads offline_msg's rows written in [since, until) along
@@ -55,8 +49,8 @@ func (r *Reconciler) scanInbox(ctx context.Context, since, until time.Time, with
 		if last == nil {
 			rows, err = r.db.QueryContext(ctx, from+scanFirst, since, until, r.cfg.PageSize)
 		} else {
-			rows, err = r.db.QueryContext(ctx, from+scanAfter, last.createdAt, until, last.createdAt, last.createdAt,
-				last.msgID, last.msgID, last.convID, last.convID, last.uid, last.uid, last.seq, r.cfg.PageSize)
+			args := append([]any{last.createdAt, until}, inbox.CreatedAfterArgs(last.createdAt, last.msgID, last.convID, last.uid, last.seq)...)
+			rows, err = r.db.QueryContext(ctx, from+scanAfter, append(args, r.cfg.PageSize)...)
 		}
 		if err != nil {
 			return scanned, fmt.Errorf("reconcile: scan offline_msg: %w", err)

@@ -7,23 +7,19 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"imlab/ref/inbox"
 )
 
 // The scan's statements: offline_msg's rows created before the pass's
-// later cut-off, in the order of idx_created_msg (created_at, msg_id,
-// conv_id, then the primary key uid, seq that InnoDB keeps in every
-// secondary entry), a page at a time after the last entry read: the whole
-// entry, so rows sharing a created_at are neither skipped nor read twice
-// at a page's edge. The after-entry condition is spelt out key part by key
-// part (not a row comparison) so that MySQL and MariaDB read it as ranges
-// of the index, starting at the entry after the last one. The columns are
-// the index's: the pass reads the index alone.
+// later cut-off, along idx_created_msg (inbox.CreatedOrder), a page at a
+// time after the last entry read (inbox.CreatedAfter). The columns are the
+// index's: the pass reads the index alone.
 const (
-	scanCols  = `SELECT uid, seq, msg_id, conv_id, created_at FROM offline_msg FORCE INDEX (idx_created_msg) `
-	scanOrder = ` ORDER BY created_at, msg_id, conv_id, uid, seq LIMIT ?`
-	scanFirst = scanCols + `WHERE created_at < ?` + scanOrder
-	scanAfter = scanCols + `WHERE created_at >= ? AND created_at < ? AND (created_at > ? OR (created_at = ? AND
-		(msg_id > ? OR (msg_id = ? AND (conv_id > ? OR (conv_id = ? AND (uid > ? OR (uid = ? AND seq > ?))))))))` + scanOrder
+	scanCols  = `SELECT o.uid, o.seq, o.msg_id, o.conv_id, o.created_at FROM offline_msg o FORCE INDEX (idx_created_msg) `
+	scanOrder = inbox.CreatedOrder + ` LIMIT ?`
+	scanFirst = scanCols + `WHERE o.created_at < ?` + scanOrder
+	scanAfter = scanCols + `WHERE o.created_at >= ? AND o.created_at < ? AND ` + inbox.CreatedAfter + scanOrder
 )
 
 // entry is one offline_msg row as idx_created_msg holds it.
@@ -50,8 +46,8 @@ func (r *Retention) scan(ctx context.Context, after *entry, b bounds) (scanPage,
 	if after == nil {
 		rows, err = r.db.QueryContext(ctx, scanFirst, until, r.cfg.ScanPage)
 	} else {
-		rows, err = r.db.QueryContext(ctx, scanAfter, after.at, until, after.at, after.at,
-			after.msgID, after.msgID, after.convID, after.convID, after.uid, after.uid, after.seq, r.cfg.ScanPage)
+		args := append([]any{after.at, until}, inbox.CreatedAfterArgs(after.at, after.msgID, after.convID, after.uid, after.seq)...)
+		rows, err = r.db.QueryContext(ctx, scanAfter, append(args, r.cfg.ScanPage)...)
 	}
 	if err != nil {
 		return p, fmt.Errorf("retention: scan: %w", err)
