@@ -2,6 +2,7 @@ package runpage
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"imlab/report"
@@ -55,7 +56,7 @@ func cpuChart(res *result.Result) ([]report.Chart, []string) {
 		// as the run's cost.
 		ch.Title += "; a line marked (by name) is a server the run shares, found by its command name: its CPU includes any other client's work"
 	}
-	notes := line.Notes
+	notes := slices.Clone(line.Notes) // appended to below: not the result's own
 	if _, _, _, floored := line.Others(); floored > 0 {
 		notes = append(notes, fmt.Sprintf("CPU chart: in %d of %d seconds the processes' sum came out above the machine's busy time (the two are read a few microseconds apart): the rest of the machine is drawn as 0 there", floored, len(line.Seconds)))
 	}
