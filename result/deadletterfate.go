@@ -36,7 +36,7 @@ func inboxBehind(lag []LagSample, group string, graceS float64) (float64, bool) 
 	peak, gap, last := -1.0, 0.0, -1.0
 	for _, l := range lag {
 		age, ok := l.MaxAge[group]
-		if l.Err != "" || !ok || age < 0 {
+		if !l.LagKnown() || !ok || age < 0 {
 			continue
 		}
 		if last >= 0 && l.T-last > gap {
