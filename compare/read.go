@@ -597,6 +597,9 @@ type capacityResult struct {
 	Sustainable *float64           `json:"sustainable_per_sec"`
 	Knee        *float64           `json:"knee_per_sec"`
 	Cost        map[string]float64 `json:"cpu_us_per_msg_at_sustainable"`
+	// Limit is what broke the search ("server", "generator", "to", and
+	// "credentials": the target refused the lab's token, nothing measured).
+	Limit string `json:"limit"`
 }
 
 func readCapacity(b []byte, r *Run) error {
@@ -612,9 +615,12 @@ func readCapacity(b []byte, r *Run) error {
 }
 
 func capacityMetrics(r *Run, c capacityResult) {
-	if c.Sustainable == nil {
+	switch {
+	case c.Sustainable == nil && c.Limit == "credentials":
+		r.note("sustainable rate: not measured: the target refused the lab's credentials (its secret is not the search's)")
+	case c.Sustainable == nil:
 		r.note("sustainable rate: no step held the SLO")
-	} else {
+	default:
 		r.Metrics[MSustainable] = *c.Sustainable
 	}
 	if c.Knee != nil {

@@ -197,3 +197,25 @@ func TestCapacityGeneratorsUnlike(t *testing.T) {
 		t.Fatalf("unlike %q, want %q", rep.Unlike, want)
 	}
 }
+
+// TestCapacityNotMeasured: a search the target refused (limit
+// "credentials", as capacity writes it) is read as not measured, not as
+// a search in which no step held the SLO.
+func TestCapacityNotMeasured(t *testing.T) {
+	res := &capacity.Result{Kind: compare.CapacityKind, Format: capacity.ResultFormat, Target: "http://127.0.0.1:1", SLO: "ack_p99<=2000ms",
+		WarmUpS: 2, StepS: 6, Limit: capacity.LimitCredentials, Machine: capacity.Machine{CPUs: 2}}
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := compare.Parse("refused/"+capacity.ResultFile, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Join(r.Notes, "; "); !strings.Contains(n, "not measured: the target refused the lab's credentials") || strings.Contains(n, "no step held") {
+		t.Fatalf("notes %q", n)
+	}
+	if _, ok := r.Metrics[compare.MSustainable]; ok {
+		t.Fatal("a refused search has a sustainable rate")
+	}
+}
